@@ -1,0 +1,17 @@
+"""Mergeable aggregates: heavy-hitter sketch, distinct counter, key templates, table windows."""
+
+from auditor.aggregates.sketch import DistinctCounter, HeavyHitters
+from auditor.aggregates.templates import key_template, value_template
+from auditor.aggregates.window import AggregateSet, TableWindow, decode_key, partition_attr, throttle_cause
+
+__all__ = [
+    "AggregateSet",
+    "DistinctCounter",
+    "HeavyHitters",
+    "TableWindow",
+    "decode_key",
+    "key_template",
+    "partition_attr",
+    "throttle_cause",
+    "value_template",
+]

@@ -1,0 +1,192 @@
+"""Bounded, mergeable summaries: heavy hitters (Misra-Gries) and distinct counts (HyperLogLog).
+
+Both merge so that per-file aggregates can be combined in any grouping:
+
+* ``HeavyHitters`` is the Misra-Gries *frequent items* summary with lazy pruning. Counts are exact
+  while the number of distinct keys stays at or below ``2 * capacity``. Beyond that, every reported
+  count is a lower bound that undercounts by at most ``error`` (Agarwal et al., "Mergeable
+  Summaries", PODS 2012), so a key reported above a share threshold truly is above it.
+* ``DistinctCounter`` is exact up to ``EXACT_LIMIT`` distinct values and a HyperLogLog (p=12,
+  about 1.6% standard error) beyond. Its result does not depend on merge order: the registers of
+  a value are a pure function of the value, and register merge is an element-wise max.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from typing import Any
+
+_HLL_P = 12
+_HLL_M = 1 << _HLL_P
+_HLL_REST_BITS = 64 - _HLL_P
+_HLL_ALPHA = 0.7213 / (1 + 1.079 / _HLL_M)
+
+
+class HeavyHitters:
+    """Approximate per-key counts that keep the heaviest keys in bounded memory."""
+
+    __slots__ = ("capacity", "counts", "error", "total")
+
+    def __init__(self, capacity: int = 512) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be >= 1")
+        self.capacity = capacity
+        self.counts: dict[str, int] = {}
+        self.total = 0
+        #: Upper bound of the undercount of any key (0 while the summary is exact).
+        self.error = 0
+
+    def add(self, key: str, n: int = 1) -> None:
+        """Count ``n`` occurrences of ``key``."""
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + n
+        self.total += n
+        if len(counts) > 2 * self.capacity:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Keep the ``capacity`` heaviest keys, subtracting the next count from each (Misra-Gries)."""
+        items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if len(items) <= self.capacity:
+            return
+        cut = items[self.capacity][1]
+        self.error += cut
+        self.counts = {k: c - cut for k, c in items[: self.capacity] if c > cut}
+
+    def merge(self, other: HeavyHitters) -> None:
+        """Add another summary into this one (the result is bounded again)."""
+        counts = self.counts
+        for k, c in other.counts.items():
+            counts[k] = counts.get(k, 0) + c
+        self.total += other.total
+        self.error += other.error
+        if len(counts) > 2 * self.capacity:
+            self._prune()
+
+    def top(self, n: int) -> list[tuple[str, int]]:
+        """The ``n`` heaviest keys with their (lower-bound) counts, heaviest first, ties by key."""
+        return sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+    def to_dict(self, limit: int | None = None) -> dict[str, Any]:
+        """JSON-ready form; ``limit`` keeps only the heaviest keys (adding their cut to ``error``)."""
+        top = self.top(limit if limit is not None else len(self.counts))
+        error = self.error
+        if limit is not None and len(self.counts) > limit:
+            cut = sorted(self.counts.values(), reverse=True)[limit]
+            error += cut
+            top = [(k, c - cut) for k, c in top if c > cut]
+        return {"capacity": self.capacity, "total": self.total, "error": error, "counts": [[k, c] for k, c in top]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HeavyHitters:
+        """Inverse of :meth:`to_dict`."""
+        hh = cls(int(data["capacity"]))
+        hh.total = int(data["total"])
+        hh.error = int(data["error"])
+        hh.counts = {str(k): int(c) for k, c in data["counts"]}
+        return hh
+
+
+def _hash64(value: str) -> int:
+    return int.from_bytes(hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
+class DistinctCounter:
+    """Counts distinct values: exact while small, HyperLogLog once large."""
+
+    __slots__ = ("exact", "registers")
+
+    EXACT_LIMIT = 1024
+
+    def __init__(self) -> None:
+        self.exact: set[str] | None = set()
+        self.registers: bytearray | None = None
+
+    def add(self, value: str) -> None:
+        """Record one value."""
+        exact = self.exact
+        if exact is not None:
+            exact.add(value)
+            if len(exact) > self.EXACT_LIMIT:
+                self._to_hll()
+            return
+        self._hll_add(value)
+
+    def _hll_add(self, value: str) -> None:
+        regs = self.registers
+        assert regs is not None
+        h = _hash64(value)
+        idx = h >> _HLL_REST_BITS
+        rest = h & ((1 << _HLL_REST_BITS) - 1)
+        rank = _HLL_REST_BITS - rest.bit_length() + 1
+        if rank > regs[idx]:
+            regs[idx] = rank
+
+    def _to_hll(self) -> None:
+        values = self.exact or set()
+        self.exact = None
+        self.registers = bytearray(_HLL_M)
+        for v in values:
+            self._hll_add(v)
+
+    def merge(self, other: DistinctCounter) -> None:
+        """Union with another counter."""
+        if self.exact is not None and other.exact is not None:
+            self.exact |= other.exact
+            if len(self.exact) > self.EXACT_LIMIT:
+                self._to_hll()
+            return
+        if self.exact is not None:
+            self._to_hll()
+        regs = self.registers
+        assert regs is not None
+        if other.exact is not None:
+            for v in other.exact:
+                self._hll_add(v)
+            return
+        assert other.registers is not None
+        for i, r in enumerate(other.registers):
+            if r > regs[i]:
+                regs[i] = r
+
+    def estimate(self) -> int:
+        """The number of distinct values (exact below ``EXACT_LIMIT``)."""
+        if self.exact is not None:
+            return len(self.exact)
+        regs = self.registers
+        assert regs is not None
+        raw = _HLL_ALPHA * _HLL_M * _HLL_M / sum(2.0**-r for r in regs)
+        zeros = regs.count(0)
+        if raw <= 2.5 * _HLL_M and zeros:
+            raw = _HLL_M * math.log(_HLL_M / zeros)
+        return round(raw)
+
+    #: An exact set larger than this many characters is stored as registers instead (keeps items small).
+    MAX_EXACT_CHARS = 16_384
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the exact set, or the registers in base64: about 5.5 KB)."""
+        if self.exact is not None:
+            if sum(len(v) for v in self.exact) <= self.MAX_EXACT_CHARS:
+                return {"exact": sorted(self.exact)}
+            copy = DistinctCounter()
+            copy.exact = set(self.exact)
+            copy._to_hll()
+            return copy.to_dict()
+        assert self.registers is not None
+        return {"hll": base64.b64encode(bytes(self.registers)).decode("ascii")}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DistinctCounter:
+        """Inverse of :meth:`to_dict`."""
+        dc = cls()
+        if "hll" in data:
+            dc.exact = None
+            dc.registers = bytearray(base64.b64decode(data["hll"]))
+            if len(dc.registers) != _HLL_M:
+                raise ValueError("bad HyperLogLog register count")
+        else:
+            dc.exact = {str(v) for v in data["exact"]}
+        return dc

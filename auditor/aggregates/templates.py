@@ -1,0 +1,85 @@
+"""Key templates: generalise logged key values into access-pattern shapes.
+
+``USER#123`` becomes ``USER#{n}``, a UUID becomes ``{uuid}``, ``ORDER#2026-12-01T10:00:00Z`` becomes
+``ORDER#{datetime}``. Composite values are split on ``#`` and ``|`` and each part is generalised on its
+own, so ``TENANT#acme#USER#42`` keeps its upper-case entity names (``TENANT#{s}#USER#{n}``): upper-case
+parts (``USER``, ``PENDING``) are kept as literals, other words become ``{s}``. Numbers as key
+values become ``{n}``. A template never contains more than ``MAX_LITERAL`` characters of one literal part,
+so free text (names, emails) cannot explode the catalogue.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_LITERAL = 24
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
+_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?")
+_HEX = re.compile(r"[0-9a-fA-F]{8,}")
+_ULID_LIKE = re.compile(r"[0-9A-Za-z_-]{16,}")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+_DIGITS = re.compile(r"\d+")
+_SPLIT = re.compile(r"([#|])")
+_LITERAL = re.compile(r"(?:[A-Z0-9_.:/-]|\{n\})+")
+
+
+def _part(part: str) -> str:
+    if not part:
+        return part
+    if part.isdigit():
+        return "{n}"
+    if part.isalpha():
+        # Entity names in single-table designs are upper case (USER, ORDER, PENDING); other words are data.
+        return part if part.isupper() and len(part) <= MAX_LITERAL else "{s}"
+    first = part[0]
+    if len(part) == 36 and part[8] == "-" and _UUID.fullmatch(part):
+        return "{uuid}"
+    if first.isdigit():
+        if _DATETIME.fullmatch(part):
+            return "{datetime}"
+        if _DATE.fullmatch(part):
+            return "{date}"
+        try:
+            float(part)
+        except ValueError:
+            pass
+        else:
+            return "{n}"
+    if _HEX.fullmatch(part) and any(c.isdigit() for c in part):
+        return "{hex}"
+    if "@" in part and _EMAIL.fullmatch(part):
+        return "{email}"
+    if len(part) >= 16 and _ULID_LIKE.fullmatch(part) and any(c.isdigit() for c in part):
+        return "{id}"
+    if any(c.isdigit() for c in part):
+        part = _DIGITS.sub("{n}", part)
+    if len(part) > MAX_LITERAL or not _LITERAL.fullmatch(part):
+        return "{s}"
+    return part
+
+
+def value_template(value: Any) -> str:
+    """The template of one key attribute value."""
+    if isinstance(value, bool):
+        return "{bool}"
+    if isinstance(value, int | float):
+        return "{n}"
+    if not isinstance(value, str):
+        return "{?}"
+    if "|" in value:
+        return "".join(p if p in ("#", "|") else _part(p) for p in _SPLIT.split(value))
+    if "#" in value:
+        return "#".join([_part(p) for p in value.split("#")])
+    return _part(value)
+
+
+def key_template(key: dict[str, Any] | None) -> str | None:
+    """The template of a logged key: the bare value template for one attribute, else ``name=tmpl, ...``."""
+    if not key:
+        return None
+    if len(key) == 1:
+        return value_template(next(iter(key.values())))
+    return ", ".join(f"{name}={value_template(v)}" for name, v in key.items())

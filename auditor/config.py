@@ -1,0 +1,95 @@
+"""Configuration.
+
+``Settings`` is the one model that reads the process environment (Lambda and CLI alike); nothing else
+in the code base touches ``os.environ``. ``AnalysisConfig`` is the analysis tuning document (the CLI's
+``--config FILE``): window size, key schema hints and per-detector thresholds.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from auditor.exceptions import ConfigurationError, InputError
+
+
+class Settings(BaseModel):
+    """Process settings from environment variables (UPPER_SNAKE names)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: Where the CLI's ``analyze-trail`` looks for an analysis config when ``--config`` is not given.
+    audit_config: Path | None = None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+def settings_from_env(environ: dict[str, str] | None = None) -> Settings:
+    """Build settings from ``environ`` (default: the process environment)."""
+    env = dict(os.environ) if environ is None else environ
+    data = {k.lower(): v for k, v in env.items() if k.lower() in Settings.model_fields}
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid environment: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+
+
+@cache
+def get_settings() -> Settings:
+    """The process settings, read once (tests call ``get_settings.cache_clear()``)."""
+    return settings_from_env()
+
+
+class AnalysisConfig(BaseModel):
+    """Tuning for the traffic analysis (all fields optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Aggregation window. Findings are evaluated over all windows of a table together.
+    window_seconds: int = Field(default=900, ge=60, le=86_400)
+    #: Heavy-hitter sketch size per table window (exact below 2x this many distinct keys).
+    sketch_capacity: int = Field(default=512, ge=16, le=4096)
+    #: Partition-key attribute per table, when the key names do not make it obvious.
+    key_schema: dict[str, str] = Field(default_factory=dict)
+    #: Per-detector overrides, by detector id (see ``ddb-audit`` README).
+    detectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("detectors")
+    @classmethod
+    def _known_detectors(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from auditor.detectors.registry import all_detectors
+
+        known = {d.metadata.id: d for d in all_detectors()}
+        for det_id, overrides in value.items():
+            if det_id not in known:
+                raise ValueError(f"unknown detector {det_id!r} (known: {', '.join(sorted(known))})")
+            known[det_id].config_model.model_validate(overrides)
+        return value
+
+
+def load_analysis_config(path: str | Path | None) -> AnalysisConfig:
+    """Read an analysis config JSON file; ``None`` gives the defaults."""
+    if path is None:
+        return AnalysisConfig()
+    p = Path(path)
+    try:
+        data = orjson.loads(p.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read config: {exc.strerror}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{p}: config is not valid JSON: {exc}") from exc
+    try:
+        return AnalysisConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise InputError(f"{p}: invalid config at {loc or '(root)'}: {err['msg']}") from exc

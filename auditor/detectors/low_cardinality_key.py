@@ -1,0 +1,85 @@
+"""``low_cardinality_key``: heavy traffic spread over very few partition-key values."""
+
+from __future__ import annotations
+
+from auditor.aggregates.window import TableWindow, decode_key
+from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
+from auditor.detectors.hot_key import HotKeyConfig, headroom
+from auditor.detectors.registry import register
+from auditor.models.finding import Finding, FindingKind, Severity
+
+METADATA = DetectorMetadata(
+    id="low_cardinality_key",
+    kind=FindingKind.LOW_CARDINALITY_KEY,
+    default_severity=Severity.MEDIUM,
+    title="Low-cardinality partition key",
+    risk=(
+        "A partition key with a handful of values (a status, a type, a date) can never use more than that "
+        "many partitions, so the table's throughput is capped at a few partitions' limits however much "
+        "capacity it has, and each value's item collection grows without bound."
+    ),
+    remediation=(
+        "Key the table on a high-cardinality attribute (an entity id) and move the low-cardinality "
+        "attribute to a sort key or a sparse GSI; if you must query by it, write-shard the GSI "
+        "partition key (status#0..status#N)."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-uniform-load.html",
+)
+
+
+class LowCardinalityConfig(DetectorConfig):
+    """Heavy traffic (``min_requests`` key-identified requests) over at most ``max_distinct_keys`` values."""
+
+    min_requests: int = 1000
+    max_distinct_keys: int = 10
+
+
+@register(METADATA, LowCardinalityConfig)
+def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
+    """One finding per table whose key-identified traffic uses very few partition-key values."""
+    total = agg.key_requests
+    distinct = agg.distinct.estimate()
+    if total < cfg.min_requests or distinct == 0 or distinct > cfg.max_distinct_keys:
+        return []
+    attr = agg.partition_key_attr or "partition key"
+    top = agg.hot.top(distinct)
+    values = [
+        {"value": next(iter(decode_key(k).values())), "requests": c, "share": round(c / total, 4)} for k, c in top
+    ]
+    busiest = top[0][1] if top else 0
+    busiest_writes = agg.hot_writes.counts.get(top[0][0], 0) if top else 0
+    h = headroom(
+        per_second(busiest - busiest_writes, agg.window_seconds),
+        per_second(busiest_writes, agg.window_seconds),
+        HotKeyConfig(),
+    )
+    severity = Severity.HIGH if h is not None and h <= 2.0 else Severity.MEDIUM
+    rate = per_second(total, agg.window_seconds)
+    return [
+        make_finding(
+            METADATA,
+            agg,
+            severity=severity,
+            discriminator=attr,
+            title=f"{agg.table} is keyed on low-cardinality {attr}",
+            summary=(
+                f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
+                f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
+            ),
+            recommendation=(
+                f"Use a high-cardinality attribute (for example the entity id) as the partition key and keep "
+                f"{attr} as a sort key or a sparse GSI. If you must query by {attr}, write-shard that key "
+                f"({attr}#0..{attr}#N) so one value maps to several partitions."
+            ),
+            evidence={
+                "distinct_partition_keys": distinct,
+                "requests": total,
+                "key_attribute": attr,
+                "values": values,
+                "requests_per_second": round(rate, 3),
+                "busiest_value_headroom_factor": round(h, 2) if h is not None else None,
+                "window_seconds": agg.window_seconds,
+                "source": "cloudtrail",
+            },
+        )
+    ]

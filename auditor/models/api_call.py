@@ -1,0 +1,91 @@
+"""``ApiCall``: one normalised DynamoDB data-plane call taken from a CloudTrail record.
+
+These are built once per record on the hot path, so they are slotted dataclasses, not pydantic models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+#: A primary key as CloudTrail logs it: attribute name -> plain JSON scalar.
+KeyValues = dict[str, Any]
+
+
+class Access(StrEnum):
+    """Whether a call reads or writes items (decided from the operation or statement verb)."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(slots=True, frozen=True)
+class Statement:
+    """What a PartiQL statement tells us. ``***(Redacted)`` literals are opaque and never used as keys."""
+
+    verb: str  # SELECT, INSERT, UPDATE, DELETE, EXISTS or UNKNOWN
+    table: str | None
+    index: str | None = None
+    #: Equality literals in the WHERE clause (attribute -> literal value), redacted ones excluded.
+    key_equalities: KeyValues = field(default_factory=dict)
+    #: Attributes compared with ``= ***(Redacted)`` (their value is hidden but they are constrained).
+    redacted_equalities: tuple[str, ...] = ()
+    #: True when a SELECT/UPDATE/DELETE reads the whole table or index (no partition-key equality).
+    full_scan: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class ItemAccess:
+    """One logical access inside a call. Batch and transact calls carry one per item."""
+
+    table: str
+    operation: str  # e.g. GetItem, Query, Scan, BatchWriteItem:Put, TransactWriteItems:Update, ExecuteStatement:SELECT
+    access: Access
+    index: str | None = None
+    key: KeyValues | None = None
+    statement: Statement | None = None
+    full_scan: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class ApiCall:
+    """A normalised DynamoDB data-plane call.
+
+    ``principal`` is the caller's stable identity: for an assumed role it is the role ARN from
+    ``sessionContext.sessionIssuer`` (``session_name`` keeps the session), otherwise the identity ARN,
+    or the AWS service name for service-invoked calls.
+    """
+
+    event_id: str
+    time: datetime
+    operation: str  # the CloudTrail eventName
+    access: Access
+    account: str | None
+    region: str | None
+    tables: tuple[str, ...]
+    items: tuple[ItemAccess, ...]
+    principal: str | None = None
+    principal_type: str | None = None
+    session_name: str | None = None
+    user_agent: str | None = None
+    source_ip: str | None = None
+    index: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    scan_segment: int | None = None
+    scan_total_segments: int | None = None
+    statement: Statement | None = None
+    #: True when CloudTrail truncated requestParameters (over 100 KB) and items may be missing.
+    truncated: bool = False
+
+    @property
+    def table(self) -> str | None:
+        """The first table the call touched."""
+        return self.tables[0] if self.tables else None
+
+    @property
+    def is_scan(self) -> bool:
+        """A Scan, or a PartiQL statement that reads the whole table."""
+        return any(i.full_scan for i in self.items)

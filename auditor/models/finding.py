@@ -1,0 +1,146 @@
+"""The public ``Finding`` model (SPEC.md "Finding (JSON)") and its stable fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+
+class Severity(StrEnum):
+    """Finding severities, ordered from most to least urgent."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more urgent (info=0 ... critical=4)."""
+        return _SEVERITY_RANK[self]
+
+    def raised(self, steps: int = 1) -> Severity:
+        """This severity moved ``steps`` levels up (capped at critical)."""
+        return _BY_RANK[min(4, max(0, self.rank + steps))]
+
+
+_SEVERITY_RANK = {
+    Severity.INFO: 0,
+    Severity.LOW: 1,
+    Severity.MEDIUM: 2,
+    Severity.HIGH: 3,
+    Severity.CRITICAL: 4,
+}
+_BY_RANK = {v: k for k, v in _SEVERITY_RANK.items()}
+
+
+class FindingKind(StrEnum):
+    """Every finding kind of the public contract."""
+
+    SCAN = "scan"
+    THROTTLING = "throttling"
+    HOT_KEY = "hot_key"
+    LOW_CARDINALITY_KEY = "low_cardinality_key"
+    LARGE_ITEM = "large_item"
+    ITEM_GROWTH = "item_growth"
+    ITEM_SIZE_EXCEEDED = "item_size_exceeded"
+    BILLING_MODE = "billing_mode"
+    TABLE_CLASS = "table_class"
+    UNUSED_INDEX = "unused_index"
+
+
+#: Evidence fields SPEC.md requires for each kind.
+REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
+    FindingKind.SCAN: ("principal", "operation", "count", "source"),
+    FindingKind.THROTTLING: ("cause", "read_throttle_events", "write_throttle_events", "source"),
+    FindingKind.HOT_KEY: ("key", "share", "requests", "window_seconds", "source"),
+    FindingKind.LOW_CARDINALITY_KEY: ("distinct_partition_keys", "requests"),
+    FindingKind.LARGE_ITEM: ("key", "size_bytes", "limit_bytes"),
+    FindingKind.ITEM_GROWTH: ("key", "size_bytes", "bytes_per_day", "days_to_limit"),
+    FindingKind.ITEM_SIZE_EXCEEDED: ("count", "key"),
+    FindingKind.BILLING_MODE: (
+        "current_mode",
+        "recommended_mode",
+        "monthly_cost_current",
+        "monthly_cost_recommended",
+        "monthly_savings",
+        "days_analyzed",
+    ),
+    FindingKind.TABLE_CLASS: ("current_class", "recommended_class", "monthly_savings"),
+    FindingKind.UNUSED_INDEX: ("days_analyzed", "reads", "writes"),
+}
+
+
+def fingerprint(
+    kind: FindingKind | str,
+    account: str | None,
+    region: str | None,
+    table: str,
+    index: str | None,
+    discriminator: Any = None,
+) -> str:
+    """Stable id: the same problem on the same resource gets the same id in every run.
+
+    ``discriminator`` names what separates two findings of one kind on one resource (the principal of a
+    scan, the key of a hot key, the cause of throttling). It must not contain counts or times.
+    """
+    material = orjson.dumps(
+        [str(kind), account or "", region or "", table, index or "", discriminator],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return f"{kind}-{hashlib.sha256(material).hexdigest()[:20]}"
+
+
+def utc(dt: datetime) -> datetime:
+    """Normalise to an aware UTC datetime (naive input is taken as UTC)."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def isoformat_z(dt: datetime) -> str:
+    """ISO-8601 UTC with a ``Z`` suffix and second precision."""
+    return utc(dt).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Finding(BaseModel):
+    """One problem on one resource, with evidence and a concrete fix (SPEC.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: FindingKind
+    severity: Severity
+    account: str | None = None
+    region: str | None = None
+    table: str
+    index: str | None = None
+    title: str
+    summary: str
+    recommendation: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    first_seen: datetime
+    last_seen: datetime
+
+    @field_validator("first_seen", "last_seen")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return utc(value)
+
+    @field_serializer("first_seen", "last_seen")
+    def _ser_time(self, value: datetime) -> str:
+        return isoformat_z(value)
+
+    def missing_evidence(self) -> list[str]:
+        """Evidence fields SPEC.md requires for this kind that are absent."""
+        return [f for f in REQUIRED_EVIDENCE[self.kind] if f not in self.evidence]
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        """Most severe first, then by table, kind and id (deterministic output order)."""
+        return (-self.severity.rank, self.table, self.kind.value, self.id)

@@ -1,0 +1,47 @@
+"""Counters of one ingest run (SPEC.md ``stats``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(slots=True)
+class IngestStats:
+    """What an ingest run read, skipped and dropped.
+
+    ``records_read`` counts every record seen, ``data_events`` the DynamoDB data-plane events analysed,
+    ``records_skipped`` the malformed ones, ``duplicates_dropped`` the repeated ``eventID`` s.
+    """
+
+    files_read: int = 0
+    files_failed: int = 0
+    records_read: int = 0
+    records_skipped: int = 0
+    data_events: int = 0
+    duplicates_dropped: int = 0
+    #: The first few problems, each "source: record N: reason" (kept short for logs and stderr).
+    problems: list[str] = field(default_factory=list)
+
+    MAX_PROBLEMS = 20
+
+    def note(self, message: str) -> None:
+        """Remember a problem (bounded)."""
+        if len(self.problems) < self.MAX_PROBLEMS:
+            self.problems.append(message)
+
+    def merge(self, other: IngestStats) -> None:
+        """Add another run's counters into this one."""
+        self.files_read += other.files_read
+        self.files_failed += other.files_failed
+        self.records_read += other.records_read
+        self.records_skipped += other.records_skipped
+        self.data_events += other.data_events
+        self.duplicates_dropped += other.duplicates_dropped
+        for p in other.problems:
+            self.note(p)
+
+    def as_dict(self) -> dict[str, int]:
+        """The SPEC.md ``stats`` object."""
+        d = asdict(self)
+        d.pop("problems")
+        return d
