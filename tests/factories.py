@@ -1,0 +1,61 @@
+"""Small builders for typed inputs, so unit tests do not depend on the CloudTrail parser."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from auditor.aggregates.window import AggregateSet, TableWindow
+from auditor.models.api_call import Access, ApiCall, ItemAccess
+
+T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+ROLE = "arn:aws:iam::111122223333:role/app"
+
+_WRITE_OPS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite")
+
+
+def call(
+    operation: str = "GetItem",
+    table: str = "Orders",
+    key: dict[str, Any] | None = None,
+    *,
+    at: float = 0.0,
+    principal: str | None = ROLE,
+    error: str | None = None,
+    message: str | None = None,
+    index: str | None = None,
+    segment: int | None = None,
+    total_segments: int | None = None,
+    event_id: str | None = None,
+    full_scan: bool | None = None,
+) -> ApiCall:
+    """One call; ``at`` is seconds after ``T0``."""
+    access = Access.WRITE if operation.startswith(_WRITE_OPS) else Access.READ
+    scan = operation == "Scan" if full_scan is None else full_scan
+    item = ItemAccess(table=table, operation=operation, access=access, index=index, key=key, full_scan=scan)
+    return ApiCall(
+        event_id=event_id or f"ev-{operation}-{at}-{key}",
+        time=T0 + timedelta(seconds=at),
+        operation=operation.split(":")[0],
+        access=access,
+        account="111122223333",
+        region="us-east-1",
+        tables=(table,),
+        items=(item,),
+        principal=principal,
+        index=index,
+        error_code=error,
+        error_message=message,
+        scan_segment=segment,
+        scan_total_segments=total_segments,
+    )
+
+
+def span(calls: list[ApiCall], window_seconds: int = 900, **kw: Any) -> TableWindow:
+    """Aggregate ``calls`` (one table) into a single span aggregate."""
+    aggs = AggregateSet(window_seconds, **kw)
+    for c in calls:
+        aggs.add(c)
+    spans = aggs.spans()
+    assert len(spans) == 1, spans
+    return spans[0]
