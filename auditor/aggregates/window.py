@@ -42,6 +42,8 @@ _LIMIT_CAUSE = {
     "MaxOnDemandThroughput": "on_demand_max",
 }
 
+MINUTE_CAPACITY = 32
+MINUTE_SERIALIZED_KEYS = 3
 MAX_SCANNERS = 100
 MAX_SEGMENTS = 64
 MAX_PATTERNS = 200
@@ -146,6 +148,8 @@ class TableWindow:
     key_writes: int = 0
     hot: HeavyHitters = field(init=False)
     hot_writes: HeavyHitters = field(init=False)
+    #: Per-minute heavy hitters (all requests, writes) to find a key's peak rate inside the window.
+    minutes: dict[int, tuple[HeavyHitters, HeavyHitters]] = field(default_factory=dict)
     distinct: DistinctCounter = field(default_factory=DistinctCounter)
     key_attrs: dict[str, int] = field(default_factory=dict)
     scans: dict[tuple[str, str], ScanStats] = field(default_factory=dict)
@@ -218,9 +222,15 @@ class TableWindow:
             encoded = encode_key(attr, value)
             self.key_requests += 1
             self.hot.add(encoded)
+            minute = int(epoch // 60)
+            per_minute = self.minutes.get(minute)
+            if per_minute is None:
+                per_minute = self.minutes[minute] = (HeavyHitters(MINUTE_CAPACITY), HeavyHitters(MINUTE_CAPACITY))
+            per_minute[0].add(encoded)
             if is_write:
                 self.key_writes += 1
                 self.hot_writes.add(encoded)
+                per_minute[1].add(encoded)
             else:
                 self.key_reads += 1
             self.distinct.add(encoded)
@@ -285,6 +295,12 @@ class TableWindow:
         self.key_writes += other.key_writes
         self.hot.merge(other.hot)
         self.hot_writes.merge(other.hot_writes)
+        for minute, (m_all, m_writes) in other.minutes.items():
+            mine_m = self.minutes.get(minute)
+            if mine_m is None:
+                mine_m = self.minutes[minute] = (HeavyHitters(MINUTE_CAPACITY), HeavyHitters(MINUTE_CAPACITY))
+            mine_m[0].merge(m_all)
+            mine_m[1].merge(m_writes)
         self.distinct.merge(other.distinct)
         for k, n in other.key_attrs.items():
             _add_capped(self.key_attrs, k, n, 8, OTHER)
@@ -322,6 +338,18 @@ class TableWindow:
         """Item accesses (batch and transact items count one each)."""
         return self.item_reads + self.item_writes
 
+    def peak_minute(self, encoded: str) -> tuple[int, int, int] | None:
+        """The minute in which a sketch key had the most requests: (minute start epoch, requests, writes).
+
+        Counts are lower bounds (per-minute Misra-Gries summaries); None when the key was never counted.
+        """
+        best: tuple[int, int, int] | None = None
+        for minute, (m_all, m_writes) in self.minutes.items():
+            n = m_all.counts.get(encoded, 0)
+            if n and (best is None or n > best[1] or (n == best[1] and minute * 60 < best[0])):
+                best = (minute * 60, n, min(n, m_writes.counts.get(encoded, 0)))
+        return best
+
     @property
     def partition_key_attr(self) -> str | None:
         """The attribute most often taken as the partition key."""
@@ -353,6 +381,10 @@ class TableWindow:
             "key_writes": self.key_writes,
             "hot": self.hot.to_dict(limit=_sketch_limit(self.hot)),
             "hot_writes": self.hot_writes.to_dict(limit=_sketch_limit(self.hot_writes)),
+            "minutes": [
+                [m, a.to_dict(limit=MINUTE_SERIALIZED_KEYS), w.to_dict(limit=MINUTE_SERIALIZED_KEYS)]
+                for m, (a, w) in sorted(self.minutes.items())
+            ],
             "distinct": self.distinct.to_dict(),
             "key_attrs": self.key_attrs,
             "scans": [[p, op, st.to_list()] for (p, op), st in self.scans.items()],
@@ -386,6 +418,9 @@ class TableWindow:
         tw.key_writes = int(d["key_writes"])
         tw.hot = HeavyHitters.from_dict(d["hot"])
         tw.hot_writes = HeavyHitters.from_dict(d["hot_writes"])
+        tw.minutes = {
+            int(m): (HeavyHitters.from_dict(a), HeavyHitters.from_dict(w)) for m, a, w in d.get("minutes", [])
+        }
         tw.distinct = DistinctCounter.from_dict(d["distinct"])
         tw.key_attrs = {str(k): int(v) for k, v in d["key_attrs"].items()}
         tw.scans = {(p, op): ScanStats.from_list(st) for p, op, st in d["scans"]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from auditor.aggregates.window import TableWindow, decode_key
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
+from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -83,6 +83,14 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
         r_s = per_second(reads, agg.window_seconds)
         w_s = per_second(writes, agg.window_seconds)
         h = headroom(r_s, w_s, cfg)
+        # Traffic is rarely flat: the busiest minute decides how close the key came to the partition limit.
+        peak = agg.peak_minute(encoded)
+        peak_r_s = peak_w_s = 0.0
+        if peak is not None:
+            peak_r_s, peak_w_s = (peak[1] - peak[2]) / 60, peak[2] / 60
+            h_peak = headroom(peak_r_s, peak_w_s, cfg)
+            if h_peak is not None and (h is None or h_peak < h):
+                h = h_peak
         key = decode_key(encoded)
         attr, value = next(iter(key.items()))
         findings.append(
@@ -97,7 +105,8 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                     f"{agg.window_seconds // 60} minutes went to {attr}={value!s:.80} "
                     f"({r_s:.1f} reads/s, {w_s:.1f} writes/s) across {distinct} distinct partition keys."
                     + (
-                        f" At {h:.1f}x today's traffic this key alone exceeds one partition's limit."
+                        f" Its busiest minute ran at {peak_r_s:.1f} reads/s and {peak_w_s:.1f} writes/s: at "
+                        f"{h:.1f}x that traffic this key alone exceeds one partition's limit."
                         if h is not None
                         else ""
                     )
@@ -124,6 +133,10 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                     "reads_per_second": round(r_s, 3),
                     "writes_per_second": round(w_s, 3),
                     "headroom_factor": round(h, 2) if h is not None else None,
+                    "peak_minute": epoch_to_dt(peak[0]).strftime("%Y-%m-%dT%H:%M:%SZ") if peak else None,
+                    "peak_minute_requests": peak[1] if peak else None,
+                    "peak_reads_per_second": round(peak_r_s, 3),
+                    "peak_writes_per_second": round(peak_w_s, 3),
                     "key_requests": total,
                     "distinct_partition_keys": distinct,
                     "estimate_error": agg.hot.error,

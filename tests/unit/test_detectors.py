@@ -301,3 +301,17 @@ def test_other_validation_errors_are_ignored() -> None:
     agg = span([call("PutItem", key={"pk": "X"}, at=1, error="ValidationException",
                      message="One or more parameter values were invalid")])
     assert item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig()) == []
+
+
+def test_hot_key_burst_uses_the_peak_minute() -> None:
+    """600 writes/s for one minute inside a quiet 15-minute window is high, not averaged away."""
+    calls = [call("PutItem", key={"pk": "HOT"}, at=300 + i / 600) for i in range(36_000)]
+    calls += [call("GetItem", key={"pk": f"K{i % 200}"}, at=i * 0.2) for i in range(4500)]
+    agg = span(calls)
+    [f] = hot_key.detect(agg, hot_key.HotKeyConfig())
+    ev = f.evidence
+    assert ev["writes_per_second"] == pytest.approx(40, rel=0.01)  # window average
+    assert ev["peak_writes_per_second"] == pytest.approx(600, rel=0.01)
+    assert ev["peak_minute"] == "2026-12-01T10:05:00Z"
+    assert ev["headroom_factor"] == pytest.approx(1000 / 600, rel=0.01)
+    assert f.severity is Severity.HIGH
