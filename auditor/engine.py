@@ -65,7 +65,7 @@ def ingest_source(
         deduper.rollback()
         stats.files_failed += 1
         stats.note(str(exc))
-        log.warning("source_failed", source=source.name, reason=exc.reason)
+        log.info("source_failed", source=source.name, reason=exc.reason)
         return None
     deduper.commit()
     file_stats.files_read = 1

@@ -11,6 +11,7 @@ Serialised with :meth:`TableWindow.to_dict` an aggregate stays well under Dynamo
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,6 @@ _LIMIT_CAUSE = {
     "MaxOnDemandThroughput": "on_demand_max",
 }
 
-MINUTE_CAPACITY = 32
 MINUTE_SERIALIZED_KEYS = 3
 MAX_SCANNERS = 100
 MAX_SEGMENTS = 64
@@ -225,7 +225,7 @@ class TableWindow:
             minute = int(epoch // 60)
             per_minute = self.minutes.get(minute)
             if per_minute is None:
-                per_minute = self.minutes[minute] = (HeavyHitters(MINUTE_CAPACITY), HeavyHitters(MINUTE_CAPACITY))
+                per_minute = self.minutes[minute] = (HeavyHitters(self.sketch_capacity), HeavyHitters(self.sketch_capacity))
             per_minute[0].add(encoded)
             if is_write:
                 self.key_writes += 1
@@ -298,7 +298,7 @@ class TableWindow:
         for minute, (m_all, m_writes) in other.minutes.items():
             mine_m = self.minutes.get(minute)
             if mine_m is None:
-                mine_m = self.minutes[minute] = (HeavyHitters(MINUTE_CAPACITY), HeavyHitters(MINUTE_CAPACITY))
+                mine_m = self.minutes[minute] = (HeavyHitters(self.sketch_capacity), HeavyHitters(self.sketch_capacity))
             mine_m[0].merge(m_all)
             mine_m[1].merge(m_writes)
         self.distinct.merge(other.distinct)
@@ -328,8 +328,8 @@ class TableWindow:
             _add_capped(self.patterns, pk, n, MAX_PATTERNS, ("", OTHER, "", pk[3]))
 
     def copy(self) -> TableWindow:
-        """A deep copy (through the serialised form)."""
-        return TableWindow.from_dict(self.to_dict())
+        """A lossless deep copy (the serialised form is bounded, so it is not used here)."""
+        return copy.deepcopy(self)
 
     # ---------------------------------------------------------------- views
 

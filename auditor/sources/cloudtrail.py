@@ -1,0 +1,1007 @@
+"""Streaming CloudTrail reader: files, directories, stdin and S3 bodies -> raw records -> ``ApiCall`` s.
+
+Input formats (auto-detected after gzip detection by magic bytes, never by file extension):
+
+- a CloudTrail log file ``{"Records": [...]}`` (the S3 delivery format), compact or pretty-printed;
+- a CloudTrail digest file (``logFiles`` and no ``Records``): yields nothing;
+- an EventBridge "AWS API Call via CloudTrail" event (``detail-type`` + ``detail``): yields ``detail``;
+- a JSON array of EventBridge events or of raw CloudTrail records;
+- JSON lines (one event, record or log file per line; blank lines ignored), or any concatenation of these;
+- a single CloudTrail record object (it has ``eventSource``).
+
+Performance design (see /work/shared/reference/tooling.md section 7). A 50 MB ``.json.gz`` expands to ~250 MB, so it is
+never materialised as one object tree:
+
+- a background thread reads and gunzips the input in chunks of a few MB (zlib and file reads release the GIL,
+  so this overlaps with parsing) and hands them over through a small bounded queue;
+- the consumer cuts the ``Records`` array into per-record byte slices and ``orjson.loads`` each slice. The cut
+  points are found with ``bytes.find`` of a separator learnt from the data itself: ``}`` + the whitespace and
+  comma between two records + the first key of a record (``},{"eventVersion":`` for files CloudTrail wrote).
+  A candidate slice is accepted only when it parses: a cut inside a string or a nested object always leaves an
+  invalid left slice (unterminated string or unbalanced braces), and a slice that starts at a record start and
+  parses as one JSON value *is* that record;
+- whatever the fast path cannot place (the first record, records with another first key, a record that holds the
+  separator inside a string, a record straddling two chunks, other layouts) goes through a bounded number of
+  extra candidates and then an incremental structural scanner (string-aware bracket matching with compiled
+  regexes). Every scan resumes where it stopped when more data arrives, and buffer growth is geometric, so the
+  total work stays linear in the input size.
+
+Memory is bounded by a few chunks plus the largest single record (or, for objects that are not log files, the
+whole object up to ``_MAX_DOCUMENT`` bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import sys
+import threading
+import zlib
+from array import array
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+import orjson
+import structlog
+
+from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
+from auditor.models.api_call import ApiCall
+from auditor.sources.normalize import normalize_record
+from auditor.sources.stats import IngestStats
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "Deduper",
+    "InputSource",
+    "discover",
+    "iter_records",
+    "read_calls",
+]
+
+log = structlog.get_logger(__name__)
+
+#: Size of the decompressed chunks handed from the reader thread to the parser. Big chunks mean fewer GIL
+#: hand-overs between the two threads (each can cost a switch interval); see the module docstring.
+DEFAULT_CHUNK_SIZE: Final = 4 << 20
+#: Compressed bytes read per ``stream.read`` call.
+_READ_SIZE: Final = 1 << 20
+#: Chunks buffered between the reader thread and the parser.
+_QUEUE_DEPTH: Final = 2
+#: A top-level object that is not a ``Records``-first log file is parsed whole only up to this size.
+_MAX_DOCUMENT: Final = 16 << 20
+#: Largest single record (array element) accepted; CloudTrail's own limit is 256 KB.
+_MAX_ELEMENT: Final = 64 << 20
+#: How far past an element's start candidate ends are searched for (larger elements use the scanner).
+#: CloudTrail's own event size limit is 256 KB.
+_WINDOW: Final = 256 << 10
+#: Failed fast-path candidates tried for one element before the structural scanner takes over.
+_MAX_TRIES: Final = 4
+#: Longest whitespace run kept in the buffer while skipping whitespace.
+_MAX_WS_RUN: Final = 1 << 16
+
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_BOM: Final = b"\xef\xbb\xbf"
+_DIR_SKIP: Final = frozenset({"CloudTrail-Digest", "CloudTrail-Insight"})
+_DIR_SUFFIXES: Final = (".json", ".json.gz", ".jsonl", ".ndjson", ".gz")
+
+_WS_BYTES: Final = b" \t\r\n"
+_WS_RE: Final = re.compile(rb"[ \t\r\n]*")
+_RECORDS_HEADER_RE: Final = re.compile(rb'\{[ \t\r\n]*"Records"[ \t\r\n]*:[ \t\r\n]*\[')
+#: ``{`` + the first key + ``:`` of a record, used to learn the record separator.
+_FIRST_KEY_RE: Final = re.compile(rb'\{[ \t\r\n]*"[^"\\\x00-\x1f]{1,128}"[ \t\r\n]*:')
+#: A candidate end of the last element of an array.
+_ARRAY_END_RE: Final = re.compile(rb"\}[ \t\r\n]*\]")
+#: The bytes the structural scanner stops at.
+_STRUCT_RE: Final = re.compile(rb'["{}\[\]]')
+#: The body of a JSON string up to (not including) its closing quote, escape pairs included.
+_STRING_BODY_RE: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+#: A scalar (number, true, false, null, or garbage) runs until a delimiter.
+_SCALAR_RE: Final = re.compile(rb'[^ \t\r\n,\]\}\[\{"]*')
+
+_LBRACE: Final = 0x7B
+_RBRACE: Final = 0x7D
+_LBRACKET: Final = 0x5B
+_RBRACKET: Final = 0x5D
+_QUOTE: Final = 0x22
+_COMMA: Final = 0x2C
+_COLON: Final = 0x3A
+_BACKSLASH: Final = 0x5C
+
+_loads: Final = orjson.loads
+_JSONDecodeError: Final = orjson.JSONDecodeError
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Sources
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class InputSource:
+    """One input: ``name`` is shown in errors (a path, ``<stdin>`` or ``s3://bucket/key``); ``open`` opens it."""
+
+    name: str
+    open: Callable[[], BinaryIO]
+
+
+def _stream_source(name: str, stream: BinaryIO) -> InputSource:
+    def opener() -> BinaryIO:
+        return stream
+
+    return InputSource(name=name, open=opener)
+
+
+def _file_source(path: str) -> InputSource:
+    def opener() -> BinaryIO:
+        return Path(path).open("rb")
+
+    return InputSource(name=path, open=opener)
+
+
+def _walk(root: str) -> list[str]:
+    """The log files under ``root``, recursively, in sorted order, digest and insight folders excluded."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _DIR_SKIP)
+        rel = os.path.relpath(dirpath, root)
+        parts = () if rel == os.curdir else tuple(Path(rel).parts)
+        for fname in filenames:
+            if not fname.lower().endswith(_DIR_SUFFIXES):
+                continue
+            full = Path(dirpath, fname)
+            if full.is_dir():
+                continue
+            found.append(((*parts, fname), str(full)))
+    found.sort()
+    return [full for _, full in found]
+
+
+def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputSource]:
+    """Expand command-line paths into input sources.
+
+    A file is taken as given (any name; gzip is detected from its content). A directory is searched recursively in
+    sorted order for ``.json``, ``.json.gz``, ``.jsonl``, ``.ndjson`` and ``.gz`` files, skipping anything below a
+    ``CloudTrail-Digest`` or ``CloudTrail-Insight`` folder. ``-`` is stdin (``stdin``, or ``sys.stdin.buffer``),
+    listed once however often it is given. Raises ``InputError`` for a path that does not exist.
+    """
+    sources: list[InputSource] = []
+    stdin_added = False
+    for path in paths:
+        if path == "-":
+            if not stdin_added:
+                sources.append(_stream_source("<stdin>", stdin if stdin is not None else sys.stdin.buffer))
+                stdin_added = True
+            continue
+        p = Path(path)
+        if p.is_dir():
+            sources.extend(_file_source(f) for f in _walk(path))
+        elif p.exists():
+            sources.append(_file_source(path))
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    return sources
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Decompressed chunks from a background thread
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class _ReadFailureError(Exception):
+    """Raised in the reader thread with the one-line reason for ``SourceReadError``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Failure:
+    """An exception travelling from the reader thread to the consumer."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_END: Final = object()
+
+
+def _read_error(exc: OSError) -> str:
+    return f"read error: {exc.strerror or exc}"
+
+
+def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -> None:
+    """Read ``stream``, gunzip it if it starts with the gzip magic, and ``emit`` chunks of at most ``chunk_size``.
+
+    Handles multi-member gzip (and zero padding after the last member). Stops early when ``emit`` returns False.
+    """
+    read = stream.read
+    try:
+        head = read(_READ_SIZE)
+        while 0 < len(head) < 2:
+            more = read(_READ_SIZE)
+            if not more:
+                break
+            head += more
+    except OSError as exc:
+        raise _ReadFailureError(_read_error(exc)) from exc
+    if not head:
+        return
+    if not head.startswith(_GZIP_MAGIC):
+        data = head
+        while data:
+            if not emit(data):
+                return
+            try:
+                data = read(chunk_size)
+            except OSError as exc:
+                raise _ReadFailureError(_read_error(exc)) from exc
+        return
+
+    decomp: Any = zlib.decompressobj(31)  # zlib._Decompress is not exported for annotations
+    data = head
+    try:
+        while True:
+            while data:
+                if decomp is None:  # between two gzip members
+                    stripped = data.lstrip(b"\0")
+                    if not stripped:
+                        data = b""
+                        break
+                    if len(stripped) < 2:
+                        more = read(_READ_SIZE)
+                        if more:
+                            data = stripped + more
+                            continue
+                    if not stripped.startswith(_GZIP_MAGIC):
+                        raise _ReadFailureError("trailing garbage after gzip data")
+                    decomp = zlib.decompressobj(31)
+                    data = stripped
+                out = decomp.decompress(data, chunk_size)
+                if out and not emit(out):
+                    return
+                if decomp.eof:
+                    data = decomp.unused_data
+                    decomp = None
+                    continue
+                data = decomp.unconsumed_tail
+                if not data and len(out) == chunk_size:
+                    data = b""
+                    # Output may still be pending inside zlib: drain it before reading more input.
+                    while True:
+                        out = decomp.decompress(b"", chunk_size)
+                        if out and not emit(out):
+                            return
+                        if decomp.eof or len(out) < chunk_size:
+                            break
+                    if decomp.eof:
+                        data = decomp.unused_data
+                        decomp = None
+                        continue
+            data = read(_READ_SIZE)
+            if not data:
+                break
+    except zlib.error as exc:
+        raise _ReadFailureError("corrupt or truncated gzip data") from exc
+    except OSError as exc:
+        raise _ReadFailureError(_read_error(exc)) from exc
+    if decomp is not None:
+        raise _ReadFailureError("corrupt or truncated gzip data")
+
+
+def _chunks(stream: BinaryIO, name: str, chunk_size: int) -> Generator[bytes, None, None]:
+    """The decompressed content of ``stream`` in chunks, produced by a background thread."""
+    q: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
+    stop = threading.Event()
+
+    def emit(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def run() -> None:
+        try:
+            _produce(stream, chunk_size, emit)
+        except BaseException as exc:  # handed over to the consumer, which re-raises it
+            emit(_Failure(exc))
+        else:
+            emit(_END)
+
+    thread = threading.Thread(target=run, name=f"cloudtrail-reader:{name}", daemon=True)
+    thread.start()
+    get = q.get
+    try:
+        while True:
+            item = get()
+            if type(item) is bytes:
+                yield item
+            elif item is _END:
+                return
+            else:
+                assert isinstance(item, _Failure)
+                exc = item.exc
+                if isinstance(exc, _ReadFailureError):
+                    raise SourceReadError(name, exc.reason) from exc
+                raise exc
+    finally:
+        stop.set()
+        while True:  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                break
+        thread.join(timeout=1.0)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The streaming parser
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class _TooLargeError(Exception):
+    """A retained value grew past its size limit."""
+
+
+def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
+    """The records one top-level value (or one element of a top-level array) stands for."""
+    if type(obj) is not dict:
+        if single:
+            raise _NotCloudTrailError
+        yield obj
+        return
+    if "Records" in obj:
+        records = obj["Records"]
+        if type(records) is not list:
+            raise _NotCloudTrailError
+        yield from records
+    elif "logFiles" in obj:  # a digest file
+        return
+    elif "detail-type" in obj and "detail" in obj:  # an EventBridge event
+        yield obj["detail"]
+    elif "eventSource" in obj or not single:  # a record (or, in a stream of values, whatever it is)
+        yield obj
+    else:
+        raise _NotCloudTrailError
+
+
+class _NotCloudTrailError(Exception):
+    """The input is JSON but has none of the supported shapes."""
+
+
+class _Parser:
+    """Incremental JSON reader over a chunk iterator.
+
+    ``buf`` holds the data not consumed yet from ``pos`` on (everything before ``pos`` may be dropped when more
+    data arrives); ``base`` is the absolute offset of ``buf[0]`` in the decompressed input. Methods that may pull
+    data take and return indices into the *current* ``buf``: after any call that can pull data, re-read ``buf``.
+    """
+
+    def __init__(self, chunks: Iterator[bytes], name: str) -> None:
+        self._chunks = chunks
+        self.name = name
+        self.buf = b""
+        self.pos = 0
+        self.base = 0
+        self.eof = False
+        #: A chunk pulled by ``_straddle`` but not used yet: ``_more`` takes it first.
+        self._held: bytes | None = None
+
+    # -- buffer management -------------------------------------------------------------------------------------------
+
+    def _more(self) -> int | None:
+        """Append more data, dropping ``buf[:pos]``. Returns the shift of all indices, or None at the end of input.
+
+        When the retained tail is large (a huge value being scanned), at least as much new data is gathered
+        before the copy, so the copying stays linear overall.
+        """
+        if self.eof:
+            return None
+        shift = self.pos
+        tail_len = len(self.buf) - shift
+        parts: list[bytes] = []
+        got = 0
+        if self._held is not None:
+            parts.append(self._held)
+            got = len(self._held)
+            self._held = None
+        if got < tail_len or not parts:
+            for chunk in self._chunks:
+                parts.append(chunk)
+                got += len(chunk)
+                if got >= tail_len:
+                    break
+            else:
+                self.eof = True
+        if not parts:
+            return None
+        new = parts[0] if len(parts) == 1 else b"".join(parts)
+        self.buf = self.buf[shift:] + new if tail_len else new
+        self.base += shift
+        self.pos = 0
+        return shift
+
+    def _straddle(self, sep: bytes) -> tuple[Any, int] | None:
+        """Complete the element at ``pos`` (``buf[pos:]`` holds no separator) from the next chunk without copying
+        the chunk: on success the chunk becomes ``buf`` and this returns the element and the index of the
+        separator in it. Otherwise (end of input, no separator or one across the boundary, a failed parse) the
+        chunk is held for ``_more`` and this returns None."""
+        if self.eof or self._held is not None or len(self.buf) - self.pos >= _WINDOW:
+            return None
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            self.eof = True
+            return None
+        tail = self.buf[self.pos :]
+        k = chunk.find(sep)
+        n = len(sep) - 1
+        if k >= 0 and sep not in tail[-n:] + chunk[:n]:
+            try:
+                obj = _loads(tail + chunk[: k + 1])
+            except _JSONDecodeError:
+                pass
+            else:
+                self.base += len(self.buf)
+                self.buf = chunk
+                self.pos = 0
+                return obj, k
+        self._held = chunk
+        return None
+
+    def _fail(self, at: int, reason: str) -> SourceReadError:
+        return SourceReadError(self.name, f"{reason} at byte {self.base + at}")
+
+    def _truncated(self) -> SourceReadError:
+        return self._fail(len(self.buf), "invalid JSON: unexpected end of data")
+
+    def _decode_error(self, exc: orjson.JSONDecodeError, start: int) -> SourceReadError:
+        msg = exc.msg
+        offset = exc.pos
+        with contextlib.suppress(TypeError, UnicodeError, AttributeError):
+            # orjson reports a character offset into the decoded text
+            offset = len(exc.doc[: exc.pos].encode("utf-8"))
+        if "UTF-8" in msg or "utf-8" in msg:
+            return self._fail(start + offset, "invalid UTF-8")
+        short = msg.split(":", 1)[0]
+        return self._fail(start + offset, f"invalid JSON ({short})")
+
+    def _skip_ws(self, i: int) -> int:
+        """Index of the first non-whitespace byte at or after ``i`` (``len(buf)`` at the end of input)."""
+        while True:
+            i = _WS_RE.match(self.buf, i).end()  # type: ignore[union-attr]  # always matches
+            if i < len(self.buf):
+                return i
+            if i - self.pos > _MAX_WS_RUN:
+                self.pos = i
+            shift = self._more()
+            if shift is None:
+                return i
+            i -= shift
+
+    def _ensure(self, i: int, n: int) -> int:
+        """Make ``n`` bytes available from ``i`` if the input has them; returns ``i`` (shifted)."""
+        while len(self.buf) - i < n:
+            shift = self._more()
+            if shift is None:
+                break
+            i -= shift
+        return i
+
+    def _loads(self, start: int, end: int) -> Any:
+        try:
+            return _loads(self.buf[start:end])
+        except _JSONDecodeError as exc:
+            raise self._decode_error(exc, start) from None
+
+    # -- structural scanning -----------------------------------------------------------------------------------------
+
+    def _string_end(self, i: int, retain: bool, limit: int = _MAX_ELEMENT) -> int:
+        """End (after the closing quote) of the string whose opening quote is at ``i`` (see ``_value_end``)."""
+        i += 1
+        while True:
+            buf = self.buf
+            i = _STRING_BODY_RE.match(buf, i).end()  # type: ignore[union-attr]  # always matches
+            if i < len(buf) and buf[i] == _QUOTE:
+                return i + 1
+            # The body runs to the end of the buffer (possibly stopping before a lone trailing backslash).
+            if not retain:
+                self.pos = i
+            elif i - self.pos > limit:
+                raise _TooLargeError
+            shift = self._more()
+            if shift is None:
+                raise self._truncated()
+            i -= shift
+
+    def _value_end(self, i: int, *, retain: bool = True, limit: int = _MAX_ELEMENT) -> int:
+        """End of the JSON value starting at ``i`` (non-whitespace). With ``retain`` the value is kept in ``buf``
+        (it starts at ``self.pos``) and may not exceed ``limit`` bytes; without, consumed data is dropped."""
+        c = self.buf[i]
+        if c == _QUOTE:
+            return self._string_end(i, retain, limit)
+        if c != _LBRACE and c != _LBRACKET:
+            while True:
+                end = _SCALAR_RE.match(self.buf, i).end()  # type: ignore[union-attr]  # always matches
+                if end < len(self.buf) or self.eof:
+                    if end == i:
+                        raise self._fail(i, "invalid JSON (unexpected character)")
+                    return end
+                i = self._ensure(i, len(self.buf) - i + 1)
+        depth = 0
+        search = _STRUCT_RE.search
+        while True:
+            buf = self.buf
+            m = search(buf, i)
+            if m is None:
+                i = len(buf)
+                if retain:
+                    if i - self.pos > limit:
+                        raise _TooLargeError
+                else:
+                    self.pos = i
+                shift = self._more()
+                if shift is None:
+                    raise self._truncated()
+                i -= shift
+                continue
+            j = m.start()
+            c = buf[j]
+            if c == _QUOTE:
+                i = self._string_end(j, retain, limit)
+            elif c in (_LBRACE, _LBRACKET):
+                depth += 1
+                i = j + 1
+            else:
+                depth -= 1
+                i = j + 1
+                if depth == 0:
+                    return i
+
+    def _value(self, i: int, limit: int = _MAX_ELEMENT) -> tuple[Any, int]:
+        """Parse the value starting at ``i`` (which becomes ``self.pos``); returns it and its end."""
+        self.pos = i
+        end = self._value_end(i, limit=limit)
+        return self._loads(self.pos, end), end
+
+    # -- arrays --------------------------------------------------------------------------------------------------------
+
+    def _slow_element(self, sep: bytes | None, sep_from: int = -1) -> tuple[Any, int]:
+        """The element starting at ``self.pos`` when the fast path could not cut it.
+
+        First a few more candidate ends (the separator, then "}" + "]"), searched only within ``_WINDOW`` bytes
+        of the element start so a layout without nearby candidates costs little; then the structural scanner.
+        ``sep_from`` > ``pos`` says the separator candidates before it already failed once.
+        """
+        pos = self.pos
+        if self.buf[pos] == _LBRACE:
+            tries = 0
+            if sep_from > pos:
+                tries = 1
+            else:
+                sep_from = pos
+            end_from = pos
+            while True:
+                buf = self.buf
+                pos = self.pos
+                limit = min(len(buf), pos + _WINDOW)
+                if sep is not None:
+                    idx = buf.find(sep, sep_from, limit)
+                    while idx >= 0 and tries < _MAX_TRIES:
+                        try:
+                            return _loads(buf[pos : idx + 1]), idx + 1
+                        except _JSONDecodeError:
+                            tries += 1
+                        idx = buf.find(sep, idx + 1, limit)
+                    sep_from = max(sep_from, limit - len(sep) + 1)
+                if tries < _MAX_TRIES:
+                    m = _ARRAY_END_RE.search(buf, end_from, limit)
+                    while m is not None and tries < _MAX_TRIES:
+                        end = m.start() + 1
+                        try:
+                            return _loads(buf[pos:end]), end
+                        except _JSONDecodeError:
+                            tries += 1
+                        m = _ARRAY_END_RE.search(buf, end, limit)
+                    # Resume at a trailing "}" + whitespace that a later "]" could still complete.
+                    r = limit
+                    while r > end_from and buf[r - 1] in _WS_BYTES and limit - r < 64:
+                        r -= 1
+                    if r > end_from and buf[r - 1] == _RBRACE:
+                        r -= 1
+                    end_from = max(end_from, r)
+                if tries >= _MAX_TRIES or limit >= pos + _WINDOW:
+                    break
+                shift = self._more()
+                if shift is None:
+                    break
+                sep_from -= shift
+                end_from -= shift
+        try:
+            return self._value(self.pos)
+        except _TooLargeError:
+            raise self._fail(self.pos, "record larger than 64 MiB") from None
+
+    def _array(self, unwrap: bool) -> Iterator[Any]:
+        """Yield the elements of the array whose ``[`` was just consumed (``self.pos`` is after it), leaving
+        ``self.pos`` after the closing ``]``. With ``unwrap`` (top-level arrays), each element goes through
+        ``_unwrap`` (EventBridge envelopes -> ``detail``)."""
+        i = self._skip_ws(self.pos)
+        if i >= len(self.buf):
+            raise self._truncated()
+        if self.buf[i] == _RBRACKET:
+            self.pos = i + 1
+            return
+        self.pos = i
+        sep: bytes | None = None
+        adv = 0
+        loads = _loads
+        decode_error = _JSONDecodeError
+        window = _WINDOW
+        failed_at = -1
+        while True:
+            if sep is not None:
+                # Fast path: cut consecutive records at the learnt separator.
+                buf = self.buf
+                find = buf.find
+                pos = self.pos
+                try:
+                    while True:
+                        idx = find(sep, pos, pos + window)
+                        if idx >= 0:
+                            try:
+                                obj = loads(buf[pos : idx + 1])
+                            except decode_error:
+                                failed_at = idx + 1
+                                break
+                        else:  # the element runs into the next chunk
+                            self.pos = pos
+                            got = self._straddle(sep)
+                            if got is None:
+                                break
+                            obj, idx = got
+                            buf = self.buf
+                            find = buf.find
+                        pos = idx + adv
+                        if unwrap and (type(obj) is not dict or "eventSource" not in obj):
+                            yield from _unwrap(obj, False)
+                        else:
+                            yield obj
+                finally:
+                    self.pos = pos
+            obj, end = self._slow_element(sep, failed_at)
+            failed_at = -1
+            if unwrap:
+                yield from _unwrap(obj, False)
+            else:
+                yield obj
+            # After the element: "," or "]", then relearn the separator from the gap and the next element.
+            self.pos = end
+            gap_abs = self.base + end
+            i = self._skip_ws(end)
+            buf = self.buf
+            if i >= len(buf):
+                raise self._truncated()
+            c = buf[i]
+            if c == _RBRACKET:
+                self.pos = i + 1
+                return
+            if c != _COMMA:
+                raise self._fail(i, "invalid JSON (expected ',' or ']')")
+            i = self._skip_ws(i + 1)
+            buf = self.buf
+            if i >= len(buf):
+                raise self._truncated()
+            sep = None
+            gap_start = gap_abs - self.base
+            if buf[i] == _LBRACE and gap_start >= 0 and i - gap_start <= 64:
+                gap = buf[gap_start:i]
+                self.pos = i
+                i = self._ensure(i, 200)
+                m = _FIRST_KEY_RE.match(self.buf, i)
+                if m is not None:
+                    sep = b"}" + gap + m.group()
+                    adv = 1 + len(gap)
+            self.pos = i
+
+    # -- objects -------------------------------------------------------------------------------------------------------
+
+    def _members(self, i: int, expect_member: bool) -> Iterator[Any]:
+        """Walk the members of an object from ``i`` (after ``{`` when ``expect_member``, else after a member
+        value), streaming a ``Records`` array and skipping other values without keeping them. Leaves
+        ``self.pos`` after the closing ``}``. Raises ``_NotCloudTrailError`` if there is neither ``Records`` nor
+        ``logFiles``."""
+        saw = not expect_member  # called after a Records array
+        first = expect_member
+        while True:
+            i = self._skip_ws(i)
+            buf = self.buf
+            if i >= len(buf):
+                raise self._truncated()
+            c = buf[i]
+            if expect_member:
+                if c == _RBRACE and first:
+                    self.pos = i + 1
+                    break
+                if c != _QUOTE:
+                    raise self._fail(i, "invalid JSON (expected a key)")
+                self.pos = i
+                end = self._string_end(i, True)
+                key = self._loads(self.pos, end)
+                i = self._skip_ws(end)
+                if i >= len(self.buf) or self.buf[i] != _COLON:
+                    raise self._fail(i, "invalid JSON (expected ':')")
+                i = self._skip_ws(i + 1)
+                if i >= len(self.buf):
+                    raise self._truncated()
+                if key == "Records" and self.buf[i] == _LBRACKET:
+                    self.pos = i + 1
+                    yield from self._array(False)
+                    i = self.pos
+                    saw = True
+                else:
+                    saw = saw or key == "logFiles"
+                    self.pos = i
+                    i = self._value_end(i, retain=False)
+                self.pos = i
+                expect_member = False
+                first = False
+            elif c == _COMMA:
+                i += 1
+                expect_member = True
+            elif c == _RBRACE:
+                self.pos = i + 1
+                break
+            else:
+                raise self._fail(i, "invalid JSON (expected ',' or '}')")
+        if not saw:
+            raise _NotCloudTrailError
+
+    def _object(self, first_value: bool) -> Iterator[Any]:
+        """A top-level object at ``self.pos``."""
+        start = self._ensure(self.pos, 256)
+        self.pos = start
+        m = _RECORDS_HEADER_RE.match(self.buf, start)
+        if m is not None:  # the usual log file: stream the Records array
+            self.pos = m.end()
+            yield from self._array(False)
+            yield from self._members(self.pos, False)
+            return
+        obj: Any = None
+        end = -1
+        # JSON lines: a line that parses on its own is one whole value.
+        nl_from = start
+        while True:
+            buf = self.buf
+            nl = buf.find(b"\n", nl_from)
+            if nl >= 0:
+                try:
+                    obj = _loads(buf[self.pos : nl])
+                    end = nl
+                except _JSONDecodeError:
+                    pass
+                break
+            nl_from = len(buf)
+            if len(buf) - self.pos > _MAX_DOCUMENT:
+                break
+            shift = self._more()
+            if shift is None:
+                break
+            nl_from -= shift
+        if end < 0:
+            try:
+                obj, end = self._value(self.pos, limit=_MAX_DOCUMENT)
+            except _TooLargeError:
+                # Too big to be an event or a record: walk it, streaming a Records array that is not first.
+                yield from self._members(self.pos + 1, True)
+                return
+        self.pos = end
+        single = first_value and self._skip_ws(self.pos) >= len(self.buf)
+        yield from _unwrap(obj, single)
+
+    def records(self) -> Iterator[Any]:
+        """Every record of the input (see the module docstring for the formats)."""
+        i = self._ensure(0, 3)
+        if self.buf.startswith(_BOM, i):
+            i += 3
+        count = 0
+        try:
+            while True:
+                i = self._skip_ws(i)
+                if i >= len(self.buf):
+                    break
+                self.pos = i
+                c = self.buf[i]
+                if c == _LBRACE:
+                    yield from self._object(count == 0)
+                elif c == _LBRACKET:
+                    self.pos = i + 1
+                    yield from self._array(True)
+                else:
+                    obj, end = self._value(i)
+                    self.pos = end
+                    yield from _unwrap(obj, True)
+                count += 1
+                i = self.pos
+        except _NotCloudTrailError:
+            raise SourceReadError(self.name, "not a CloudTrail log file: no Records array") from None
+        except _TooLargeError:
+            raise self._fail(self.pos, "JSON value too large") from None
+        if count == 0:
+            raise SourceReadError(self.name, "empty input: no JSON data")
+
+
+def iter_records(stream: BinaryIO, name: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[Any]:
+    """Yield the raw records of one input, streaming with bounded memory.
+
+    ``stream`` is any binary file-like object with ``read(n)`` (a file, stdin, an S3 ``StreamingBody``); it is not
+    closed. Gzip is detected by its magic bytes (multi-member files are fine), then the format is auto-detected (see
+    the module docstring). Records are normally dicts, but an element of ``Records`` (or of a top-level array) that is
+    not a JSON object is yielded as it is, for the caller to count as malformed.
+
+    Raises ``SourceReadError(name, reason)`` when the input cannot be read: corrupt or truncated gzip data, invalid
+    JSON or UTF-8 (the reason gives the byte offset in the decompressed data), a JSON document of another shape, or
+    a read error. Records before the failure point may already have been yielded: the caller must discard them.
+    """
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be positive")
+    chunks = _chunks(stream, name, chunk_size)
+    try:
+        yield from _Parser(chunks, name).records()
+    finally:
+        chunks.close()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Deduplication
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class Deduper:
+    """Drops repeated ``eventID`` s across a run, with bounded memory.
+
+    It keeps ``hash(event_id)`` (process-local, 64 bits: collisions are negligible), not the ids, in an
+    open-addressing table with linear probing backed by an ``array`` (8 bytes a slot, at most half full: ~17 MB for
+    1M ids, against ~70 MB for a ``set`` of int objects). One probe sequence per ``seen``.
+
+    Ids first seen in the current file are inserted at once and their slots logged: ``commit()`` (the file was read
+    in full) just forgets the log, ``rollback()`` (the file failed and its records are discarded) empties those
+    slots again. Emptying them is safe with linear probing because every slot taken after the last commit belongs
+    to the current file: no committed id's probe sequence can run through one of them.
+    """
+
+    __slots__ = ("_mask", "_pending", "_table", "_used")
+
+    def __init__(self, capacity: int = 1 << 17) -> None:
+        size = 1 << max(4, (capacity * 2 - 1).bit_length())
+        self._table = array("q", [0]) * size
+        self._mask = size - 1
+        self._used = 0
+        #: Slots filled since the last commit (the current file's new ids).
+        self._pending: list[int] = []
+
+    def __len__(self) -> int:
+        """Ids remembered (committed or pending)."""
+        return self._used
+
+    def seen(self, event_id: str) -> bool:
+        """True if ``event_id`` was seen before (committed, or earlier in the current file); else remember it."""
+        key = hash(event_id) or 1  # 0 marks an empty slot
+        table = self._table
+        mask = self._mask
+        i = key & mask
+        while True:
+            v = table[i]
+            if v == key:
+                return True
+            if v == 0:
+                break
+            i = (i + 1) & mask
+        table[i] = key
+        self._pending.append(i)
+        self._used += 1
+        if self._used * 2 > len(table):
+            self._grow()
+        return False
+
+    def _grow(self) -> None:
+        """Double the table: committed ids are placed first, then the pending ones (whose slots are re-logged)."""
+        old = self._table
+        pending_keys = [old[i] for i in self._pending]
+        pending_set = set(pending_keys)
+        size = len(old) * 2
+        table = array("q", [0]) * size
+        mask = size - 1
+        for key in old:  # no intermediate list: this runs at 1M+ ids
+            if key and key not in pending_set:
+                i = key & mask
+                while table[i]:
+                    i = (i + 1) & mask
+                table[i] = key
+        slots: list[int] = []
+        for key in pending_keys:
+            i = key & mask
+            while table[i]:
+                i = (i + 1) & mask
+            table[i] = key
+            slots.append(i)
+        self._table = table
+        self._mask = mask
+        self._pending = slots
+
+    def commit(self) -> None:
+        """Keep the current file's ids."""
+        self._pending = []
+
+    def rollback(self) -> None:
+        """Forget the current file's ids."""
+        table = self._table
+        for i in self._pending:
+            table[i] = 0
+        self._used -= len(self._pending)
+        self._pending = []
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Records -> ApiCalls
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def read_calls(
+    source: InputSource,
+    stats: IngestStats,
+    deduper: Deduper,
+    normalize: Callable[[Mapping[str, Any]], ApiCall | None] = normalize_record,
+) -> Iterator[ApiCall]:
+    """Yield the DynamoDB data-plane calls of one source, counting into ``stats``.
+
+    Counts ``records_read`` for every record, ``records_skipped`` (with a ``stats.note``) for malformed ones (not
+    a JSON object, or ``MalformedRecordError`` from ``normalize``), ``duplicates_dropped`` for DynamoDB data events
+    whose ``eventID`` the ``deduper`` has seen, and ``data_events`` for each call yielded. Records that are not
+    DynamoDB data events (``normalize`` returns None) count in ``records_read`` only.
+
+    Contract with the caller: a source that cannot be opened or read raises ``SourceReadError`` (it is never
+    caught here), possibly after some calls were yielded. The caller must therefore aggregate each source
+    separately, with its own ``stats``, and on ``SourceReadError`` discard that aggregate and those stats, call
+    ``deduper.rollback()`` and count ``files_failed``; on success merge them, call ``deduper.commit()`` and count
+    ``files_read``. This function does not touch ``files_read``/``files_failed``.
+    """
+    name = source.name
+    try:
+        stream = source.open()
+    except OSError as exc:
+        raise SourceReadError(name, f"cannot open: {exc.strerror or exc}") from exc
+    try:
+        index = 0
+        for record in iter_records(stream, name):
+            index += 1
+            stats.records_read += 1
+            if type(record) is not dict:
+                stats.records_skipped += 1
+                stats.note(f"{name}: record {index}: not a JSON object")
+                continue
+            try:
+                call = normalize(record)
+            except MalformedRecordError as exc:
+                stats.records_skipped += 1
+                stats.note(f"{name}: record {index}: {exc}")
+                continue
+            if call is None:
+                continue
+            if call.event_id and deduper.seen(call.event_id):
+                stats.duplicates_dropped += 1
+                continue
+            stats.data_events += 1
+            yield call
+    finally:
+        try:
+            stream.close()
+        except OSError:  # pragma: no cover - closing a read-only stream
+            log.debug("close_failed", source=name)

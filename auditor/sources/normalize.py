@@ -1,0 +1,647 @@
+"""Turn one CloudTrail record into an ``ApiCall`` (or ``None`` when it is no DynamoDB table traffic).
+
+This is the ingest hot path (hundreds of thousands of records per second), so it works on the parsed JSON in
+place: no validation library, no deep copies. Only the keys of the dicts we actually read are lower-cased, once
+per dict, because CloudTrail mixes ``tableName``/``TableName`` and ``key``/``Key`` even inside one record.
+Attribute names (inside ``key``) and table names (the keys of a ``requestItems`` map) are never lower-cased.
+
+See /work/shared/reference/cloudtrail.md for the record shapes this follows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.exceptions import MalformedRecordError
+from auditor.models.api_call import Access, ApiCall, ItemAccess, Statement
+from auditor.sources.partiql import parse_statement
+
+__all__ = [
+    "CONTROL_PLANE_OPERATIONS",
+    "DATA_PLANE_OPERATIONS",
+    "DYNAMODB_EVENT_SOURCE",
+    "STREAM_READ_OPERATIONS",
+    "normalize_record",
+]
+
+DYNAMODB_EVENT_SOURCE = "dynamodb.amazonaws.com"
+
+# Operation kinds (how requestParameters are read).
+_SINGLE = 0
+_QUERY = 1
+_SCAN = 2
+_BATCH_GET = 3
+_BATCH_WRITE = 4
+_TRANSACT_WRITE = 5
+_TRANSACT_GET = 6
+_STATEMENT = 7
+_BATCH_STATEMENT = 8
+_UNKNOWN_DATA = 9
+
+_KIND: dict[str, int] = {
+    "GetItem": _SINGLE,
+    "PutItem": _SINGLE,
+    "UpdateItem": _SINGLE,
+    "DeleteItem": _SINGLE,
+    "Query": _QUERY,
+    "Scan": _SCAN,
+    "BatchGetItem": _BATCH_GET,
+    "BatchWriteItem": _BATCH_WRITE,
+    "TransactWriteItems": _TRANSACT_WRITE,
+    "TransactGetItems": _TRANSACT_GET,
+    "ExecuteStatement": _STATEMENT,
+    "BatchExecuteStatement": _BATCH_STATEMENT,
+    "ExecuteTransaction": _BATCH_STATEMENT,
+}
+
+#: The DynamoDB item-level operations that are normalised into ``ApiCall`` s.
+DATA_PLANE_OPERATIONS: frozenset[str] = frozenset(_KIND)
+
+#: DynamoDB Streams reads: logged as data events on dynamodb.amazonaws.com, but they are not table traffic.
+STREAM_READ_OPERATIONS: frozenset[str] = frozenset({"GetRecords", "GetShardIterator", "DescribeStream", "ListStreams"})
+
+#: Known DynamoDB control-plane operations (management events). Any name outside ``DATA_PLANE_OPERATIONS`` is
+#: skipped unless the record says ``eventCategory: Data``; this list makes the common ones explicit.
+CONTROL_PLANE_OPERATIONS: frozenset[str] = frozenset(
+    {
+        "CreateTable",
+        "DeleteTable",
+        "DescribeTable",
+        "UpdateTable",
+        "ListTables",
+        "DescribeLimits",
+        "DescribeEndpoints",
+        "DescribeTimeToLive",
+        "UpdateTimeToLive",
+        "CreateBackup",
+        "DeleteBackup",
+        "DescribeBackup",
+        "ListBackups",
+        "RestoreTableFromBackup",
+        "RestoreTableToPointInTime",
+        "DescribeContinuousBackups",
+        "UpdateContinuousBackups",
+        "CreateGlobalTable",
+        "UpdateGlobalTable",
+        "DescribeGlobalTable",
+        "ListGlobalTables",
+        "DescribeGlobalTableSettings",
+        "UpdateGlobalTableSettings",
+        "DescribeTableReplicaAutoScaling",
+        "UpdateTableReplicaAutoScaling",
+        "TagResource",
+        "UntagResource",
+        "ListTagsOfResource",
+        "DescribeContributorInsights",
+        "UpdateContributorInsights",
+        "ListContributorInsights",
+        "ExportTableToPointInTime",
+        "DescribeExport",
+        "ListExports",
+        "ImportTable",
+        "DescribeImport",
+        "ListImports",
+        "DescribeKinesisStreamingDestination",
+        "EnableKinesisStreamingDestination",
+        "DisableKinesisStreamingDestination",
+        "UpdateKinesisStreamingDestination",
+        "GetResourcePolicy",
+        "PutResourcePolicy",
+        "DeleteResourcePolicy",
+        "DescribeReservedCapacity",
+        "DescribeReservedCapacityOfferings",
+        "PurchaseReservedCapacityOfferings",
+    }
+)
+
+_WRITE_PREFIXES = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite")
+_WRITE_VERBS = frozenset({"INSERT", "UPDATE", "DELETE"})
+
+#: Transaction operation names, lower-cased -> canonical.
+_TRANSACT_OPS = {
+    "put": "Put",
+    "update": "Update",
+    "delete": "Delete",
+    "conditioncheck": "ConditionCheck",
+    "get": "Get",
+}
+_TRANSACT_READ_OPS = frozenset({"ConditionCheck", "Get"})
+
+_TABLE_IN_TEXT = re.compile(r'"tablename"\s*:\s*"((?:[^"\\]|\\.)+)"', re.IGNORECASE)
+
+_READ = Access.READ
+_WRITE = Access.WRITE
+
+_TIME_CACHE: dict[str, datetime] = {}
+_TIME_CACHE_MAX = 8192
+
+
+def _ci(d: Mapping[str, Any]) -> dict[str, Any]:
+    """A view of ``d`` with lower-cased keys (one level only; values are shared, not copied)."""
+    return {k.lower(): v for k, v in d.items()}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _parse_time(value: Any) -> datetime:
+    cached = _TIME_CACHE.get(value) if isinstance(value, str) else None
+    if cached is not None:
+        return cached
+    if value is None or value == "":
+        raise MalformedRecordError("missing eventTime")
+    if not isinstance(value, str):
+        raise MalformedRecordError(f"invalid eventTime: a {type(value).__name__}, expected an ISO-8601 string")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise MalformedRecordError(f"invalid eventTime {value[:40]!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    elif parsed.utcoffset():
+        parsed = parsed.astimezone(UTC)
+    if len(_TIME_CACHE) >= _TIME_CACHE_MAX:
+        _TIME_CACHE.clear()
+    _TIME_CACHE[value] = parsed
+    return parsed
+
+
+def _table_from_arn(arn: Any) -> str | None:
+    """``arn:aws:dynamodb:r:a:table/T[/index/I|/stream/S]`` -> ``T``."""
+    if not isinstance(arn, str):
+        return None
+    pos = arn.find(":table/")
+    if pos < 0:
+        return None
+    name = arn[pos + 7 :]
+    slash = name.find("/")
+    if slash >= 0:
+        name = name[:slash]
+    return name or None
+
+
+def _resource_tables(record: Mapping[str, Any]) -> list[str]:
+    """Distinct table names from ``resources[].ARN``, in order."""
+    resources = record.get("resources")
+    tables: list[str] = []
+    if isinstance(resources, list):
+        for res in resources:
+            if isinstance(res, dict):
+                name = _table_from_arn(res.get("ARN") or res.get("arn"))
+                if name is not None and name not in tables:
+                    tables.append(name)
+    return tables
+
+
+def _key(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+_NO_TABLE = "no table name in requestParameters or resources"
+
+
+def _fallback_table(record: Mapping[str, Any]) -> str | None:
+    """The first table of ``resources``; else, for truncated ``requestParameters`` text, a ``tableName`` in it."""
+    tables = _resource_tables(record)
+    if tables:
+        return tables[0]
+    raw = record.get("requestParameters")
+    if isinstance(raw, str):  # truncated JSON text: the table name may still be readable
+        m = _TABLE_IN_TEXT.search(raw)
+        if m is not None:
+            return m.group(1)
+    return None
+
+
+class _Ctx:
+    """Per-record state of the multi-item readers: the fallback table and the truncation flag."""
+
+    __slots__ = ("_fallback", "_fallback_done", "record", "truncated")
+
+    def __init__(self, record: Mapping[str, Any], truncated: bool) -> None:
+        self.record = record
+        self.truncated = truncated
+        self._fallback: str | None = None
+        self._fallback_done = False
+
+    def fallback_table(self) -> str | None:
+        """``_fallback_table`` of the record, computed once and only when needed."""
+        if not self._fallback_done:
+            self._fallback_done = True
+            self._fallback = _fallback_table(self.record)
+        return self._fallback
+
+    def table(self, params: Mapping[str, Any] | None) -> str:
+        """``tableName`` from (lower-cased) ``params``, else the fallback; raises if neither exists."""
+        if params is not None:
+            name = params.get("tablename")
+            if isinstance(name, str) and name:
+                return name
+        name = self.fallback_table()
+        if name is None:
+            raise MalformedRecordError(_NO_TABLE)
+        return name
+
+
+def _principal(identity: Any) -> tuple[str | None, str | None, str | None]:
+    """(principal, principal_type, session_name) from ``userIdentity``."""
+    if type(identity) is not dict:
+        return None, None, None
+    ptype = identity.get("type")
+    arn = identity.get("arn")
+    if ptype == "AssumedRole":
+        principal = None
+        context = identity.get("sessionContext")
+        if type(context) is dict:
+            issuer = context.get("sessionIssuer")
+            if type(issuer) is dict:
+                principal = issuer.get("arn")
+                if type(principal) is not str or not principal:
+                    principal = None
+        session = None
+        if type(arn) is str:
+            slash = arn.rfind("/")
+            if slash >= 0:
+                session = arn[slash + 1 :] or None
+            if principal is None:
+                principal = arn or None
+        return principal, ptype, session
+    if ptype == "AWSService":
+        return _str_or_none(identity.get("invokedBy")) or "AWSService", ptype, None
+    return _str_or_none(arn), _str_or_none(ptype), None
+
+
+def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
+    """Normalise one CloudTrail record.
+
+    Returns ``None`` for anything that is not DynamoDB table traffic: another event source, a management
+    event, a control-plane operation, or a Streams read (``STREAM_READ_OPERATIONS``).
+
+    Raises ``MalformedRecordError`` (with a short reason) for a record that cannot be used: not an object,
+    missing ``eventName``/``eventID``, missing or invalid ``eventTime``, ``requestParameters`` of the wrong
+    type, or no table name anywhere. Truncated ``requestParameters`` (CloudTrail's 100 KB cap) do not raise:
+    what can be read is kept and ``truncated`` is set.
+    """
+    if type(record) is not dict and not isinstance(record, Mapping):
+        raise MalformedRecordError(f"record is not a JSON object but {type(record).__name__}")
+    get = record.get
+    if get("eventSource") != DYNAMODB_EVENT_SOURCE:
+        return None
+    category = get("eventCategory")
+    if category == "Management" or get("managementEvent") is True:
+        return None
+    name = get("eventName")
+    if type(name) is not str or not name:
+        raise MalformedRecordError("missing eventName")
+    kind = _KIND.get(name)
+    if kind is None:
+        if name in STREAM_READ_OPERATIONS or name in CONTROL_PLANE_OPERATIONS or category != "Data":
+            return None
+        kind = _UNKNOWN_DATA
+    event_id = get("eventID")
+    if type(event_id) is not str or not event_id:
+        raise MalformedRecordError("missing eventID")
+    time = _parse_time(get("eventTime"))
+
+    raw = get("requestParameters")
+    truncated = False
+    if type(raw) is not dict:
+        if raw is not None and not isinstance(raw, str):
+            raise MalformedRecordError(f"requestParameters is a {type(raw).__name__}, expected an object")
+        raw = None  # absent, or cut to unparseable text by CloudTrail: keep what the envelope tells
+        truncated = True
+
+    index: str | None = None
+    segment: int | None = None
+    total_segments: int | None = None
+    statement: Statement | None = None
+    items: tuple[ItemAccess, ...]
+    tables: tuple[str, ...]
+
+    try:
+        if kind == _SINGLE:  # the hot path: read the usual camelCase keys, lower-case only on a miss
+            access = _READ if name == "GetItem" else _WRITE
+            table: Any = None
+            key: Any = None
+            if raw is not None:
+                table = raw.get("tableName")
+                key = raw.get("key")
+                if table is None or key is None:
+                    lowered = _ci(raw)
+                    table = lowered.get("tablename")
+                    key = lowered.get("key")
+            if type(table) is not str or not table:
+                table = _fallback_table(record)
+                if table is None:
+                    raise MalformedRecordError(_NO_TABLE)
+            items = (ItemAccess(table=table, operation=name, access=access, key=key if type(key) is dict else None),)
+            tables = (table,)
+        else:
+            params: dict[str, Any] | None = _ci(raw) if raw is not None else None
+            ctx = _Ctx(record, truncated)
+            if kind in (_QUERY, _SCAN):
+                access = _READ
+                table = ctx.table(params)
+                if params is not None:
+                    index = _str_or_none(params.get("indexname"))
+                    if kind == _SCAN:
+                        segment = _as_int(params.get("segment"))
+                        total_segments = _as_int(params.get("totalsegments"))
+                items = (ItemAccess(table=table, operation=name, access=access, index=index, full_scan=kind == _SCAN),)
+                tables = (table,)
+            elif kind == _STATEMENT:
+                text = params.get("statement") if params is not None else None
+                if isinstance(text, str):
+                    statement = parse_statement(text)
+                else:
+                    statement = Statement(verb="UNKNOWN", table=None)
+                    ctx.truncated = True
+                access = _WRITE if statement.verb in _WRITE_VERBS else _READ
+                table = statement.table or ctx.table(None)
+                index = statement.index
+                items = (_statement_access(table, "ExecuteStatement:", statement),)
+                tables = (table,)
+            else:
+                if kind == _BATCH_GET:
+                    access = _READ
+                    collected = _batch_get(params, ctx)
+                elif kind == _BATCH_WRITE:
+                    access = _WRITE
+                    collected = _batch_write(params, ctx)
+                elif kind in (_TRANSACT_WRITE, _TRANSACT_GET):
+                    access = _WRITE if kind == _TRANSACT_WRITE else _READ
+                    collected = _transact(params, ctx, name, access)
+                elif kind == _BATCH_STATEMENT:
+                    collected = _statements(params, ctx, name)
+                    access = _WRITE if any(i.access is _WRITE for i in collected) else _READ
+                else:  # _UNKNOWN_DATA
+                    access = _WRITE if name.startswith(_WRITE_PREFIXES) else _READ
+                    collected = [ItemAccess(table=ctx.table(params), operation=name, access=access)]
+                items, tables = _finish(collected, ctx, name, access)
+            truncated = ctx.truncated
+    except (AttributeError, TypeError, ValueError) as exc:  # a shape we did not foresee: skip, never crash
+        raise MalformedRecordError(f"unexpected requestParameters structure in {name}: {exc}") from None
+
+    identity = get("userIdentity")
+    principal, principal_type, session_name = _principal(identity)
+    account = get("recipientAccountId")
+    if type(account) is not str or not account:
+        account = _str_or_none(identity.get("accountId")) if type(identity) is dict else None
+    region = get("awsRegion")
+    user_agent = get("userAgent")
+    source_ip = get("sourceIPAddress")
+    error_code = get("errorCode")
+    error_message = get("errorMessage")
+
+    return ApiCall(
+        event_id=event_id,
+        time=time,
+        operation=name,
+        access=access,
+        account=account,
+        region=region if type(region) is str else None,
+        tables=tables,
+        items=items,
+        principal=principal,
+        principal_type=principal_type,
+        session_name=session_name,
+        user_agent=user_agent if type(user_agent) is str else None,
+        source_ip=source_ip if type(source_ip) is str else None,
+        index=index,
+        error_code=error_code if type(error_code) is str else None,
+        error_message=error_message if type(error_message) is str else None,
+        scan_segment=segment,
+        scan_total_segments=total_segments,
+        statement=statement,
+        truncated=truncated,
+    )
+
+
+def _finish(
+    collected: list[ItemAccess], ctx: _Ctx, name: str, access: Access
+) -> tuple[tuple[ItemAccess, ...], tuple[str, ...]]:
+    """Items and distinct tables of a multi-item call; an unreadable call keeps one access per known table."""
+    tables = list(dict.fromkeys(item.table for item in collected))
+    if ctx.truncated or not collected:
+        for table in _resource_tables(ctx.record):
+            if table not in tables:
+                tables.append(table)
+    if not collected:
+        ctx.truncated = True
+        if not tables:
+            fallback = ctx.fallback_table()
+            if fallback is None:
+                raise MalformedRecordError(_NO_TABLE)
+            tables.append(fallback)
+        collected = [ItemAccess(table=table, operation=name, access=access) for table in tables]
+    return tuple(collected), tuple(tables)
+
+
+def _entries(request_items: Any, ctx: _Ctx) -> Iterable[tuple[str, Any]]:
+    """(table, spec) pairs of a batch ``requestItems``: a map ``{table: spec}`` or a list of entries."""
+    if isinstance(request_items, dict):
+        return request_items.items()
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(request_items, list):
+        for entry in request_items:
+            if not isinstance(entry, dict):
+                ctx.truncated = True  # a cut list ends in a fragment
+                continue
+            lowered = _ci(entry)
+            table = lowered.get("tablename")
+            if isinstance(table, str) and table:
+                pairs.append((table, lowered))
+            else:
+                pairs.extend(entry.items())
+    elif request_items is not None:
+        ctx.truncated = True
+    return pairs
+
+
+def _batch_get(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
+    out: list[ItemAccess] = []
+    if params is None:
+        return out
+    for table, spec in _entries(params.get("requestitems"), ctx):
+        if not isinstance(table, str) or not table:
+            ctx.truncated = True
+            continue
+        keys: Any
+        if isinstance(spec, list):
+            keys = spec
+        elif isinstance(spec, dict):
+            lowered = _ci(spec)
+            keys = lowered.get("keys")
+            if keys is None and "key" in lowered:
+                keys = [lowered["key"]]
+        else:
+            keys = None
+        if not isinstance(keys, list) or not keys:
+            if keys is not None and not isinstance(keys, list):
+                ctx.truncated = True
+            out.append(ItemAccess(table=table, operation="BatchGetItem", access=_READ))
+            continue
+        for key in keys:
+            if not isinstance(key, dict):
+                ctx.truncated = True
+            out.append(ItemAccess(table=table, operation="BatchGetItem", access=_READ, key=_key(key)))
+    return out
+
+
+def _write_requests(spec: Any) -> list[Any] | None:
+    """The list of write requests of one table's batch spec, or None if unreadable."""
+    if isinstance(spec, list):
+        return spec
+    if isinstance(spec, dict):
+        lowered = spec if "tablename" in spec else _ci(spec)
+        if "putrequest" in lowered or "deleterequest" in lowered or "operation" in lowered:
+            return [spec]
+        for field in ("requests", "writerequests", "requestitems"):
+            value = lowered.get(field)
+            if isinstance(value, list):
+                return value
+    return None
+
+
+def _batch_write(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
+    out: list[ItemAccess] = []
+    if params is None:
+        return out
+    for table, spec in _entries(params.get("requestitems"), ctx):
+        if not isinstance(table, str) or not table:
+            ctx.truncated = True
+            continue
+        requests = _write_requests(spec)
+        if requests is None:
+            ctx.truncated = True
+            continue
+        for request in requests:
+            if not isinstance(request, dict):
+                ctx.truncated = True
+                continue
+            lowered = _ci(request)
+            body = lowered.get("putrequest")
+            if body is not None:
+                operation = "BatchWriteItem:Put"
+            else:
+                body = lowered.get("deleterequest")
+                if body is not None:
+                    operation = "BatchWriteItem:Delete"
+                else:
+                    flat = lowered.get("operation")
+                    if not isinstance(flat, str):
+                        ctx.truncated = True
+                        continue
+                    operation = "BatchWriteItem:" + _TRANSACT_OPS.get(flat.lower(), flat)
+                    body = request
+            key = _key(_ci(body).get("key")) if isinstance(body, dict) else None
+            out.append(ItemAccess(table=table, operation=operation, access=_WRITE, key=key))
+    return out
+
+
+def _transact(params: dict[str, Any] | None, ctx: _Ctx, name: str, access: Access) -> list[ItemAccess]:
+    """TransactWriteItems/TransactGetItems: the CloudTrail shape ``[{operation, tableName, key}]`` or the API
+    shape ``[{Put: {TableName, Key}}]``, with any key casing."""
+    out: list[ItemAccess] = []
+    if params is None:
+        return out
+    request_items = params.get("requestitems")
+    if request_items is None:
+        request_items = params.get("transactitems")
+    if not isinstance(request_items, list):
+        if request_items is not None:
+            ctx.truncated = True
+        return out
+    prefix = name + ":"
+    for entry in request_items:
+        if not isinstance(entry, dict):
+            ctx.truncated = True
+            continue
+        body: dict[str, Any] | None = _ci(entry)
+        operation: str | None = None
+        flat = body.get("operation") if body is not None else None
+        if isinstance(flat, str):
+            operation = _TRANSACT_OPS.get(flat.lower(), flat)
+        else:
+            body = None
+            for field, value in entry.items():
+                canonical = _TRANSACT_OPS.get(field.lower()) if isinstance(field, str) else None
+                if canonical is not None and isinstance(value, dict):
+                    operation = canonical
+                    body = _ci(value)
+                    break
+        if body is None or operation is None:
+            ctx.truncated = True
+            continue
+        if operation in _TRANSACT_READ_OPS:
+            item_access = _READ
+        elif operation in _TRANSACT_OPS.values():
+            item_access = _WRITE
+        else:
+            item_access = access
+        out.append(
+            ItemAccess(
+                table=ctx.table(body),
+                operation=prefix + operation,
+                access=item_access,
+                key=_key(body.get("key")),
+            )
+        )
+    return out
+
+
+def _statement_access(table: str, prefix: str, statement: Statement) -> ItemAccess:
+    """The access of one PartiQL statement: operation ``<prefix><VERB>``, read/write from the verb."""
+    return ItemAccess(
+        table=table,
+        operation=prefix + statement.verb,
+        access=_WRITE if statement.verb in _WRITE_VERBS else _READ,
+        index=statement.index,
+        key=statement.key_equalities or None,
+        statement=statement,
+        full_scan=statement.full_scan,
+    )
+
+
+def _statements(params: dict[str, Any] | None, ctx: _Ctx, name: str) -> list[ItemAccess]:
+    """BatchExecuteStatement/ExecuteTransaction: one access per ``{statement}`` entry."""
+    out: list[ItemAccess] = []
+    if params is None:
+        return out
+    entries = params.get("requestitems")
+    if entries is None:
+        entries = params.get("transactstatements")
+    if entries is None:
+        entries = params.get("statements")
+    if not isinstance(entries, list):
+        if entries is not None:
+            ctx.truncated = True
+        return out
+    prefix = name + ":"
+    for entry in entries:
+        if isinstance(entry, dict):
+            text = _ci(entry).get("statement")
+        else:
+            text = entry
+        if not isinstance(text, str):
+            ctx.truncated = True
+            continue
+        statement = parse_statement(text)
+        table = statement.table or ctx.table(None)
+        out.append(_statement_access(table, prefix, statement))
+    return out

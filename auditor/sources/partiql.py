@@ -1,0 +1,415 @@
+"""A small, forgiving parser for the PartiQL statements CloudTrail logs for DynamoDB.
+
+CloudTrail logs ``ExecuteStatement``, ``BatchExecuteStatement`` and ``ExecuteTransaction`` statements with every
+non-key literal replaced by the opaque token ``***(Redacted)``. We only need a few facts from a statement: its
+verb, its table (and index), the equality literals of its WHERE clause, and whether it reads the whole table.
+
+The parser never raises: text it cannot understand gives verb ``UNKNOWN`` and table ``None``.
+
+Rules for the WHERE clause (we do not know the key schema):
+
+- Only conditions joined by ``AND`` at the top level count. A top-level ``OR`` guarantees nothing, so it
+  yields no equalities at all. A parenthesised conjunct is looked into.
+- ``attr = 'literal'`` / ``attr = 123`` (or reversed) goes to ``key_equalities``.
+- ``attr = ***(Redacted)`` and ``attr = ?`` go to ``redacted_equalities`` (constrained, value hidden).
+- ``attr IN [...]`` is no single equality, but AWS executes ``pk IN [...]`` as key lookups, not as a scan,
+  so it counts as a key constraint when deciding ``full_scan``.
+- Ranges and functions (``>``, ``BETWEEN``, ``begins_with``, ``contains`` ...) constrain nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from auditor.models.api_call import Statement
+
+__all__ = ["REDACTED_TOKEN", "parse_statement"]
+
+#: How CloudTrail replaces a hidden literal in a logged PartiQL statement.
+REDACTED_TOKEN = "***(Redacted)"
+
+# Token kinds.
+_STR = 1  # 'string literal'
+_QID = 2  # "quoted identifier"
+_NUM = 3  # number literal
+_ID = 4  # bare identifier or keyword
+_RED = 5  # ***(Redacted)
+_OP = 6  # punctuation / operator
+_PARAM = 7  # ? parameter placeholder
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<red>\*\*\*\([^)]*\)?)
+  | (?P<str>'(?:[^']|'')*'?)
+  | (?P<qid>"(?:[^"]|"")*"?)
+  | (?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<id>[A-Za-z_$][A-Za-z0-9_$]*)
+  | (?P<op><=|>=|<>|!=|<<|>>|\|\||.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+_KIND_BY_GROUP = {"red": _RED, "str": _STR, "qid": _QID, "num": _NUM, "id": _ID, "op": _OP}
+
+_Token = tuple[int, str]
+
+_KEYWORDS = frozenset(
+    {
+        "SELECT",
+        "FROM",
+        "WHERE",
+        "AND",
+        "OR",
+        "NOT",
+        "IN",
+        "IS",
+        "BETWEEN",
+        "INSERT",
+        "INTO",
+        "VALUE",
+        "UPDATE",
+        "SET",
+        "REMOVE",
+        "DELETE",
+        "EXISTS",
+        "RETURNING",
+        "ORDER",
+        "BY",
+        "MISSING",
+        "NULL",
+        "TRUE",
+        "FALSE",
+    }
+)
+_VERBS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "EXISTS"})
+#: Keywords that end a WHERE clause.
+_WHERE_END = frozenset({"RETURNING", "ORDER"})
+_OPEN = frozenset({"(", "[", "{", "<<"})
+_CLOSE = frozenset({")", "]", "}", ">>"})
+
+_UNKNOWN = Statement(verb="UNKNOWN", table=None)
+
+
+def parse_statement(text: str, partition_key: str | None = None) -> Statement:
+    """Parse one PartiQL statement as CloudTrail logs it.
+
+    ``partition_key``, when known, makes ``full_scan`` precise: a SELECT/UPDATE/DELETE is a full scan unless
+    that attribute has an equality (literal or redacted) or an ``IN`` list reachable through top-level ANDs.
+    Without it, any such top-level equality is taken to be on the partition key.
+
+    Never raises: unparseable text gives ``Statement(verb="UNKNOWN", table=None)``. Results are cached, so
+    treat the returned ``key_equalities`` dict as read-only.
+    """
+    if not isinstance(text, str):
+        return _UNKNOWN
+    if partition_key is not None and not isinstance(partition_key, str):
+        partition_key = None
+    try:
+        return _parse_cached(text, partition_key)
+    except Exception:  # the contract is "never raise on garbage"
+        return _UNKNOWN
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(text: str, partition_key: str | None) -> Statement:
+    return _parse(_tokenize(text), partition_key)
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    append = tokens.append
+    for m in _TOKEN_RE.finditer(text):
+        group = m.lastgroup
+        if group == "ws" or group is None:
+            continue
+        value = m.group()
+        if group == "op" and value == "?":
+            append((_PARAM, value))
+        else:
+            append((_KIND_BY_GROUP[group], value))
+    return tokens
+
+
+def _keyword(tok: _Token) -> str | None:
+    """The upper-cased keyword of an identifier token, or None."""
+    if tok[0] == _ID:
+        upper = tok[1].upper()
+        if upper in _KEYWORDS:
+            return upper
+    return None
+
+
+def _name(tok: _Token) -> str | None:
+    """The name an identifier token stands for (quotes removed), or None if the token is no name."""
+    kind, value = tok
+    if kind == _QID:
+        if len(value) >= 2 and value.endswith('"'):
+            return value[1:-1].replace('""', '"')
+        return value[1:].replace('""', '"')  # unterminated (truncated statement)
+    if kind == _ID and value.upper() not in _KEYWORDS:
+        return value
+    return None
+
+
+#: Identifiers that cannot be an attribute on either side of ``=``.
+_NOT_ATTRIBUTES = frozenset({"AND", "OR", "NOT", "IN", "IS", "BETWEEN", "NULL", "MISSING", "TRUE", "FALSE"})
+
+
+def _attribute(tok: _Token) -> str | None:
+    """Like ``_name`` but lenient: an unquoted reserved word such as ``value`` may still name an attribute."""
+    if tok[0] == _ID:
+        return None if tok[1].upper() in _NOT_ATTRIBUTES else tok[1]
+    return _name(tok)
+
+
+def _string_value(value: str) -> str:
+    if len(value) >= 2 and value.endswith("'"):
+        return value[1:-1].replace("''", "'")
+    return value[1:].replace("''", "'")
+
+
+def _number_value(value: str) -> int | float:
+    if "." in value or "e" in value or "E" in value:
+        return float(value)
+    return int(value)
+
+
+def _parse(tokens: list[_Token], partition_key: str | None) -> Statement:
+    n = len(tokens)
+    i = 0
+    # Tolerate wrapping parentheses around the whole statement.
+    while i < n and tokens[i] == (_OP, "("):
+        i += 1
+    if i >= n:
+        return _UNKNOWN
+    verb = _keyword(tokens[i])
+    if verb not in _VERBS:
+        return _UNKNOWN
+    i += 1
+
+    if verb == "EXISTS":
+        # EXISTS(SELECT ... FROM t WHERE ...): the facts come from the inner SELECT.
+        while i < n and tokens[i] == (_OP, "("):
+            i += 1
+        if i >= n or _keyword(tokens[i]) != "SELECT":
+            return Statement(verb="EXISTS", table=None)
+        i += 1
+        return _parse_select(tokens, i, "EXISTS", partition_key)
+    if verb == "SELECT":
+        return _parse_select(tokens, i, "SELECT", partition_key)
+    if verb == "INSERT":
+        if i < n and _keyword(tokens[i]) == "INTO":
+            i += 1
+        table, _index, _i = _table_ref(tokens, i)
+        return Statement(verb="INSERT", table=table)
+    if verb == "DELETE":
+        if i < n and _keyword(tokens[i]) == "FROM":
+            i += 1
+        table, _index, i = _table_ref(tokens, i)
+        return _with_where(tokens, i, "DELETE", table, None, partition_key)
+    # UPDATE
+    table, _index, i = _table_ref(tokens, i)
+    return _with_where(tokens, i, "UPDATE", table, None, partition_key)
+
+
+def _parse_select(tokens: list[_Token], i: int, verb: str, partition_key: str | None) -> Statement:
+    n = len(tokens)
+    depth = 0
+    while i < n:
+        tok = tokens[i]
+        if tok[0] == _OP:
+            if tok[1] in _OPEN:
+                depth += 1
+            elif tok[1] in _CLOSE:
+                depth -= 1
+        elif depth == 0 and _keyword(tok) == "FROM":
+            break
+        i += 1
+    else:
+        return Statement(verb=verb, table=None)
+    table, index, i = _table_ref(tokens, i + 1)
+    return _with_where(tokens, i, verb, table, index, partition_key)
+
+
+def _table_ref(tokens: list[_Token], i: int) -> tuple[str | None, str | None, int]:
+    """Read ``Table``, ``"Table"``, ``Table.Index`` or ``"Table"."Index"`` at ``i``."""
+    n = len(tokens)
+    if i >= n:
+        return None, None, i
+    table = _name(tokens[i])
+    if table is None:
+        return None, None, i
+    i += 1
+    index = None
+    if i + 1 < n and tokens[i] == (_OP, "."):
+        index = _name(tokens[i + 1])
+        if index is not None:
+            i += 2
+    return table, index, i
+
+
+def _with_where(
+    tokens: list[_Token],
+    i: int,
+    verb: str,
+    table: str | None,
+    index: str | None,
+    partition_key: str | None,
+) -> Statement:
+    """Find the WHERE clause after ``i`` and build the statement from it."""
+    n = len(tokens)
+    depth = 0
+    start = -1
+    while i < n:
+        tok = tokens[i]
+        if tok[0] == _OP:
+            if tok[1] in _OPEN:
+                depth += 1
+            elif tok[1] in _CLOSE:
+                depth -= 1
+                if depth < 0:  # the closing parenthesis of EXISTS( ... )
+                    break
+            elif depth == 0 and tok[1] == ";":
+                break
+        elif depth == 0:
+            kw = _keyword(tok)
+            if start < 0 and kw == "WHERE":
+                start = i + 1
+            elif start >= 0 and kw in _WHERE_END:
+                break
+        i += 1
+
+    equalities: dict[str, Any] = {}
+    redacted: list[str] = []
+    constrained: set[str] = set()
+    if start >= 0:
+        _conjunction(tokens[start:i], equalities, redacted, constrained)
+
+    if partition_key is not None:
+        full_scan = partition_key not in constrained
+    else:
+        full_scan = not constrained
+    return Statement(
+        verb=verb,
+        table=table,
+        index=index,
+        key_equalities=equalities,
+        redacted_equalities=tuple(redacted),
+        full_scan=full_scan,
+    )
+
+
+def _split_top(tokens: list[_Token], keyword: str) -> list[list[_Token]]:
+    """Split at depth-0 ``keyword`` (AND/OR); the AND of ``BETWEEN x AND y`` is not a split point."""
+    parts: list[list[_Token]] = []
+    current: list[_Token] = []
+    depth = 0
+    in_between = False
+    for tok in tokens:
+        if tok[0] == _OP:
+            if tok[1] in _OPEN:
+                depth += 1
+            elif tok[1] in _CLOSE:
+                depth -= 1
+        elif depth == 0 and tok[0] == _ID:
+            kw = _keyword(tok)
+            if kw == "BETWEEN":
+                in_between = True
+            elif kw == "AND" and in_between:
+                in_between = False
+                current.append(tok)
+                continue
+            elif kw == keyword:
+                parts.append(current)
+                current = []
+                continue
+        current.append(tok)
+    parts.append(current)
+    return parts
+
+
+def _conjunction(
+    tokens: list[_Token],
+    equalities: dict[str, Any],
+    redacted: list[str],
+    constrained: set[str],
+) -> None:
+    """Collect the equalities reachable through top-level ANDs of a condition."""
+    if len(_split_top(tokens, "OR")) > 1:
+        return  # a disjunction guarantees no single equality
+    for part in _split_top(tokens, "AND"):
+        if len(part) >= 2 and part[0] == (_OP, "(") and part[-1] == (_OP, ")") and _wraps(part):
+            _conjunction(part[1:-1], equalities, redacted, constrained)
+            continue
+        _condition(part, equalities, redacted, constrained)
+
+
+def _wraps(part: list[_Token]) -> bool:
+    """True if the first token's parenthesis closes at the last token."""
+    depth = 0
+    last = len(part) - 1
+    for pos, tok in enumerate(part):
+        if tok[0] == _OP:
+            if tok[1] in _OPEN:
+                depth += 1
+            elif tok[1] in _CLOSE:
+                depth -= 1
+                if depth == 0:
+                    return pos == last
+    return False
+
+
+def _literal(tokens: list[_Token]) -> tuple[bool, Any, bool]:
+    """Read a literal operand: (is_literal, value, is_hidden)."""
+    if len(tokens) == 1:
+        kind, value = tokens[0]
+        if kind == _STR:
+            return True, _string_value(value), False
+        if kind == _NUM:
+            return True, _number_value(value), False
+        if kind in (_RED, _PARAM):
+            return True, None, True
+    elif len(tokens) == 2 and tokens[0][0] == _OP and tokens[0][1] in ("-", "+") and tokens[1][0] == _NUM:
+        number = _number_value(tokens[1][1])
+        return True, (-number if tokens[0][1] == "-" else number), False
+    return False, None, False
+
+
+def _condition(
+    part: list[_Token],
+    equalities: dict[str, Any],
+    redacted: list[str],
+    constrained: set[str],
+) -> None:
+    """Record one conjunct if it is ``attr = literal`` (either side) or ``attr IN [...]``."""
+    if len(part) < 3:
+        return
+    if _keyword(part[1]) == "IN":
+        attr = _attribute(part[0])
+        if attr is not None:
+            constrained.add(attr)
+        return
+    eq = -1
+    for pos, tok in enumerate(part):
+        if tok == (_OP, "="):
+            eq = pos
+            break
+    if eq <= 0:
+        return
+    left, right = part[:eq], part[eq + 1 :]
+    attr = _attribute(left[0]) if len(left) == 1 else None
+    is_literal, value, hidden = _literal(right)
+    if attr is None or not is_literal:
+        attr = _attribute(right[0]) if len(right) == 1 else None
+        is_literal, value, hidden = _literal(left)
+        if attr is None or not is_literal:
+            return
+    constrained.add(attr)
+    if hidden:
+        if attr not in redacted:
+            redacted.append(attr)
+    else:
+        equalities[attr] = value
