@@ -131,4 +131,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.exception("internal_error")
         print(f"ddb-audit: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
-

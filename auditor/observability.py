@@ -14,7 +14,11 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
-    out = stream or sys.stderr
+
+    def factory(*_args: object) -> structlog.PrintLogger:
+        # Resolve stderr at use time: tests and the CLI may swap sys.stderr after configuration.
+        return structlog.PrintLogger(stream if stream is not None else sys.stderr)
+
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -24,7 +28,7 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=factory,
         cache_logger_on_first_use=False,
     )
     # Third-party stdlib loggers are kept quiet below WARNING so they never interleave free text.

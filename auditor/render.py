@@ -94,10 +94,14 @@ def render_markdown(findings: Sequence[Finding], patterns: Sequence[AccessPatter
         out.append("No findings.")
     out += ["", "## Access patterns", ""]
     if patterns:
-        out += ["| Table | Index | Operation | Key template | Requests | Share | Efficient |", "|---|---|---|---|---|---|---|"]
+        out += [
+            "| Table | Index | Operation | Key template | Requests | Share | Efficient |",
+            "|---|---|---|---|---|---|---|",
+        ]
         out += [
             f"| {_md_escape(p.table)} | {_md_escape(p.index or '-')} | {p.operation} | "
-            f"`{_md_escape(p.key_template or '-')}` | {p.requests} | {p.share:.1%} | {'yes' if p.efficient else '**no**'} |"
+            f"`{_md_escape(p.key_template or '-')}` | {p.requests} | {p.share:.1%} | "
+            f"{'yes' if p.efficient else '**no**'} |"
             for p in patterns
         ]
     else:

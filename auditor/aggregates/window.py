@@ -225,7 +225,10 @@ class TableWindow:
             minute = int(epoch // 60)
             per_minute = self.minutes.get(minute)
             if per_minute is None:
-                per_minute = self.minutes[minute] = (HeavyHitters(self.sketch_capacity), HeavyHitters(self.sketch_capacity))
+                per_minute = self.minutes[minute] = (
+                    HeavyHitters(self.sketch_capacity),
+                    HeavyHitters(self.sketch_capacity),
+                )
             per_minute[0].add(encoded)
             if is_write:
                 self.key_writes += 1

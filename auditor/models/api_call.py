@@ -21,7 +21,7 @@ class Access(StrEnum):
     WRITE = "write"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Statement:
     """What a PartiQL statement tells us. ``***(Redacted)`` literals are opaque and never used as keys."""
 
@@ -36,7 +36,7 @@ class Statement:
     full_scan: bool = False
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ItemAccess:
     """One logical access inside a call. Batch and transact calls carry one per item."""
 
@@ -49,7 +49,7 @@ class ItemAccess:
     full_scan: bool = False
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ApiCall:
     """A normalised DynamoDB data-plane call.
 

@@ -92,11 +92,10 @@ _WS_BYTES: Final = b" \t\r\n"
 _WS_RE: Final = re.compile(rb"[ \t\r\n]*")
 _RECORDS_HEADER_RE: Final = re.compile(rb'\{[ \t\r\n]*"Records"[ \t\r\n]*:[ \t\r\n]*\[')
 #: ``{`` + the first key + ``:`` of a record, used to learn the record separator.
-_FIRST_KEY_RE: Final = re.compile(rb'\{[ \t\r\n]*"[^"\\\x00-\x1f]{1,128}"[ \t\r\n]*:')
-#: A candidate end of the last element of an array.
-_ARRAY_END_RE: Final = re.compile(rb"\}[ \t\r\n]*\]")
-#: The bytes the structural scanner stops at.
-_STRUCT_RE: Final = re.compile(rb'["{}\[\]]')
+_FIRST_KEY_RE: Final = re.compile(rb'\{[ \t\r\n]*"[^"\\\x00-\x1f]{1,1024}"[ \t\r\n]*:')
+#: Everything up to the next bracket, complete strings included (it stops before a string left unterminated at
+#: the end of the buffer). Unrolled-loop form: no ambiguity, so no backtracking.
+_SKIP_TO_BRACKET_RE: Final = re.compile(rb'[^"{}\[\]]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"{}\[\]]*)*', re.DOTALL)
 #: The body of a JSON string up to (not including) its closing quote, escape pairs included.
 _STRING_BODY_RE: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 #: A scalar (number, true, false, null, or garbage) runs until a delimiter.
@@ -536,34 +535,32 @@ class _Parser:
                     return end
                 i = self._ensure(i, len(self.buf) - i + 1)
         depth = 0
-        search = _STRUCT_RE.search
+        skip = _SKIP_TO_BRACKET_RE.match
         while True:
             buf = self.buf
-            m = search(buf, i)
-            if m is None:
-                i = len(buf)
-                if retain:
-                    if i - self.pos > limit:
-                        raise _TooLargeError
-                else:
-                    self.pos = i
-                shift = self._more()
-                if shift is None:
-                    raise self._truncated()
-                i -= shift
-                continue
-            j = m.start()
-            c = buf[j]
-            if c == _QUOTE:
-                i = self._string_end(j, retain, limit)
-            elif c in (_LBRACE, _LBRACKET):
-                depth += 1
-                i = j + 1
-            else:
-                depth -= 1
-                i = j + 1
-                if depth == 0:
-                    return i
+            j = skip(buf, i).end()  # type: ignore[union-attr]  # always matches
+            if j < len(buf):
+                c = buf[j]
+                if c == _LBRACE or c == _LBRACKET:
+                    depth += 1
+                    i = j + 1
+                    continue
+                if c != _QUOTE:
+                    depth -= 1
+                    i = j + 1
+                    if depth == 0:
+                        return i
+                    continue
+            # The end of the buffer, or a string it cuts: resume there with more data.
+            i = j
+            if not retain:
+                self.pos = i
+            elif i - self.pos > limit:
+                raise _TooLargeError
+            shift = self._more()
+            if shift is None:
+                raise self._truncated()
+            i -= shift
 
     def _value(self, i: int, limit: int = _MAX_ELEMENT) -> tuple[Any, int]:
         """Parse the value starting at ``i`` (which becomes ``self.pos``); returns it and its end."""
@@ -576,56 +573,24 @@ class _Parser:
     def _slow_element(self, sep: bytes | None, sep_from: int = -1) -> tuple[Any, int]:
         """The element starting at ``self.pos`` when the fast path could not cut it.
 
-        First a few more candidate ends (the separator, then "}" + "]"), searched only within ``_WINDOW`` bytes
-        of the element start so a layout without nearby candidates costs little; then the structural scanner.
-        ``sep_from`` > ``pos`` says the separator candidates before it already failed once.
+        When the fast path failed on a separator candidate (``sep_from`` > ``pos``: a nested object that happens
+        to start with the same key), a few more candidates within ``_WINDOW`` are tried; otherwise, and if those
+        fail too, the structural scanner finds the end.
         """
         pos = self.pos
-        if self.buf[pos] == _LBRACE:
-            tries = 0
-            if sep_from > pos:
-                tries = 1
-            else:
-                sep_from = pos
-            end_from = pos
-            while True:
-                buf = self.buf
-                pos = self.pos
-                limit = min(len(buf), pos + _WINDOW)
-                if sep is not None:
-                    idx = buf.find(sep, sep_from, limit)
-                    while idx >= 0 and tries < _MAX_TRIES:
-                        try:
-                            return _loads(buf[pos : idx + 1]), idx + 1
-                        except _JSONDecodeError:
-                            tries += 1
-                        idx = buf.find(sep, idx + 1, limit)
-                    sep_from = max(sep_from, limit - len(sep) + 1)
-                if tries < _MAX_TRIES:
-                    m = _ARRAY_END_RE.search(buf, end_from, limit)
-                    while m is not None and tries < _MAX_TRIES:
-                        end = m.start() + 1
-                        try:
-                            return _loads(buf[pos:end]), end
-                        except _JSONDecodeError:
-                            tries += 1
-                        m = _ARRAY_END_RE.search(buf, end, limit)
-                    # Resume at a trailing "}" + whitespace that a later "]" could still complete.
-                    r = limit
-                    while r > end_from and buf[r - 1] in _WS_BYTES and limit - r < 64:
-                        r -= 1
-                    if r > end_from and buf[r - 1] == _RBRACE:
-                        r -= 1
-                    end_from = max(end_from, r)
-                if tries >= _MAX_TRIES or limit >= pos + _WINDOW:
-                    break
-                shift = self._more()
-                if shift is None:
-                    break
-                sep_from -= shift
-                end_from -= shift
+        if sep is not None and sep_from > pos:
+            buf = self.buf
+            limit = min(len(buf), pos + _WINDOW)
+            tries = 1
+            idx = buf.find(sep, sep_from, limit)
+            while idx >= 0 and tries < _MAX_TRIES:
+                try:
+                    return _loads(buf[pos : idx + 1]), idx + 1
+                except _JSONDecodeError:
+                    tries += 1
+                idx = buf.find(sep, idx + 1, limit)
         try:
-            return self._value(self.pos)
+            return self._value(pos)
         except _TooLargeError:
             raise self._fail(self.pos, "record larger than 64 MiB") from None
 
@@ -704,7 +669,7 @@ class _Parser:
             if buf[i] == _LBRACE and gap_start >= 0 and i - gap_start <= 64:
                 gap = buf[gap_start:i]
                 self.pos = i
-                i = self._ensure(i, 200)
+                i = self._ensure(i, 1100)
                 m = _FIRST_KEY_RE.match(self.buf, i)
                 if m is not None:
                     sep = b"}" + gap + m.group()

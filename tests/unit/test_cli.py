@@ -35,8 +35,12 @@ def trail(tmp_path_factory: pytest.TempPathFactory, records: list[dict]) -> Path
     return out
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str], stdin: bytes | None = None,
-            monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[int, str, str]:
+def run_cli(
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    stdin: bytes | None = None,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> tuple[int, str, str]:
     if stdin is not None:
         assert monkeypatch is not None
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
@@ -54,8 +58,14 @@ def test_json_output_matches_the_contract(trail: Path, capsys: pytest.CaptureFix
     assert code == 0, err
     doc = orjson.loads(out)
     assert set(doc) == {"findings", "access_patterns", "stats"}
-    assert set(doc["stats"]) == {"files_read", "files_failed", "records_read", "records_skipped", "data_events",
-                                 "duplicates_dropped"}
+    assert set(doc["stats"]) == {
+        "files_read",
+        "files_failed",
+        "records_read",
+        "records_skipped",
+        "data_events",
+        "duplicates_dropped",
+    }
     stats = doc["stats"]
     assert stats["files_failed"] == 0 and stats["records_skipped"] == 0
     assert stats["duplicates_dropped"] > 0  # the generator repeats some events across files
@@ -68,8 +78,14 @@ def test_json_output_matches_the_contract(trail: Path, capsys: pytest.CaptureFix
         assert set(p) == {"table", "index", "operation", "key_template", "requests", "share", "efficient"}
     # Planted problems are found; the healthy table stays clean.
     kinds = _kinds(doc["findings"])
-    assert {("Sessions", "scan"), ("Catalog", "scan"), ("Jobs", "low_cardinality_key"),
-            ("Documents", "item_size_exceeded"), ("Orders", "hot_key"), ("Orders", "throttling")} <= kinds
+    assert {
+        ("Sessions", "scan"),
+        ("Catalog", "scan"),
+        ("Jobs", "low_cardinality_key"),
+        ("Documents", "item_size_exceeded"),
+        ("Orders", "hot_key"),
+        ("Orders", "throttling"),
+    } <= kinds
     assert not [f for f in doc["findings"] if f["table"] == "Users"]
     scans = {f["evidence"]["principal"]: f for f in doc["findings"] if f["kind"] == "scan"}
     assert scans["arn:aws:iam::111122223333:role/session-cleaner"]["severity"] == "high"
@@ -137,16 +153,27 @@ def test_fail_on(trail: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == (1 if any(f["severity"] == "critical" for f in orjson.loads(out)["findings"]) else 0)
 
 
-def test_stdin_and_eventbridge_input(records: list[dict], capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_stdin_and_eventbridge_input(
+    records: list[dict], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     sample = [r for r in records if r["eventName"] == "Scan"][:30]
     body = gzip.compress(orjson.dumps({"Records": sample}))
     code, out, _ = run_cli(["analyze-trail", "-", "--format", "json"], capsys, stdin=body, monkeypatch=monkeypatch)
     assert code == 0
     assert orjson.loads(out)["stats"]["data_events"] == 30
-    events = [{"version": "0", "id": f"id-{i}", "detail-type": "AWS API Call via CloudTrail", "source": "aws.dynamodb",
-               "time": r["eventTime"], "region": "us-east-1", "resources": [], "detail": r}
-              for i, r in enumerate(sample)]
+    events = [
+        {
+            "version": "0",
+            "id": f"id-{i}",
+            "detail-type": "AWS API Call via CloudTrail",
+            "source": "aws.dynamodb",
+            "time": r["eventTime"],
+            "region": "us-east-1",
+            "resources": [],
+            "detail": r,
+        }
+        for i, r in enumerate(sample)
+    ]
     lines = tmp_path / "events.jsonl"
     lines.write_bytes(b"\n".join(orjson.dumps(e) for e in events) + b"\n")
     array = tmp_path / "events.json"
@@ -157,8 +184,9 @@ def test_stdin_and_eventbridge_input(records: list[dict], capsys: pytest.Capture
         assert orjson.loads(out)["stats"]["data_events"] == 30
 
 
-def test_bad_files_are_counted_and_the_rest_still_runs(tmp_path: Path, records: list[dict],
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_files_are_counted_and_the_rest_still_runs(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture[str]
+) -> None:
     good = tmp_path / "good.json.gz"
     write_log_file(records[:500], good)
     full = gzip.compress(orjson.dumps({"Records": records[500:1500]}))
@@ -219,15 +247,23 @@ def test_config_file(tmp_path: Path, trail: Path, capsys: pytest.CaptureFixture[
     principals = {f["evidence"]["principal"] for f in orjson.loads(out)["findings"] if f["kind"] == "scan"}
     assert "arn:aws:iam::111122223333:role/session-cleaner" not in principals
     assert "arn:aws:iam::111122223333:user/alice" in principals
-    for body, msg in [("{", "not valid JSON"), ('{"detectors": {"nope": {}}}', "unknown detector"),
-                      ('{"detectors": {"scan": {"bogus": 1}}}', "Extra inputs"), ('{"window_seconds": 5}', "window")]:
+    for body, msg in [
+        ("{", "not valid JSON"),
+        ('{"detectors": {"nope": {}}}', "unknown detector"),
+        ('{"detectors": {"scan": {"bogus": 1}}}', "Extra inputs"),
+        ('{"window_seconds": 5}', "window"),
+    ]:
         cfg.write_text(body)
         code, out, err = run_cli(["analyze-trail", str(trail), "--config", str(cfg)], capsys)
         assert code == 2 and out == "" and msg in err, (body, err)
 
 
 def test_python_dash_m_entry_point(trail: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "auditor", "analyze-trail", str(trail), "--format", "json"],
-                          capture_output=True, check=False, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "analyze-trail", str(trail), "--format", "json"],
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout)["findings"]

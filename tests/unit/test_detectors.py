@@ -55,8 +55,10 @@ def test_detector_failure_is_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_scan_every_five_seconds_is_high() -> None:
-    agg = span([call("Scan", at=i * 5, principal=CLEANER, segment=i % 4, total_segments=4) for i in range(720)],
-               window_seconds=3600)
+    agg = span(
+        [call("Scan", at=i * 5, principal=CLEANER, segment=i % 4, total_segments=4) for i in range(720)],
+        window_seconds=3600,
+    )
     [f] = scan.detect(agg, scan.ScanConfig())
     assert f.severity is Severity.HIGH
     assert f.evidence["principal"] == CLEANER
@@ -77,8 +79,14 @@ def test_person_scanning_twice_is_info() -> None:
 
 @pytest.mark.parametrize(
     ("count", "expected"),
-    [(2, Severity.INFO), (3, Severity.LOW), (4, Severity.LOW), (5, Severity.MEDIUM), (9, Severity.MEDIUM),
-     (10, Severity.HIGH)],
+    [
+        (2, Severity.INFO),
+        (3, Severity.LOW),
+        (4, Severity.LOW),
+        (5, Severity.MEDIUM),
+        (9, Severity.MEDIUM),
+        (10, Severity.HIGH),
+    ],
 )
 def test_scan_severity_thresholds(count: int, expected: Severity) -> None:
     # One 15-minute window: 4/h per scan, so 10 scans = 40/h... use a 60 s window budget via config instead.
@@ -184,8 +192,10 @@ def test_hot_key_needs_enough_requests() -> None:
 
 
 def _status_traffic(n: int, values: list[str]) -> list:
-    return [call("Query" if i % 3 else "PutItem", key={"status": values[i % len(values)], "id": f"JOB#{i}"},
-                 at=i * 900 / n) for i in range(n)]
+    return [
+        call("Query" if i % 3 else "PutItem", key={"status": values[i % len(values)], "id": f"JOB#{i}"}, at=i * 900 / n)
+        for i in range(n)
+    ]
 
 
 def test_low_cardinality_key_found() -> None:
@@ -210,8 +220,10 @@ def test_low_cardinality_thresholds() -> None:
 
 def test_low_cardinality_high_when_a_value_nears_partition_limit() -> None:
     n = 60 * 1200  # 600 writes/s per value in one minute: headroom 1000/600 = 1.7
-    agg = span([call("PutItem", key={"status": "PENDING" if i % 2 else "DONE"}, at=i * 60 / n) for i in range(n)],
-               window_seconds=60)
+    agg = span(
+        [call("PutItem", key={"status": "PENDING" if i % 2 else "DONE"}, at=i * 60 / n) for i in range(n)],
+        window_seconds=60,
+    )
     [f] = low_cardinality_key.detect(agg, low_cardinality_key.LowCardinalityConfig())
     assert f.severity is Severity.HIGH
 
@@ -222,12 +234,26 @@ PTE = "ProvisionedThroughputExceededException"
 
 
 def test_throttling_by_cause_with_counts() -> None:
-    calls = [call("PutItem", key={"pk": "CUSTOMER#42"}, at=i, error=PTE,
-                  message="The level of configured provisioned throughput for the table was exceeded.")
-             for i in range(12)]
-    calls += [call("GetItem", key={"pk": "CUSTOMER#42"}, at=i, error="ThrottlingException",
-                   message="Throughput exceeds the current capacity. TableReadKeyRangeThroughputExceeded")
-              for i in range(3)]
+    calls = [
+        call(
+            "PutItem",
+            key={"pk": "CUSTOMER#42"},
+            at=i,
+            error=PTE,
+            message="The level of configured provisioned throughput for the table was exceeded.",
+        )
+        for i in range(12)
+    ]
+    calls += [
+        call(
+            "GetItem",
+            key={"pk": "CUSTOMER#42"},
+            at=i,
+            error="ThrottlingException",
+            message="Throughput exceeds the current capacity. TableReadKeyRangeThroughputExceeded",
+        )
+        for i in range(3)
+    ]
     calls += [call("GetItem", key={"pk": "A"}, at=5)]
     agg = span(calls)
     found = {f.evidence["cause"]: f for f in throttling.detect(agg, throttling.ThrottlingConfig())}
@@ -257,8 +283,17 @@ def test_throttling_unknown_cause_and_min_events() -> None:
 
 
 def test_other_errors_are_not_throttling() -> None:
-    agg = span([call("UpdateItem", key={"pk": "X"}, at=1, error="ConditionalCheckFailedException",
-                     message="The conditional request failed")])
+    agg = span(
+        [
+            call(
+                "UpdateItem",
+                key={"pk": "X"},
+                at=1,
+                error="ConditionalCheckFailedException",
+                message="The conditional request failed",
+            )
+        ]
+    )
     assert throttling.detect(agg, throttling.ThrottlingConfig()) == []
     assert item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig()) == []
 
@@ -271,11 +306,14 @@ def test_other_errors_are_not_throttling() -> None:
     ["Item size has exceeded the maximum allowed size", "Item size to update has exceeded the maximum allowed size"],
 )
 def test_item_size_exceeded_per_key(message: str) -> None:
-    calls = [call("UpdateItem", key={"pk": "DOC#7"}, at=i, error="ValidationException", message=message)
-             for i in range(4)]
+    calls = [
+        call("UpdateItem", key={"pk": "DOC#7"}, at=i, error="ValidationException", message=message) for i in range(4)
+    ]
     calls.append(call("PutItem", key={"pk": "DOC#9"}, at=9, error="ValidationException", message=message))
     agg = span(calls)
-    found = {f.evidence["key"]["pk"]: f for f in item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig())}
+    found = {
+        f.evidence["key"]["pk"]: f for f in item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig())
+    }
     assert found["DOC#7"].evidence["count"] == 4
     assert found["DOC#9"].evidence["count"] == 1
     assert found["DOC#7"].severity is Severity.HIGH
@@ -298,8 +336,17 @@ def test_item_size_exceeded_rest_and_critical() -> None:
 
 
 def test_other_validation_errors_are_ignored() -> None:
-    agg = span([call("PutItem", key={"pk": "X"}, at=1, error="ValidationException",
-                     message="One or more parameter values were invalid")])
+    agg = span(
+        [
+            call(
+                "PutItem",
+                key={"pk": "X"},
+                at=1,
+                error="ValidationException",
+                message="One or more parameter values were invalid",
+            )
+        ]
+    )
     assert item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig()) == []
 
 

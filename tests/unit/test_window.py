@@ -28,11 +28,25 @@ def _traffic(seed: int, n: int = 3000) -> list:
         elif r < 0.35:
             out.append(call("Scan", at=at, principal="arn:aws:iam::1:role/cleaner", segment=i % 4, total_segments=4))
         elif r < 0.38:
-            out.append(call("UpdateItem", key={"pk": "DOC#7"}, at=at, error="ValidationException",
-                            message="Item size has exceeded the maximum allowed size"))
+            out.append(
+                call(
+                    "UpdateItem",
+                    key={"pk": "DOC#7"},
+                    at=at,
+                    error="ValidationException",
+                    message="Item size has exceeded the maximum allowed size",
+                )
+            )
         elif r < 0.4:
-            out.append(call("PutItem", key={"pk": "CUSTOMER#42"}, at=at, error="ProvisionedThroughputExceededException",
-                            message="The level of configured provisioned throughput for the table was exceeded."))
+            out.append(
+                call(
+                    "PutItem",
+                    key={"pk": "CUSTOMER#42"},
+                    at=at,
+                    error="ProvisionedThroughputExceededException",
+                    message="The level of configured provisioned throughput for the table was exceeded.",
+                )
+            )
         else:
             out.append(call("GetItem", key={"pk": f"CUSTOMER#{rng.randrange(300)}", "sk": "PROFILE"}, at=at))
     return out
@@ -117,8 +131,15 @@ def test_serialised_size_is_bounded_under_adversarial_traffic() -> None:
         aggs.add(call("GetItem", key={"pk": big, "sk": f"S{i}" + "y" * 900}, at=i % 3000))
         aggs.add(call("Scan", at=i % 3000, principal=f"arn:aws:iam::1:role/r{i}"))
         aggs.add(call("PutItem", key={"pk": big}, at=1, error=f"Err{i}"))
-        aggs.add(call("PutItem", key={"pk": big}, at=1, error="ValidationException",
-                      message="Item size has exceeded the maximum allowed size"))
+        aggs.add(
+            call(
+                "PutItem",
+                key={"pk": big},
+                at=1,
+                error="ValidationException",
+                message="Item size has exceeded the maximum allowed size",
+            )
+        )
     [tw] = aggs.windows.values()
     size = len(tw.to_json())
     assert size < MAX_SERIALIZED_BYTES
@@ -170,17 +191,37 @@ def test_string_and_number_keys_differ() -> None:
 @pytest.mark.parametrize(
     ("code", "message", "expected"),
     [
-        ("ThrottlingException", "Throughput exceeds ... ThrottlingReasons: [TableReadKeyRangeThroughputExceeded]",
-         ("key_range", None)),
-        ("ProvisionedThroughputExceededException", "reason TableWriteProvisionedThroughputExceeded", ("provisioned", None)),
+        (
+            "ThrottlingException",
+            "Throughput exceeds ... ThrottlingReasons: [TableReadKeyRangeThroughputExceeded]",
+            ("key_range", None),
+        ),
+        (
+            "ProvisionedThroughputExceededException",
+            "reason TableWriteProvisionedThroughputExceeded",
+            ("provisioned", None),
+        ),
         ("ThrottlingException", "TableReadMaxOnDemandThroughputExceeded", ("on_demand_max", None)),
-        ("ThrottlingException", "IndexWriteAccountLimitExceeded resource arn:aws:dynamodb:us-east-1:1:table/T/index/ByStatus",
-         ("gsi_backpressure", "ByStatus")),
-        ("ThrottlingException", "IndexReadKeyRangeThroughputExceeded arn:aws:dynamodb:us-east-1:1:table/T/index/G1",
-         ("key_range", "G1")),
-        ("RequestLimitExceeded", "Throughput exceeds the current throughput limit for your account.", ("account_limit", None)),
-        ("ProvisionedThroughputExceededException",
-         "The level of configured provisioned throughput for the table was exceeded.", ("provisioned", None)),
+        (
+            "ThrottlingException",
+            "IndexWriteAccountLimitExceeded resource arn:aws:dynamodb:us-east-1:1:table/T/index/ByStatus",
+            ("gsi_backpressure", "ByStatus"),
+        ),
+        (
+            "ThrottlingException",
+            "IndexReadKeyRangeThroughputExceeded arn:aws:dynamodb:us-east-1:1:table/T/index/G1",
+            ("key_range", "G1"),
+        ),
+        (
+            "RequestLimitExceeded",
+            "Throughput exceeds the current throughput limit for your account.",
+            ("account_limit", None),
+        ),
+        (
+            "ProvisionedThroughputExceededException",
+            "The level of configured provisioned throughput for the table was exceeded.",
+            ("provisioned", None),
+        ),
         ("ThrottlingException", "Rate of requests exceeds the allowed throughput.", ("unknown", None)),
         ("ThrottlingException", None, ("unknown", None)),
     ],

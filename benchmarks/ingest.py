@@ -1,0 +1,299 @@
+"""Ingest benchmark: ``ddb-audit analyze-trail`` against the parse floor, plus a 1M-distinct-keys memory run.
+
+Run from the repository root (see also ``python -m benchmarks`` in the package docstring)::
+
+    python -m benchmarks.ingest [--records N] [--distinct-keys K] [--repeat R] [--skip-1m]
+
+What it does:
+
+1. Generates (once, cached under ``benchmarks/.data/``) one ``{"Records":[...]}`` ``.json.gz`` file of ``N``
+   records (default 200,000) with :func:`auditor.demo.generator.write_large_log_file`. The cache key includes a
+   hash of the generator's source, so a changed generator regenerates the file.
+2. Measures, each in its own process and interleaved ``R`` times (default 3), medians reported:
+
+   (a) the parse floor: read the file, ``gzip.decompress``, ``orjson.loads`` of the whole document, GC disabled;
+   (b) the pipeline: ``python -m auditor analyze-trail FILE --format json`` with stdout to /dev/null.
+
+   For each: wall time (process start to exit, interpreter start-up included for both), records/s, CPU time and
+   peak RSS from ``os.wait4`` (the child's own ``ru_maxrss``).
+3. Prints the ratios and targets: pipeline/floor throughput (>= 1.0) and pipeline/floor peak RSS (<= 0.1).
+4. Unless ``--skip-1m``: a 1M-record file over 1M distinct partition keys, and the pipeline's peak RSS on it
+   (target <= 150 MB).
+
+It exits 0 whatever the results: it reports, it does not gate.
+
+Measurement caveat: on Linux a child's ``ru_maxrss`` is never below the high-water RSS of the process that
+spawned it (the kernel carries it over exec). This driver therefore stays small: it imports only the standard
+library and generates data in a subprocess. Its own peak RSS is printed as the floor under every RSS figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / ".data"
+GENERATOR = REPO / "auditor" / "demo" / "generator.py"
+
+TARGET_THROUGHPUT_RATIO = 1.0  # pipeline records/s / floor records/s, at least
+TARGET_RSS_RATIO = 0.1  # pipeline peak RSS / floor peak RSS, at most
+TARGET_1M_RSS_MB = 150.0  # pipeline peak RSS on 1M records over 1M distinct keys, at most
+
+#: The parse floor, run as ``python -c FLOOR FILE``: only what any parser must do, nothing more.
+FLOOR = """\
+import gc
+gc.disable()
+import gzip, sys, orjson
+with open(sys.argv[1], "rb") as fh:
+    raw = gzip.decompress(fh.read())
+doc = orjson.loads(raw)
+print('{"records": %d, "raw_bytes": %d}' % (len(doc["Records"]), len(raw)))
+"""
+
+
+@dataclass(slots=True)
+class Run:
+    """One measured child process."""
+
+    ok: bool
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    detail: str = ""
+    stdout: str = ""
+
+
+def _rss_mb(ru_maxrss: int) -> float:
+    # Linux reports kilobytes, macOS bytes.
+    return ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else ru_maxrss / 1024
+
+
+def self_peak_rss_mb() -> float:
+    """This driver's own peak RSS: no child can report less (see the module docstring)."""
+    return _rss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def measure(argv: list[str], *, capture: bool = False) -> Run:
+    """Run ``argv`` and return its wall time, CPU time and peak RSS (``os.wait4``: the child's own rusage)."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+        began = time.perf_counter()
+        proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=out if capture else subprocess.DEVNULL,
+            stderr=err,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: tell Popen, so it does not wait again
+        err.seek(0)
+        stderr = err.read().decode(errors="replace").strip()
+        out.seek(0)
+        stdout = out.read().decode(errors="replace").strip() if capture else ""
+    detail = ""
+    if proc.returncode != 0:
+        last = stderr.splitlines()[-1] if stderr else ""
+        detail = f"exit code {proc.returncode}: {last[:300]}"
+    return Run(
+        ok=proc.returncode == 0,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=_rss_mb(usage.ru_maxrss),
+        detail=detail,
+        stdout=stdout,
+    )
+
+
+def generator_version() -> str:
+    """A short hash of the generator's source: part of the cache key."""
+    try:
+        return hashlib.sha256(GENERATOR.read_bytes()).hexdigest()[:10]
+    except OSError:
+        return "unknown"
+
+
+def ensure_file(records: int, distinct_keys: int, seed: int) -> tuple[Path, float]:
+    """The cached benchmark file (generated in a subprocess if missing) and the seconds spent generating it."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    path = DATA_DIR / f"trail-{records}r-{distinct_keys}k-s{seed}-g{generator_version()}.json.gz"
+    if path.exists():
+        return path, 0.0
+    tmp = path.with_name(path.name + ".tmp")
+    print(f"generating {records:,} records over {distinct_keys:,} distinct keys -> {path.name} ...", flush=True)
+    began = time.perf_counter()
+    argv = [sys.executable, "-m", "auditor.demo.generator", "--benchmark", str(records)]
+    argv += ["--distinct-keys", str(distinct_keys), "--seed", str(seed), "--file", str(tmp)]
+    done = subprocess.run(argv, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise RuntimeError(f"generation failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    tmp.replace(path)
+    return path, time.perf_counter() - began
+
+
+def floor_argv(path: Path) -> list[str]:
+    return [sys.executable, "-c", FLOOR, str(path)]
+
+
+def pipeline_argv(path: Path) -> list[str]:
+    return [sys.executable, "-m", "auditor", "analyze-trail", str(path), "--format", "json"]
+
+
+@dataclass(slots=True)
+class Summary:
+    """Medians over the successful runs of one measurement."""
+
+    runs: int
+    ok_runs: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    detail: str
+
+    @classmethod
+    def of(cls, runs: list[Run]) -> Summary:
+        good = [r for r in runs if r.ok]
+        failed = next((r.detail for r in runs if not r.ok), "")
+        if not good:
+            return cls(len(runs), 0, float("nan"), float("nan"), float("nan"), failed)
+        return cls(
+            runs=len(runs),
+            ok_runs=len(good),
+            wall_s=statistics.median(r.wall_s for r in good),
+            cpu_s=statistics.median(r.cpu_s for r in good),
+            peak_rss_mb=statistics.median(r.peak_rss_mb for r in good),
+            detail=failed,
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.ok_runs > 0
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _row(name: str, s: Summary, records: int) -> str:
+    if not s.ok:
+        return f"{name:<26} {s.ok_runs}/{s.runs}  not measured: {s.detail}"
+    rate = records / s.wall_s if s.wall_s > 0 else float("inf")
+    return f"{name:<26} {s.ok_runs}/{s.runs}  {s.wall_s:>9.2f} {s.cpu_s:>8.2f} {rate:>13,.0f} {s.peak_rss_mb:>12,.1f}"
+
+
+def run(args: argparse.Namespace) -> None:
+    records: int = args.records
+    distinct_keys: int = args.distinct_keys if args.distinct_keys is not None else max(1, records // 4)
+
+    path, gen_s = ensure_file(records, distinct_keys, args.seed)
+    gz_mb = path.stat().st_size / 1e6
+    print(
+        f"file: {path.relative_to(REPO)} ({records:,} records, {distinct_keys:,} distinct keys, {gz_mb:.1f} MB gz"
+        + (f", generated in {gen_s:.1f} s)" if gen_s else ", cached)"),
+        flush=True,
+    )
+
+    floors: list[Run] = []
+    pipes: list[Run] = []
+    raw_bytes = 0
+    for i in range(args.repeat):  # interleaved, so drift (thermal, page cache) hits both alike
+        f = measure(floor_argv(path), capture=True)
+        if f.ok:
+            try:
+                info = json.loads(f.stdout)
+                raw_bytes = int(info["raw_bytes"])
+                if int(info["records"]) != records:
+                    f.ok, f.detail = False, f"floor read {info['records']} records, expected {records}"
+            except (ValueError, KeyError, TypeError):
+                f.ok, f.detail = False, f"unexpected floor output {f.stdout[:200]!r}"
+        floors.append(f)
+        p = measure(pipeline_argv(path))
+        pipes.append(p)
+        state = "ok" if p.ok else p.detail
+        print(f"  run {i + 1}/{args.repeat}: floor {f.wall_s:.2f} s, analyze-trail {p.wall_s:.2f} s ({state})")
+
+    floor, pipe = Summary.of(floors), Summary.of(pipes)
+    if raw_bytes:
+        print(f"raw JSON: {raw_bytes / 1e6:.1f} MB, {raw_bytes / records:,.0f} bytes per record")
+    print()
+    print(f"{'measurement':<26} runs  {'wall s':>9} {'cpu s':>8} {'records/s':>13} {'peak RSS MB':>12}")
+    print(_row("(a) parse floor", floor, records))
+    print(_row("(b) analyze-trail", pipe, records))
+    print()
+
+    if floor.ok and pipe.ok:
+        throughput = floor.wall_s / pipe.wall_s  # same records: the throughput ratio is the inverse wall ratio
+        rss = pipe.peak_rss_mb / floor.peak_rss_mb
+        print(
+            f"pipeline / floor throughput: {throughput:.2f}  (target >= {TARGET_THROUGHPUT_RATIO:.1f})  "
+            f"{_verdict(throughput >= TARGET_THROUGHPUT_RATIO)}"
+        )
+        print(
+            f"pipeline / floor peak RSS:   {rss:.3f}  (target <= {TARGET_RSS_RATIO:.1f})  "
+            f"{_verdict(rss <= TARGET_RSS_RATIO)}"
+        )
+    else:
+        reason = pipe.detail if not pipe.ok else floor.detail
+        print(f"pipeline / floor throughput: not measured (target >= {TARGET_THROUGHPUT_RATIO:.1f})  FAIL: {reason}")
+        print(f"pipeline / floor peak RSS:   not measured (target <= {TARGET_RSS_RATIO:.1f})  FAIL: {reason}")
+
+    if args.skip_1m:
+        print(f"1M distinct keys memory run: skipped (--skip-1m; target <= {TARGET_1M_RSS_MB:.0f} MB)")
+    else:
+        big = args.big_records
+        print()
+        big_path, big_gen_s = ensure_file(big, big, args.seed)
+        state = f"generated in {big_gen_s:.1f} s" if big_gen_s else "cached"
+        print(f"file: {big_path.relative_to(REPO)} ({big:,} records = distinct keys, {state})", flush=True)
+        b = measure(pipeline_argv(big_path))
+        if b.ok:
+            rate = big / b.wall_s if b.wall_s > 0 else float("inf")
+            print(
+                f"(c) analyze-trail on {big:,} records / {big:,} distinct keys: {b.wall_s:.2f} s, {rate:,.0f} "
+                f"records/s, peak RSS {b.peak_rss_mb:,.1f} MB  (target <= {TARGET_1M_RSS_MB:.0f} MB)  "
+                f"{_verdict(b.peak_rss_mb <= TARGET_1M_RSS_MB)}"
+            )
+        else:
+            print(f"(c) analyze-trail on {big:,} distinct keys: not measured  FAIL: {b.detail}")
+
+    print()
+    print(
+        f"driver peak RSS {self_peak_rss_mb():.1f} MB (no child RSS can read lower); Python "
+        f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--records", type=int, default=200_000, help="records in the main file (default 200000)")
+    parser.add_argument("--distinct-keys", type=int, help="distinct partition keys in it (default records/4)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs of (a) and (b) (default 3)")
+    parser.add_argument("--skip-1m", action="store_true", help="skip the 1M-distinct-keys memory run")
+    parser.add_argument("--big-records", type=int, default=1_000_000, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    args = parser.parse_args(argv)
+    if args.records < 1 or args.repeat < 1 or args.big_records < 1:
+        parser.error("--records, --repeat and --big-records must be >= 1")
+    if args.distinct_keys is not None and not 1 <= args.distinct_keys <= args.records:
+        parser.error("--distinct-keys must be between 1 and --records")
+    try:
+        run(args)
+    except (RuntimeError, OSError) as exc:  # report, never gate
+        print(f"benchmark could not run: {exc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Tests of the PartiQL statement parser (auditor.sources.partiql)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from auditor.models.api_call import Statement
+from auditor.sources.partiql import REDACTED_TOKEN, _parse, _tokenize, parse_statement
+
+# The statements of the official AWS CloudTrail samples.
+AWS_SELECT = (
+    "SELECT * FROM Music WHERE Artist = 'No One You Know' AND SongTitle = 'Call Me Today' "
+    "AND nonKeyAttr = ***(Redacted)"
+)
+AWS_UPDATE = "UPDATE Music SET Album = ***(Redacted) WHERE Artist = 'Acme Band' AND SongTitle = 'PartiQL Rocks'"
+AWS_INSERT = "INSERT INTO Music VALUE {'Artist' : ***(Redacted), 'SongTitle' : ***(Redacted), 'Album' : ***(Redacted)}"
+
+
+def test_aws_sample_select() -> None:
+    s = parse_statement(AWS_SELECT)
+    assert s == Statement(
+        verb="SELECT",
+        table="Music",
+        index=None,
+        key_equalities={"Artist": "No One You Know", "SongTitle": "Call Me Today"},
+        redacted_equalities=("nonKeyAttr",),
+        full_scan=False,
+    )
+
+
+def test_aws_sample_update() -> None:
+    s = parse_statement(AWS_UPDATE)
+    assert s.verb == "UPDATE"
+    assert s.table == "Music"
+    assert s.key_equalities == {"Artist": "Acme Band", "SongTitle": "PartiQL Rocks"}
+    # the SET clause is no condition: Album is not constrained
+    assert s.redacted_equalities == ()
+    assert s.full_scan is False
+
+
+def test_aws_sample_insert() -> None:
+    s = parse_statement(AWS_INSERT)
+    assert s.verb == "INSERT"
+    assert s.table == "Music"
+    assert s.key_equalities == {}
+    assert s.redacted_equalities == ()
+    assert s.full_scan is False
+
+
+def test_redacted_token_constant() -> None:
+    assert REDACTED_TOKEN == "***(Redacted)"
+
+
+@pytest.mark.parametrize(
+    ("text", "verb", "table", "index"),
+    [
+        ('SELECT * FROM "Music"', "SELECT", "Music", None),
+        ('SELECT * FROM "Music"."ArtistIndex" WHERE Artist = \'x\'', "SELECT", "Music", "ArtistIndex"),
+        ("SELECT Artist FROM Music.ArtistIndex WHERE Artist = 'x'", "SELECT", "Music", "ArtistIndex"),
+        ('select * from "my-table.v2"', "SELECT", "my-table.v2", None),
+        ('SELECT * FROM "we""ird"', "SELECT", 'we"ird', None),
+        ("DELETE FROM Music WHERE Artist = 'a' AND SongTitle = 'b'", "DELETE", "Music", None),
+        ("INSERT INTO \"Music\" VALUE {'Artist': ***(Redacted)}", "INSERT", "Music", None),
+        ("update Music set x = 1 where Artist = 'a'", "UPDATE", "Music", None),
+        ("EXISTS(SELECT * FROM Music WHERE Artist = 'a' AND SongTitle = 'b')", "EXISTS", "Music", None),
+        ("  SELECT\n*\tFROM Music\nWHERE Artist='a'", "SELECT", "Music", None),
+        ("(SELECT * FROM Music WHERE Artist = 'a')", "SELECT", "Music", None),
+    ],
+)
+def test_verb_table_index(text: str, verb: str, table: str, index: str | None) -> None:
+    s = parse_statement(text)
+    assert (s.verb, s.table, s.index) == (verb, table, index)
+
+
+def test_index_only_for_reads() -> None:
+    assert parse_statement("UPDATE Music SET a = 1 WHERE pk = 'x'").index is None
+
+
+def test_exists_equalities() -> None:
+    s = parse_statement("EXISTS(SELECT * FROM Music WHERE Artist = 'a' AND SongTitle = ***(Redacted))")
+    assert s.key_equalities == {"Artist": "a"}
+    assert s.redacted_equalities == ("SongTitle",)
+    assert s.full_scan is False
+
+
+def test_quoted_attribute_and_escaped_quote() -> None:
+    s = parse_statement("""SELECT * FROM Music WHERE "Artist" = 'it''s me' AND "Song""Title" = 'x'""")
+    assert s.key_equalities == {"Artist": "it's me", 'Song"Title': "x"}
+
+
+def test_string_with_keywords_inside() -> None:
+    s = parse_statement("SELECT * FROM Music WHERE pk = 'a OR b WHERE c = ''d''' AND sk = 'x'")
+    assert s.key_equalities == {"pk": "a OR b WHERE c = 'd'", "sk": "x"}
+    assert s.full_scan is False
+
+
+@pytest.mark.parametrize(
+    ("literal", "value"),
+    [("123", 123), ("-5", -5), ("1.5", 1.5), ("0", 0), ("1e3", 1000.0), ("+7", 7)],
+)
+def test_number_literals(literal: str, value: float) -> None:
+    s = parse_statement(f"SELECT * FROM T WHERE pk = {literal}")
+    assert s.key_equalities == {"pk": value}
+    assert type(s.key_equalities["pk"]) is type(value)
+
+
+def test_reversed_equality() -> None:
+    s = parse_statement("SELECT * FROM T WHERE 'USER#1' = pk")
+    assert s.key_equalities == {"pk": "USER#1"}
+
+
+def test_reserved_word_attribute() -> None:
+    assert parse_statement("SELECT * FROM T WHERE value = 'x'").key_equalities == {"value": "x"}
+
+
+def test_redacted_never_in_key_equalities() -> None:
+    s = parse_statement("SELECT * FROM T WHERE pk = ***(Redacted) AND sk = ***(Redacted)")
+    assert s.key_equalities == {}
+    assert s.redacted_equalities == ("pk", "sk")
+    assert s.full_scan is False  # the partition key is constrained, its value is just hidden
+
+
+def test_parameter_placeholder_is_hidden_equality() -> None:
+    s = parse_statement("SELECT * FROM T WHERE pk = ?")
+    assert s.key_equalities == {}
+    assert s.redacted_equalities == ("pk",)
+    assert s.full_scan is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM Music",
+        "SELECT * FROM Music WHERE Price > 10",
+        "SELECT * FROM Music WHERE Price BETWEEN 1 AND 10",
+        "SELECT * FROM Music WHERE begins_with(SongTitle, 'Call')",
+        "SELECT * FROM Music WHERE contains(Tags, 'rock') AND Price < 3",
+        "SELECT * FROM Music WHERE Artist <> 'x'",
+        "SELECT * FROM Music WHERE Artist = 'a' OR Artist = 'b'",
+        "SELECT * FROM Music WHERE NOT Artist = 'a'",
+        "SELECT * FROM Music WHERE info.genre = 'rock'",
+        "SELECT * FROM Music WHERE Artist IS MISSING",
+        "UPDATE Music SET a = 1",
+        "DELETE FROM Music",
+        "DELETE FROM Music WHERE Price >= 3",
+    ],
+)
+def test_full_scan_without_top_level_equality(text: str) -> None:
+    s = parse_statement(text)
+    assert s.full_scan is True
+    assert s.key_equalities == {}
+
+
+def test_or_discards_all_equalities() -> None:
+    s = parse_statement("SELECT * FROM T WHERE pk = 'a' AND sk = 'b' OR pk = 'c'")
+    assert s.key_equalities == {}
+    assert s.full_scan is True
+
+
+def test_or_inside_parentheses_keeps_outer_and() -> None:
+    s = parse_statement("SELECT * FROM T WHERE pk = 'a' AND (sk = 'b' OR sk = 'c')")
+    assert s.key_equalities == {"pk": "a"}
+    assert s.full_scan is False
+
+
+def test_parenthesised_conjunction_is_looked_into() -> None:
+    s = parse_statement("SELECT * FROM T WHERE (pk = 'a' AND sk BETWEEN 1 AND 5) AND x = 2")
+    assert s.key_equalities == {"pk": "a", "x": 2}
+
+
+def test_between_and_is_not_a_conjunction() -> None:
+    s = parse_statement("SELECT * FROM T WHERE sk BETWEEN 'a' AND 'b' AND pk = 'p'")
+    assert s.key_equalities == {"pk": "p"}
+    assert s.full_scan is False
+
+
+def test_in_list_is_no_single_equality_but_no_scan() -> None:
+    s = parse_statement("SELECT * FROM T WHERE pk IN ['a', 'b']")
+    assert s.key_equalities == {}
+    assert s.redacted_equalities == ()
+    assert s.full_scan is False  # AWS runs pk IN [...] as key lookups
+
+
+def test_returning_and_order_by_end_where() -> None:
+    s = parse_statement("UPDATE T SET a = 1 WHERE pk = 'x' RETURNING ALL NEW *")
+    assert s.key_equalities == {"pk": "x"}
+    s = parse_statement("SELECT * FROM T WHERE pk = 'x' ORDER BY sk DESC")
+    assert s.key_equalities == {"pk": "x"}
+
+
+def test_update_set_clause_with_parentheses() -> None:
+    s = parse_statement("UPDATE T SET l = list_append(l, [***(Redacted)]) SET n = n + 1 WHERE pk = 'x'")
+    assert s.key_equalities == {"pk": "x"}
+    assert s.full_scan is False
+
+
+class TestPartitionKey:
+    def test_equality_on_partition_key(self) -> None:
+        assert parse_statement("SELECT * FROM T WHERE pk = 'a'", partition_key="pk").full_scan is False
+
+    def test_redacted_equality_on_partition_key(self) -> None:
+        assert parse_statement("SELECT * FROM T WHERE pk = ***(Redacted)", partition_key="pk").full_scan is False
+
+    def test_equality_on_other_attribute_only(self) -> None:
+        s = parse_statement("SELECT * FROM T WHERE sk = 'a' AND other = ***(Redacted)", partition_key="pk")
+        assert s.full_scan is True
+        assert s.key_equalities == {"sk": "a"}
+
+    def test_in_on_partition_key(self) -> None:
+        assert parse_statement("SELECT * FROM T WHERE pk IN ['a']", partition_key="pk").full_scan is False
+
+    def test_case_sensitive(self) -> None:
+        assert parse_statement("SELECT * FROM T WHERE PK = 'a'", partition_key="pk").full_scan is True
+
+    def test_insert_never_full_scan(self) -> None:
+        assert parse_statement(AWS_INSERT, partition_key="Artist").full_scan is False
+
+    def test_aws_update_with_key(self) -> None:
+        assert parse_statement(AWS_UPDATE, partition_key="Artist").full_scan is False
+        assert parse_statement(AWS_UPDATE, partition_key="Album").full_scan is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "garbage",
+        "DROP TABLE Music",
+        "SELECT",
+        "SELECT * FROM",
+        "SELECT * FROM Music WHERE",
+        "SELECT * FROM Music WHERE pk = 'unterminated",
+        'SELECT * FROM "Music',
+        "EXISTS(",
+        "EXISTS(UPDATE x)",
+        "((((((",
+        ")))) SELECT",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "***(Redacted)",
+        "SELECT * FROM Music WHERE pk = ***(Redac",
+        "\x00\xff\u2028 SELECT",
+        "SELECT * FROM Music WHERE = = = AND AND OR",
+        "SELECT * FROM Music WHERE (((pk = 'a'",
+        "'" * 1001,
+    ],
+)
+def test_never_raises_on_garbage(text: str) -> None:
+    s = parse_statement(text)
+    assert isinstance(s, Statement)
+    assert s.verb in {"SELECT", "INSERT", "UPDATE", "DELETE", "EXISTS", "UNKNOWN"}
+
+
+@pytest.mark.parametrize("text", ["", "garbage", "DROP TABLE Music", "CREATE TABLE x"])
+def test_unknown_text(text: str) -> None:
+    s = parse_statement(text)
+    assert s.verb == "UNKNOWN"
+    assert s.table is None
+    assert s.full_scan is False
+
+
+def test_non_string_input_is_unknown() -> None:
+    assert parse_statement(None).verb == "UNKNOWN"  # type: ignore[arg-type]
+    assert parse_statement(123).table is None  # type: ignore[arg-type]
+
+
+def test_truncated_statement_keeps_what_is_readable() -> None:
+    s = parse_statement("SELECT * FROM Music WHERE Artist = 'No One' AND SongTitle = 'Call M")
+    assert s.table == "Music"
+    assert s.key_equalities["Artist"] == "No One"
+
+
+_FRAGMENTS = st.sampled_from(
+    ["SELECT", "*", "FROM", "Music", '"Music"', ".", '"Idx"', "WHERE", "pk", "=", "'a'", "'it''s'", "12", "-",
+     "AND", "OR", "(", ")", "[", "]", "{", "}", "BETWEEN", "IN", "***(Redacted)", "?", "EXISTS", "INSERT", "INTO",
+     "VALUE", "UPDATE", "SET", "DELETE", "RETURNING", ",", ";", "'", '"', "<>", "NOT"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_FRAGMENTS, max_size=20).map(" ".join))
+def test_internal_parser_never_raises(text: str) -> None:
+    # Bypass the public catch-all, so that a parser bug cannot hide behind it.
+    statement = _parse(_tokenize(text), "pk")
+    assert statement.verb in {"SELECT", "INSERT", "UPDATE", "DELETE", "EXISTS", "UNKNOWN"}
+    if statement.verb in {"INSERT", "UNKNOWN"}:
+        assert statement.full_scan is False
