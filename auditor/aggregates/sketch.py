@@ -27,12 +27,14 @@ _HLL_ALPHA = 0.7213 / (1 + 1.079 / _HLL_M)
 class HeavyHitters:
     """Approximate per-key counts that keep the heaviest keys in bounded memory."""
 
-    __slots__ = ("capacity", "counts", "error", "total")
+    __slots__ = ("capacity", "counts", "error", "limit", "total")
 
     def __init__(self, capacity: int = 512) -> None:
         if capacity < 1:
             raise ValueError("capacity must be >= 1")
         self.capacity = capacity
+        #: Prune once more than this many keys are held (hot paths may inline :meth:`add` using it).
+        self.limit = 2 * capacity
         self.counts: dict[str, int] = {}
         self.total = 0
         #: Upper bound of the undercount of any key (0 while the summary is exact).
@@ -43,7 +45,7 @@ class HeavyHitters:
         counts = self.counts
         counts[key] = counts.get(key, 0) + n
         self.total += n
-        if len(counts) > 2 * self.capacity:
+        if len(counts) > self.limit:
             self._prune()
 
     def _prune(self) -> None:
@@ -62,7 +64,7 @@ class HeavyHitters:
             counts[k] = counts.get(k, 0) + c
         self.total += other.total
         self.error += other.error
-        if len(counts) > 2 * self.capacity:
+        if len(counts) > self.limit:
             self._prune()
 
     def top(self, n: int) -> list[tuple[str, int]]:

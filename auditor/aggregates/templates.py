@@ -61,14 +61,33 @@ def _part(part: str) -> str:
     return part
 
 
+_CACHE: dict[str, str] = {}
+_CACHE_LIMIT = 65_536
+#: Every rule above treats all digits alike, so values with the same digit-blind shape share a template.
+_DIGIT_SHAPE = str.maketrans("123456789", "000000000")
+
+
 def value_template(value: Any) -> str:
-    """The template of one key attribute value."""
+    """The template of one key attribute value (memoised by digit-blind shape in a bounded cache)."""
+    if type(value) is str:
+        shape = value.translate(_DIGIT_SHAPE)
+        cached = _CACHE.get(shape)
+        if cached is None:
+            cached = _string_template(value)
+            # Shapes with letters of ids (UUIDs, hex) rarely repeat: keep them out of the cache.
+            if "{uuid}" not in cached and "{hex}" not in cached and "{id}" not in cached:
+                if len(_CACHE) >= _CACHE_LIMIT:
+                    _CACHE.clear()
+                _CACHE[shape] = cached
+        return cached
     if isinstance(value, bool):
         return "{bool}"
     if isinstance(value, int | float):
         return "{n}"
-    if not isinstance(value, str):
-        return "{?}"
+    return "{?}"
+
+
+def _string_template(value: str) -> str:
     if "|" in value:
         return "".join(p if p in ("#", "|") else _part(p) for p in _SPLIT.split(value))
     if "#" in value:
@@ -82,4 +101,4 @@ def key_template(key: dict[str, Any] | None) -> str | None:
         return None
     if len(key) == 1:
         return value_template(next(iter(key.values())))
-    return ", ".join(f"{name}={value_template(v)}" for name, v in key.items())
+    return ", ".join([f"{name}={value_template(v)}" for name, v in key.items()])

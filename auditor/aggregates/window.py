@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,79 +173,117 @@ class TableWindow:
 
     # ---------------------------------------------------------------- ingest
 
-    def add(self, call: ApiCall, items: list[ItemAccess], epoch: float, pk_hint: str | None = None) -> None:
-        """Count one call's accesses to this table (``items`` are the call's accesses to this table)."""
+    def add(self, call: ApiCall, items: Sequence[ItemAccess], epoch: float, pk_hint: str | None = None) -> None:
+        """Count one call's accesses to this table (``items`` are the call's accesses to this table).
+
+        This is the hot path of every ingest (one call per CloudTrail record), so sketch updates are inlined.
+        """
         self.calls += 1
         if epoch < self.first_time:
             self.first_time = epoch
         if epoch > self.last_time:
             self.last_time = epoch
         ops = self.operations
-        ops[call.operation] = ops.get(call.operation, 0) + 1
+        op_name = call.operation
+        ops[op_name] = ops.get(op_name, 0) + 1
         error = call.error_code
         if error is not None:
             self._add_error(call, items, error, pk_hint)
+        patterns = self.patterns
+        minute = -1
+        per_minute: tuple[HeavyHitters, HeavyHitters] | None = None
         for item in items:
-            self._add_item(call, item, epoch, pk_hint, error is None)
-
-    def _add_item(self, call: ApiCall, item: ItemAccess, epoch: float, pk_hint: str | None, ok: bool) -> None:
-        is_write = item.access is Access.WRITE
-        if is_write:
-            self.item_writes += 1
-        else:
-            self.item_reads += 1
-        key = item.key
-        if item.full_scan:
-            principal = call.principal or "(unknown)"
-            op = "Scan" if item.operation == "Scan" else "ExecuteStatement"
-            sk = (principal, op)
-            stats = self.scans.get(sk)
-            if stats is None:
-                if len(self.scans) >= MAX_SCANNERS:
-                    sk = (OTHER, op)
-                    stats = self.scans.get(sk)
-                if stats is None:
-                    stats = self.scans[sk] = ScanStats()
-            stats.count += 1
-            if epoch < stats.first:
-                stats.first = epoch
-            if epoch > stats.last:
-                stats.last = epoch
-            if call.scan_segment is not None and len(stats.segments) < MAX_SEGMENTS:
-                stats.segments.add(call.scan_segment)
-            if call.scan_total_segments and call.scan_total_segments > stats.total_segments:
-                stats.total_segments = call.scan_total_segments
-            if item.index and len(stats.indexes) < 10:
-                stats.indexes.add(item.index)
-        elif key:
-            attr = partition_attr(key, pk_hint)
-            value = key[attr]
-            encoded = encode_key(attr, value)
-            self.key_requests += 1
-            self.hot.add(encoded)
-            minute = int(epoch // 60)
-            per_minute = self.minutes.get(minute)
-            if per_minute is None:
-                per_minute = self.minutes[minute] = (
-                    HeavyHitters(self.sketch_capacity),
-                    HeavyHitters(self.sketch_capacity),
-                )
-            per_minute[0].add(encoded)
+            is_write = item.access is Access.WRITE
             if is_write:
-                self.key_writes += 1
-                self.hot_writes.add(encoded)
-                per_minute[1].add(encoded)
+                self.item_writes += 1
             else:
-                self.key_reads += 1
-            self.distinct.add(encoded)
-            ka = self.key_attrs
-            if attr in ka or len(ka) < 8:
-                ka[attr] = ka.get(attr, 0) + 1
-        efficient = not item.full_scan
-        pattern = (item.index or "", item.operation, key_template(key) or "", efficient)
-        _add_capped(self.patterns, pattern, 1, MAX_PATTERNS, ("", OTHER, "", efficient))
+                self.item_reads += 1
+            key = item.key
+            full_scan = item.full_scan
+            if full_scan:
+                self._add_scan(call, item, epoch)
+                template = ""
+            elif key:
+                if len(key) == 1:
+                    attr, value = next(iter(key.items()))
+                else:
+                    attr = partition_attr(key, pk_hint)
+                    value = key[attr]
+                encoded = f'{attr}\x1f"{value}' if type(value) is str else encode_key(attr, value)
+                self.key_requests += 1
+                # HeavyHitters.add, inlined.
+                hh = self.hot
+                counts = hh.counts
+                seen = counts.get(encoded)
+                if seen is None:
+                    # A key the window has not counted (or pruned): count it as distinct (idempotent).
+                    self.distinct.add(encoded)
+                    counts[encoded] = 1
+                    if len(counts) > hh.limit:
+                        hh._prune()
+                else:
+                    counts[encoded] = seen + 1
+                hh.total += 1
+                if per_minute is None:
+                    minute = int(epoch // 60)
+                    per_minute = self.minutes.get(minute)
+                    if per_minute is None:
+                        per_minute = self.minutes[minute] = (
+                            HeavyHitters(self.sketch_capacity),
+                            HeavyHitters(self.sketch_capacity),
+                        )
+                hh = per_minute[0]
+                counts = hh.counts
+                counts[encoded] = counts.get(encoded, 0) + 1
+                hh.total += 1
+                if len(counts) > hh.limit:
+                    hh._prune()
+                if is_write:
+                    self.key_writes += 1
+                    self.hot_writes.add(encoded)
+                    per_minute[1].add(encoded)
+                else:
+                    self.key_reads += 1
+                ka = self.key_attrs
+                n_attr = ka.get(attr)
+                if n_attr is not None:
+                    ka[attr] = n_attr + 1
+                elif len(ka) < 8:
+                    ka[attr] = 1
+                template = key_template(key) or ""
+            else:
+                template = ""
+            pattern = (item.index or "", item.operation, template, not full_scan)
+            n = patterns.get(pattern)
+            if n is not None:
+                patterns[pattern] = n + 1
+            else:
+                _add_capped(patterns, pattern, 1, MAX_PATTERNS, ("", OTHER, "", not full_scan))
 
-    def _add_error(self, call: ApiCall, items: list[ItemAccess], error: str, pk_hint: str | None) -> None:
+    def _add_scan(self, call: ApiCall, item: ItemAccess, epoch: float) -> None:
+        principal = call.principal or "(unknown)"
+        op = "Scan" if item.operation == "Scan" else "ExecuteStatement"
+        sk = (principal, op)
+        stats = self.scans.get(sk)
+        if stats is None:
+            if len(self.scans) >= MAX_SCANNERS:
+                sk = (OTHER, op)
+                stats = self.scans.get(sk)
+            if stats is None:
+                stats = self.scans[sk] = ScanStats()
+        stats.count += 1
+        if epoch < stats.first:
+            stats.first = epoch
+        if epoch > stats.last:
+            stats.last = epoch
+        if call.scan_segment is not None and len(stats.segments) < MAX_SEGMENTS:
+            stats.segments.add(call.scan_segment)
+        if call.scan_total_segments and call.scan_total_segments > stats.total_segments:
+            stats.total_segments = call.scan_total_segments
+        if item.index and len(stats.indexes) < 10:
+            stats.indexes.add(item.index)
+
+    def _add_error(self, call: ApiCall, items: Sequence[ItemAccess], error: str, pk_hint: str | None) -> None:
         _add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
         if error in THROTTLE_CODES:
             cause, index = throttle_cause(error, call.error_message)
@@ -458,9 +497,22 @@ def partition_attr(key: dict[str, Any], hint: str | None) -> str:
     """
     if hint is not None and hint in key:
         return hint
-    first = next(iter(key))
     if len(key) == 1:
-        return first
+        return next(iter(key))
+    names = tuple(key)
+    found = _PK_CACHE.get(names)
+    if found is None:
+        if len(_PK_CACHE) > 4096:
+            _PK_CACHE.clear()
+        found = _PK_CACHE[names] = _guess_partition_attr(names)
+    return found
+
+
+_PK_CACHE: dict[tuple[str, ...], str] = {}
+
+
+def _guess_partition_attr(key: tuple[str, ...]) -> str:
+    first = key[0]
     for name in key:
         if name.lower() in _PK_NAMES:
             return name
@@ -495,9 +547,8 @@ class AggregateSet:
         start = int(epoch // self.window_seconds) * self.window_seconds
         items = call.items
         if len(call.tables) == 1:
-            self._window(call.account, call.region, call.tables[0], start).add(
-                call, list(items), epoch, self.key_schema.get(call.tables[0])
-            )
+            table = call.tables[0]
+            self._window(call.account, call.region, table, start).add(call, items, epoch, self.key_schema.get(table))
             return
         for table in call.tables:
             mine = [i for i in items if i.table == table]
