@@ -62,7 +62,7 @@ def _part(part: str) -> str:
 
 
 _CACHE: dict[str, str] = {}
-_CACHE_LIMIT = 65_536
+_CACHE_LIMIT = 16_384
 #: Every rule above treats all digits alike, so values with the same digit-blind shape share a template.
 _DIGIT_SHAPE = str.maketrans("123456789", "000000000")
 

@@ -229,8 +229,8 @@ class TableWindow:
                     per_minute = self.minutes.get(minute)
                     if per_minute is None:
                         per_minute = self.minutes[minute] = (
-                            HeavyHitters(self.sketch_capacity),
-                            HeavyHitters(self.sketch_capacity),
+                            HeavyHitters(self.minute_capacity),
+                            HeavyHitters(self.minute_capacity),
                         )
                 hh = per_minute[0]
                 counts = hh.counts
@@ -340,7 +340,7 @@ class TableWindow:
         for minute, (m_all, m_writes) in other.minutes.items():
             mine_m = self.minutes.get(minute)
             if mine_m is None:
-                mine_m = self.minutes[minute] = (HeavyHitters(self.sketch_capacity), HeavyHitters(self.sketch_capacity))
+                mine_m = self.minutes[minute] = (HeavyHitters(self.minute_capacity), HeavyHitters(self.minute_capacity))
             mine_m[0].merge(m_all)
             mine_m[1].merge(m_writes)
         self.distinct.merge(other.distinct)
@@ -374,6 +374,11 @@ class TableWindow:
         return copy.deepcopy(self)
 
     # ---------------------------------------------------------------- views
+
+    @property
+    def minute_capacity(self) -> int:
+        """Per-minute sketches only need the few heaviest keys of a minute: 1/8 of the window's capacity."""
+        return max(16, self.sketch_capacity // 8)
 
     @property
     def requests(self) -> int:
