@@ -31,7 +31,11 @@ def run_demo(
     trail.mkdir(parents=True)
     records = demo_workload(start, hours=1.0, seed=seed)
     files = write_trail(records, trail, DEMO_ACCOUNT, DEMO_REGION, seed=seed)
-    announce(f"demo: wrote {len(records)} CloudTrail records in {len(files)} files under {trail}")
+    logs = [f for f in files if "CloudTrail-Digest" not in f.parts]
+    announce(
+        f"demo: wrote {len(records)} CloudTrail records in {len(logs)} log files "
+        f"(+{len(files) - len(logs)} digest files) under {trail}"
+    )
     result = analyze_trail([str(trail)], AnalysisConfig())
     (out / "findings.json").write_text(to_json(result.to_dict()))
     s = result.stats

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import random
+import sys
 import threading
 import time
 import tracemalloc
@@ -163,6 +164,75 @@ def test_records_with_different_first_keys(chunk_size: int) -> None:
     assert read_all(log_file(records), chunk_size) == records
 
 
+@pytest.mark.parametrize("chunk_size", [1, 97, 4096, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "alternating",
+        "alternating_unicode",
+        "random_first_key",
+        "long_first_key",
+        "rare_first_key",
+        "nested_same_key",
+        "empty_objects",
+    ],
+)
+def test_layouts_the_fast_path_cannot_learn(chunk_size: int, layout: str) -> None:
+    rnd = random.Random(layout)
+    records: list[Any] = []
+    for i in range(60):
+        r = rec(i)
+        if layout == "alternating":
+            r = {"ABC"[i % 3]: i, **r}
+        elif layout == "alternating_unicode":
+            r = {"ABC"[i % 3]: "é日🎉" * (i % 5), **r}
+        elif layout == "random_first_key":
+            r = {f"k{rnd.randrange(10**9)}": i, "eventID": f"id-{i}"}
+        elif layout == "long_first_key":
+            r = {"K" * 2000: i, **r}
+        elif layout == "rare_first_key" and i % 17 == 5:
+            r = {"rare": i, **r}
+        elif layout == "nested_same_key":
+            # nested objects that start with the same key as the records: false separator candidates
+            r["list"] = [{"eventVersion": "x", "n": n} for n in range(i % 7)]
+        elif layout == "empty_objects":
+            r = {} if i % 2 else {"eventVersion": "1"}
+        records.append(r)
+    data = log_file(records)
+    assert read_all(data, chunk_size) == records
+    assert read_all(json.dumps({"Records": records}, indent=1).encode(), chunk_size) == records
+
+
+def test_records_larger_than_the_search_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cloudtrail, "_WINDOW", 512)
+    records = [rec(i, blob="b" * (i * 300)) for i in range(12)]
+    for chunk_size in (1, 700, 5000, cloudtrail.DEFAULT_CHUNK_SIZE):
+        assert read_all(log_file(records), chunk_size) == records
+
+
+def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cloudtrail, "_MAX_ELEMENT", 10_000)
+    with pytest.raises(SourceReadError, match=r"record too large \(over 0 MiB\) at byte 12"):
+        read_all(log_file([{"a": "x" * 20_000}]), 1000)
+    with pytest.raises(SourceReadError, match="unexpected end of data"):
+        read_all(b'{"Records":[{"a":"' + b"x" * 5000, 100)
+
+
+def test_long_whitespace_runs_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cloudtrail, "_MAX_WS_RUN", 100)
+    ws = b" \n" * 5000
+    data = ws + b'{"Records":[' + ws + orjson.dumps(RECORDS[0]) + ws + b"," + ws + orjson.dumps(RECORDS[1]) + b"]}" + ws
+    for chunk_size in (1, 64, 1000):
+        assert read_all(data, chunk_size) == RECORDS[:2]
+
+
+def test_unterminated_huge_string_fails_fast() -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(SourceReadError, match="unexpected end of data"):
+        read_all(b'{"Records":[{"a":"' + b"x" * 20_000_000, 1 << 20)
+    assert time.perf_counter() - t0 < 10
+
+
 @pytest.mark.parametrize("text", [b'{"Records":[]}', b'{ "Records" : [ ] }', b'\n{\n  "Records": [\n  ]\n}\n'])
 def test_empty_records(text: bytes) -> None:
     assert read_all(text) == []
@@ -293,6 +363,21 @@ def test_early_close_stops_the_reader_thread() -> None:
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert threading.active_count() == before
+
+
+def test_switch_interval_lowered_while_reading_and_restored() -> None:
+    before = sys.getswitchinterval()
+    gen = iter_records(io.BytesIO(log_file(RECORDS)), "x")
+    next(gen)
+    assert sys.getswitchinterval() == pytest.approx(min(before, cloudtrail._SWITCH_INTERVAL))
+    inner = iter_records(io.BytesIO(log_file(RECORDS)), "y")  # nested readers share the setting
+    assert list(inner) == RECORDS
+    assert sys.getswitchinterval() == pytest.approx(min(before, cloudtrail._SWITCH_INTERVAL))
+    gen.close()
+    assert sys.getswitchinterval() == before
+    with pytest.raises(SourceReadError):
+        read_all(b"garbage")
+    assert sys.getswitchinterval() == before
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -483,11 +568,18 @@ def test_deduper_memory_is_compact() -> None:
                 d.seen(e)
             d.commit()
         current, _peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        d = Deduper(capacity=16)
+        for e in ids:  # one big file, with the pending log growing through several doublings
+            d.seen(e)
+        d.commit()
+        _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert len(d) == len(ids)
-    # well under 100 bytes per id (1M ids -> well under 100 MB)
+    # well under 100 bytes per id (1M ids -> well under 100 MB), even at the peak of a doubling
     assert current / len(ids) < 40
+    assert peak / len(ids) < 100
 
 
 # --------------------------------------------------------------------------------------------------------------------
