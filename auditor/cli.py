@@ -18,7 +18,7 @@ from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import AuditorError, InputError
 from auditor.models.finding import Finding, Severity
 from auditor.observability import configure_logging
-from auditor.render import FORMATS, render_markdown, render_table, to_json
+from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     trail.add_argument("paths", nargs="+", metavar="PATH")
     trail.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
     _add_output_options(trail)
+
+    size = sub.add_parser(
+        "item-size", help="exact DynamoDB item sizes (DynamoDB JSON: one item, an array, or one item per line)"
+    )
+    size.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
+    size.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
     demo = sub.add_parser("demo", help="generate a workload with planted problems and analyse it, offline")
     demo.add_argument("--out", default="audit-demo", metavar="DIR", help="output directory (default: ./audit-demo)")
@@ -99,6 +105,36 @@ def _emit(fmt: str, document: dict[str, object], findings: Sequence[Finding], re
     sys.stdout.flush()
 
 
+def _cmd_item_size(args: argparse.Namespace) -> int:
+    from auditor.item_size import iter_item_results
+
+    if args.file == "-":
+        data, source = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, source = Path(args.file).read_bytes(), args.file
+        except OSError as exc:
+            raise InputError(f"{args.file}: {exc.strerror or exc}") from exc
+    results = [r.to_dict() for r in iter_item_results(data, source)]
+    if args.format == "json":
+        text = to_json(results)
+    else:
+        rows = [
+            (str(n), str(r["size_bytes"]), f"{r['percent_of_limit']:.2f}%", str(r["limit_bytes"]))
+            for n, r in enumerate(results, 1)
+        ]
+        header = ("item", "size_bytes", "of limit", "limit_bytes")
+        if args.format == "markdown":
+            lines = ["| " + " | ".join(header) + " |", "|---|---|---|---|"] + [
+                "| " + " | ".join(r) + " |" for r in rows
+            ]
+            text = "\n".join(lines) + "\n"
+        else:
+            text = render_columns(rows, header)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from auditor.demo.run import run_demo
 
@@ -107,7 +143,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
 
 
-COMMANDS = {"analyze-trail": _cmd_analyze_trail, "demo": _cmd_demo}
+COMMANDS = {"analyze-trail": _cmd_analyze_trail, "item-size": _cmd_item_size, "demo": _cmd_demo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,6 +29,11 @@ def _columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
     return lines
 
 
+def render_columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """Aligned columns with an upper-case header line."""
+    return "\n".join(_columns(rows, header)) + "\n"
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 

@@ -267,3 +267,34 @@ def test_python_dash_m_entry_point(trail: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout)["findings"]
+
+
+def test_item_size_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [
+        {"shirt-color": {"S": "R"}, "shirt-size": {"S": "M"}},
+        {"pk": {"S": "DOC#7"}, "body": {"S": "x" * 300_000}},
+        {"n": {"N": "12345"}},
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(i) for i in items))
+    code, out, _ = run_cli(["item-size", str(path), "--format", "json"], capsys)
+    assert code == 0
+    doc = orjson.loads(out)
+    assert [r["size_bytes"] for r in doc] == [23, 2 + 5 + 4 + 300_000, 1 + 4]
+    assert doc[1] == {"size_bytes": 300_011, "limit_bytes": 409600, "percent_of_limit": 73.24}
+    code, out, _ = run_cli(
+        ["item-size", "--format", "json"], capsys, stdin=orjson.dumps(items), monkeypatch=monkeypatch
+    )
+    assert code == 0 and [r["size_bytes"] for r in orjson.loads(out)] == [23, 300_011, 5]
+    code, out, _ = run_cli(["item-size", str(path)], capsys)
+    assert code == 0 and "73.24%" in out
+
+
+def test_item_size_bad_input_prints_nothing_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "items.json"
+    path.write_bytes(orjson.dumps([{"a": {"S": "ok"}}, {"b": {"B": "not base64!"}}]))
+    code, out, err = run_cli(["item-size", str(path), "--format", "json"], capsys)
+    assert code == 2 and out == ""
+    assert "item 2" in err and "Traceback" not in err
+    code, out, err = run_cli(["item-size", str(tmp_path / "missing.json")], capsys)
+    assert code == 2 and out == "" and "missing.json" in err
