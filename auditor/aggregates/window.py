@@ -26,6 +26,9 @@ from auditor.models.api_call import Access, ApiCall, ItemAccess
 #: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
 MAX_SERIALIZED_BYTES = 300_000
 
+#: Internal cause of a classic ProvisionedThroughputExceededException message (see :func:`throttle_cause`).
+GENERIC_PROVISIONED = "provisioned_or_key_range"
+
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 SIZE_EXCEEDED_PREFIXES = ("Item size has exceeded", "Item size to update has exceeded")
 
@@ -58,7 +61,10 @@ def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | Non
     """The cause of a throttled call and the index it names, from ``ThrottlingReasons`` or the message.
 
     Returns (cause, index): cause is ``key_range``, ``provisioned``, ``account_limit``, ``on_demand_max``,
-    ``gsi_backpressure`` (an index write limit that throttled a base-table write) or ``unknown``.
+    ``gsi_backpressure`` (an index write limit that throttled a base-table write), ``unknown``, or
+    :data:`GENERIC_PROVISIONED` for the classic ProvisionedThroughputExceededException message without
+    ``ThrottlingReasons``: that message is the same for exhausted table capacity and for a hot partition, so the
+    throttling detector decides from how the throttled calls spread over keys.
     """
     text = message or ""
     m = _REASON.search(text)
@@ -72,7 +78,7 @@ def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | Non
     if error_code == "RequestLimitExceeded":
         return "account_limit", None
     if "level of configured provisioned throughput" in text:
-        return "provisioned", None
+        return GENERIC_PROVISIONED, None
     return "unknown", None
 
 

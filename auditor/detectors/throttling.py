@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.aggregates.window import OTHER, THROTTLE_CODES, TableWindow, decode_key
+from auditor.aggregates.window import GENERIC_PROVISIONED, OTHER, THROTTLE_CODES, TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -56,13 +56,35 @@ class ThrottlingConfig(DetectorConfig):
     min_events: int = 1
     medium_events: int = 10
     high_events: int = 100
+    #: A classic ProvisionedThroughputExceeded message is taken as a hot partition (``key_range``) when this share
+    #: of the throttled calls hit one partition key, and that is ``concentration_factor`` times its traffic share.
+    key_concentration: float = 0.8
+    concentration_factor: float = 2.0
+
+
+def _resolve(raw_cause: str, agg: TableWindow, cfg: ThrottlingConfig) -> tuple[str, str]:
+    """(cause, how it was determined) for one aggregated cause."""
+    if raw_cause != GENERIC_PROVISIONED:
+        return raw_cause, "throttling_reasons" if raw_cause not in ("unknown", "account_limit") else "error_code"
+    keyed = {k: n for k, n in agg.throttle_keys.items() if k != OTHER}
+    total = sum(agg.throttle_keys.values())
+    if keyed and total:
+        top_key, top_n = max(sorted(keyed.items()), key=lambda kv: kv[1])
+        throttled_share = top_n / total
+        traffic_share = agg.hot.counts.get(top_key, 0) / agg.key_requests if agg.key_requests else 1.0
+        if throttled_share >= cfg.key_concentration and throttled_share >= cfg.concentration_factor * traffic_share:
+            return "key_range", "inferred_from_keys"
+    return "provisioned", "error_message"
 
 
 @register(METADATA, ThrottlingConfig)
 def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
     """One finding per cause (and index) with throttled calls."""
     by_cause: dict[tuple[str, str], dict[str, int]] = {}
-    for (cause, access, index), n in agg.throttles.items():
+    sources: dict[tuple[str, str], str] = {}
+    for (raw_cause, access, index), n in agg.throttles.items():
+        cause, source = _resolve(raw_cause, agg, cfg)
+        sources[(cause, index)] = source
         counts = by_cause.setdefault((cause, index), {"read": 0, "write": 0})
         counts[access] = counts.get(access, 0) + n
     findings: list[Finding] = []
@@ -97,6 +119,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                 recommendation=RECOMMENDATIONS[cause],
                 evidence={
                     "cause": cause,
+                    "cause_source": sources[(cause, index)],
                     "read_throttle_events": counts["read"],
                     "write_throttle_events": counts["write"],
                     "source": "cloudtrail",

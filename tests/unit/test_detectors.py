@@ -362,3 +362,24 @@ def test_hot_key_burst_uses_the_peak_minute() -> None:
     assert ev["peak_minute"] == "2026-12-01T10:05:00Z"
     assert ev["headroom_factor"] == pytest.approx(1000 / 600, rel=0.01)
     assert f.severity is Severity.HIGH
+
+
+GENERIC_PTE = "The level of configured provisioned throughput for the table was exceeded."
+
+
+def test_classic_pte_concentrated_on_one_key_is_a_hot_partition() -> None:
+    calls = [call("GetItem", key={"pk": f"K{i % 500}"}, at=i * 0.1) for i in range(5000)]
+    calls += [call("PutItem", key={"pk": "HOT"}, at=i * 0.1) for i in range(500)]
+    calls += [call("PutItem", key={"pk": "HOT"}, at=i, error=PTE, message=GENERIC_PTE) for i in range(40)]
+    calls += [call("PutItem", key={"pk": "K1"}, at=i, error=PTE, message=GENERIC_PTE) for i in range(2)]
+    [f] = throttling.detect(span(calls), throttling.ThrottlingConfig())
+    assert f.evidence["cause"] == "key_range"
+    assert f.evidence["cause_source"] == "inferred_from_keys"
+    assert f.evidence["write_throttle_events"] == 42
+
+
+def test_classic_pte_spread_over_keys_is_provisioned_capacity() -> None:
+    calls = [call("GetItem", key={"pk": f"K{i % 500}"}, at=i * 0.1) for i in range(5000)]
+    calls += [call("PutItem", key={"pk": f"K{i}"}, at=i, error=PTE, message=GENERIC_PTE) for i in range(40)]
+    [f] = throttling.detect(span(calls), throttling.ThrottlingConfig())
+    assert (f.evidence["cause"], f.evidence["cause_source"]) == ("provisioned", "error_message")

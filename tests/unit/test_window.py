@@ -220,7 +220,7 @@ def test_string_and_number_keys_differ() -> None:
         (
             "ProvisionedThroughputExceededException",
             "The level of configured provisioned throughput for the table was exceeded.",
-            ("provisioned", None),
+            ("provisioned_or_key_range", None),
         ),
         ("ThrottlingException", "Rate of requests exceeds the allowed throughput.", ("unknown", None)),
         ("ThrottlingException", None, ("unknown", None)),
