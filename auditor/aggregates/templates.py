@@ -62,29 +62,41 @@ def _part(part: str) -> str:
 
 
 _CACHE: dict[str, str] = {}
+#: Exact values seen recently (hot keys, constant sort keys repeat a lot), before the shape cache.
+_VALUE_CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 16_384
 #: Every rule above treats all digits alike, so values with the same digit-blind shape share a template.
 _DIGIT_SHAPE = str.maketrans("123456789", "000000000")
 
 
 def value_template(value: Any) -> str:
-    """The template of one key attribute value (memoised by digit-blind shape in a bounded cache)."""
+    """The template of one key attribute value (memoised by exact value, then by digit-blind shape; bounded)."""
     if type(value) is str:
-        shape = value.translate(_DIGIT_SHAPE)
-        cached = _CACHE.get(shape)
-        if cached is None:
-            cached = _string_template(value)
-            # Shapes with letters of ids (UUIDs, hex) rarely repeat: keep them out of the cache.
-            if "{uuid}" not in cached and "{hex}" not in cached and "{id}" not in cached:
-                if len(_CACHE) >= _CACHE_LIMIT:
-                    _CACHE.clear()
-                _CACHE[shape] = cached
-        return cached
+        exact = _VALUE_CACHE.get(value)
+        if exact is not None:
+            return exact
+        if len(_VALUE_CACHE) >= _CACHE_LIMIT:
+            _VALUE_CACHE.clear()
+        exact = _VALUE_CACHE[value] = _shape_template(value)
+        return exact
     if isinstance(value, bool):
         return "{bool}"
     if isinstance(value, int | float):
         return "{n}"
     return "{?}"
+
+
+def _shape_template(value: str) -> str:
+    shape = value.translate(_DIGIT_SHAPE)
+    cached = _CACHE.get(shape)
+    if cached is None:
+        cached = _string_template(value)
+        # Shapes with letters of ids (UUIDs, hex) rarely repeat: keep them out of the shape cache.
+        if "{uuid}" not in cached and "{hex}" not in cached and "{id}" not in cached:
+            if len(_CACHE) >= _CACHE_LIMIT:
+                _CACHE.clear()
+            _CACHE[shape] = cached
+    return cached
 
 
 def _string_template(value: str) -> str:
