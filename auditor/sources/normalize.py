@@ -10,8 +10,9 @@ See /work/shared/reference/cloudtrail.md for the record shapes this follows.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -138,6 +139,11 @@ _WRITE = Access.WRITE
 _TIME_CACHE: dict[str, datetime] = {}
 _TIME_CACHE_MAX = 8192
 
+#: Session name of an assumed-role ARN (``arn:aws:sts::a:assumed-role/R/S`` -> ``S``). Keyed by the caller's ARN,
+#: never by anything item-specific; cleared when full so memory stays flat.
+_SESSION_CACHE: dict[str, str | None] = {}
+_SESSION_CACHE_MAX = 4096
+
 
 def _ci(d: Mapping[str, Any]) -> dict[str, Any]:
     """A view of ``d`` with lower-cased keys (one level only; values are shared, not copied)."""
@@ -179,6 +185,16 @@ def _parse_time(value: Any) -> datetime:
         _TIME_CACHE.clear()
     _TIME_CACHE[value] = parsed
     return parsed
+
+
+def _session_name(arn: str) -> str | None:
+    """The part of ``arn`` after its last ``/`` (None when empty or without ``/``), cached."""
+    slash = arn.rfind("/")
+    session = arn[slash + 1 :] or None if slash >= 0 else None
+    if len(_SESSION_CACHE) >= _SESSION_CACHE_MAX:
+        _SESSION_CACHE.clear()
+    _SESSION_CACHE[arn] = session
+    return session
 
 
 def _table_from_arn(arn: Any) -> str | None:
@@ -286,6 +302,314 @@ def _principal(identity: Any) -> tuple[str | None, str | None, str | None]:
     return _str_or_none(arn), _str_or_none(ptype), None
 
 
+# --- the hot path -----------------------------------------------------------------------------------------
+#
+# ``normalize_record`` reads the envelope of a plain ``dict`` record with one C-level ``itemgetter`` call and
+# handles the shapes CloudTrail really logs (camelCase keys, well-typed values) inline or in a small per-operation
+# reader. Anything else -- a missing envelope field, an odd type, other key casings, truncated parameters -- goes
+# to the general path (``_normalize_general`` / ``_read_request``), which is the reference behaviour. A fast
+# reader never decides an unusual case itself: it returns ``None`` and the general reader redoes the work, so the
+# two paths cannot disagree.
+
+
+def _reader_keys(*names: str) -> tuple[str, ...]:
+    """``names`` as the very ``str`` objects the record reader puts in its dicts, where it can be found out.
+
+    orjson (which ``auditor.sources.cloudtrail`` parses with) keeps one ``str`` object per short map key and hands
+    it out for every record. orjson's dicts are not "unicode-keys" dicts, so a lookup with an equal but distinct
+    key string goes through a full rich comparison, while the identical object matches on the pointer: about half
+    the cost of every envelope and ``requestParameters`` lookup. Purely a speed-up: any other ``str`` equal to
+    the name finds the same entry, so results never depend on this.
+    """
+    try:
+        import orjson
+
+        learned = {key: key for key in orjson.loads(orjson.dumps(dict.fromkeys(names, 0)))}
+    except Exception:  # no orjson, or another parser: plain constants are just as correct
+        return names
+    return tuple(learned.get(name, name) for name in names)
+
+
+_ENVELOPE_FIELDS = _reader_keys(
+    "eventSource",
+    "eventCategory",
+    "managementEvent",
+    "eventName",
+    "eventID",
+    "eventTime",
+    "requestParameters",
+    "userIdentity",
+    "recipientAccountId",
+    "awsRegion",
+    "userAgent",
+    "sourceIPAddress",
+)
+_ENVELOPE = operator.itemgetter(*_ENVELOPE_FIELDS)
+_ERROR_CODE, _ERROR_MESSAGE = _reader_keys("errorCode", "errorMessage")
+_TYPE, _ARN, _SESSION_CONTEXT, _SESSION_ISSUER, _ACCOUNT_ID = _reader_keys(
+    "type", "arn", "sessionContext", "sessionIssuer", "accountId"
+)
+
+
+#: The camelCase request-parameter names CloudTrail logs for DynamoDB data events. No two of them lower-case to
+#: the same string, so in a dict whose keys all belong here ``d.get("tableName")`` is exactly what the general
+#: path's lower-cased view (``_ci(d).get("tablename")``) gives: no other spelling of that key can be present.
+_CAMEL_KEYS: frozenset[str] = frozenset(
+    _reader_keys(
+        "attributesToGet",
+        "attributeUpdates",
+        "clientRequestToken",
+        "conditionalOperator",
+        "conditionExpression",
+        "consistentRead",
+        "deleteRequest",
+        "exclusiveStartKey",
+        "expected",
+        "expressionAttributeNames",
+        "expressionAttributeValues",
+        "filterExpression",
+        "indexName",
+        "item",
+        "key",
+        "keyConditionExpression",
+        "keyConditions",
+        "keys",
+        "limit",
+        "operation",
+        "parameters",
+        "projectionExpression",
+        "putRequest",
+        "queryFilter",
+        "requestItems",
+        "returnConsumedCapacity",
+        "returnItemCollectionMetrics",
+        "returnValues",
+        "returnValuesOnConditionCheckFailure",
+        "scanFilter",
+        "scanIndexForward",
+        "segment",
+        "select",
+        "statement",
+        "tableName",
+        "totalSegments",
+        "transactItems",
+    )
+)
+_is_camel = _CAMEL_KEYS.issuperset
+(
+    _TABLE_NAME,
+    _KEY,
+    _KEYS,
+    _INDEX_NAME,
+    _SEGMENT,
+    _TOTAL_SEGMENTS,
+    _STATEMENT_KEY,
+    _REQUEST_ITEMS,
+    _TRANSACT_ITEMS,
+    _PUT_REQUEST,
+    _DELETE_REQUEST,
+) = _reader_keys(
+    "tableName",
+    "key",
+    "keys",
+    "indexName",
+    "segment",
+    "totalSegments",
+    "statement",
+    "requestItems",
+    "transactItems",
+    "putRequest",
+    "deleteRequest",
+)
+
+_TRANSACT_WRITE_OPS = frozenset(_TRANSACT_OPS.values())
+
+#: What a fast or general request reader gives: access, items, tables, index, scan segment, scan total
+#: segments, statement, truncated.
+_Request = tuple[
+    Access,
+    tuple[ItemAccess, ...],
+    tuple[str, ...],
+    str | None,
+    int | None,
+    int | None,
+    Statement | None,
+    bool,
+]
+
+
+def _fast_query(raw: dict[str, Any], name: str) -> _Request | None:
+    if not _is_camel(raw):
+        return None
+    table = raw.get(_TABLE_NAME)
+    if type(table) is not str or not table:
+        return None
+    index = raw.get(_INDEX_NAME)
+    if index is not None:
+        index = _str_or_none(index)
+    return _READ, (ItemAccess(table, name, _READ, index),), (table,), index, None, None, None, False
+
+
+def _fast_scan(raw: dict[str, Any], name: str) -> _Request | None:
+    if not _is_camel(raw):
+        return None
+    table = raw.get(_TABLE_NAME)
+    if type(table) is not str or not table:
+        return None
+    index = raw.get(_INDEX_NAME)
+    if index is not None:
+        index = _str_or_none(index)
+    segment = raw.get(_SEGMENT)
+    if segment is not None:
+        segment = _as_int(segment)
+    total = raw.get(_TOTAL_SEGMENTS)
+    if total is not None:
+        total = _as_int(total)
+    item = ItemAccess(table, name, _READ, index, None, None, True)
+    return _READ, (item,), (table,), index, segment, total, None, False
+
+
+def _fast_statement(raw: dict[str, Any], name: str) -> _Request | None:
+    if not _is_camel(raw):
+        return None
+    text = raw.get(_STATEMENT_KEY)
+    if type(text) is not str:
+        return None
+    statement = parse_statement(text)
+    table = statement.table
+    if not table:
+        return None
+    item = _statement_access(table, "ExecuteStatement:", statement)
+    return item.access, (item,), (table,), statement.index, None, None, statement, False
+
+
+def _fast_batch_get(raw: dict[str, Any], name: str) -> _Request | None:
+    if not _is_camel(raw):
+        return None
+    request_items = raw.get(_REQUEST_ITEMS)
+    if type(request_items) is not dict or not request_items:
+        return None
+    out: list[ItemAccess] = []
+    append = out.append
+    for table, spec in request_items.items():
+        if type(table) is not str or not table:
+            return None
+        if type(spec) is dict:
+            if not _is_camel(spec):
+                return None
+            keys = spec.get(_KEYS)
+            if keys is None and _KEY in spec:
+                keys = [spec[_KEY]]
+        elif type(spec) is list:
+            keys = spec
+        else:
+            return None
+        if type(keys) is list and keys:
+            for key in keys:
+                if type(key) is not dict:
+                    return None
+                append(ItemAccess(table, "BatchGetItem", _READ, None, key))
+        elif keys is None or type(keys) is list:
+            append(ItemAccess(table, "BatchGetItem", _READ))
+        else:
+            return None
+    return _READ, tuple(out), tuple(request_items), None, None, None, None, False
+
+
+def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
+    if not _is_camel(raw):
+        return None
+    request_items = raw.get(_REQUEST_ITEMS)
+    if type(request_items) is not dict:
+        return None
+    out: list[ItemAccess] = []
+    append = out.append
+    tables: list[str] = []
+    for table, requests in request_items.items():
+        if type(table) is not str or not table or type(requests) is not list:
+            return None
+        if requests:
+            tables.append(table)
+        for request in requests:
+            if type(request) is not dict or not _is_camel(request):
+                return None
+            body = request.get(_PUT_REQUEST)
+            if body is not None:
+                operation = "BatchWriteItem:Put"
+            else:
+                body = request.get(_DELETE_REQUEST)
+                if body is None:
+                    return None
+                operation = "BatchWriteItem:Delete"
+            key = None
+            if isinstance(body, dict):
+                if type(body) is not dict or not _is_camel(body):
+                    return None
+                key = body.get(_KEY)
+                if key is not None and not isinstance(key, dict):
+                    key = None
+            append(ItemAccess(table, operation, _WRITE, None, key))
+    if not out:
+        return None
+    return _WRITE, tuple(out), tuple(tables), None, None, None, None, False
+
+
+def _fast_transact(raw: dict[str, Any], name: str) -> _Request | None:
+    """The CloudTrail shape ``[{operation, tableName, key}]``; entries keep the general path's case-insensitive
+    reading (CloudTrail mixes ``tableName``/``TableName`` and ``key``/``Key`` inside one transaction)."""
+    if not _is_camel(raw):
+        return None
+    request_items = raw.get(_REQUEST_ITEMS)
+    if request_items is None:
+        request_items = raw.get(_TRANSACT_ITEMS)
+    if type(request_items) is not list or not request_items:
+        return None
+    access = _WRITE if name == "TransactWriteItems" else _READ
+    prefix = name + ":"
+    out: list[ItemAccess] = []
+    tables: dict[str, None] = {}
+    for entry in request_items:
+        if type(entry) is not dict:
+            return None
+        body = _ci(entry)
+        flat = body.get("operation")
+        table = body.get("tablename")
+        if type(flat) is not str or type(table) is not str or not table:
+            return None
+        operation = _TRANSACT_OPS.get(flat.lower(), flat)
+        if operation in _TRANSACT_READ_OPS:
+            item_access = _READ
+        elif operation in _TRANSACT_WRITE_OPS:
+            item_access = _WRITE
+        else:
+            item_access = access
+        key = body.get("key")
+        if key is not None and not isinstance(key, dict):
+            key = None
+        out.append(ItemAccess(table, prefix + operation, item_access, None, key))
+        tables[table] = None
+    return access, tuple(out), tuple(tables), None, None, None, None, False
+
+
+_Reader = Callable[[dict[str, Any], str], _Request | None]
+
+#: eventName -> (access, None) for the single-item operations (the bulk of the traffic, read inline by
+#: ``normalize_record``), or (None, fast reader) for the others. Any other name takes the general path.
+_FAST_OPS: dict[str, tuple[Access | None, _Reader | None]] = {
+    "GetItem": (_READ, None),
+    "PutItem": (_WRITE, None),
+    "UpdateItem": (_WRITE, None),
+    "DeleteItem": (_WRITE, None),
+    "Query": (None, _fast_query),
+    "Scan": (None, _fast_scan),
+    "ExecuteStatement": (None, _fast_statement),
+    "BatchGetItem": (None, _fast_batch_get),
+    "BatchWriteItem": (None, _fast_batch_write),
+    "TransactWriteItems": (None, _fast_transact),
+    "TransactGetItems": (None, _fast_transact),
+}
+
+
 def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
     """Normalise one CloudTrail record.
 
@@ -297,6 +621,166 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
     type, or no table name anywhere. Truncated ``requestParameters`` (CloudTrail's 100 KB cap) do not raise:
     what can be read is kept and ``truncated`` is set.
     """
+    if type(record) is not dict:
+        return _normalize_general(record)
+    try:
+        (
+            source,
+            category,
+            management,
+            name,
+            event_id,
+            event_time,
+            raw,
+            identity,
+            account,
+            region,
+            user_agent,
+            source_ip,
+        ) = _ENVELOPE(record)
+    except KeyError:
+        return _normalize_general(record)
+    if source != DYNAMODB_EVENT_SOURCE or category == "Management" or management is True:
+        return None
+    if type(name) is not str or type(event_id) is not str or not event_id or type(raw) is not dict:
+        return _normalize_general(record)
+    try:
+        access, reader = _FAST_OPS[name]
+    except KeyError:
+        return _normalize_general(record)
+    try:
+        time = _TIME_CACHE[event_time]
+    except (KeyError, TypeError):
+        time = _parse_time(event_time)
+
+    # The caller: ``_principal`` inlined, with the session name of an assumed-role ARN cached.
+    session = None
+    if type(identity) is dict:
+        try:  # a missing key anywhere: _principal decides
+            ptype = identity[_TYPE]
+            arn = identity[_ARN]
+            if ptype == "AssumedRole":
+                context = identity[_SESSION_CONTEXT]
+                issuer = context[_SESSION_ISSUER] if type(context) is dict else None
+                principal = issuer[_ARN] if type(issuer) is dict else None
+                if type(principal) is str and principal and type(arn) is str:
+                    try:
+                        session = _SESSION_CACHE[arn]
+                    except KeyError:
+                        session = _session_name(arn)
+                else:
+                    principal, ptype, session = _principal(identity)
+            elif ptype == "AWSService":
+                principal = _str_or_none(identity.get("invokedBy")) or "AWSService"
+            else:
+                principal = arn if type(arn) is str and arn else _str_or_none(arn)
+                if type(ptype) is not str or not ptype:
+                    ptype = _str_or_none(ptype)
+        except KeyError:
+            principal, ptype, session = _principal(identity)
+        if type(account) is not str or not account:
+            account = _str_or_none(identity.get(_ACCOUNT_ID))
+    else:
+        principal = ptype = None
+        if type(account) is not str or not account:
+            account = None
+    if type(region) is not str:
+        region = None
+    if type(user_agent) is not str:
+        user_agent = None
+    if type(source_ip) is not str:
+        source_ip = None
+    error_code = error_message = None
+    if _ERROR_CODE in record:
+        error_code = record[_ERROR_CODE]
+        if type(error_code) is not str:
+            error_code = None
+    if _ERROR_MESSAGE in record:
+        error_message = record[_ERROR_MESSAGE]
+        if type(error_message) is not str:
+            error_message = None
+
+    if access is not None:  # GetItem/PutItem/UpdateItem/DeleteItem
+        try:
+            table = raw[_TABLE_NAME]
+            key = raw[_KEY]
+        except KeyError:
+            table = key = None
+        if type(table) is str and table and key is not None:
+            item = ItemAccess(table, name, access, None, key if type(key) is dict else None)
+            if error_code is None and error_message is None:
+                return ApiCall(
+                    event_id,
+                    time,
+                    name,
+                    access,
+                    account,
+                    region,
+                    (table,),
+                    (item,),
+                    principal,
+                    ptype,
+                    session,
+                    user_agent,
+                    source_ip,
+                )
+            return ApiCall(
+                event_id,
+                time,
+                name,
+                access,
+                account,
+                region,
+                (table,),
+                (item,),
+                principal,
+                ptype,
+                session,
+                user_agent,
+                source_ip,
+                None,
+                error_code,
+                error_message,
+            )
+        request = _read_request(record, raw, False, _SINGLE, name)
+    else:
+        fast = None
+        if reader is not None:  # always, when access is None
+            try:
+                fast = reader(raw, name)
+            except Exception:  # an unforeseen shape: the general reader decides (and words any error)
+                fast = None
+        request = _read_request(record, raw, False, _KIND[name], name) if fast is None else fast
+    access, items, tables, index, segment, total, statement, truncated = request
+    return ApiCall(
+        event_id,
+        time,
+        name,
+        access,
+        account,
+        region,
+        tables,
+        items,
+        principal,
+        ptype,
+        session,
+        user_agent,
+        source_ip,
+        index,
+        error_code,
+        error_message,
+        segment,
+        total,
+        statement,
+        truncated,
+    )
+
+
+# --- the general path -------------------------------------------------------------------------------------
+
+
+def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
+    """``normalize_record`` for any input: a non-dict mapping, a missing envelope field, bad types."""
     if type(record) is not dict and not isinstance(record, Mapping):
         raise MalformedRecordError(f"record is not a JSON object but {type(record).__name__}")
     get = record.get
@@ -326,6 +810,49 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         raw = None  # absent, or cut to unparseable text by CloudTrail: keep what the envelope tells
         truncated = True
 
+    access, items, tables, index, segment, total, statement, truncated = _read_request(
+        record, raw, truncated, kind, name
+    )
+
+    identity = get("userIdentity")
+    principal, principal_type, session_name = _principal(identity)
+    account = get("recipientAccountId")
+    if type(account) is not str or not account:
+        account = _str_or_none(identity.get("accountId")) if type(identity) is dict else None
+    region = get("awsRegion")
+    user_agent = get("userAgent")
+    source_ip = get("sourceIPAddress")
+    error_code = get("errorCode")
+    error_message = get("errorMessage")
+
+    return ApiCall(
+        event_id,
+        time,
+        name,
+        access,
+        account,
+        region if type(region) is str else None,
+        tables,
+        items,
+        principal,
+        principal_type,
+        session_name,
+        user_agent if type(user_agent) is str else None,
+        source_ip if type(source_ip) is str else None,
+        index,
+        error_code if type(error_code) is str else None,
+        error_message if type(error_message) is str else None,
+        segment,
+        total,
+        statement,
+        truncated,
+    )
+
+
+def _read_request(
+    record: Mapping[str, Any], raw: dict[str, Any] | None, truncated: bool, kind: int, name: str
+) -> _Request:
+    """What ``requestParameters`` (``raw``; None when absent or truncated to text) tell, for any shape."""
     index: str | None = None
     segment: int | None = None
     total_segments: int | None = None
@@ -334,7 +861,7 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
     tables: tuple[str, ...]
 
     try:
-        if kind == _SINGLE:  # the hot path: read the usual camelCase keys, lower-case only on a miss
+        if kind == _SINGLE:  # read the usual camelCase keys, lower-case only on a miss
             access = _READ if name == "GetItem" else _WRITE
             table: Any = None
             key: Any = None
@@ -349,7 +876,7 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
                 table = _fallback_table(record)
                 if table is None:
                     raise MalformedRecordError(_NO_TABLE)
-            items = (ItemAccess(table=table, operation=name, access=access, key=key if type(key) is dict else None),)
+            items = (ItemAccess(table, name, access, None, key if type(key) is dict else None),)
             tables = (table,)
         else:
             params: dict[str, Any] | None = _ci(raw) if raw is not None else None
@@ -362,7 +889,7 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
                     if kind == _SCAN:
                         segment = _as_int(params.get("segment"))
                         total_segments = _as_int(params.get("totalsegments"))
-                items = (ItemAccess(table=table, operation=name, access=access, index=index, full_scan=kind == _SCAN),)
+                items = (ItemAccess(table, name, access, index, None, None, kind == _SCAN),)
                 tables = (table,)
             elif kind == _STATEMENT:
                 text = params.get("statement") if params is not None else None
@@ -391,45 +918,12 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
                     access = _WRITE if any(i.access is _WRITE for i in collected) else _READ
                 else:  # _UNKNOWN_DATA
                     access = _WRITE if name.startswith(_WRITE_PREFIXES) else _READ
-                    collected = [ItemAccess(table=ctx.table(params), operation=name, access=access)]
+                    collected = [ItemAccess(ctx.table(params), name, access)]
                 items, tables = _finish(collected, ctx, name, access)
             truncated = ctx.truncated
     except (AttributeError, TypeError, ValueError) as exc:  # a shape we did not foresee: skip, never crash
         raise MalformedRecordError(f"unexpected requestParameters structure in {name}: {exc}") from None
-
-    identity = get("userIdentity")
-    principal, principal_type, session_name = _principal(identity)
-    account = get("recipientAccountId")
-    if type(account) is not str or not account:
-        account = _str_or_none(identity.get("accountId")) if type(identity) is dict else None
-    region = get("awsRegion")
-    user_agent = get("userAgent")
-    source_ip = get("sourceIPAddress")
-    error_code = get("errorCode")
-    error_message = get("errorMessage")
-
-    return ApiCall(
-        event_id=event_id,
-        time=time,
-        operation=name,
-        access=access,
-        account=account,
-        region=region if type(region) is str else None,
-        tables=tables,
-        items=items,
-        principal=principal,
-        principal_type=principal_type,
-        session_name=session_name,
-        user_agent=user_agent if type(user_agent) is str else None,
-        source_ip=source_ip if type(source_ip) is str else None,
-        index=index,
-        error_code=error_code if type(error_code) is str else None,
-        error_message=error_message if type(error_message) is str else None,
-        scan_segment=segment,
-        scan_total_segments=total_segments,
-        statement=statement,
-        truncated=truncated,
-    )
+    return access, items, tables, index, segment, total_segments, statement, truncated
 
 
 def _finish(
@@ -448,7 +942,7 @@ def _finish(
             if fallback is None:
                 raise MalformedRecordError(_NO_TABLE)
             tables.append(fallback)
-        collected = [ItemAccess(table=table, operation=name, access=access) for table in tables]
+        collected = [ItemAccess(table, name, access) for table in tables]
     return tuple(collected), tuple(tables)
 
 
@@ -494,12 +988,12 @@ def _batch_get(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
         if not isinstance(keys, list) or not keys:
             if keys is not None and not isinstance(keys, list):
                 ctx.truncated = True
-            out.append(ItemAccess(table=table, operation="BatchGetItem", access=_READ))
+            out.append(ItemAccess(table, "BatchGetItem", _READ))
             continue
         for key in keys:
             if not isinstance(key, dict):
                 ctx.truncated = True
-            out.append(ItemAccess(table=table, operation="BatchGetItem", access=_READ, key=_key(key)))
+            out.append(ItemAccess(table, "BatchGetItem", _READ, None, _key(key)))
     return out
 
 
@@ -550,7 +1044,7 @@ def _batch_write(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
                     operation = "BatchWriteItem:" + _TRANSACT_OPS.get(flat.lower(), flat)
                     body = request
             key = _key(_ci(body).get("key")) if isinstance(body, dict) else None
-            out.append(ItemAccess(table=table, operation=operation, access=_WRITE, key=key))
+            out.append(ItemAccess(table, operation, _WRITE, None, key))
     return out
 
 
@@ -607,14 +1101,15 @@ def _transact(params: dict[str, Any] | None, ctx: _Ctx, name: str, access: Acces
 
 def _statement_access(table: str, prefix: str, statement: Statement) -> ItemAccess:
     """The access of one PartiQL statement: operation ``<prefix><VERB>``, read/write from the verb."""
+    verb = statement.verb
     return ItemAccess(
-        table=table,
-        operation=prefix + statement.verb,
-        access=_WRITE if statement.verb in _WRITE_VERBS else _READ,
-        index=statement.index,
-        key=statement.key_equalities or None,
-        statement=statement,
-        full_scan=statement.full_scan,
+        table,
+        prefix + verb,
+        _WRITE if verb in _WRITE_VERBS else _READ,
+        statement.index,
+        statement.key_equalities or None,
+        statement,
+        statement.full_scan,
     )
 
 

@@ -14,9 +14,13 @@ import pytest
 from auditor.exceptions import MalformedRecordError
 from auditor.models.api_call import Access, ApiCall
 from auditor.sources.normalize import (
+    _CAMEL_KEYS,
+    _SESSION_CACHE,
+    _SESSION_CACHE_MAX,
     CONTROL_PLANE_OPERATIONS,
     DATA_PLANE_OPERATIONS,
     STREAM_READ_OPERATIONS,
+    _normalize_general,
     normalize_record,
 )
 
@@ -743,3 +747,207 @@ def test_record_is_not_mutated(fixture: str) -> None:
     before = copy.deepcopy(record)
     normalize_record(record)
     assert record == before
+
+
+# --- the fast path agrees with the general path --------------------------------------------------------------
+#
+# normalize_record reads the usual record shapes inline and hands everything else to the general reader. These
+# records sit on the border between the two: both paths must give the same call, or the same error.
+
+
+def _outcome(fn: Any, record: Any) -> tuple[str, Any]:
+    try:
+        return "call", fn(record)
+    except MalformedRecordError as exc:
+        return "error", str(exc)
+
+
+def _assert_paths_agree(record: Any) -> tuple[str, Any]:
+    fast = _outcome(normalize_record, record)
+    general = _outcome(_normalize_general, record)
+    assert fast == general
+    return fast
+
+
+def complete(name: str = "GetItem", params: Any = None, **envelope: Any) -> dict[str, Any]:
+    """``minimal`` plus the envelope fields real records always carry (what the fast path expects)."""
+    return minimal(name, params, **{"userAgent": "aws-cli/2", "sourceIPAddress": "192.0.2.1", **envelope})
+
+
+_ASSUMED_ROLE = {
+    "type": "AssumedRole",
+    "arn": "arn:aws:sts::111122223333:assumed-role/app/session-1",
+    "accountId": "111122223333",
+    "sessionContext": {"sessionIssuer": {"type": "Role", "arn": "arn:aws:iam::111122223333:role/app"}},
+}
+
+
+class _Str(str):
+    """A str subclass: the fast path only accepts exact ``str`` values, like the type checks it mirrors."""
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("GetItem", {"tableName": "A", "key": {"pk": "1"}}),
+        ("GetItem", {"tableName": "A", "key": {"pk": "1"}, "TableName": "B"}),  # exact key first: A
+        ("GetItem", {"TableName": "B", "tableName": "A", "key": {"pk": "1"}}),
+        ("GetItem", {"tableName": "A", "Key": {"pk": "1"}}),
+        ("GetItem", {"tableName": "A", "key": None, "Key": {"pk": "1"}}),
+        ("GetItem", {"tableName": "", "key": {"pk": "1"}}),
+        ("GetItem", {"tableName": 7, "key": {"pk": "1"}}),
+        ("PutItem", {"tableName": "A", "key": ["pk"]}),
+        ("PutItem", {"tableName": _Str("A"), "key": {"pk": "1"}}),
+        ("Query", {"tableName": "A", "indexName": "gsi"}),
+        ("Query", {"tableName": "A", "TableName": "B"}),  # lower-cased view: the last spelling wins
+        ("Query", {"TableName": "B", "tableName": "A", "indexName": ""}),
+        ("Query", {"tableName": "A", "indexName": 3}),
+        ("Query", {"tableName": "A", "someNewParameter": 1, "IndexName": "gsi"}),
+        ("Scan", {"tableName": "A", "segment": "3", "totalSegments": True}),
+        ("Scan", {"tableName": "A", "segment": 1, "totalSegments": "x", "Segment": 2}),
+        ("ExecuteStatement", {"statement": "SELECT * FROM T WHERE pk = 'a'", "Statement": "DELETE FROM U"}),
+        ("ExecuteStatement", {"statement": "garbage"}),
+        ("ExecuteStatement", {"statement": 5}),
+        ("ExecuteStatement", {"statement": "INSERT INTO \"T\" VALUE {'pk': ***(Redacted)}", "parameters": []}),
+        ("BatchGetItem", {"requestItems": {"A": {"keys": [{"pk": "1"}], "Keys": [{"pk": "2"}]}}}),
+        ("BatchGetItem", {"requestItems": {"A": {"key": {"pk": "1"}}, "B": [{"pk": "2"}], "C": {"keys": []}}}),
+        ("BatchGetItem", {"requestItems": {"A": {"keys": [{"pk": "1"}, "cut"]}, "B": "text", "": {"keys": []}}}),
+        ("BatchGetItem", {"requestItems": {"A": {"keys": {"pk": "1"}}, "B": {"consistentRead": True}}}),
+        ("BatchGetItem", {"requestItems": {"A": {"keys": [{"pk": "1"}, ["cut"]]}}}),
+        ("BatchGetItem", {"requestItems": {}, "RequestItems": {"A": {"keys": [{"pk": "1"}]}}}),
+        ("BatchWriteItem", {"requestItems": {"A": [{"putRequest": {"key": {"pk": "1"}, "item": ["pk"]}}]}}),
+        ("BatchWriteItem", {"requestItems": {"A": [{"putRequest": {"key": {"pk": "1"}}, "PutRequest": {}}]}}),
+        ("BatchWriteItem", {"requestItems": {"A": [{"putRequest": {"Key": {"pk": "1"}, "key": {"pk": "2"}}}]}}),
+        ("BatchWriteItem", {"requestItems": {"A": [{"deleteRequest": ["pk"]}, {"putRequest": {"key": "k"}}]}}),
+        ("BatchWriteItem", {"requestItems": {"A": [], "B": [{"deleteRequest": {"key": {"pk": "2"}}}]}}),
+        ("BatchWriteItem", {"requestItems": {"A": [{"operation": "put", "key": {"pk": "1"}}, "cut"]}}),
+        ("BatchWriteItem", {"requestItems": {"A": {"requests": [{"putRequest": {"key": {"pk": "1"}}}]}}}),
+        ("BatchWriteItem", {"requestItems": {"A": []}}),
+        ("TransactWriteItems", {"requestItems": [{"operation": "Put", "tableName": "A", "Key": {"pk": "1"}}]}),
+        ("TransactWriteItems", {"requestItems": [{"operation": "put", "TableName": "A", "tableName": "B"}]}),
+        ("TransactWriteItems", {"requestItems": [{"operation": "Weird", "tableName": "A", "key": "k"}]}),
+        ("TransactWriteItems", {"requestItems": [{"Put": {"TableName": "A"}}], "transactItems": []}),
+        ("TransactWriteItems", {"transactItems": [{"operation": "Delete", "tableName": "A"}]}),
+        ("TransactWriteItems", {"requestItems": [{1: "x"}]}),  # fast reader raises: the general path words it
+        ("TransactGetItems", {"requestItems": [{"operation": "Get", "tableName": "A", "key": {"pk": "1"}}]}),
+        ("TransactGetItems", {"requestItems": [{"operation": "Get", "key": {"pk": "1"}}]}),
+        ("BatchExecuteStatement", {"statements": [{"statement": "SELECT * FROM T"}]}),
+        ("DescribeTable", {"tableName": "A"}),
+        ("PutSomething", {"tableName": "A"}),
+    ],
+)
+def test_fast_and_general_paths_agree_on_parameters(name: str, params: Any) -> None:
+    _assert_paths_agree(complete(name, params))
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {},
+        {"userIdentity": _ASSUMED_ROLE},
+        {"userIdentity": {**_ASSUMED_ROLE, "sessionContext": {"sessionIssuer": {"arn": ""}}}},
+        {"userIdentity": {**_ASSUMED_ROLE, "sessionContext": {"sessionIssuer": []}}},
+        {"userIdentity": {**_ASSUMED_ROLE, "sessionContext": ["x"]}},
+        {"userIdentity": {**_ASSUMED_ROLE, "sessionContext": MappingProxyType({"sessionIssuer": {"arn": "r"}})}},
+        {"userIdentity": {**_ASSUMED_ROLE, "arn": 5}},
+        {"userIdentity": {**_ASSUMED_ROLE, "arn": "no-slash"}},
+        {"userIdentity": {**_ASSUMED_ROLE, "arn": "ends-with-slash/"}},
+        {"userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s"}},
+        {"userIdentity": {"type": "AWSService", "arn": None, "invokedBy": "backup.amazonaws.com"}},
+        {"userIdentity": {"type": "", "arn": ""}},
+        {"userIdentity": {"type": 3, "arn": ["x"]}},
+        {"userIdentity": {"arn": "arn:aws:iam::1:user/u"}},
+        {"userIdentity": ["not", "a", "dict"], "recipientAccountId": ""},
+        {"userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:u", "accountId": "9"}, "recipientAccountId": 1},
+        {"awsRegion": 1, "userAgent": None, "sourceIPAddress": ["10.0.0.1"]},
+        {"errorCode": "ValidationException", "errorMessage": 5},
+        {"errorMessage": "no code"},
+        {"eventTime": ["2024-05-01T10:00:00Z"]},
+        {"eventTime": 1714557600},
+        {"eventTime": "2024-05-01T12:00:00+02:00"},
+        {"eventName": _Str("GetItem")},
+        {"eventID": _Str("e")},
+        {"eventCategory": "Management"},
+        {"eventCategory": None},
+        {"managementEvent": True},
+        {"eventSource": _Str("dynamodb.amazonaws.com")},
+        {"eventSource": "s3.amazonaws.com"},
+        {"eventSource": None},
+    ],
+)
+def test_fast_and_general_paths_agree_on_the_envelope(envelope: dict[str, Any]) -> None:
+    record = complete("GetItem", **envelope)
+    _assert_paths_agree(record)
+    _assert_paths_agree({**record, "eventName": "Query", "requestParameters": {"tableName": "A"}})
+
+
+@pytest.mark.parametrize(
+    "field", ["eventCategory", "managementEvent", "userAgent", "recipientAccountId", "eventID", "awsRegion"]
+)
+def test_missing_envelope_field_takes_the_general_path(field: str) -> None:
+    record = complete("GetItem")
+    assert _assert_paths_agree(record)[0] == "call"
+    del record[field]
+    _assert_paths_agree(record)
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.json")))
+def test_fast_and_general_paths_agree_on_fixtures(fixture: str) -> None:
+    _assert_paths_agree(load(fixture))
+
+
+def test_fast_and_general_paths_agree_on_generated_traffic() -> None:
+    from auditor.demo.generator import demo_workload
+
+    records = demo_workload(datetime(2024, 5, 1, tzinfo=UTC), hours=0.05)
+    assert len(records) > 500
+    for record in records:
+        _assert_paths_agree(record)
+
+
+def test_camel_keys_do_not_collide_when_lower_cased() -> None:
+    # The fast readers rely on it: in a dict whose keys are all in _CAMEL_KEYS, an exact get equals a get on the
+    # general path's lower-cased view.
+    assert len({key.lower() for key in _CAMEL_KEYS}) == len(_CAMEL_KEYS)
+    assert all(key != key.lower() or key.isalpha() for key in _CAMEL_KEYS)
+
+
+def test_session_cache_stays_bounded() -> None:
+    record = minimal("GetItem")
+    for i in range(_SESSION_CACHE_MAX + 10):
+        record["userIdentity"] = {**_ASSUMED_ROLE, "arn": f"arn:aws:sts::111122223333:assumed-role/app/s-{i}"}
+        assert norm(record).session_name == f"s-{i}"
+        assert len(_SESSION_CACHE) <= _SESSION_CACHE_MAX
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("GetItem", {"tableName": "T", "key": {"pk": "a"}}),
+        ("DeleteItem", {"tableName": "T", "key": {"pk": "a"}, "conditionExpression": "attribute_exists(pk)"}),
+        ("Query", {"tableName": "T", "indexName": "gsi", "keyConditionExpression": "#k = :k", "limit": 5}),
+        ("Scan", {"tableName": "T", "segment": 0, "totalSegments": 4}),
+        ("ExecuteStatement", {"statement": "SELECT * FROM T WHERE pk = 'a'"}),
+        ("BatchGetItem", {"requestItems": {"T": {"keys": [{"pk": "a"}, {"pk": "b"}]}, "U": {"key": {"pk": "c"}}}}),
+        ("BatchWriteItem", {"requestItems": {"T": [{"putRequest": {"key": {"pk": "a"}, "item": ["pk"]}}]}}),
+        ("TransactWriteItems", {"requestItems": [{"operation": "Put", "TableName": "T", "Key": {"pk": "a"}}]}),
+        ("TransactGetItems", {"transactItems": [{"operation": "Get", "tableName": "T", "key": {"pk": "a"}}]}),
+    ],
+)
+def test_usual_records_never_reach_the_general_path(
+    name: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from auditor.sources import normalize as module
+
+    expected = norm(complete(name, params, errorCode="E", userIdentity=_ASSUMED_ROLE))
+
+    def fail(*args: Any) -> Any:
+        raise AssertionError("general path taken")
+
+    monkeypatch.setattr(module, "_normalize_general", fail)
+    monkeypatch.setattr(module, "_read_request", fail)
+    for identity in (_ASSUMED_ROLE, {"type": "IAMUser", "arn": "arn:aws:iam::111122223333:user/u"}):
+        call = norm(complete(name, params, errorCode="E", userIdentity=identity))
+        assert call.tables == expected.tables
+        assert call.items == expected.items
+        assert call.error_code == "E"
