@@ -62,9 +62,8 @@ def detect(agg: TableWindow, cfg: ItemSizeExceededConfig) -> list[Finding]:
                 discriminator=key,
                 title=f"Writes to {agg.table} rejected for item size ({label:.80})",
                 summary=(
-                    f"{n} write{'s' if n != 1 else ''} to {agg.table} ({label:.120}) failed with ValidationException "
-                    "'Item size has exceeded the maximum allowed size': the item is at the 400 KB limit and "
-                    "these writes were not applied."
+                    f"{n} write{'s' if n != 1 else ''} to {agg.table} ({label:.120}) failed with a ValidationException "
+                    "for item size: the item would exceed the 400 KB limit, and these writes were not applied."
                 ),
                 recommendation=(
                     "Split the item: move the list or map that keeps growing into separate items under the same "

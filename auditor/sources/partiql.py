@@ -429,9 +429,9 @@ def _condition(
 # keyword makes it give up, so no clause boundary can be seen differently. ASCII-only ``\s``/``\d``: other
 # blanks or digits outside literals also make it give up.
 
-_S_IDENT = r'(?:"(?:[^"]|"")*+"|[A-Za-z_$][A-Za-z0-9_$]*+)'
+_S_IDENT = r'(?:"[^"]*+(?:""[^"]*+)*+"|[A-Za-z_$][A-Za-z0-9_$]*+)'
 _S_LITERAL = (
-    r"(?:('(?:[^']|'')*+')"  # a string
+    r"(?:('[^']*+(?:''[^']*+)*+')"  # a string
     r"|((?:\d++(?:\.\d*+)?+|\.\d++)(?:[eE][+-]?+\d++)?+)"  # a number
     r"|(\*\*\*\([^)]*+\)|\?))"  # hidden
 )
@@ -446,7 +446,7 @@ _S_DELETE_RE = re.compile(rf"\s*+(?i:DELETE)\s++(?i:FROM)\s++{_S_TABLE}{_S_AFTER
 _S_UPDATE_RE = re.compile(rf"\s*+(?i:UPDATE)\s++{_S_TABLE}\s++(?i:SET)\s++", re.ASCII)
 _S_INSERT_RE = re.compile(rf"\s*+(?i:INSERT)\s++(?i:INTO)\s++{_S_TABLE}", re.ASCII)
 _S_IDENT_RE = re.compile(_S_IDENT, re.ASCII)
-#: ``attr = literal`` of a SET clause, then a comma (group 5 None), WHERE (group 6 None) or the end.
+#: ``attr = literal`` of a SET clause, then a comma (group 5), WHERE, or the end (group 6).
 _S_ASSIGN_RE = re.compile(rf"({_S_IDENT})\s*+=\s*+{_S_LITERAL}(?:(\s*+,\s*+)|\s++(?i:WHERE)\s++|(\s*+\Z))", re.ASCII)
 #: ``attr <op> literal`` of a WHERE clause, then AND or the end (group 6).
 _S_CONDITION_RE = re.compile(

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.models.api_call import Statement
-from auditor.sources.partiql import REDACTED_TOKEN, _parse, _tokenize, parse_statement
+from auditor.sources.partiql import REDACTED_TOKEN, _parse, _parse_simple, _tokenize, parse_statement
 
 # The statements of the official AWS CloudTrail samples.
 AWS_SELECT = (
@@ -289,3 +289,130 @@ def test_internal_parser_never_raises(text: str) -> None:
     assert statement.verb in {"SELECT", "INSERT", "UPDATE", "DELETE", "EXISTS", "UNKNOWN"}
     if statement.verb in {"INSERT", "UNKNOWN"}:
         assert statement.full_scan is False
+
+
+# --- the quick reader of the common forms agrees with the tokenizing parser ----------------------------------
+
+
+def _full(text: str, partition_key: str | None = None) -> Statement:
+    return _parse(_tokenize(text), partition_key)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        AWS_SELECT,
+        AWS_UPDATE,
+        AWS_INSERT,
+        "SELECT * FROM \"Profiles\" WHERE userId = 'USER#8540397320'",
+        "SELECT * FROM \"Profiles\" WHERE userId = 'USER#1' AND status = ***(Redacted)",
+        "SELECT title, price FROM \"Catalog\" WHERE pk = 'P1'",
+        'SELECT * FROM "Catalog" WHERE price > ***(Redacted)',
+        "SELECT * FROM \"Catalog\" WHERE pk = 'P1' AND sk = 'DETAILS' AND inStock = ***(Redacted)",
+        "select * from Music where Artist = 'x' and n = 12 and f = 1.5e3 and q = ? and r <> 'y'",
+        "SELECT * FROM \"Music\".\"ArtistIndex\" WHERE Artist = 'it''s'",
+        'SELECT * FROM "a ""b"" c" WHERE "weird ""attr""" = \'v\' AND val = 1',
+        "SELECT * FROM Music",
+        "SELECT * FROM Music.Idx",
+        "  SELECT\t*\nFROM Music\r\nWHERE pk = '' AND pk = 'again' AND h = ***(Redacted) AND h = ?  ",
+        "UPDATE \"Catalog\" SET price = ***(Redacted) WHERE pk = 'P1' AND sk = 'DETAILS'",
+        "UPDATE Music SET a = 1, b = 'two', c = ? WHERE pk = 'x'",
+        "UPDATE Music.Idx SET a = 1",
+        "DELETE FROM Music WHERE Artist = 'x' AND SongTitle = 'y'",
+        'DELETE FROM "Music"."Idx" WHERE pk = 7',
+        "DELETE FROM Music",
+        "INSERT INTO \"Catalog\" VALUE {'pk' : ***(Redacted), 'sk' : ***(Redacted)}",
+        'INSERT INTO "T"x garbage',
+    ],
+)
+def test_common_forms_take_the_quick_reader(text: str) -> None:
+    for partition_key in (None, "pk", "Artist"):
+        quick = _parse_simple(text, partition_key)
+        assert quick is not None
+        assert quick == _full(text, partition_key)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM Music WHERE pk = 'a' OR pk = 'b'",
+        "SELECT * FROM Music WHERE pk IN ['a', 'b']",
+        "SELECT * FROM Music WHERE pk BETWEEN 1 AND 2",
+        "SELECT * FROM Music WHERE (pk = 'a')",
+        "SELECT * FROM Music WHERE 'a' = pk",
+        "SELECT * FROM Music WHERE pk = -1",
+        "SELECT * FROM Music WHERE pk = 'a';",
+        "SELECT * FROM Music WHERE pk = 'a' ORDER BY sk",
+        "SELECT * FROM Music WHERE pk = 'unterminated",
+        "SELECT * FROM Music WHERE pk = 'a'b",
+        "SELECT * FROM Music WHERE pk = 1e",
+        "SELECT * FROM Music WHERE pk = 'a' ANDsk = 'b'",
+        "SELECT * FROM Music WHERE pk = 'a'AND sk = 'b'",
+        "SELECT * FROM Music WHERE value = 'a' AND and = 'b'",
+        "SELECT * FROM Music WHERE where = 'a'",
+        "SELECT * FROM Music WHERE value = 1",  # a keyword as a name: the tokenizer decides
+        "SELECT a, from FROM Music",
+        "SELECT * FROM from WHERE pk = 'a'",
+        "SELECT * FROM Music.where",
+        "SELECT * FROM Music AS m WHERE pk = 'a'",
+        "SELECT *FROM Music",
+        "SELECT * FROM Music WHERE pk\u00a0= 'a'",
+        "SELECT * FROM Music WHERE pk = \u0663",
+        "\u017fELECT * FROM Music",
+        "(SELECT * FROM Music)",
+        "EXISTS(SELECT * FROM Music WHERE pk = 'a')",
+        "UPDATE Music SET a = a + 1 WHERE pk = 'x'",
+        "UPDATE Music SET where = 1 WHERE pk = 'x'",
+        "UPDATE Music REMOVE a WHERE pk = 'x'",
+        "DELETE Music WHERE pk = 'x'",
+        "INSERT Music VALUE {}",
+        "INSERT INTO value VALUE {}",
+    ],
+)
+def test_other_forms_take_the_tokenizer(text: str) -> None:
+    assert _parse_simple(text, None) is None
+    assert parse_statement(text) == _full(text)
+
+
+_WORDS = st.sampled_from(
+    ["pk", "sk", "Music", '"Music"', '"a ""b"""', '"Idx"', "value", "from", "and", "$x", "_y", "e5", "\u00e9"]
+)
+_LITERALS = st.sampled_from(
+    ["'a'", "'it''s'", "''", "'AND x = ''y'''", "'unterminated", "12", "007", "1.5", "1.", ".5", "1e3", "1e", "-1",
+     "***(Redacted)", "***(", "?", "NULL", "pk", "'a'b", "\u0663"]
+)  # fmt: skip
+_OPS = st.sampled_from(["=", "=", "=", "<", ">", "<=", ">=", "<>", "!=", "==", "=<", "IN", "<<"])
+_BLANKS = st.sampled_from([" ", " ", "  ", "\t", "\n", "", "\u00a0"])
+_KEYWORD = st.sampled_from(["SELECT", "select", "Select", "FROM", "from", "WHERE", "where", "AND", "and", "OR"])
+
+
+@st.composite
+def _statements(draw: st.DrawFn) -> str:
+    blank = draw(_BLANKS)
+    conditions = [
+        draw(_WORDS) + draw(_BLANKS) + draw(_OPS) + draw(_BLANKS) + draw(_LITERALS)
+        for _ in range(draw(st.integers(1, 4)))
+    ]
+    joiner = blank + draw(st.sampled_from(["AND", "and", "AND", "OR"])) + draw(_BLANKS)
+    where = blank + draw(st.sampled_from(["WHERE", "where", "", "ORDER"])) + draw(_BLANKS) + joiner.join(conditions)
+    table = draw(_WORDS) + draw(st.sampled_from(["", "", "." + draw(_WORDS), " . " + draw(_WORDS)]))
+    head = draw(
+        st.sampled_from(
+            [
+                f"SELECT * FROM {table}",
+                f"select {draw(_WORDS)}, {draw(_WORDS)} {draw(_KEYWORD)} {table}",
+                f"UPDATE {table} SET {draw(_WORDS)} = {draw(_LITERALS)}, {draw(_WORDS)} = {draw(_LITERALS)}",
+                f"DELETE FROM {table}",
+                f"INSERT INTO {table} VALUE {{'pk': ***(Redacted)}}",
+            ]
+        )
+    )
+    return draw(st.sampled_from(["", " ", "("])) + head + where + draw(st.sampled_from(["", " ", ";", ")"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_statements(), st.sampled_from([None, "pk", "sk"]))
+def test_quick_reader_agrees_with_the_tokenizer(text: str, partition_key: str | None) -> None:
+    quick = _parse_simple(text, partition_key)
+    if quick is not None:
+        assert quick == _full(text, partition_key)
