@@ -1,9 +1,11 @@
 """Turn one CloudTrail record into an ``ApiCall`` (or ``None`` when it is no DynamoDB table traffic).
 
 This is the ingest hot path (hundreds of thousands of records per second), so it works on the parsed JSON in
-place: no validation library, no deep copies. Only the keys of the dicts we actually read are lower-cased, once
-per dict, because CloudTrail mixes ``tableName``/``TableName`` and ``key``/``Key`` even inside one record.
-Attribute names (inside ``key``) and table names (the keys of a ``requestItems`` map) are never lower-cased.
+place: no validation library, no deep copies. The usual record shapes (camelCase keys, well-typed values) are read
+directly by ``normalize_record``; anything else goes to the general reader, where only the keys of the dicts we
+actually read are lower-cased, once per dict, because CloudTrail mixes ``tableName``/``TableName`` and
+``key``/``Key`` even inside one record. Attribute names (inside ``key``) and table names (the keys of a
+``requestItems`` map) are never lower-cased.
 
 See /work/shared/reference/cloudtrail.md for the record shapes this follows.
 """
@@ -315,11 +317,11 @@ def _principal(identity: Any) -> tuple[str | None, str | None, str | None]:
 def _reader_keys(*names: str) -> tuple[str, ...]:
     """``names`` as the very ``str`` objects the record reader puts in its dicts, where it can be found out.
 
-    orjson (which ``auditor.sources.cloudtrail`` parses with) keeps one ``str`` object per short map key and hands
-    it out for every record. orjson's dicts are not "unicode-keys" dicts, so a lookup with an equal but distinct
-    key string goes through a full rich comparison, while the identical object matches on the pointer: about half
-    the cost of every envelope and ``requestParameters`` lookup. Purely a speed-up: any other ``str`` equal to
-    the name finds the same entry, so results never depend on this.
+    orjson (which ``auditor.sources.cloudtrail`` parses with) caches short map keys and hands out the same ``str``
+    object for a key in every record. orjson's dicts are not "unicode-keys" dicts, so a lookup with an equal but
+    distinct key string goes through a full rich comparison, while the identical object matches on the pointer:
+    about half the cost of every envelope and ``requestParameters`` lookup. Purely a speed-up: any other ``str``
+    equal to the name finds the same entry, so results never depend on this (nor on orjson evicting a key).
     """
     try:
         import orjson
