@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import structlog
 
@@ -19,6 +19,9 @@ from auditor.exceptions import AuditorError, InputError
 from auditor.models.finding import Finding, Severity
 from auditor.observability import configure_logging
 from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
+
+if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
+    from auditor.engine import TrailAnalysis
 
 log = structlog.get_logger(__name__)
 
@@ -87,20 +90,18 @@ def _cmd_analyze_trail(args: argparse.Namespace) -> int:
         print(f"ddb-audit: warning: {problem}", file=sys.stderr)
     for err in result.detector_errors:
         print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-    _emit(args.format, result.to_dict(), result.findings, result)
+    _emit(args.format, result)
     return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
 
 
-def _emit(fmt: str, document: dict[str, object], findings: Sequence[Finding], result: object) -> None:
-    from auditor.engine import TrailAnalysis
-
-    assert isinstance(result, TrailAnalysis)
+def _emit(fmt: str, result: TrailAnalysis) -> None:
+    """Write an analysis to stdout in one piece (complete or absent)."""
     if fmt == "json":
-        text = to_json(document)
+        text = to_json(result.to_dict())
     elif fmt == "markdown":
-        text = render_markdown(findings, result.access_patterns, result.stats.as_dict())
+        text = render_markdown(result.findings, result.access_patterns, result.stats.as_dict())
     else:
-        text = render_table(findings, result.access_patterns, result.stats.as_dict())
+        text = render_table(result.findings, result.access_patterns, result.stats.as_dict())
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -139,7 +140,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from auditor.demo.run import run_demo
 
     result = run_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=sys.stderr))
-    _emit(args.format, result.to_dict(), result.findings, result)
+    _emit(args.format, result)
     return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
 
 

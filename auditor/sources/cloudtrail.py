@@ -543,14 +543,22 @@ class _Parser:
             if i < len(buf) and buf[i] == _QUOTE:
                 return i + 1
             # The body runs to the end of the buffer (possibly stopping before a lone trailing backslash).
-            if not retain:
-                self.pos = i
-            elif i - self.pos > limit:
-                raise _TooLargeError
-            shift = self._more()
-            if shift is None:
-                raise self._truncated()
-            i -= shift
+            i = self._resume(i, retain, limit)
+
+    def _resume(self, i: int, retain: bool, limit: int) -> int:
+        """Read more data while scanning at ``i``; returns ``i`` in the (possibly shifted) new buffer.
+
+        Without ``retain`` the data before ``i`` is dropped; with it, the value being scanned (from ``self.pos``) may
+        not exceed ``limit`` bytes.
+        """
+        if not retain:
+            self.pos = i
+        elif i - self.pos > limit:
+            raise _TooLargeError
+        shift = self._more()
+        if shift is None:
+            raise self._truncated()
+        return i - shift
 
     def _value_end(self, i: int, *, retain: bool = True, limit: int | None = None) -> int:
         """End of the JSON value starting at ``i`` (non-whitespace). With ``retain`` the value is kept in ``buf``
@@ -587,15 +595,7 @@ class _Parser:
                         return i
                     continue
             # The end of the buffer, or a string it cuts: resume there with more data.
-            i = j
-            if not retain:
-                self.pos = i
-            elif i - self.pos > limit:
-                raise _TooLargeError
-            shift = self._more()
-            if shift is None:
-                raise self._truncated()
-            i -= shift
+            i = self._resume(j, retain, limit)
 
     def _value(self, i: int, limit: int | None = None) -> tuple[Any, int]:
         """Parse the value starting at ``i`` (which becomes ``self.pos``); returns it and its end."""

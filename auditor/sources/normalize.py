@@ -710,22 +710,6 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
             table = key = None
         if type(table) is str and table and key is not None:
             item = ItemAccess(table, name, access, None, key if type(key) is dict else None)
-            if error_code is None and error_message is None:
-                return ApiCall(
-                    event_id,
-                    time,
-                    name,
-                    access,
-                    account,
-                    region,
-                    (table,),
-                    (item,),
-                    principal,
-                    ptype,
-                    session,
-                    user_agent,
-                    source_ip,
-                )
             return ApiCall(
                 event_id,
                 time,
