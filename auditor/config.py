@@ -27,6 +27,53 @@ class Settings(BaseModel):
     #: Where the CLI's ``analyze-trail`` looks for an analysis config when ``--config`` is not given.
     audit_config: Path | None = None
 
+    # ---- the deployed service (template.yaml sets these on every function) ----
+    #: The state table (windows, processed objects, findings, outbox).
+    state_table_name: str | None = None
+    #: The findings topic (SNS).
+    findings_topic_arn: str | None = None
+    #: Secrets Manager secret holding the Slack incoming-webhook URL (``{"webhook_url": ...}`` or the bare URL).
+    slack_secret_arn: str | None = None
+    #: Bucket for weekly reports.
+    reports_bucket: str | None = None
+    #: Analysis tuning as inline JSON (the same document as ``--config FILE``); empty means defaults.
+    analysis_config_json: str | None = None
+    #: A window is evaluated once its end is this far in the past (CloudTrail delivers within ~15 minutes).
+    evaluation_delay_seconds: int = Field(default=1200, ge=0, le=86_400)
+    #: A finding not seen again for this long is resolved.
+    resolve_after_seconds: int = Field(default=86_400, ge=900)
+    #: Publish resolved findings too (new and worsened ones are always published).
+    publish_resolved: bool = False
+    #: Suppress/snooze rules as a JSON list (see README "Suppressing findings").
+    suppress_rules_json: str | None = None
+    #: Redact key values in messages that leave the account (Slack).
+    redact_keys: bool = True
+    #: Slack webhook: seconds per attempt and attempts in all.
+    slack_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    slack_max_attempts: int = Field(default=3, ge=1, le=10)
+    #: How long (days) window contributions and processed-object marks are kept (DynamoDB TTL).
+    state_retention_days: int = Field(default=14, ge=1, le=400)
+    #: How long (days) resolved findings are kept.
+    finding_retention_days: int = Field(default=90, ge=7, le=3650)
+
+    def require(self, name: str) -> str:
+        """A service setting that must be present (a clear error names the environment variable)."""
+        value = getattr(self, name)
+        if not value:
+            raise ConfigurationError(f"environment variable {name.upper()} is required")
+        return str(value)
+
+    def analysis_config(self) -> AnalysisConfig:
+        """The analysis tuning from ``ANALYSIS_CONFIG_JSON`` (defaults when unset)."""
+        if not self.analysis_config_json:
+            return AnalysisConfig()
+        try:
+            return AnalysisConfig.model_validate_json(self.analysis_config_json)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"])
+            raise ConfigurationError(f"ANALYSIS_CONFIG_JSON is invalid at {loc or '(root)'}: {err['msg']}") from exc
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:

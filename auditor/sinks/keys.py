@@ -1,0 +1,111 @@
+"""The state table's key design (one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL).
+
+Access patterns first, then keys (README "State table" documents the same table):
+
+=================================================  ====================================================
+access pattern                                     operation and key
+=================================================  ====================================================
+store one object's aggregate of (table, window)    PutItem ``pk=WIN#{acct}#{region}#{table}#{start}``,
+                                                   ``sk=SRC#{source_id}`` (same object = same item:
+                                                   a redelivery overwrites, never double-counts)
+index the windows that have traffic                PutItem ``pk=WINDOWS#{start}``, ``sk={acct}#{region}#{table}``
+closed windows since the last evaluation           Query ``pk=WINDOWS#{start}`` per closed start, then
+                                                   Query ``pk=WIN#...`` (all contributions of a window)
+was this CloudTrail object processed?              conditional PutItem ``pk=OBJ#{sha256(bucket/key)}``,
+                                                   ``sk=OBJ`` with ``attribute_not_exists(pk)``
+a finding by id                                    GetItem ``pk=FINDING#{id}``, ``sk=STATE``
+open findings of a table                           Query GSI1 ``gsi1pk=TABLE#{acct}#{region}#{table}``,
+                                                   ``begins_with(gsi1sk, "OPEN#")``
+this week's findings                               Query GSI2 ``gsi2pk=WEEK#{iso year}-W{iso week}``
+                                                   (week of ``last_seen``), ``gsi2sk={last_seen}#{id}``
+pending publishes (outbox)                         Query ``pk=OUTBOX#{0..OUTBOX_SHARDS-1}`` (sorted by
+                                                   ``sk={created}#{finding id}#{event}``)
+the evaluator's cursor                             GetItem ``pk=CURSOR``, ``sk=evaluator``
+=================================================  ====================================================
+
+No partition takes every write: window items spread over (table, window), the window index over
+windows, findings over ids, and the outbox over ``OUTBOX_SHARDS`` shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+PK = "pk"
+SK = "sk"
+GSI1 = "gsi1"
+GSI1_PK = "gsi1pk"
+GSI1_SK = "gsi1sk"
+GSI2 = "gsi2"
+GSI2_PK = "gsi2pk"
+GSI2_SK = "gsi2sk"
+#: TTL attribute (epoch seconds).
+TTL_ATTR = "expires_at"
+OUTBOX_SHARDS = 4
+
+
+def _digest(text: str, n: int = 32) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+def table_ref(account: str | None, region: str | None, table: str) -> str:
+    """``{account}#{region}#{table}`` with empty parts for unknown account or region."""
+    return f"{account or ''}#{region or ''}#{table}"
+
+
+def window_pk(account: str | None, region: str | None, table: str, window_start: int) -> str:
+    return f"WIN#{table_ref(account, region, table)}#{window_start}"
+
+
+def source_sk(source_id: str) -> str:
+    """Sort key of one source's contribution (the id is hashed: S3 keys can exceed key limits)."""
+    return f"SRC#{_digest(source_id)}"
+
+
+def window_index_pk(window_start: int) -> str:
+    return f"WINDOWS#{window_start}"
+
+
+def object_pk(bucket: str, key: str) -> str:
+    return f"OBJ#{_digest(f'{bucket}/{key}', 64)}"
+
+
+OBJECT_SK = "OBJ"
+
+
+def finding_pk(finding_id: str) -> str:
+    return f"FINDING#{finding_id}"
+
+
+FINDING_SK = "STATE"
+
+
+def table_gsi_pk(account: str | None, region: str | None, table: str) -> str:
+    return f"TABLE#{table_ref(account, region, table)}"
+
+
+def table_gsi_sk(is_open: bool, finding_id: str) -> str:
+    return f"{'OPEN' if is_open else 'RESOLVED'}#{finding_id}"
+
+
+def week_of(moment: datetime) -> str:
+    """ISO week label, e.g. ``2026-W49`` (weeks start on Monday, UTC)."""
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def week_gsi_pk(moment: datetime) -> str:
+    return f"WEEK#{week_of(moment)}"
+
+
+def outbox_pk(finding_id: str) -> str:
+    return f"OUTBOX#{int(_digest(finding_id, 8), 16) % OUTBOX_SHARDS}"
+
+
+def outbox_sk(created_iso: str, finding_id: str, event: str) -> str:
+    return f"{created_iso}#{finding_id}#{event}"
+
+
+CURSOR_PK = "CURSOR"
+EVALUATOR_CURSOR_SK = "evaluator"
