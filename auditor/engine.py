@@ -6,8 +6,12 @@ The CLI and the Lambda handlers call these functions; nothing here talks to AWS.
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import os
+import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
 import structlog
@@ -18,10 +22,15 @@ from auditor.detectors.registry import all_detectors
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
-from auditor.sources.cloudtrail import Deduper, InputSource, discover, read_calls
+from auditor.sources.cloudtrail import Deduper, InputSource, Shard, discover, read_calls
 from auditor.sources.stats import IngestStats
 
 log = structlog.get_logger(__name__)
+
+#: Inputs smaller than this (bytes on disk) are read in one process: forking would cost more than it saves.
+PARALLEL_MIN_BYTES = 8 << 20
+#: At most this many processes: each one gunzips the whole input, so more stop paying off.
+MAX_PROCESSES = 4
 
 
 @dataclass(slots=True)
@@ -49,7 +58,11 @@ def new_aggregate_set(config: AnalysisConfig) -> AggregateSet:
 
 
 def ingest_source(
-    source: InputSource, config: AnalysisConfig, deduper: Deduper, stats: IngestStats
+    source: InputSource,
+    config: AnalysisConfig,
+    deduper: Deduper,
+    stats: IngestStats,
+    shard: Shard | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
@@ -59,7 +72,7 @@ def ingest_source(
     file_stats = IngestStats()
     aggs = new_aggregate_set(config)
     try:
-        for call in read_calls(source, file_stats, deduper):
+        for call in read_calls(source, file_stats, deduper, shard=shard):
             aggs.add(call)
     except SourceReadError as exc:
         deduper.rollback()
@@ -73,8 +86,13 @@ def ingest_source(
     return aggs
 
 
-def ingest(sources: Iterable[InputSource], config: AnalysisConfig) -> tuple[AggregateSet, IngestStats]:
-    """Aggregate every source, one at a time; unreadable ones are counted and skipped."""
+def ingest(
+    sources: Iterable[InputSource], config: AnalysisConfig, shard: Shard | None = None
+) -> tuple[AggregateSet, IngestStats]:
+    """Aggregate every source, one at a time; unreadable ones are counted and skipped.
+
+    With ``shard``, only that shard's records are aggregated (see :class:`auditor.sources.cloudtrail.Shard`).
+    """
     total = new_aggregate_set(config)
     stats = IngestStats()
     deduper = Deduper()
@@ -83,12 +101,97 @@ def ingest(sources: Iterable[InputSource], config: AnalysisConfig) -> tuple[Aggr
     gc.disable()
     try:
         for source in sources:
-            aggs = ingest_source(source, config, deduper, stats)
+            aggs = ingest_source(source, config, deduper, stats, shard)
             if aggs is not None:
                 total.merge(aggs, take=True)
     finally:
         if gc_was_enabled:
             gc.enable()
+    return total, stats
+
+
+def plan_processes(sources: Sequence[InputSource], requested: int | None = None) -> int:
+    """How many processes should read ``sources``: ``requested`` if given, else automatic.
+
+    Automatic: one process for stdin, for small inputs (under :data:`PARALLEL_MIN_BYTES`) and where ``fork`` is not
+    available; otherwise one per available CPU, at most :data:`MAX_PROCESSES`.
+    """
+    if requested is not None and requested <= 1:
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if any(not Path(src.name).is_file() for src in sources):  # stdin (or a stream) can be read only once
+        return 1
+    if requested is not None:
+        return requested
+    size = sum(Path(src.name).stat().st_size for src in sources)
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, MAX_PROCESSES))
+
+
+def _shard_worker(sources: Sequence[InputSource], config: AnalysisConfig, shard: Shard, conn: object) -> None:
+    """Child process: aggregate one shard and send ``(aggregates, stats)`` (or a traceback string) back."""
+    from multiprocessing.connection import Connection
+
+    assert isinstance(conn, Connection)
+    try:
+        payload: object = ingest(sources, config, shard)
+    except BaseException:  # reported to the parent, which redoes the shard itself
+        payload = traceback.format_exc(limit=5)
+    try:
+        conn.send(payload)
+    finally:
+        conn.close()
+
+
+def _merge_shard_stats(into: IngestStats, other: IngestStats) -> None:
+    """Add another shard's record counters; file counters are every shard's (each reads every file)."""
+    into.records_read += other.records_read
+    into.records_skipped += other.records_skipped
+    into.data_events += other.data_events
+    into.duplicates_dropped += other.duplicates_dropped
+    for problem in other.problems:
+        if problem not in into.problems:
+            into.note(problem)
+
+
+def ingest_parallel(
+    sources: Sequence[InputSource], config: AnalysisConfig, processes: int
+) -> tuple[AggregateSet, IngestStats]:
+    """Like :func:`ingest`, with the records split over ``processes`` processes by ``eventID``.
+
+    This process reads shard 0 while forked children read the others; each child sends back its aggregates, which
+    merge (the aggregates are mergeable, and every event lands in exactly one shard, so deduplication stays
+    exact). A child that fails is logged and its shard is read again here: nothing is lost.
+    """
+    if processes <= 1:
+        return ingest(sources, config)
+    ctx = multiprocessing.get_context("fork")
+    children = []
+    for i in range(1, processes):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_shard_worker, args=(sources, config, Shard(i, processes), writer), daemon=True)
+        proc.start()
+        writer.close()
+        children.append((i, proc, reader))
+    total, stats = ingest(sources, config, Shard(0, processes))
+    for i, proc, reader in children:
+        try:
+            payload: object = reader.recv()
+        except (EOFError, OSError) as exc:
+            payload = f"no result: {type(exc).__name__}"
+        finally:
+            reader.close()
+            proc.join()
+        if isinstance(payload, tuple):
+            aggs, shard_stats = payload
+        else:
+            log.warning("shard_failed", shard=i, processes=processes, reason=str(payload)[-500:])
+            aggs, shard_stats = ingest(sources, config, Shard(i, processes))
+        total.merge(aggs, take=True)
+        _merge_shard_stats(stats, shard_stats)
     return total, stats
 
 
@@ -134,12 +237,18 @@ def access_patterns(spans: Sequence[TableWindow]) -> list[AccessPattern]:
 
 
 def analyze_trail(
-    paths: Sequence[str], config: AnalysisConfig | None = None, stdin: BinaryIO | None = None
+    paths: Sequence[str],
+    config: AnalysisConfig | None = None,
+    stdin: BinaryIO | None = None,
+    processes: int | None = None,
 ) -> TrailAnalysis:
-    """Analyse CloudTrail files, directories, EventBridge event files or stdin (``-``)."""
+    """Analyse CloudTrail files, directories, EventBridge event files or stdin (``-``).
+
+    ``processes``: how many processes read the input (None: automatic, see :func:`plan_processes`).
+    """
     cfg = config or AnalysisConfig()
     sources = discover(paths, stdin=stdin)
-    aggs, stats = ingest(sources, cfg)
+    aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
     return TrailAnalysis(findings, access_patterns(spans), stats, aggs, errors)

@@ -62,12 +62,26 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "Deduper",
     "InputSource",
+    "Shard",
     "discover",
     "iter_records",
     "read_calls",
 ]
 
 log = structlog.get_logger(__name__)
+
+
+def _inflater() -> tuple[Callable[..., Any], tuple[type[Exception], ...]]:
+    """``decompressobj`` and its errors: ISA-L's (about 5x faster than zlib) where installed, else zlib's."""
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - platforms without an isal wheel
+        return zlib.decompressobj, (zlib.error,)
+    isal_error: type[Exception] = isal_zlib.error  # type: ignore[assignment]  # typed as an instance in its stub
+    return isal_zlib.decompressobj, (zlib.error, isal_error)
+
+
+_decompressobj, _INFLATE_ERRORS = _inflater()
 
 #: Size of the decompressed chunks handed from the reader thread to the parser. Big chunks mean fewer GIL
 #: hand-overs between the two threads (each can cost a switch interval); see the module docstring.
@@ -117,6 +131,42 @@ _COLON: Final = 0x3A
 
 _loads: Final = orjson.loads
 _JSONDecodeError: Final = orjson.JSONDecodeError
+
+_EVENT_ID_KEY: Final = b'"eventID":"'
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """This process's share of the records when several processes read the same input (``index`` of ``count``).
+
+    A record belongs to shard ``crc32(eventID) % count``; a record without a string ``eventID`` (or that is not a
+    JSON object) belongs to shard 0. All copies of one event therefore land in one shard, so deduplication stays
+    exact, and every record is counted by exactly one shard.
+    """
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError("shard index must be in [0, count)")
+
+    def owns(self, record: object) -> bool:
+        """Whether a parsed record belongs to this shard."""
+        eid = record.get("eventID") if type(record) is dict else None
+        if type(eid) is not str:
+            return self.index == 0
+        return zlib.crc32(eid.encode("utf-8", "surrogatepass")) % self.count == self.index
+
+
+class _Skipped:
+    """Stands for a record another shard owns (yielded so record numbering stays global)."""
+
+    __slots__ = ()
+
+
+#: Yielded by :func:`iter_records` (with a shard) in place of a record another shard owns.
+SKIPPED: Final = _Skipped()
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -244,7 +294,7 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
                 raise _ReadFailureError(_read_error(exc)) from exc
         return
 
-    decomp: Any = zlib.decompressobj(31)  # zlib._Decompress is not exported for annotations
+    decomp: Any = _decompressobj(31)  # zlib._Decompress is not exported for annotations
     data = head
     try:
         while True:
@@ -261,7 +311,7 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
                             continue
                     if not stripped.startswith(_GZIP_MAGIC):
                         raise _ReadFailureError("trailing garbage after gzip data")
-                    decomp = zlib.decompressobj(31)
+                    decomp = _decompressobj(31)
                     data = stripped
                 out = decomp.decompress(data, chunk_size)
                 if out and not emit(out):
@@ -276,7 +326,7 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
             data = read(_READ_SIZE)
             if not data:
                 break
-    except zlib.error as exc:
+    except _INFLATE_ERRORS as exc:
         raise _ReadFailureError("corrupt or truncated gzip data") from exc
     except OSError as exc:
         raise _ReadFailureError(_read_error(exc)) from exc
@@ -404,6 +454,27 @@ def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
         raise _NotCloudTrailError
 
 
+def _raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
+    """Whether the record ``buf[start:end]`` may belong to ``shard``, decided without parsing it when that is safe.
+
+    Returns False only when the slice holds exactly one ``"eventID":"`` with a plain (escape-free) value and balanced
+    braces and brackets, and that value hashes to another shard: then the record is this eventID's record, exactly
+    as :meth:`Shard.owns` would decide after parsing. Anything less clear returns True, so the record is parsed and
+    the caller decides with :meth:`Shard.owns`.
+    """
+    if buf.count(_EVENT_ID_KEY, start, end) != 1:
+        return True
+    p = buf.find(_EVENT_ID_KEY, start, end) + len(_EVENT_ID_KEY)
+    q = buf.find(b'"', p, end)
+    if q < 0 or buf.find(b"\\", p, q) >= 0:
+        return True
+    if zlib.crc32(buf[p:q]) % shard.count == shard.index:
+        return True
+    if buf.count(b"{", start, end) != buf.count(b"}", start, end):
+        return True
+    return buf.count(b"[", start, end) != buf.count(b"]", start, end)
+
+
 class _NotCloudTrailError(Exception):
     """The input is JSON but has none of the supported shapes."""
 
@@ -416,9 +487,10 @@ class _Parser:
     data take and return indices into the *current* ``buf``: after any call that can pull data, re-read ``buf``.
     """
 
-    def __init__(self, chunks: Iterator[bytes], name: str) -> None:
+    def __init__(self, chunks: Iterator[bytes], name: str, shard: Shard | None = None) -> None:
         self._chunks = chunks
         self.name = name
+        self.shard = shard
         self.buf = b""
         self.pos = 0
         self.base = 0
@@ -675,6 +747,7 @@ class _Parser:
         loads = _loads
         decode_error = _JSONDecodeError
         window = _WINDOW
+        shard = self.shard
         failed: orjson.JSONDecodeError | None = None
         failed_at = -1
         while True:
@@ -687,6 +760,10 @@ class _Parser:
                     while True:
                         idx = find(sep, pos, pos + window)
                         if idx >= 0:
+                            if shard is not None and not _raw_owned(buf, pos, idx + 1, shard):
+                                pos = idx + adv
+                                yield SKIPPED
+                                continue
                             try:
                                 obj = loads(buf[pos : idx + 1])
                             except decode_error as exc:
@@ -873,7 +950,9 @@ class _Parser:
             raise SourceReadError(self.name, "empty input: no JSON data")
 
 
-def iter_records(stream: BinaryIO, name: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[Any]:
+def iter_records(
+    stream: BinaryIO, name: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE, shard: Shard | None = None
+) -> Iterator[Any]:
     """Yield the raw records of one input, streaming with bounded memory.
 
     ``stream`` is any binary file-like object with ``read(n)`` (a file, stdin, an S3 ``StreamingBody``); it is not
@@ -887,12 +966,15 @@ def iter_records(stream: BinaryIO, name: str, *, chunk_size: int = DEFAULT_CHUNK
     Raises ``SourceReadError(name, reason)`` when the input cannot be read: corrupt or truncated gzip data, invalid
     JSON or UTF-8 (the reason gives the byte offset in the decompressed data), a JSON document of another shape, or
     a read error. Records before the failure point may already have been yielded: the caller must discard them.
+
+    With ``shard``, records that clearly belong to another shard are not parsed: :data:`SKIPPED` is yielded in
+    their place. Other records are yielded as usual, whoever owns them: the caller checks :meth:`Shard.owns`.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     chunks = _chunks(stream, name, chunk_size)
     try:
-        yield from _Parser(chunks, name).records()
+        yield from _Parser(chunks, name, shard).records()
     finally:
         chunks.close()
 
@@ -1002,6 +1084,7 @@ def read_calls(
     stats: IngestStats,
     deduper: Deduper,
     normalize: Callable[[Mapping[str, Any]], ApiCall | None] = normalize_record,
+    shard: Shard | None = None,
 ) -> Iterator[ApiCall]:
     """Yield the DynamoDB data-plane calls of one source, counting into ``stats``.
 
@@ -1015,6 +1098,9 @@ def read_calls(
     separately, with its own ``stats``, and on ``SourceReadError`` discard that aggregate and those stats, call
     ``deduper.rollback()`` and count ``files_failed``; on success merge them, call ``deduper.commit()`` and count
     ``files_read``. This function does not touch ``files_read``/``files_failed``.
+
+    With ``shard``, only the records that shard owns are read and counted (see :class:`Shard`); the record numbers in
+    problem notes stay those of the whole input.
     """
     name = source.name
     try:
@@ -1023,8 +1109,10 @@ def read_calls(
         raise SourceReadError(name, f"cannot open: {exc.strerror or exc}") from exc
     try:
         index = 0
-        for record in iter_records(stream, name):
+        for record in iter_records(stream, name, shard=shard):
             index += 1
+            if shard is not None and (record is SKIPPED or not shard.owns(record)):
+                continue
             stats.records_read += 1
             if type(record) is not dict:
                 stats.records_skipped += 1

@@ -1,0 +1,149 @@
+"""Sharded reading: several processes split the records by eventID and their aggregates merge to one result."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from auditor import engine
+from auditor.config import AnalysisConfig
+from auditor.demo.generator import demo_workload, write_trail
+from auditor.engine import analyze_trail, ingest, plan_processes
+from auditor.sources.cloudtrail import SKIPPED, Deduper, Shard, discover, iter_records, read_calls
+from auditor.sources.stats import IngestStats
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Half an hour of demo traffic as CloudTrail delivers it: several files, digests, duplicates across files."""
+    out = tmp_path_factory.mktemp("trail")
+    write_trail(demo_workload(START, hours=0.25, seed=3), out, seed=3, duplicates=25)
+    return out
+
+
+def _summary(result: engine.TrailAnalysis) -> dict[str, Any]:
+    d = result.to_dict()
+    return {
+        "stats": d["stats"],
+        "findings": sorted((f["id"], f["kind"], f["severity"], f["table"]) for f in d["findings"]),
+        "patterns": d["access_patterns"],
+    }
+
+
+def test_shards_partition_the_records_and_keep_record_numbers(tmp_path: Path) -> None:
+    records: list[Any] = [{"eventID": f"e{i}", "eventSource": "dynamodb.amazonaws.com", "n": i} for i in range(200)]
+    records += [{"eventSource": "dynamodb.amazonaws.com"}, 42]  # no eventID, not an object: shard 0
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(orjson.dumps({"Records": records})))
+    seen: list[set[int]] = []
+    for i in range(3):
+        shard = Shard(i, 3)
+        owned = set()
+        with path.open("rb") as fh:
+            for n, rec in enumerate(iter_records(fh, str(path), shard=shard)):
+                if rec is not SKIPPED and shard.owns(rec):
+                    owned.add(n)
+        seen.append(owned)
+    assert set().union(*seen) == set(range(len(records)))
+    assert sum(len(s) for s in seen) == len(records)
+    assert {200, 201} <= seen[0]
+    # Ownership follows crc32(eventID), so it is the same in every process and for every copy of an event.
+    for n in range(200):
+        owner = zlib.crc32(f"e{n}".encode()) % 3
+        assert n in seen[owner]
+
+
+def test_raw_ownership_agrees_with_parsed_ownership_when_a_key_is_named_event_id(tmp_path: Path) -> None:
+    # A table whose key attribute is called eventID: the raw scan sees two matches and must parse to decide.
+    records = [
+        {
+            "eventVersion": "1.08",
+            "eventSource": "dynamodb.amazonaws.com",
+            "requestParameters": {"tableName": "T", "key": {"eventID": f"inner-{i}"}},
+            "eventID": f"outer-{i}",
+        }
+        for i in range(300)
+    ]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"Records": records}))
+    shard = Shard(1, 2)
+    with path.open("rb") as fh:
+        got = [r for r in iter_records(fh, str(path), shard=shard) if r is not SKIPPED and shard.owns(r)]
+    expected = [r for r in records if zlib.crc32(r["eventID"].encode()) % 2 == 1]
+    assert got == expected
+
+
+def test_read_calls_counts_each_record_in_exactly_one_shard(trail: Path) -> None:
+    sources = discover([str(trail)])
+    whole = IngestStats()
+    dedupe = Deduper()
+    n_whole = sum(1 for s in sources for _ in read_calls(s, whole, dedupe))
+    parts = [IngestStats() for _ in range(2)]
+    n_parts = 0
+    for i, stats in enumerate(parts):
+        dd = Deduper()
+        n_parts += sum(1 for s in sources for _ in read_calls(s, stats, dd, shard=Shard(i, 2)))
+    assert n_parts == n_whole
+    for field in ("records_read", "records_skipped", "data_events", "duplicates_dropped"):
+        assert sum(getattr(p, field) for p in parts) == getattr(whole, field), field
+    assert whole.duplicates_dropped == 25  # duplicates crossing files are still dropped exactly once
+
+
+def test_two_processes_give_the_same_result_as_one(trail: Path) -> None:
+    one = analyze_trail([str(trail)], AnalysisConfig(), processes=1)
+    two = analyze_trail([str(trail)], AnalysisConfig(), processes=2)
+    assert _summary(two) == _summary(one)
+    assert one.stats.duplicates_dropped == 25
+    assert one.findings  # the planted problems are found either way
+
+
+def test_a_failing_file_counts_once_and_others_still_count(trail: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(gzip.compress(b'{"Records":[{"eventID":"x"}')[:-8])  # truncated gzip
+    one = analyze_trail([str(trail), str(bad)], AnalysisConfig(), processes=1)
+    two = analyze_trail([str(trail), str(bad)], AnalysisConfig(), processes=2)
+    assert two.stats.files_failed == one.stats.files_failed == 1
+    assert two.stats.as_dict() == one.stats.as_dict()
+    assert sum(str(bad) in p for p in two.stats.problems) == 1
+
+
+def test_a_failed_worker_is_redone_in_the_parent(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_worker(_sources: Any, _config: Any, _shard: Shard, conn: Any) -> None:
+        conn.send("Traceback: worker crashed")
+        conn.close()
+
+    monkeypatch.setattr(engine, "_shard_worker", broken_worker)
+    two = analyze_trail([str(trail)], AnalysisConfig(), processes=2)
+    one = analyze_trail([str(trail)], AnalysisConfig(), processes=1)
+    assert _summary(two) == _summary(one)
+
+
+def test_plan_processes(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = discover([str(trail)])
+    assert plan_processes(sources, 1) == 1
+    assert plan_processes(sources, 3) == 3
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 1 << 40)
+    assert plan_processes(sources) == 1  # small input: one process
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 1)
+    assert 1 <= plan_processes(sources) <= engine.MAX_PROCESSES
+    streamed = discover(["-"], stdin=io.BytesIO(b"{}"))
+    assert plan_processes(streamed, 2) == 1  # stdin can be read once
+
+
+def test_ingest_with_a_shard_reads_only_that_shard(trail: Path) -> None:
+    sources = discover([str(trail)])
+    _, all_stats = ingest(sources, AnalysisConfig())
+    _, s0 = ingest(sources, AnalysisConfig(), Shard(0, 2))
+    _, s1 = ingest(sources, AnalysisConfig(), Shard(1, 2))
+    assert 0 < s0.data_events < all_stats.data_events
+    assert s0.data_events + s1.data_events == all_stats.data_events
+    assert s0.files_read == s1.files_read == all_stats.files_read
