@@ -1,0 +1,1 @@
+"""Service use cases: the functions the Lambda handlers (and the demo) call, one per trigger."""

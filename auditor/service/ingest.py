@@ -1,0 +1,463 @@
+"""Ingest use cases: CloudTrail log objects (S3 notifications through SQS) and EventBridge events (through SQS).
+
+Trail ingest (:func:`process_trail_message`, one SQS message = one S3 event notification):
+
+- The body is an S3 event notification (``{"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+  "s3": {...}}]}``), possibly wrapped in an SNS envelope (S3 -> SNS -> SQS without raw delivery). ``s3:TestEvent``
+  messages are skipped. Keys are URL-decoded (``unquote_plus``: S3 encodes a space as ``+``). Digest and Insight
+  files and objects that are not ``.json``/``.json.gz`` are skipped. A body that is none of these raises
+  :class:`NotificationError`: the message fails, is retried, and ends in the DLQ.
+- :func:`process_trail_object` skips an object already marked processed, else streams it (never read whole into
+  memory) through :func:`auditor.engine.ingest_source`, writes its window contributions under
+  ``source_id = "s3://bucket/key"`` and only **then** marks it processed. A crash in between is safe: the
+  redelivered message writes the same items again (same keys, same content). An object that cannot be read (gone,
+  corrupt gzip, not CloudTrail JSON) raises :class:`ObjectUnreadableError` before anything is written, so the
+  message is retried and, after ``maxReceiveCount``, lands in the DLQ. Malformed records inside a readable file are
+  counted (``records_skipped``) and the rest still counts.
+
+Events ingest (:func:`process_events`, one SQS message = one EventBridge "AWS API Call via CloudTrail" event).
+Duplicated deliveries (EventBridge and SQS are at-least-once; a failed batch is redelivered, maybe regrouped) must
+count once. Design: **a conditional marker per event id, written in the same DynamoDB transaction as the batch's
+contribution** (:meth:`WindowStore.commit_events`). The batch's events are cut into chunks that fit one
+``TransactWriteItems`` (events + windows <= 100); each chunk is aggregated and committed with a marker
+``EVT#{eventID}`` (``attribute_not_exists``) per event. If some events were already recorded the transaction is
+cancelled as a whole, those events are counted as duplicates and dropped, and the rest is re-aggregated and
+committed. The contribution's source id is a hash of the chunk's event ids, so a retry of a committed chunk fails on
+its markers instead of writing a second contribution. Rejected alternative: one contribution item per event (also
+idempotent, but one 1-2 KB item write per event and a window partition that grows with the traffic). Events that
+are not DynamoDB data-plane calls are counted (``ignored``) and skipped; malformed ones are counted
+(``records_skipped``) and skipped; neither is retried. Only a chunk whose commit fails (after the client's retries)
+reports its messages as failed, for SQS to redeliver.
+
+Limitation: an event delivered in two *different* CloudTrail files counts in both (the CLI drops it); per-event
+markers for every trail record would cost one write per API call. CloudTrail duplicates are rare. Do not feed the
+same events through both pipelines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote_plus
+
+import orjson
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from auditor.aggregates.window import AggregateSet
+from auditor.config import AnalysisConfig
+from auditor.engine import ingest_source, new_aggregate_set
+from auditor.exceptions import AuditorError, InputError, MalformedRecordError
+from auditor.models.api_call import ApiCall
+from auditor.sinks.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
+from auditor.sources.cloudtrail import Deduper, InputSource
+from auditor.sources.normalize import normalize_record
+from auditor.sources.stats import IngestStats
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = [
+    "CLOUDTRAIL_DETAIL_TYPE",
+    "EventsCommitError",
+    "EventsResult",
+    "NotificationError",
+    "ObjectResult",
+    "ObjectUnreadableError",
+    "S3ObjectRef",
+    "is_trail_log_key",
+    "parse_s3_notification",
+    "process_events",
+    "process_trail_message",
+    "process_trail_object",
+]
+
+log = structlog.get_logger(__name__)
+
+CLOUDTRAIL_DETAIL_TYPE = "AWS API Call via CloudTrail"
+DYNAMODB_EVENT_BRIDGE_SOURCE = "aws.dynamodb"
+_SKIPPED_FOLDERS = frozenset({"CloudTrail-Digest", "CloudTrail-Insight"})
+_LOG_SUFFIXES = (".json.gz", ".json")
+_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket"})
+
+
+class NotificationError(InputError):
+    """An SQS message body is not an S3 event notification (the message fails and goes to the DLQ)."""
+
+
+class ObjectUnreadableError(AuditorError):
+    """A CloudTrail object cannot be read (missing, corrupt); nothing was stored and the message is retried."""
+
+
+class EventsCommitError(AuditorError):
+    """The events of an SQS message could not be committed to the state table (the message is retried)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# S3 event notifications
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _S3Bucket(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(min_length=1)
+
+
+class _S3Object(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    key: str = Field(min_length=1)
+    size: int | None = None
+    etag: str | None = Field(default=None, alias="eTag")
+
+
+class _S3Entity(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    bucket: _S3Bucket
+    obj: _S3Object = Field(alias="object")
+
+
+class _S3Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    event_source: Literal["aws:s3"] = Field(alias="eventSource")
+    event_name: str = Field(alias="eventName")
+    s3: _S3Entity
+
+
+class _S3Notification(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    records: list[_S3Record] = Field(alias="Records")
+
+
+@dataclass(frozen=True, slots=True)
+class S3ObjectRef:
+    """One object named by an S3 event notification (``key`` already URL-decoded)."""
+
+    bucket: str
+    key: str
+    event_name: str
+    size: int | None = None
+    etag: str | None = None
+
+
+def parse_s3_notification(body: str | bytes) -> list[S3ObjectRef]:
+    """The objects of one S3 event notification (an SQS message body); ``[]`` for an ``s3:TestEvent``.
+
+    Accepts the S3 -> SQS format and the same wrapped in an SNS notification envelope. Raises
+    :class:`NotificationError` for anything else (not JSON, or not shaped like a notification).
+    """
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise NotificationError(f"message body is not JSON: {exc}") from exc
+    if isinstance(doc, dict) and doc.get("Type") == "Notification" and isinstance(doc.get("Message"), str):
+        return parse_s3_notification(doc["Message"])  # S3 -> SNS -> SQS
+    if isinstance(doc, dict) and doc.get("Event") == "s3:TestEvent":
+        return []
+    try:
+        note = _S3Notification.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise NotificationError(f"not an S3 event notification: {loc}: {err['msg']}") from exc
+    return [
+        S3ObjectRef(
+            bucket=r.s3.bucket.name,
+            key=unquote_plus(r.s3.obj.key),
+            event_name=r.event_name,
+            size=r.s3.obj.size,
+            etag=r.s3.obj.etag,
+        )
+        for r in note.records
+    ]
+
+
+def is_trail_log_key(key: str) -> bool:
+    """True for a CloudTrail log object: ``.json``/``.json.gz``, not a digest or Insights file."""
+    parts = key.split("/")
+    if any(p in _SKIPPED_FOLDERS for p in parts[:-1]):
+        return False
+    name = parts[-1]
+    if "_CloudTrail-Digest_" in name or "_CloudTrail-Insight_" in name:
+        return False
+    return name.endswith(_LOG_SUFFIXES)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Trail objects
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectResult:
+    """What happened to one notified object."""
+
+    bucket: str
+    key: str
+    #: ``ingested``; ``duplicate`` (already processed, or processed concurrently); ``skipped`` (not a log file).
+    status: Literal["ingested", "duplicate", "skipped"]
+    reason: str | None = None
+    stats: dict[str, int] = field(default_factory=dict)
+    #: Window contributions stored (one per table and window of the file).
+    windows: int = 0
+    items_written: int = 0
+
+
+def _log_result(result: ObjectResult) -> None:
+    log.info(
+        f"trail_object_{result.status}",
+        bucket=result.bucket,
+        key=result.key,
+        reason=result.reason,
+        windows=result.windows,
+        items_written=result.items_written,
+        **result.stats,
+    )
+
+
+def _open_object(s3: S3Client, bucket: str, key: str) -> tuple[Any, str | None]:
+    """(streaming body, ETag) of an object; a missing object raises ``ObjectUnreadableError``."""
+    try:
+        resp = s3.get_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _MISSING_CODES:
+            raise ObjectUnreadableError(f"s3://{bucket}/{key}: object not found ({code})") from exc
+        raise
+    return resp["Body"], resp.get("ETag")
+
+
+def process_trail_object(
+    s3: S3Client,
+    store: WindowStore,
+    bucket: str,
+    key: str,
+    config: AnalysisConfig,
+    now: datetime,
+    *,
+    etag: str | None = None,
+) -> ObjectResult:
+    """Ingest one CloudTrail object into the window store, exactly once (see the module docstring).
+
+    Raises :class:`ObjectUnreadableError` when the object is missing or unreadable (nothing is stored).
+    """
+    if store.is_processed(bucket, key):
+        result = ObjectResult(bucket, key, "duplicate", reason="already processed")
+        _log_result(result)
+        return result
+    source_id = f"s3://{bucket}/{key}"
+    body, object_etag = _open_object(s3, bucket, key)
+    stats = IngestStats()
+    try:
+        aggregates = ingest_source(InputSource(name=source_id, open=lambda: body), config, Deduper(), stats)
+    except BotoCoreError as exc:  # the S3 stream broke off (timeout, connection reset, short read)
+        raise ObjectUnreadableError(f"{source_id}: read error: {exc}") from exc
+    finally:
+        body.close()
+    if aggregates is None:
+        reason = stats.problems[0] if stats.problems else f"{source_id}: unreadable"
+        raise ObjectUnreadableError(reason)
+    items = store.put_contributions(source_id, aggregates, now)
+    counters = stats.as_dict()
+    marked = store.mark_processed(bucket, key, etag=object_etag or etag, stats=counters, now=now)
+    result = ObjectResult(
+        bucket,
+        key,
+        "ingested" if marked else "duplicate",
+        reason=None if marked else "processed concurrently",
+        stats=counters,
+        windows=len(aggregates.windows),
+        items_written=items,
+    )
+    _log_result(result)
+    for problem in stats.problems[:5]:
+        log.warning("trail_record_skipped", bucket=bucket, key=key, problem=problem)
+    return result
+
+
+def process_trail_message(
+    s3: S3Client, store: WindowStore, body: str | bytes, config: AnalysisConfig, now: datetime
+) -> list[ObjectResult]:
+    """Handle one SQS message of the trail-ingest queue: every log object it notifies, in order.
+
+    Raises :class:`NotificationError` for a malformed body and :class:`ObjectUnreadableError` for an object
+    that cannot be read; objects of the message processed before the failure stay processed (a redelivery
+    skips them as duplicates).
+    """
+    try:
+        refs = parse_s3_notification(body)
+    except NotificationError as exc:
+        log.error("trail_message_invalid", error=str(exc))
+        raise
+    if not refs:
+        log.info("trail_message_test_event")
+        return []
+    results: list[ObjectResult] = []
+    for ref in refs:
+        if not ref.event_name.startswith("ObjectCreated:"):
+            reason = f"event {ref.event_name}"
+        elif not is_trail_log_key(ref.key):
+            reason = "not a CloudTrail log file"
+        else:
+            try:
+                results.append(
+                    process_trail_object(s3, store, ref.bucket, ref.key, config, now, etag=_quoted_etag(ref.etag))
+                )
+            except ObjectUnreadableError as exc:
+                log.error("trail_object_failed", bucket=ref.bucket, key=ref.key, error=str(exc))
+                raise
+            continue
+        skipped = ObjectResult(ref.bucket, ref.key, "skipped", reason=reason)
+        _log_result(skipped)
+        results.append(skipped)
+    return results
+
+
+def _quoted_etag(etag: str | None) -> str | None:
+    """S3 notifications carry the ETag without quotes, GetObject with them: store it as GetObject does."""
+    if etag is None or etag.startswith('"'):
+        return etag
+    return f'"{etag}"'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# EventBridge events
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EventsResult:
+    """Counters of one events batch.
+
+    ``stats.records_read`` counts the events received, ``stats.records_skipped`` the malformed ones,
+    ``stats.duplicates_dropped`` the events already counted (in this batch or before), ``stats.data_events`` the
+    events committed now. ``ignored`` counts well-formed events that are not DynamoDB data-plane calls.
+    """
+
+    stats: IngestStats = field(default_factory=IngestStats)
+    ignored: int = 0
+    transactions: int = 0
+    items_written: int = 0
+    #: SQS message ids whose events could not be committed (report them as batch item failures).
+    failed_message_ids: list[str] = field(default_factory=list)
+
+
+def _event_call(event: Any, index: int, stats: IngestStats) -> ApiCall | Literal[False] | None:
+    """The call of one EventBridge event; None when it is not DynamoDB traffic, False when malformed."""
+    where = f"event {index}"
+    if isinstance(event, str | bytes):
+        try:
+            event = orjson.loads(event)
+        except orjson.JSONDecodeError:
+            stats.note(f"{where}: body is not JSON")
+            return False
+    if not isinstance(event, dict) or not isinstance(event.get("detail-type"), str) or "detail" not in event:
+        stats.note(f"{where}: not an EventBridge event")
+        return False
+    if event["detail-type"] != CLOUDTRAIL_DETAIL_TYPE or event.get("source") != DYNAMODB_EVENT_BRIDGE_SOURCE:
+        return None
+    detail = event["detail"]
+    if not isinstance(detail, dict):
+        stats.note(f"{where}: detail is not an object")
+        return False
+    try:
+        return normalize_record(detail)
+    except MalformedRecordError as exc:
+        stats.note(f"{where}: {exc}")
+        return False
+
+
+def _chunks(calls: Sequence[tuple[str, ApiCall]], window_seconds: int) -> Iterator[list[tuple[str, ApiCall]]]:
+    """Consecutive groups whose events plus distinct windows fit one transaction."""
+    chunk: list[tuple[str, ApiCall]] = []
+    windows: set[tuple[str | None, str | None, str, int]] = set()
+    for mid, call in calls:
+        start = int(call.time.timestamp() // window_seconds) * window_seconds
+        mine = {(call.account, call.region, table, start) for table in call.tables}
+        if chunk and len(chunk) + 1 + len(windows | mine) > TRANSACT_MAX_ITEMS:
+            yield chunk
+            chunk, windows = [], set()
+        chunk.append((mid, call))
+        windows |= mine
+    if chunk:
+        yield chunk
+
+
+def _events_source_id(event_ids: Sequence[str]) -> str:
+    digest = hashlib.sha256("\n".join(sorted(event_ids)).encode()).hexdigest()[:40]
+    return f"events:{digest}"
+
+
+def _aggregate(calls: Sequence[tuple[str, ApiCall]], config: AnalysisConfig) -> AggregateSet:
+    aggs = new_aggregate_set(config)
+    for _, call in calls:
+        aggs.add(call)
+    return aggs
+
+
+def _commit_chunk(
+    store: WindowStore, chunk: list[tuple[str, ApiCall]], config: AnalysisConfig, now: datetime, result: EventsResult
+) -> None:
+    """Commit one chunk, dropping the events recorded before, until what is left is committed."""
+    pending = chunk
+    while pending:
+        aggs = _aggregate(pending, config)
+        ids = [call.event_id for _, call in pending]
+        result.transactions += 1
+        existing = store.commit_events(ids, _events_source_id(ids), aggs, now)
+        if not existing:
+            result.stats.data_events += len(pending)
+            result.items_written += len(pending) + len(aggs.windows)
+            return
+        result.stats.duplicates_dropped += len(existing)
+        pending = [(mid, call) for mid, call in pending if call.event_id not in existing]
+
+
+def process_events(
+    store: WindowStore, events: Sequence[tuple[str, Any]], config: AnalysisConfig, now: datetime
+) -> EventsResult:
+    """Count a batch of EventBridge "AWS API Call via CloudTrail" events into the window store, once each.
+
+    ``events`` are ``(message_id, event)`` pairs, ``event`` being the decoded event or the raw SQS body (JSON
+    text). See the module docstring for the exactly-once design. Never raises for bad events; a chunk whose commit
+    fails puts its message ids in ``failed_message_ids``.
+    """
+    result = EventsResult()
+    stats = result.stats
+    seen: set[str] = set()
+    calls: list[tuple[str, ApiCall]] = []
+    for index, (message_id, event) in enumerate(events, start=1):
+        stats.records_read += 1
+        call = _event_call(event, index, stats)
+        if call is False:
+            stats.records_skipped += 1
+        elif call is None:
+            result.ignored += 1
+        elif call.event_id in seen:
+            stats.duplicates_dropped += 1
+        else:
+            seen.add(call.event_id)
+            calls.append((message_id, call))
+    for chunk in _chunks(calls, config.window_seconds):
+        try:
+            _commit_chunk(store, chunk, config, now, result)
+        except (ClientError, BotoCoreError, StoreError) as exc:
+            failed = sorted({mid for mid, _ in chunk})
+            result.failed_message_ids.extend(failed)
+            log.error("events_commit_failed", messages=len(failed), error=f"{type(exc).__name__}: {exc}")
+    log.info(
+        "events_batch_ingested",
+        received=stats.records_read,
+        committed=stats.data_events,
+        duplicates=stats.duplicates_dropped,
+        malformed=stats.records_skipped,
+        ignored=result.ignored,
+        transactions=result.transactions,
+        items_written=result.items_written,
+        failed_messages=len(result.failed_message_ids),
+        problems=stats.problems[:5],
+    )
+    return result
