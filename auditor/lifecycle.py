@@ -1,0 +1,442 @@
+"""The finding lifecycle: what changed since the last evaluation, and what to tell people about it.
+
+Pure: no boto3, no clock, no environment. The caller passes ``now`` and the stored states in, and gets the
+new states and the events to publish back. The store writes each state change and its event atomically.
+
+Statuses (:class:`FindingStatus`)
+    ``new``       first seen, or seen again after it was resolved (re-opened);
+    ``ongoing``   seen again at a severity no higher than the one last published;
+    ``worsened``  seen again at a severity above the one last published;
+    ``resolved``  not seen for ``resolve_after_seconds``.
+
+Events (:class:`EventKind`): ``new`` and ``worsened`` when the status becomes one of those, ``resolved`` when
+a published finding resolves. The caller decides whether ``resolved`` events are published (``PUBLISH_RESOLVED``).
+A severity drop is not an event, and ``published_severity`` stays where it was, so a finding flapping between
+two severities is announced once, not on every rise.
+
+Resolution is by absence, and only on evidence: a finding resolves when the table it is on was evaluated (it
+had traffic in a window of this run) and the end of the latest evaluated window of that table (its *horizon*)
+is at least ``resolve_after_seconds`` after the finding's ``last_seen``. A table with no traffic in the run
+proves nothing (CloudTrail data events may have been turned off, or the ingest may be behind), so its findings
+stay open until traffic is evaluated again. Measuring from the evaluated horizon rather than the clock means
+an evaluator catching up on a backlog never resolves a finding that the windows it has not read yet still show.
+
+Re-evaluating windows already evaluated (a retry after a crash, two evaluators racing) is harmless: a sighting
+that is not newer than the stored ``last_seen`` never re-opens a resolved finding, and a finding already open
+gets no second ``new`` event.
+
+Suppress and snooze rules (``SUPPRESS_RULES_JSON``) are a JSON list of objects::
+
+    [{"table": "Sessions*", "kind": "scan", "principal": "arn:aws:iam::*:role/nightly-*",
+      "until": "2026-12-31T00:00:00Z", "reason": "nightly export, being replaced by S3 export (JIRA-42)"}]
+
+``table`` and ``principal`` are shell-style globs (case-sensitive), ``kind`` a finding kind, and at least one
+of the three must be given; a finding matches when every given field matches (``principal`` matches the
+``principal`` evidence field, so a finding without one never matches a principal rule). ``until`` snoozes the
+finding until then; without it the rule suppresses for good. ``reason`` is required. A matching finding is
+still evaluated and stored, with the rule's reason, but no event is published for it. When a snooze ends and
+the finding is still open, its first unmuted sighting is published as ``new``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from fnmatch import fnmatchcase
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from auditor.exceptions import ConfigurationError
+from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z, utc
+
+#: (account, region, table) of an audited table.
+TableKey = tuple[str | None, str | None, str]
+
+
+class FindingStatus(StrEnum):
+    """Where a finding is in its lifecycle."""
+
+    NEW = "new"
+    ONGOING = "ongoing"
+    WORSENED = "worsened"
+    RESOLVED = "resolved"
+
+    @property
+    def is_open(self) -> bool:
+        """Every status but ``resolved``."""
+        return self is not FindingStatus.RESOLVED
+
+
+class EventKind(StrEnum):
+    """What a published message says happened to a finding."""
+
+    NEW = "new"
+    WORSENED = "worsened"
+    RESOLVED = "resolved"
+
+
+def table_key(finding: Finding) -> TableKey:
+    """The audited table a finding is on."""
+    return (finding.account, finding.region, finding.table)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Suppress / snooze rules
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class SuppressRule(BaseModel):
+    """One suppress (no ``until``) or snooze (``until``) rule."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: str | None = Field(default=None, min_length=1)
+    kind: FindingKind | None = None
+    principal: str | None = Field(default=None, min_length=1)
+    until: datetime | None = None
+    reason: str = Field(min_length=1, max_length=500)
+
+    @field_validator("until")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return utc(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _names_something(self) -> SuppressRule:
+        if self.table is None and self.kind is None and self.principal is None:
+            raise ValueError("a rule must name at least one of table, kind or principal")
+        return self
+
+    def active(self, now: datetime) -> bool:
+        """A suppress rule is always active; a snooze until its ``until``."""
+        return self.until is None or utc(now) < self.until
+
+    def matches(self, finding: Finding, now: datetime) -> bool:
+        """Whether this rule mutes ``finding`` at ``now``."""
+        if not self.active(now):
+            return False
+        if self.table is not None and not fnmatchcase(finding.table, self.table):
+            return False
+        if self.kind is not None and finding.kind is not self.kind:
+            return False
+        if self.principal is not None:
+            principal = finding.evidence.get("principal")
+            if not isinstance(principal, str) or not fnmatchcase(principal, self.principal):
+                return False
+        return True
+
+
+_RULES = TypeAdapter(list[SuppressRule])
+
+
+def parse_suppress_rules(text: str | None) -> tuple[SuppressRule, ...]:
+    """Parse ``SUPPRESS_RULES_JSON``; empty or unset means no rules.
+
+    Raises:
+        ConfigurationError: the document is not JSON, not a list, or a rule is invalid (the message names
+            the rule's position and field).
+    """
+    if text is None or not text.strip():
+        return ()
+    try:
+        return tuple(_RULES.validate_json(text))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "json_invalid":
+            raise ConfigurationError(f"SUPPRESS_RULES_JSON is not valid JSON: {err['msg']}") from exc
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        raise ConfigurationError(f"SUPPRESS_RULES_JSON is invalid at {loc or '(root)'}: {err['msg']}") from exc
+
+
+def matching_rule(rules: Iterable[SuppressRule], finding: Finding, now: datetime) -> SuppressRule | None:
+    """The first rule that mutes ``finding`` at ``now``."""
+    return next((r for r in rules if r.matches(finding, now)), None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# States, events and changes
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class FindingState(BaseModel):
+    """A finding as the service remembers it between evaluations.
+
+    ``finding`` is the latest sighting, with ``first_seen`` (earliest ever, across re-openings) and
+    ``last_seen`` (latest) of the whole history. ``version`` belongs to the store (optimistic concurrency;
+    0 means never stored).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    finding: Finding
+    status: FindingStatus
+    #: When the current episode opened (first sighting, or the re-opening).
+    opened_at: datetime
+    #: When the state last changed.
+    updated_at: datetime
+    #: The severity of the last ``new``/``worsened`` event published in this episode (None: not published).
+    published_severity: Severity | None = None
+    resolved_at: datetime | None = None
+    #: The reason of the suppress/snooze rule that muted the latest decision, if any.
+    muted_reason: str | None = None
+    #: The end of that snooze (None with a reason: suppressed for good).
+    muted_until: datetime | None = None
+    version: int = Field(default=0, ge=0)
+
+    @field_validator("opened_at", "updated_at", "resolved_at", "muted_until")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return utc(value) if value is not None else None
+
+    @property
+    def id(self) -> str:
+        """The finding id (stable across runs)."""
+        return self.finding.id
+
+    @property
+    def first_seen(self) -> datetime:
+        """Earliest sighting ever."""
+        return self.finding.first_seen
+
+    @property
+    def last_seen(self) -> datetime:
+        """Latest sighting."""
+        return self.finding.last_seen
+
+    @property
+    def is_open(self) -> bool:
+        """Not resolved."""
+        return self.status.is_open
+
+    @property
+    def muted(self) -> bool:
+        """A rule muted the latest decision."""
+        return self.muted_reason is not None
+
+
+class FindingEvent(BaseModel):
+    """A message to publish: what happened to which finding (the finding as of the event)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: EventKind
+    finding: Finding
+    at: datetime
+    #: For ``worsened``: the severity published before.
+    previous_severity: Severity | None = None
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return utc(value)
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """One finding's new state, the state it replaces, and the event to publish with it (if any)."""
+
+    previous: FindingState | None
+    state: FindingState
+    event: FindingEvent | None = None
+    #: The event a rule muted (so it is counted, never published).
+    muted_event: EventKind | None = None
+
+    @property
+    def id(self) -> str:
+        """The finding id."""
+        return self.state.id
+
+    def without_event(self) -> StateChange:
+        """The same state change, publishing nothing."""
+        return replace(self, event=None)
+
+
+@dataclass(slots=True)
+class Reconciliation:
+    """The outcome of one evaluation: the changed states, in id order, and the merged sightings."""
+
+    changes: list[StateChange] = field(default_factory=list)
+    #: The run's sightings by id (several windows' findings of one id merged), for re-applying on conflict.
+    sightings: dict[str, Finding] = field(default_factory=dict)
+
+    @property
+    def events(self) -> list[FindingEvent]:
+        """The events to publish (before the caller's ``publish_resolved`` filter)."""
+        return [c.event for c in self.changes if c.event is not None]
+
+    @property
+    def states(self) -> dict[str, FindingState]:
+        """The new states by id."""
+        return {c.id: c.state for c in self.changes}
+
+    def count(self, kind: EventKind) -> int:
+        """Events of ``kind`` (published or muted)."""
+        return sum(1 for c in self.changes if kind in {c.muted_event, c.event.kind if c.event else None})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Transitions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def merge_sightings(findings: Iterable[Finding]) -> dict[str, Finding]:
+    """One sighting per id: the most severe (then latest) one, spanning all their first/last seen times.
+
+    Times are floored to whole seconds, the precision findings are serialised (and stored) with, so a sighting
+    compares equal to its stored copy.
+    """
+    merged: dict[str, Finding] = {}
+    for raw in findings:
+        f = _with_times(raw, raw.first_seen.replace(microsecond=0), raw.last_seen.replace(microsecond=0))
+        seen = merged.get(f.id)
+        if seen is None:
+            merged[f.id] = f
+            continue
+        best = f if (f.severity.rank, f.last_seen) > (seen.severity.rank, seen.last_seen) else seen
+        merged[f.id] = best.model_copy(
+            update={"first_seen": min(seen.first_seen, f.first_seen), "last_seen": max(seen.last_seen, f.last_seen)}
+        )
+    return merged
+
+
+def _with_times(finding: Finding, first: datetime, last: datetime) -> Finding:
+    if finding.first_seen == first and finding.last_seen == last:
+        return finding
+    return finding.model_copy(update={"first_seen": first, "last_seen": last})
+
+
+def _mute(rule: SuppressRule | None) -> dict[str, object]:
+    return {"muted_reason": rule.reason if rule else None, "muted_until": rule.until if rule else None}
+
+
+def _same(a: FindingState, b: FindingState) -> bool:
+    ignore = {"updated_at", "version"}
+    return a.model_dump(exclude=ignore) == b.model_dump(exclude=ignore)
+
+
+def transition(
+    previous: FindingState | None,
+    seen: Finding | None,
+    *,
+    now: datetime,
+    rules: Sequence[SuppressRule] = (),
+    resolve_after_seconds: int,
+    horizon: datetime | None,
+) -> StateChange | None:
+    """The change to one finding given its stored state and this run's sighting (None: not seen).
+
+    ``horizon`` is the end of the latest evaluated window of the finding's table in this run, or None when
+    the table was not evaluated (then an unseen finding cannot resolve). Returns None when nothing changes.
+    """
+    now = utc(now)
+    if seen is not None:
+        return _seen(previous, seen, now, rules)
+    if previous is None or not previous.is_open or horizon is None:
+        return None
+    if (utc(horizon) - previous.last_seen).total_seconds() < resolve_after_seconds:
+        return None
+    rule = matching_rule(rules, previous.finding, now)
+    state = previous.model_copy(
+        update={"status": FindingStatus.RESOLVED, "resolved_at": now, "updated_at": now, **_mute(rule)}
+    )
+    if previous.published_severity is None:
+        return StateChange(previous, state)  # never announced: nothing to retract
+    if rule is not None:
+        return StateChange(previous, state, muted_event=EventKind.RESOLVED)
+    return StateChange(previous, state, FindingEvent(kind=EventKind.RESOLVED, finding=state.finding, at=now))
+
+
+def _seen(
+    previous: FindingState | None, seen: Finding, now: datetime, rules: Sequence[SuppressRule]
+) -> StateChange | None:
+    rule = matching_rule(rules, seen, now)
+    if previous is None or not previous.is_open:
+        if previous is not None and seen.last_seen <= previous.last_seen:
+            return None  # old evidence (a re-evaluated window): it does not re-open a resolved finding
+        first = min(previous.first_seen, seen.first_seen) if previous else seen.first_seen
+        finding = _with_times(seen, first, seen.last_seen)
+        state = FindingState(
+            finding=finding,
+            status=FindingStatus.NEW,
+            opened_at=now,
+            updated_at=now,
+            published_severity=None if rule else finding.severity,
+            muted_reason=rule.reason if rule else None,
+            muted_until=rule.until if rule else None,
+            version=previous.version if previous else 0,
+        )
+        if rule is not None:
+            return StateChange(previous, state, muted_event=EventKind.NEW)
+        return StateChange(previous, state, FindingEvent(kind=EventKind.NEW, finding=finding, at=now))
+
+    finding = _with_times(seen, min(previous.first_seen, seen.first_seen), max(previous.last_seen, seen.last_seen))
+    reference = previous.published_severity or previous.finding.severity
+    base = {"finding": finding, "updated_at": now, **_mute(rule)}
+    if rule is None and previous.published_severity is None:
+        # Muted until now (a snooze ended, a rule was removed): announce it for the first time.
+        state = previous.model_copy(
+            update={**base, "status": FindingStatus.NEW, "published_severity": finding.severity}
+        )
+        return StateChange(previous, state, FindingEvent(kind=EventKind.NEW, finding=finding, at=now))
+    if finding.severity.rank > reference.rank:
+        if rule is not None:
+            state = previous.model_copy(update={**base, "status": FindingStatus.WORSENED})
+            return StateChange(previous, state, muted_event=EventKind.WORSENED)
+        state = previous.model_copy(
+            update={**base, "status": FindingStatus.WORSENED, "published_severity": finding.severity}
+        )
+        event = FindingEvent(kind=EventKind.WORSENED, finding=finding, at=now, previous_severity=reference)
+        return StateChange(previous, state, event)
+    state = previous.model_copy(update={**base, "status": FindingStatus.ONGOING})
+    return None if _same(state, previous) else StateChange(previous, state)
+
+
+def reconcile(
+    previous: Mapping[str, FindingState],
+    current: Iterable[Finding],
+    now: datetime,
+    rules: Sequence[SuppressRule],
+    resolve_after_seconds: int,
+    evaluated_tables: Mapping[TableKey, datetime],
+) -> Reconciliation:
+    """Compare this run's findings with the stored states.
+
+    Args:
+        previous: stored states by id: at least the open findings of every evaluated table and the stored
+            state of every id in ``current``.
+        current: this run's findings (several windows may report the same id: they are merged).
+        now: the decision time (``opened_at``, ``resolved_at`` and event times).
+        rules: suppress/snooze rules.
+        resolve_after_seconds: absence that resolves a finding.
+        evaluated_tables: the tables evaluated in this run, each with its horizon (the end of its latest
+            evaluated window); findings of other tables never resolve in this run.
+    """
+    sightings = merge_sightings(current)
+    result = Reconciliation(sightings=sightings)
+    for fid in sorted(set(previous) | set(sightings)):
+        prev = previous.get(fid)
+        seen = sightings.get(fid)
+        subject = seen if seen is not None else previous[fid].finding
+        change = transition(
+            prev,
+            seen,
+            now=now,
+            rules=rules,
+            resolve_after_seconds=resolve_after_seconds,
+            horizon=evaluated_tables.get(table_key(subject)),
+        )
+        if change is not None:
+            result.changes.append(change)
+    return result
+
+
+def describe(event: FindingEvent) -> str:
+    """A one-line description of an event (logs, message subjects)."""
+    f = event.finding
+    if event.kind is EventKind.RESOLVED:
+        return f"resolved: {f.title} (last seen {isoformat_z(f.last_seen)})"
+    if event.kind is EventKind.WORSENED and event.previous_severity is not None:
+        return f"worsened {event.previous_severity} -> {f.severity}: {f.title}"
+    return f"new {f.severity}: {f.title}"

@@ -1,0 +1,277 @@
+"""The window evaluator (scheduled): evaluate the windows that closed, keep the findings' lifecycle, publish.
+
+One run (:func:`run_evaluation`):
+
+1. Read the cursor: the start of the last evaluated window. The first run starts at ``now - 24 h`` (aligned to
+   ``window_seconds``).
+2. The windows to evaluate are the ones after the cursor that are *closed*: ``start + window_seconds +
+   evaluation_delay_seconds <= now`` (CloudTrail delivers within ~15 minutes, so a window is only read once its
+   late files have arrived). At most ``max_windows_per_run`` per run; the rest is left for the next runs
+   (``backlog`` in the result).
+3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
+   **each table window alone** (findings are per window; the lifecycle merges sightings of one id).
+4. Reconcile with the stored states: the open findings of every evaluated table (GSI1) plus the stored state of
+   every id seen (strongly consistent). Open findings of evaluated tables not seen for ``resolve_after_seconds``
+   (measured to the end of the table's latest evaluated window) resolve. See :mod:`auditor.lifecycle`.
+5. Write each change with its publish intent in one transaction (``resolved`` events only when
+   ``publish_resolved``), conditional on the version read: on a conflict the transition is re-applied to the
+   state stored now.
+6. Advance the cursor, conditionally: if another evaluator moved it first, ours stays (the work was idempotent).
+7. Drain the outbox to SNS (this run's events and any earlier ones that failed).
+
+A crash anywhere before step 6 leaves the cursor where it was: the next run evaluates the same windows again, and
+the lifecycle turns the repeated sightings into no new events. Failed publishes stay in the outbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol
+
+import structlog
+
+from auditor.aggregates.window import TableWindow
+from auditor.config import AnalysisConfig, Settings
+from auditor.engine import evaluate
+from auditor.lifecycle import (
+    EventKind,
+    FindingState,
+    FindingStatus,
+    StateChange,
+    SuppressRule,
+    TableKey,
+    parse_suppress_rules,
+    reconcile,
+    table_key,
+    transition,
+)
+from auditor.models.finding import Finding, utc
+from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.sns import publish_pending
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+
+__all__ = ["EvaluationParams", "EvaluationResult", "WindowLoader", "closed_window_starts", "run_evaluation"]
+
+log = structlog.get_logger(__name__)
+
+#: Windows evaluated per invocation (32 x 15 minutes = 8 hours of traffic).
+DEFAULT_MAX_WINDOWS = 32
+#: How far back the first run starts.
+DEFAULT_LOOKBACK_SECONDS = 86_400
+#: Outbox entries published per invocation.
+DEFAULT_PUBLISH_LIMIT = 200
+
+
+class WindowLoader(Protocol):
+    """What the evaluator needs from the window store (:class:`auditor.sinks.window_store.WindowStore`)."""
+
+    def load_windows(self, starts: Iterable[int]) -> list[TableWindow]:
+        """One merged aggregate per (account, region, table, start) of the given windows."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationParams:
+    """The evaluator's settings (see :meth:`from_settings`)."""
+
+    analysis: AnalysisConfig
+    topic_arn: str
+    evaluation_delay_seconds: int = 1200
+    resolve_after_seconds: int = 86_400
+    publish_resolved: bool = False
+    rules: tuple[SuppressRule, ...] = ()
+    max_windows_per_run: int = DEFAULT_MAX_WINDOWS
+    initial_lookback_seconds: int = DEFAULT_LOOKBACK_SECONDS
+    publish_limit: int = DEFAULT_PUBLISH_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.max_windows_per_run < 1:
+            raise ValueError("max_windows_per_run must be >= 1")
+        if self.initial_lookback_seconds < 0 or self.evaluation_delay_seconds < 0:
+            raise ValueError("delays must be >= 0")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EvaluationParams:
+        """Parameters from the process settings (raises ConfigurationError on a missing or invalid one)."""
+        return cls(
+            analysis=settings.analysis_config(),
+            topic_arn=settings.require("findings_topic_arn"),
+            evaluation_delay_seconds=settings.evaluation_delay_seconds,
+            resolve_after_seconds=settings.resolve_after_seconds,
+            publish_resolved=settings.publish_resolved,
+            rules=parse_suppress_rules(settings.suppress_rules_json),
+        )
+
+
+@dataclass(slots=True)
+class EvaluationResult:
+    """What one run did (logged by the handler, returned as its result)."""
+
+    window_starts: list[int] = field(default_factory=list)
+    table_windows: int = 0
+    tables: int = 0
+    findings_seen: int = 0
+    #: State changes written, and how many of them moved to each status.
+    states_written: int = 0
+    new: int = 0
+    worsened: int = 0
+    resolved: int = 0
+    #: Events queued for publishing, and events a suppress/snooze rule muted.
+    events_queued: int = 0
+    muted: int = 0
+    conflicts: int = 0
+    published: int = 0
+    publish_failed: int = 0
+    cursor: int | None = None
+    cursor_advanced: bool = False
+    #: More closed windows wait for the next run.
+    backlog: bool = False
+    detector_errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready summary (window starts as the first and last only)."""
+        data = asdict(self)
+        starts = data.pop("window_starts")
+        data["windows"] = len(starts)
+        data["first_window"] = starts[0] if starts else None
+        data["last_window"] = starts[-1] if starts else None
+        return data
+
+
+def closed_window_starts(
+    cursor: int | None,
+    now: datetime,
+    *,
+    window_seconds: int,
+    delay_seconds: int,
+    max_windows: int,
+    lookback_seconds: int = DEFAULT_LOOKBACK_SECONDS,
+) -> tuple[list[int], bool]:
+    """The closed windows after ``cursor`` (at most ``max_windows``) and whether more are closed already."""
+    now_s = int(utc(now).timestamp())
+    if cursor is None:
+        start = (now_s - lookback_seconds) // window_seconds * window_seconds
+    else:
+        start = cursor // window_seconds * window_seconds + window_seconds
+    starts: list[int] = []
+    while start + window_seconds + delay_seconds <= now_s:
+        if len(starts) == max_windows:
+            return starts, True
+        starts.append(start)
+        start += window_seconds
+    return starts, False
+
+
+def _evaluate_windows(
+    windows: Sequence[TableWindow], params: EvaluationParams, result: EvaluationResult
+) -> tuple[list[Finding], dict[TableKey, datetime]]:
+    """Findings of every table window alone, and each table's horizon (end of its latest window)."""
+    findings: list[Finding] = []
+    horizons: dict[TableKey, datetime] = {}
+    for tw in windows:
+        found, errors = evaluate([tw], params.analysis)
+        findings.extend(found)
+        result.detector_errors.extend(errors)
+        end = datetime.fromtimestamp(tw.window_start + params.analysis.window_seconds, tz=UTC)
+        key = (tw.account, tw.region, tw.table)
+        horizons[key] = max(horizons.get(key, end), end)
+    return findings, horizons
+
+
+def _previous_states(
+    store: FindingsStore, tables: Iterable[TableKey], seen_ids: Iterable[str]
+) -> dict[str, FindingState]:
+    previous: dict[str, FindingState] = {}
+    for account, region, table in tables:
+        for state in store.open_findings(account, region, table):
+            previous[state.id] = state
+    previous.update(store.get_many(seen_ids))  # strongly consistent: wins over the GSI copy
+    return previous
+
+
+def run_evaluation(
+    window_store: WindowLoader,
+    findings_store: FindingsStore,
+    sns: SNSClient,
+    params: EvaluationParams,
+    now: datetime,
+) -> EvaluationResult:
+    """Evaluate the windows closed since the last run, store the findings' changes and publish them."""
+    now = utc(now)
+    result = EvaluationResult()
+    cursor = findings_store.get_cursor()
+    result.cursor = cursor
+    starts, result.backlog = closed_window_starts(
+        cursor,
+        now,
+        window_seconds=params.analysis.window_seconds,
+        delay_seconds=params.evaluation_delay_seconds,
+        max_windows=params.max_windows_per_run,
+        lookback_seconds=params.initial_lookback_seconds,
+    )
+    result.window_starts = starts
+    if starts:
+        _evaluate_and_store(window_store, findings_store, params, now, starts, result)
+        if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
+            result.cursor, result.cursor_advanced = starts[-1], True
+        else:
+            log.warning("cursor_moved_by_another_evaluator", expected=cursor, wanted=starts[-1])
+    published = publish_pending(findings_store, sns, params.topic_arn, params.publish_limit, now=now)
+    result.published, result.publish_failed = published.sent, published.failed
+    log.info("evaluation_finished", **result.as_dict())
+    return result
+
+
+def _evaluate_and_store(
+    window_store: WindowLoader,
+    store: FindingsStore,
+    params: EvaluationParams,
+    now: datetime,
+    starts: list[int],
+    result: EvaluationResult,
+) -> None:
+    windows = window_store.load_windows(starts)
+    result.table_windows = len(windows)
+    findings, horizons = _evaluate_windows(windows, params, result)
+    result.tables = len(horizons)
+    seen_ids = {f.id for f in findings}
+    result.findings_seen = len(seen_ids)
+    previous = _previous_states(store, sorted(horizons, key=lambda k: (k[0] or "", k[1] or "", k[2])), seen_ids)
+    rec = reconcile(previous, findings, now, params.rules, params.resolve_after_seconds, horizons)
+
+    def publishable(change: StateChange) -> StateChange:
+        if change.event is not None and change.event.kind is EventKind.RESOLVED and not params.publish_resolved:
+            return change.without_event()
+        return change
+
+    conflicts_before = store.conflicts
+    for change in rec.changes:
+        seen = rec.sightings.get(change.id)
+
+        def recompute(stored: FindingState | None, seen: Finding | None = seen) -> StateChange | None:
+            subject = seen if seen is not None else stored.finding if stored is not None else None
+            again = transition(
+                stored,
+                seen,
+                now=now,
+                rules=params.rules,
+                resolve_after_seconds=params.resolve_after_seconds,
+                horizon=horizons.get(table_key(subject)) if subject is not None else None,
+            )
+            return publishable(again) if again is not None else None
+
+        written = store.apply(publishable(change), recompute)
+        if written is None:
+            continue
+        status = written.state.status
+        result.states_written += 1
+        result.new += int(status is FindingStatus.NEW)
+        result.worsened += int(status is FindingStatus.WORSENED)
+        result.resolved += int(status is FindingStatus.RESOLVED)
+        result.events_queued += int(written.event is not None)
+        result.muted += int(written.muted_event is not None)
+    result.conflicts = store.conflicts - conflicts_before

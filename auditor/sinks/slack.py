@@ -1,0 +1,677 @@
+"""Slack sink: findings rendered as Block Kit messages and posted to an incoming webhook.
+
+Input contract (the SNS publisher): each SNS message is one finding event. ``Message`` is readable text and the
+message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` | ``resolved``) and
+``finding_json`` (the SPEC.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
+delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
+
+Rendering (:func:`render_finding`) respects Slack's documented Block Kit limits, truncating with ``…`` wherever
+text could exceed one: at most 50 blocks per message, header ``plain_text`` 150 characters, section text 3,000,
+section fields 10 per section and 2,000 characters each, context elements 10 per block. ``&``, ``<`` and ``>`` in
+mrkdwn text are escaped as ``&amp;``, ``&lt;``, ``&gt;`` (Slack's control characters) and a cut never splits an
+escape. The message's top-level ``text`` (the notification and accessibility fallback) is always set.
+
+Delivery (:func:`post_webhook`): ``urllib.request`` (no extra dependency), at most ``Settings.slack_max_attempts``
+attempts of ``Settings.slack_timeout_seconds`` each. Retried: HTTP 429 (after ``Retry-After``, capped), 5xx,
+timeouts and connection errors, with exponential backoff and jitter; an optional time budget (the Lambda's
+remaining time) stops retrying early. Not retried: any other status (4xx, and 3xx since redirects are not
+followed), raised as :class:`SlackDeliveryError` with Slack's error text (``invalid_blocks``, ``no_service``...).
+If Slack rejects the blocks with a 400, :func:`notify_slack` posts the plain-text version once, so a rendering
+problem degrades the message instead of losing the alert.
+
+The webhook URL is a secret: it comes from Secrets Manager (``Settings.slack_secret_arn``; the secret string is
+``{"webhook_url": "...", "redaction_salt": "..."}`` with the salt optional, or the bare URL), is cached per
+container for :data:`SECRET_MAX_AGE_SECONDS` (and dropped when Slack answers 403/404/410, so a rotated URL is
+picked up by the retry), is never logged and never appears in an error message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import orjson
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from auditor.config import Settings
+from auditor.exceptions import AuditorError, ConfigurationError
+from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
+from auditor.redact import ELLIPSIS, redact_finding, redact_text
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+
+log = structlog.get_logger(__name__)
+
+# ----------------------------------------------------------------------------- Slack's documented limits
+
+MAX_BLOCKS = 50
+MAX_HEADER_TEXT = 150
+MAX_SECTION_TEXT = 3000
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_CONTEXT_ELEMENTS = 10
+MAX_CONTEXT_TEXT = 3000
+#: The top-level ``text`` (Slack truncates at 40,000 and advises staying under 4,000).
+MAX_MESSAGE_TEXT = 3000
+
+#: Evidence is a compact list: names and values are shortened to these, and at most this many fields are shown.
+EVIDENCE_NAME_MAX = 80
+EVIDENCE_VALUE_MAX = 300
+MAX_EVIDENCE_FIELDS = 30
+
+SEVERITY_EMOJI = {
+    "critical": ":red_circle:",
+    "high": ":large_orange_circle:",
+    "medium": ":large_yellow_circle:",
+    "low": ":large_blue_circle:",
+    "info": ":white_circle:",
+}
+RESOLVED_EMOJI = ":white_check_mark:"
+STATUS_PREFIX = {"new": "", "worsened": "Worsened: ", "resolved": "Resolved: "}
+
+_ENTITIES = ("&amp;", "&lt;", "&gt;")
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Escape Slack's three control characters (``&``, ``<``, ``>``) for mrkdwn text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut; never inside an ``&amp;`` escape."""
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    cut = text[: limit - 1]
+    amp = cut.rfind("&", max(0, len(cut) - 4))
+    if amp != -1 and any(text.startswith(e, amp) and amp + len(e) > len(cut) for e in _ENTITIES):
+        cut = cut[:amp]
+    return cut + ELLIPSIS
+
+
+def _mrkdwn(text: str) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": text}
+
+
+def _field(label: str, value: str, limit: int = MAX_FIELD_TEXT) -> dict[str, Any]:
+    head = f"*{escape_mrkdwn(label)}*\n"
+    return _mrkdwn(head + truncate(escape_mrkdwn(value), limit - len(head)))
+
+
+def _code(value: str) -> str:
+    """An identifier shown as inline code (backticks inside would end it, so they become quotes)."""
+    return "`" + value.replace("`", "'") + "`"
+
+
+def _code_field(label: str, value: str | None) -> dict[str, Any]:
+    head = f"*{escape_mrkdwn(label)}*\n"
+    if not value:
+        return _mrkdwn(head + "—")
+    body = truncate(escape_mrkdwn(value.replace("`", "'")), MAX_FIELD_TEXT - len(head) - 2)
+    return _mrkdwn(f"{head}`{body}`")
+
+
+def _evidence_value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) >= 100 else f"{value:.4g}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and all(not isinstance(v, Mapping | list) for v in value.values()):
+        return ", ".join(f"{k}={'null' if v is None else v}" for k, v in value.items()) or "{}"
+    return orjson.dumps(value, default=str).decode()
+
+
+def _slack_date(iso: Any) -> str:
+    """A Slack date token (shown in the reader's time zone) with the ISO time as its fallback."""
+    text = str(iso or "")
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return escape_mrkdwn(text) or "—"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{escape_mrkdwn(text)}>"
+
+
+def _evidence_order(kind: str, evidence: Mapping[str, Any]) -> list[str]:
+    try:
+        required = list(REQUIRED_EVIDENCE[FindingKind(kind)])
+    except ValueError:
+        required = []
+    first = [k for k in required if k in evidence]
+    return first + [k for k in evidence if k not in first]
+
+
+def render_finding(
+    finding: Mapping[str, Any], *, status: str | None = None, previous_severity: str | None = None
+) -> dict[str, Any]:
+    """The Slack message (``text`` and ``blocks``) for one Finding JSON dict (already redacted if it must be).
+
+    ``status`` is the event (``new``, ``worsened``, ``resolved``); ``previous_severity`` is shown for ``worsened``.
+    """
+    severity = str(finding.get("severity") or "info")
+    kind = str(finding.get("kind") or "")
+    table = str(finding.get("table") or "")
+    title = str(finding.get("title") or f"{kind} finding on {table}")
+    status_key = (status or "").lower()
+    emoji = RESOLVED_EMOJI if status_key == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
+    prefix = STATUS_PREFIX.get(status_key, "")
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {
+                "type": "plain_text",
+                "text": truncate(f"{emoji} {prefix}{title}", MAX_HEADER_TEXT),
+                "emoji": True,
+            },
+        },
+        {
+            "type": "section",
+            "fields": [
+                _code_field("Table", table),
+                _code_field("Index", finding.get("index")),
+                _field("Kind", kind.replace("_", " ") or "—"),
+                _field("Status", status or "—"),
+                _field("Severity", f"{previous_severity} → {severity}" if previous_severity else severity),
+                *(
+                    [_field("Account / region", f"{finding.get('account') or '—'} / {finding.get('region') or '—'}")]
+                    if finding.get("account") or finding.get("region")
+                    else []
+                ),
+            ][:MAX_FIELDS],
+        },
+    ]
+    summary = str(finding.get("summary") or "")
+    if summary:
+        blocks.append({"type": "section", "text": _mrkdwn(truncate(escape_mrkdwn(summary), MAX_SECTION_TEXT))})
+    tail = _tail_blocks(finding)
+    blocks.extend(_evidence_blocks(kind, finding.get("evidence"), MAX_BLOCKS - len(blocks) - len(tail)))
+    blocks.extend(tail)
+    text = f"{severity.upper()} {status_key or 'finding'}: {title} ({table})"
+    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+
+
+def _evidence_blocks(kind: str, evidence: Any, budget: int) -> list[dict[str, Any]]:
+    if not isinstance(evidence, Mapping) or not evidence or budget <= 0:
+        return []
+    names = _evidence_order(kind, evidence)
+    fields = [
+        _field(
+            truncate(n.replace("_", " "), EVIDENCE_NAME_MAX), truncate(_evidence_value(evidence[n]), EVIDENCE_VALUE_MAX)
+        )
+        for n in names
+    ]
+    if len(fields) <= min(MAX_EVIDENCE_FIELDS, budget * MAX_FIELDS):
+        shown_max = len(fields)
+    else:  # one block is kept for the "more fields" note
+        shown_max = min(MAX_EVIDENCE_FIELDS, (budget - 1) * MAX_FIELDS)
+    shown, hidden = fields[:shown_max], len(fields) - shown_max
+    blocks: list[dict[str, Any]] = []
+    for i in range(0, len(shown), MAX_FIELDS):
+        block: dict[str, Any] = {"type": "section", "fields": shown[i : i + MAX_FIELDS]}
+        if i == 0:
+            block["text"] = _mrkdwn("*Evidence*")
+        blocks.append(block)
+    if hidden:
+        more = f"+{hidden} more evidence field{'s' if hidden != 1 else ''} in the finding store"
+        blocks.append({"type": "context", "elements": [_mrkdwn(more)]})
+    return blocks[:budget]
+
+
+def _tail_blocks(finding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    fix = str(finding.get("recommendation") or "")
+    if fix:
+        head = "*Fix*\n"
+        blocks.append(
+            {"type": "section", "text": _mrkdwn(head + truncate(escape_mrkdwn(fix), MAX_SECTION_TEXT - len(head)))}
+        )
+    elements = [
+        f"Finding {_code(truncate(escape_mrkdwn(str(finding.get('id') or '—')), 200))}",
+        f"First seen {_slack_date(finding.get('first_seen'))}",
+        f"Last seen {_slack_date(finding.get('last_seen'))}",
+    ]
+    blocks.append(
+        {
+            "type": "context",
+            "elements": [_mrkdwn(truncate(e, MAX_CONTEXT_TEXT)) for e in elements][:MAX_CONTEXT_ELEMENTS],
+        }
+    )
+    return blocks
+
+
+def render_text_message(message: str, attributes: Mapping[str, str]) -> dict[str, Any]:
+    """The Slack message for an event without a usable finding: its readable text, headed by its attributes."""
+    severity = attributes.get("severity", "")
+    status = attributes.get("status", "")
+    table = attributes.get("table", "")
+    kind = attributes.get("kind", "")
+    emoji = RESOLVED_EMOJI if status == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
+    label = " ".join(p for p in (status if status in STATUS_PREFIX else "", kind.replace("_", " "), "finding") if p)
+    header = f"{emoji} {label[0].upper()}{label[1:]}" + (f" on {table}" if table else "")
+    body = escape_mrkdwn(message.strip() or "(the message had no text)")
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": truncate(header, MAX_HEADER_TEXT), "emoji": True}}
+    ]
+    chunks = _chunks(body, MAX_SECTION_TEXT)
+    shown = chunks[: MAX_BLOCKS - 2]
+    if len(shown) < len(chunks):
+        shown[-1] = truncate(shown[-1], len(shown[-1]) - 1)  # ends in "…": the rest did not fit
+    blocks.extend({"type": "section", "text": _mrkdwn(chunk)} for chunk in shown)
+    blocks.append(
+        {"type": "context", "elements": [_mrkdwn("Structured finding unavailable: showing the message text.")]}
+    )
+    text = f"{severity.upper() or 'FINDING'} {status or 'finding'}: {message.strip()}"
+    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks}
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    """Split escaped mrkdwn into pieces of at most ``size`` characters, at a newline when there is one."""
+    out: list[str] = []
+    while len(text) > size:
+        cut = text.rfind("\n", size // 2, size)
+        if cut == -1:
+            cut = size
+            amp = text.rfind("&", max(0, cut - 4), cut)
+            if amp != -1 and any(text.startswith(e, amp) and amp + len(e) > cut for e in _ENTITIES):
+                cut = amp
+        out.append(text[:cut])
+        text = text[cut:].lstrip("\n")
+    if text:
+        out.append(text)
+    return out
+
+
+def text_only(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The plain-text version of a message (what is posted when Slack rejects its blocks)."""
+    return {"text": str(payload.get("text") or "DynamoDB audit finding")}
+
+
+# ----------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class FindingNotification:
+    """One SNS finding message: its id, the readable text and the string message attributes."""
+
+    message_id: str
+    message: str
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_finding(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """(Finding JSON dict, None) for a valid ``finding_json`` attribute, else (None, why it is unusable).
+
+    Unknown top-level fields are ignored, so a publisher adding fields does not turn messages into fallbacks.
+    """
+    if not raw:
+        return None, "finding_json attribute missing"
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return None, f"finding_json is not JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, "finding_json is not a JSON object"
+    try:
+        finding = Finding.model_validate({k: v for k, v in data.items() if k in Finding.model_fields})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return None, f"finding_json is not a Finding: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    return finding.model_dump(mode="json"), None
+
+
+def build_message(event: FindingNotification, *, redact: bool = True, salt: str = "") -> tuple[dict[str, Any], bool]:
+    """(Slack message, whether it was rendered from the structured finding) for one event."""
+    finding, problem = parse_finding(event.attributes.get("finding_json"))
+    if finding is not None:
+        if redact:
+            finding = redact_finding(finding, salt)
+        attrs = event.attributes
+        return render_finding(
+            finding, status=attrs.get("status"), previous_severity=attrs.get("previous_severity")
+        ), True
+    log.warning("slack_finding_json_unusable", message_id=event.message_id, problem=problem)
+    text = redact_text(event.message, salt) if redact else event.message
+    return render_text_message(text, event.attributes), False
+
+
+# ----------------------------------------------------------------------------- the webhook secret
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSecret:
+    """The webhook URL and the optional redaction salt (kept out of ``repr`` so they never reach a log)."""
+
+    webhook_url: str = field(repr=False)
+    redaction_salt: str = field(default="", repr=False)
+
+
+#: Seconds a container keeps the secret before reading it again.
+SECRET_MAX_AGE_SECONDS = 900.0
+_SECRET_CACHE: dict[str, tuple[float, SlackSecret]] = {}
+
+
+def parse_slack_secret(secret_string: str) -> SlackSecret:
+    """``{"webhook_url": ..., "redaction_salt": ...}`` or a bare URL; errors never quote the secret."""
+    text = secret_string.strip()
+    if text.startswith("{"):
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise ConfigurationError("the Slack secret is neither a JSON object nor a URL") from None
+        url = data.get("webhook_url") if isinstance(data, dict) else None
+        if not isinstance(url, str) or not url.strip():
+            raise ConfigurationError('the Slack secret JSON has no "webhook_url" string')
+        salt = data.get("redaction_salt") or ""
+        if not isinstance(salt, str):
+            raise ConfigurationError('the Slack secret\'s "redaction_salt" must be a string')
+        secret = SlackSecret(url.strip(), salt)
+    else:
+        secret = SlackSecret(text)
+    check_webhook_url(secret.webhook_url)
+    return secret
+
+
+def check_webhook_url(url: str) -> None:
+    """Only ``https`` URLs (``http`` only to the loopback interface, for local runs); never quotes the URL."""
+    parts = urlsplit(url)
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise ConfigurationError("the Slack webhook URL must be an https:// URL")
+
+
+def get_slack_secret(
+    client: SecretsManagerClient,
+    secret_arn: str,
+    *,
+    max_age_seconds: float = SECRET_MAX_AGE_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> SlackSecret:
+    """The Slack secret, read from Secrets Manager once per container (and again after ``max_age_seconds``)."""
+    now = clock()
+    cached = _SECRET_CACHE.get(secret_arn)
+    if cached is not None and now - cached[0] < max_age_seconds:
+        return cached[1]
+    try:
+        response = client.get_secret_value(SecretId=secret_arn)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "error")
+        raise ConfigurationError(f"cannot read the Slack secret {secret_arn}: {code}") from exc
+    except BotoCoreError as exc:
+        raise ConfigurationError(f"cannot read the Slack secret {secret_arn}: {type(exc).__name__}") from exc
+    secret_string = response.get("SecretString")
+    if not secret_string:
+        raise ConfigurationError(f"the Slack secret {secret_arn} has no SecretString")
+    secret = parse_slack_secret(secret_string)
+    _SECRET_CACHE[secret_arn] = (now, secret)
+    return secret
+
+
+def forget_slack_secret(secret_arn: str | None = None) -> None:
+    """Drop the cached secret (all of them when ``secret_arn`` is None)."""
+    if secret_arn is None:
+        _SECRET_CACHE.clear()
+    else:
+        _SECRET_CACHE.pop(secret_arn, None)
+
+
+# ----------------------------------------------------------------------------- posting
+
+
+class SlackDeliveryError(AuditorError):
+    """Slack did not accept the message (``retryable``: a later retry may succeed)."""
+
+    def __init__(self, message: str, *, status: int | None, attempts: int, retryable: bool, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.retryable = retryable
+        self.body = body
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A message Slack accepted: its HTTP status and the attempts it took."""
+
+    status: int
+    attempts: int
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook never redirects; following one could send the message elsewhere. 3xx becomes an error."""
+
+    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+USER_AGENT = "ddb-traffic-auditor-notifier"
+
+
+def _body_text(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace").strip()
+    return "".join(c if c.isprintable() else " " for c in text)[:200]
+
+
+def retry_after_seconds(value: str | None, *, now: Callable[[], float] = time.time) -> float | None:
+    """A ``Retry-After`` header in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - now()
+    return max(0.0, seconds) if seconds == seconds else None  # NaN is unreadable
+
+
+def post_webhook(
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    timeout: float,
+    max_attempts: int,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: Callable[[], float] = random.random,
+    clock: Callable[[], float] = time.monotonic,
+    budget_seconds: float | None = None,
+    base_delay: float = 0.5,
+    max_delay: float = 8.0,
+    max_retry_after: float = 30.0,
+) -> Delivery:
+    """POST ``payload`` as JSON to the webhook, retrying transient failures; raises :class:`SlackDeliveryError`.
+
+    The wait before attempt ``n + 1`` is ``Retry-After`` for a 429 (capped at ``max_retry_after``), else an
+    exponential backoff ``min(max_delay, base_delay * 2**(n-1))`` with jitter (between half and all of it).
+    With ``budget_seconds``, no attempt starts that could not finish (wait plus timeout) within the budget.
+    """
+    check_webhook_url(url)
+    body = orjson.dumps(payload)
+    started = clock()
+    attempt = 0
+    while True:
+        attempt += 1
+        request = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT},
+        )
+        retry_after: float | None = None
+        last_status: int | None = None
+        text = ""
+        try:
+            with _OPENER.open(request, timeout=timeout) as response:
+                status = int(response.status)
+                response.read(1024)
+            log.info("slack_posted", status=status, attempts=attempt)
+            return Delivery(status=status, attempts=attempt)
+        except urllib.error.HTTPError as exc:
+            status, text = exc.code, _body_text(exc.read(1024) if exc.fp is not None else b"")
+            exc.close()
+            if status != 429 and status < 500:
+                raise SlackDeliveryError(
+                    f"Slack rejected the message: HTTP {status} {text or exc.reason} (not retried)",
+                    status=status,
+                    attempts=attempt,
+                    retryable=False,
+                    body=text,
+                ) from None
+            if status == 429:
+                retry_after = retry_after_seconds(exc.headers.get("Retry-After"))
+            problem = f"HTTP {status} {text}".strip()
+            last_status = status
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+            # URLError is an OSError; its reason (never the URL) says what failed: refused, timed out, reset...
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            problem = f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+        if attempt >= max_attempts:
+            raise SlackDeliveryError(
+                f"Slack webhook failed after {attempt} attempt{'s' if attempt != 1 else ''}: {problem}",
+                status=last_status,
+                attempts=attempt,
+                retryable=True,
+                body=text,
+            )
+        if retry_after is not None:
+            delay = min(retry_after, max_retry_after)
+        else:
+            backoff = min(max_delay, base_delay * 2 ** (attempt - 1))
+            delay = backoff / 2 + rng() * backoff / 2
+        if budget_seconds is not None and clock() - started + delay + timeout > budget_seconds:
+            raise SlackDeliveryError(
+                f"Slack webhook failed after {attempt} attempt{'s' if attempt != 1 else ''} and no time is left "
+                f"for another: {problem}",
+                status=last_status,
+                attempts=attempt,
+                retryable=True,
+                body=text,
+            )
+        log.warning("slack_post_retry", attempt=attempt, problem=problem, retry_in=round(delay, 3))
+        sleep(delay)
+
+
+# ----------------------------------------------------------------------------- the notifier
+
+
+@dataclass(slots=True)
+class NotifyResult:
+    """What happened to a batch of finding events."""
+
+    delivered: int = 0
+    #: Delivered as plain text after Slack rejected the blocks (400).
+    text_only: int = 0
+    #: Delivered from the readable message because ``finding_json`` was missing or invalid.
+    from_message: int = 0
+    failed: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "delivered": self.delivered,
+            "text_only": self.text_only,
+            "from_message": self.from_message,
+            "failed": self.failed,
+        }
+
+
+#: Statuses meaning the webhook itself is gone or forbidden (revoked, channel archived): re-read the secret.
+_STALE_WEBHOOK = frozenset({403, 404, 410})
+
+
+def notify_slack(
+    events: Sequence[FindingNotification],
+    *,
+    secrets_client: SecretsManagerClient,
+    settings: Settings,
+    sleep: Callable[[float], None] = time.sleep,
+    budget_seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> NotifyResult:
+    """Render and post every event; raise :class:`SlackDeliveryError` at the end if any could not be delivered.
+
+    Every event is attempted even if an earlier one failed; the error raised names how many failed, so the
+    caller (the Lambda) fails and the event is retried, then dead-lettered, never dropped silently.
+    """
+    secret_arn = settings.require("slack_secret_arn")
+    secret = get_slack_secret(secrets_client, secret_arn)
+    result = NotifyResult()
+    errors: list[SlackDeliveryError] = []
+    started = clock()
+    for event in events:
+        bound = log.bind(message_id=event.message_id)
+        payload, structured = build_message(event, redact=settings.redact_keys, salt=secret.redaction_salt)
+        remaining = None if budget_seconds is None else budget_seconds - (clock() - started)
+        post = _poster(secret.webhook_url, settings, sleep=sleep, clock=clock, budget_seconds=remaining)
+        try:
+            try:
+                post(payload)
+            except SlackDeliveryError as exc:
+                if exc.status != 400 or "blocks" not in payload:
+                    raise
+                bound.warning("slack_blocks_rejected", slack_error=exc.body)
+                post(text_only(payload))
+                result.text_only += 1
+        except SlackDeliveryError as exc:
+            if exc.status in _STALE_WEBHOOK:
+                forget_slack_secret(secret_arn)
+            bound.error("slack_delivery_failed", error=str(exc), status=exc.status, attempts=exc.attempts)
+            errors.append(exc)
+            result.failed += 1
+            continue
+        result.delivered += 1
+        result.from_message += 0 if structured else 1
+    if errors:
+        first = errors[0]
+        raise SlackDeliveryError(
+            f"{len(errors)} of {len(events)} Slack message{'s' if len(events) != 1 else ''} not delivered: {first}",
+            status=first.status,
+            attempts=first.attempts,
+            retryable=any(e.retryable for e in errors),
+            body=first.body,
+        )
+    return result
+
+
+def _poster(
+    url: str,
+    settings: Settings,
+    *,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    budget_seconds: float | None,
+) -> Callable[[Mapping[str, Any]], Delivery]:
+    def post(payload: Mapping[str, Any]) -> Delivery:
+        return post_webhook(
+            url,
+            payload,
+            timeout=settings.slack_timeout_seconds,
+            max_attempts=settings.slack_max_attempts,
+            sleep=sleep,
+            clock=clock,
+            budget_seconds=budget_seconds,
+        )
+
+    return post

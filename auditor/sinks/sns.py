@@ -1,0 +1,238 @@
+"""Publishing finding events to the findings topic (SNS), from the outbox.
+
+The message contract (subscribers, e-mail readers and the Slack notifier rely on it)
+====================================================================================
+
+One SNS message per finding event (``new``, ``worsened``, ``resolved``), ``MessageStructure`` not set:
+
+``Subject``
+    ``[HIGH] new: Hot key on Orders`` — ASCII only, at most 99 characters (SNS rejects 100 and more), one line.
+``Message``
+    Readable plain text for people (e-mail subscriptions): the title; status, severity, table and index, account
+    and region, first and last seen; the summary; the key evidence (one ``name: value`` line each); the
+    recommendation; the finding id.
+``MessageAttributes`` (all ``DataType: String``), usable in subscription filter policies:
+
+    ==============  ========================================================================================
+    ``kind``        the finding kind (``scan``, ``hot_key``, ...)
+    ``severity``    ``critical`` | ``high`` | ``medium`` | ``low`` | ``info`` (the current severity)
+    ``table``       the audited table name
+    ``status``      ``new`` | ``worsened`` | ``resolved`` (what happened)
+    ``finding_id``  the stable finding id
+    ``event_id``    a stable id of this publish: the same on a retried publish (deduplicate on it)
+    ``finding_json`` the finding as JSON (SPEC.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
+                    ``last_seen``). When the whole message would exceed SNS's 256 KB, the ``evidence`` is cut
+                    to the fields SPEC.md requires and ``"evidence_truncated": true`` is added to it.
+    ``previous_severity`` only on ``worsened``: the severity published before.
+    ==============  ========================================================================================
+
+A consumer of an SNS-triggered Lambda reads ``Records[i].Sns.MessageAttributes.finding_json.Value`` (SNS turns
+``StringValue`` into ``{"Type": "String", "Value": ...}``) and ``...status.Value``; through SQS without raw
+delivery the same ``MessageAttributes`` are in the JSON envelope of the message body.
+
+Delivery: :func:`publish_pending` drains the outbox oldest first. An entry is deleted only after SNS accepted it;
+a failed publish (any ``ClientError`` or ``BotoCoreError``: topic gone, wrong ARN, throttled, endpoint down) stays
+pending with ``attempts`` + 1 and is retried by the next run. Nothing is lost; an entry is published twice only if
+its delete fails after SNS accepted it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+
+from auditor.lifecycle import EventKind, FindingEvent
+from auditor.models.finding import REQUIRED_EVIDENCE, Finding, isoformat_z, utc
+from auditor.sinks.findings_store import FindingsStore, OutboxEntry
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sns.type_defs import MessageAttributeValueTypeDef
+
+__all__ = ["MAX_MESSAGE_BYTES", "MAX_SUBJECT_CHARS", "PublishResult", "SnsMessage", "publish_pending", "render"]
+
+log = structlog.get_logger(__name__)
+
+#: SNS's limit on a whole message (body plus attribute names, types and values).
+MAX_MESSAGE_BYTES = 262_144
+#: SNS subjects must be shorter than 100 characters.
+MAX_SUBJECT_CHARS = 99
+#: Room kept below :data:`MAX_MESSAGE_BYTES` for anything SNS counts that we do not.
+_SAFETY_BYTES = 2_048
+#: Longest rendered evidence value in the text, and most evidence lines.
+_MAX_VALUE_CHARS = 200
+_MAX_EVIDENCE_LINES = 15
+_MAX_TEXT_CHARS = 32_000
+
+
+@dataclass(frozen=True, slots=True)
+class SnsMessage:
+    """One rendered message: subject, text and string attributes."""
+
+    subject: str
+    text: str
+    attributes: dict[str, str]
+
+    def size(self) -> int:
+        """Bytes SNS counts towards its 256 KB limit."""
+        attrs = sum(len(k.encode()) + len(b"String") + len(v.encode()) for k, v in self.attributes.items())
+        return len(self.text.encode()) + attrs
+
+    def message_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
+        """The ``MessageAttributes`` parameter of ``Publish``."""
+        return {k: {"DataType": "String", "StringValue": v} for k, v in self.attributes.items()}
+
+
+@dataclass(slots=True)
+class PublishResult:
+    """What one drain of the outbox did."""
+
+    sent: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _ascii(text: str) -> str:
+    """ASCII-only, one line (accents folded, anything else dropped, whitespace collapsed)."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join(folded.split())
+
+
+def subject(event: FindingEvent) -> str:
+    """``[SEVERITY] status: title``, ASCII, at most :data:`MAX_SUBJECT_CHARS`."""
+    f = event.finding
+    text = _ascii(f"[{f.severity.value.upper()}] {event.kind.value}: {f.title}")
+    if len(text) > MAX_SUBJECT_CHARS:
+        text = text[: MAX_SUBJECT_CHARS - 3].rstrip() + "..."
+    return text
+
+
+def _value(value: Any) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+def _evidence_lines(f: Finding) -> list[str]:
+    required = REQUIRED_EVIDENCE.get(f.kind, ())
+    names = [n for n in required if n in f.evidence] + sorted(n for n in f.evidence if n not in required)
+    lines = [f"  {name}: {_value(f.evidence[name])}" for name in names[:_MAX_EVIDENCE_LINES]]
+    if len(names) > _MAX_EVIDENCE_LINES:
+        lines.append(f"  ... and {len(names) - _MAX_EVIDENCE_LINES} more in the finding JSON")
+    return lines
+
+
+def text(event: FindingEvent) -> str:
+    """The readable message body."""
+    f = event.finding
+    where = f.table + (f" (index {f.index})" if f.index else "")
+    if event.kind is EventKind.RESOLVED:
+        headline = f"RESOLVED: {f.title}"
+        status = f"resolved (not seen since {isoformat_z(f.last_seen)})"
+    elif event.kind is EventKind.WORSENED:
+        headline = f"WORSENED: {f.title}"
+        before = event.previous_severity.value if event.previous_severity else "lower"
+        status = f"worsened (severity {before} -> {f.severity.value})"
+    else:
+        headline = f"NEW: {f.title}"
+        status = "new"
+    lines = [
+        headline,
+        "",
+        f"Status:     {status}",
+        f"Severity:   {f.severity.value}",
+        f"Kind:       {f.kind.value}",
+        f"Table:      {where}",
+        f"Account:    {f.account or '-'}  Region: {f.region or '-'}",
+        f"First seen: {isoformat_z(f.first_seen)}",
+        f"Last seen:  {isoformat_z(f.last_seen)}",
+        "",
+        f.summary,
+        "",
+        "Evidence:",
+        *_evidence_lines(f),
+        "",
+        "Recommendation:",
+        f.recommendation,
+        "",
+        f"Finding id: {f.id}",
+    ]
+    body = "\n".join(lines)
+    return body if len(body) <= _MAX_TEXT_CHARS else body[: _MAX_TEXT_CHARS - 3] + "..."
+
+
+def _finding_json(f: Finding, *, trimmed: bool = False) -> str:
+    data = f.model_dump(mode="json")
+    if trimmed:
+        required = REQUIRED_EVIDENCE.get(f.kind, ())
+        data["evidence"] = {k: v for k, v in f.evidence.items() if k in required} | {"evidence_truncated": True}
+    return orjson.dumps(data).decode()
+
+
+def render(event: FindingEvent, event_id: str) -> SnsMessage:
+    """The SNS message of one event (see the module docstring for the contract)."""
+    f = event.finding
+    attributes = {
+        "kind": f.kind.value,
+        "severity": f.severity.value,
+        "table": f.table,
+        "status": event.kind.value,
+        "finding_id": f.id,
+        "event_id": event_id,
+    }
+    if event.kind is EventKind.WORSENED and event.previous_severity is not None:
+        attributes["previous_severity"] = event.previous_severity.value
+    msg = SnsMessage(subject(event), text(event), {**attributes, "finding_json": _finding_json(f)})
+    if msg.size() > MAX_MESSAGE_BYTES - _SAFETY_BYTES:
+        msg = SnsMessage(msg.subject, msg.text, {**attributes, "finding_json": _finding_json(f, trimmed=True)})
+    if msg.size() > MAX_MESSAGE_BYTES - _SAFETY_BYTES:  # even the required evidence is huge: text only
+        msg = SnsMessage(msg.subject, msg.text, attributes)
+    return msg
+
+
+def publish_one(sns: SNSClient, topic_arn: str, entry: OutboxEntry) -> str:
+    """Publish one outbox entry; returns the SNS message id (errors propagate)."""
+    msg = render(entry.event, entry.event_id)
+    resp = sns.publish(
+        TopicArn=topic_arn,
+        Subject=msg.subject,
+        Message=msg.text,
+        MessageAttributes=msg.message_attributes(),
+    )
+    return resp["MessageId"]
+
+
+def publish_pending(
+    store: FindingsStore, sns: SNSClient, topic_arn: str, limit: int = 100, *, now: datetime | None = None
+) -> PublishResult:
+    """Publish up to ``limit`` pending outbox entries, oldest first.
+
+    A sent entry is deleted; a failed one stays pending with ``attempts`` + 1 (retried on the next run).
+    ``now`` stamps failed attempts (default: the clock).
+    """
+    stamp = utc(now) if now is not None else datetime.now(UTC)
+    result = PublishResult()
+    for entry in store.pending(limit):
+        try:
+            message_id = publish_one(sns, topic_arn, entry)
+        except (ClientError, BotoCoreError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            result.failed += 1
+            result.errors.append(error)
+            log.warning(
+                "publish_failed",
+                finding_id=entry.finding_id,
+                status=entry.event.kind.value,
+                attempts=entry.attempts + 1,
+            )
+            store.mark_failed(entry, error, stamp)
+            continue
+        store.mark_sent(entry)
+        result.sent += 1
+        log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
+    return result
