@@ -55,6 +55,10 @@ class Settings(BaseModel):
     state_retention_days: int = Field(default=14, ge=1, le=400)
     #: How long (days) resolved findings are kept.
     finding_retention_days: int = Field(default=90, ge=7, le=3650)
+    #: Stream item-size watcher: keep a per-key size history only for items at least this large (bytes).
+    item_size_history_floor_bytes: int = Field(default=65_536, ge=0, le=409_600)
+    #: Stream item-size watcher: report ``large_item`` from this share of the 400 KB limit (percent).
+    large_item_threshold_pct: float = Field(default=75.0, gt=0, le=100)
 
     def require(self, name: str) -> str:
         """A service setting that must be present (a clear error names the environment variable)."""

@@ -1,0 +1,198 @@
+"""Stream item-size use case: a DynamoDB Streams batch -> observations -> size histories -> findings.
+
+For each record (:meth:`StreamItemSizeBatch.process_record`, called once per record by the handler's Powertools
+``BatchProcessor``):
+
+1. :func:`auditor.sources.streams.parse_stream_record` sizes the written item from ``NewImage``. Bad records
+   (malformed, unknown type tags, invalid base64), ``REMOVE`` events and records of ``KEYS_ONLY``/``OLD_IMAGE``
+   streams are counted and skipped: they never fail the batch.
+2. ``large_item`` (pure) on the observation.
+3. Items at or above ``history_floor_bytes`` only: the item's size history in the state table gets the sample
+   (:class:`~auditor.sinks.item_history.ItemHistoryStore`, once per record however often it is delivered), and
+   ``item_growth`` (pure) runs on the updated history. Smaller items cost no state-table request at all.
+
+Only a state-table failure raises, so that exactly that record is reported (by ``SequenceNumber``) as a batch item
+failure and retried (with bisect-on-error), while the batch's other records succeed.
+
+:meth:`StreamItemSizeBatch.finish` returns the batch's findings (one per id: a key written several times in a batch
+keeps its latest finding) plus an ``info`` ``large_item`` per table whose stream view type carries no ``NewImage``,
+and logs them. Storing and publishing them (the evaluator and outbox) is the caller's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict, Field
+
+from auditor.config import Settings
+from auditor.detectors import item_growth, large_item
+from auditor.detectors.item_growth import Config as ItemGrowthConfig
+from auditor.detectors.large_item import Config as LargeItemConfig
+from auditor.exceptions import AuditorError
+from auditor.models.finding import Finding
+from auditor.sinks.item_history import DEFAULT_MAX_SAMPLES, DEFAULT_RETENTION_DAYS, ItemHistoryStore
+from auditor.sources.streams import StreamStats, parse_stream_record
+
+__all__ = ["ItemSizeConfig", "StreamBatchResult", "StreamItemSizeBatch", "item_size_config", "process_stream_records"]
+
+log = structlog.get_logger(__name__)
+
+
+class ItemSizeConfig(BaseModel):
+    """Tuning of the stream item-size watcher."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Items at least this large (bytes) get a size history; smaller ones cost no state-table request.
+    history_floor_bytes: int = Field(default=65_536, ge=0, le=409_600)
+    #: Samples kept per item (older ones are thinned, see :mod:`auditor.sinks.item_history`).
+    max_samples: int = Field(default=DEFAULT_MAX_SAMPLES, ge=8, le=400)
+    #: A history not written for this long expires (TTL).
+    history_retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=400)
+    large_item: LargeItemConfig = Field(default_factory=LargeItemConfig)
+    item_growth: ItemGrowthConfig = Field(default_factory=ItemGrowthConfig)
+
+
+def item_size_config(settings: Settings) -> ItemSizeConfig:
+    """The watcher's config from the process settings (floor and ``large_item`` threshold are configurable).
+
+    A threshold above the default ``high_pct`` (85%) or ``critical_pct`` (95%) moves that level up with it, so the
+    first finding is then high (or critical).
+    """
+    threshold = settings.large_item_threshold_pct
+    defaults = LargeItemConfig()
+    return ItemSizeConfig(
+        history_floor_bytes=settings.item_size_history_floor_bytes,
+        large_item=LargeItemConfig(
+            threshold_pct=threshold,
+            high_pct=max(defaults.high_pct, threshold),
+            critical_pct=max(defaults.critical_pct, threshold),
+        ),
+    )
+
+
+@dataclass(slots=True)
+class StreamBatchResult:
+    """What one batch produced."""
+
+    findings: list[Finding]
+    stats: StreamStats
+    #: Records added to a size history, and records whose sample was already there (redeliveries).
+    history_updates: int = 0
+    history_duplicates: int = 0
+    #: Observed items below the history floor (no state-table request).
+    below_floor: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            **self.stats.as_dict(),
+            "findings": len(self.findings),
+            "history_updates": self.history_updates,
+            "history_duplicates": self.history_duplicates,
+            "below_floor": self.below_floor,
+        }
+
+
+@dataclass(slots=True)
+class StreamItemSizeBatch:
+    """Processes one stream batch record by record; ``store`` None means no history (sizes and large_item only)."""
+
+    store: ItemHistoryStore | None
+    config: ItemSizeConfig = field(default_factory=ItemSizeConfig)
+    stats: StreamStats = field(default_factory=StreamStats)
+    _findings: dict[str, Finding] = field(default_factory=dict, init=False)
+    _position: int = field(default=0, init=False)
+    _updates: int = field(default=0, init=False)
+    _duplicates: int = field(default=0, init=False)
+    _below_floor: int = field(default=0, init=False)
+
+    @property
+    def position(self) -> int:
+        """1-based index of the record processed last."""
+        return self._position
+
+    def process_record(self, raw: object) -> None:
+        """Process one record. Raises only when its size history cannot be written (retry the record)."""
+        self._position += 1
+        errors = self.stats.errors
+        obs = parse_stream_record(raw, self.stats, position=self._position)
+        if obs is None:
+            if self.stats.errors > errors:
+                log.warning("stream_record_skipped", position=self._position, problem=self.stats.last_problem)
+            return
+        found: list[Finding] = []
+        if obs.size_bytes < self.config.history_floor_bytes:
+            self._below_floor += 1
+        elif self.store is not None:
+            update = self.store.record(obs)
+            if update.applied:
+                self._updates += 1
+            else:
+                self._duplicates += 1
+            found += item_growth.detect(
+                obs, update.history.samples, self.config.item_growth, driver=update.history.driver
+            )
+        found += large_item.detect(obs, self.config.large_item)
+        for finding in found:
+            self._keep(finding)
+
+    def _keep(self, finding: Finding) -> None:
+        seen = self._findings.get(finding.id)
+        if seen is None:
+            self._findings[finding.id] = finding
+            return
+        latest = finding if finding.last_seen >= seen.last_seen else seen
+        first = min(finding.first_seen, seen.first_seen)
+        self._findings[finding.id] = latest.model_copy(update={"first_seen": first})
+
+    def finish(self) -> StreamBatchResult:
+        """The batch's findings (sorted, most severe first) and counters; both are logged."""
+        for ref, (view_type, at) in self.stats.insufficient_views.items():
+            log.warning(
+                "stream_view_type_insufficient",
+                table=ref.table,
+                account=ref.account,
+                region=ref.region,
+                stream_view_type=view_type,
+            )
+            self._keep(large_item.insufficient_view_type(ref.account, ref.region, ref.table, view_type, at))
+        findings = sorted(self._findings.values(), key=Finding.sort_key)
+        result = StreamBatchResult(
+            findings=findings,
+            stats=self.stats,
+            history_updates=self._updates,
+            history_duplicates=self._duplicates,
+            below_floor=self._below_floor,
+        )
+        for finding in findings:
+            log.info(
+                "item_size_finding",
+                finding_id=finding.id,
+                kind=str(finding.kind),
+                severity=str(finding.severity),
+                table=finding.table,
+                key=finding.evidence.get("key"),
+                size_bytes=finding.evidence.get("size_bytes"),
+                days_to_limit=finding.evidence.get("days_to_limit"),
+            )
+        log.info("stream_batch_processed", **result.as_dict())
+        return result
+
+
+def process_stream_records(
+    records: Iterable[object], store: ItemHistoryStore | None, config: ItemSizeConfig | None = None
+) -> tuple[StreamBatchResult, list[object]]:
+    """Process every record of a batch outside Lambda (CLI, demo); returns the result and the records that failed."""
+    batch = StreamItemSizeBatch(store, config or ItemSizeConfig())
+    failed: list[object] = []
+    for raw in records:
+        try:
+            batch.process_record(raw)
+        except (ClientError, BotoCoreError, AuditorError):
+            log.exception("stream_record_failed", position=batch.position)
+            failed.append(raw)
+    return batch.finish(), failed
