@@ -1,0 +1,434 @@
+"""``ddb-audit demo``: the deployed service, end to end, offline.
+
+It starts a local AWS endpoint (moto server) and a local HTTP server standing in for Slack, creates the
+stack's resources there (:mod:`auditor.demo.stack`), writes generated CloudTrail files into the trail bucket so
+that S3's notifications land in the trail queue, and then runs the real Lambda handlers on the real events, in
+the order AWS would: trail ingest (SQS batches), the window evaluator (schedule), SNS -> SQS, and the Slack
+notifier (SNS events). A second hour of traffic with the same problems shows that nothing is alerted twice.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+
+from auditor.config import get_settings
+from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+Announce = Callable[[str], None]
+
+#: The planted problems live in the generated account; its id appears in the records and the trail's S3 keys.
+TRAIL_ACCOUNT = "111122223333"
+
+
+@dataclass
+class DemoContext:
+    """The parts of the Lambda context object that handlers and Powertools read."""
+
+    function_name: str
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+    log_group_name: str = ""
+    log_stream_name: str = ""
+    deadline: float = field(default_factory=lambda: time.monotonic() + 300)
+
+    def __post_init__(self) -> None:
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = f"{datetime.now(UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+def lambda_context(function_name: str) -> LambdaContext:
+    """A context object for invoking a handler directly, as the Lambda runtime would."""
+    return cast("LambdaContext", DemoContext(function_name))
+
+
+@dataclass
+class RunSummary:
+    """What one pass of the pipeline did."""
+
+    objects: int = 0
+    messages: int = 0
+    batches: int = 0
+    failed_messages: int = 0
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    sns_messages: int = 0
+    slack_posts: int = 0
+
+
+@dataclass
+class DemoResult:
+    """The outcome of the whole demo."""
+
+    runs: list[RunSummary]
+    findings: list[dict[str, Any]]
+    slack_posts: list[dict[str, Any]]
+    seconds: float
+    out: Path
+    files: list[Path] = field(default_factory=list)
+
+
+def _cold_start() -> None:
+    """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
+    from auditor.sinks.slack import forget_slack_secret
+    from handlers import evaluator, notifier, trail_ingest
+
+    trail_ingest._clients.cache_clear()
+    evaluator._clients.cache_clear()
+    notifier.secrets_client.cache_clear()
+    forget_slack_secret()
+    get_settings.cache_clear()
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Set the functions' environment for the handlers (and restore the caller's afterwards)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    _cold_start()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _cold_start()
+
+
+def _queue_arn(sqs: Any, url: str) -> str:
+    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+
+
+def _receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message currently in the queue, in batches of up to 10 (as the SQS event source polls)."""
+    got: list[dict[str, Any]] = []
+    empty = 0
+    while empty < 2:
+        resp = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+        )
+        msgs = resp.get("Messages", [])
+        if not msgs:
+            empty += 1
+            continue
+        empty = 0
+        got.extend(msgs)
+    return got
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The Lambda SQS event for ``messages`` (as the event source mapping builds it)."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+def sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
+    """The Lambda SNS event for one SNS notification (as delivered to an SQS subscriber, raw delivery off)."""
+    return {
+        "Records": [
+            {
+                "EventSource": "aws:sns",
+                "EventVersion": "1.0",
+                "EventSubscriptionArn": subscription_arn,
+                "Sns": {
+                    "Type": envelope.get("Type", "Notification"),
+                    "MessageId": envelope["MessageId"],
+                    "TopicArn": envelope["TopicArn"],
+                    "Subject": envelope.get("Subject"),
+                    "Message": envelope["Message"],
+                    "Timestamp": envelope["Timestamp"],
+                    "SignatureVersion": envelope.get("SignatureVersion", "1"),
+                    "Signature": envelope.get("Signature", "EXAMPLE"),
+                    "SigningCertUrl": envelope.get("SigningCertURL", "https://sns.us-east-1.amazonaws.com/cert.pem"),
+                    "UnsubscribeUrl": envelope.get("UnsubscribeURL", "https://sns.us-east-1.amazonaws.com/unsub"),
+                    "MessageAttributes": envelope.get("MessageAttributes", {}),
+                },
+            }
+        ]
+    }
+
+
+def scheduled_event(now: datetime, rule_arn: str) -> dict[str, Any]:
+    """An EventBridge "Scheduled Event" as the schedule delivers it."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT,
+        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [rule_arn],
+        "detail": {},
+    }
+
+
+class ServiceDemo:
+    """Drives the handlers against the local stack."""
+
+    def __init__(self, stack: Stack, catcher: SlackCatcher, work: Path, announce: Announce) -> None:
+        self.stack = stack
+        self.catcher = catcher
+        self.work = work
+        self.say = announce
+        self.s3 = aws_client("s3", stack.endpoint)
+        self.sqs = aws_client("sqs", stack.endpoint)
+
+    # -- steps -------------------------------------------------------------------------------------------------
+
+    def upload_trail(self, start: datetime, seed: int, label: str) -> int:
+        """Generate an hour of traffic and put its CloudTrail files into the bucket (S3 notifies the queue)."""
+        folder = self.work / label
+        records = demo_workload(start, hours=1.0, seed=seed)
+        files = write_trail(records, folder, TRAIL_ACCOUNT, REGION, seed=seed)
+        for path in files:
+            key = path.relative_to(folder).as_posix()
+            self.s3.put_object(Bucket=self.stack.bucket, Key=key, Body=path.read_bytes())
+        logs = [f for f in files if "CloudTrail-Digest" not in f.parts]
+        self.say(
+            f"  S3      put {len(logs)} CloudTrail log files (+{len(files) - len(logs)} digests), "
+            f"{len(records):,} records, {start:%H:%M}-{start + timedelta(hours=1):%H:%M} UTC"
+        )
+        return len(files)
+
+    def redeliver_one(self) -> None:
+        """Send one S3 notification a second time, as S3 and SQS may (at-least-once delivery)."""
+        msgs = self.sqs.receive_message(QueueUrl=self.stack.trail_queue_url, MaxNumberOfMessages=1).get("Messages", [])
+        for m in msgs:
+            self.sqs.send_message(QueueUrl=self.stack.trail_queue_url, MessageBody=m["Body"])
+            self.sqs.change_message_visibility(
+                QueueUrl=self.stack.trail_queue_url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+            )
+
+    def ingest(self, summary: RunSummary) -> None:
+        """Drain the trail queue through the trail-ingest handler, ten messages per invocation."""
+        from handlers import trail_ingest
+
+        arn = _queue_arn(self.sqs, self.stack.trail_queue_url)
+        for attempt in range(5):
+            messages = _receive_all(self.sqs, self.stack.trail_queue_url)
+            if not messages:
+                break
+            failed_total = 0
+            for i in range(0, len(messages), 10):
+                batch = messages[i : i + 10]
+                resp = trail_ingest.lambda_handler(sqs_event(batch, arn), lambda_context("trail-ingest"))
+                failed = {f["itemIdentifier"] for f in (resp or {}).get("batchItemFailures", [])}
+                summary.batches += 1
+                summary.messages += len(batch)
+                failed_total += len(failed)
+                done = [m for m in batch if m["MessageId"] not in failed]
+                for m in batch:  # what SQS does when the visibility timeout of a failed message runs out
+                    if m["MessageId"] in failed:
+                        self.sqs.change_message_visibility(
+                            QueueUrl=self.stack.trail_queue_url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+                        )
+                if done:  # a batch holds at most 10 messages: one delete call
+                    self.sqs.delete_message_batch(
+                        QueueUrl=self.stack.trail_queue_url,
+                        Entries=[{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(done)],
+                    )
+            summary.failed_messages += failed_total
+            if not failed_total:
+                break
+            self.say(f"  ingest  {failed_total} messages failed (attempt {attempt + 1}); SQS redelivers them")
+        self.say(
+            f"  ingest  {summary.messages} SQS messages in {summary.batches} Lambda batches "
+            f"({summary.failed_messages} failed)"
+        )
+
+    def evaluate(self, summary: RunSummary, now: datetime) -> None:
+        from handlers import evaluator
+
+        totals: dict[str, Any] = {}
+        invocations = 0
+        while True:  # a backlog is worked off over several scheduled invocations, as the schedule would
+            result: dict[str, Any] = dict(
+                evaluator.lambda_handler(
+                    scheduled_event(now, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-evaluator"),
+                    lambda_context("window-evaluator"),
+                )
+                or {}
+            )
+            invocations += 1
+            for k in ("windows", "table_windows", "findings_seen", "new", "worsened", "resolved", "published"):
+                totals[k] = totals.get(k, 0) + int(result.get(k, 0))
+            if not result.get("backlog") or invocations >= 20:
+                break
+        summary.evaluation = totals
+        self.say(
+            f"  evaluate {invocations} scheduled invocations: {totals['windows']} closed windows, "
+            f"{totals['table_windows']} with traffic; {totals['findings_seen']} findings seen: "
+            f"{totals['new']} new, {totals['worsened']} worsened, {totals['resolved']} resolved; "
+            f"{totals['published']} published to SNS"
+        )
+
+    def notify(self, summary: RunSummary) -> None:
+        """Deliver the topic's messages to the Slack notifier (SNS -> Lambda)."""
+        from handlers import notifier
+
+        before = len(self.catcher.posts)
+        messages = _receive_all(self.sqs, self.stack.alerts_queue_url)
+        for m in messages:
+            envelope = orjson.loads(m["Body"])
+            sub = f"{self.stack.topic_arn}:{uuid.uuid4()}"
+            notifier.lambda_handler(sns_event(envelope, sub), lambda_context("slack-notifier"))
+            self.sqs.delete_message(QueueUrl=self.stack.alerts_queue_url, ReceiptHandle=m["ReceiptHandle"])
+        summary.sns_messages = len(messages)
+        summary.slack_posts = len(self.catcher.posts) - before
+        self.say(f"  SNS     {summary.sns_messages} finding messages; Slack received {summary.slack_posts} posts")
+
+    def run(self, label: str, start: datetime, seed: int, now: datetime, *, redeliver: bool) -> RunSummary:
+        summary = RunSummary()
+        summary.objects = self.upload_trail(start, seed, label)
+        if redeliver:
+            self.redeliver_one()
+        self.ingest(summary)
+        self.evaluate(summary, now)
+        self.notify(summary)
+        return summary
+
+
+def _write_report(
+    stack: Stack, out: Path, findings: list[dict[str, Any]], start: datetime, end: datetime
+) -> list[Path]:
+    """The weekly report over the demo's findings and the traffic windows in the state table."""
+    from auditor.aggregates.window import AggregateSet
+    from auditor.engine import access_patterns
+    from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
+    from auditor.report.render import write_report
+    from auditor.sinks.window_store import WindowStore
+
+    store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    step = 900
+    first = int(start.timestamp()) // step * step
+    windows = store.load_windows(range(first, int(end.timestamp()), step))
+    aggs = AggregateSet(step)
+    for tw in windows:
+        aggs.windows[(tw.account, tw.region, tw.table, tw.window_start)] = tw
+    spans = aggs.spans()
+    report = build_report_from_findings(
+        findings,
+        end,
+        week=IsoWeek.of(end),
+        access_patterns=access_patterns(spans),
+        usage=AuditorUsage(cloudtrail_data_events=sum(tw.calls for tw in windows)),
+        title="DynamoDB weekly audit (demo)",
+    )
+    html, md = write_report(report, out)
+    return [html, md]
+
+
+def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
+    """This week's findings from the state table (the evaluator's output), as SPEC.md Finding JSON."""
+    from auditor.sinks.findings_store import FindingsStore
+
+    store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    states = store.week(now)
+    return [s.finding.model_dump(mode="json") | {"status": s.status} for s in states]
+
+
+def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
+    """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``."""
+    from moto.server import ThreadedMotoServer
+
+    began = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="ddb-audit-demo-"))
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    catcher = SlackCatcher().start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        # moto keeps its state per process, not per server: start from an empty account.
+        with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10):
+            pass
+        stack = create_stack(endpoint, catcher.url)
+        announce(f"local AWS endpoint {stack.endpoint}: bucket, trail queue, topic, state table and Slack secret")
+        # Traffic in the recent past; each evaluation runs at the scheduled time just after its hour closed
+        # (the schedule's event time is the evaluator's "now").
+        hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        delay = timedelta(seconds=get_settings().evaluation_delay_seconds)
+        demo = ServiceDemo(stack, catcher, work, announce)
+        with _environment(stack.environment()):
+            announce("run 1: an hour of production traffic with planted problems")
+            start1 = hour - timedelta(hours=3)
+            first = demo.run("run1", start1, seed, start1 + timedelta(hours=1) + delay, redeliver=True)
+            announce("run 2: the next hour, the same problems: nothing new, so nothing is alerted again")
+            start2 = hour - timedelta(hours=2)
+            second = demo.run("run2", start2, seed + 1, start2 + timedelta(hours=1) + delay, redeliver=False)
+            end = start2 + timedelta(hours=1) + delay
+            findings = _stored_findings(stack, end)
+        findings_path = out / "findings.json"
+        findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
+        files = [findings_path, *_write_report(stack, out, findings, start1, end)]
+        announce(f"report: {', '.join(str(p) for p in files[1:])}")
+        return DemoResult([first, second], findings, list(catcher.posts), time.perf_counter() - began, out, files)
+    finally:
+        catcher.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def summary_text(result: DemoResult) -> str:
+    """What the demo found and sent, for a person to read."""
+    from auditor.render import render_columns
+
+    rows = [
+        (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])
+        for f in sorted(result.findings, key=lambda f: (-_RANK.get(f["severity"], 0), f["table"], f["kind"]))
+    ]
+    lines = ["", f"Findings in the state table ({len(rows)}):", ""]
+    lines.append(render_columns(rows, ("severity", "status", "kind", "table", "title")).rstrip("\n"))
+    first, *rest = result.runs
+    lines += [
+        "",
+        f"Alerts: run 1 published {first.evaluation.get('published', 0)} findings to SNS and Slack received "
+        f"{first.slack_posts} posts; run 2 published {sum(r.evaluation.get('published', 0) for r in rest)} "
+        f"(the same problems, still open: no repeat alerts).",
+    ]
+    if result.slack_posts:
+        lines.append(f"First Slack message: {result.slack_posts[0].get('text', '')[:160]}")
+    lines += [f"Files: {p}" for p in result.files]
+    lines.append(f"Finished in {result.seconds:.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+_RANK = {"critical": 5, "high": 4, "medium": 3, "low": 2, "info": 1}

@@ -1,0 +1,171 @@
+"""The stack's resources on a local AWS endpoint (moto server), for ``make demo`` and the functional tests.
+
+This mirrors ``template.yaml``: the CloudTrail bucket with its S3 -> SQS notification, the trail queue, the
+findings topic with an SQS subscription standing in for the Slack notifier's subscription, the Slack webhook
+secret, and the state table with the key design of :mod:`auditor.sinks.keys`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+
+from auditor.sinks import keys
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's account id
+
+
+def aws_client(service: str, endpoint: str) -> Any:
+    """A boto3 client for ``service`` on the local endpoint (dummy credentials)."""
+    return boto3.client(  # type: ignore[call-overload]  # service is chosen at run time
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def create_state_table(ddb: Any, name: str = "auditor-state") -> str:
+    """Create the state table exactly as template.yaml defines it (see :mod:`auditor.sinks.keys`)."""
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": a, "AttributeType": "S"}
+            for a in (keys.PK, keys.SK, keys.GSI1_PK, keys.GSI1_SK, keys.GSI2_PK, keys.GSI2_SK)
+        ],
+        KeySchema=[{"AttributeName": keys.PK, "KeyType": "HASH"}, {"AttributeName": keys.SK, "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": idx,
+                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for idx, pk, sk in (
+                (keys.GSI1, keys.GSI1_PK, keys.GSI1_SK),
+                (keys.GSI2, keys.GSI2_PK, keys.GSI2_SK),
+            )
+        ],
+    )
+    ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": keys.TTL_ATTR})
+    return name
+
+
+@dataclass
+class SlackCatcher:
+    """A local HTTP server standing in for a Slack incoming webhook: it records every JSON post."""
+
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/services/T000/B000/XXXX"
+
+    def start(self) -> SlackCatcher:
+        catcher = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    catcher.posts.append(json.loads(body))
+                except ValueError:
+                    catcher.posts.append({"raw": body.decode("utf-8", "replace")})
+                self.send_response(catcher.status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, name="slack-catcher", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+@dataclass
+class Stack:
+    """The names and addresses of the stack's resources on the local endpoint."""
+
+    endpoint: str
+    bucket: str
+    trail_queue_url: str
+    alerts_queue_url: str
+    topic_arn: str
+    secret_arn: str
+    table_name: str
+
+    def environment(self) -> dict[str, str]:
+        """The environment template.yaml gives the functions, pointed at the local endpoint."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "STATE_TABLE_NAME": self.table_name,
+            "FINDINGS_TOPIC_ARN": self.topic_arn,
+            "SLACK_SECRET_ARN": self.secret_arn,
+            "LOG_LEVEL": "WARNING",
+        }
+
+
+def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-demo") -> Stack:
+    """Create the stack's resources on ``endpoint`` and wire the S3 -> SQS and SNS -> SQS deliveries."""
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
+    s3 = aws_client("s3", endpoint)
+    sqs = aws_client("sqs", endpoint)
+    sns = aws_client("sns", endpoint)
+    secrets = aws_client("secretsmanager", endpoint)
+    ddb = aws_client("dynamodb", endpoint)
+
+    bucket = f"{prefix}-cloudtrail-{ACCOUNT}"
+    s3.create_bucket(Bucket=bucket)
+    dlq_url = sqs.create_queue(QueueName=f"{prefix}-trail-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    trail_url = sqs.create_queue(
+        QueueName=f"{prefix}-trail",
+        Attributes={
+            "VisibilityTimeout": "60",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"}),
+        },
+    )["QueueUrl"]
+    trail_arn = sqs.get_queue_attributes(QueueUrl=trail_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": trail_arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "AWSLogs/"}]}},
+                }
+            ]
+        },
+    )
+    topic_arn = sns.create_topic(Name=f"{prefix}-findings")["TopicArn"]
+    alerts_url = sqs.create_queue(QueueName=f"{prefix}-notifier")["QueueUrl"]
+    alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=alerts_arn)
+    secret_arn = secrets.create_secret(
+        Name=f"{prefix}/slack-webhook", SecretString=json.dumps({"webhook_url": webhook_url})
+    )["ARN"]
+    table = create_state_table(ddb, f"{prefix}-state")
+    return Stack(endpoint, bucket, trail_url, alerts_url, topic_arn, secret_arn, table)

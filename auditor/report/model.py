@@ -1,0 +1,1201 @@
+"""The weekly report model: pure functions from findings (and optional series) to a ``WeeklyReport``.
+
+No I/O, no clock, no environment: the report week and the generation time come in as arguments.
+
+Week boundaries are ISO weeks in UTC: a week starts on Monday 00:00:00 UTC and ends (exclusive) on the next
+Monday 00:00:00 UTC. ``2026-W49`` is 2026-11-30T00:00Z .. 2026-12-07T00:00Z.
+
+Which findings belong to a week
+    A finding is in the week when it was active during it (``first_seen < week.end`` and
+    ``last_seen >= week.start``), or when its lifecycle status is ``resolved`` with ``resolved_at`` inside the
+    week. Findings of other weeks are left out and counted in ``WeeklyReport.findings_outside_week``.
+
+Lifecycle in the report (one status per finding, for the week)
+    - ``resolved``: the stored lifecycle status is ``resolved``; or, when last week's findings are given, a
+      finding active last week that was not seen this week.
+    - ``new``: first seen this week (``first_seen >= week.start``).
+    - ``worsened``: seen before this week and more severe than last week (when last week's findings are
+      given), or, without last week's data, the stored status says ``worsened`` or the severity is above the
+      last published one.
+    - ``ongoing``: everything else (seen before and still seen this week).
+    The store's own status (``new`` until the next evaluation, then ``ongoing``) describes one evaluation, not a
+    week, which is why only ``resolved`` (and ``worsened`` as a fallback) is taken from it as is.
+
+Money
+    A finding's ``monthly_savings`` is its evidence's ``monthly_savings`` (billing_mode, table_class), else 0.
+    Findings sort by severity (most severe first), then by savings (largest first).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from auditor.exceptions import InputError
+from auditor.models.access_pattern import AccessPattern
+from auditor.models.finding import Finding, FindingKind, Severity, utc
+
+Status = Literal["new", "worsened", "ongoing", "resolved"]
+STATUSES: tuple[Status, ...] = ("new", "worsened", "ongoing", "resolved")
+OPEN_STATUSES: frozenset[str] = frozenset({"new", "worsened", "ongoing"})
+ITEM_LIMIT_BYTES = 409_600
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+#: Human names of the finding kinds (headings, action titles).
+KIND_LABELS: dict[FindingKind, str] = {
+    FindingKind.SCAN: "Scans",
+    FindingKind.THROTTLING: "Throttling",
+    FindingKind.HOT_KEY: "Hot key",
+    FindingKind.LOW_CARDINALITY_KEY: "Low-cardinality key",
+    FindingKind.LARGE_ITEM: "Large item",
+    FindingKind.ITEM_GROWTH: "Growing item",
+    FindingKind.ITEM_SIZE_EXCEEDED: "Item size exceeded",
+    FindingKind.BILLING_MODE: "Billing mode",
+    FindingKind.TABLE_CLASS: "Table class",
+    FindingKind.UNUSED_INDEX: "Unused index",
+}
+
+_DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+#: Documentation for kinds that have no registered detector yet (detectors' own ``docs_url`` wins).
+_FALLBACK_DOCS: dict[FindingKind, str] = {
+    FindingKind.SCAN: _DOCS + "bp-query-scan.html",
+    FindingKind.THROTTLING: _DOCS + "TroubleshootingThrottling.html",
+    FindingKind.HOT_KEY: _DOCS + "bp-partition-key-design.html",
+    FindingKind.LOW_CARDINALITY_KEY: _DOCS + "bp-partition-key-uniform-load.html",
+    FindingKind.LARGE_ITEM: _DOCS + "bp-use-s3-too.html",
+    FindingKind.ITEM_GROWTH: _DOCS + "bp-use-s3-too.html",
+    FindingKind.ITEM_SIZE_EXCEEDED: _DOCS + "bp-use-s3-too.html",
+    FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
+    FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
+    FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
+}
+
+
+def docs_url(kind: FindingKind) -> str:
+    """The AWS documentation page for a finding kind (the detector's own link when one is registered)."""
+    from auditor.detectors.registry import all_detectors
+
+    for det in all_detectors():
+        if det.metadata.kind == kind:
+            return str(det.metadata.docs_url)
+    return _FALLBACK_DOCS[kind]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Weeks
+# --------------------------------------------------------------------------------------------------------------
+
+
+class IsoWeek(BaseModel):
+    """An ISO-8601 week in UTC (Monday 00:00 UTC to the next Monday 00:00 UTC, end exclusive)."""
+
+    model_config = _FROZEN
+
+    year: int = Field(ge=1, le=9999)
+    week: int = Field(ge=1, le=53)
+
+    @model_validator(mode="after")
+    def _exists(self) -> IsoWeek:
+        try:
+            date.fromisocalendar(self.year, self.week, 1)
+        except ValueError as exc:
+            raise ValueError(f"{self.year} has no ISO week {self.week}") from exc
+        return self
+
+    @classmethod
+    def of(cls, moment: datetime) -> IsoWeek:
+        """The ISO week that contains ``moment`` (naive times are taken as UTC)."""
+        iso = utc(moment).isocalendar()
+        return cls(year=iso.year, week=iso.week)
+
+    @classmethod
+    def parse(cls, text: str) -> IsoWeek:
+        """Parse ``YYYY-Www`` (``2026-W49``); raises ``InputError`` on anything else."""
+        head, sep, tail = text.strip().upper().partition("-W")
+        if not sep or not head.isdigit() or not tail.isdigit():
+            raise InputError(f"week {text!r} is not an ISO week like 2026-W49")
+        try:
+            return cls(year=int(head), week=int(tail))
+        except ValidationError as exc:
+            raise InputError(f"week {text!r}: {exc.errors()[0]['msg']}") from exc
+
+    @property
+    def start(self) -> datetime:
+        """Monday 00:00:00 UTC."""
+        d = date.fromisocalendar(self.year, self.week, 1)
+        return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+    @property
+    def end(self) -> datetime:
+        """The next Monday 00:00:00 UTC (exclusive)."""
+        return self.start + timedelta(days=7)
+
+    @property
+    def label(self) -> str:
+        return f"{self.year}-W{self.week:02d}"
+
+    def previous(self) -> IsoWeek:
+        return IsoWeek.of(self.start - timedelta(days=1))
+
+    def contains(self, moment: datetime) -> bool:
+        return self.start <= utc(moment) < self.end
+
+    def __str__(self) -> str:
+        return self.label
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Optional inputs
+# --------------------------------------------------------------------------------------------------------------
+
+
+class CapacitySeries(BaseModel):
+    """One table's (or index's) CloudWatch capacity history: consumed ``Sum`` per period, provisioned units.
+
+    The same shape as one entry of the ``ddb-audit billing`` input (SPEC.md), with the table and time added.
+    """
+
+    model_config = _FROZEN
+
+    table: str
+    index: str | None = None
+    start: datetime
+    period_seconds: int = Field(default=60, ge=1)
+    consumed_read: list[float] = Field(default_factory=list)
+    consumed_write: list[float] = Field(default_factory=list)
+    provisioned_read: list[float] | None = None
+    provisioned_write: list[float] | None = None
+
+    @field_validator("start")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return utc(value)
+
+    @model_validator(mode="after")
+    def _lengths(self) -> CapacitySeries:
+        for name in ("provisioned_read", "provisioned_write"):
+            values = getattr(self, name)
+            consumed = getattr(self, name.replace("provisioned", "consumed"))
+            if values is not None and len(values) != len(consumed):
+                raise ValueError(f"{name} has {len(values)} values but consumed has {len(consumed)}")
+        return self
+
+
+class ThrottleCount(BaseModel):
+    """Throttle events of one table (or index) and cause, e.g. from the per-cause CloudWatch metrics."""
+
+    model_config = _FROZEN
+
+    table: str
+    index: str | None = None
+    cause: str
+    read_events: int = Field(default=0, ge=0)
+    write_events: int = Field(default=0, ge=0)
+
+    @property
+    def total(self) -> int:
+        return self.read_events + self.write_events
+
+
+class AuditorUsage(BaseModel):
+    """What the auditor itself consumed in the week (counts come from its own metrics or the input stats)."""
+
+    model_config = _FROZEN
+
+    cloudtrail_data_events: int = Field(default=0, ge=0)
+    cloudwatch_metrics_requested: int = Field(default=0, ge=0)
+    lambda_gb_seconds: float = Field(default=0.0, ge=0)
+    lambda_requests: int = Field(default=0, ge=0)
+
+
+class CostRates(BaseModel):
+    """Public us-east-1 prices (USD) used for the auditor's own cost estimate."""
+
+    model_config = _FROZEN
+
+    cloudtrail_per_100k_data_events: float = 0.10
+    cloudwatch_per_1k_metrics: float = 0.01
+    #: Lambda on arm64 (Graviton), the template's architecture; x86_64 is 0.0000166667.
+    lambda_per_gb_second: float = 0.0000133334
+    lambda_per_million_requests: float = 0.20
+
+
+class CostLine(BaseModel):
+    model_config = _FROZEN
+
+    item: str
+    quantity: float
+    unit: str
+    rate: str
+    usd: float
+
+
+class AuditorCost(BaseModel):
+    """The auditor's estimated cost, line by line (USD)."""
+
+    model_config = _FROZEN
+
+    lines: list[CostLine]
+    total_usd: float
+
+
+def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -> AuditorCost:
+    """Price the auditor's own usage: CloudTrail data events, CloudWatch GetMetricData metrics, Lambda."""
+    r = rates or CostRates()
+    lines = [
+        CostLine(
+            item="CloudTrail data events delivered",
+            quantity=usage.cloudtrail_data_events,
+            unit="events",
+            rate=f"${r.cloudtrail_per_100k_data_events:g} per 100,000",
+            usd=usage.cloudtrail_data_events / 100_000 * r.cloudtrail_per_100k_data_events,
+        ),
+        CostLine(
+            item="CloudWatch GetMetricData",
+            quantity=usage.cloudwatch_metrics_requested,
+            unit="metrics requested",
+            rate=f"${r.cloudwatch_per_1k_metrics:g} per 1,000",
+            usd=usage.cloudwatch_metrics_requested / 1_000 * r.cloudwatch_per_1k_metrics,
+        ),
+        CostLine(
+            item="Lambda compute",
+            quantity=usage.lambda_gb_seconds,
+            unit="GB-seconds",
+            rate=f"${r.lambda_per_gb_second:g} per GB-s",
+            usd=usage.lambda_gb_seconds * r.lambda_per_gb_second,
+        ),
+        CostLine(
+            item="Lambda requests",
+            quantity=usage.lambda_requests,
+            unit="invocations",
+            rate=f"${r.lambda_per_million_requests:g} per million",
+            usd=usage.lambda_requests / 1_000_000 * r.lambda_per_million_requests,
+        ),
+    ]
+    return AuditorCost(lines=lines, total_usd=sum(line.usd for line in lines))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Report contents
+# --------------------------------------------------------------------------------------------------------------
+
+
+class ReportFinding(BaseModel):
+    """A finding as the report shows it: its lifecycle this week and the money at stake."""
+
+    model_config = _FROZEN
+
+    finding: Finding
+    status: Status
+    monthly_savings: float = 0.0
+    previous_severity: Severity | None = None
+    resolved_at: datetime | None = None
+    docs_url: str
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
+    def sort_key(self) -> tuple[bool, int, float, str, str, str]:
+        """Open before resolved; most severe first, then the most money, then table, kind and id."""
+        f = self.finding
+        return (not self.is_open, -f.severity.rank, -self.monthly_savings, f.table, f.kind.value, f.id)
+
+
+class Action(BaseModel):
+    """One of the summary's most important actions: the findings of one kind on one table."""
+
+    model_config = _FROZEN
+
+    rank: int
+    severity: Severity
+    table: str
+    kind: FindingKind
+    headline: str
+    recommendation: str
+    monthly_savings: float
+    finding_ids: list[str]
+    status: Status
+
+
+class TableSummary(BaseModel):
+    """One audited table: its open findings, money at stake and traffic shape."""
+
+    model_config = _FROZEN
+
+    table: str
+    account: str | None
+    region: str | None
+    open_findings: int
+    by_severity: dict[Severity, int]
+    worst: Severity | None
+    kinds: list[FindingKind]
+    monthly_savings: float
+    requests: int
+    inefficient_requests: int
+
+    @property
+    def inefficient_share(self) -> float:
+        return self.inefficient_requests / self.requests if self.requests else 0.0
+
+
+class ScannerRow(BaseModel):
+    model_config = _FROZEN
+
+    principal: str | None
+    principal_name: str
+    table: str
+    operation: str
+    count: int
+    per_hour: float | None
+    severity: Severity
+    status: Status
+
+
+class HotKeyRow(BaseModel):
+    model_config = _FROZEN
+
+    table: str
+    index: str | None
+    key: str
+    share: float
+    requests: int
+    headroom_factor: float | None
+    severity: Severity
+    status: Status
+
+
+class ItemRow(BaseModel):
+    model_config = _FROZEN
+
+    table: str
+    kind: FindingKind
+    key: str | None
+    size_bytes: int | None
+    bytes_per_day: float | None
+    days_to_limit: float | None
+    rejected_writes: int | None
+    severity: Severity
+    status: Status
+
+    @property
+    def percent_of_limit(self) -> float | None:
+        return None if self.size_bytes is None else 100.0 * self.size_bytes / ITEM_LIMIT_BYTES
+
+
+class BillingRow(BaseModel):
+    model_config = _FROZEN
+
+    table: str
+    index: str | None
+    kind: FindingKind
+    current: str
+    recommended: str
+    monthly_cost_current: float | None
+    monthly_cost_recommended: float | None
+    monthly_savings: float
+    severity: Severity
+    status: Status
+
+
+class PatternTable(BaseModel):
+    """Efficient vs inefficient requests of one table (from the access-pattern catalogue)."""
+
+    model_config = _FROZEN
+
+    table: str
+    efficient_requests: int
+    inefficient_requests: int
+
+    @property
+    def requests(self) -> int:
+        return self.efficient_requests + self.inefficient_requests
+
+
+class CapacityPanel(BaseModel):
+    """Consumed vs provisioned capacity of one table and dimension, resampled for a chart (units per second)."""
+
+    model_config = _FROZEN
+
+    table: str
+    index: str | None
+    dimension: Literal["read", "write"]
+    bucket_seconds: int
+    times: list[datetime]
+    consumed: list[float]
+    provisioned: list[float | None]
+
+    @property
+    def peak_consumed(self) -> float:
+        return max(self.consumed, default=0.0)
+
+    @property
+    def peak_utilisation(self) -> float | None:
+        """The highest consumed/provisioned ratio over the buckets (None for on-demand)."""
+        ratios = [c / p for c, p in zip(self.consumed, self.provisioned, strict=True) if p]
+        return max(ratios) if ratios else None
+
+
+class Delta(BaseModel):
+    """One week-over-week number. ``lower_is_better`` tells the renderer which direction is good news."""
+
+    model_config = _FROZEN
+
+    metric: str
+    current: float
+    previous: float | None
+    unit: Literal["count", "usd"] = "count"
+    lower_is_better: bool = True
+
+    @property
+    def change(self) -> float | None:
+        return None if self.previous is None else self.current - self.previous
+
+    @property
+    def trend(self) -> Literal["better", "worse", "same", "unknown"]:
+        c = self.change
+        if c is None:
+            return "unknown"
+        if abs(c) < 1e-9:
+            return "same"
+        return "better" if (c < 0) == self.lower_is_better else "worse"
+
+
+class Summary(BaseModel):
+    """The numbers at the top of the report."""
+
+    model_config = _FROZEN
+
+    open_findings: int
+    by_severity: dict[Severity, int]
+    new: int
+    worsened: int
+    ongoing: int
+    resolved: int
+    tables_with_findings: int
+    tables_seen: int
+    monthly_savings: float
+    auditor_cost_usd: float | None
+
+
+class WeeklyReport(BaseModel):
+    """Everything the HTML and Markdown renderers show, computed once."""
+
+    model_config = _FROZEN
+
+    title: str
+    week: IsoWeek
+    generated_at: datetime
+    summary: Summary
+    actions: list[Action]
+    findings: list[ReportFinding]
+    tables: list[TableSummary]
+    scanners: list[ScannerRow]
+    hot_keys: list[HotKeyRow]
+    items: list[ItemRow]
+    billing: list[BillingRow]
+    throttles: list[ThrottleCount]
+    capacity: list[CapacityPanel]
+    access_patterns: list[AccessPattern]
+    pattern_tables: list[PatternTable]
+    deltas: list[Delta]
+    previous_week_available: bool
+    auditor_cost: AuditorCost | None
+    input_stats: dict[str, int]
+    findings_outside_week: int
+
+    def by_status(self, status: Status) -> list[ReportFinding]:
+        return [f for f in self.findings if f.status == status]
+
+    @property
+    def open_findings(self) -> list[ReportFinding]:
+        return [f for f in self.findings if f.is_open]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parsing findings (objects, SPEC JSON dicts, or lifecycle states)
+# --------------------------------------------------------------------------------------------------------------
+
+_LIFECYCLE_KEYS = ("status", "resolved_at", "published_severity", "previous_severity")
+_STATUS_ALIASES: dict[str, Status | None] = {"open": None, "active": None, "reopened": "new", "re-opened": "new"}
+
+
+class FindingInput(BaseModel):
+    """One parsed input finding with whatever lifecycle information came with it."""
+
+    model_config = _FROZEN
+
+    finding: Finding
+    status: Status | None = None
+    resolved_at: datetime | None = None
+    published_severity: Severity | None = None
+
+
+def _status(value: Any, where: str) -> Status | None:
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in _STATUS_ALIASES:
+        return _STATUS_ALIASES[text]
+    for s in STATUSES:
+        if s == text:
+            return s
+    raise InputError(f"{where}: unknown lifecycle status {value!r} (expected one of {', '.join(STATUSES)})")
+
+
+def _validation_message(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def parse_finding(item: Any, where: str = "finding") -> FindingInput:
+    """Accept a ``Finding``, a SPEC finding dict (lifecycle keys allowed), or a lifecycle state.
+
+    A lifecycle state is a dict (or pydantic model) with a ``finding`` member plus ``status``,
+    ``resolved_at`` and ``published_severity``. Unknown extra keys are ignored; a missing or invalid field
+    raises ``InputError`` naming ``where`` and the field.
+    """
+    if isinstance(item, BaseModel):
+        # Findings are re-validated too: ``model_copy(update=...)`` skips validation.
+        item = item.model_dump(mode="json")
+    if not isinstance(item, Mapping):
+        raise InputError(f"{where}: expected a finding object, got {type(item).__name__}")
+    meta: Mapping[str, Any] = item
+    body: Any = item
+    if "finding" in item and "kind" not in item:
+        body = item["finding"]
+        if isinstance(body, Finding):
+            body = body.model_dump(mode="json")
+        if not isinstance(body, Mapping):
+            raise InputError(f"{where}.finding: expected a finding object, got {type(body).__name__}")
+    fields = {k: v for k, v in body.items() if k in Finding.model_fields}
+    try:
+        finding = Finding.model_validate(fields)
+    except ValidationError as exc:
+        raise InputError(f"{where}: {_validation_message(exc)}") from exc
+    extra = {k: meta.get(k, body.get(k)) for k in _LIFECYCLE_KEYS}
+    try:
+        resolved_at = None if extra["resolved_at"] is None else utc(_as_datetime(extra["resolved_at"]))
+        published = extra["published_severity"] or extra["previous_severity"]
+        return FindingInput(
+            finding=finding,
+            status=_status(extra["status"], where),
+            resolved_at=resolved_at,
+            published_severity=None if published is None else Severity(str(published).lower()),
+        )
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{where}: invalid lifecycle field: {exc}") from exc
+
+
+def _as_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, tz=UTC)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+class FindingsDocument(BaseModel):
+    """The JSON output of ``analyze-trail`` / ``billing`` / ``audit`` (or a bare list of findings), parsed."""
+
+    model_config = _FROZEN
+
+    findings: list[FindingInput]
+    access_patterns: list[AccessPattern] = Field(default_factory=list)
+    stats: dict[str, int] = Field(default_factory=dict)
+
+
+def parse_findings_document(document: Any, source: str = "findings") -> FindingsDocument:
+    """Parse a findings document; errors name the source and the index (``file.json: findings[3]: ...``)."""
+    if isinstance(document, list):
+        raw_findings: Any = document
+        raw_patterns: Any = []
+        raw_stats: Any = {}
+    elif isinstance(document, Mapping):
+        if "findings" not in document:
+            raise InputError(f"{source}: no 'findings' member (expected the JSON output of a ddb-audit command)")
+        raw_findings = document["findings"]
+        raw_patterns = document.get("access_patterns") or []
+        raw_stats = document.get("stats") or {}
+    else:
+        raise InputError(f"{source}: expected a JSON object with 'findings' or a JSON array of findings")
+    if not isinstance(raw_findings, list):
+        raise InputError(f"{source}: 'findings' must be a JSON array")
+    if not isinstance(raw_patterns, list):
+        raise InputError(f"{source}: 'access_patterns' must be a JSON array")
+    findings = [parse_finding(item, f"{source}: findings[{i}]") for i, item in enumerate(raw_findings)]
+    patterns = []
+    for i, p in enumerate(raw_patterns):
+        try:
+            patterns.append(AccessPattern.model_validate(p))
+        except ValidationError as exc:
+            raise InputError(f"{source}: access_patterns[{i}]: {_validation_message(exc)}") from exc
+    stats = (
+        {str(k): int(v) for k, v in raw_stats.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if isinstance(raw_stats, Mapping)
+        else {}
+    )
+    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats)
+
+
+def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
+    """The capacity series of a ``ddb-audit billing`` input document (SPEC.md), one per table/index."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("series"), list):
+        raise InputError(f"{source}: expected a billing input document with 'table', 'start' and 'series'")
+    out = []
+    for i, s in enumerate(document["series"]):
+        if not isinstance(s, Mapping):
+            raise InputError(f"{source}: series[{i}]: expected an object")
+        try:
+            out.append(
+                CapacitySeries.model_validate(
+                    {
+                        "table": document.get("table"),
+                        "start": document.get("start"),
+                        "period_seconds": document.get("period_seconds", 60),
+                        **{k: s.get(k) for k in ("index",)},
+                        "consumed_read": s.get("consumed_read") or [],
+                        "consumed_write": s.get("consumed_write") or [],
+                        "provisioned_read": s.get("provisioned_read"),
+                        "provisioned_write": s.get("provisioned_write"),
+                    }
+                )
+            )
+        except ValidationError as exc:
+            raise InputError(f"{source}: series[{i}]: {_validation_message(exc)}") from exc
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Helpers shared with the renderers
+# --------------------------------------------------------------------------------------------------------------
+
+
+def format_key(key: Any) -> str:
+    """A logged key as ``attr=value, attr=value`` (non-string values as compact JSON)."""
+    if key is None:
+        return "(unknown key)"
+    if isinstance(key, Mapping):
+        return ", ".join(f"{k}={v if isinstance(v, str) else _compact(v)}" for k, v in key.items())
+    return key if isinstance(key, str) else _compact(key)
+
+
+def _compact(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def principal_name(principal: str | None) -> str:
+    """``arn:aws:iam::1:role/x`` -> ``role/x``; anything else unchanged; None -> ``(unknown principal)``."""
+    if not principal:
+        return "(unknown principal)"
+    if principal.startswith("arn:") and principal.count(":") >= 5:
+        return principal.split(":", 5)[5] or principal
+    return principal
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _int(value: Any) -> int | None:
+    n = _number(value)
+    return None if n is None else int(n)
+
+
+def monthly_savings(finding: Finding) -> float:
+    """Dollars per month the fix saves (0 when the finding carries no cost estimate)."""
+    value = _number(finding.evidence.get("monthly_savings"))
+    return max(0.0, value) if value is not None else 0.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building the report
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _active_in(fi: FindingInput, week: IsoWeek) -> bool:
+    f = fi.finding
+    if fi.status == "resolved" and fi.resolved_at is not None:
+        return week.contains(fi.resolved_at) or (f.first_seen < week.end and f.last_seen >= week.start)
+    return f.first_seen < week.end and f.last_seen >= week.start
+
+
+def _merge_duplicates(items: Iterable[FindingInput]) -> dict[str, FindingInput]:
+    """One entry per finding id: the latest evidence, the earliest first_seen, the highest severity."""
+    out: dict[str, FindingInput] = {}
+    for fi in items:
+        old = out.get(fi.finding.id)
+        if old is None:
+            out[fi.finding.id] = fi
+            continue
+        newer, older = (fi, old) if fi.finding.last_seen >= old.finding.last_seen else (old, fi)
+        severity = max(fi.finding.severity, old.finding.severity, key=lambda s: s.rank)
+        merged = newer.finding.model_copy(
+            update={
+                "first_seen": min(fi.finding.first_seen, old.finding.first_seen),
+                "severity": severity,
+            }
+        )
+        out[fi.finding.id] = newer.model_copy(
+            update={
+                "finding": merged,
+                "status": newer.status or older.status,
+                "resolved_at": newer.resolved_at or older.resolved_at,
+                "published_severity": newer.published_severity or older.published_severity,
+            }
+        )
+    return out
+
+
+def _classify(
+    fi: FindingInput, week: IsoWeek, previous: Mapping[str, FindingInput] | None
+) -> tuple[Status, Severity | None]:
+    f = fi.finding
+    prev = previous.get(f.id) if previous is not None else None
+    prev_sev = prev.finding.severity if prev is not None else fi.published_severity
+    if fi.status == "resolved" and (fi.resolved_at is None or fi.resolved_at < week.end):
+        return "resolved", prev_sev
+    if f.first_seen >= week.start:
+        return "new", None
+    if previous is not None:
+        if prev is not None and f.severity.rank > prev.finding.severity.rank:
+            return "worsened", prev.finding.severity
+        return "ongoing", prev_sev
+    if fi.status == "worsened" or (fi.published_severity is not None and f.severity.rank > fi.published_severity.rank):
+        return "worsened", fi.published_severity
+    return "ongoing", prev_sev
+
+
+def _report_findings(
+    current: Mapping[str, FindingInput], previous: Mapping[str, FindingInput] | None, week: IsoWeek
+) -> list[ReportFinding]:
+    out: list[ReportFinding] = []
+    docs: dict[FindingKind, str] = {}
+    for fi in current.values():
+        status, prev_sev = _classify(fi, week, previous)
+        kind = fi.finding.kind
+        docs.setdefault(kind, docs_url(kind))
+        out.append(
+            ReportFinding(
+                finding=fi.finding,
+                status=status,
+                monthly_savings=monthly_savings(fi.finding),
+                previous_severity=prev_sev,
+                resolved_at=fi.resolved_at,
+                docs_url=docs[kind],
+            )
+        )
+    if previous is not None:
+        for fid, fi in previous.items():
+            if fid in current or fi.status == "resolved":
+                continue
+            kind = fi.finding.kind
+            docs.setdefault(kind, docs_url(kind))
+            out.append(
+                ReportFinding(
+                    finding=fi.finding,
+                    status="resolved",
+                    monthly_savings=monthly_savings(fi.finding),
+                    previous_severity=fi.finding.severity,
+                    resolved_at=None,
+                    docs_url=docs[kind],
+                )
+            )
+    out.sort(key=ReportFinding.sort_key)
+    return out
+
+
+_STATUS_ORDER = {"worsened": 0, "new": 1, "ongoing": 2, "resolved": 3}
+
+
+def _actions(findings: Sequence[ReportFinding], limit: int = 3) -> list[Action]:
+    groups: dict[tuple[str, FindingKind], list[ReportFinding]] = defaultdict(list)
+    for rf in findings:
+        if rf.is_open:
+            groups[(rf.finding.table, rf.finding.kind)].append(rf)
+
+    def group_key(item: tuple[tuple[str, FindingKind], list[ReportFinding]]) -> tuple[int, float, int, str, str]:
+        (table, kind), members = item
+        worst = max(m.finding.severity.rank for m in members)
+        money = sum(m.monthly_savings for m in members)
+        fresh = min(_STATUS_ORDER[m.status] for m in members)
+        return (-worst, -money, fresh, table, kind.value)
+
+    actions = []
+    for rank, ((table, kind), members) in enumerate(sorted(groups.items(), key=group_key)[:limit], 1):
+        members = sorted(members, key=ReportFinding.sort_key)
+        top = members[0]
+        headline = (
+            top.finding.title if len(members) == 1 else f"{KIND_LABELS[kind]} on {table}: {len(members)} findings"
+        )
+        actions.append(
+            Action(
+                rank=rank,
+                severity=top.finding.severity,
+                table=table,
+                kind=kind,
+                headline=headline,
+                recommendation=top.finding.recommendation,
+                monthly_savings=sum(m.monthly_savings for m in members),
+                finding_ids=[m.finding.id for m in members],
+                status=min((m.status for m in members), key=lambda s: _STATUS_ORDER[s]),
+            )
+        )
+    return actions
+
+
+def _pattern_tables(patterns: Sequence[AccessPattern]) -> list[PatternTable]:
+    eff: dict[str, int] = defaultdict(int)
+    ineff: dict[str, int] = defaultdict(int)
+    for p in patterns:
+        (eff if p.efficient else ineff)[p.table] += p.requests
+    tables = sorted(set(eff) | set(ineff), key=lambda t: (-(eff[t] + ineff[t]), t))
+    return [PatternTable(table=t, efficient_requests=eff[t], inefficient_requests=ineff[t]) for t in tables]
+
+
+def _table_summaries(findings: Sequence[ReportFinding], patterns: Sequence[PatternTable]) -> list[TableSummary]:
+    traffic = {p.table: p for p in patterns}
+    by_table: dict[str, list[ReportFinding]] = defaultdict(list)
+    for rf in findings:
+        if rf.is_open:
+            by_table[rf.finding.table].append(rf)
+    out = []
+    for table in set(by_table) | set(traffic):
+        members = by_table.get(table, [])
+        counts = {s: sum(1 for m in members if m.finding.severity == s) for s in Severity}
+        worst = max((m.finding.severity for m in members), key=lambda s: s.rank, default=None)
+        kinds = sorted({m.finding.kind for m in members}, key=lambda k: k.value)
+        pt = traffic.get(table)
+        out.append(
+            TableSummary(
+                table=table,
+                account=members[0].finding.account if members else None,
+                region=members[0].finding.region if members else None,
+                open_findings=len(members),
+                by_severity=counts,
+                worst=worst,
+                kinds=kinds,
+                monthly_savings=sum(m.monthly_savings for m in members),
+                requests=pt.requests if pt else 0,
+                inefficient_requests=pt.inefficient_requests if pt else 0,
+            )
+        )
+    out.sort(key=lambda t: (-(t.worst.rank + 1 if t.worst else 0), -t.open_findings, -t.monthly_savings, t.table))
+    return out
+
+
+def _scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
+    rows = []
+    for rf in findings:
+        f = rf.finding
+        if f.kind != FindingKind.SCAN:
+            continue
+        principal = f.evidence.get("principal")
+        principal = principal if isinstance(principal, str) else None
+        rows.append(
+            ScannerRow(
+                principal=principal,
+                principal_name=principal_name(principal),
+                table=f.table,
+                operation=str(f.evidence.get("operation") or "Scan"),
+                count=_int(f.evidence.get("count")) or 0,
+                per_hour=_number(f.evidence.get("per_hour")),
+                severity=f.severity,
+                status=rf.status,
+            )
+        )
+    rows.sort(key=lambda r: (r.status == "resolved", -r.count, r.table, r.principal_name))
+    return rows
+
+
+def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
+    rows = []
+    for rf in findings:
+        f = rf.finding
+        if f.kind != FindingKind.HOT_KEY:
+            continue
+        rows.append(
+            HotKeyRow(
+                table=f.table,
+                index=f.index,
+                key=format_key(f.evidence.get("key")),
+                share=min(1.0, max(0.0, _number(f.evidence.get("share")) or 0.0)),
+                requests=_int(f.evidence.get("requests")) or 0,
+                headroom_factor=_number(f.evidence.get("headroom_factor")),
+                severity=f.severity,
+                status=rf.status,
+            )
+        )
+    rows.sort(key=lambda r: (r.status == "resolved", -r.share, r.table, r.key))
+    return rows
+
+
+_ITEM_KINDS = (FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH, FindingKind.ITEM_SIZE_EXCEEDED)
+
+
+def _items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
+    rows = []
+    for rf in findings:
+        f = rf.finding
+        if f.kind not in _ITEM_KINDS:
+            continue
+        ev = f.evidence
+        exceeded = f.kind == FindingKind.ITEM_SIZE_EXCEEDED
+        size = _int(ev.get("size_bytes"))
+        rows.append(
+            ItemRow(
+                table=f.table,
+                kind=f.kind,
+                key=None if ev.get("key") is None else format_key(ev.get("key")),
+                size_bytes=size,
+                bytes_per_day=_number(ev.get("bytes_per_day")),
+                days_to_limit=_number(ev.get("days_to_limit")),
+                rejected_writes=_int(ev.get("count")) if exceeded else None,
+                severity=f.severity,
+                status=rf.status,
+            )
+        )
+    rows.sort(
+        key=lambda r: (
+            r.status == "resolved",
+            r.rejected_writes is None,
+            -(r.size_bytes or 0),
+            r.days_to_limit if r.days_to_limit is not None else math.inf,
+            r.table,
+            r.key or "",
+        )
+    )
+    return rows
+
+
+def _billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
+    rows = []
+    for rf in findings:
+        f = rf.finding
+        ev = f.evidence
+        if f.kind == FindingKind.BILLING_MODE:
+            current, recommended = ev.get("current_mode"), ev.get("recommended_mode")
+        elif f.kind == FindingKind.TABLE_CLASS:
+            current, recommended = ev.get("current_class"), ev.get("recommended_class")
+        else:
+            continue
+        rows.append(
+            BillingRow(
+                table=f.table,
+                index=f.index,
+                kind=f.kind,
+                current=str(current or "?"),
+                recommended=str(recommended or "?"),
+                monthly_cost_current=_number(ev.get("monthly_cost_current")),
+                monthly_cost_recommended=_number(ev.get("monthly_cost_recommended")),
+                monthly_savings=rf.monthly_savings,
+                severity=f.severity,
+                status=rf.status,
+            )
+        )
+    rows.sort(key=lambda r: (r.status == "resolved", -r.monthly_savings, r.table))
+    return rows
+
+
+def _throttles_from_findings(findings: Sequence[ReportFinding]) -> list[ThrottleCount]:
+    totals: dict[tuple[str, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+    for rf in findings:
+        f = rf.finding
+        if f.kind != FindingKind.THROTTLING or not rf.is_open:
+            continue
+        t = totals[(f.table, f.index, str(f.evidence.get("cause") or "unknown"))]
+        t[0] += _int(f.evidence.get("read_throttle_events")) or 0
+        t[1] += _int(f.evidence.get("write_throttle_events")) or 0
+    return _sorted_throttles(
+        ThrottleCount(table=t, index=i, cause=c, read_events=r, write_events=w) for (t, i, c), (r, w) in totals.items()
+    )
+
+
+def _sorted_throttles(rows: Iterable[ThrottleCount]) -> list[ThrottleCount]:
+    return sorted(rows, key=lambda r: (-r.total, r.table, r.index or "", r.cause))
+
+
+def resample_capacity(series: CapacitySeries, max_points: int = 168) -> list[CapacityPanel]:
+    """Consumed vs provisioned per second, averaged into at most ``max_points`` buckets (hourly for a week)."""
+    n = max(len(series.consumed_read), len(series.consumed_write))
+    if n == 0:
+        return []
+    per_bucket = max(1, math.ceil(n / max_points))
+    # Round buckets up to whole hours when the data allows it, so the chart reads naturally.
+    if series.period_seconds * per_bucket > 3600 and 3600 % series.period_seconds == 0:
+        hour = 3600 // series.period_seconds
+        per_bucket = math.ceil(per_bucket / hour) * hour
+    bucket_seconds = per_bucket * series.period_seconds
+    panels = []
+    dims: tuple[tuple[Literal["read", "write"], list[float], list[float] | None], ...] = (
+        ("read", series.consumed_read, series.provisioned_read),
+        ("write", series.consumed_write, series.provisioned_write),
+    )
+    for dim, consumed, provisioned in dims:
+        if not consumed:
+            continue
+        times: list[datetime] = []
+        cons: list[float] = []
+        prov: list[float | None] = []
+        for b in range(0, len(consumed), per_bucket):
+            chunk = consumed[b : b + per_bucket]
+            times.append(series.start + timedelta(seconds=b * series.period_seconds))
+            cons.append(sum(chunk) / (len(chunk) * series.period_seconds))
+            if provisioned is None:
+                prov.append(None)
+            else:
+                pchunk = provisioned[b : b + per_bucket]
+                prov.append(sum(pchunk) / len(pchunk))
+        panels.append(
+            CapacityPanel(
+                table=series.table,
+                index=series.index,
+                dimension=dim,
+                bucket_seconds=bucket_seconds,
+                times=times,
+                consumed=cons,
+                provisioned=prov,
+            )
+        )
+    return panels
+
+
+def _week_metrics(findings: Sequence[ReportFinding]) -> dict[str, float]:
+    open_ = [rf for rf in findings if rf.is_open]
+    ev = [rf.finding for rf in open_]
+    return {
+        "Open findings": len(open_),
+        "Critical and high findings": sum(1 for f in ev if f.severity.rank >= Severity.HIGH.rank),
+        "Tables with findings": len({(f.account, f.region, f.table) for f in ev}),
+        "Scan calls in findings": sum(_int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.SCAN),
+        "Throttled calls in findings": sum(
+            (_int(f.evidence.get("read_throttle_events")) or 0) + (_int(f.evidence.get("write_throttle_events")) or 0)
+            for f in ev
+            if f.kind == FindingKind.THROTTLING
+        ),
+        "Hot keys": sum(1 for f in ev if f.kind == FindingKind.HOT_KEY),
+        "Writes rejected for item size": sum(
+            _int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED
+        ),
+        "Potential savings ($/month)": sum(rf.monthly_savings for rf in open_),
+    }
+
+
+def _deltas(current: Sequence[ReportFinding], previous: Sequence[ReportFinding] | None) -> list[Delta]:
+    now = _week_metrics(current)
+    before = _week_metrics(previous) if previous is not None else None
+    return [
+        Delta(
+            metric=name,
+            current=value,
+            previous=None if before is None else before[name],
+            unit="usd" if name.startswith("Potential savings") else "count",
+        )
+        for name, value in now.items()
+    ]
+
+
+def build_report_from_findings(
+    findings: Iterable[Finding | Mapping[str, Any] | BaseModel],
+    now: datetime,
+    *,
+    week: IsoWeek | None = None,
+    previous_findings: Iterable[Finding | Mapping[str, Any] | BaseModel] | None = None,
+    access_patterns: Sequence[AccessPattern] = (),
+    capacity: Sequence[CapacitySeries] = (),
+    throttles: Sequence[ThrottleCount] | None = None,
+    usage: AuditorUsage | None = None,
+    rates: CostRates | None = None,
+    input_stats: Mapping[str, int] | None = None,
+    title: str = "DynamoDB weekly audit",
+) -> WeeklyReport:
+    """Build the weekly report.
+
+    ``findings`` are this week's findings (``Finding`` objects, SPEC JSON dicts, or lifecycle states with a
+    ``status``); ``now`` is the generation time, and the report covers ``week`` (default: the ISO week that
+    contains ``now``). ``previous_findings`` (last week's) enable the week-over-week deltas and resolution by
+    absence. ``throttles`` (e.g. CloudWatch per-cause counts) replace the throttle counts taken from the
+    throttling findings. ``usage`` prices the auditor's own consumption with ``rates``.
+    """
+    now = utc(now)
+    week = week or IsoWeek.of(now)
+    parsed = [parse_finding(f, f"findings[{i}]") for i, f in enumerate(findings)]
+    in_week = [fi for fi in parsed if _active_in(fi, week)]
+    current = _merge_duplicates(in_week)
+    previous: dict[str, FindingInput] | None = None
+    if previous_findings is not None:
+        prev_week = week.previous()
+        prev_parsed = [parse_finding(f, f"previous_findings[{i}]") for i, f in enumerate(previous_findings)]
+        previous = _merge_duplicates(fi for fi in prev_parsed if _active_in(fi, prev_week))
+    report_findings = _report_findings(current, previous, week)
+    previous_report = (
+        None
+        if previous is None
+        else [
+            ReportFinding(
+                finding=fi.finding,
+                status="resolved" if fi.status == "resolved" else "ongoing",
+                monthly_savings=monthly_savings(fi.finding),
+                docs_url="",
+            )
+            for fi in previous.values()
+        ]
+    )
+    patterns = sorted(access_patterns, key=lambda p: (-p.requests, p.table, p.operation))
+    pattern_tables = _pattern_tables(patterns)
+    tables = _table_summaries(report_findings, pattern_tables)
+    cost = estimate_auditor_cost(usage, rates) if usage is not None else None
+    open_ = [rf for rf in report_findings if rf.is_open]
+    summary = Summary(
+        open_findings=len(open_),
+        by_severity={s: sum(1 for rf in open_ if rf.finding.severity == s) for s in Severity},
+        new=sum(1 for rf in report_findings if rf.status == "new"),
+        worsened=sum(1 for rf in report_findings if rf.status == "worsened"),
+        ongoing=sum(1 for rf in report_findings if rf.status == "ongoing"),
+        resolved=sum(1 for rf in report_findings if rf.status == "resolved"),
+        tables_with_findings=sum(1 for t in tables if t.open_findings),
+        tables_seen=len(tables),
+        monthly_savings=sum(rf.monthly_savings for rf in open_),
+        auditor_cost_usd=None if cost is None else cost.total_usd,
+    )
+    capacity_panels = [panel for s in capacity for panel in resample_capacity(s)]
+    return WeeklyReport(
+        title=title,
+        week=week,
+        generated_at=now,
+        summary=summary,
+        actions=_actions(report_findings),
+        findings=report_findings,
+        tables=tables,
+        scanners=_scanners(report_findings),
+        hot_keys=_hot_keys(report_findings),
+        items=_items(report_findings),
+        billing=_billing(report_findings),
+        throttles=_sorted_throttles(throttles) if throttles is not None else _throttles_from_findings(report_findings),
+        capacity=capacity_panels,
+        access_patterns=patterns,
+        pattern_tables=pattern_tables,
+        deltas=_deltas(report_findings, previous_report),
+        previous_week_available=previous is not None,
+        auditor_cost=cost,
+        input_stats=dict(input_stats or {}),
+        findings_outside_week=len(parsed) - len(in_week),
+    )
+
+
+def latest_week(findings: Iterable[FindingInput]) -> IsoWeek | None:
+    """The ISO week of the most recent ``last_seen`` (the natural week of a findings file), or None."""
+    latest = max((fi.finding.last_seen for fi in findings), default=None)
+    return None if latest is None else IsoWeek.of(latest)

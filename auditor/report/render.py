@@ -1,0 +1,283 @@
+"""Render a ``WeeklyReport`` as a self-contained HTML file (inline SVG charts, no JavaScript) and as Markdown.
+
+Both use Jinja2 templates from ``auditor/report/templates``. The HTML environment autoescapes every value; the
+only markup inserted as is comes from :mod:`auditor.report.charts`, which escapes every label itself. The
+Markdown environment escapes values with the ``md`` filter (pipes, brackets, emphasis characters, angle brackets)
+so a table name cannot break a table or smuggle in HTML.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind, Severity
+from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
+from auditor.report.model import KIND_LABELS, STATUSES, Delta, WeeklyReport, format_key
+
+HTML_NAME = "report.html"
+MARKDOWN_NAME = "report.md"
+
+STATUS_LABELS = {
+    "new": "New this week",
+    "worsened": "Worsened",
+    "ongoing": "Ongoing",
+    "resolved": "Resolved",
+}
+STATUS_HINTS = {
+    "new": "First seen this week.",
+    "worsened": "Seen before, and more severe than last week.",
+    "ongoing": "Seen before and still happening.",
+    "resolved": "Not seen any more.",
+}
+
+# ------------------------------------------------------------------------------------------------ filters
+
+
+def money(value: float | None, cents: bool = True) -> str:
+    if value is None:
+        return "-"
+    if not cents or abs(value) >= 1000:
+        return f"${value:,.0f}"
+    if 0 < abs(value) < 0.01:
+        return "<$0.01" if value > 0 else "-<$0.01"
+    return f"${value:,.2f}"
+
+
+def num(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 100:.1f}%" if value < 0.1 else f"{value * 100:.0f}%"
+
+
+def when(value: datetime | None) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def day(value: datetime) -> str:
+    return value.strftime("%a %d %b %Y")
+
+
+def md(value: object) -> str:
+    """Escape text for Markdown (CommonMark/GFM), including inside table cells; newlines become spaces."""
+    text = " ".join(str(value).splitlines())
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "_":
+            # An underscore inside a word (PAY_PER_REQUEST) cannot start emphasis; leave it readable.
+            inside = 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+            out.append("_" if inside else "\\_")
+        elif ch in "\\`*[]<>|&~":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_code(value: object) -> str:
+    """An inline code span that survives any backticks and pipes in the value."""
+    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def delta_text(d: Delta) -> str:
+    c = d.change
+    if c is None:
+        return "no data for last week"
+    if abs(c) < 1e-9:
+        return "no change"
+    arrow = "▲" if c > 0 else "▼"
+    amount = money(abs(c), cents=False) if d.unit == "usd" else f"{abs(c):,.0f}"
+    return f"{arrow} {amount} vs last week"
+
+
+def value_text(d: Delta, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return money(value, cents=False) if d.unit == "usd" else f"{value:,.0f}"
+
+
+# ------------------------------------------------------------------------------------------------ evidence
+
+
+def _plain(value: Any, name: str = "") -> str:
+    """Nested evidence as readable text: ``a: 1, b: 2`` for objects, ``x; y`` for lists of objects."""
+    if value is None:
+        return "-"
+    if name == "key" or name.endswith("_key"):
+        return format_key(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if name in ("share", "throttled_share") and 0 <= value <= 1:
+            return pct(value)
+        if name.startswith("monthly_") or name.endswith("_cost"):
+            return money(value)
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        if name.endswith("bytes"):
+            return f"{value:,} bytes ({human_bytes(value)})"
+        return f"{value:,}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_plain(v, str(k))}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        sep = (
+            "; "
+            if any(isinstance(v, (Mapping, list, tuple)) or (isinstance(v, str) and len(v) > 40) for v in value)
+            else ", "
+        )
+        return sep.join(_plain(v, name) for v in value) if value else "none"
+    return str(value)
+
+
+def _evidence_value(name: str, value: Any) -> str:
+    text = _plain(value, name)
+    return text if len(text) <= 400 else text[:399] + "…"
+
+
+def evidence_items(finding: Finding) -> list[tuple[str, str]]:
+    """The evidence as (label, text) pairs: the required fields first, then the rest (empty ones left out)."""
+    ev = finding.evidence
+    required = REQUIRED_EVIDENCE.get(FindingKind(finding.kind), ())
+    optional = sorted(n for n in ev if n not in required and ev[n] not in (None, [], {}, ""))
+    names = [n for n in required if n in ev] + optional
+    return [(n.replace("_", " ").capitalize(), _evidence_value(n, ev[n])) for n in names]
+
+
+def headline(report: WeeklyReport) -> str:
+    """One sentence for the top of the report (and for e-mail or chat summaries)."""
+    s = report.summary
+    if not s.open_findings:
+        return f"No open findings in week {report.week.label}; {s.resolved} resolved."
+    urgent = [f"{s.by_severity[sev]} {sev.value}" for sev in (Severity.CRITICAL, Severity.HIGH) if s.by_severity[sev]]
+    parts = [
+        f"{s.open_findings} open finding{'s' if s.open_findings != 1 else ''} on {s.tables_with_findings} "
+        f"table{'s' if s.tables_with_findings != 1 else ''}" + (f" ({', '.join(urgent)})" if urgent else ""),
+        f"{s.new} new",
+    ]
+    if s.worsened:
+        parts.append(f"{s.worsened} worsened")
+    if s.resolved:
+        parts.append(f"{s.resolved} resolved")
+    text = ", ".join(parts) + "."
+    if s.monthly_savings > 0:
+        text += f" Up to {money(s.monthly_savings, cents=False)}/month can be saved."
+    if report.actions:
+        text += f" Start with: {report.actions[0].headline}."
+    return text
+
+
+# ------------------------------------------------------------------------------------------------ environments
+
+
+def _common(env: Environment) -> Environment:
+    env.filters.update(money=money, num=num, pct=pct, when=when, day=day, compact=compact, bytes=human_bytes)
+    env.globals.update(
+        STATUSES=STATUSES,
+        STATUS_LABELS=STATUS_LABELS,
+        STATUS_HINTS=STATUS_HINTS,
+        KIND_LABELS=KIND_LABELS,
+        SEVERITIES=list(Severity),
+        evidence_items=evidence_items,
+        delta_text=delta_text,
+        value_text=value_text,
+        headline=headline,
+    )
+    return env
+
+
+@cache
+def html_environment() -> Environment:
+    """Jinja2 for HTML: autoescape on, undefined names are errors."""
+    env = Environment(
+        loader=PackageLoader("auditor.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return _common(env)
+
+
+@cache
+def markdown_environment() -> Environment:
+    """Jinja2 for Markdown: no HTML autoescape (values go through the ``md`` filter instead)."""
+    # Markdown output: no HTML autoescape; templates escape every value with the md/mdcode filters.
+    env = Environment(
+        loader=PackageLoader("auditor.report", "templates"),
+        autoescape=False,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(md=md, mdcode=md_code)
+    return _common(env)
+
+
+def _context(report: WeeklyReport, charts: ReportCharts) -> dict[str, Any]:
+    return {
+        "report": report,
+        "charts": charts,
+        "svg": _svg_markup,
+        "period": f"{day(report.week.start)} to {day(report.week.end - timedelta(days=1))}",
+        "deltas": {d.metric: d for d in report.deltas},
+    }
+
+
+def _svg_markup(chart: Chart) -> Markup:
+    """The chart's SVG, which :mod:`auditor.report.charts` has already escaped, as safe markup."""
+    return Markup(chart.svg)
+
+
+def render_html(report: WeeklyReport) -> str:
+    """The report as one self-contained HTML document (inline CSS and SVG, no scripts, no external assets)."""
+    return html_environment().get_template("report.html.j2").render(_context(report, report_charts(report)))
+
+
+def render_markdown(report: WeeklyReport) -> str:
+    """The report as Markdown with the same content; each chart becomes a table."""
+    return markdown_environment().get_template("report.md.j2").render(_context(report, report_charts(report)))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        Path(tmp).chmod(0o644)  # mkstemp creates 0600; a report is meant to be read and shared
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(report: WeeklyReport, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``report.html`` and ``report.md`` into ``out_dir`` (created if needed); each file is complete or absent."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html_text, md_text = render_html(report), render_markdown(report)
+    html_path, md_path = out / HTML_NAME, out / MARKDOWN_NAME
+    _write_atomic(html_path, html_text)
+    _write_atomic(md_path, md_text)
+    return html_path, md_path
