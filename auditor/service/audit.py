@@ -1,0 +1,302 @@
+"""The read-only live audit: inventory → CloudWatch metrics → Contributor Insights → detectors → findings.
+
+:func:`run_audit` is what ``ddb-audit audit`` and the hourly metrics-audit Lambda call. It never writes to AWS.
+Every failed call is a gap (reported, never fatal); a detector that fails on one table is reported and the other
+tables are still audited. The result carries the per-table CloudWatch series, so billing analysis
+(:meth:`AuditResult.capacity_history` gives the ``ddb-audit billing`` input document) can be added on top.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from botocore.exceptions import BotoCoreError, NoRegionError
+from pydantic import BaseModel, ConfigDict, Field
+
+from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, unused_index
+from auditor.detectors.ci_hot_key import CiHotKeyConfig
+from auditor.detectors.correlate import CorrelateConfig
+from auditor.detectors.cw_scan import CwScanConfig
+from auditor.detectors.cw_throttling import CwThrottlingConfig
+from auditor.detectors.unused_index import UnusedIndexConfig
+from auditor.exceptions import AuditorError
+from auditor.models.finding import Finding
+from auditor.models.inventory import Gap, Inventory, TableProfile
+from auditor.models.metrics import ApiStats, InsightReport, TableMetrics
+from auditor.render import findings_table, render_columns, to_json
+from auditor.sources.aws_calls import CLIENT_CONFIG
+from auditor.sources.cloudwatch import MetricsResult, collect_metrics
+from auditor.sources.contributor_insights import read_insight_reports
+from auditor.sources.inventory import TableSelector, collect_inventory
+
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["AuditClients", "AuditConfig", "AuditError", "AuditResult", "build_clients", "render_audit", "run_audit"]
+
+
+class AuditError(AuditorError):
+    """The audit cannot run at all (no region, no credentials, endpoint unreachable, nothing readable)."""
+
+
+class AuditConfig(BaseModel):
+    """Thresholds of the audit's detectors and how much it reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    throttling: CwThrottlingConfig = Field(default_factory=CwThrottlingConfig)
+    scan: CwScanConfig = Field(default_factory=CwScanConfig)
+    unused_index: UnusedIndexConfig = Field(default_factory=UnusedIndexConfig)
+    contributor_insights: CiHotKeyConfig = Field(default_factory=CiHotKeyConfig)
+    correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
+    #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
+    max_contributors: int = Field(default=10, ge=1, le=25)
+    #: Parallel DescribeTable/tags/TTL calls.
+    max_workers: int = Field(default=8, ge=1, le=32)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditClients:
+    """The boto3 clients the audit reads with (built by the caller: handler or CLI)."""
+
+    dynamodb: DynamoDBClient
+    cloudwatch: CloudWatchClient
+    autoscaling: ApplicationAutoScalingClient | None = None
+
+
+def build_clients(region: str | None = None) -> AuditClients:
+    """Clients from the standard credential chain; boto3 honours ``AWS_ENDPOINT_URL`` (a local endpoint) itself."""
+    import boto3
+
+    try:
+        return AuditClients(
+            dynamodb=boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
+            cloudwatch=boto3.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
+            autoscaling=boto3.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
+        )
+    except NoRegionError as exc:
+        raise AuditError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION") from exc
+
+
+@dataclass(slots=True)
+class AuditResult:
+    """Findings of one audit run, with everything they were computed from."""
+
+    findings: list[Finding]
+    inventory: Inventory
+    metrics: MetricsResult
+    insight_reports: list[InsightReport]
+    stats: ApiStats
+    start: int
+    end: int
+    #: Detectors that failed on a table ("cw_throttling on Orders: ValueError: ...").
+    errors: list[str] = field(default_factory=list)
+    #: Findings passed in as ``related_findings`` that correlation changed (raised and linked): store them too.
+    updated_related: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+    def table_metrics(self, table: str) -> TableMetrics | None:
+        return self.metrics.tables.get(table)
+
+    def capacity_history(self, table: str) -> dict[str, Any] | None:
+        """The table's capacity history as the ``ddb-audit billing --input`` document (SPEC.md), or None.
+
+        ``consumed_*`` are the per-period CloudWatch ``Sum`` values, ``provisioned_*`` the units in force in each
+        period (5-minute values carried forward; null for on-demand), for the table and each GSI.
+        """
+        profile, tm = self.inventory.get(table), self.metrics.tables.get(table)
+        if profile is None or tm is None:
+            return None
+        from auditor.detectors.cw_common import iso
+
+        return {
+            "table": table,
+            "region": profile.region or "us-east-1",
+            "table_class": profile.table_class or "STANDARD",
+            "billing_mode": profile.billing_mode,
+            "start": iso(tm.start),
+            "period_seconds": tm.period,
+            "series": tm.capacity_history(),
+        }
+
+    def summary_stats(self) -> dict[str, Any]:
+        from auditor.detectors.cw_common import iso
+
+        return {
+            "tables_audited": len(self.inventory.tables),
+            "tables_missing": list(self.inventory.missing),
+            "window_start": iso(self.start),
+            "window_end": iso(self.end),
+            "days": round((self.end - self.start) / 86_400, 3),
+            "period_seconds": self.metrics.period,
+            "insight_reports": len(self.insight_reports),
+            "gaps": len(self.gaps),
+            **self.stats.as_dict(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            counts[f.table] = counts.get(f.table, 0) + 1
+        return {
+            "findings": [f.model_dump(mode="json") for f in self.findings],
+            "tables": [t.summary() | {"findings": counts.get(t.name, 0)} for t in self.inventory.tables],
+            "gaps": [g.model_dump() for g in self.gaps],
+            "errors": list(self.errors),
+            "stats": self.summary_stats(),
+        }
+
+
+def _guarded(errors: list[str], detector: str, table: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
+    try:
+        return fn()
+    except Exception as exc:  # one table's failure must not abort the audit of the others
+        log.exception("detector_failed", detector=detector, table=table)
+        errors.append(f"{detector} on {table}: {type(exc).__name__}: {exc}")
+        return []
+
+
+def evaluate_table(
+    profile: TableProfile, tm: TableMetrics, config: AuditConfig, errors: list[str] | None = None
+) -> list[Finding]:
+    """The CloudWatch detectors of one table (pure)."""
+    errs = errors if errors is not None else []
+    return [
+        *_guarded(errs, "cw_throttling", profile.name, lambda: cw_throttling.detect(profile, tm, config.throttling)),
+        *_guarded(errs, "cw_scan", profile.name, lambda: cw_scan.detect(profile, tm, config.scan)),
+        *_guarded(errs, "unused_index", profile.name, lambda: unused_index.detect(profile, tm, config.unused_index)),
+    ]
+
+
+def run_audit(
+    clients: AuditClients,
+    selector: TableSelector,
+    *,
+    start: int,
+    end: int,
+    now: int | None = None,
+    config: AuditConfig | None = None,
+    related_findings: Sequence[Finding] = (),
+    sleep: Callable[[float], None] = time.sleep,
+) -> AuditResult:
+    """Audit the selected tables over ``[start, end)`` (epoch seconds). Read-only.
+
+    ``related_findings`` (e.g. the open CloudTrail ``hot_key`` findings from the state table) take part in the
+    correlation; the ones it changes are returned in ``updated_related``.
+    """
+    config = config or AuditConfig()
+    stats = ApiStats()
+    try:
+        inventory = collect_inventory(
+            clients.dynamodb, clients.autoscaling, selector, stats=stats, max_workers=config.max_workers
+        )
+        metrics = collect_metrics(clients.cloudwatch, inventory, start, end, stats, now=now, sleep=sleep)
+        reports, ci_gaps = read_insight_reports(
+            clients.cloudwatch,
+            inventory,
+            metrics.start,
+            metrics.end,
+            stats,
+            max_contributors=config.max_contributors,
+            sleep=sleep,
+        )
+    except BotoCoreError as exc:  # credentials, endpoint, region: nothing can be read
+        raise AuditError(f"cannot reach AWS: {exc}") from exc
+
+    errors: list[str] = []
+    findings: list[Finding] = []
+    for profile in inventory.tables:
+        tm = metrics.tables.get(profile.name)
+        if tm is not None:
+            findings += evaluate_table(profile, tm, config, errors)
+    profiles = {p.name: p for p in inventory.tables}
+    findings += _guarded(
+        errors, "ci_hot_key", "*", lambda: ci_hot_key.detect(reports, profiles, config.contributor_insights)
+    )
+    own = {f.id for f in findings}
+    combined = correlate.correlate([*findings, *related_findings], config.correlate)
+    findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)
+    before = {f.id: f for f in related_findings}
+    updated = [f for f in combined if f.id in before and f.id not in own and f != before[f.id]]
+    gaps = [*inventory.all_gaps(), *metrics.gaps, *ci_gaps]
+    result = AuditResult(
+        findings=findings,
+        inventory=inventory,
+        metrics=metrics,
+        insight_reports=reports,
+        stats=stats,
+        start=metrics.start,
+        end=metrics.end,
+        errors=errors,
+        updated_related=updated,
+        gaps=gaps,
+    )
+    log.info(
+        "audit_finished",
+        tables=len(inventory.tables),
+        findings=len(findings),
+        gaps=len(gaps),
+        detector_errors=len(errors),
+        api_calls=sum(stats.calls.values()),
+        metrics_requested=stats.metrics_requested,
+        estimated_cost_usd=round(stats.estimated_cost_usd, 6),
+    )
+    return result
+
+
+def render_audit(result: AuditResult, fmt: str) -> str:
+    """The audit as ``json``, ``table`` or ``markdown`` text (complete, ready to write in one piece)."""
+    if fmt == "json":
+        return to_json(result.to_dict())
+    st = result.summary_stats()
+    cost = (
+        f"{st['api_calls_total']} API calls ({st['get_metric_data_calls']} GetMetricData), "
+        f"{st['metrics_requested']} metrics requested of {st['series_candidates']} candidate series, "
+        f"estimated CloudWatch cost ${st['estimated_cost_usd']:.4f}"
+    )
+    window = f"{st['window_start']} to {st['window_end']} ({st['period_seconds']}-second periods)"
+    rows = [
+        (
+            t.name,
+            t.billing_mode,
+            str(len(t.gsis)),
+            t.contributor_insights.status,
+            str(sum(1 for f in result.findings if f.table == t.name)),
+        )
+        for t in result.inventory.tables
+    ]
+    header = ("table", "billing mode", "GSIs", "contributor insights", "findings")
+    if fmt == "markdown":
+        out = ["# DynamoDB live audit", "", f"Window: {window}", "", "## Findings", ""]
+        if result.findings:
+            out += ["| Severity | Kind | Table | Finding |", "|---|---|---|---|"]
+            out += [
+                f"| {f.severity.value} | {f.kind.value} | {f.table}{'/' + f.index if f.index else ''} | "
+                f"{f.title.replace('|', '/')} |"
+                for f in result.findings
+            ]
+            for f in result.findings:
+                out += ["", f"### {f.title}", "", f"**{f.severity.value}** · `{f.kind.value}` · `{f.id}`", ""]
+                out += [f.summary, "", f"**Fix:** {f.recommendation}"]
+        else:
+            out.append("No findings.")
+        out += ["", "## Tables", "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        if result.gaps:
+            out += ["", "## Gaps (unknown facets)", ""] + [f"- {g.describe()}" for g in result.gaps]
+        out += ["", "## Cost of this run", "", cost, ""]
+        return "\n".join(out)
+    lines = ["Findings", "========", *findings_table(result.findings), "", "Tables", "======"]
+    lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No tables audited."]
+    if result.gaps:
+        lines += ["", "Gaps (unknown facets)", "====================="] + [g.describe() for g in result.gaps]
+    lines += ["", f"Window: {window}", f"Cost: {cost}"]
+    return "\n".join(lines) + "\n"

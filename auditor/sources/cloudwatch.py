@@ -1,0 +1,329 @@
+"""CloudWatch metrics of the audited tables and GSIs: find the active series, then buy only those.
+
+1. **Plan** the candidate series of each table and GSI (:func:`candidate_series`): consumed and throttle counters
+   (per-minute ``Sum``), the eight 2025 per-cause throttle counters, provisioned capacity (5-minute ``Average``, only
+   for provisioned tables), and for the table the Scan request count (``SuccessfulRequestLatency`` ``SampleCount``,
+   ``Operation=Scan``) and the items Scans returned (``ReturnedItemCount`` ``Sum``, ``Operation=Scan``). Table and
+   GSI dimensions are separate series: a GSI is never folded into its table.
+2. **Discover** which candidates exist with ``ListMetrics`` (:func:`discover_active`): DynamoDB publishes throttle
+   metrics only when non-zero, so a quiet table has no throttle series and they are not bought. ListMetrics is
+   billed per request (inside the free tier), GetMetricData per metric.
+3. **Fetch** with ``GetMetricData`` (:func:`fetch_series`): plain ``MetricStat`` queries only (no SEARCH, no metric
+   math), at most 500 per call, following ``NextToken``; ``ceil(series / 500)`` calls plus any extra pages.
+   Throttling of the CloudWatch API is retried with a bounded backoff; a query CloudWatch answers ``Forbidden`` or
+   ``InternalError`` makes that series unknown (not zero).
+
+Every call, the metrics requested and the estimated cost ($0.01 per 1,000 metrics) are counted in
+:class:`~auditor.models.metrics.ApiStats` and logged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from botocore.exceptions import ClientError
+
+from auditor.models.inventory import ON_DEMAND, Gap, Inventory, TableProfile
+from auditor.models.metrics import (
+    CAUSE_METRICS,
+    CONSUMED,
+    NAMESPACE,
+    PROVISIONED,
+    RETURNED_ITEMS,
+    SCAN_REQUESTS,
+    THROTTLE_EVENTS,
+    ApiStats,
+    MetricSeries,
+    SeriesKey,
+    TableMetrics,
+)
+from auditor.sources.aws_calls import counted_call, error_code, error_message, gap_from
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+
+log = structlog.get_logger(__name__)
+
+__all__ = [
+    "MAX_QUERIES_PER_CALL",
+    "MetricsResult",
+    "align_window",
+    "candidate_series",
+    "choose_period",
+    "collect_metrics",
+    "discover_active",
+    "fetch_series",
+]
+
+MAX_QUERIES_PER_CALL = 500
+#: Provisioned capacity (and every non-counter DynamoDB metric) is published every 5 minutes.
+PROVISIONED_PERIOD = 300
+_DAY = 86_400
+
+#: The per-minute counters every table and GSI gets (name, statistic).
+_COUNTERS: tuple[str, ...] = (
+    CONSUMED["read"],
+    CONSUMED["write"],
+    THROTTLE_EVENTS["read"],
+    THROTTLE_EVENTS["write"],
+    *(m for by_access in CAUSE_METRICS.values() for m in by_access.values()),
+)
+_PROVISIONED: tuple[str, ...] = (PROVISIONED["read"], PROVISIONED["write"])
+#: Table-only series dimensioned by Operation=Scan: (metric, statistic).
+_SCAN_SERIES: tuple[tuple[str, str], ...] = ((SCAN_REQUESTS, "SampleCount"), (RETURNED_ITEMS, "Sum"))
+
+
+def choose_period(start: int, end: int, now: int) -> int:
+    """The period of the per-minute family for a window: 60 s while 1-minute data is both kept and affordable.
+
+    1-minute data is kept 15 days, 5-minute data 63 days, hourly data 455 days. Windows longer than three days use
+    5-minute periods (a week of 1-minute points for 500 series is 5 million datapoints per call).
+    """
+    age = now - start
+    if age > 63 * _DAY:
+        return 3600
+    if age > 15 * _DAY or end - start > 3 * _DAY:
+        return 300
+    return 60
+
+
+def align_window(start: int, end: int, period: int) -> tuple[int, int]:
+    """Start rounded down to 5 minutes (so 1- and 5-minute periods share boundaries), end down to the period."""
+    step = max(period, PROVISIONED_PERIOD)
+    a = start - start % step
+    b = end - end % period
+    return a, max(b, a + period)
+
+
+def candidate_series(profile: TableProfile, period: int) -> list[SeriesKey]:
+    """Every series the detectors can use for one table and its GSIs (before discovery)."""
+    prov_period = max(period, PROVISIONED_PERIOD)
+    with_provisioned = profile.billing_mode != ON_DEMAND
+    keys: list[SeriesKey] = []
+    for index in (None, *(g.name for g in profile.gsis)):
+        keys += [SeriesKey(m, profile.name, index, None, "Sum", period) for m in _COUNTERS]
+        if with_provisioned:
+            keys += [SeriesKey(m, profile.name, index, None, "Average", prov_period) for m in _PROVISIONED]
+    keys += [SeriesKey(m, profile.name, None, "Scan", stat, period) for m, stat in _SCAN_SERIES]
+    return keys
+
+
+def _identity(key: SeriesKey) -> tuple[str, str, str | None, str | None]:
+    return key.metric, key.table, key.index, key.operation
+
+
+def _listed_identity(metric: dict[str, Any]) -> tuple[str, str, str | None, str | None] | None:
+    """(metric, table, index, operation) of a ListMetrics entry whose dimensions are exactly one of our shapes."""
+    dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+    table = dims.pop("TableName", None)
+    if table is None:
+        return None
+    index = dims.pop("GlobalSecondaryIndexName", None)
+    operation = dims.pop("Operation", None)
+    if dims or (index is not None and operation is not None):
+        return None  # another shape (Source=..., StreamLabel=...): not one of our series
+    return str(metric["MetricName"]), table, index, operation
+
+
+def discover_active(
+    cloudwatch: CloudWatchClient,
+    candidates: Sequence[SeriesKey],
+    stats: ApiStats,
+    *,
+    recently_active: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[SeriesKey], list[Gap]]:
+    """The candidates that CloudWatch lists (reported in the last two weeks, or 3 hours with ``recently_active``).
+
+    Few tables: one ListMetrics sweep per table (``TableName`` filter). Many tables: one sweep per metric name over
+    the namespace. If ListMetrics fails, every candidate is kept (a gap says discovery was skipped).
+    """
+    if not candidates:
+        return [], []
+    tables = sorted({k.table for k in candidates})
+    metrics = sorted({k.metric for k in candidates})
+    base: dict[str, Any] = {"Namespace": NAMESPACE} | ({"RecentlyActive": "PT3H"} if recently_active else {})
+    if len(tables) <= len(metrics):
+        sweeps = [base | {"Dimensions": [{"Name": "TableName", "Value": t}]} for t in tables]
+    else:
+        sweeps = []
+        for m in metrics:
+            if m in (SCAN_REQUESTS, RETURNED_ITEMS):
+                sweeps.append(base | {"MetricName": m, "Dimensions": [{"Name": "Operation", "Value": "Scan"}]})
+            else:
+                sweeps.append(base | {"MetricName": m})
+    listed: set[tuple[str, str, str | None, str | None]] = set()
+    try:
+        for kwargs in sweeps:
+            while True:
+                page = counted_call(stats, "cloudwatch:ListMetrics", cloudwatch.list_metrics, sleep=sleep, **kwargs)
+                for metric in page.get("Metrics", []):
+                    ident = _listed_identity(dict(metric))
+                    if ident is not None:
+                        listed.add(ident)
+                token = page.get("NextToken")
+                if not token:
+                    break
+                kwargs = kwargs | {"NextToken": token}
+    except ClientError as exc:
+        gap = gap_from(exc, "cloudwatch:ListMetrics", "active_series")
+        log.info("metric_discovery_failed", gap=gap.describe())
+        return list(candidates), [gap]
+    active = [k for k in candidates if _identity(k) in listed]
+    return active, []
+
+
+def _epoch(ts: datetime | float | int) -> int:
+    if isinstance(ts, datetime):
+        return int((ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp())
+    return int(ts)
+
+
+def fetch_series(
+    cloudwatch: CloudWatchClient,
+    keys: Sequence[SeriesKey],
+    start: int,
+    end: int,
+    stats: ApiStats,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    batch_size: int = MAX_QUERIES_PER_CALL,
+) -> tuple[dict[SeriesKey, MetricSeries], dict[SeriesKey, str]]:
+    """Read ``keys`` over ``[start, end)`` (epoch seconds): (series by key, failed key -> reason).
+
+    Batches of at most 500 MetricStat queries, each followed through its ``NextToken`` pages.
+    """
+    if not 1 <= batch_size <= MAX_QUERIES_PER_CALL:
+        raise ValueError(f"batch_size must be 1..{MAX_QUERIES_PER_CALL}")
+    series: dict[SeriesKey, MetricSeries] = {k: MetricSeries(k) for k in keys}
+    failed: dict[SeriesKey, str] = {}
+    t0, t1 = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)
+    for b in range(0, len(keys), batch_size):
+        batch = list(keys[b : b + batch_size])
+        by_id = {f"m{i}": k for i, k in enumerate(batch)}
+        queries = [{"Id": qid, "MetricStat": k.metric_stat(), "ReturnData": True} for qid, k in by_id.items()]
+        kwargs: dict[str, Any] = {
+            "MetricDataQueries": queries,
+            "StartTime": t0,
+            "EndTime": t1,
+            "ScanBy": "TimestampAscending",
+        }
+        try:
+            while True:
+                stats.metrics_requested += len(queries)
+                page = counted_call(
+                    stats, "cloudwatch:GetMetricData", cloudwatch.get_metric_data, sleep=sleep, **kwargs
+                )
+                for result in page.get("MetricDataResults", []):
+                    key = by_id.get(result.get("Id", ""))
+                    if key is None:
+                        continue
+                    status = result.get("StatusCode", "Complete")
+                    if status in ("Forbidden", "InternalError"):
+                        msgs = "; ".join(m.get("Value", "") for m in result.get("Messages", []) or [])
+                        failed[key] = f"{status}{': ' + msgs if msgs else ''}"
+                        continue
+                    points = series[key].points
+                    for ts, value in zip(result.get("Timestamps", []), result.get("Values", []), strict=False):
+                        points[_epoch(ts)] = float(value)
+                        stats.datapoints += 1
+                token = page.get("NextToken")
+                if not token:
+                    break
+                kwargs["NextToken"] = token
+        except ClientError as exc:
+            reason = f"{error_code(exc)}: {error_message(exc)}"
+            for k in batch:
+                failed[k] = reason
+            log.info("get_metric_data_failed", series=len(batch), error=reason)
+    for k in failed:
+        series.pop(k, None)
+    return series, failed
+
+
+@dataclass(slots=True)
+class MetricsResult:
+    """Every table's series over the audited window, with the gaps met on the way."""
+
+    tables: dict[str, TableMetrics] = field(default_factory=dict)
+    gaps: list[Gap] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+    period: int = 60
+
+
+def collect_metrics(
+    cloudwatch: CloudWatchClient,
+    inventory: Inventory | Iterable[TableProfile],
+    start: int,
+    end: int,
+    stats: ApiStats,
+    *,
+    now: int | None = None,
+    period: int | None = None,
+    discover: bool | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MetricsResult:
+    """Plan, discover and fetch the series of every table in ``inventory`` over ``[start, end)``.
+
+    ``discover`` defaults to True when the window starts within the last 14 days (ListMetrics forgets metrics after
+    two weeks); ``RecentlyActive=PT3H`` is used when the whole window is within the last three hours.
+    """
+    now = end if now is None else now
+    period = period or choose_period(start, end, now)
+    start, end = align_window(start, end, period)
+    profiles = list(inventory.tables if isinstance(inventory, Inventory) else inventory)
+    result = MetricsResult(start=start, end=end, period=period)
+    candidates = [k for p in profiles for k in candidate_series(p, period)]
+    stats.series_candidates += len(candidates)
+    if discover is None:
+        discover = now - start <= 14 * _DAY
+    if discover:
+        active, gaps = discover_active(
+            cloudwatch, candidates, stats, recently_active=now - start <= 3 * 3600, sleep=sleep
+        )
+        result.gaps.extend(gaps)
+    else:
+        active = list(candidates)
+    stats.series_active += len(active)
+    series, failed = fetch_series(cloudwatch, active, start, end, stats, sleep=sleep)
+
+    for p in profiles:
+        tm = TableMetrics(p.name, start, end, period)
+        for index in (None, *(g.name for g in p.gsis)):
+            tm.resource(index)
+        result.tables[p.name] = tm
+    for key, s in series.items():
+        result.tables[key.table].resource(key.index).series[key.name] = s
+    for key in failed:
+        result.tables[key.table].resource(key.index).unavailable.add(key.name)
+    if failed:
+        by_reason: dict[str, int] = {}
+        for reason in failed.values():
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+        for reason, n in sorted(by_reason.items()):
+            result.gaps.append(
+                Gap(
+                    call="cloudwatch:GetMetricData",
+                    error_code=reason.split(":", 1)[0],
+                    message=f"{n} series: {reason}",
+                    facet="metrics",
+                )
+            )
+    log.info(
+        "cloudwatch_metrics_read",
+        tables=len(profiles),
+        series_candidates=len(candidates),
+        series_active=len(active),
+        series_failed=len(failed),
+        get_metric_data_calls=stats.calls.get("cloudwatch:GetMetricData", 0),
+        list_metrics_calls=stats.calls.get("cloudwatch:ListMetrics", 0),
+        metrics_requested=stats.metrics_requested,
+        estimated_cost_usd=round(stats.estimated_cost_usd, 6),
+    )
+    return result

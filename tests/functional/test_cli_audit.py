@@ -1,0 +1,173 @@
+"""``ddb-audit audit`` end to end against moto server through AWS_ENDPOINT_URL, with planted CloudWatch metrics:
+the right cause for each throttling table, nothing for quiet tables, ``unused_index`` for a written, unread GSI."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from auditor.cli import main
+from tests.functional.cw_support import aws, create_table, dims, minutes, put_data, put_points
+
+
+@pytest.fixture
+def planted(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Tables with planted metrics over the last 40 minutes; returns the first planted minute."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # moto answers HTTP 500 for Contributor Insights: do not retry it
+    ddb, cw = aws("dynamodb", aws_reset), aws("cloudwatch", aws_reset)
+    now = int(time.time())
+    t0 = now - now % 60 - 40 * 60
+
+    create_table(ddb, "hot-partition", read=1000, write=1000)
+    put_points(cw, "WriteKeyRangeThroughputThrottleEvents", "hot-partition", minutes(t0, 6, 40))
+    put_points(cw, "WriteThrottleEvents", "hot-partition", minutes(t0, 6, 40))
+    put_points(cw, "ConsumedWriteCapacityUnits", "hot-partition", minutes(t0, 30, 6000))
+
+    create_table(ddb, "under-provisioned", read=10, write=10)
+    put_points(cw, "ReadProvisionedThroughputThrottleEvents", "under-provisioned", minutes(t0, 35, 20))
+    put_points(cw, "ConsumedReadCapacityUnits", "under-provisioned", minutes(t0, 35, 600))
+
+    create_table(ddb, "capped", on_demand=True)
+    put_points(cw, "WriteMaxOnDemandThroughputThrottleEvents", "capped", minutes(t0, 4, 9))
+
+    create_table(ddb, "quota", on_demand=True)
+    put_points(cw, "ReadAccountLimitThrottleEvents", "quota", minutes(t0, 4, 9, step=2))
+
+    create_table(ddb, "indexed", gsis=["byStatus"])
+    put_points(cw, "WriteProvisionedThroughputThrottleEvents", "indexed", minutes(t0, 5, 30), index="byStatus")
+    put_points(cw, "WriteThrottleEvents", "indexed", minutes(t0, 5, 30), index="byStatus")
+    put_points(cw, "WriteThrottleEvents", "indexed", minutes(t0, 5, 30))
+    put_points(cw, "ConsumedReadCapacityUnits", "indexed", minutes(t0, 5, 60), index="byStatus")
+
+    create_table(ddb, "legacy", read=100, write=100)  # throttles without per-cause metrics, far below capacity
+    put_points(cw, "WriteThrottleEvents", "legacy", minutes(t0, 5, 12))
+    put_points(cw, "ConsumedWriteCapacityUnits", "legacy", minutes(t0, 30, 600))
+
+    create_table(ddb, "blip")  # an auto-scaling blip: one minute
+    put_points(cw, "WriteProvisionedThroughputThrottleEvents", "blip", {t0: 500})
+
+    create_table(ddb, "quiet", gsis=["byDay"])
+    put_points(cw, "ConsumedReadCapacityUnits", "quiet", minutes(t0, 30, 120))
+    put_points(cw, "ConsumedWriteCapacityUnits", "quiet", minutes(t0, 30, 60), index="byDay")
+    put_points(cw, "ConsumedReadCapacityUnits", "quiet", minutes(t0, 30, 6), index="byDay")
+
+    create_table(ddb, "unread-index", on_demand=True, gsis=["byDate"])
+    put_points(cw, "ConsumedWriteCapacityUnits", "unread-index", minutes(t0, 30, 1000), index="byDate")
+    put_points(cw, "ConsumedReadCapacityUnits", "unread-index", minutes(t0, 30, 0), index="byDate")
+
+    create_table(ddb, "scanned", on_demand=True)
+    put_data(
+        cw,
+        [
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": dims("scanned", operation="Scan"),
+                "Timestamp": datetime.fromtimestamp(t, UTC),
+                "StatisticValues": {"SampleCount": 10, "Sum": 80.0, "Minimum": 5.0, "Maximum": 12.0},
+                "Unit": "Milliseconds",
+            }
+            for t in minutes(t0, 30, 0)
+        ],
+    )
+    put_points(cw, "ReturnedItemCount", "scanned", minutes(t0, 30, 250), operation="Scan")
+    return t0
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["audit", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_audit_names_each_cause_and_stays_quiet_on_quiet_tables(
+    planted: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "--format", "json", "--days", "1")
+    assert code == 0, err
+    doc = json.loads(out)
+    findings = doc["findings"]
+    throttling = {(f["table"], f["index"], f["evidence"]["cause"]) for f in findings if f["kind"] == "throttling"}
+    assert throttling == {
+        ("hot-partition", None, "key_range"),
+        ("under-provisioned", None, "provisioned"),
+        ("capped", None, "on_demand_max"),
+        ("quota", None, "account_limit"),
+        ("indexed", "byStatus", "gsi_backpressure"),
+        ("legacy", None, "key_range"),
+    }
+    by_table = {f["table"]: f for f in findings if f["kind"] == "throttling"}
+    assert by_table["legacy"]["evidence"]["cause_source"] == "inferred_low_utilisation"
+    assert by_table["hot-partition"]["evidence"]["cause_source"] == "cause_metrics"
+    assert by_table["hot-partition"]["evidence"]["write_throttle_events"] == 240
+    assert by_table["indexed"]["evidence"]["index_cause"] == "provisioned"
+    assert by_table["under-provisioned"]["severity"] == "high"  # 35 throttled minutes
+    assert by_table["hot-partition"]["account"] == "123456789012"
+    unused = [(f["table"], f["index"]) for f in findings if f["kind"] == "unused_index"]
+    assert unused == [("unread-index", "byDate")]
+    scans = [f for f in findings if f["kind"] == "scan"]
+    assert [(f["table"], f["evidence"]["count"], f["evidence"]["source"]) for f in scans] == [
+        ("scanned", 300, "cloudwatch")
+    ]
+    assert not {f["table"] for f in findings} & {"quiet", "blip"}
+    for f in findings:
+        required = {
+            "throttling": {"cause", "read_throttle_events", "write_throttle_events", "source"},
+            "unused_index": {"days_analyzed", "reads", "writes"},
+            "scan": {"principal", "operation", "count", "source"},
+        }[f["kind"]]
+        assert required <= set(f["evidence"]), f["kind"]
+    assert [t["table"] for t in doc["tables"]] == sorted(t["table"] for t in doc["tables"])
+    assert len(doc["tables"]) == 10
+    stats = doc["stats"]
+    assert stats["tables_audited"] == 10
+    assert stats["get_metric_data_calls"] == 1
+    assert stats["metrics_requested"] == stats["series_active"] < stats["series_candidates"]
+    assert stats["estimated_cost_usd"] == pytest.approx(stats["metrics_requested"] * 0.01 / 1000)
+    # moto does not implement Contributor Insights: a gap, said once on stderr, never a failure
+    assert [g["call"] for g in doc["gaps"]] == ["dynamodb:ListContributorInsights"]
+    assert "warning: dynamodb:ListContributorInsights" in err
+
+
+def test_fail_on_and_formats(planted: int, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--days", "0.1", "--fail-on", "high")
+    assert code == 1
+    assert "Throttling on under-provisioned (provisioned)" in out
+    code, out, _ = run(capsys, "--days", "0.1", "--fail-on", "critical", "--prefix", "hot-", "--format", "markdown")
+    assert code == 0
+    assert out.startswith("# DynamoDB live audit")
+    assert "key range" in out and "under-provisioned" not in out
+    code, out, _ = run(capsys, "--days", "0.1", "--tables", "quiet,blip", "--format", "table")
+    assert code == 0
+    assert out.startswith("Findings\n========\nNo findings.")
+
+
+def test_usage_and_input_errors_exit_2_with_one_line(planted: int, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in (
+        (["--tables", "nope,absent"], "no such table: absent, nope"),
+        (["--tag", "oops"], "--tag must be KEY=VALUE, got 'oops'"),
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), err
+        assert err.strip().splitlines()[-1] == f"ddb-audit: error: {message}"
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--days", "0"])
+    assert exc.value.code == 2
+
+
+def test_unreachable_endpoint_is_a_clear_error(
+    aws_reset: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    code, out, err = run(capsys, "--days", "0.1")
+    assert (code, out) == (2, "")
+    assert err.startswith("ddb-audit: error: cannot reach AWS")
+
+
+def test_region_option_is_used(planted: int, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--days", "0.1", "--region", "eu-west-1", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["tables"] == []  # the tables live in us-east-1
