@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench clean
+.PHONY: venv test lint typecheck unit demo bench clean tools template-check build
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -26,7 +26,7 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck unit template-check
 
 demo: venv
 	$(BIN)/ddb-audit demo --out audit-demo
@@ -35,4 +35,73 @@ bench: venv
 	$(BIN)/python -m benchmarks.ingest
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data
+	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data
+
+# ---- template.yaml: checks and packaging --------------------------------------------------------------------
+# SAM CLI and checkov pin boto3/pydantic/cfn-lint versions that clash with .venv (and with each other), so each
+# gets its own venv under $(TOOLS) (gitignored), created once and reused; bumping a version rebuilds them.
+TOOLS           ?= .venv-tools
+SAM_VERSION     ?= 1.170.0
+CHECKOV_VERSION ?= 3.3.30
+SAM             := $(TOOLS)/sam/bin/sam
+CHECKOV         := $(TOOLS)/checkov/bin/checkov
+TOOLS_STAMP     := $(TOOLS)/.installed-sam-$(SAM_VERSION)-checkov-$(CHECKOV_VERSION)
+# sam validate needs a region (any: the template is region-independent); no credentials, no telemetry.
+SAM_ENV         := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+PIP_FLAGS       := --quiet --disable-pip-version-check
+
+$(TOOLS_STAMP):
+	@rm -rf $(TOOLS)/sam $(TOOLS)/checkov $(TOOLS)/.installed-*
+	$(PYTHON) -m venv $(TOOLS)/sam
+	$(PYTHON) -m venv $(TOOLS)/checkov
+	@echo "installing aws-sam-cli $(SAM_VERSION) and checkov $(CHECKOV_VERSION) into $(TOOLS) (side by side)"
+	@$(TOOLS)/sam/bin/python -m pip install $(PIP_FLAGS) 'aws-sam-cli==$(SAM_VERSION)' & sam=$$!; \
+	$(TOOLS)/checkov/bin/python -m pip install $(PIP_FLAGS) 'checkov==$(CHECKOV_VERSION)'; rc=$$?; \
+	wait $$sam && test $$rc -eq 0
+	@touch $@
+
+tools: $(TOOLS_STAMP)
+
+# cfn-lint also runs in the pytest suite (tests/template). checkov only sees the parameter defaults (it drops
+# resources whose condition is false there), so it also scans the concrete variants tests/template/variants.py
+# renders (optional parts on: new trail, EventBridge source, Slack). Skips are justified in template.yaml.
+template-check: venv tools
+	$(SAM_ENV) $(SAM) validate --lint --template template.yaml
+	$(BIN)/cfn-lint template.yaml
+	@rm -rf $(TOOLS)/checkov-input && mkdir -p $(TOOLS)/checkov-input && cp template.yaml $(TOOLS)/checkov-input/
+	$(BIN)/python -m tests.template.variants $(TOOLS)/checkov-input
+	BC_SKIP_MAPPING=TRUE $(CHECKOV) --quiet --compact --framework cloudformation --directory $(TOOLS)/checkov-input
+
+# `sam build` (makefile builder, in source: no copy of .venv): runs the build-<LogicalId> targets below.
+build: tools
+	$(SAM_ENV) $(SAM) build --build-in-source --template template.yaml
+
+# One package for every function (SAM's makefile builder calls build-<LogicalId> with ARTIFACTS_DIR set): the
+# project's wheel (auditor/ and handlers/ only) plus its dependencies from pyproject.toml, as Linux wheels for
+# the template's runtime and architecture (python3.12, arm64). No tests/, events/ or dev tools ride along. The
+# package is built once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and copied.
+LAMBDA_FUNCTIONS := TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction
+LAMBDA_PYTHON    ?= 3.12
+LAMBDA_PLATFORM  ?= manylinux2014_aarch64
+LAMBDA_PACKAGE   ?= .aws-sam/lambda-package
+LAMBDA_SOURCES   := pyproject.toml README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*')
+
+# The wheel is built from a clean copy of the sources (no stale build/ directory can leak deleted modules in).
+$(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
+	@rm -rf $(LAMBDA_PACKAGE) && mkdir -p $(LAMBDA_PACKAGE)
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	mkdir "$$tmp/src" && cp -R pyproject.toml README.md auditor handlers "$$tmp/src/"; \
+	find "$$tmp/src" -name __pycache__ -prune -exec rm -rf {} +; \
+	$(PYTHON) -m pip wheel $(PIP_FLAGS) --no-deps --wheel-dir "$$tmp/wheels" "$$tmp/src"; \
+	$(PYTHON) -m pip install $(PIP_FLAGS) --no-compile --no-warn-conflicts --only-binary=:all: \
+		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON) \
+		--target $(LAMBDA_PACKAGE) "$$tmp"/wheels/*.whl
+	rm -rf $(LAMBDA_PACKAGE)/bin
+	@touch $@
+
+.PHONY: $(addprefix build-,$(LAMBDA_FUNCTIONS))
+$(addprefix build-,$(LAMBDA_FUNCTIONS)): $(LAMBDA_PACKAGE)/.built
+	@test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (run it through sam build)" >&2; exit 2; }
+	mkdir -p "$(ARTIFACTS_DIR)"
+	cp -a $(LAMBDA_PACKAGE)/. "$(ARTIFACTS_DIR)/"
+	rm -f "$(ARTIFACTS_DIR)/.built"

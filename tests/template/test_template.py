@@ -1,0 +1,805 @@
+"""template.yaml invariants.
+
+Least-privilege IAM (a table of what each function's code calls), encryption everywhere, SQS sources with partial
+batch responses and DLQs, alarms on every DLQ, one log group with retention per function, the state table exactly
+as ``auditor/sinks/keys.py`` designs it, the functions' environment exactly the ``Settings`` fields, the S3
+notification command the stack outputs (applied to a moto S3 bucket), the build wiring, and cfn-lint.
+
+Most checks run on every deployment variant of :mod:`tests.template.variants` (conditions resolved), so an optional
+part (new trail, EventBridge source, Slack) cannot slip through because it is off by default.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from cfnlint.api import lint_file
+
+from auditor.config import Settings, settings_from_env
+from auditor.service.ingest import parse_s3_notification
+from auditor.sinks import keys
+from tests.template.variants import TEMPLATE_PATH, VARIANTS, load_template, parameter_values, resolve
+
+ROOT = TEMPLATE_PATH.parent
+PSEUDO_PARAMETERS = {
+    "AWS::AccountId",
+    "AWS::NotificationARNs",
+    "AWS::NoValue",
+    "AWS::Partition",
+    "AWS::Region",
+    "AWS::StackId",
+    "AWS::StackName",
+    "AWS::URLSuffix",
+}
+
+
+def getatt(name: str, attr: str = "Arn") -> dict[str, Any]:
+    return {"Fn::GetAtt": [name, attr]}
+
+
+def ref(name: str) -> dict[str, Any]:
+    return {"Ref": name}
+
+
+STATE_TABLE_ARN = getatt("StateTable")
+KEY_ARN = getatt("Key")
+
+
+def index_arn(index: str) -> dict[str, Any]:
+    return {"Fn::Sub": f"${{StateTable.Arn}}/index/{index}"}
+
+
+# ---------------------------------------------------------------------------------------- what each function needs
+
+LOGS = frozenset({"logs:CreateLogStream", "logs:PutLogEvents"})  # its own log group (created by the template)
+XRAY = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})  # Tracing: Active
+SQS_CONSUME = frozenset({"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"})  # Lambda SQS poller
+# A KMS-encrypted state table needs the caller's key use through DynamoDB (reads decrypt, writes encrypt).
+KMS_THROUGH_SERVICES = frozenset({"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"})
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a function's code calls: IAM actions, DynamoDB actions per state-table target, KMS via which services."""
+
+    actions: frozenset[str]
+    dynamodb: Mapping[str, frozenset[str]]  # "table" or an index name -> actions
+    kms_via: frozenset[str]
+
+
+TRAIL_INGEST_DDB = frozenset(
+    {
+        "dynamodb:GetItem",  # WindowStore.is_processed
+        "dynamodb:BatchWriteItem",  # WindowStore.put_contributions (index items, then contributions)
+        "dynamodb:PutItem",  # WindowStore.mark_processed (conditional put)
+    }
+)
+EVENTS_INGEST_DDB = frozenset(
+    {
+        "dynamodb:BatchWriteItem",  # window-index items before the transaction
+        "dynamodb:PutItem",  # WindowStore.commit_events: TransactWriteItems of (conditional) Puts
+    }
+)
+EVALUATOR_DDB_TABLE = frozenset(
+    {
+        "dynamodb:GetItem",  # FindingsStore.get / get_cursor
+        "dynamodb:BatchGetItem",  # FindingsStore.get_many
+        "dynamodb:Query",  # WindowStore.load_windows, FindingsStore.pending (outbox shards)
+        "dynamodb:PutItem",  # FindingsStore.save / enqueue (also the Puts of its TransactWriteItems)
+        "dynamodb:UpdateItem",  # FindingsStore.mark_failed / advance_cursor
+        "dynamodb:DeleteItem",  # FindingsStore.mark_sent
+    }
+)
+NOTIFIER_OWN = frozenset(
+    {
+        "secretsmanager:GetSecretValue",  # slack.get_slack_secret
+        "sqs:SendMessage",  # Lambda parks undeliverable events in its DLQ, a KMS queue (Decrypt, GenerateDataKey)
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+)
+
+NEEDS: dict[str, Needs] = {
+    "TrailIngestFunction": Needs(
+        actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
+        dynamodb={"table": TRAIL_INGEST_DDB},
+        kms_via=frozenset({"sqs", "s3", "dynamodb"}),
+    ),
+    "EventsIngestFunction": Needs(
+        actions=LOGS | XRAY | SQS_CONSUME | EVENTS_INGEST_DDB | KMS_THROUGH_SERVICES,
+        dynamodb={"table": EVENTS_INGEST_DDB},
+        kms_via=frozenset({"sqs", "dynamodb"}),
+    ),
+    "EvaluatorFunction": Needs(
+        actions=LOGS | XRAY | EVALUATOR_DDB_TABLE | {"sns:Publish"} | KMS_THROUGH_SERVICES,
+        dynamodb={"table": EVALUATOR_DDB_TABLE, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings (GSI1)
+        kms_via=frozenset({"sns", "dynamodb"}),
+    ),
+    "NotifierFunction": Needs(
+        actions=LOGS | XRAY | NOTIFIER_OWN,
+        dynamodb={},
+        kms_via=frozenset({"sqs"}),
+    ),
+}
+
+HANDLERS = {
+    "TrailIngestFunction": "handlers.trail_ingest.lambda_handler",
+    "EventsIngestFunction": "handlers.events_ingest.lambda_handler",
+    "EvaluatorFunction": "handlers.evaluator.lambda_handler",
+    "NotifierFunction": "handlers.notifier.lambda_handler",
+}
+
+#: Settings fields the deployed functions do not get (with the reason).
+SETTINGS_NOT_DEPLOYED = {
+    "audit_config": "CLI only: the default --config file of ddb-audit analyze-trail",
+    "item_size_history_floor_bytes": "stream item-size watcher, not deployed by this template yet",
+    "large_item_threshold_pct": "stream item-size watcher, not deployed by this template yet",
+}
+
+
+# ---------------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template()
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def stack(request: pytest.FixtureRequest, template: dict[str, Any]) -> dict[str, Any]:
+    """One deployment variant, conditions resolved."""
+    return resolve(template, VARIANTS[request.param])
+
+
+def of_type(stack: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {name: res.get("Properties", {}) for name, res in stack["Resources"].items() if res["Type"] == type_}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def function_props(stack: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A function's properties with the Globals applied (environment variables merged)."""
+    glob = stack.get("Globals", {}).get("Function", {})
+    props = {**glob, **stack["Resources"][name]["Properties"]}
+    env = {**glob.get("Environment", {}).get("Variables", {})}
+    env.update(stack["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {}))
+    props["Environment"] = {"Variables": env}
+    return props
+
+
+def role_name(props: Mapping[str, Any]) -> str:
+    role = props.get("Role")
+    assert isinstance(role, dict), "functions must use an explicit role from this template (Role: !GetAtt X.Arn)"
+    assert role.get("Fn::GetAtt", [None, None])[1] == "Arn", role
+    return str(role["Fn::GetAtt"][0])
+
+
+def role_statements(stack: Mapping[str, Any], role: str) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = []
+    for policy in stack["Resources"][role]["Properties"].get("Policies", []):
+        statements.extend(as_list(policy["PolicyDocument"]["Statement"]))
+    return statements
+
+
+def walk_statements(node: Any) -> Iterator[dict[str, Any]]:
+    """Every IAM-style statement anywhere in the template (roles, key/queue/topic/bucket policies)."""
+    if isinstance(node, dict):
+        if "Effect" in node and ("Action" in node or "NotAction" in node):
+            yield node
+        for child in node.values():
+            yield from walk_statements(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from walk_statements(child)
+
+
+def functions(stack: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: function_props(stack, name) for name in of_type(stack, "AWS::Serverless::Function")}
+
+
+# ------------------------------------------------------------------------------------------- functions and IAM
+
+
+def test_functions_and_handlers(template: dict[str, Any]) -> None:
+    found = {
+        name: res["Properties"]["Handler"]
+        for name, res in template["Resources"].items()
+        if res["Type"] == "AWS::Serverless::Function"
+    }
+    assert found == HANDLERS
+    for handler in found.values():
+        module, func = handler.rsplit(".", 1)
+        path = ROOT / (module.replace(".", "/") + ".py")
+        assert path.is_file(), f"{handler}: {path} does not exist"
+        tree = ast.parse(path.read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body), f"{path} has no {func}"
+
+
+def test_runtime_and_build(template: dict[str, Any]) -> None:
+    glob = template["Globals"]["Function"]
+    assert glob["Runtime"] == "python3.12"
+    assert glob["Architectures"] == ["arm64"]
+    assert glob["CodeUri"] == "."
+    assert glob["Tracing"] == "Active"
+    for name, res in template["Resources"].items():
+        if res["Type"] == "AWS::Serverless::Function":
+            assert res["Metadata"]["BuildMethod"] == "makefile", name
+            assert "Runtime" not in res["Properties"] and "Architectures" not in res["Properties"], name
+
+
+def test_every_function_has_its_own_explicit_role(stack: dict[str, Any]) -> None:
+    roles = of_type(stack, "AWS::IAM::Role")
+    used: dict[str, str] = {}
+    for name, props in functions(stack).items():
+        assert "Policies" not in props, f"{name}: SAM policy templates hide the actions; use its role"
+        role = role_name(props)
+        assert role in roles, f"{name}: role {role} is not in the template"
+        assert role not in used, f"{name} and {used.get(role)} share {role}"
+        used[role] = name
+        trust = as_list(roles[role]["AssumeRolePolicyDocument"]["Statement"])
+        assert trust == [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ], name
+        assert not roles[role].get("ManagedPolicyArns"), f"{role}: managed policies grant more than the code needs"
+    assert set(used) == set(roles), f"roles used by no function: {set(roles) - set(used)}"
+    assert not of_type(stack, "AWS::IAM::Policy") and not of_type(stack, "AWS::IAM::ManagedPolicy")
+
+
+def test_iam_actions_are_exactly_what_the_code_needs(stack: dict[str, Any]) -> None:
+    for name, props in functions(stack).items():
+        statements = role_statements(stack, role_name(props))
+        actions = {a for s in statements for a in as_list(s["Action"])}
+        assert actions == NEEDS[name].actions, (
+            f"{name}: extra {sorted(actions - NEEDS[name].actions)}, missing {sorted(NEEDS[name].actions - actions)}"
+        )
+        for s in statements:
+            assert s["Effect"] == "Allow" and "NotAction" not in s and "NotResource" not in s, (name, s)
+            assert all("*" not in a for a in as_list(s["Action"])), (name, s)
+
+
+def _event_queue(props: Mapping[str, Any]) -> Any:
+    queues = [e["Properties"]["Queue"] for e in props.get("Events", {}).values() if e["Type"] == "SQS"]
+    return queues[0] if queues else None
+
+
+def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
+    log_groups = of_type(stack, "AWS::Logs::LogGroup")
+    for name, props in functions(stack).items():
+        needs = NEEDS[name]
+        log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
+        assert log_group in log_groups
+        dynamodb: dict[str, set[str]] = {}
+        for s in role_statements(stack, role_name(props)):
+            actions = set(as_list(s["Action"]))
+            resources = as_list(s["Resource"])
+            services = {a.split(":")[0] for a in actions}
+            assert len(services) == 1, f"{name}: one service per statement keeps scoping readable: {s}"
+            service = services.pop()
+            if service != "xray":  # X-Ray has no resource-level permissions
+                assert "*" not in resources, (name, s)
+            if service == "logs":
+                assert resources == [getatt(log_group)], (name, s)
+            elif service == "xray":
+                assert resources == ["*"], (name, s)
+            elif service == "sqs" and actions <= SQS_CONSUME:
+                assert resources == [_event_queue(props)], f"{name} may only consume its own queue: {s}"
+            elif service == "sqs":
+                assert actions == {"sqs:SendMessage"}, (name, s)
+                assert resources == [props["DeadLetterQueue"]["TargetArn"]], f"{name}: only its DLQ: {s}"
+            elif service == "s3":
+                assert actions == {"s3:GetObject"} and len(resources) == 1, (name, s)
+                _assert_trail_objects_only(stack, resources[0])
+            elif service == "sns":
+                assert resources == [ref("FindingsTopic")], (name, s)
+            elif service == "secretsmanager":
+                assert resources == [ref("SlackWebhookSecretArn")], (name, s)
+            elif service == "kms":
+                _assert_kms_statement(name, s, needs)
+            elif service == "dynamodb":
+                for resource in resources:
+                    target = _state_table_target(resource)
+                    assert target is not None, f"{name}: DynamoDB access outside the state table: {resource}"
+                    dynamodb.setdefault(target, set()).update(actions)
+            else:
+                pytest.fail(f"{name}: unexpected service {service}: {s}")
+        assert dynamodb == {k: set(v) for k, v in needs.dynamodb.items()}, name
+
+
+def _state_table_target(resource: Any) -> str | None:
+    if resource == STATE_TABLE_ARN:
+        return "table"
+    for index in (keys.GSI1, keys.GSI2):
+        if resource == index_arn(index):
+            return index
+    return None
+
+
+def _assert_kms_statement(name: str, s: Mapping[str, Any], needs: Needs) -> None:
+    via = s.get("Condition", {}).get("StringEquals", {}).get("kms:ViaService")
+    assert via is not None, f"{name}: KMS only through AWS services (kms:ViaService): {s}"
+    services = set()
+    for value in as_list(via):
+        match = re.fullmatch(r"([a-z0-9-]+)\.\$\{AWS::Region\}\.amazonaws\.com", value.get("Fn::Sub", ""))
+        assert match, f"{name}: kms:ViaService must name a service in the stack's region: {value}"
+        services.add(match.group(1))
+    if s["Resource"] == KEY_ARN:
+        assert services == needs.kms_via, (name, s)
+        assert set(as_list(s["Action"])) <= KMS_THROUGH_SERVICES, (name, s)
+    elif s["Resource"] == ref("TrailKmsKeyArn"):
+        assert name == "TrailIngestFunction" and services == {"s3"} and s["Action"] == "kms:Decrypt", s
+    elif s["Resource"] == ref("SlackSecretKmsKeyArn"):
+        assert name == "NotifierFunction" and services == {"secretsmanager"} and s["Action"] == "kms:Decrypt", s
+    else:
+        pytest.fail(f"{name}: KMS on an unexpected key: {s}")
+
+
+def _assert_trail_objects_only(stack: Mapping[str, Any], resource: Any) -> None:
+    """s3:GetObject on the trail bucket's log objects only: the new bucket's CloudTrail/ folder, or the prefix."""
+    if "TrailBucket" in stack["Resources"]:
+        bucket_name = stack["Resources"]["TrailBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+        pattern, variables = resource["Fn::Sub"]
+        assert variables == bucket_name[1]
+        assert pattern == f"arn:${{AWS::Partition}}:s3:::{bucket_name[0]}/AWSLogs/${{AWS::AccountId}}/CloudTrail/*"
+    else:
+        assert resource == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}/${TrailPrefix}*"}
+
+
+def test_no_dynamodb_access_except_the_state_table(stack: dict[str, Any]) -> None:
+    """No statement anywhere grants DynamoDB on anything but the state table (audited tables are off limits)."""
+    for s in walk_statements(stack["Resources"]):
+        actions = as_list(s.get("Action", s.get("NotAction")))
+        if any(a == "*" or a.startswith("dynamodb:") for a in actions):
+            assert s["Effect"] == "Allow" and "Principal" not in s, s  # only in the functions' roles
+            for resource in as_list(s["Resource"]):
+                assert _state_table_target(resource) is not None, s
+
+
+def test_no_wildcard_actions_in_any_allow_except_key_administration(stack: dict[str, Any]) -> None:
+    for s in walk_statements(stack["Resources"]):
+        if s["Effect"] != "Allow":
+            continue
+        for action in as_list(s["Action"]):
+            if action == "kms:*":  # the key policy's standard delegation to IAM in this account
+                assert s["Principal"] == {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}}
+                continue
+            assert action != "*" and not action.endswith(":*"), s
+            if "*" in action:  # AWS documents kms:GenerateDataKey* etc. for service principals in key policies
+                assert action.startswith("kms:") and "Service" in s.get("Principal", {}), s
+
+
+# -------------------------------------------------------------------------------------------------- encryption
+
+
+def test_everything_is_encrypted_with_the_stack_key(stack: dict[str, Any]) -> None:
+    assert of_type(stack, "AWS::KMS::Key")["Key"]["EnableKeyRotation"] is True
+    assert len(of_type(stack, "AWS::KMS::Key")) == 1
+    for name, props in of_type(stack, "AWS::SQS::Queue").items():
+        assert props.get("KmsMasterKeyId") == KEY_ARN, name
+    for name, props in of_type(stack, "AWS::SNS::Topic").items():
+        assert props.get("KmsMasterKeyId") == KEY_ARN, name
+    for name, props in of_type(stack, "AWS::DynamoDB::Table").items():
+        assert props.get("SSESpecification") == {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": KEY_ARN}, name
+    for name, props in of_type(stack, "AWS::S3::Bucket").items():
+        (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": KEY_ARN}, name
+    for name, props in of_type(stack, "AWS::Logs::LogGroup").items():
+        assert props.get("KmsKeyId") == KEY_ARN, name
+    for name, props in of_type(stack, "AWS::CloudTrail::Trail").items():
+        assert props.get("KMSKeyId") == KEY_ARN, name
+        assert props.get("EnableLogFileValidation") is True, name
+
+
+def test_buckets_are_private_tls_only_and_expire(stack: dict[str, Any]) -> None:
+    policies = of_type(stack, "AWS::S3::BucketPolicy")
+    for name, props in of_type(stack, "AWS::S3::Bucket").items():
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }, name
+        assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}, name
+        assert props["VersioningConfiguration"] == {"Status": "Enabled"}, name
+        rules = props["LifecycleConfiguration"]["Rules"]
+        assert any("ExpirationInDays" in r and "NoncurrentVersionExpiration" in r for r in rules), name
+        (policy,) = [p for p in policies.values() if p["Bucket"] == ref(name)]
+        deny = [s for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert deny == [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [getatt(name), {"Fn::Sub": f"${{{name}.Arn}}/*"}],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ], name
+
+
+# ----------------------------------------------------------------------------------------- queues, DLQs, alarms
+
+
+def test_sqs_events_report_partial_failures_with_bounded_concurrency(stack: dict[str, Any]) -> None:
+    queues = of_type(stack, "AWS::SQS::Queue")
+    seen = 0
+    for name, props in functions(stack).items():
+        for event in props.get("Events", {}).values():
+            if event["Type"] != "SQS":
+                continue
+            seen += 1
+            ev = event["Properties"]
+            assert ev["FunctionResponseTypes"] == ["ReportBatchItemFailures"], name
+            assert ev["ScalingConfig"] == {"MaximumConcurrency": ref("IngestMaxConcurrency")}, name
+            queue = ev["Queue"]["Fn::GetAtt"][0]
+            timeout = int(props["Timeout"])
+            window = int(ev.get("MaximumBatchingWindowInSeconds", 0))
+            assert int(queues[queue]["VisibilityTimeout"]) >= 6 * timeout + window, (name, queue)
+    assert seen == sum(1 for n in functions(stack) if n in ("TrailIngestFunction", "EventsIngestFunction"))
+
+
+def _dead_letter_queues(stack: Mapping[str, Any]) -> set[str]:
+    dlqs = set()
+    for props in of_type(stack, "AWS::SQS::Queue").values():
+        if "RedrivePolicy" in props:
+            dlqs.add(props["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0])
+    for props in functions(stack).values():
+        if "DeadLetterQueue" in props:
+            dlqs.add(props["DeadLetterQueue"]["TargetArn"]["Fn::GetAtt"][0])
+    return dlqs
+
+
+def test_every_queue_has_a_dlq_and_every_dlq_an_alarm(stack: dict[str, Any]) -> None:
+    queues = of_type(stack, "AWS::SQS::Queue")
+    dlqs = _dead_letter_queues(stack)
+    assert dlqs <= set(queues)
+    for name, props in queues.items():
+        if name in dlqs:
+            assert "RedrivePolicy" not in props and int(props["MessageRetentionPeriod"]) == 1_209_600, name
+        else:
+            assert props["RedrivePolicy"]["maxReceiveCount"] == 5, name
+    alarmed = {
+        a["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+        for a in of_type(stack, "AWS::CloudWatch::Alarm").values()
+        if a["Namespace"] == "AWS/SQS"
+        and a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        and a["Dimensions"][0]["Name"] == "QueueName"
+        and a["AlarmActions"] == [ref("FindingsTopic")]
+        and a["ComparisonOperator"] == "GreaterThanThreshold"
+        and a["Threshold"] == 0
+    }
+    assert alarmed == dlqs
+    # The EventBridge rule parks undeliverable events in the events DLQ too.
+    for rule in of_type(stack, "AWS::Events::Rule").values():
+        for target in rule["Targets"]:
+            assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0] in dlqs
+
+
+def test_every_function_logs_to_its_own_group_with_retention(stack: dict[str, Any]) -> None:
+    log_groups = of_type(stack, "AWS::Logs::LogGroup")
+    used = [props["LoggingConfig"]["LogGroup"]["Ref"] for props in functions(stack).values()]
+    assert sorted(used) == sorted(log_groups), "one log group per function, none unused"
+    for name in used:
+        assert log_groups[name]["RetentionInDays"] == ref("LogRetentionDays"), name
+
+
+# --------------------------------------------------------------------------------------------------- state table
+
+
+def test_state_table_follows_the_key_design(template: dict[str, Any]) -> None:
+    (table,) = of_type(template, "AWS::DynamoDB::Table").values()
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == [
+        {"AttributeName": keys.PK, "KeyType": "HASH"},
+        {"AttributeName": keys.SK, "KeyType": "RANGE"},
+    ]
+    gsis = {gsi["IndexName"]: (gsi["KeySchema"], gsi["Projection"]) for gsi in table["GlobalSecondaryIndexes"]}
+    assert gsis == {
+        index: (
+            [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+            {"ProjectionType": "ALL"},
+        )
+        for index, pk, sk in ((keys.GSI1, keys.GSI1_PK, keys.GSI1_SK), (keys.GSI2, keys.GSI2_PK, keys.GSI2_SK))
+    }
+    key_attrs = {keys.PK, keys.SK, keys.GSI1_PK, keys.GSI1_SK, keys.GSI2_PK, keys.GSI2_SK}
+    assert {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]} == dict.fromkeys(
+        key_attrs, "S"
+    )
+    assert table["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTR, "Enabled": True}
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["DeletionProtectionEnabled"] == {"Fn::If": ["DeletionProtectionOn", True, False]}
+    assert "TableName" not in table, "a generated name lets two stacks live in one account"
+
+
+# ------------------------------------------------------------------------------------------ environment/Settings
+
+
+def _environment(template: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(template["Globals"]["Function"]["Environment"]["Variables"])
+
+
+def test_environment_is_exactly_the_settings_fields(template: dict[str, Any]) -> None:
+    names = {n for n in _environment(template) if not n.startswith("POWERTOOLS_")}
+    fields = set(Settings.model_fields)
+    assert {n.lower() for n in names} <= fields, (
+        f"not Settings fields: {sorted(n for n in names if n.lower() not in fields)}"
+    )
+    assert all(n == n.upper() for n in names)
+    missing = fields - {n.lower() for n in names} - set(SETTINGS_NOT_DEPLOYED)
+    assert not missing, f"Settings fields the functions do not get (add them to Globals): {sorted(missing)}"
+    assert not {n.lower() for n in names} & set(SETTINGS_NOT_DEPLOYED)
+    for name in template["Resources"]:
+        if template["Resources"][name]["Type"] == "AWS::Serverless::Function":
+            assert "Environment" not in template["Resources"][name]["Properties"], f"{name}: use Globals"
+
+
+def _env_with(template: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
+    env = {}
+    for var, value in _environment(template).items():
+        if isinstance(value, dict):
+            (target,) = value.values()
+            env[var] = str(params[target]) if target in params else f"dummy-{target}"
+        else:
+            env[var] = str(value)
+    return env
+
+
+def test_parameter_defaults_make_valid_settings(template: dict[str, Any]) -> None:
+    params = parameter_values(template, {})
+    settings = settings_from_env(_env_with(template, params))
+    settings.analysis_config()
+    assert settings.state_table_name == "dummy-StateTable"
+    assert settings.slack_secret_arn == ""
+    assert settings.redact_keys is True and settings.publish_resolved is False
+
+
+def test_every_value_cloudformation_accepts_is_a_valid_setting(template: dict[str, Any]) -> None:
+    """Parameter bounds sit inside the Settings constraints, so no accepted deploy value fails a cold start."""
+    env = _environment(template)
+    parameters = template["Parameters"]
+    for var, value in env.items():
+        if not (isinstance(value, dict) and value.get("Ref") in parameters):
+            continue
+        spec = parameters[value["Ref"]]
+        candidates = [spec.get("Default"), spec.get("MinValue"), spec.get("MaxValue"), *spec.get("AllowedValues", [])]
+        for candidate in [c for c in candidates if c is not None]:
+            settings_from_env({var: str(candidate)})  # raises ConfigurationError if out of range
+
+
+def test_parameters_are_described(template: dict[str, Any]) -> None:
+    for name, spec in template["Parameters"].items():
+        assert len(spec.get("Description", "")) >= 20, name
+
+
+# -------------------------------------------------------------------------------------------------- trail/events
+
+
+def test_new_trail_logs_dynamodb_data_events_only(template: dict[str, Any]) -> None:
+    stack = resolve(template, VARIANTS["all-features"])
+    trail = stack["Resources"]["DataEventsTrail"]["Properties"]
+    (selector,) = trail["AdvancedEventSelectors"]
+    assert selector["FieldSelectors"] == [
+        {"Field": "eventCategory", "Equals": ["Data"]},
+        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+        {"Field": "resources.ARN", "Equals": ref("TrailTableArns")},
+    ]
+    assert trail["S3BucketName"] == ref("TrailBucket") and trail["IsLogging"] is True
+    # Without table ARNs the selector logs every table.
+    unrestricted = resolve(template, {**VARIANTS["all-features"], "TrailTableArns": ""})
+    (selector,) = unrestricted["Resources"]["DataEventsTrail"]["Properties"]["AdvancedEventSelectors"]
+    assert [f["Field"] for f in selector["FieldSelectors"]] == ["eventCategory", "resources.type"]
+    # The new bucket notifies the trail queue about log files only (not digests).
+    notification = stack["Resources"]["TrailBucket"]["Properties"]["NotificationConfiguration"]
+    assert notification == {
+        "QueueConfigurations": [
+            {
+                "Event": "s3:ObjectCreated:*",
+                "Queue": getatt("TrailQueue"),
+                "Filter": {
+                    "S3Key": {
+                        "Rules": [
+                            {"Name": "prefix", "Value": {"Fn::Sub": "AWSLogs/${AWS::AccountId}/CloudTrail/"}},
+                            {"Name": "suffix", "Value": ".json.gz"},
+                        ]
+                    }
+                },
+            }
+        ]
+    }
+
+
+def test_eventbridge_rule_matches_dynamodb_data_events(template: dict[str, Any]) -> None:
+    stack = resolve(template, VARIANTS["all-features"])
+    rule = stack["Resources"]["DynamoDBDataEventsRule"]["Properties"]
+    assert rule["EventPattern"] == {
+        "source": ["aws.dynamodb"],
+        "detail-type": ["AWS API Call via CloudTrail"],
+        "detail": {"eventCategory": ["Data"]},
+    }
+    (target,) = rule["Targets"]
+    assert target["Arn"] == getatt("EventsQueue")
+    policy = stack["Resources"]["EventsQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][0]
+    assert policy["Principal"] == {"Service": "events.amazonaws.com"}
+    assert policy["Condition"] == {"ArnEquals": {"aws:SourceArn": getatt("DynamoDBDataEventsRule")}}
+
+
+# ----------------------------------------------------------------------------------- S3 notification (existing bucket)
+
+
+def _client(service: str, url: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def _receive_all(sqs: Any, queue_url: str) -> list[str]:
+    bodies = []
+    while True:
+        got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        if not got.get("Messages"):
+            return bodies
+        for message in got["Messages"]:
+            bodies.append(message["Body"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def test_s3_notification_command_wires_the_existing_bucket_to_the_queue(
+    template: dict[str, Any], moto_url: str
+) -> None:
+    """The documented command, run against S3 (moto), delivers new trail log objects to the trail queue."""
+    overrides = {**VARIANTS["existing-bucket"], "TrailPrefix": "AWSLogs/111122223333/CloudTrail/"}
+    stack = resolve(template, overrides)
+    params = parameter_values(template, overrides)
+    s3, sqs = _client("s3", moto_url), _client("sqs", moto_url)
+    bucket = params["TrailBucketName"]
+    s3.create_bucket(Bucket=bucket)
+    queue_url = sqs.create_queue(QueueName="trail-queue")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    command = stack["Outputs"]["S3NotificationCommand"]["Value"]["Fn::Sub"]
+    rendered = (
+        command.replace("${TrailBucketName}", bucket)
+        .replace("${TrailPrefix}", params["TrailPrefix"])
+        .replace("${TrailQueue.Arn}", queue_arn)
+    )
+    assert "${" not in rendered
+    argv = shlex.split(rendered)
+    assert argv[:3] == ["aws", "s3api", "put-bucket-notification-configuration"]
+    assert argv[argv.index("--bucket") + 1] == bucket
+    configuration = json.loads(argv[argv.index("--notification-configuration") + 1])
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=configuration)
+    _receive_all(sqs, queue_url)  # S3's test event
+
+    log_key = "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/111122223333_CloudTrail_us-east-1_x.json.gz"
+    for key in (
+        log_key,
+        "AWSLogs/111122223333/CloudTrail-Digest/us-east-1/2026/12/01/digest.json.gz",  # other prefix
+        "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/notes.txt",  # other suffix
+    ):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+    bodies = _receive_all(sqs, queue_url)
+    assert len(bodies) == 1
+    (ref_,) = parse_s3_notification(bodies[0])  # what the trail ingest function reads
+    assert (ref_.bucket, ref_.key, ref_.event_name) == (bucket, log_key, "ObjectCreated:Put")
+
+
+def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -> None:
+    statements = stack["Resources"]["TrailQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    allow = [s for s in statements if s["Effect"] == "Allow"]
+    assert len(allow) == 1 and allow[0]["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert allow[0]["Action"] == "sqs:SendMessage" and allow[0]["Resource"] == getatt("TrailQueue")
+    source = allow[0]["Condition"]["ArnEquals"]["aws:SourceArn"]
+    if "TrailBucket" in stack["Resources"]:
+        name, variables = stack["Resources"]["TrailBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+        assert source == {"Fn::Sub": [f"arn:${{AWS::Partition}}:s3:::{name}", variables]}
+        assert stack["Resources"]["TrailBucket"]["DependsOn"] == "TrailQueuePolicy"
+    else:
+        assert source == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}"}
+    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": ref("AWS::AccountId")}
+
+
+# --------------------------------------------------------------------------------------------- references, lint
+
+
+def _references(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        if set(node) == {"Ref"}:
+            yield node["Ref"]
+        elif set(node) == {"Fn::GetAtt"}:
+            yield node["Fn::GetAtt"][0]
+        elif set(node) == {"Fn::Sub"}:
+            text, local = (node["Fn::Sub"], {}) if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"]
+            for var in re.findall(r"\$\{([^!}][^}]*)\}", text):
+                if var not in local:
+                    yield var.split(".")[0]
+            yield from _references(local)
+        else:
+            for child in node.values():
+                yield from _references(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _references(child)
+
+
+def test_every_reference_exists_in_every_variant(stack: dict[str, Any]) -> None:
+    known = set(stack["Resources"]) | set(stack["Parameters"]) | PSEUDO_PARAMETERS
+    for section in ("Resources", "Outputs", "Globals"):
+        dangling = set(_references(stack.get(section, {}))) - known
+        assert not dangling, f"{section}: {sorted(dangling)}"
+    for name, res in stack["Resources"].items():
+        for dep in as_list(res.get("DependsOn", [])):
+            assert dep in stack["Resources"], (name, dep)
+
+
+def test_cfn_lint_is_clean() -> None:
+    matches = lint_file(TEMPLATE_PATH)
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+# ------------------------------------------------------------------------------------------ build and samconfig
+
+
+def _makefile_var(name: str) -> str:
+    text = (ROOT / "Makefile").read_text()
+    match = re.search(rf"^{name}\s*\??:?=\s*(\S+)\s*$", text, re.MULTILINE)
+    assert match, f"Makefile defines no {name}"
+    return match.group(1)
+
+
+def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_path: Path) -> None:
+    glob = template["Globals"]["Function"]
+    assert f"python{_makefile_var('LAMBDA_PYTHON')}" == glob["Runtime"]
+    arch = {"arm64": "aarch64", "x86_64": "x86_64"}[glob["Architectures"][0]]
+    assert _makefile_var("LAMBDA_PLATFORM").endswith(f"_{arch}")
+    make = shutil.which("make")
+    assert make, "make is required"
+    for name, res in template["Resources"].items():
+        if res.get("Metadata", {}).get("BuildMethod") != "makefile":
+            continue
+        out = subprocess.run(
+            [make, "-n", "-C", str(ROOT), f"build-{name}", f"ARTIFACTS_DIR={tmp_path / name}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr
+        assert f"{tmp_path / name}" in out.stdout, out.stdout
+
+
+def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    assert config["default"]["build"]["parameters"]["build_in_source"] is True
+    deploy = config["default"]["deploy"]["parameters"]
+    assert deploy["capabilities"] == "CAPABILITY_IAM"
+    overrides = {}
+    for item in deploy["parameter_overrides"]:
+        # SAM splits an unquoted value at spaces ("rate(15 minutes)" -> "rate(15"): every value is quoted.
+        match = re.fullmatch(r'(\w+)="([^"]*)"', item)
+        assert match, f'samconfig.toml: write {item!r} as Name="value"'
+        overrides[match.group(1)] = match.group(2)
+    parameters = template["Parameters"]
+    for name, value in overrides.items():
+        assert name in parameters, f"samconfig.toml sets unknown parameter {name}"
+        spec = parameters[name]
+        if "AllowedValues" in spec:
+            assert value in [str(v) for v in spec["AllowedValues"]], (name, value)
+        if "AllowedPattern" in spec:
+            assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
+    resolve(template, overrides)  # a complete, resolvable deployment
