@@ -70,7 +70,52 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
     size.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
-    demo = sub.add_parser("demo", help="generate a workload with planted problems and analyse it, offline")
+    report = sub.add_parser("report", help="render the weekly HTML and Markdown report from a findings JSON file")
+    report.add_argument(
+        "--findings",
+        required=True,
+        metavar="FILE",
+        help="JSON output of analyze-trail, billing or audit, or a JSON array of findings (- for stdin)",
+    )
+    report.add_argument("--out", required=True, metavar="DIR", help="directory for report.html and report.md")
+    report.add_argument("--previous", metavar="FILE", help="last week's findings JSON, for week-over-week changes")
+    report.add_argument(
+        "--capacity",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="capacity history for the charts, in the billing --input format (repeatable)",
+    )
+    report.add_argument("--week", metavar="YYYY-Www", help="ISO week to report (default: the latest finding's week)")
+
+    audit = sub.add_parser(
+        "audit",
+        help="read-only live audit: inventory, CloudWatch metrics and Contributor Insights (honours AWS_ENDPOINT_URL)",
+    )
+    audit.add_argument("--region", metavar="R", help="AWS Region (default: the standard boto3 configuration)")
+    audit.add_argument("--tables", metavar="NAME,...", help="audit only these tables (comma-separated)")
+    audit.add_argument("--prefix", metavar="P", help="audit only tables whose name starts with P")
+    audit.add_argument("--tag", metavar="K=V", help="audit only tables tagged K=V")
+    audit.add_argument("--days", type=_audit_days, default=1.0, metavar="N", help="days to look back (default: 1)")
+    _add_output_options(audit)
+
+    billing = sub.add_parser(
+        "billing",
+        help="billing-mode and table-class recommendation from one table's capacity history (offline)",
+    )
+    billing.add_argument("--input", required=True, metavar="FILE", help="capacity history JSON (SPEC.md), - for stdin")
+    billing.add_argument(
+        "--simulation",
+        choices=("aws", "evaluator"),
+        default="aws",
+        help="auto-scaling simulation: aws (documented AWS behaviour, default) or evaluator (archived awslabs tool)",
+    )
+    billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
+    _add_output_options(billing)
+
+    demo = sub.add_parser(
+        "demo", help="run the deployed service end to end offline (local AWS endpoint, real handlers, Slack catcher)"
+    )
     demo.add_argument("--out", default="audit-demo", metavar="DIR", help="output directory (default: ./audit-demo)")
     demo.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     _add_output_options(demo)
@@ -146,15 +191,142 @@ def _cmd_item_size(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from auditor.demo.run import run_demo
+def _read_json(path: str) -> object:
+    """A whole JSON document from a file or ``-`` (stdin); unreadable or invalid input is an InputError."""
+    import orjson
 
-    result = run_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=sys.stderr))
-    _emit(args.format, result)
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from auditor.report import model
+    from auditor.report.render import write_report
+
+    doc = model.parse_findings_document(_read_json(args.findings), args.findings)
+    previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
+    capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
+    now = datetime.now(UTC)
+    week = model.IsoWeek.parse(args.week) if args.week else model.latest_week(doc.findings) or model.IsoWeek.of(now)
+    usage = model.AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
+    report = model.build_report_from_findings(
+        doc.findings,
+        now,
+        week=week,
+        previous_findings=previous.findings if previous else None,
+        access_patterns=doc.access_patterns,
+        capacity=capacity,
+        usage=usage,
+        input_stats=doc.stats,
+    )
+    try:
+        html_path, md_path = write_report(report, args.out)
+    except OSError as exc:
+        raise InputError(f"{args.out}: cannot write the report: {exc.strerror or exc}") from exc
+    sys.stdout.write(f"{html_path}\n{md_path}\n")
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from auditor.demo.service import run_service_demo, summary_text
+
+    # The narrative is the demo's output; with --format json it goes to stderr and stdout carries the findings.
+    narrate = sys.stderr if args.format == "json" else sys.stdout
+    result = run_service_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=narrate, flush=True))
+    findings = [Finding.model_validate({k: v for k, v in f.items() if k != "status"}) for f in result.findings]
+    if args.format == "json":
+        text = to_json({"findings": result.findings})
+    elif args.format == "markdown":
+        text = render_markdown(findings, [], {})
+    else:
+        text = summary_text(result)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_FINDINGS if _fails(findings, args.fail_on) else EXIT_OK
+
+
+def _audit_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < days <= 455:
+        raise argparse.ArgumentTypeError("must be more than 0 and at most 455 (CloudWatch keeps 15 months)")
+    return days
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    import time
+
+    from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
+    from auditor.sources.inventory import TableSelector, parse_tag
+
+    names = tuple(n.strip() for n in (args.tables or "").split(",") if n.strip())
+    selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
+    now = int(time.time())
+    end = now - now % 60
+    result = run_audit(build_clients(args.region), selector, start=end - int(args.days * 86_400), end=end, now=now)
+    inventory = result.inventory
+    if not inventory.tables:
+        if names and set(inventory.missing) >= set(names):
+            raise InputError("no such table: " + ", ".join(inventory.missing))
+        blocking = [g for g in inventory.gaps if g.facet == "tables"]
+        if blocking:
+            raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
+    for gap in result.gaps:
+        print(f"ddb-audit: warning: {gap.describe()}", file=sys.stderr)
+    for err in result.errors:
+        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
+    sys.stdout.write(render_audit(result, args.format))
+    sys.stdout.flush()
     return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
 
 
-COMMANDS = {"analyze-trail": _cmd_analyze_trail, "item-size": _cmd_item_size, "demo": _cmd_demo}
+def _cmd_billing(args: argparse.Namespace) -> int:
+    from auditor.billing.decide import analyze_billing
+    from auditor.billing.model import BillingInput
+    from auditor.billing.pricing import load_price_file
+    from auditor.billing.render import render_billing_markdown, render_billing_table
+
+    if args.input == "-":
+        data, source = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, source = Path(args.input).read_bytes(), args.input
+        except OSError as exc:
+            raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
+    inp = BillingInput.from_json(data, source)
+    prices = load_price_file(args.prices) if args.prices else None
+    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices)
+    for warning in analysis.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    if args.format == "json":
+        text = to_json(analysis.to_dict())
+    elif args.format == "markdown":
+        text = render_billing_markdown(analysis.result, analysis.findings)
+    else:
+        text = render_billing_table(analysis.result, analysis.findings)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_FINDINGS if _fails(analysis.findings, args.fail_on) else EXIT_OK
+
+
+COMMANDS = {
+    "analyze-trail": _cmd_analyze_trail,
+    "item-size": _cmd_item_size,
+    "audit": _cmd_audit,
+    "report": _cmd_report,
+    "billing": _cmd_billing,
+    "demo": _cmd_demo,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

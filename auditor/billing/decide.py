@@ -1,0 +1,615 @@
+"""One billing decision per table: on-demand, provisioned with auto scaling, or the current configuration.
+
+Billing mode is a table-level setting inherited by every GSI, so the decision sums the table and all its GSIs,
+reads and writes. Per series and dimension it computes window totals (USD):
+
+- ``on_demand_cost``: consumed capacity units billed as request units;
+- ``provisioned_cost_simulated``: the simulated auto-scaled capacity (:mod:`auditor.billing.simulate`);
+- ``provisioned_cost_current``: the provisioned capacity that was in force (0 for on-demand tables).
+
+Monthly figures use one convention: window totals x 730 / hours in the window. A change is recommended only when
+it saves at least ``margin`` of the current monthly cost and ``min_monthly_savings`` dollars, and, for
+provisioned, only when the simulated throttling stays within ``max_throttled_share`` of the demand (the ``aws``
+simulation models throttling; the ``evaluator`` simulation does not, like the archived tool). Confidence is the
+share of datapoints present times the share of ``full_confidence_days`` covered.
+
+In the ``aws`` simulation the minimum capacity is chosen, not assumed: the table's load percentiles (25, 50, 75,
+90 and 100 % of the per-minute rates, and the configured floor) are each simulated, and the cheapest that keeps
+throttling acceptable wins. A low minimum is cheap but makes a table that wakes from idle throttle while auto
+scaling catches up; the search finds where that stops paying.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from auditor.billing.model import (
+    GIB,
+    HOURS_PER_MONTH,
+    Action,
+    BillingConfig,
+    BillingInput,
+    BillingMode,
+    BillingResult,
+    CapacityRecommendation,
+    CapacitySetting,
+    DimensionResult,
+    ReservedCapacityNote,
+    ReservedCapacityTerm,
+    SeriesInput,
+    SeriesResult,
+    Simulation,
+    TableClassHint,
+    TableClassName,
+    Throttling,
+)
+from auditor.billing.pricing import ClassPrices, Dimension, RegionPrices, bundled_prices
+from auditor.billing.simulate import (
+    AwsBehaviour,
+    DimensionRun,
+    EvaluatorParams,
+    ScalingPolicy,
+    SeriesRun,
+    needed_capacity,
+    simulate_aws,
+    simulate_evaluator,
+)
+from auditor.detectors import billing_mode, table_class
+from auditor.models.finding import Finding
+
+DIMS: tuple[Dimension, Dimension] = ("read", "write")
+#: Load percentiles tried as the minimum capacity in the ``aws`` simulation.
+MIN_CAPACITY_QUANTILES = (0.25, 0.5, 0.75, 0.9, 1.0)
+#: Recommended maximum capacity: this multiple of the capacity the peak minute needed.
+MAX_CAPACITY_HEADROOM = 2.0
+
+
+@dataclass(slots=True)
+class BillingAnalysis:
+    """The decision, its findings, and warnings for the user (e.g. fallback prices)."""
+
+    result: BillingResult
+    findings: list[Finding]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        """SPEC.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
+        return {
+            "findings": [f.model_dump(mode="json") for f in self.findings],
+            "billing": self.result.to_dict(),
+        }
+
+
+def evaluator_label(est: float, cur: float, od: float, modify_threshold: float = 0.15) -> str:
+    """The archived evaluator's per-dimension recommendation (research note section 1.2.6), in its labels."""
+    if est < cur and est < od and cur != 0 and (cur - est) / cur > modify_threshold:
+        return "Provisioned_Modify"
+    if cur != 0 and cur < od:
+        return "Provisioned"
+    if est < od:
+        return "Provisioned"
+    return "Ondemand"
+
+
+# ------------------------------------------------------------------------------------------------ input grid
+
+
+def _minutes(values: Sequence[float | None], per: int, total: int, *, split: bool) -> list[float | None]:
+    """Per-minute values from per-period values (a period's Sum split evenly), padded with None to ``total``."""
+    if per == 1:
+        out = list(values)
+    else:
+        out = []
+        for v in values:
+            if v is None:
+                out.extend([None] * per)
+            else:
+                out.extend([v / per if split else v] * per)
+    if len(out) < total:
+        out.extend([None] * (total - len(out)))
+    return out
+
+
+def _filled(values: Sequence[float | None]) -> list[float]:
+    return [0.0 if v is None else v for v in values]
+
+
+def _forward_filled(values: Sequence[float | None]) -> list[float] | None:
+    """Provisioned capacity stays in force until it changes: carry the last value (the first backwards)."""
+    first = next((v for v in values if v is not None), None)
+    if first is None:
+        return None
+    out: list[float] = []
+    last = first
+    for v in values:
+        if v is not None:
+            last = v
+        out.append(last)
+    return out
+
+
+def _hourly_means(minutes: Sequence[int], values: Sequence[float | None]) -> dict[int, float]:
+    """Mean of the values present in each clock hour (CloudWatch hourly ``Average``)."""
+    acc: dict[int, list[float]] = {}
+    for m, v in zip(minutes, values, strict=True):
+        if v is not None:
+            acc.setdefault(m // 60, []).append(v)
+    return {h: math.fsum(vs) / len(vs) for h, vs in acc.items()}
+
+
+# ----------------------------------------------------------------------------------------------- simulation
+
+
+@dataclass(slots=True)
+class _Dim:
+    run: DimensionRun
+    policy: ScalingPolicy
+    current_unit_hours: float
+    current_hourly: dict[int, float]
+
+
+@dataclass(slots=True)
+class _Series:
+    index: str | None
+    read: _Dim
+    write: _Dim
+    present: int
+    expected: int
+
+    def dim(self, d: Dimension) -> _Dim:
+        return self.read if d == "read" else self.write
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))]
+
+
+def _max_capacity(peak_units_per_minute: float, target: float, floor: float, ceiling: float) -> float:
+    need = needed_capacity(peak_units_per_minute, target)
+    return float(min(ceiling, max(floor, math.ceil(need * MAX_CAPACITY_HEADROOM), 1)))
+
+
+def _simulate_aws_series(
+    reads: list[float],
+    writes: list[float],
+    start_minute: int,
+    cfg: BillingConfig,
+    prices: ClassPrices,
+) -> tuple[SeriesRun, ScalingPolicy, ScalingPolicy]:
+    target = cfg.target_utilization
+    behaviour = AwsBehaviour(reaction_minutes=cfg.reaction_minutes)
+    floor = float(math.ceil(cfg.min_capacity))
+    floors = {(floor, floor)}
+    if cfg.search_min_capacity:
+        sr, sw = sorted(reads), sorted(writes)
+        for q in MIN_CAPACITY_QUANTILES:
+            floors.add(
+                (
+                    min(cfg.max_capacity, max(floor, float(needed_capacity(_quantile(sr, q), target)))),
+                    min(cfg.max_capacity, max(floor, float(needed_capacity(_quantile(sw, q), target)))),
+                )
+            )
+    best: tuple[tuple[int, float, float], SeriesRun, ScalingPolicy, ScalingPolicy] | None = None
+    for min_r, min_w in sorted(floors):
+        pr = ScalingPolicy(target, min_r, _max_capacity(max(reads), target, min_r, cfg.max_capacity))
+        pw = ScalingPolicy(target, min_w, _max_capacity(max(writes), target, min_w, cfg.max_capacity))
+        run = simulate_aws(reads, writes, pr, pw, behaviour, start_minute=start_minute)
+        shares = [run.read.throttled_share or 0.0, run.write.throttled_share or 0.0]
+        acceptable = all(s <= cfg.max_throttled_share for s in shares)
+        cost = run.read.unit_hours * prices.rcu_hour + run.write.unit_hours * prices.wcu_hour
+        # Acceptable candidates by cost; if none is acceptable, the least throttled one.
+        key = (0, cost, 0.0) if acceptable else (1, sum(shares), cost)
+        if best is None or key < best[0]:
+            best = (key, run, pr, pw)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def _simulate(
+    inp: BillingInput, simulation: Simulation, cfg: BillingConfig, prices: ClassPrices
+) -> tuple[list[_Series], list[str]]:
+    per = inp.period_seconds // 60
+    total = inp.minutes
+    start_minute = int(inp.start.timestamp()) // 60
+    grid = range(start_minute, start_minute + total)
+    notes: list[str] = []
+    out: list[_Series] = []
+    for s in inp.series:
+        cr = _minutes(s.consumed_read, per, total, split=True)
+        cw = _minutes(s.consumed_write, per, total, split=True)
+        present = sum(v is not None for v in s.consumed_read) + sum(v is not None for v in s.consumed_write)
+        expected = 2 * inp.periods
+        prov = _provisioned(s, inp, per, total)
+        if simulation == "aws":
+            run, pol_r, pol_w = _simulate_aws_series(_filled(cr), _filled(cw), start_minute, cfg, prices)
+            cur = {d: _current_aws(prov[d], grid) for d in DIMS}
+        else:
+            pol_r = pol_w = ScalingPolicy(cfg.target_utilization, cfg.min_capacity, cfg.evaluator_max_capacity)
+            rm = [m for m, v in zip(grid, cr, strict=True) if v is not None]
+            wm = [m for m, v in zip(grid, cw, strict=True) if v is not None]
+            run = simulate_evaluator(
+                [v for v in cr if v is not None],
+                [v for v in cw if v is not None],
+                EvaluatorParams(read=pol_r, write=pol_w),
+                read_minutes=rm,
+                write_minutes=wm,
+            )
+            notes.extend(f"{s.index or 'table'}: {n}" for n in run.notes)
+            cur = {
+                "read": _current_evaluator(prov["read"], grid, run.read.hours),
+                "write": _current_evaluator(prov["write"], grid, run.write.hours),
+            }
+        out.append(
+            _Series(
+                index=s.index,
+                read=_Dim(run.read, pol_r, cur["read"][0], cur["read"][1]),
+                write=_Dim(run.write, pol_w, cur["write"][0], cur["write"][1]),
+                present=present,
+                expected=expected,
+            )
+        )
+    return out, notes
+
+
+def _provisioned(s: SeriesInput, inp: BillingInput, per: int, total: int) -> dict[str, list[float | None] | None]:
+    if inp.billing_mode != "PROVISIONED":
+        return {"read": None, "write": None}
+    return {
+        "read": _minutes(s.provisioned_read or [], per, total, split=False),
+        "write": _minutes(s.provisioned_write or [], per, total, split=False),
+    }
+
+
+def _current_aws(values: list[float | None] | None, grid: range) -> tuple[float, dict[int, float]]:
+    """Current provisioned unit-hours over every minute of the window (capacity carried across gaps)."""
+    filled = _forward_filled(values) if values is not None else None
+    if filled is None:
+        return 0.0, {}
+    return math.fsum(filled) / 60.0, _hourly_means(grid, filled)
+
+
+def _current_evaluator(
+    values: list[float | None] | None, grid: range, hours: Sequence[int]
+) -> tuple[float, dict[int, float]]:
+    """The evaluator's current cost: hourly mean provisioned units, for the hours its estimate has."""
+    if values is None:
+        return 0.0, {}
+    means = _hourly_means(grid, values)
+    kept = {h: means[h] for h in hours if h in means}
+    return math.fsum(kept.values()), kept
+
+
+# ------------------------------------------------------------------------------------------------- decision
+
+
+def _rc_note(
+    hourly: dict[Dimension, list[float]], prices: RegionPrices, window_hours: float
+) -> ReservedCapacityNote | None:
+    """Reserved capacity worth owning for the recommended provisioned capacity (blocks of 100 units)."""
+    terms: list[ReservedCapacityTerm] = []
+    for d in DIMS:
+        usage = hourly[d]
+        if not usage:
+            continue
+        rate = prices.standard.capacity_hour(d)
+        for years in (1, 3):
+            offer = prices.reserved_offer(d, years)
+            if offer is None:
+                continue
+            rc = offer.per_unit_hour
+
+            def cost(units: int, usage: list[float] = usage, rc: float = rc, rate: float = rate) -> float:
+                return math.fsum(units * rc + max(u - units, 0.0) * rate for u in usage)
+
+            base = cost(0)
+            best_units, best_cost = 0, base
+            for units in range(100, 100 * (math.ceil(max(usage) / 100) + 1), 100):
+                c = cost(units)
+                if c < best_cost:
+                    best_units, best_cost = units, c
+            if best_units:
+                terms.append(
+                    ReservedCapacityTerm(
+                        dimension=d,
+                        years=years,
+                        units=best_units,
+                        upfront=best_units / 100 * offer.upfront_per_100,
+                        monthly_savings=(base - best_cost) * HOURS_PER_MONTH / window_hours,
+                    )
+                )
+    if not terms:
+        return None
+    one = [t for t in terms if t.years == 1]
+    parts = [
+        f"{t.units} {'RCU' if t.dimension == 'read' else 'WCU'} (${t.upfront:,.0f} upfront, about "
+        f"${t.monthly_savings:,.2f}/month less)"
+        for t in (one or terms)
+    ]
+    years = 1 if one else 3
+    note = (
+        f"The provisioned load is steady enough for reserved capacity: owning {' and '.join(parts)} on a "
+        f"{years}-year term would cut the provisioned cost further (Standard class, this region and account; "
+        "compare with reservations you already own)."
+    )
+    return ReservedCapacityNote(note=note, terms=terms)
+
+
+def _class_hint(
+    inp: BillingInput,
+    sims: list[_Series],
+    prices: RegionPrices,
+    cfg: BillingConfig,
+    recommended: BillingMode,
+    use_current: bool,
+    monthly: float,
+) -> TableClassHint | None:
+    if inp.table_size_bytes is None:
+        return None
+    gb = inp.table_size_bytes / GIB
+    totals: dict[TableClassName, tuple[float, float]] = {}
+    for cls in ("STANDARD", "STANDARD_INFREQUENT_ACCESS"):
+        p = prices.for_class(cls)
+        throughput = 0.0
+        for s in sims:
+            for d in DIMS:
+                dim = s.dim(d)
+                if recommended == "PAY_PER_REQUEST":
+                    throughput += dim.run.consumed_units * p.request_unit(d)
+                else:
+                    units = dim.current_unit_hours if use_current else dim.run.unit_hours
+                    throughput += units * p.capacity_hour(d)
+        totals[cls] = (gb * p.storage_gb_month, throughput * monthly)
+    std = sum(totals["STANDARD"])
+    ia = sum(totals["STANDARD_INFREQUENT_ACCESS"])
+    current = inp.table_class
+    cur_cost, other_cost = (std, ia) if current == "STANDARD" else (ia, std)
+    other: TableClassName = "STANDARD_INFREQUENT_ACCESS" if current == "STANDARD" else "STANDARD"
+    switch = other_cost < cur_cost * (1 - cfg.margin) and cur_cost - other_cost >= cfg.min_monthly_savings
+    return TableClassHint(
+        current_class=current,
+        recommended_class=other if switch else current,
+        storage_gb=gb,
+        storage_share=totals["STANDARD"][0] / std if std > 0 else 0.0,
+        monthly_cost_standard=std,
+        monthly_cost_standard_ia=ia,
+        monthly_savings=cur_cost - other_cost if switch else 0.0,
+    )
+
+
+def _confidence(present: int, expected: int, days: float, cfg: BillingConfig) -> tuple[float, float, str]:
+    coverage = present / expected if expected else 0.0
+    confidence = round(coverage * min(1.0, days / cfg.full_confidence_days), 3)
+    label: Literal["high", "medium", "low"] = "high" if confidence >= 0.75 else "medium" if confidence >= 0.4 else "low"
+    return round(coverage, 4), confidence, label
+
+
+def decide_table(
+    inp: BillingInput,
+    *,
+    simulation: Simulation = "aws",
+    config: BillingConfig | None = None,
+    prices: RegionPrices | None = None,
+) -> tuple[BillingResult, list[str]]:
+    """The per-table decision (no findings). Returns the result and warnings for the user."""
+    cfg = config or BillingConfig()
+    warnings: list[str] = []
+    if prices is None:
+        prices = bundled_prices(inp.region)
+    if prices.fallback_for is not None:
+        warnings.append(
+            f"no bundled prices for region {inp.region}; using {prices.region} list prices as a labelled default "
+            "(pass a price file for exact figures)"
+        )
+    elif prices.region != inp.region:
+        warnings.append(f"prices are for {prices.region} but the table is in {inp.region}")
+    cls_prices = prices.for_class(inp.table_class)
+    sims, notes = _simulate(inp, simulation, cfg, cls_prices)
+    if inp.period_seconds != 60:
+        notes.append(
+            f"{inp.period_seconds}-second periods were spread evenly over their minutes; spikes shorter than a "
+            "period are invisible"
+        )
+
+    window_hours = inp.minutes / 60.0
+    days = inp.minutes / 1440.0
+    monthly = HOURS_PER_MONTH / window_hours
+    provisioned_now = inp.billing_mode == "PROVISIONED"
+
+    series_out: list[SeriesResult] = []
+    od_total = est_total = cur_total = 0.0
+    thr_total = demand_total = 0.0
+    acceptable = True
+    for s in sims:
+        dims: dict[str, DimensionResult] = {}
+        for d in DIMS:
+            dim = s.dim(d)
+            run = dim.run
+            od = run.consumed_units * cls_prices.request_unit(d)
+            est = run.unit_hours * cls_prices.capacity_hour(d)
+            cur = dim.current_unit_hours * cls_prices.capacity_hour(d) if provisioned_now else 0.0
+            if simulation == "evaluator":
+                label = evaluator_label(est, cur, od, cfg.modify_threshold)
+            else:
+                label = "PAY_PER_REQUEST" if od <= min(est, cur if provisioned_now else math.inf) else "PROVISIONED"
+            share = run.throttled_share
+            if share is not None and share > cfg.max_throttled_share:
+                acceptable = False
+            dims[d] = DimensionResult(
+                on_demand_cost=od,
+                provisioned_cost_simulated=est,
+                provisioned_cost_current=cur,
+                recommended_mode=label,
+                consumed_units=run.consumed_units,
+                peak_units_per_second=run.peak_per_second,
+                simulated_min_capacity=dim.policy.min_capacity,
+                simulated_max_capacity=dim.policy.max_capacity,
+                throttled_units=run.throttled_units,
+                throttled_share=share,
+            )
+            od_total += od
+            est_total += est
+            cur_total += cur
+            thr_total += run.throttled_units or 0.0
+            demand_total += run.consumed_units
+        series_out.append(SeriesResult(index=s.index, read=dims["read"], write=dims["write"]))
+
+    od_m, est_m = od_total * monthly, est_total * monthly
+    cur_m = cur_total * monthly if provisioned_now else None
+    current_cost = cur_m if cur_m is not None else od_m
+    modelled = simulation == "aws"
+    throttling = Throttling(
+        modelled=modelled,
+        throttled_units=thr_total if modelled else None,
+        throttled_share=(thr_total / demand_total if demand_total else 0.0) if modelled else None,
+        acceptable=acceptable,
+        max_share=cfg.max_throttled_share,
+    )
+
+    options: list[tuple[float, Action, BillingMode]] = []
+    if provisioned_now:
+        options.append((od_m, "switch_to_on_demand", "PAY_PER_REQUEST"))
+        if acceptable:
+            options.append((est_m, "adjust_provisioned", "PROVISIONED"))
+    elif acceptable:
+        options.append((est_m, "switch_to_provisioned", "PROVISIONED"))
+    action: Action = "keep"
+    recommended: BillingMode = inp.billing_mode
+    recommended_cost = current_cost
+    if options:
+        cost, best_action, mode = min(options, key=lambda o: o[0])
+        saving = current_cost - cost
+        if cost < current_cost * (1 - cfg.margin) and saving >= cfg.min_monthly_savings:
+            action, recommended, recommended_cost = best_action, mode, cost
+    reason = _reason(action, current_cost, od_m, est_m, cur_m, acceptable, throttling, cfg)
+
+    present = sum(s.present for s in sims)
+    expected = sum(s.expected for s in sims)
+    coverage, confidence, label = _confidence(present, expected, days, cfg)
+    if coverage < 1.0:
+        notes.append(
+            f"{(1 - coverage):.1%} of the datapoints are missing"
+            + (" and counted as zero load" if simulation == "aws" else " and dropped (the evaluator's behaviour)")
+        )
+
+    capacity = [
+        CapacityRecommendation(
+            index=s.index,
+            read=_setting(s.read, cfg, simulation),
+            write=_setting(s.write, cfg, simulation),
+        )
+        for s in sims
+    ]
+    use_current = recommended == "PROVISIONED" and action == "keep"
+    rc: ReservedCapacityNote | None = None
+    if recommended == "PROVISIONED" and inp.table_class == "STANDARD":
+        hourly: dict[Dimension, list[float]] = {}
+        for d in DIMS:
+            acc: dict[int, float] = {}
+            for s in sims:
+                dim = s.dim(d)
+                pairs = (
+                    dim.current_hourly.items()
+                    if use_current
+                    else zip(dim.run.hours, dim.run.hourly_capacity, strict=True)
+                )
+                for h, v in pairs:
+                    acc[h] = acc.get(h, 0.0) + v
+            hourly[d] = [acc[h] for h in sorted(acc)]
+        rc = _rc_note(hourly, prices, window_hours)
+    hint = _class_hint(inp, sims, prices, cfg, recommended, use_current, monthly)
+
+    result = BillingResult(
+        table=inp.table,
+        current_mode=inp.billing_mode,
+        recommended_mode=recommended,
+        monthly_cost_current=current_cost,
+        monthly_cost_recommended=recommended_cost,
+        monthly_savings=current_cost - recommended_cost,
+        days_analyzed=days,
+        simulation=simulation,
+        series=series_out,
+        region=inp.region,
+        table_class=inp.table_class,
+        window_start=inp.start,
+        window_end=inp.end,
+        action=action,
+        reason=reason,
+        monthly_cost_on_demand=od_m,
+        monthly_cost_provisioned_simulated=est_m,
+        monthly_cost_provisioned_current=cur_m,
+        confidence=confidence,
+        confidence_label=label,
+        coverage=coverage,
+        throttling=throttling,
+        capacity=capacity,
+        pricing=prices.label(),
+        table_class_hint=hint,
+        reserved_capacity=rc,
+        notes=notes,
+    )
+    return result, warnings
+
+
+def _setting(dim: _Dim, cfg: BillingConfig, simulation: Simulation) -> CapacitySetting:
+    if simulation == "aws":
+        lo, hi = dim.policy.min_capacity, dim.policy.max_capacity
+    else:
+        lo = math.ceil(cfg.min_capacity)
+        hi = _max_capacity(dim.run.peak_per_second * 60, cfg.target_utilization, lo, cfg.evaluator_max_capacity)
+    return CapacitySetting(target_utilization=cfg.target_utilization, min_capacity=int(lo), max_capacity=int(hi))
+
+
+def _reason(
+    action: Action,
+    current: float,
+    od: float,
+    est: float,
+    cur: float | None,
+    acceptable: bool,
+    throttling: Throttling,
+    cfg: BillingConfig,
+) -> str:
+    risk = ""
+    if throttling.modelled and throttling.throttled_share is not None:
+        risk = f"; simulated throttling {throttling.throttled_share:.3%} of requests"
+    if action == "switch_to_on_demand":
+        return f"on-demand ${od:,.2f}/month is below the current provisioned ${current:,.2f}/month"
+    if action == "switch_to_provisioned":
+        return f"auto-scaled provisioned ${est:,.2f}/month is below on-demand ${od:,.2f}/month{risk}"
+    if action == "adjust_provisioned":
+        return f"auto scaling sized to the load costs ${est:,.2f}/month against ${current:,.2f}/month today{risk}"
+    if not acceptable:
+        return (
+            f"provisioned would cost ${est:,.2f}/month but its simulated throttling exceeds "
+            f"{cfg.max_throttled_share:.2%} of requests{risk}"
+        )
+    alternatives = [od, est] if cur is not None else [est]
+    best = min(alternatives)
+    return (
+        f"no alternative saves {cfg.margin:.0%} and ${cfg.min_monthly_savings:,.2f}/month "
+        f"(current ${current:,.2f}, best alternative ${best:,.2f}){risk}"
+    )
+
+
+def analyze_billing(
+    inp: BillingInput,
+    *,
+    simulation: Simulation = "aws",
+    config: BillingConfig | None = None,
+    prices: RegionPrices | None = None,
+    account: str | None = None,
+    mode_config: billing_mode.BillingModeConfig | None = None,
+    class_config: table_class.TableClassConfig | None = None,
+) -> BillingAnalysis:
+    """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md)."""
+    result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices)
+    findings = billing_mode.detect(result, mode_config, account=account) + table_class.detect(
+        result, class_config, account=account
+    )
+    findings.sort(key=Finding.sort_key)
+    return BillingAnalysis(result=result, findings=findings, warnings=warnings)

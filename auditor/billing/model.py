@@ -1,0 +1,316 @@
+"""Input and output models of ``ddb-audit billing`` (SPEC.md), and the decision's tunables.
+
+Input (one table's capacity history)::
+
+    {"table": str, "region": "us-east-1", "table_class": "STANDARD"|"STANDARD_INFREQUENT_ACCESS",
+     "billing_mode": "PAY_PER_REQUEST"|"PROVISIONED", "start": ISO-8601 UTC, "period_seconds": 60,
+     "series": [{"index": null|str, "consumed_read": [number...], "consumed_write": [number...],
+                 "provisioned_read": [number...]|null, "provisioned_write": [number...]|null}],
+     "table_size_bytes": int|null}          # optional: table plus index storage, for the table-class hint
+
+``null`` inside a list is a missing datapoint (CloudWatch returned nothing for that period). ``BillingResult``
+carries every SPEC field; the fields after them are additions (the SPEC allows additions, never removals).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from auditor.exceptions import InputError
+from auditor.models.finding import isoformat_z, utc
+
+BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
+TableClassName = Literal["STANDARD", "STANDARD_INFREQUENT_ACCESS"]
+Simulation = Literal["aws", "evaluator"]
+Action = Literal["keep", "switch_to_on_demand", "switch_to_provisioned", "adjust_provisioned"]
+
+HOURS_PER_MONTH = 730.0
+GIB = 2**30
+
+
+def _check_values(values: list[float | None] | None, name: str) -> list[float | None] | None:
+    if values is None:
+        return None
+    for n, v in enumerate(values):
+        if v is not None and (not math.isfinite(v) or v < 0):
+            raise ValueError(f"{name}[{n}] must be a finite number >= 0 or null, got {v!r}")
+    return values
+
+
+class SeriesInput(BaseModel):
+    """The capacity history of the table (``index`` null) or of one GSI."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: str | None = None
+    consumed_read: list[float | None]
+    consumed_write: list[float | None]
+    provisioned_read: list[float | None] | None = None
+    provisioned_write: list[float | None] | None = None
+
+    @model_validator(mode="after")
+    def _valid(self) -> SeriesInput:
+        for name in ("consumed_read", "consumed_write", "provisioned_read", "provisioned_write"):
+            _check_values(getattr(self, name), name)
+        for dim in ("read", "write"):
+            prov = getattr(self, f"provisioned_{dim}")
+            consumed = getattr(self, f"consumed_{dim}")
+            if prov is not None and len(prov) != len(consumed):
+                raise ValueError(
+                    f"provisioned_{dim} has {len(prov)} values but consumed_{dim} has {len(consumed)} "
+                    "(one value per period, same length)"
+                )
+        return self
+
+
+class BillingInput(BaseModel):
+    """One table's capacity history (SPEC.md ``ddb-audit billing`` input)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: str = Field(min_length=1)
+    region: str = Field(default="us-east-1", min_length=1)
+    table_class: TableClassName = "STANDARD"
+    billing_mode: BillingMode
+    start: datetime
+    period_seconds: int = Field(default=60, ge=60, le=86_400)
+    series: list[SeriesInput] = Field(min_length=1)
+    table_size_bytes: int | None = Field(default=None, ge=0)
+
+    @field_validator("start")
+    @classmethod
+    def _start_utc_minute(cls, value: datetime) -> datetime:
+        value = utc(value)
+        if value.second or value.microsecond:
+            raise ValueError("start must fall on a whole minute (CloudWatch period boundaries)")
+        return value
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _whole_minutes(cls, value: int) -> int:
+        if value % 60:
+            raise ValueError("period_seconds must be a multiple of 60")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BillingInput:
+        seen: set[str | None] = set()
+        for n, s in enumerate(self.series):
+            if s.index in seen:
+                raise ValueError(f"series[{n}]: index {s.index!r} appears twice")
+            seen.add(s.index)
+            if self.billing_mode == "PROVISIONED" and (s.provisioned_read is None or s.provisioned_write is None):
+                raise ValueError(
+                    f"series[{n}]: provisioned_read and provisioned_write are required when billing_mode is PROVISIONED"
+                )
+        if not any(s.consumed_read or s.consumed_write for s in self.series):
+            raise ValueError("series hold no datapoints")
+        return self
+
+    @property
+    def periods(self) -> int:
+        """Periods in the window: the longest list of any series."""
+        return max(max(len(s.consumed_read), len(s.consumed_write)) for s in self.series)
+
+    @property
+    def minutes(self) -> int:
+        """Minutes in the window."""
+        return self.periods * (self.period_seconds // 60)
+
+    @property
+    def end(self) -> datetime:
+        """End of the window (exclusive)."""
+        return self.start + timedelta(minutes=self.minutes)
+
+    @classmethod
+    def from_json(cls, data: bytes | str, source: str) -> BillingInput:
+        """Parse and validate; problems raise :class:`InputError` naming ``source`` and the location."""
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{source}: not valid JSON: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise InputError(f"{source}: expected a JSON object with table, billing_mode, start and series")
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            raise InputError(f"{source}: {loc or '(top level)'}: {msg}") from exc
+
+
+# --------------------------------------------------------------------------------------------------- config
+
+
+class BillingConfig(BaseModel):
+    """Tunables of the decision (all optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Auto-scaling target utilisation (percent) simulated and recommended.
+    target_utilization: float = Field(default=70.0, ge=20.0, le=90.0)
+    #: Lowest and highest minimum capacity the ``aws`` simulation may recommend; maximum capacity per table or GSI.
+    min_capacity: float = Field(default=1.0, ge=1.0)
+    max_capacity: float = Field(default=40_000.0, ge=1.0)
+    #: The archived evaluator's own maximum (its CLI default) for ``--simulation evaluator``.
+    evaluator_max_capacity: float = Field(default=80_000.0, ge=1.0)
+    #: Recommend a change only when it saves at least this share of the current monthly cost ...
+    margin: float = Field(default=0.10, ge=0.0, lt=1.0)
+    #: ... and at least this many dollars per month.
+    min_monthly_savings: float = Field(default=1.0, ge=0.0)
+    #: Provisioned is only recommended when the simulated throttling stays at or below this share of the demand.
+    max_throttled_share: float = Field(default=0.001, ge=0.0, le=1.0)
+    #: Try several minimum capacities (the load's percentiles) and keep the cheapest acceptable one (``aws``).
+    search_min_capacity: bool = True
+    #: Minutes from the alarm firing to the new capacity in force (``aws``).
+    reaction_minutes: int = Field(default=2, ge=0, le=60)
+    #: The evaluator's "Provisioned_Modify" threshold: current provisioned cost above simulated by this share.
+    modify_threshold: float = Field(default=0.15, ge=0.0, lt=1.0)
+    #: Days of data that give full confidence (CloudWatch keeps 1-minute data for 15 days).
+    full_confidence_days: float = Field(default=14.0, gt=0.0)
+
+
+# --------------------------------------------------------------------------------------------------- result
+
+
+class DimensionResult(BaseModel):
+    """Window totals of one dimension (SPEC fields first; USD, not rounded)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    on_demand_cost: float
+    provisioned_cost_simulated: float
+    provisioned_cost_current: float
+    recommended_mode: str
+    # Additions.
+    consumed_units: float
+    peak_units_per_second: float
+    simulated_min_capacity: float
+    simulated_max_capacity: float
+    throttled_units: float | None = None
+    throttled_share: float | None = None
+
+
+class SeriesResult(BaseModel):
+    """The table (``index`` null) or one GSI."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: str | None
+    read: DimensionResult
+    write: DimensionResult
+
+
+class CapacitySetting(BaseModel):
+    """Auto-scaling settings to apply to one dimension."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target_utilization: float
+    min_capacity: int
+    max_capacity: int
+
+
+class CapacityRecommendation(BaseModel):
+    """Auto-scaling settings for the table or one GSI."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: str | None
+    read: CapacitySetting
+    write: CapacitySetting
+
+
+class Throttling(BaseModel):
+    """Throttling of the simulated provisioned capacity (only the ``aws`` simulation models it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    modelled: bool
+    throttled_units: float | None = None
+    throttled_share: float | None = None
+    acceptable: bool = True
+    max_share: float
+
+
+class TableClassHint(BaseModel):
+    """Standard vs Standard-IA for the recommended billing mode (monthly USD)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    current_class: TableClassName
+    recommended_class: TableClassName
+    storage_gb: float
+    storage_share: float
+    monthly_cost_standard: float
+    monthly_cost_standard_ia: float
+    monthly_savings: float
+
+
+class ReservedCapacityTerm(BaseModel):
+    """Reserved capacity worth owning for one dimension and term."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dimension: Literal["read", "write"]
+    years: int
+    units: int
+    upfront: float
+    monthly_savings: float
+
+
+class ReservedCapacityNote(BaseModel):
+    """Reserved capacity for a steady provisioned table (Standard class only)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    note: str
+    terms: list[ReservedCapacityTerm]
+
+
+class BillingResult(BaseModel):
+    """SPEC.md ``BillingResult``: one decision per table, plus per-series, per-dimension window totals."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: str
+    current_mode: BillingMode
+    recommended_mode: BillingMode
+    monthly_cost_current: float
+    monthly_cost_recommended: float
+    monthly_savings: float
+    days_analyzed: float
+    simulation: Simulation
+    series: list[SeriesResult]
+    # Additions.
+    region: str
+    table_class: TableClassName
+    window_start: datetime
+    window_end: datetime
+    action: Action
+    reason: str
+    monthly_cost_on_demand: float
+    monthly_cost_provisioned_simulated: float
+    monthly_cost_provisioned_current: float | None
+    confidence: float
+    confidence_label: Literal["high", "medium", "low"]
+    coverage: float
+    throttling: Throttling
+    capacity: list[CapacityRecommendation]
+    pricing: dict[str, Any]
+    table_class_hint: TableClassHint | None = None
+    reserved_capacity: ReservedCapacityNote | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, SPEC field order first; times as ISO-8601 UTC with ``Z``."""
+        doc = self.model_dump(mode="json")
+        doc["window_start"] = isoformat_z(self.window_start)
+        doc["window_end"] = isoformat_z(self.window_end)
+        return doc
