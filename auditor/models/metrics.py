@@ -44,6 +44,16 @@ CAUSE_METRICS: dict[str, dict[str, str]] = {
     },
 }
 SCAN_REQUESTS = "SuccessfulRequestLatency"
+#: Write operations whose request counts (``SuccessfulRequestLatency`` SampleCount) size the average write, with the
+#: most items one request can write: a batch or transaction of unknown size counts as full, so the WCU per item
+#: derived from them is a lower bound.
+WRITE_OPERATIONS: dict[str, int] = {
+    "PutItem": 1,
+    "UpdateItem": 1,
+    "DeleteItem": 1,
+    "BatchWriteItem": 25,
+    "TransactWriteItems": 100,
+}
 RETURNED_ITEMS = "ReturnedItemCount"
 
 

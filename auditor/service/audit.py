@@ -11,22 +11,31 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, NoRegionError
 from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, unused_index
+from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, large_item, unused_index
 from auditor.detectors.ci_hot_key import CiHotKeyConfig
 from auditor.detectors.correlate import CorrelateConfig
 from auditor.detectors.cw_scan import CwScanConfig
 from auditor.detectors.cw_throttling import CwThrottlingConfig
+from auditor.detectors.large_item import Config as LargeItemConfig
 from auditor.detectors.unused_index import UnusedIndexConfig
 from auditor.exceptions import AuditorError
 from auditor.models.finding import Finding
 from auditor.models.inventory import Gap, Inventory, TableProfile
-from auditor.models.metrics import ApiStats, InsightReport, TableMetrics
+from auditor.models.metrics import (
+    CONSUMED,
+    SCAN_REQUESTS,
+    WRITE_OPERATIONS,
+    ApiStats,
+    InsightReport,
+    TableMetrics,
+)
 from auditor.render import findings_table, render_columns, to_json
 from auditor.sources.aws_calls import CLIENT_CONFIG
 from auditor.sources.cloudwatch import MetricsResult, collect_metrics
@@ -57,6 +66,7 @@ class AuditConfig(BaseModel):
     unused_index: UnusedIndexConfig = Field(default_factory=UnusedIndexConfig)
     contributor_insights: CiHotKeyConfig = Field(default_factory=CiHotKeyConfig)
     correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
+    large_writes: LargeItemConfig = Field(default_factory=LargeItemConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
@@ -173,7 +183,31 @@ def evaluate_table(
         *_guarded(errs, "cw_throttling", profile.name, lambda: cw_throttling.detect(profile, tm, config.throttling)),
         *_guarded(errs, "cw_scan", profile.name, lambda: cw_scan.detect(profile, tm, config.scan)),
         *_guarded(errs, "unused_index", profile.name, lambda: unused_index.detect(profile, tm, config.unused_index)),
+        *_guarded(errs, "large_item", profile.name, lambda: large_write_estimate(profile, tm, config.large_writes)),
     ]
+
+
+def large_write_estimate(profile: TableProfile, tm: TableMetrics, cfg: LargeItemConfig) -> list[Finding]:
+    """``large_item`` with ``key: null`` when the table's average write costs 100+ WCU (pure; no stream needed).
+
+    Writes are the ``SuccessfulRequestLatency`` SampleCount of the write operations, a batch or transaction request
+    counted at its maximum item count, so the WCU per item is a lower bound and a flag is never an overstatement.
+    """
+    res = tm.resources.get(None)
+    if res is None:
+        return []
+    writes = sum(res.total(f"{SCAN_REQUESTS}:{op}") * items for op, items in WRITE_OPERATIONS.items())
+    finding = large_item.estimate_large_writes(
+        profile.name,
+        res.total(CONSUMED["write"]),
+        round(writes),
+        (datetime.fromtimestamp(tm.start, UTC), datetime.fromtimestamp(tm.end, UTC)),
+        account=profile.account,
+        region=profile.region,
+        writes_source="cloudwatch SuccessfulRequestLatency SampleCount (write operations)",
+        cfg=cfg,
+    )
+    return [finding] if finding is not None else []
 
 
 def run_audit(

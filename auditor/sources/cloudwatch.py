@@ -37,6 +37,7 @@ from auditor.models.metrics import (
     RETURNED_ITEMS,
     SCAN_REQUESTS,
     THROTTLE_EVENTS,
+    WRITE_OPERATIONS,
     ApiStats,
     MetricSeries,
     SeriesKey,
@@ -110,6 +111,7 @@ def candidate_series(profile: TableProfile, period: int) -> list[SeriesKey]:
         if with_provisioned:
             keys += [SeriesKey(m, profile.name, index, None, "Average", prov_period) for m in _PROVISIONED]
     keys += [SeriesKey(m, profile.name, None, "Scan", stat, period) for m, stat in _SCAN_SERIES]
+    keys += [SeriesKey(SCAN_REQUESTS, profile.name, None, op, "SampleCount", period) for op in WRITE_OPERATIONS]
     return keys
 
 
@@ -153,7 +155,10 @@ def discover_active(
     else:
         sweeps = []
         for m in metrics:
-            if m in (SCAN_REQUESTS, RETURNED_ITEMS):
+            if m == SCAN_REQUESTS:
+                for op in ("Scan", *WRITE_OPERATIONS):
+                    sweeps.append(base | {"MetricName": m, "Dimensions": [{"Name": "Operation", "Value": op}]})
+            elif m == RETURNED_ITEMS:
                 sweeps.append(base | {"MetricName": m, "Dimensions": [{"Name": "Operation", "Value": "Scan"}]})
             else:
                 sweeps.append(base | {"MetricName": m})

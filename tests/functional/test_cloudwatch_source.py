@@ -115,12 +115,14 @@ def test_discovery_buys_only_listed_series_and_follows_list_metrics_pagination(c
 
     result = collect_metrics(cw, tables, start, end, stats)
 
-    assert stats.series_candidates == 520 * 16  # 12 counters, 2 provisioned, 2 Scan series
+    # 12 counters, 2 provisioned, 2 Scan series, 5 write-operation request counts (for the average write size)
+    assert stats.series_candidates == 520 * 21
     assert stats.series_active == 522  # a quiet table's throttle series do not exist: they are not bought
     assert stats.metrics_requested == 522
     assert stats.calls["cloudwatch:GetMetricData"] == 2
-    # one ListMetrics sweep per metric name (16), plus a second page for the 520 ConsumedReadCapacityUnits series
-    assert stats.calls["cloudwatch:ListMetrics"] == 16 + 1
+    # one ListMetrics sweep per metric name and operation (21), plus a second page for the 520
+    # ConsumedReadCapacityUnits series
+    assert stats.calls["cloudwatch:ListMetrics"] == 21 + 1
     hot = result.tables["t007"].resource(None)
     assert hot.total("WriteKeyRangeThroughputThrottleEvents") == 12
     assert result.tables["t001"].resource(None).get("WriteThrottleEvents") is None
@@ -148,8 +150,11 @@ def test_on_demand_tables_do_not_request_provisioned_series_and_periods_follow_g
     assert prov["ProvisionedReadCapacityUnits"].period == 300
     assert prov["ProvisionedReadCapacityUnits"].stat == "Average"
     assert prov["ConsumedReadCapacityUnits"].period == 60
-    assert prov["SuccessfulRequestLatency"].stat == "SampleCount"
-    assert prov["SuccessfulRequestLatency"].operation == "Scan"
+    cands = candidate_series(provisioned("p"), 60)
+    requests = {k.operation: k for k in cands if k.metric == "SuccessfulRequestLatency"}
+    assert set(requests) == {"Scan", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+    assert {k.stat for k in requests.values()} == {"SampleCount"}
+    assert all(k.index is None for k in requests.values())
     now = 100 * DAY
     assert choose_period(now - DAY, now, now) == 60
     assert choose_period(now - 7 * DAY, now, now) == 300

@@ -13,6 +13,8 @@ from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.models.inventory import Capacity, ContributorInsights, IndexProfile, TableProfile
 from auditor.models.metrics import (
     CAUSE_METRICS,
+    CONSUMED,
+    SCAN_REQUESTS,
     ApiStats,
     InsightContributor,
     InsightReport,
@@ -539,3 +541,35 @@ def test_no_correlation_across_tables_or_with_other_causes() -> None:
 def test_every_cloudwatch_detector_declares_metadata() -> None:
     assert {"cw_throttling", "cw_scan", "unused_index", "ci_hot_key", "correlate"} <= set(CW_DETECTORS)
     assert set(cw_throttling.RECOMMENDATIONS) == set(cw_throttling.CAUSES)
+
+
+# ---- large writes estimated from CloudWatch (tables without a watched stream) ----------------------------------
+
+
+def test_large_writes_are_estimated_from_consumed_wcu_per_write() -> None:
+    from auditor.service.audit import AuditConfig, large_write_estimate
+
+    p = profile("Documents", mode="PAY_PER_REQUEST")
+    tm = metrics(p)
+    put(tm, CONSUMED["write"], range(60), 12_000.0)  # 720,000 WCU in the hour
+    put(tm, SCAN_REQUESTS, range(60), 100.0, operation="PutItem", stat="SampleCount")  # 6,000 puts
+    [f] = large_write_estimate(p, tm, AuditConfig().large_writes)
+    assert f.kind is FindingKind.LARGE_ITEM and f.evidence["key"] is None
+    assert f.evidence["method"] == "consumed_wcu_per_write"
+    assert f.evidence["writes"] == 6000  # 120 WCU per write: items of about 120 KB
+
+
+def test_batch_requests_count_their_maximum_items_so_the_estimate_is_a_lower_bound() -> None:
+    from auditor.service.audit import AuditConfig, large_write_estimate
+
+    p = profile("Events", mode="PAY_PER_REQUEST")
+    tm = metrics(p)
+    put(tm, CONSUMED["write"], range(60), 12_000.0)
+    # 100 BatchWriteItem requests a minute could be 2,500 items: at most ~4.8 WCU each, so no finding.
+    put(tm, SCAN_REQUESTS, range(60), 100.0, operation="BatchWriteItem", stat="SampleCount")
+    assert large_write_estimate(p, tm, AuditConfig().large_writes) == []
+    # Small writes (1 WCU each) are not flagged either.
+    tm2 = metrics(p)
+    put(tm2, CONSUMED["write"], range(60), 100.0)
+    put(tm2, SCAN_REQUESTS, range(60), 100.0, operation="PutItem", stat="SampleCount")
+    assert large_write_estimate(p, tm2, AuditConfig().large_writes) == []
