@@ -59,6 +59,29 @@ class Settings(BaseModel):
     item_size_history_floor_bytes: int = Field(default=65_536, ge=0, le=409_600)
     #: Stream item-size watcher: report ``large_item`` from this share of the 400 KB limit (percent).
     large_item_threshold_pct: float = Field(default=75.0, gt=0, le=100)
+    #: Metrics audit (hourly): audit only these tables (comma-separated names; empty: every table).
+    audit_tables: str | None = None
+    #: Metrics audit: audit only tables whose name starts with this prefix.
+    audit_table_prefix: str | None = None
+    #: Metrics audit: audit only tables tagged ``KEY=VALUE``.
+    audit_table_tag: str | None = None
+    #: Metrics audit: how much CloudWatch history each run reads (seconds; ``unused_index`` needs a day).
+    audit_lookback_seconds: int = Field(default=86_400, ge=3_600, le=1_296_000)
+    #: Weekly report: how long the presigned link in the announcement works (SigV4 allows at most 7 days).
+    report_link_expiry_seconds: int = Field(default=604_800, ge=60, le=604_800)
+    #: Weekly report: the KMS key to encrypt report objects with (empty: the bucket's default encryption).
+    reports_kms_key_id: str | None = None
+
+    @field_validator("audit_table_tag")
+    @classmethod
+    def _tag_pair(cls, value: str | None) -> str | None:
+        if value and (not value.partition("=")[0].strip() or "=" not in value):
+            raise ValueError("must be KEY=VALUE")
+        return value or None
+
+    def audit_table_names(self) -> tuple[str, ...]:
+        """``AUDIT_TABLES`` as a tuple of names (empty: no name filter)."""
+        return tuple(n.strip() for n in (self.audit_tables or "").split(",") if n.strip())
 
     def require(self, name: str) -> str:
         """A service setting that must be present (a clear error names the environment variable)."""

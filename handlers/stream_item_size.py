@@ -3,6 +3,11 @@
 Bad records are counted and skipped; only a record whose size history cannot be written is reported in
 ``batchItemFailures`` (by ``SequenceNumber``), so Lambda retries from it (bisecting the batch) while the others
 succeed. The records are read as raw DynamoDB JSON (``record.raw_event``): the exact size rules need the type tags.
+
+The batch's findings are then stored and published through the findings lifecycle, linked with the CloudTrail path's
+``item_size_exceeded`` findings of the same keys (``auditor.service.item_size.record_stream_findings``). If that
+fails the invocation raises and Lambda retries the whole batch, which counts once (histories keep one sample per
+sequence number; the lifecycle turns repeated sightings into no new event).
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.item_size import StreamItemSizeBatch, item_size_config
+from auditor.service.item_size import StreamFindingsRecorder, StreamItemSizeBatch, item_size_config
+from auditor.service.record import LifecycleParams
+from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.item_history import RETRY_CONFIG, ItemHistoryStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sns import SNSClient
 
 
 @cache
@@ -31,6 +39,11 @@ def _client() -> DynamoDBClient:
     """Built on first use (after the environment is set), reused while the container is warm."""
     configure_logging(get_settings().log_level)
     return boto3.client("dynamodb", config=RETRY_CONFIG)
+
+
+@cache
+def _sns_client() -> SNSClient:
+    return boto3.client("sns")
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
@@ -42,9 +55,14 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
         max_samples=config.max_samples,
         retention_days=config.history_retention_days,
     )
+    recorder = StreamFindingsRecorder(
+        FindingsStore(_client(), store.table_name, retention_days=settings.finding_retention_days),
+        _sns_client(),
+        LifecycleParams.from_settings(settings),
+    )
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(function_request_id=context.aws_request_id, function=context.function_name)
-    batch = StreamItemSizeBatch(store, config)
+    batch = StreamItemSizeBatch(store, config, recorder=recorder)
 
     def record_handler(record: DynamoDBRecord) -> None:
         batch.process_record(record.raw_event)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from auditor.config import get_settings
-from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.generator import Workload, generate_workload, write_trail
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 Announce = Callable[[str], None]
 
-#: The planted problems live in the generated account; its id appears in the records and the trail's S3 keys.
-TRAIL_ACCOUNT = "111122223333"
+#: The audited account: the local endpoint's account, so CloudTrail, CloudWatch and Streams findings meet.
+TRAIL_ACCOUNT = ACCOUNT
 
 
 @dataclass
@@ -91,10 +91,12 @@ class DemoResult:
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import evaluator, notifier, trail_ingest
+    from handlers import evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
 
     trail_ingest._clients.cache_clear()
     evaluator._clients.cache_clear()
+    metrics_audit._clients.cache_clear()
+    stream_item_size._client.cache_clear()
     notifier.secrets_client.cache_clear()
     forget_slack_secret()
     get_settings.cache_clear()
@@ -215,7 +217,7 @@ class ServiceDemo:
     def upload_trail(self, start: datetime, seed: int, label: str) -> int:
         """Generate an hour of traffic and put its CloudTrail files into the bucket (S3 notifies the queue)."""
         folder = self.work / label
-        records = demo_workload(start, hours=1.0, seed=seed)
+        records = generate_workload(Workload(hours=1.0, seed=seed, account=TRAIL_ACCOUNT), start)
         files = write_trail(records, folder, TRAIL_ACCOUNT, REGION, seed=seed)
         for path in files:
             key = path.relative_to(folder).as_posix()
@@ -314,6 +316,39 @@ class ServiceDemo:
         summary.slack_posts = len(self.catcher.posts) - before
         self.say(f"  SNS     {summary.sns_messages} finding messages; Slack received {summary.slack_posts} posts")
 
+    def metrics_audit(self, summary: RunSummary, now: datetime) -> None:
+        """The hourly metrics audit over an hour of planted CloudWatch metrics."""
+        from auditor.demo.extras import plant_tables_and_metrics
+        from handlers import metrics_audit
+
+        tables = plant_tables_and_metrics(self.stack.endpoint, now)
+        self.say(f"  CloudWatch  an hour of per-minute metrics for {len(tables)} tables (Orders with its ByStatus GSI)")
+        result: dict[str, Any] = dict(
+            metrics_audit.lambda_handler(
+                scheduled_event(now, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-metrics-audit"),
+                lambda_context("metrics-audit"),
+            )
+            or {}
+        )
+        summary.evaluation = result
+        self.say(f"  metrics audit  {_counts(result)}")
+
+    def stream_item_sizes(self, summary: RunSummary, now: datetime) -> None:
+        """Documents items growing towards 400 KB, through the table's stream and the item-size watcher."""
+        from auditor.demo.extras import grow_items
+        from handlers import stream_item_size
+
+        _arn, records = grow_items(self.stack.endpoint, now)
+        self.say(
+            f"  Streams  {len(records)} NEW_AND_OLD_IMAGES records of two growing Documents items "
+            "(spread over 8 days: the local stream stamps them all now)"
+        )
+        failed = 0
+        for i in range(0, len(records), 100):
+            resp = stream_item_size.lambda_handler({"Records": records[i : i + 100]}, lambda_context("item-size"))
+            failed += len((resp or {}).get("batchItemFailures", []))
+        self.say(f"  item size  {len(records)} records, {failed} failed")
+
     def run(self, label: str, start: datetime, seed: int, now: datetime, *, redeliver: bool) -> RunSummary:
         summary = RunSummary()
         summary.objects = self.upload_trail(start, seed, label)
@@ -323,6 +358,12 @@ class ServiceDemo:
         self.evaluate(summary, now)
         self.notify(summary)
         return summary
+
+
+def _counts(result: dict[str, Any]) -> str:
+    keep = ("tables", "findings", "new", "worsened", "resolved", "published", "api_calls", "estimated_cost_usd")
+    parts = [f"{k.replace('_', ' ')} {result[k]}" for k in keep if k in result and not isinstance(result[k], dict)]
+    return ", ".join(parts) or "done"
 
 
 def _write_report(
@@ -395,12 +436,19 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
             start2 = hour - timedelta(hours=2)
             second = demo.run("run2", start2, seed + 1, start2 + timedelta(hours=1) + delay, redeliver=False)
             end = start2 + timedelta(hours=1) + delay
+            announce("run 3: the hourly metrics audit (CloudWatch) and the Streams item-size watcher")
+            third = RunSummary()
+            demo.metrics_audit(third, end)
+            demo.stream_item_sizes(third, end)
+            demo.notify(third)
             findings = _stored_findings(stack, end)
         findings_path = out / "findings.json"
         findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
         files = [findings_path, *_write_report(stack, out, findings, start1, end)]
         announce(f"report: {', '.join(str(p) for p in files[1:])}")
-        return DemoResult([first, second], findings, list(catcher.posts), time.perf_counter() - began, out, files)
+        return DemoResult(
+            [first, second, third], findings, list(catcher.posts), time.perf_counter() - began, out, files
+        )
     finally:
         catcher.stop()
         server.stop()
@@ -417,13 +465,19 @@ def summary_text(result: DemoResult) -> str:
     ]
     lines = ["", f"Findings in the state table ({len(rows)}):", ""]
     lines.append(render_columns(rows, ("severity", "status", "kind", "table", "title")).rstrip("\n"))
-    first, *rest = result.runs
+    first, second = result.runs[0], result.runs[1]
     lines += [
         "",
         f"Alerts: run 1 published {first.evaluation.get('published', 0)} findings to SNS and Slack received "
-        f"{first.slack_posts} posts; run 2 published {sum(r.evaluation.get('published', 0) for r in rest)} "
+        f"{first.slack_posts} posts; run 2 published {second.evaluation.get('published', 0)} "
         f"(the same problems, still open: no repeat alerts).",
     ]
+    if len(result.runs) > 2:
+        third = result.runs[2]
+        lines.append(
+            f"Run 3 (metrics audit and Streams watcher) sent {third.sns_messages} more findings; Slack received "
+            f"{third.slack_posts} posts."
+        )
     if result.slack_posts:
         lines.append(f"First Slack message: {result.slack_posts[0].get('text', '')[:160]}")
     lines += [f"Files: {p}" for p in result.files]

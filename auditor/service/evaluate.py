@@ -10,9 +10,12 @@ One run (:func:`run_evaluation`):
    (``backlog`` in the result).
 3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
    **each table window alone** (findings are per window; the lifecycle merges sightings of one id).
-4. Reconcile with the stored states: the open findings of every evaluated table (GSI1) plus the stored state of
-   every id seen (strongly consistent). Open findings of evaluated tables not seen for ``resolve_after_seconds``
-   (measured to the end of the table's latest evaluated window) resolve. See :mod:`auditor.lifecycle`.
+4. Reconcile with the stored states and write the changes (:func:`auditor.service.record.apply_lifecycle`, shared
+   with the other sources): the open findings of every evaluated table (GSI1) plus the stored state of every id
+   seen (strongly consistent). Open **CloudTrail** findings of evaluated tables not seen for
+   ``resolve_after_seconds`` (measured to the end of the table's latest evaluated window) resolve; findings of other
+   sources (CloudWatch, Contributor Insights, Streams) are never resolved by the absence of traffic findings.
+   See :mod:`auditor.lifecycle`.
 5. Write each change with its publish intent in one transaction (``resolved`` events only when
    ``publish_resolved``), conditional on the version read: on a conflict the transition is re-applied to the
    state stored now.
@@ -35,19 +38,9 @@ import structlog
 from auditor.aggregates.window import TableWindow
 from auditor.config import AnalysisConfig, Settings
 from auditor.engine import evaluate
-from auditor.lifecycle import (
-    EventKind,
-    FindingState,
-    FindingStatus,
-    StateChange,
-    SuppressRule,
-    TableKey,
-    parse_suppress_rules,
-    reconcile,
-    table_key,
-    transition,
-)
+from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
+from auditor.service.record import SOURCE_CLOUDTRAIL, ResolveScope, apply_lifecycle
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import publish_pending
 
@@ -182,17 +175,6 @@ def _evaluate_windows(
     return findings, horizons
 
 
-def _previous_states(
-    store: FindingsStore, tables: Iterable[TableKey], seen_ids: Iterable[str]
-) -> dict[str, FindingState]:
-    previous: dict[str, FindingState] = {}
-    for account, region, table in tables:
-        for state in store.open_findings(account, region, table):
-            previous[state.id] = state
-    previous.update(store.get_many(seen_ids))  # strongly consistent: wins over the GSI copy
-    return previous
-
-
 def run_evaluation(
     window_store: WindowLoader,
     findings_store: FindingsStore,
@@ -238,40 +220,18 @@ def _evaluate_and_store(
     result.table_windows = len(windows)
     findings, horizons = _evaluate_windows(windows, params, result)
     result.tables = len(horizons)
-    seen_ids = {f.id for f in findings}
-    result.findings_seen = len(seen_ids)
-    previous = _previous_states(store, sorted(horizons, key=lambda k: (k[0] or "", k[1] or "", k[2])), seen_ids)
-    rec = reconcile(previous, findings, now, params.rules, params.resolve_after_seconds, horizons)
-
-    def publishable(change: StateChange) -> StateChange:
-        if change.event is not None and change.event.kind is EventKind.RESOLVED and not params.publish_resolved:
-            return change.without_event()
-        return change
-
-    conflicts_before = store.conflicts
-    for change in rec.changes:
-        seen = rec.sightings.get(change.id)
-
-        def recompute(stored: FindingState | None, seen: Finding | None = seen) -> StateChange | None:
-            subject = seen if seen is not None else stored.finding if stored is not None else None
-            again = transition(
-                stored,
-                seen,
-                now=now,
-                rules=params.rules,
-                resolve_after_seconds=params.resolve_after_seconds,
-                horizon=horizons.get(table_key(subject)) if subject is not None else None,
-            )
-            return publishable(again) if again is not None else None
-
-        written = store.apply(publishable(change), recompute)
-        if written is None:
-            continue
-        status = written.state.status
-        result.states_written += 1
-        result.new += int(status is FindingStatus.NEW)
-        result.worsened += int(status is FindingStatus.WORSENED)
-        result.resolved += int(status is FindingStatus.RESOLVED)
-        result.events_queued += int(written.event is not None)
-        result.muted += int(written.muted_event is not None)
-    result.conflicts = store.conflicts - conflicts_before
+    # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).
+    recorded = apply_lifecycle(
+        store,
+        findings,
+        now=now,
+        scope=ResolveScope.tables(horizons, [SOURCE_CLOUDTRAIL]),
+        rules=params.rules,
+        resolve_after_seconds=params.resolve_after_seconds,
+        publish_resolved=params.publish_resolved,
+    )
+    result.findings_seen = recorded.findings_seen
+    result.states_written = recorded.states_written
+    result.new, result.worsened, result.resolved = recorded.new, recorded.worsened, recorded.resolved
+    result.events_queued, result.muted = recorded.events_queued, recorded.muted
+    result.conflicts = recorded.conflicts

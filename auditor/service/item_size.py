@@ -16,13 +16,30 @@ failure and retried (with bisect-on-error), while the batch's other records succ
 
 :meth:`StreamItemSizeBatch.finish` returns the batch's findings (one per id: a key written several times in a batch
 keeps its latest finding) plus an ``info`` ``large_item`` per table whose stream view type carries no ``NewImage``,
-and logs them. Storing and publishing them (the evaluator and outbox) is the caller's job.
+and logs them. With a ``recorder`` (:class:`StreamFindingsRecorder`, what the Lambda uses) it also stores and
+publishes them through the findings lifecycle (:func:`record_stream_findings`):
+
+- each keyed ``large_item``/``item_growth`` finding is linked with the stored open ``item_size_exceeded`` finding of
+  the same table and key (the CloudTrail path: writes already rejected), with
+  :func:`~auditor.detectors.item_size_detectors.link_item_size_findings`: both list each other in
+  ``evidence.related_finding_ids`` and the stream finding is raised one severity step. The CloudTrail finding is
+  stored again with the link (same severity, same ``last_seen``: no event);
+- the changes are stored (new, worsened: one event each, published once) and the outbox is drained when the batch
+  queued an event;
+- the watcher resolves nothing (:meth:`~auditor.service.record.ResolveScope.nothing`): a batch only shows the items
+  written in it, so the absence of a finding proves nothing (see :mod:`auditor.service.record`).
+
+A batch without findings makes no state-table request for them. If recording fails, :meth:`finish` raises: the
+whole batch is retried, and the histories (one sample per sequence number) and the lifecycle (same sightings, no
+second event) make the retry count once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
@@ -31,13 +48,28 @@ from pydantic import BaseModel, ConfigDict, Field
 from auditor.config import Settings
 from auditor.detectors import item_growth, large_item
 from auditor.detectors.item_growth import Config as ItemGrowthConfig
+from auditor.detectors.item_size_detectors import link_item_size_findings
 from auditor.detectors.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
-from auditor.models.finding import Finding
+from auditor.lifecycle import TableKey, table_key
+from auditor.models.finding import Finding, FindingKind
+from auditor.service.record import LifecycleParams, OpenFindings, RecordResult, ResolveScope
+from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.item_history import DEFAULT_MAX_SAMPLES, DEFAULT_RETENTION_DAYS, ItemHistoryStore
 from auditor.sources.streams import StreamStats, parse_stream_record
 
-__all__ = ["ItemSizeConfig", "StreamBatchResult", "StreamItemSizeBatch", "item_size_config", "process_stream_records"]
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+
+__all__ = [
+    "ItemSizeConfig",
+    "StreamBatchResult",
+    "StreamFindingsRecorder",
+    "StreamItemSizeBatch",
+    "item_size_config",
+    "process_stream_records",
+    "record_stream_findings",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -86,24 +118,93 @@ class StreamBatchResult:
     history_duplicates: int = 0
     #: Observed items below the history floor (no state-table request).
     below_floor: int = 0
+    #: What recording the findings did (None: not recorded, no recorder or no findings).
+    recorded: RecordResult | None = None
 
     def as_dict(self) -> dict[str, int]:
+        rec = self.recorded
         return {
             **self.stats.as_dict(),
             "findings": len(self.findings),
             "history_updates": self.history_updates,
             "history_duplicates": self.history_duplicates,
             "below_floor": self.below_floor,
+            "findings_stored": rec.states_written if rec else 0,
+            "events_queued": rec.events_queued if rec else 0,
+            "published": rec.published if rec else 0,
+            "publish_failed": rec.publish_failed if rec else 0,
         }
+
+
+_STREAM_KINDS = frozenset({FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH})
+
+
+def record_stream_findings(
+    store: FindingsStore,
+    sns: SNSClient,
+    lifecycle: LifecycleParams,
+    findings: Sequence[Finding],
+    *,
+    now: datetime,
+) -> tuple[list[Finding], RecordResult]:
+    """Link a batch's findings with the stored open ``item_size_exceeded`` findings of their tables, then record them.
+
+    Returns the batch's findings as recorded (linked ones raised) and what recording did. Only tables with a keyed
+    stream finding are looked up (one GSI1 query each); the run resolves nothing.
+    """
+    open_findings = OpenFindings(store)
+    tables: set[TableKey] = {
+        table_key(f) for f in findings if f.kind in _STREAM_KINDS and isinstance(f.evidence.get("key"), dict)
+    }
+    exceeded = [
+        state.finding
+        for key in sorted(tables, key=lambda k: (k[0] or "", k[1] or "", k[2]))
+        for state in open_findings.of(key)
+        if state.finding.kind is FindingKind.ITEM_SIZE_EXCEEDED
+    ]
+    linked = link_item_size_findings([*findings, *exceeded])
+    own = linked[: len(findings)]
+    updated = [after for after, before in zip(linked[len(findings) :], exceeded, strict=True) if after != before]
+    recorded = lifecycle.record(
+        store,
+        sns,
+        [*own, *updated],
+        now=now,
+        scope=ResolveScope.nothing(),
+        open_findings=open_findings,
+        publish_when_idle=False,
+    )
+    return own, recorded
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFindingsRecorder:
+    """Stores and publishes a batch's findings (:func:`record_stream_findings`) at the wall-clock time."""
+
+    store: FindingsStore
+    sns: SNSClient
+    lifecycle: LifecycleParams
+    clock: Callable[[], datetime] = _utcnow
+
+    def record(self, findings: Sequence[Finding]) -> tuple[list[Finding], RecordResult]:
+        return record_stream_findings(self.store, self.sns, self.lifecycle, findings, now=self.clock())
 
 
 @dataclass(slots=True)
 class StreamItemSizeBatch:
-    """Processes one stream batch record by record; ``store`` None means no history (sizes and large_item only)."""
+    """Processes one stream batch record by record; ``store`` None means no history (sizes and large_item only).
+
+    ``recorder`` None means the findings are only returned and logged (the CLI and tests of the watcher alone).
+    """
 
     store: ItemHistoryStore | None
     config: ItemSizeConfig = field(default_factory=ItemSizeConfig)
     stats: StreamStats = field(default_factory=StreamStats)
+    recorder: StreamFindingsRecorder | None = None
     _findings: dict[str, Finding] = field(default_factory=dict, init=False)
     _position: int = field(default=0, init=False)
     _updates: int = field(default=0, init=False)
@@ -150,7 +251,11 @@ class StreamItemSizeBatch:
         self._findings[finding.id] = latest.model_copy(update={"first_seen": first})
 
     def finish(self) -> StreamBatchResult:
-        """The batch's findings (sorted, most severe first) and counters; both are logged."""
+        """The batch's findings (sorted, most severe first) and counters; both are logged. Records them too.
+
+        With a ``recorder``, the findings returned are the ones recorded (linked with CloudTrail where they tell one
+        story); a recording failure raises (retry the batch).
+        """
         for ref, (view_type, at) in self.stats.insufficient_views.items():
             log.warning(
                 "stream_view_type_insufficient",
@@ -161,12 +266,17 @@ class StreamItemSizeBatch:
             )
             self._keep(large_item.insufficient_view_type(ref.account, ref.region, ref.table, view_type, at))
         findings = sorted(self._findings.values(), key=Finding.sort_key)
+        recorded: RecordResult | None = None
+        if self.recorder is not None and findings:
+            linked, recorded = self.recorder.record(findings)
+            findings = sorted(linked, key=Finding.sort_key)
         result = StreamBatchResult(
             findings=findings,
             stats=self.stats,
             history_updates=self._updates,
             history_duplicates=self._duplicates,
             below_floor=self._below_floor,
+            recorded=recorded,
         )
         for finding in findings:
             log.info(
@@ -178,6 +288,7 @@ class StreamItemSizeBatch:
                 key=finding.evidence.get("key"),
                 size_bytes=finding.evidence.get("size_bytes"),
                 days_to_limit=finding.evidence.get("days_to_limit"),
+                related_finding_ids=finding.evidence.get("related_finding_ids"),
             )
         log.info("stream_batch_processed", **result.as_dict())
         return result

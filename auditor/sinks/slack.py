@@ -5,6 +5,12 @@ message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` 
 ``finding_json`` (the SPEC.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
 delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
 
+Weekly report announcements (the weekly report Lambda, :mod:`auditor.service.weekly_report`) come through the same
+topic with the message attribute ``kind`` = ``weekly_report`` and a ``report_json`` attribute (the compact summary:
+week, top numbers, the three most important actions, the presigned link). They are posted as a compact Block Kit
+summary (:func:`render_weekly_summary`) with a button to the report; the key values in the actions are redacted like
+a finding's. Without a usable ``report_json`` the readable ``Message`` is posted instead.
+
 Rendering (:func:`render_finding`) respects Slack's documented Block Kit limits, truncating with ``…`` wherever
 text could exceed one: at most 50 blocks per message, header ``plain_text`` 150 characters, section text 3,000,
 section fields 10 per section and 2,000 characters each, context elements 10 per block. ``&``, ``<`` and ``>`` in
@@ -42,12 +48,13 @@ from urllib.parse import urlsplit
 import orjson
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from auditor.config import Settings
 from auditor.exceptions import AuditorError, ConfigurationError
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
 from auditor.redact import ELLIPSIS, redact_finding, redact_text
+from auditor.report.model import KIND_LABELS
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -268,6 +275,8 @@ def render_text_message(message: str, attributes: Mapping[str, str]) -> dict[str
     emoji = RESOLVED_EMOJI if status == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
     label = " ".join(p for p in (status if status in STATUS_PREFIX else "", kind.replace("_", " "), "finding") if p)
     header = f"{emoji} {label[0].upper()}{label[1:]}" + (f" on {table}" if table else "")
+    if kind == REPORT_MESSAGE_KIND:
+        header = f"{REPORT_EMOJI} Weekly report" + (f" {attributes['week']}" if attributes.get("week") else "")
     body = escape_mrkdwn(message.strip() or "(the message had no text)")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": truncate(header, MAX_HEADER_TEXT), "emoji": True}}
@@ -306,6 +315,182 @@ def text_only(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"text": str(payload.get("text") or "DynamoDB audit finding")}
 
 
+# ----------------------------------------------------------------------------- weekly report summaries
+
+#: The ``kind`` message attribute of a weekly report announcement.
+REPORT_MESSAGE_KIND = "weekly_report"
+REPORT_EMOJI = ":bar_chart:"
+#: Slack's limits on a button: label 75 characters, URL 3,000.
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_URL = 3000
+#: Action text shown per action (headline and fix), so three actions stay compact.
+MAX_ACTION_TEXT = 600
+
+
+class SummaryAction(BaseModel):
+    """One of the report's most important actions, as the announcement carries it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    rank: int
+    severity: str = "info"
+    table: str = ""
+    kind: str = ""
+    headline: str
+    recommendation: str = ""
+    monthly_savings: float = 0.0
+    findings: int = 1
+    #: Raw key values of the action's findings (to redact wherever they appear in the text); never shown.
+    keys: list[Any] = Field(default_factory=list)
+
+
+class WeeklySummary(BaseModel):
+    """The ``report_json`` attribute of a weekly report announcement (unknown fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = "DynamoDB weekly audit"
+    week: str = Field(min_length=1)
+    headline: str = ""
+    open_findings: int = 0
+    by_severity: dict[str, int] = Field(default_factory=dict)
+    new: int = 0
+    worsened: int = 0
+    ongoing: int = 0
+    resolved: int = 0
+    tables_with_findings: int = 0
+    tables_seen: int = 0
+    monthly_savings: float = 0.0
+    worst_severity: str = "info"
+    actions: list[SummaryAction] = Field(default_factory=list)
+    url: str | None = None
+    url_expires_at: str | None = None
+    bucket: str | None = None
+    html_key: str | None = None
+
+
+def parse_weekly_summary(raw: str | None) -> tuple[WeeklySummary | None, str | None]:
+    """(summary, None) for a valid ``report_json`` attribute, else (None, why it is unusable)."""
+    if not raw:
+        return None, "report_json attribute missing"
+    try:
+        return WeeklySummary.model_validate_json(raw), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return None, f"report_json is not a weekly summary: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
+def redact_summary(summary: WeeklySummary, salt: str = "") -> WeeklySummary:
+    """The summary with every key value of its actions redacted in all its text (as :func:`redact_finding` does)."""
+    texts = {
+        "headline": summary.headline,
+        "actions": [{"headline": a.headline, "recommendation": a.recommendation} for a in summary.actions],
+    }
+    keys = [k for a in summary.actions for k in a.keys]
+    clean = redact_finding({"evidence": {"keys": keys, "texts": texts}}, salt)["evidence"]["texts"]
+    actions = [
+        a.model_copy(
+            update={
+                "headline": redact_text(t["headline"], salt),
+                "recommendation": redact_text(t["recommendation"], salt),
+                "keys": [],
+            }
+        )
+        for a, t in zip(summary.actions, clean["actions"], strict=True)
+    ]
+    return summary.model_copy(update={"headline": redact_text(clean["headline"], salt), "actions": actions})
+
+
+def _link_ok(url: str | None) -> bool:
+    if not url or len(url) > MAX_BUTTON_URL:
+        return False
+    parts = urlsplit(url)
+    return parts.scheme in ("https", "http") and bool(parts.hostname)
+
+
+def _money(value: float) -> str:
+    return f"${value:,.0f}" if value >= 1 or value == 0 else f"${value:,.2f}"
+
+
+def _kind_label(kind: str) -> str:
+    try:
+        return KIND_LABELS[FindingKind(kind)]
+    except (ValueError, KeyError):
+        return kind.replace("_", " ")
+
+
+def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
+    """The compact Slack message of a weekly report: headline, top numbers, top actions and a button to the report.
+
+    ``summary`` must already be redacted if it must be (:func:`redact_summary`). Within Slack's Block Kit limits.
+    """
+    title = f"{summary.title} {summary.week}"
+    by_sev = summary.by_severity
+    urgent = " · ".join(f"{by_sev.get(sev, 0)} {sev}" for sev in ("critical", "high") if by_sev.get(sev))
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": truncate(f"{REPORT_EMOJI} {title}", MAX_HEADER_TEXT), "emoji": True},
+        }
+    ]
+    if summary.headline:
+        text = truncate(escape_mrkdwn(summary.headline), MAX_SECTION_TEXT)
+        blocks.append({"type": "section", "text": _mrkdwn(text)})
+    blocks.append(
+        {
+            "type": "section",
+            "fields": [
+                _field(
+                    "Open findings",
+                    f"{summary.open_findings:,} on {summary.tables_with_findings:,} of {summary.tables_seen:,} tables",
+                ),
+                _field("Critical / high", urgent or "none"),
+                _field(
+                    "This week",
+                    f"{summary.new:,} new · {summary.worsened:,} worsened · {summary.resolved:,} resolved",
+                ),
+                _field("Potential savings", f"{_money(summary.monthly_savings)}/month"),
+            ],
+        }
+    )
+    if summary.actions:
+        lines = ["*Most important actions*"]
+        for a in sorted(summary.actions, key=lambda x: x.rank)[:3]:
+            emoji = SEVERITY_EMOJI.get(a.severity, ":grey_question:")
+            label = _kind_label(a.kind)
+            head = truncate(escape_mrkdwn(a.headline), MAX_ACTION_TEXT // 2)
+            fix = truncate(escape_mrkdwn(a.recommendation), MAX_ACTION_TEXT // 2)
+            where = f"{_code(truncate(escape_mrkdwn(a.table), 200))} · {escape_mrkdwn(label)}"
+            saves = f" · saves {_money(a.monthly_savings)}/month" if a.monthly_savings > 0 else ""
+            lines.append(f"{emoji} *{a.rank}. {head}*\n{where}{saves}" + (f"\n_Fix:_ {fix}" if fix else ""))
+        blocks.append({"type": "section", "text": _mrkdwn(truncate("\n".join(lines), MAX_SECTION_TEXT))})
+    else:
+        blocks.append({"type": "section", "text": _mrkdwn("Nothing to do this week: no open findings.")})
+    context: list[str] = []
+    if _link_ok(summary.url):
+        blocks.append(
+            {
+                "type": "section",
+                "text": _mrkdwn("The full report: charts, and every finding with its evidence and fix."),
+                "accessory": {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": truncate("Open the report", MAX_BUTTON_TEXT)},
+                    "url": summary.url,
+                },
+            }
+        )
+        if summary.url_expires_at:
+            context.append(f"The link expires {_slack_date(summary.url_expires_at)}")
+    else:
+        context.append("No usable link to the report in this message: see the e-mail or the reports bucket.")
+    if summary.bucket and summary.html_key:
+        folder = summary.html_key.rsplit("/", 1)[0]
+        context.append(truncate(escape_mrkdwn(f"HTML and Markdown in s3://{summary.bucket}/{folder}/"), 500))
+    blocks.append({"type": "context", "elements": [_mrkdwn(e) for e in context][:MAX_CONTEXT_ELEMENTS]})
+    text = f"{title}: {summary.headline or f'{summary.open_findings} open findings'}"
+    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+
+
 # ----------------------------------------------------------------------------- events
 
 
@@ -340,7 +525,14 @@ def parse_finding(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def build_message(event: FindingNotification, *, redact: bool = True, salt: str = "") -> tuple[dict[str, Any], bool]:
-    """(Slack message, whether it was rendered from the structured finding) for one event."""
+    """(Slack message, whether it was rendered from the structured finding or report summary) for one event."""
+    if event.attributes.get("kind") == REPORT_MESSAGE_KIND:
+        summary, problem = parse_weekly_summary(event.attributes.get("report_json"))
+        if summary is not None:
+            return render_weekly_summary(redact_summary(summary, salt) if redact else summary), True
+        log.warning("slack_report_json_unusable", message_id=event.message_id, problem=problem)
+        text = redact_text(event.message, salt) if redact else event.message
+        return render_text_message(text, event.attributes), False
     finding, problem = parse_finding(event.attributes.get("finding_json"))
     if finding is not None:
         if redact:

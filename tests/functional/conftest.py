@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.request
 from collections.abc import Iterator
@@ -76,3 +77,38 @@ def create_state_table(ddb: Any, name: str = "auditor-state") -> str:
         ],
     )
     return name
+
+
+class TopicInbox:
+    """A topic with one SQS subscription (SNS envelope, not raw), to read back what was published."""
+
+    def __init__(self, endpoint: str, name: str = "findings") -> None:
+        self.sns = client("sns", endpoint)
+        self.sqs = client("sqs", endpoint)
+        self.topic_arn: str = self.sns.create_topic(Name=name)["TopicArn"]
+        self.queue_url: str = self.sqs.create_queue(QueueName=f"{name}-inbox")["QueueUrl"]
+        queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        self.sns.subscribe(
+            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "false"}
+        )
+
+    def envelopes(self) -> list[dict[str, Any]]:
+        """The SNS envelopes delivered since the last call (removed from the queue)."""
+        out: list[dict[str, Any]] = []
+        while True:
+            msgs = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            if not msgs:
+                return out
+            for m in msgs:
+                out.append(json.loads(m["Body"]))
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Like :meth:`envelopes`, flattened: the message attributes' values plus ``subject`` and ``message``."""
+        return [
+            {k: v["Value"] for k, v in (e.get("MessageAttributes") or {}).items()}
+            | {"subject": e.get("Subject"), "message": e["Message"]}
+            for e in self.envelopes()
+        ]

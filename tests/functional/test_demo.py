@@ -17,14 +17,18 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     return run_service_demo(tmp_path_factory.mktemp("demo"), announce=NARRATIVE.append)
 
 
+def _cloudtrail(demo: DemoResult) -> list[dict[str, object]]:
+    return [f for f in demo.findings if f["evidence"].get("source", "cloudtrail") == "cloudtrail"]
+
+
 def test_first_run_alerts_every_planted_problem_once(demo: DemoResult) -> None:
     first = demo.runs[0]
-    kinds = {f["kind"] for f in demo.findings}
+    trail = _cloudtrail(demo)
+    kinds = {f["kind"] for f in trail}
     assert {"scan", "hot_key", "low_cardinality_key", "throttling", "item_size_exceeded"} <= kinds
     assert first.failed_messages == 0
-    assert first.evaluation["published"] == len(demo.findings) == first.sns_messages == first.slack_posts
-    tables = {f["table"] for f in demo.findings}
-    assert "Users" not in tables  # the healthy table stays clean
+    assert first.evaluation["published"] == len(trail) == first.sns_messages == first.slack_posts
+    assert "Users" not in {f["table"] for f in demo.findings}  # the healthy table stays clean
 
 
 def test_second_run_realerts_nothing(demo: DemoResult) -> None:
@@ -32,7 +36,28 @@ def test_second_run_realerts_nothing(demo: DemoResult) -> None:
     assert second.evaluation["findings_seen"] > 0  # the problems are still there...
     assert second.evaluation["new"] == second.evaluation["published"] == 0  # ...and nobody is told twice
     assert second.sns_messages == second.slack_posts == 0
-    assert {f["status"] for f in demo.findings} == {"ongoing"}
+
+
+def test_third_run_adds_cloudwatch_and_streams_findings_linked_to_the_trail(demo: DemoResult) -> None:
+    by_kind: dict[tuple[str, str], dict[str, object]] = {}
+    for f in demo.findings:
+        by_kind[(str(f["kind"]), str(f["evidence"].get("source")))] = f
+    key_range = by_kind[("throttling", "cloudwatch")]
+    assert key_range["evidence"]["cause"] == "key_range"
+    assert by_kind[("unused_index", "cloudwatch")]["index"] == "ByStatus"
+    hot = by_kind[("hot_key", "cloudtrail")]
+    assert key_range["id"] in hot["evidence"]["related_finding_ids"]  # one story: hot key + key-range throttles
+    assert hot["status"] == "worsened"  # raised by the correlation, and announced as such
+    large = [f for f in demo.findings if f["kind"] == "large_item"]
+    assert large and large[0]["evidence"]["key"] == {"docId": "DOC#7"}
+    exceeded = [f for f in demo.findings if f["kind"] == "item_size_exceeded" and f["evidence"]["key"]]
+    linked = {i for f in exceeded for i in f["evidence"].get("related_finding_ids", [])}
+    assert large[0]["id"] in linked
+    growth = {f["evidence"]["key"]["docId"]: f for f in demo.findings if f["kind"] == "item_growth"}
+    assert set(growth) == {"DOC#7", "DOC#42"}
+    assert 0 < growth["DOC#42"]["evidence"]["days_to_limit"] < 60
+    third = demo.runs[2]
+    assert third.sns_messages == third.slack_posts > 0
 
 
 def test_slack_posts_are_block_kit_and_redacted(demo: DemoResult) -> None:

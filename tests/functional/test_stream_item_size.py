@@ -54,16 +54,19 @@ def sample(name: str) -> dict[str, Any]:
 
 @pytest.fixture
 def ddb(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The state table and the handler's environment; yields a DynamoDB client."""
+    """The state table, the findings topic and the handler's environment; yields a DynamoDB client."""
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", client("sns", aws_reset).create_topic(Name="findings")["TopicArn"])
     get_settings.cache_clear()
     stream_item_size._client.cache_clear()
+    stream_item_size._sns_client.cache_clear()
     dynamodb = client("dynamodb", aws_reset)
     create_state_table(dynamodb, TABLE)
     stream_item_size._client()  # the cold start (it configures logging: tests capture logs after it)
     yield dynamodb
     get_settings.cache_clear()
     stream_item_size._client.cache_clear()
+    stream_item_size._sns_client.cache_clear()
     structlog.contextvars.clear_contextvars()
 
 
@@ -75,7 +78,10 @@ def invoke(event: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def state_items(dynamodb: Any) -> list[dict[str, Any]]:
-    return dynamodb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+    """The size histories in the state table (the findings the handler stores are tested in
+    test_stream_item_size_lifecycle.py)."""
+    items = dynamodb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+    return [item for item in items if item["pk"]["S"].startswith("ITEMSIZE#")]
 
 
 def history_item(dynamodb: Any, key: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,19 +1,30 @@
 """The functions' IAM roles against what their code really calls.
 
 The real handlers run end to end against a moto server (an S3 trail bucket with generated CloudTrail files and
-planted problems, the state table, the findings topic, the Slack secret and a local stand-in for the webhook): trail
-ingest, events ingest, the evaluator and the Slack notifier. A botocore hook records every AWS call each handler
-makes; each call is mapped to the IAM action it needs (``TransactWriteItems`` to the actions of its items) and, for
-DynamoDB, to the state-table target (table or index). The role template.yaml gives the function must grant every
-one of them, and for DynamoDB nothing else: the state-table grants are exactly the calls the code makes.
+planted problems, the state table, the findings topic, the Slack secret and a local stand-in for the webhook, audited
+tables with planted CloudWatch metrics, the reports bucket): trail ingest, events ingest, the evaluator, the Slack
+notifier, the stream item-size watcher, the metrics audit and the weekly report. The rarer paths run too: publishes
+that fail (the outbox marks them failed, the next run sends them), a weekly announcement released after a failed
+publish and not repeated on a retry, and a finding written concurrently by someone else (a version conflict).
+
+A botocore hook records every AWS call each handler makes; each call is mapped to the IAM action it needs
+(``TransactWriteItems`` to the actions of its items, a presigned URL to the action it authorises) and, for DynamoDB,
+to its target: the state table or one of its indexes, an audited table, or none (account-level listings). The role
+template.yaml gives the function must grant every one of them; the state-table grants are exactly the calls the code
+makes; audited tables are only ever described (metadata), never read or written.
+
+Where moto lacks an API (Contributor Insights: ``ListContributorInsights``, ``DescribeContributorInsights``,
+``GetInsightRuleReport``) a ``before-call`` hook answers with responses shaped as AWS documents them.
 """
 
 from __future__ import annotations
 
-import contextvars
+import copy
 import json
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -21,20 +32,49 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError
+from botocore.validate import validate_parameters
 
 from auditor.config import get_settings
 from auditor.demo.generator import demo_workload, write_trail
 from auditor.demo.service import lambda_context, scheduled_event, sns_event, sqs_event
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
-from handlers import evaluator, events_ingest, notifier, trail_ingest
-from tests.template.test_template import STATE_TABLE_ARN, as_list, function_props, index_arn, role_statements
+from handlers import evaluator, events_ingest, metrics_audit, notifier, stream_item_size, trail_ingest, weekly_report
+from tests.functional.cw_support import create_table, minutes, put_points
+from tests.template.test_template import (
+    AUDITED_INDEXES_ARN,
+    AUDITED_TABLE_METADATA,
+    AUDITED_TABLES_ARN,
+    INSIGHT_RULES_ARN,
+    REPORT_OBJECTS_ARN,
+    STATE_TABLE_ARN,
+    as_list,
+    function_props,
+    index_arn,
+    role_statements,
+)
 from tests.template.variants import VARIANTS, load_template, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIL_ACCOUNT = "111122223333"
-START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)  # a Tuesday of ISO week 2026-W49
+REPORT_TIME = datetime(2026, 12, 7, 7, 0, tzinfo=UTC)  # the weekly schedule after it: reports 2026-W49
+AUDITED_PREFIX = "audited-"
+CI_RULES = (
+    "DynamoDBContributorInsights-PKC-audited-hot-1764547200000",
+    "DynamoDBContributorInsights-PKT-audited-hot-1764547200000",
+)
 
-_current_function: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_function", default=None)
+
+class _Current:
+    """The function whose handler runs now. Process-wide, not a context variable: the handlers' worker threads
+    (the audit describes tables in parallel) must be attributed too. Handlers run one at a time."""
+
+    function: str | None = None
+
+
+_current = _Current()
 
 #: DynamoDB TransactWriteItems is authorised per item (there is no IAM action of that name).
 _TRANSACT_ITEM_ACTIONS = {
@@ -43,57 +83,74 @@ _TRANSACT_ITEM_ACTIONS = {
     "Delete": "dynamodb:DeleteItem",
     "ConditionCheck": "dynamodb:ConditionCheckItem",
 }
+#: A DynamoDB call's target: "table" / an index name (the state table), "audited" (another table), None (no table).
+Call = tuple[str, str | None]
 
-Call = tuple[str, str | None]  # (IAM action, DynamoDB target: "table" / index name; None for other services)
 
-
+@dataclass
 class Recorder:
     """Collects the IAM actions of the AWS calls made while a function is marked current."""
 
-    def __init__(self, table_name: str) -> None:
-        self.table_name = table_name
-        self.calls: dict[str, set[Call]] = {}
-        self.foreign_tables: list[tuple[str, str]] = []
+    table_name: str
+    calls: dict[str, set[Call]] = field(default_factory=dict)
+    #: (function, action, table) of DynamoDB calls on tables other than the state table.
+    foreign: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (function, bucket, key) of S3 object calls; (function, rule) of Contributor Insights reports.
+    s3_objects: list[tuple[str, str, str]] = field(default_factory=list)
+    insight_rules: list[tuple[str, str]] = field(default_factory=list)
 
     def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        function = _current_function.get()
+        function = _current.function
         if function is None:
             return
         prefix = model.service_model.endpoint_prefix
         calls = self.calls.setdefault(function, set())
+        if prefix == "s3" and "Key" in params:
+            self.s3_objects.append((function, params["Bucket"], params["Key"]))
+        if prefix == "monitoring" and model.name == "GetInsightRuleReport":
+            self.insight_rules.append((function, params["RuleName"]))
         if prefix != "dynamodb":
-            calls.add((f"{prefix}:{model.name}", None))
+            service = {"monitoring": "cloudwatch"}.get(prefix, prefix)
+            calls.add((f"{service}:{model.name}", None))
             return
-        for action, table, target in self._dynamodb(model.name, params):
-            if table != self.table_name:
-                self.foreign_tables.append((function, table))
-            calls.add((action, target))
+        for action, table, index in self._dynamodb(model.name, params):
+            if table is None:
+                calls.add((action, None))
+            elif table != self.table_name:
+                self.foreign.append((function, action, table))
+                calls.add((action, "audited"))
+            else:
+                calls.add((action, index or "table"))
 
     @staticmethod
-    def _dynamodb(operation: str, params: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    def _dynamodb(operation: str, params: dict[str, Any]) -> Iterator[tuple[str, str | None, str | None]]:
         if operation == "TransactWriteItems":
             for item in params["TransactItems"]:
                 ((kind, body),) = item.items()
-                yield _TRANSACT_ITEM_ACTIONS[kind], body["TableName"], "table"
+                yield _TRANSACT_ITEM_ACTIONS[kind], body["TableName"], None
         elif operation == "TransactGetItems":
             for item in params["TransactItems"]:
-                yield "dynamodb:GetItem", item["Get"]["TableName"], "table"
+                yield "dynamodb:GetItem", item["Get"]["TableName"], None
         elif operation in ("BatchGetItem", "BatchWriteItem"):
             for table in params["RequestItems"]:
-                yield f"dynamodb:{operation}", table, "table"
-        else:
-            yield f"dynamodb:{operation}", params["TableName"], params.get("IndexName") or "table"
+                yield f"dynamodb:{operation}", table, None
+        elif "TableName" in params:
+            yield f"dynamodb:{operation}", params["TableName"], params.get("IndexName")
+        elif "ResourceArn" in params:  # ListTagsOfResource: arn:...:table/NAME
+            yield f"dynamodb:{operation}", params["ResourceArn"].split(":table/", 1)[1].split("/")[0], None
+        else:  # ListTables, ListContributorInsights
+            yield f"dynamodb:{operation}", None, None
+
+
+MODULES = (trail_ingest, events_ingest, evaluator, notifier, stream_item_size, metrics_audit, weekly_report)
 
 
 class Invoker:
     """Runs handlers with the function marked current (fresh clients: their caches are cleared first)."""
 
-    def __init__(self) -> None:
-        self.modules = (trail_ingest, events_ingest, evaluator, notifier)
-
     def clear_caches(self) -> None:
         get_settings.cache_clear()
-        for module in self.modules:
+        for module in MODULES:
             for value in vars(module).values():
                 if (
                     callable(value)
@@ -103,11 +160,21 @@ class Invoker:
                     value.cache_clear()
 
     def __call__(self, function: str, module: ModuleType, event: dict[str, Any]) -> Any:
-        token = _current_function.set(function)
+        get_settings.cache_clear()  # the tests change the environment between runs
+        _current.function = function
         try:
             return module.lambda_handler(event, lambda_context(function))
         finally:
-            _current_function.reset(token)
+            _current.function = None
+
+
+def outside_functions(action: Callable[[], Any]) -> Any:
+    """Run ``action`` unrecorded (a hook acting as another writer inside a function's call)."""
+    function, _current.function = _current.function, None
+    try:
+        return action()
+    finally:
+        _current.function = function
 
 
 def _receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -122,91 +189,336 @@ def _receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
         )
 
 
-def _granted(stack: dict[str, Any], function: str) -> tuple[set[str], set[tuple[str, str]]]:
-    """(every action the function's role allows, its DynamoDB (action, target) grants)."""
+def _attributes(message: dict[str, Any]) -> dict[str, str]:
+    envelope = json.loads(message["Body"])
+    return {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
+
+
+# ------------------------------------------------------------------------------------- moto gaps: Contributor Insights
+
+
+def contributor_insights_stub(table: str) -> Callable[..., Any]:
+    """A ``before-call`` hook answering the Contributor Insights APIs moto lacks, shaped as AWS documents them.
+
+    Each response is validated against the operation's output shape (as botocore's Stubber does).
+    """
+
+    def respond(model: Any, response: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
+        validate_parameters(response, model.output_shape)
+        meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "RequestId": str(uuid.uuid4())}}
+        return AWSResponse(None, 200, {}, None), response | meta
+
+    def answer(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        now = datetime.now(UTC).replace(microsecond=0)
+        if model.name == "ListContributorInsights":
+            summary = {"TableName": table, "ContributorInsightsStatus": "ENABLED"}
+            return respond(model, {"ContributorInsightsSummaries": [summary]})
+        if model.name == "DescribeContributorInsights":
+            return respond(
+                model,
+                {
+                    "TableName": table,
+                    "ContributorInsightsRuleList": list(CI_RULES),
+                    "ContributorInsightsStatus": "ENABLED",
+                    "LastUpdateDateTime": now - timedelta(days=2),
+                },
+            )
+        if model.name == "GetInsightRuleReport":
+            at = now - timedelta(minutes=5)
+            return respond(
+                model,
+                {
+                    "KeyLabels": ["pk"],
+                    "AggregationStatistic": "Sum",
+                    "AggregateValue": 1200.0,
+                    "ApproximateUniqueCount": 3,
+                    "Contributors": [
+                        {
+                            "Keys": ["DEVICE#1"],
+                            "ApproximateAggregateValue": 1000.0,
+                            "Datapoints": [{"Timestamp": at, "ApproximateValue": 1000.0}],
+                        }
+                    ],
+                    "MetricDatapoints": [{"Timestamp": at, "MaxContributorValue": 1000.0}],
+                },
+            )
+        return None
+
+    return answer
+
+
+# ------------------------------------------------------------------------------------- a writer racing the audit
+
+
+def concurrent_writer(ddb: Any, table: str) -> Callable[..., None]:
+    """A ``before-parameter-build`` hook: the metrics audit's first finding transaction is written by someone else
+    first.
+
+    The same state and outbox entry land just before the function's own transaction, whose conditions then fail:
+    the function re-reads the finding (version conflict) and finds nothing left to do.
+    """
+    done: list[bool] = []
+
+    def race(params: dict[str, Any], **_: Any) -> None:
+        if done or _current.function != "MetricsAuditFunction":
+            return
+        items = params.get("TransactItems", [])
+        if not all(item.get("Put", {}).get("TableName") == table for item in items):
+            return
+        done.append(True)
+        outside_functions(lambda: ddb.transact_write_items(TransactItems=copy.deepcopy(items)))
+
+    return race
+
+
+# ------------------------------------------------------------------------------------- the runs
+
+
+@dataclass
+class Recorded:
+    recorder: Recorder
+    catcher: SlackCatcher
+    announcements: list[dict[str, str]]
+    audit_results: list[dict[str, Any]]
+    report_results: list[Any]
+
+
+def _stream_events() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The NEW_AND_OLD_IMAGES sample, and a second batch: its large item written under another key (a new finding)."""
+    first = json.loads((ROOT / "events" / "stream_item_size_new_and_old.json").read_text())
+    large = max(first["Records"], key=lambda r: len(json.dumps(r["dynamodb"].get("NewImage", {}))))
+    record = copy.deepcopy(large)
+    record["eventID"] = uuid.uuid4().hex
+    record["dynamodb"]["Keys"]["pk"] = {"S": "DEVICE#iam-runtime"}
+    record["dynamodb"]["NewImage"]["pk"] = {"S": "DEVICE#iam-runtime"}
+    record["dynamodb"]["SequenceNumber"] = "400000000000000000001"
+    return first, {"Records": [record]}
+
+
+@pytest.fixture(scope="module")
+def recorded(moto_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """Run every handler end to end against moto, once for the module; yields what was recorded."""
+    catcher = SlackCatcher().start()
+    invoke = Invoker()
+    tmp_path = tmp_path_factory.mktemp("trail")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        try:
+            yield _run_everything(moto_url, tmp_path, monkeypatch, catcher, invoke)
+        finally:
+            invoke.clear_caches()
+            catcher.stop()
+
+
+def _run_everything(
+    moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catcher: SlackCatcher, invoke: Invoker
+) -> Recorded:
+    stack = create_stack(moto_url, catcher.url, prefix=f"iam-{uuid.uuid4().hex[:8]}")
+    for name, value in stack.environment().items():
+        monkeypatch.setenv(name, value)
+    session = boto3.Session()
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)  # handlers' clients come from the default session
+    recorder = Recorder(stack.table_name)
+    session.events.register("before-parameter-build", recorder)
+    invoke.clear_caches()
+    s3, sqs, ddb = aws_client("s3", moto_url), aws_client("sqs", moto_url), aws_client("dynamodb", moto_url)
+    missing_topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:no-such-topic"
+
+    # Trail ingest: a quarter hour of generated traffic, delivered by S3 notifications through the queue.
+    files = write_trail(demo_workload(START, hours=0.25, seed=7), tmp_path, TRAIL_ACCOUNT, REGION, seed=7)
+    for path in files:
+        s3.put_object(Bucket=stack.bucket, Key=path.relative_to(tmp_path).as_posix(), Body=path.read_bytes())
+    queue_arn = sqs.get_queue_attributes(QueueUrl=stack.trail_queue_url, AttributeNames=["QueueArn"])
+    messages = _receive_all(sqs, stack.trail_queue_url)
+    assert messages
+    for i in range(0, len(messages), 5):
+        event = sqs_event(messages[i : i + 5], queue_arn["Attributes"]["QueueArn"])
+        assert invoke("TrailIngestFunction", trail_ingest, event) == {"batchItemFailures": []}
+
+    # Events ingest: the sample EventBridge batch.
+    event = json.loads((ROOT / "events" / "events_ingest_sqs_eventbridge.json").read_text())
+    assert invoke("EventsIngestFunction", events_ingest, event) == {"batchItemFailures": []}
+
+    # Evaluator: the windows closed an hour later; it works off any backlog over several scheduled runs.
+    for _ in range(20):
+        now = START + timedelta(hours=1)
+        rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/evaluator"
+        result = invoke("EvaluatorFunction", evaluator, scheduled_event(now, rule))
+        if not result.get("backlog"):
+            break
+    # Notifier: what the evaluator published (SNS -> the subscription stand-in -> the SNS event).
+    published = _receive_all(sqs, stack.alerts_queue_url)
+    assert published, "the planted problems publish findings"
+    for message in published:
+        envelope = json.loads(message["Body"])
+        invoke("NotifierFunction", notifier, sns_event(envelope, f"{stack.topic_arn}:{uuid.uuid4()}"))
+
+    # Stream watcher: a batch whose finding cannot be published (marked failed, kept), then a batch with a new
+    # finding, which publishes both.
+    first, second = _stream_events()
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", missing_topic)
+    assert invoke("StreamItemSizeFunction", stream_item_size, first) == {"batchItemFailures": []}
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", stack.topic_arn)
+    invoke.clear_caches()
+    assert invoke("StreamItemSizeFunction", stream_item_size, second) == {"batchItemFailures": []}
+    stream_published = [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
+    assert sum(1 for a in stream_published if a.get("kind") == "large_item") >= 2, stream_published
+
+    # Metrics audit over audited-* tables with planted throttling (one with auto scaling, one with Contributor
+    # Insights), a writer racing its first finding, and a first run whose publishes fail.
+    cw, aas = aws_client("cloudwatch", moto_url), aws_client("application-autoscaling", moto_url)
+    now_s = int(time.time())
+    t0 = now_s - now_s % 60 - 40 * 60
+    create_table(ddb, f"{AUDITED_PREFIX}hot", read=1000, write=1000)
+    put_points(cw, "WriteKeyRangeThroughputThrottleEvents", f"{AUDITED_PREFIX}hot", minutes(t0, 6, 40))
+    put_points(cw, "WriteThrottleEvents", f"{AUDITED_PREFIX}hot", minutes(t0, 6, 40))
+    put_points(cw, "ConsumedWriteCapacityUnits", f"{AUDITED_PREFIX}hot", minutes(t0, 30, 6000))
+    create_table(ddb, f"{AUDITED_PREFIX}small", read=10, write=10)
+    put_points(cw, "ReadProvisionedThroughputThrottleEvents", f"{AUDITED_PREFIX}small", minutes(t0, 35, 20))
+    put_points(cw, "ConsumedReadCapacityUnits", f"{AUDITED_PREFIX}small", minutes(t0, 35, 600))
+    aas.register_scalable_target(
+        ServiceNamespace="dynamodb",
+        ResourceId=f"table/{AUDITED_PREFIX}small",
+        ScalableDimension="dynamodb:table:ReadCapacityUnits",
+        MinCapacity=5,
+        MaxCapacity=10,
+    )
+    aas.put_scaling_policy(
+        PolicyName="read-target",
+        ServiceNamespace="dynamodb",
+        ResourceId=f"table/{AUDITED_PREFIX}small",
+        ScalableDimension="dynamodb:table:ReadCapacityUnits",
+        PolicyType="TargetTrackingScaling",
+        TargetTrackingScalingPolicyConfiguration={
+            "TargetValue": 70.0,
+            "PredefinedMetricSpecification": {"PredefinedMetricType": "DynamoDBReadCapacityUtilization"},
+        },
+    )
+    session.events.register("before-call.dynamodb", contributor_insights_stub(f"{AUDITED_PREFIX}hot"))
+    session.events.register("before-call.cloudwatch.GetInsightRuleReport", contributor_insights_stub("-"))
+    session.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems", concurrent_writer(ddb, stack.table_name)
+    )
+    monkeypatch.setenv("AUDIT_TABLE_PREFIX", AUDITED_PREFIX)
+    rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/metrics-audit"
+    audit_now = datetime.fromtimestamp(now_s, UTC)
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", missing_topic)
+    audit_results = [invoke("MetricsAuditFunction", metrics_audit, scheduled_event(audit_now, rule))]
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", stack.topic_arn)
+    invoke.clear_caches()
+    audit_now += timedelta(hours=1)
+    audit_results.append(invoke("MetricsAuditFunction", metrics_audit, scheduled_event(audit_now, rule)))
+    announcements = [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
+
+    # Weekly report: the first announcement fails (released, raised), the retry announces, a third run does not.
+    reports_bucket = f"{stack.bucket}-reports"
+    s3.create_bucket(Bucket=reports_bucket)
+    kms_key = aws_client("kms", moto_url).create_key(Description="stack key")["KeyMetadata"]["Arn"]
+    monkeypatch.setenv("REPORTS_BUCKET", reports_bucket)
+    monkeypatch.setenv("REPORTS_KMS_KEY_ID", kms_key)
+    rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/weekly-report"
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", missing_topic)
+    with pytest.raises(ClientError):
+        invoke("WeeklyReportFunction", weekly_report, scheduled_event(REPORT_TIME, rule))
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", stack.topic_arn)
+    invoke.clear_caches()
+    report_results = [
+        invoke("WeeklyReportFunction", weekly_report, scheduled_event(REPORT_TIME + timedelta(minutes=n), rule))
+        for n in (1, 2)
+    ]
+    announcements += [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
+    return Recorded(recorder, catcher, announcements, audit_results, report_results)
+
+
+# ------------------------------------------------------------------------------------- what the roles grant
+
+
+@dataclass
+class Grants:
+    actions: set[str] = field(default_factory=set)
+    #: DynamoDB grants on the state table: (action, "table" or index name).
+    state_table: set[tuple[str, str]] = field(default_factory=set)
+    audited: set[str] = field(default_factory=set)
+    unscoped: set[str] = field(default_factory=set)
+
+
+def _granted(stack: dict[str, Any], function: str) -> Grants:
     props = function_props(stack, function)
     role = props["Role"]["Fn::GetAtt"][0]
-    actions: set[str] = set()
-    dynamodb: set[tuple[str, str]] = set()
+    grants = Grants()
     targets = {json.dumps(STATE_TABLE_ARN): "table"} | {json.dumps(index_arn(i)): i for i in ("gsi1", "gsi2")}
     for statement in role_statements(stack, role):
         for action in as_list(statement["Action"]):
-            actions.add(action)
-            if action.startswith("dynamodb:"):
-                for resource in as_list(statement["Resource"]):
-                    dynamodb.add((action, targets[json.dumps(resource)]))
-    return actions, dynamodb
+            grants.actions.add(action)
+            for resource in as_list(statement["Resource"]):
+                if resource == "*":
+                    grants.unscoped.add(action)
+                elif resource in (AUDITED_TABLES_ARN, AUDITED_INDEXES_ARN):
+                    grants.audited.add(action)
+                elif action.startswith("dynamodb:") and json.dumps(resource) in targets:
+                    grants.state_table.add((action, targets[json.dumps(resource)]))
+    return grants
 
 
-@pytest.fixture
-def recorded(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Recorder, Any]]:
-    """Run every handler end to end against moto; yields the recorder and the Slack stand-in."""
-    catcher = SlackCatcher().start()
-    invoke = Invoker()
-    try:
-        stack = create_stack(moto_url, catcher.url, prefix=f"iam-{uuid.uuid4().hex[:8]}")
-        for name, value in stack.environment().items():
-            monkeypatch.setenv(name, value)
-        session = boto3.Session()
-        monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)  # handlers' clients come from the default session
-        recorder = Recorder(stack.table_name)
-        session.events.register("before-parameter-build", recorder)
-        invoke.clear_caches()
-        s3, sqs = aws_client("s3", moto_url), aws_client("sqs", moto_url)
-
-        # Trail ingest: a quarter hour of generated traffic, delivered by S3 notifications through the queue.
-        files = write_trail(demo_workload(START, hours=0.25, seed=7), tmp_path, TRAIL_ACCOUNT, REGION, seed=7)
-        for path in files:
-            s3.put_object(Bucket=stack.bucket, Key=path.relative_to(tmp_path).as_posix(), Body=path.read_bytes())
-        queue_arn = sqs.get_queue_attributes(QueueUrl=stack.trail_queue_url, AttributeNames=["QueueArn"])
-        messages = _receive_all(sqs, stack.trail_queue_url)
-        assert messages
-        for i in range(0, len(messages), 5):
-            event = sqs_event(messages[i : i + 5], queue_arn["Attributes"]["QueueArn"])
-            assert invoke("TrailIngestFunction", trail_ingest, event) == {"batchItemFailures": []}
-
-        # Events ingest: the sample EventBridge batch.
-        event = json.loads((ROOT / "events" / "events_ingest_sqs_eventbridge.json").read_text())
-        assert invoke("EventsIngestFunction", events_ingest, event) == {"batchItemFailures": []}
-
-        # Evaluator: the windows closed an hour later; it works off any backlog over several scheduled runs.
-        for _ in range(20):
-            now = START + timedelta(hours=1)
-            rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/evaluator"
-            result = invoke("EvaluatorFunction", evaluator, scheduled_event(now, rule))
-            if not result.get("backlog"):
-                break
-        # Notifier: what the evaluator published (SNS -> the subscription stand-in -> the SNS event).
-        published = _receive_all(sqs, stack.alerts_queue_url)
-        assert published, "the planted problems publish findings"
-        for message in published:
-            envelope = json.loads(message["Body"])
-            invoke("NotifierFunction", notifier, sns_event(envelope, f"{stack.topic_arn}:{uuid.uuid4()}"))
-        yield recorder, catcher
-    finally:
-        invoke.clear_caches()
-        catcher.stop()
+ALL_FUNCTIONS = {
+    "TrailIngestFunction",
+    "EventsIngestFunction",
+    "EvaluatorFunction",
+    "NotifierFunction",
+    "StreamItemSizeFunction",
+    "MetricsAuditFunction",
+    "WeeklyReportFunction",
+}
 
 
-def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly_used(
-    recorded: tuple[Recorder, Any],
-) -> None:
-    recorder, catcher = recorded
-    assert catcher.posts, "the notifier posted to the Slack stand-in"
-    assert not recorder.foreign_tables, f"calls on tables other than the state table: {recorder.foreign_tables}"
+def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly_used(recorded: Recorded) -> None:
+    recorder = recorded.recorder
+    assert recorded.catcher.posts, "the notifier posted to the Slack stand-in"
     stack = resolve(load_template(), VARIANTS["all-features"])
-    assert set(recorder.calls) == {
-        "TrailIngestFunction",
-        "EventsIngestFunction",
-        "EvaluatorFunction",
-        "NotifierFunction",
-    }
+    assert set(recorder.calls) == ALL_FUNCTIONS
     for function, calls in recorder.calls.items():
-        granted_actions, granted_dynamodb = _granted(stack, function)
+        grants = _granted(stack, function)
         used_actions = {action for action, _ in calls}
-        assert used_actions <= granted_actions, f"{function} calls ungranted {sorted(used_actions - granted_actions)}"
-        used_dynamodb = {(action, target) for action, target in calls if target is not None}
-        assert used_dynamodb == granted_dynamodb, (
-            f"{function}: DynamoDB used but not granted {sorted(used_dynamodb - granted_dynamodb)}, "
-            f"granted but unused {sorted(granted_dynamodb - used_dynamodb)}"
+        assert used_actions <= grants.actions, f"{function} calls ungranted {sorted(used_actions - grants.actions)}"
+        used_state = {(action, target) for action, target in calls if target not in (None, "audited")}
+        used_state = {c for c in used_state if c[0].startswith("dynamodb:")}
+        assert used_state == grants.state_table, (
+            f"{function}: state table used but not granted {sorted(used_state - grants.state_table)}, "
+            f"granted but unused {sorted(grants.state_table - used_state)}"
         )
+        audited = {action for action, target in calls if target == "audited"}
+        assert audited <= grants.audited, f"{function}: audited-table calls not granted: {sorted(audited)}"
+        tableless = {action for action, target in calls if target is None and action.startswith("dynamodb:")}
+        assert tableless <= grants.unscoped, f"{function}: {sorted(tableless)} need Resource '*'"
+
+
+def test_audited_tables_are_only_described(recorded: Recorded) -> None:
+    """Only the metrics audit touches other tables, and only their metadata; it read every metadata grant."""
+    foreign = recorded.recorder.foreign
+    assert {function for function, _, _ in foreign} == {"MetricsAuditFunction"}
+    assert {action for _, action, _ in foreign} == AUDITED_TABLE_METADATA
+    assert {table for _, _, table in foreign} <= {f"{AUDITED_PREFIX}hot", f"{AUDITED_PREFIX}small"}
+
+
+def test_the_rare_paths_ran(recorded: Recorded) -> None:
+    """The runs above exercised what the grants are for (else the exact-grant test would prove less)."""
+    calls = recorded.recorder.calls
+    audit = recorded.audit_results
+    assert audit[0]["publish_failed"] > 0 and audit[0]["conflicts"] == 1, audit[0]
+    assert audit[1]["published"] >= audit[0]["publish_failed"], audit[1]
+    assert ("cloudwatch:GetInsightRuleReport", None) in calls["MetricsAuditFunction"]
+    assert ("application-autoscaling:DescribeScalingPolicies", None) in calls["MetricsAuditFunction"]
+    assert {rule for _, rule in recorded.recorder.insight_rules} == set(CI_RULES)
+    kinds = [a.get("kind") for a in recorded.announcements]
+    assert kinds.count("weekly_report") == 1, kinds  # released after the failure, announced once
+    assert [r["announcement"] for r in recorded.report_results] == ["published", "already_published"]
+    assert recorded.report_results[0]["findings"] > 0, "the evaluator's week-49 findings are in the report"
+
+
+def test_report_objects_stay_under_the_granted_prefix(recorded: Recorded) -> None:
+    prefix = REPORT_OBJECTS_ARN["Fn::Sub"].split("}/", 1)[1].rstrip("*")
+    objects = [
+        (bucket, key) for function, bucket, key in recorded.recorder.s3_objects if function == "WeeklyReportFunction"
+    ]
+    assert objects and all(key.startswith(prefix) for _, key in objects), objects
+    assert ("s3:GetObject", None) in recorded.recorder.calls["WeeklyReportFunction"], "the presigned link's action"
+    assert INSIGHT_RULES_ARN["Fn::Sub"].endswith("insight-rule/DynamoDBContributorInsights-*")

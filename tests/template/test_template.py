@@ -1,12 +1,15 @@
 """template.yaml invariants.
 
-Least-privilege IAM (a table of what each function's code calls), encryption everywhere, SQS sources with partial
-batch responses and DLQs, alarms on every DLQ, one log group with retention per function, the state table exactly
-as ``auditor/sinks/keys.py`` designs it, the functions' environment exactly the ``Settings`` fields, the S3
-notification command the stack outputs (applied to a moto S3 bucket), the build wiring, and cfn-lint.
+Least-privilege IAM (a table of what each function's code calls; no DynamoDB data-plane access outside the state
+table), encryption everywhere, SQS sources with partial batch responses and DLQs, stream sources (one per opted-in
+stream) with partial batch responses, bisection and an on-failure queue, alarms on every DLQ and every scheduled
+function, one log group with retention per function, the state table exactly as ``auditor/sinks/keys.py`` designs
+it, the functions' environment exactly the ``Settings`` fields, the S3 notification command the stack outputs
+(applied to a moto S3 bucket), the build wiring, and cfn-lint.
 
-Most checks run on every deployment variant of :mod:`tests.template.variants` (conditions resolved), so an optional
-part (new trail, EventBridge source, Slack) cannot slip through because it is off by default.
+Most checks run on every deployment variant of :mod:`tests.template.variants` (conditions resolved, ``Fn::ForEach``
+expanded), so an optional part (new trail, EventBridge source, Slack, stream watcher) cannot slip through because
+it is off by default.
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ from cfnlint.api import lint_file
 from auditor.config import Settings, settings_from_env
 from auditor.service.ingest import parse_s3_notification
 from auditor.sinks import keys
-from tests.template.variants import TEMPLATE_PATH, VARIANTS, load_template, parameter_values, resolve
+from tests.template.variants import (
+    DOCUMENTS_STREAM_ARN,
+    FOR_EACH,
+    ORDERS_STREAM_ARN,
+    TEMPLATE_PATH,
+    VARIANTS,
+    load_template,
+    parameter_values,
+    resolve,
+)
 
 ROOT = TEMPLATE_PATH.parent
 PSEUDO_PARAMETERS = {
@@ -70,13 +82,81 @@ SQS_CONSUME = frozenset({"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueu
 KMS_THROUGH_SERVICES = frozenset({"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"})
 
 
+#: Actions that support no resource-level permissions (AWS Service Authorization Reference): "*" is their only
+#: possible resource. No other action may be granted on "*".
+NO_RESOURCE_LEVEL_PERMISSIONS = frozenset(
+    {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "dynamodb:ListTables",
+        "dynamodb:ListContributorInsights",
+        "dynamodb:ListStreams",
+        "application-autoscaling:DescribeScalableTargets",
+        "application-autoscaling:DescribeScalingPolicies",
+        "cloudwatch:ListMetrics",
+        "cloudwatch:GetMetricData",
+    }
+)
+#: DynamoDB control-plane reads of the audited tables (metadata: description, tags, TTL, Contributor Insights
+#: status). The only DynamoDB actions any role may have on a table other than the state table, besides the stream
+#: reads of opted-in tables; none of them reads or writes an item.
+AUDITED_TABLE_METADATA = frozenset(
+    {
+        "dynamodb:DescribeTable",
+        "dynamodb:ListTagsOfResource",
+        "dynamodb:DescribeTimeToLive",
+        "dynamodb:DescribeContributorInsights",
+    }
+)
+AUDITED_INDEX_METADATA = frozenset({"dynamodb:DescribeContributorInsights"})
+#: Lambda's DynamoDB stream poller, on the streams of ItemSizeStreamArns only (the opted-in tables' item images).
+STREAM_READS = frozenset({"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
+#: Every DynamoDB action that reads or writes items (or exports/imports them).
+DYNAMODB_DATA_PLANE = frozenset(
+    {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PartiQLSelect",
+        "dynamodb:PartiQLInsert",
+        "dynamodb:PartiQLUpdate",
+        "dynamodb:PartiQLDelete",
+        "dynamodb:ExportTableToPointInTime",
+        "dynamodb:RestoreTableToPointInTime",
+        "dynamodb:RestoreTableFromBackup",
+        "dynamodb:ImportTable",
+    }
+)
+ITEM_SIZE_STREAM_ARNS = ref("ItemSizeStreamArns")
+AUDITED_TABLES_ARN = {"Fn::Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*"}
+AUDITED_INDEXES_ARN = {"Fn::Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*/index/*"}
+INSIGHT_RULES_ARN = {
+    "Fn::Sub": "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:"
+    "insight-rule/DynamoDBContributorInsights-*"
+}
+REPORT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/reports/*"}
+
+
 @dataclass(frozen=True)
 class Needs:
-    """What a function's code calls: IAM actions, DynamoDB actions per state-table target, KMS via which services."""
+    """What a function's code calls: IAM actions, DynamoDB actions per state-table target, KMS via which services.
+
+    ``unscoped`` are the actions it needs on "*" (a subset of :data:`NO_RESOURCE_LEVEL_PERMISSIONS`, X-Ray aside);
+    ``audited`` the metadata reads of audited tables and ``streams`` the stream reads of opted-in tables.
+    """
 
     actions: frozenset[str]
     dynamodb: Mapping[str, frozenset[str]]  # "table" or an index name -> actions
     kms_via: frozenset[str]
+    unscoped: frozenset[str] = frozenset()
+    audited: frozenset[str] = frozenset()
+    streams: frozenset[str] = frozenset()
 
 
 TRAIL_INGEST_DDB = frozenset(
@@ -100,6 +180,39 @@ EVALUATOR_DDB_TABLE = frozenset(
         "dynamodb:PutItem",  # FindingsStore.save / enqueue (also the Puts of its TransactWriteItems)
         "dynamodb:UpdateItem",  # FindingsStore.mark_failed / advance_cursor
         "dynamodb:DeleteItem",  # FindingsStore.mark_sent
+    }
+)
+#: record_findings (auditor.service.record) on the state table, as the metrics audit and the stream watcher call it.
+RECORD_FINDINGS_DDB_TABLE = frozenset(
+    {
+        "dynamodb:GetItem",  # FindingsStore.apply: re-read after a version conflict
+        "dynamodb:BatchGetItem",  # FindingsStore.get_many
+        "dynamodb:Query",  # FindingsStore.pending (outbox shards)
+        "dynamodb:PutItem",  # FindingsStore.apply (the Puts of its TransactWriteItems)
+        "dynamodb:UpdateItem",  # FindingsStore.mark_failed
+        "dynamodb:DeleteItem",  # FindingsStore.mark_sent
+    }
+)
+STREAM_ITEM_SIZE_DDB = RECORD_FINDINGS_DDB_TABLE | {
+    "dynamodb:GetItem",  # ItemHistoryStore._read (consistent)
+    "dynamodb:PutItem",  # ItemHistoryStore.record (conditional put, optimistic locking)
+}
+METRICS_AUDIT_UNSCOPED = frozenset(
+    {
+        "dynamodb:ListTables",  # inventory
+        "dynamodb:ListContributorInsights",
+        "application-autoscaling:DescribeScalableTargets",
+        "application-autoscaling:DescribeScalingPolicies",
+        "cloudwatch:ListMetrics",  # active-series discovery
+        "cloudwatch:GetMetricData",
+    }
+)
+WEEKLY_REPORT_DDB_TABLE = frozenset(
+    {
+        "dynamodb:PutItem",  # ReportAnnouncements.claim (conditional)
+        "dynamodb:GetItem",  # ReportAnnouncements.status (claim taken)
+        "dynamodb:UpdateItem",  # ReportAnnouncements.mark_published
+        "dynamodb:DeleteItem",  # ReportAnnouncements.release (publish failed)
     }
 )
 NOTIFIER_OWN = frozenset(
@@ -132,6 +245,44 @@ NEEDS: dict[str, Needs] = {
         dynamodb={},
         kms_via=frozenset({"sqs"}),
     ),
+    "StreamItemSizeFunction": Needs(
+        # the stream poller (Lambda, with this role) reads the opted-in streams and parks failed batches in the
+        # on-failure queue (a KMS queue: hence kms via sqs)
+        actions=LOGS
+        | XRAY
+        | STREAM_READS
+        | {"dynamodb:ListStreams", "sqs:SendMessage", "sns:Publish"}
+        | STREAM_ITEM_SIZE_DDB
+        | KMS_THROUGH_SERVICES,
+        # open item_size_exceeded findings of the batch's tables (GSI1), to link them
+        dynamodb={"table": STREAM_ITEM_SIZE_DDB, keys.GSI1: frozenset({"dynamodb:Query"})},
+        kms_via=frozenset({"sqs", "sns", "dynamodb"}),
+        unscoped=frozenset({"dynamodb:ListStreams"}),
+        streams=STREAM_READS,
+    ),
+    "MetricsAuditFunction": Needs(
+        actions=LOGS
+        | XRAY
+        | METRICS_AUDIT_UNSCOPED
+        | AUDITED_TABLE_METADATA
+        | {"cloudwatch:GetInsightRuleReport", "sns:Publish"}
+        | RECORD_FINDINGS_DDB_TABLE
+        | KMS_THROUGH_SERVICES,
+        dynamodb={"table": RECORD_FINDINGS_DDB_TABLE, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings
+        kms_via=frozenset({"sns", "dynamodb"}),
+        unscoped=METRICS_AUDIT_UNSCOPED,
+        audited=AUDITED_TABLE_METADATA,
+    ),
+    "WeeklyReportFunction": Needs(
+        actions=LOGS
+        | XRAY
+        | {"s3:PutObject", "s3:GetObject", "sns:Publish"}
+        | WEEKLY_REPORT_DDB_TABLE
+        | {"dynamodb:Query"}
+        | KMS_THROUGH_SERVICES,
+        dynamodb={"table": WEEKLY_REPORT_DDB_TABLE, keys.GSI2: frozenset({"dynamodb:Query"})},  # findings by time
+        kms_via=frozenset({"s3", "sns", "dynamodb"}),
+    ),
 }
 
 HANDLERS = {
@@ -139,13 +290,21 @@ HANDLERS = {
     "EventsIngestFunction": "handlers.events_ingest.lambda_handler",
     "EvaluatorFunction": "handlers.evaluator.lambda_handler",
     "NotifierFunction": "handlers.notifier.lambda_handler",
+    "StreamItemSizeFunction": "handlers.stream_item_size.lambda_handler",
+    "MetricsAuditFunction": "handlers.metrics_audit.lambda_handler",
+    "WeeklyReportFunction": "handlers.weekly_report.lambda_handler",
+}
+
+#: Scheduled functions: their schedule parameter, and the alarm on their errors.
+SCHEDULED = {
+    "EvaluatorFunction": ("EvaluationSchedule", "EvaluatorErrorsAlarm"),
+    "MetricsAuditFunction": ("MetricsAuditSchedule", "MetricsAuditErrorsAlarm"),
+    "WeeklyReportFunction": ("WeeklyReportSchedule", "WeeklyReportErrorsAlarm"),
 }
 
 #: Settings fields the deployed functions do not get (with the reason).
 SETTINGS_NOT_DEPLOYED = {
     "audit_config": "CLI only: the default --config file of ddb-audit analyze-trail",
-    "item_size_history_floor_bytes": "stream item-size watcher, not deployed by this template yet",
-    "large_item_threshold_pct": "stream item-size watcher, not deployed by this template yet",
 }
 
 
@@ -163,8 +322,13 @@ def stack(request: pytest.FixtureRequest, template: dict[str, Any]) -> dict[str,
     return resolve(template, VARIANTS[request.param])
 
 
+def resources(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The resources written out (in the raw template, ``Fn::ForEach`` loops are left aside; resolve expands them)."""
+    return {name: res for name, res in template["Resources"].items() if not name.startswith(FOR_EACH)}
+
+
 def of_type(stack: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:
-    return {name: res.get("Properties", {}) for name, res in stack["Resources"].items() if res["Type"] == type_}
+    return {name: res.get("Properties", {}) for name, res in resources(stack).items() if res["Type"] == type_}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -217,7 +381,7 @@ def functions(stack: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def test_functions_and_handlers(template: dict[str, Any]) -> None:
     found = {
         name: res["Properties"]["Handler"]
-        for name, res in template["Resources"].items()
+        for name, res in resources(template).items()
         if res["Type"] == "AWS::Serverless::Function"
     }
     assert found == HANDLERS
@@ -235,7 +399,7 @@ def test_runtime_and_build(template: dict[str, Any]) -> None:
     assert glob["Architectures"] == ["arm64"]
     assert glob["CodeUri"] == "."
     assert glob["Tracing"] == "Active"
-    for name, res in template["Resources"].items():
+    for name, res in resources(template).items():
         if res["Type"] == "AWS::Serverless::Function":
             assert res["Metadata"]["BuildMethod"] == "makefile", name
             assert "Runtime" not in res["Properties"] and "Architectures" not in res["Properties"], name
@@ -276,6 +440,22 @@ def _event_queue(props: Mapping[str, Any]) -> Any:
     return queues[0] if queues else None
 
 
+def stream_mappings(stack: Mapping[str, Any], function: str | None = None) -> dict[str, dict[str, Any]]:
+    """The stack's event source mappings (of ``function``, when given)."""
+    mappings = of_type(stack, "AWS::Lambda::EventSourceMapping")
+    return {n: m for n, m in mappings.items() if function is None or m["FunctionName"] == ref(function)}
+
+
+def _failure_destinations(stack: Mapping[str, Any], function: str, props: Mapping[str, Any]) -> list[Any]:
+    """Where Lambda parks a function's failed events with its role: its DLQ, its mappings' on-failure queues."""
+    found = [props["DeadLetterQueue"]["TargetArn"]] if "DeadLetterQueue" in props else []
+    for mapping in stream_mappings(stack, function).values():
+        destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
+        if destination not in found:
+            found.append(destination)
+    return found
+
+
 def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
     log_groups = of_type(stack, "AWS::Logs::LogGroup")
     for name, props in functions(stack).items():
@@ -283,40 +463,66 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
         log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
         assert log_group in log_groups
         dynamodb: dict[str, set[str]] = {}
+        unscoped: set[str] = set()
+        audited: set[str] = set()
+        streams: set[str] = set()
         for s in role_statements(stack, role_name(props)):
             actions = set(as_list(s["Action"]))
-            resources = as_list(s["Resource"])
+            granted_on = as_list(s["Resource"])
             services = {a.split(":")[0] for a in actions}
             assert len(services) == 1, f"{name}: one service per statement keeps scoping readable: {s}"
             service = services.pop()
-            if service != "xray":  # X-Ray has no resource-level permissions
-                assert "*" not in resources, (name, s)
+            if "*" in granted_on:
+                # Only actions that cannot be scoped, alone in their statement (the reason is commented there).
+                assert granted_on == ["*"], (name, s)
+                assert actions <= NO_RESOURCE_LEVEL_PERMISSIONS, f"{name}: {sorted(actions)} can be scoped: {s}"
+                if service != "xray":
+                    unscoped |= actions
+                continue
             if service == "logs":
-                assert resources == [getatt(log_group)], (name, s)
-            elif service == "xray":
-                assert resources == ["*"], (name, s)
+                assert granted_on == [getatt(log_group)], (name, s)
             elif service == "sqs" and actions <= SQS_CONSUME:
-                assert resources == [_event_queue(props)], f"{name} may only consume its own queue: {s}"
+                assert granted_on == [_event_queue(props)], f"{name} may only consume its own queue: {s}"
             elif service == "sqs":
                 assert actions == {"sqs:SendMessage"}, (name, s)
-                assert resources == [props["DeadLetterQueue"]["TargetArn"]], f"{name}: only its DLQ: {s}"
+                destinations = _failure_destinations(stack, name, props)
+                assert granted_on == destinations and destinations, f"{name}: only its failure queue: {s}"
+            elif service == "s3" and name == "WeeklyReportFunction":
+                assert actions == {"s3:PutObject", "s3:GetObject"}, (name, s)
+                assert granted_on == [REPORT_OBJECTS_ARN], f"{name}: only the reports bucket's reports/: {s}"
             elif service == "s3":
-                assert actions == {"s3:GetObject"} and len(resources) == 1, (name, s)
-                _assert_trail_objects_only(stack, resources[0])
+                assert actions == {"s3:GetObject"} and len(granted_on) == 1, (name, s)
+                _assert_trail_objects_only(stack, granted_on[0])
             elif service == "sns":
-                assert resources == [ref("FindingsTopic")], (name, s)
+                assert granted_on == [ref("FindingsTopic")], (name, s)
             elif service == "secretsmanager":
-                assert resources == [ref("SlackWebhookSecretArn")], (name, s)
+                assert granted_on == [ref("SlackWebhookSecretArn")], (name, s)
+            elif service == "cloudwatch":
+                assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
+                assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"
             elif service == "kms":
                 _assert_kms_statement(name, s, needs)
             elif service == "dynamodb":
-                for resource in resources:
+                for resource in granted_on:
                     target = _state_table_target(resource)
-                    assert target is not None, f"{name}: DynamoDB access outside the state table: {resource}"
-                    dynamodb.setdefault(target, set()).update(actions)
+                    if target is not None:
+                        dynamodb.setdefault(target, set()).update(actions)
+                    elif resource == AUDITED_TABLES_ARN:
+                        assert actions <= AUDITED_TABLE_METADATA, (name, s)
+                        audited |= actions
+                    elif resource == AUDITED_INDEXES_ARN:
+                        assert actions <= AUDITED_INDEX_METADATA, (name, s)
+                    elif resource == ITEM_SIZE_STREAM_ARNS:
+                        assert granted_on == [ITEM_SIZE_STREAM_ARNS] and actions <= STREAM_READS, (name, s)
+                        streams |= actions
+                    else:
+                        pytest.fail(f"{name}: DynamoDB access outside the state table: {resource}")
             else:
                 pytest.fail(f"{name}: unexpected service {service}: {s}")
         assert dynamodb == {k: set(v) for k, v in needs.dynamodb.items()}, name
+        assert unscoped == needs.unscoped, name
+        assert audited == needs.audited, name
+        assert streams == needs.streams, name
 
 
 def _state_table_target(resource: Any) -> str | None:
@@ -358,14 +564,36 @@ def _assert_trail_objects_only(stack: Mapping[str, Any], resource: Any) -> None:
         assert resource == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}/${TrailPrefix}*"}
 
 
-def test_no_dynamodb_access_except_the_state_table(stack: dict[str, Any]) -> None:
-    """No statement anywhere grants DynamoDB on anything but the state table (audited tables are off limits)."""
+def test_no_dynamodb_data_plane_access_except_the_state_table(stack: dict[str, Any]) -> None:
+    """No statement anywhere lets anything read or write an audited table's items.
+
+    DynamoDB is granted only in the functions' roles. Beyond the state table and its indexes there are only the
+    audited tables' metadata reads (control plane, no items), the unscopable listings (no items) and the stream
+    reads of the tables the user opted in through ItemSizeStreamArns (the written items' images, by design).
+    """
+    assert not AUDITED_TABLE_METADATA & DYNAMODB_DATA_PLANE and not STREAM_READS & DYNAMODB_DATA_PLANE
     for s in walk_statements(stack["Resources"]):
         actions = as_list(s.get("Action", s.get("NotAction")))
-        if any(a == "*" or a.startswith("dynamodb:") for a in actions):
-            assert s["Effect"] == "Allow" and "Principal" not in s, s  # only in the functions' roles
-            for resource in as_list(s["Resource"]):
-                assert _state_table_target(resource) is not None, s
+        if not any(a == "*" or a.startswith("dynamodb:") for a in actions):
+            continue
+        assert s["Effect"] == "Allow" and "Principal" not in s and "NotAction" not in s, s  # the functions' roles
+        for resource in as_list(s["Resource"]):
+            if _state_table_target(resource) is not None:
+                continue
+            assert not set(actions) & DYNAMODB_DATA_PLANE, f"item access outside the state table: {s}"
+            if resource == ITEM_SIZE_STREAM_ARNS:
+                assert set(actions) <= STREAM_READS, s
+            elif resource == "*":
+                assert set(actions) <= NO_RESOURCE_LEVEL_PERMISSIONS, s
+            else:
+                assert resource in (AUDITED_TABLES_ARN, AUDITED_INDEXES_ARN), s
+                assert set(actions) <= AUDITED_TABLE_METADATA, s
+    # The audit in particular: read-only, and no item of any table but the state table.
+    if "MetricsAuditFunction" in functions(stack):
+        role = role_name(function_props(stack, "MetricsAuditFunction"))
+        for s in role_statements(stack, role):
+            if set(as_list(s["Action"])) & DYNAMODB_DATA_PLANE:
+                assert all(_state_table_target(r) is not None for r in as_list(s["Resource"])), s
 
 
 def test_no_wildcard_actions_in_any_allow_except_key_administration(stack: dict[str, Any]) -> None:
@@ -459,6 +687,8 @@ def _dead_letter_queues(stack: Mapping[str, Any]) -> set[str]:
     for props in functions(stack).values():
         if "DeadLetterQueue" in props:
             dlqs.add(props["DeadLetterQueue"]["TargetArn"]["Fn::GetAtt"][0])
+    for mapping in stream_mappings(stack).values():
+        dlqs.add(mapping["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0])
     return dlqs
 
 
@@ -486,6 +716,97 @@ def test_every_queue_has_a_dlq_and_every_dlq_an_alarm(stack: dict[str, Any]) -> 
     for rule in of_type(stack, "AWS::Events::Rule").values():
         for target in rule["Targets"]:
             assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0] in dlqs
+
+
+WATCHER_RESOURCES = {
+    "StreamItemSizeFunction",
+    "StreamItemSizeRole",
+    "StreamItemSizeLogGroup",
+    "ItemSizeStreamFailures",
+    "ItemSizeStreamFailuresAlarm",
+}
+
+
+@pytest.mark.parametrize(
+    "arns",
+    [[], [DOCUMENTS_STREAM_ARN], [ORDERS_STREAM_ARN, DOCUMENTS_STREAM_ARN]],
+    ids=["none", "one", "two"],
+)
+def test_stream_watcher_reads_exactly_the_opted_in_streams(template: dict[str, Any], arns: list[str]) -> None:
+    """One stream event source per listed stream ARN, and nothing of the watcher when none is listed."""
+    stack = resolve(template, {**VARIANTS["existing-bucket"], "ItemSizeStreamArns": ",".join(arns)})
+    mappings = stream_mappings(stack)
+    if not arns:
+        assert not mappings and not WATCHER_RESOURCES & set(stack["Resources"]), "the watcher is opt-in"
+        assert "ItemSizeStreamFailuresUrl" not in stack["Outputs"]
+        return
+    assert set(stack["Resources"]) >= WATCHER_RESOURCES
+    assert sorted(m["EventSourceArn"] for m in mappings.values()) == sorted(arns)
+    for mapping in mappings.values():
+        assert {k: v for k, v in mapping.items() if k != "EventSourceArn"} == {
+            "FunctionName": ref("StreamItemSizeFunction"),
+            "StartingPosition": "LATEST",
+            "BatchSize": 100,
+            "MaximumBatchingWindowInSeconds": 5,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BisectBatchOnFunctionError": True,
+            "MaximumRetryAttempts": 5,
+            "MaximumRecordAgeInSeconds": 21600,
+            "DestinationConfig": {"OnFailure": {"Destination": getatt("ItemSizeStreamFailures")}},
+            "FilterCriteria": {"Filters": [{"Pattern": '{"eventName": ["INSERT", "MODIFY"]}'}]},
+        }
+        (pattern,) = mapping["FilterCriteria"]["Filters"]
+        assert json.loads(pattern["Pattern"]) == {"eventName": ["INSERT", "MODIFY"]}  # valid JSON, writes only
+    # The poller's stream reads name exactly the parameter's ARNs (CloudFormation passes the list).
+    statements = role_statements(stack, "StreamItemSizeRole")
+    reads = [s for s in statements if set(as_list(s["Action"])) & STREAM_READS]
+    assert [(set(as_list(s["Action"])), s["Resource"]) for s in reads] == [(set(STREAM_READS), ITEM_SIZE_STREAM_ARNS)]
+    props = function_props(stack, "StreamItemSizeFunction")
+    assert "Events" not in props, "the mappings are the function's only triggers"
+    # The function may run for a whole batch: each record may need a state-table read and write.
+    assert int(props["Timeout"]) >= 30
+
+
+def test_item_size_stream_arns_pattern(template: dict[str, Any]) -> None:
+    pattern = template["Parameters"]["ItemSizeStreamArns"]["AllowedPattern"]
+    for good in ("", ORDERS_STREAM_ARN, DOCUMENTS_STREAM_ARN):
+        assert re.fullmatch(pattern, good), good
+    for bad in (
+        "arn:aws:dynamodb:us-east-1:111122223333:table/Orders",  # the table, not its stream
+        "arn:aws:dynamodb:us-east-1:111122223333:table/Orders/stream/*",  # no wildcards
+        "arn:aws:kinesis:us-east-1:111122223333:stream/Orders",
+    ):
+        assert not re.fullmatch(pattern, bad), bad
+
+
+def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict[str, Any]) -> None:
+    alarms = of_type(stack, "AWS::CloudWatch::Alarm")
+    scheduled = {
+        name: props
+        for name, props in functions(stack).items()
+        if any(e["Type"] == "Schedule" for e in props.get("Events", {}).values())
+    }
+    assert set(scheduled) == set(SCHEDULED)
+    for name, props in scheduled.items():
+        parameter, alarm = SCHEDULED[name]
+        (event,) = props["Events"].values()
+        assert event["Properties"]["Schedule"] == ref(parameter), name
+        assert re.fullmatch(stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"])
+        assert alarms[alarm]["Dimensions"] == [{"Name": "FunctionName", "Value": ref(name)}], name
+        assert alarms[alarm]["Namespace"] == "AWS/Lambda" and alarms[alarm]["MetricName"] == "Errors", name
+        assert alarms[alarm]["AlarmActions"] == [ref("FindingsTopic")], name
+    audit = scheduled["MetricsAuditFunction"]
+    assert int(audit["Timeout"]) == 300 and int(audit["MemorySize"]) >= 512
+
+
+def test_weekly_report_link_and_bucket(stack: dict[str, Any]) -> None:
+    props = function_props(stack, "WeeklyReportFunction")
+    env = props["Environment"]["Variables"]
+    assert env["REPORTS_BUCKET"] == ref("ReportsBucket")
+    assert env["REPORT_LINK_EXPIRY_SECONDS"] == ref("ReportLinkExpirySeconds")
+    parameter = stack["Parameters"]["ReportLinkExpirySeconds"]
+    assert int(parameter["MaxValue"]) == 604_800  # SigV4 presigned URLs live at most 7 days
+    assert "session" in parameter["Description"], "document that the role session bounds the link's lifetime"
 
 
 def test_every_function_logs_to_its_own_group_with_retention(stack: dict[str, Any]) -> None:
@@ -541,9 +862,9 @@ def test_environment_is_exactly_the_settings_fields(template: dict[str, Any]) ->
     missing = fields - {n.lower() for n in names} - set(SETTINGS_NOT_DEPLOYED)
     assert not missing, f"Settings fields the functions do not get (add them to Globals): {sorted(missing)}"
     assert not {n.lower() for n in names} & set(SETTINGS_NOT_DEPLOYED)
-    for name in template["Resources"]:
-        if template["Resources"][name]["Type"] == "AWS::Serverless::Function":
-            assert "Environment" not in template["Resources"][name]["Properties"], f"{name}: use Globals"
+    for name, res in resources(template).items():
+        if res["Type"] == "AWS::Serverless::Function":
+            assert "Environment" not in res["Properties"], f"{name}: use Globals"
 
 
 def _env_with(template: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
@@ -551,6 +872,8 @@ def _env_with(template: Mapping[str, Any], params: Mapping[str, Any]) -> dict[st
     for var, value in _environment(template).items():
         if isinstance(value, dict):
             (target,) = value.values()
+            if isinstance(target, list):  # Fn::GetAtt [resource, attribute]
+                target = ".".join(target)
             env[var] = str(params[target]) if target in params else f"dummy-{target}"
         else:
             env[var] = str(value)
@@ -763,6 +1086,14 @@ def _makefile_var(name: str) -> str:
     return match.group(1)
 
 
+def _makefile_list(name: str) -> list[str]:
+    """A Makefile variable holding a list (continuation lines joined)."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    match = re.search(rf"^{name}\s*\??:?=\s*(.*)$", text, re.MULTILINE)
+    assert match, f"Makefile defines no {name}"
+    return match.group(1).split()
+
+
 def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_path: Path) -> None:
     glob = template["Globals"]["Function"]
     assert f"python{_makefile_var('LAMBDA_PYTHON')}" == glob["Runtime"]
@@ -770,7 +1101,9 @@ def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_
     assert _makefile_var("LAMBDA_PLATFORM").endswith(f"_{arch}")
     make = shutil.which("make")
     assert make, "make is required"
-    for name, res in template["Resources"].items():
+    built = {name for name, res in resources(template).items() if res.get("Metadata", {}).get("BuildMethod")}
+    assert built == set(_makefile_list("LAMBDA_FUNCTIONS")), "LAMBDA_FUNCTIONS lists exactly the template's functions"
+    for name, res in resources(template).items():
         if res.get("Metadata", {}).get("BuildMethod") != "makefile":
             continue
         out = subprocess.run(

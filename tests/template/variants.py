@@ -3,9 +3,9 @@
 CloudFormation decides ``Conditions`` and ``Fn::If`` at deploy time. Static checkers see only the parameter
 defaults (checkov drops resources whose condition is false there, and skips IAM checks on policies built with
 ``Fn::If``), and tests reason more simply about one concrete stack. :func:`resolve` returns what CloudFormation
-would deploy for given parameter values: resources and outputs whose condition is false are dropped, ``Fn::If`` is
-replaced by the chosen branch and ``AWS::NoValue`` is removed. Every other intrinsic (``Ref``/``GetAtt``/``Sub``
-of resources) is kept as written.
+would deploy for given parameter values: ``Fn::ForEach`` loops (``AWS::LanguageExtensions``) are expanded, resources
+and outputs whose condition is false are dropped, ``Fn::If`` is replaced by the chosen branch and ``AWS::NoValue`` is
+removed. Every other intrinsic (``Ref``/``GetAtt``/``Sub`` of resources) is kept as written.
 
 ``python -m tests.template.variants OUTDIR`` writes ``OUTDIR/<variant>.json`` for every variant in
 :data:`VARIANTS` (``make template-check`` runs checkov on them).
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,17 +28,20 @@ TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "111122223333"
 SLACK_SECRET_ARN = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:ddb-audit/slack-AbC123"
 KMS_KEY_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+ORDERS_STREAM_ARN = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/Orders/stream/2026-12-01T00:00:00.000"
+DOCUMENTS_STREAM_ARN = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/Documents/stream/2026-11-02T10:20:30.456"
 
 #: Parameter values of the deployments the checks cover (everything else keeps its default).
 VARIANTS: dict[str, dict[str, str]] = {
     # The minimal deployment: an existing trail bucket (SSE-S3), no EventBridge, no Slack, no e-mail.
     "existing-bucket": {"TrailBucketName": "example-trail-bucket"},
-    # Existing SSE-KMS trail bucket under a custom prefix, Slack with the default secret key.
+    # Existing SSE-KMS trail bucket under a custom prefix, Slack with the default secret key, one watched stream.
     "existing-bucket-kms-slack": {
         "TrailBucketName": "example-trail-bucket",
         "TrailPrefix": "org/AWSLogs/",
         "TrailKmsKeyArn": KMS_KEY_ARN,
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
+        "ItemSizeStreamArns": DOCUMENTS_STREAM_ARN,
     },
     # Every optional part on.
     "all-features": {
@@ -48,8 +52,11 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
         "SlackSecretKmsKeyArn": KMS_KEY_ARN,
         "AlertEmail": "ops@example.com",
+        "ItemSizeStreamArns": f"{ORDERS_STREAM_ARN},{DOCUMENTS_STREAM_ARN}",
     },
 }
+
+FOR_EACH = "Fn::ForEach::"
 
 _NO_VALUE = object()
 
@@ -127,6 +134,52 @@ def _condition_evaluator(template: Mapping[str, Any], params: Mapping[str, Any])
     return condition
 
 
+def _substitute(node: Any, identifier: str, value: str) -> Any:
+    """``node`` with the loop variable replaced: ``{"Ref": identifier}``, ``${identifier}`` in ``Fn::Sub``."""
+    if isinstance(node, dict):
+        if node == {"Ref": identifier}:
+            return value
+        if set(node) == {"Fn::Sub"}:
+            sub = node["Fn::Sub"]
+            if isinstance(sub, str):
+                return {"Fn::Sub": sub.replace(f"${{{identifier}}}", value)}
+            return {"Fn::Sub": [sub[0].replace(f"${{{identifier}}}", value), _substitute(sub[1], identifier, value)]}
+        if any(key.startswith(FOR_EACH) for key in node):
+            raise VariantError("nested Fn::ForEach is not evaluated")
+        return {key: _substitute(child, identifier, value) for key, child in node.items()}
+    if isinstance(node, list):
+        return [_substitute(item, identifier, value) for item in node]
+    return node
+
+
+def expand_for_each(section: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """A template section with its ``Fn::ForEach::Name: [identifier, collection, {key: body}]`` loops unrolled.
+
+    As ``AWS::LanguageExtensions`` does: one copy per collection item, ``&{identifier}`` in the key replaced by the
+    item's letters and digits and ``${identifier}`` by the item itself; a duplicate key is an error.
+    """
+    out: dict[str, Any] = {}
+    for name, body in section.items():
+        if not name.startswith(FOR_EACH):
+            out[name] = body
+            continue
+        identifier, collection, templates = body
+        if isinstance(collection, dict) and set(collection) == {"Ref"}:
+            items = params[collection["Ref"]]
+        elif isinstance(collection, list) and all(isinstance(item, str) for item in collection):
+            items = collection
+        else:
+            raise VariantError(f"{name}: cannot evaluate the collection {collection!r}")
+        for item in items:
+            for key_template, template in templates.items():
+                key = key_template.replace(f"&{{{identifier}}}", re.sub(r"[^A-Za-z0-9]", "", item))
+                key = key.replace(f"${{{identifier}}}", item)
+                if key in out:
+                    raise VariantError(f"{name}: duplicate key {key!r}")
+                out[key] = _substitute(copy.deepcopy(template), identifier, item)
+    return out
+
+
 def _resolve_node(node: Any, condition: Callable[[str], bool]) -> Any:
     if isinstance(node, dict):
         if node == {"Ref": "AWS::NoValue"}:
@@ -155,7 +208,7 @@ def resolve(template: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[s
             continue
         if section in ("Resources", "Outputs"):
             kept = {}
-            for name, item in body.items():
+            for name, item in expand_for_each(body, params).items():
                 if "Condition" in item and not condition(item["Condition"]):
                     continue
                 item = {k: v for k, v in item.items() if k != "Condition"}

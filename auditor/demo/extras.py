@@ -1,0 +1,210 @@
+"""The demo's CloudWatch metrics and DynamoDB stream: the inputs of the metrics audit and the Streams watcher.
+
+:func:`plant_tables_and_metrics` creates the demo's tables on the local endpoint (as the inventory will see them)
+and publishes an hour of per-minute DynamoDB metrics the way DynamoDB does (namespace ``AWS/DynamoDB``): the
+hot ``Orders`` partition shows up as key-range throttling (it confirms the CloudTrail hot key), its ``ByStatus``
+index is written and never read, and ``Sessions`` is scanned.
+
+:func:`grow_items` makes two ``Documents`` items grow by appending to a list on a table with a
+``NEW_AND_OLD_IMAGES`` stream, reads the stream back and returns the records as Lambda's DynamoDB Streams event
+records. The local endpoint stamps every record with the current time, so the demo spreads the records over
+the last eight days (time compression, stated in the output) to show a growth rate and a projection.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.config import Config
+
+from auditor.demo.stack import REGION, aws_client
+
+#: moto cannot decode the gzip bodies botocore sends for large PutMetricData requests.
+_NO_COMPRESSION = Config(disable_request_compression=True)
+
+
+def _client(service: str, endpoint: str) -> Any:
+    if service != "cloudwatch":
+        return aws_client(service, endpoint)
+    import boto3
+
+    return boto3.client(
+        "cloudwatch",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=_NO_COMPRESSION,
+    )
+
+
+def _dims(table: str, index: str | None = None, operation: str | None = None) -> list[dict[str, str]]:
+    out = [{"Name": "TableName", "Value": table}]
+    if index:
+        out.append({"Name": "GlobalSecondaryIndexName", "Value": index})
+    if operation:
+        out.append({"Name": "Operation", "Value": operation})
+    return out
+
+
+def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
+    """Create the demo tables and an hour of metrics ending at ``end``; returns the table names."""
+    ddb = _client("dynamodb", endpoint)
+    cw = _client("cloudwatch", endpoint)
+    key = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+    ddb.create_table(
+        TableName="Orders",
+        KeySchema=[*key, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            *attrs,
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "status", "AttributeType": "S"},
+        ],
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 2000, "WriteCapacityUnits": 1000},
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "ByStatus",
+                "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 1000},
+            }
+        ],
+    )
+    for name in ("Sessions", "Catalog", "Jobs", "Users", "Attachments"):
+        ddb.create_table(TableName=name, KeySchema=key, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
+
+    t0 = int(end.timestamp()) // 60 * 60 - 3600
+    data: list[dict[str, Any]] = []
+
+    def series(metric: str, table: str, values: list[float], **dims: str | None) -> None:
+        for i, v in enumerate(values):
+            data.append(
+                {
+                    "MetricName": metric,
+                    "Dimensions": _dims(table, dims.get("index"), dims.get("operation")),
+                    "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
+                    "Value": float(v),
+                }
+            )
+
+    # Orders: ~35% of the provisioned writes, but one partition saturates for 12 minutes (the CUSTOMER#42 burst).
+    burst = range(20, 32)
+    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0 + (6_000 if i in burst else 0) for i in range(60)])
+    series("ConsumedReadCapacityUnits", "Orders", [48_000.0] * 60)
+    series("WriteThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(60)])
+    series("WriteKeyRangeThroughputThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(60)])
+    # Its ByStatus index is written with every order and never queried.
+    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0] * 60, index="ByStatus")
+    series("ConsumedReadCapacityUnits", "Orders", [0.0] * 60, index="ByStatus")
+    # Sessions is scanned by the cleanup job every minute.
+    for i in range(60):
+        data.append(
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": _dims("Sessions", operation="Scan"),
+                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
+                "StatisticValues": {"SampleCount": 12.0, "Sum": 540.0, "Minimum": 20.0, "Maximum": 80.0},
+                "Unit": "Milliseconds",
+            }
+        )
+    series("ReturnedItemCount", "Sessions", [6_000.0] * 60, operation="Scan")
+    series("ConsumedReadCapacityUnits", "Sessions", [9_000.0] * 60)
+    # Attachments (no stream watched) stores files inline: about 150 KB per PutItem, seen from CloudWatch alone.
+    series("ConsumedWriteCapacityUnits", "Attachments", [9_000.0] * 60)
+    for i in range(60):
+        data.append(
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": _dims("Attachments", operation="PutItem"),
+                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
+                "StatisticValues": {"SampleCount": 60.0, "Sum": 900.0, "Minimum": 8.0, "Maximum": 40.0},
+                "Unit": "Milliseconds",
+            }
+        )
+    # Users is healthy.
+    series("ConsumedReadCapacityUnits", "Users", [3_000.0] * 60)
+    series("ConsumedWriteCapacityUnits", "Users", [300.0] * 60)
+    for i in range(0, len(data), 500):
+        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
+    return ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments"]
+
+
+def grow_items(endpoint: str, end: datetime, days: float = 8.0) -> tuple[str, list[dict[str, Any]]]:
+    """Grow two ``Documents`` items with ``list_append`` and return (stream ARN, Lambda stream event records)."""
+    ddb = _client("dynamodb", endpoint)
+    streams = _client("dynamodbstreams", endpoint)
+    ddb.create_table(
+        TableName="Documents",
+        KeySchema=[{"AttributeName": "docId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "docId", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    arn = ddb.describe_table(TableName="Documents")["Table"]["LatestStreamArn"]
+    # DOC#7 is the document whose writes CloudTrail shows failing; DOC#42 is on its way there.
+    plans = {"DOC#7": (96_000, 8_000, 37), "DOC#42": (70_000, 5_000, 20)}
+    for doc, (start, step, appends) in plans.items():
+        ddb.put_item(
+            TableName="Documents",
+            Item={"docId": {"S": doc}, "title": {"S": "Quarterly plan"}, "comments": {"L": [{"S": "x" * start}]}},
+        )
+        use_put = False
+        for n in range(appends):
+            comment = {"S": f"comment {n}: " + "y" * step}
+            if not use_put:
+                try:
+                    ddb.update_item(
+                        TableName="Documents",
+                        Key={"docId": {"S": doc}},
+                        UpdateExpression="SET comments = list_append(comments, :c)",
+                        ExpressionAttributeValues={":c": {"L": [comment]}},
+                    )
+                    continue
+                except ddb.exceptions.ClientError as exc:
+                    if "exceeded the maximum allowed size" not in str(exc):
+                        raise
+                    # moto adds the old and the new value of a replaced attribute when it checks the size, so its
+                    # list_append stops at about 200 KB; go on with the same append as a read-modify-write PutItem.
+                    use_put = True
+            item = ddb.get_item(TableName="Documents", Key={"docId": {"S": doc}}, ConsistentRead=True)["Item"]
+            item["comments"]["L"].append(comment)
+            ddb.put_item(TableName="Documents", Item=item)
+    raw: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")[
+            "ShardIterator"
+        ]
+        while it:
+            page = streams.get_records(ShardIterator=it, Limit=1000)
+            raw.extend(page["Records"])
+            it = page.get("NextShardIterator") if page["Records"] else None
+    # Spread each item's writes evenly over the last `days` days (see the module docstring).
+    per_doc: dict[str, list[dict[str, Any]]] = {}
+    for rec in raw:
+        per_doc.setdefault(rec["dynamodb"]["Keys"]["docId"]["S"], []).append(rec)
+    records: list[tuple[float, dict[str, Any]]] = []
+    span = timedelta(days=days).total_seconds()
+    for recs in per_doc.values():
+        for i, rec in enumerate(recs):
+            at = end.timestamp() - span + span * i / max(1, len(recs) - 1)
+            body = dict(rec["dynamodb"])
+            body["ApproximateCreationDateTime"] = float(int(at))
+            records.append(
+                (
+                    at,
+                    {
+                        "eventID": rec["eventID"],
+                        "eventName": rec["eventName"],
+                        "eventVersion": rec.get("eventVersion", "1.1"),
+                        "eventSource": "aws:dynamodb",
+                        "awsRegion": REGION,
+                        "dynamodb": body,
+                        "eventSourceARN": arn,
+                    },
+                )
+            )
+    records.sort(key=lambda r: r[0])
+    return arn, [r for _, r in records]

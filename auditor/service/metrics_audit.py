@@ -1,0 +1,232 @@
+"""The hourly metrics audit (scheduled): the read-only live audit, recorded through the findings lifecycle.
+
+One run (:func:`run_metrics_audit`):
+
+1. :func:`auditor.service.audit.run_audit` over the selected tables (``AUDIT_TABLES``, ``AUDIT_TABLE_PREFIX``,
+   ``AUDIT_TABLE_TAG``; all tables when none is set) for the ``AUDIT_LOOKBACK_SECONDS`` before the schedule time
+   (whole minutes): inventory, CloudWatch metrics, Contributor Insights, the throttling, scan-volume and
+   unused-index detectors. Read-only; failed calls are gaps, never fatal.
+2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
+   part in :func:`auditor.detectors.correlate.correlate`; the ones it raises and links are recorded too (a raised
+   one is announced as ``worsened``).
+3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
+   only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
+   whose CloudWatch detectors ran, and Contributor Insights findings of tables whose reports were read. It never
+   resolves a CloudTrail or Streams finding.
+
+The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
+nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the
+table list itself cannot be read, so an alarm on the function's errors catches a missing permission.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import structlog
+
+from auditor.detectors import correlate
+from auditor.lifecycle import TableKey
+from auditor.models.finding import Finding, FindingKind, utc
+from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
+from auditor.service.record import (
+    SOURCE_CLOUDTRAIL,
+    SOURCE_CLOUDWATCH,
+    SOURCE_CONTRIBUTOR_INSIGHTS,
+    LifecycleParams,
+    OpenFindings,
+    RecordResult,
+    ResolveScope,
+    finding_source,
+)
+from auditor.sinks.findings_store import FindingsStore
+from auditor.sources.inventory import TableSelector
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+
+    from auditor.config import Settings
+
+__all__ = ["MetricsAuditParams", "MetricsAuditResult", "audit_scope", "correlate_with_stored", "run_metrics_audit"]
+
+log = structlog.get_logger(__name__)
+
+#: The Contributor Insights detector (it runs once over every table: ``run_audit`` reports it on table ``*``).
+_CI_DETECTOR = "ci_hot_key"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsAuditParams:
+    """The metrics audit's settings (see :meth:`from_settings`)."""
+
+    lifecycle: LifecycleParams
+    selector: TableSelector = field(default_factory=TableSelector)
+    lookback_seconds: int = 86_400
+    audit: AuditConfig = field(default_factory=AuditConfig)
+
+    def __post_init__(self) -> None:
+        if self.lookback_seconds < 60:
+            raise ValueError("lookback_seconds must be >= 60")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MetricsAuditParams:
+        """Parameters from the process settings (raises ConfigurationError on a missing or invalid one)."""
+        tag = settings.audit_table_tag  # validated by Settings: KEY=VALUE
+        key, _, value = (tag or "").partition("=")
+        return cls(
+            lifecycle=LifecycleParams.from_settings(settings),
+            selector=TableSelector(
+                names=settings.audit_table_names(),
+                prefix=settings.audit_table_prefix or None,
+                tag=(key.strip(), value.strip()) if tag else None,
+            ),
+            lookback_seconds=settings.audit_lookback_seconds,
+        )
+
+
+@dataclass(slots=True)
+class MetricsAuditResult:
+    """What one run did (logged, and returned by the handler)."""
+
+    window_start: int
+    window_end: int
+    tables: int
+    tables_missing: list[str]
+    findings: int
+    #: Stored CloudTrail findings that correlation raised or linked (recorded with this run's findings).
+    related_updated: int
+    gaps: int
+    detector_errors: list[str]
+    api_calls: int
+    metrics_requested: int
+    estimated_cost_usd: float
+    #: (source, table) pairs this run could resolve findings on.
+    resolvable: int
+    recorded: RecordResult
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready summary."""
+        return {
+            "window_start": self.window_start,
+            "window_end": self.window_end,
+            "tables": self.tables,
+            "tables_missing": list(self.tables_missing),
+            "findings": self.findings,
+            "related_updated": self.related_updated,
+            "gaps": self.gaps,
+            "detector_errors": list(self.detector_errors),
+            "api_calls": self.api_calls,
+            "metrics_requested": self.metrics_requested,
+            "estimated_cost_usd": round(self.estimated_cost_usd, 6),
+            "resolvable": self.resolvable,
+            **self.recorded.as_dict(),
+        }
+
+
+def _failed(errors: Sequence[str], table: str, detector: str | None = None) -> bool:
+    """Whether ``detector`` (any detector when None) failed on ``table``.
+
+    ``run_audit`` reports a failure as ``"{detector} on {table}: {error}"``.
+    """
+    if detector is not None:
+        return any(e.startswith(f"{detector} on {table}: ") for e in errors)
+    return any(f" on {table}: " in e for e in errors)
+
+
+def audit_scope(result: AuditResult) -> ResolveScope:
+    """What an audit run may resolve: see the module docstring. The horizon is the end of the audited window."""
+    horizon = datetime.fromtimestamp(result.end, UTC)
+    ci_tables = {r.table for r in result.insight_reports}
+    ci_failed = {g.table for g in result.gaps if g.facet == "contributor_insights"}
+    ci_detector_failed = _failed(result.errors, "*", _CI_DETECTOR)
+    horizons: dict[tuple[str, TableKey], datetime] = {}
+    for profile in result.inventory.tables:
+        key: TableKey = (profile.account, profile.region, profile.name)
+        tm = result.metrics.tables.get(profile.name)
+        complete = tm is not None and not any(res.unavailable for res in tm.resources.values())
+        if complete and not _failed(result.errors, profile.name):  # a detector that failed proves no absence
+            horizons[(SOURCE_CLOUDWATCH, key)] = horizon
+        if profile.name in ci_tables and profile.name not in ci_failed and not ci_detector_failed:
+            horizons[(SOURCE_CONTRIBUTOR_INSIGHTS, key)] = horizon
+    return ResolveScope(horizons)
+
+
+def correlate_with_stored(
+    own: Sequence[Finding], stored: Sequence[Finding], audit: AuditConfig
+) -> tuple[list[Finding], list[Finding]]:
+    """Correlate the audit's findings with stored CloudTrail findings (pure).
+
+    Returns the audit's findings (same order) and the stored findings that correlation changed. Correlating again is
+    a no-op (:mod:`auditor.detectors.correlate`), so the audit's own pairs are not raised twice.
+    """
+    if not stored:
+        return list(own), []
+    ids = {f.id for f in own}
+    combined = correlate.correlate([*own, *stored], audit.correlate)
+    before = {f.id: f for f in stored}
+    mine = [f for f in combined if f.id in ids]
+    updated = [f for f in combined if f.id in before and f.id not in ids and f != before[f.id]]
+    return mine, updated
+
+
+def run_metrics_audit(
+    clients: AuditClients,
+    findings_store: FindingsStore,
+    sns: SNSClient,
+    params: MetricsAuditParams,
+    now: datetime,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MetricsAuditResult:
+    """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish."""
+    now = utc(now)
+    now_s = int(now.timestamp())
+    end = now_s - now_s % 60
+    audit = run_audit(
+        clients,
+        params.selector,
+        start=end - params.lookback_seconds,
+        end=end,
+        now=now_s,
+        config=params.audit,
+        sleep=sleep,
+    )
+    inventory = audit.inventory
+    if not inventory.tables:
+        blocking = [g for g in inventory.gaps if g.facet == "tables"]
+        if blocking:
+            raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
+        log.warning("metrics_audit_no_tables", selector=params.selector.describe(), missing=list(inventory.missing))
+    open_findings = OpenFindings(findings_store)
+    related = [
+        state.finding
+        for profile in inventory.tables
+        for state in open_findings.of((profile.account, profile.region, profile.name))
+        if state.finding.kind is FindingKind.HOT_KEY and finding_source(state.finding) == SOURCE_CLOUDTRAIL
+    ]
+    findings, updated = correlate_with_stored(audit.findings, related, params.audit)
+    scope = audit_scope(audit)
+    recorded = params.lifecycle.record(
+        findings_store, sns, [*findings, *updated], now=now, scope=scope, open_findings=open_findings
+    )
+    result = MetricsAuditResult(
+        window_start=audit.start,
+        window_end=audit.end,
+        tables=len(inventory.tables),
+        tables_missing=list(inventory.missing),
+        findings=len(findings),
+        related_updated=len(updated),
+        gaps=len(audit.gaps),
+        detector_errors=list(audit.errors),
+        api_calls=sum(audit.stats.calls.values()),
+        metrics_requested=audit.stats.metrics_requested,
+        estimated_cost_usd=audit.stats.estimated_cost_usd,
+        resolvable=len(scope.horizons),
+        recorded=recorded,
+    )
+    log.info("metrics_audit_finished", **result.as_dict())
+    return result

@@ -1,0 +1,345 @@
+"""Recording findings from any source through the one findings lifecycle: store the changes, queue and publish events.
+
+Every source of findings (the window evaluator for CloudTrail traffic, the hourly metrics audit for CloudWatch and
+Contributor Insights, the stream item-size watcher for DynamoDB Streams) calls :func:`record_findings` (or
+:func:`apply_lifecycle` when it publishes at another moment, as the evaluator does around its cursor). One run:
+
+1. Read the stored states: the stored state of every id seen (strongly consistent ``BatchGetItem``) plus the open
+   findings (GSI1) of every table the run's :class:`ResolveScope` covers, keeping only those the scope may resolve.
+2. Decide each finding's change with the lifecycle's pure :func:`auditor.lifecycle.transition` (sightings of one
+   id merged by :func:`auditor.lifecycle.merge_sightings`): new, ongoing, worsened, resolved, muted by a rule.
+3. Write each change with its publish intent in one transaction (``resolved`` events only with
+   ``publish_resolved``), conditional on the version read; on a conflict the transition is re-applied to what is
+   stored now (:meth:`FindingsStore.apply`).
+4. Drain the outbox to SNS (:func:`auditor.sinks.sns.publish_pending`), when ``publish_limit`` > 0.
+
+Who may resolve what (the scope)
+================================
+
+Resolution is by absence, and absence is only evidence for the source that looked. A source resolves a finding only
+when the finding comes from that same source (:func:`finding_source`) *and* that source actually read the finding's
+table in this run; its *horizon* there (the end of what it read) must be ``resolve_after_seconds`` past the
+finding's ``last_seen``. Everything else is left exactly as stored. So:
+
+- the **window evaluator** resolves ``cloudtrail`` findings of the tables with traffic in the evaluated windows;
+- the **metrics audit** resolves ``cloudwatch`` findings of the tables whose metrics were all read and whose
+  CloudWatch detectors ran, and ``contributor_insights`` findings of the tables whose Contributor Insights reports
+  were read (:func:`auditor.service.metrics_audit.audit_scope`); it never resolves a CloudTrail finding, and the
+  evaluator never resolves a CloudWatch one;
+- the **stream item-size watcher** resolves nothing (:meth:`ResolveScope.nothing`): a batch shows only the items
+  written in it, and an item not written is unchanged, not fixed (items do not disappear from a table because a
+  stream is quiet). Looking the table's open findings up on every batch would also cost state-table reads on a path
+  that is meant to be free for small items. Its findings stay open (and out of later weekly reports once not seen
+  for a week) until a source that can see them again says otherwise.
+
+A source may still *sight* findings of other sources: correlation raises and links a stored CloudTrail ``hot_key``
+(the metrics audit), and linking adds related ids to a stored ``item_size_exceeded`` (the stream watcher). Such a
+sighting carries the stored ``last_seen``, so it never re-opens a resolved finding; a raised severity is announced as
+``worsened`` like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import structlog
+
+from auditor.lifecycle import (
+    EventKind,
+    FindingState,
+    FindingStatus,
+    StateChange,
+    SuppressRule,
+    TableKey,
+    merge_sightings,
+    parse_suppress_rules,
+    table_key,
+    transition,
+)
+from auditor.models.finding import Finding, FindingKind, utc
+from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.sns import publish_pending
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+
+    from auditor.config import Settings
+
+__all__ = [
+    "DEFAULT_PUBLISH_LIMIT",
+    "SOURCE_CLOUDTRAIL",
+    "SOURCE_CLOUDWATCH",
+    "SOURCE_CONTRIBUTOR_INSIGHTS",
+    "SOURCE_STREAMS",
+    "LifecycleParams",
+    "OpenFindings",
+    "RecordResult",
+    "ResolveScope",
+    "apply_lifecycle",
+    "finding_source",
+    "record_findings",
+]
+
+log = structlog.get_logger(__name__)
+
+SOURCE_CLOUDTRAIL = "cloudtrail"
+SOURCE_CLOUDWATCH = "cloudwatch"
+SOURCE_CONTRIBUTOR_INSIGHTS = "contributor_insights"
+SOURCE_STREAMS = "dynamodb_streams"
+
+#: Outbox entries published per run.
+DEFAULT_PUBLISH_LIMIT = 200
+
+#: The source of findings whose evidence does not name one (the detectors name it; this is the fallback). Kinds with
+#: several possible sources (hot_key, scan, throttling, large_item's CloudWatch estimate) or none in the service yet
+#: (billing_mode, table_class: whoever records them must set ``evidence.source``) have no fallback: such a finding is
+#: never resolved by absence.
+_KIND_SOURCE: dict[FindingKind, str] = {
+    FindingKind.LOW_CARDINALITY_KEY: SOURCE_CLOUDTRAIL,
+    FindingKind.ITEM_SIZE_EXCEEDED: SOURCE_CLOUDTRAIL,
+    FindingKind.ITEM_GROWTH: SOURCE_STREAMS,
+    FindingKind.UNUSED_INDEX: SOURCE_CLOUDWATCH,
+}
+
+
+def finding_source(finding: Finding) -> str | None:
+    """Where a finding's evidence comes from: ``evidence.source`` when set, else the kind's only source, else None."""
+    source = finding.evidence.get("source")
+    if isinstance(source, str) and source:
+        return source
+    return _KIND_SOURCE.get(finding.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveScope:
+    """Which stored open findings a run may resolve by absence, and the horizon it read each one's table to.
+
+    ``horizons`` maps (source, table) to the end of what the run read of that table from that source. A finding is
+    in scope when its own source (:func:`finding_source`) and table are a key; a finding of an unknown source never
+    is.
+    """
+
+    horizons: Mapping[tuple[str, TableKey], datetime] = field(default_factory=dict)
+
+    @classmethod
+    def nothing(cls) -> ResolveScope:
+        """A run that resolves nothing (the stream item-size watcher)."""
+        return cls({})
+
+    @classmethod
+    def tables(cls, horizons: Mapping[TableKey, datetime], sources: Iterable[str]) -> ResolveScope:
+        """Every given source on every given table, each with the table's horizon."""
+        return cls({(source, key): utc(at) for source in sources for key, at in horizons.items()})
+
+    def horizon(self, finding: Finding) -> datetime | None:
+        """The horizon to resolve ``finding`` against, or None when this run may not resolve it."""
+        source = finding_source(finding)
+        return None if source is None else self.horizons.get((source, table_key(finding)))
+
+    def table_keys(self) -> list[TableKey]:
+        """The tables whose open findings the run must read (sorted, each once)."""
+        return sorted({key for _, key in self.horizons}, key=lambda k: (k[0] or "", k[1] or "", k[2]))
+
+
+class OpenFindings:
+    """The stored open findings of tables (GSI1), read once per table per run and shared by the run's steps."""
+
+    def __init__(self, store: FindingsStore) -> None:
+        self._store = store
+        self._cache: dict[TableKey, list[FindingState]] = {}
+
+    def of(self, key: TableKey) -> list[FindingState]:
+        """The open findings of one table (eventually consistent; ids seen again are re-read strongly)."""
+        if key not in self._cache:
+            account, region, table = key
+            self._cache[key] = self._store.open_findings(account, region, table)
+        return self._cache[key]
+
+
+@dataclass(slots=True)
+class RecordResult:
+    """What recording one run's findings did."""
+
+    findings_seen: int = 0
+    #: State changes written, and how many of them moved to each status.
+    states_written: int = 0
+    new: int = 0
+    worsened: int = 0
+    resolved: int = 0
+    #: Events queued for publishing, and events a suppress/snooze rule muted.
+    events_queued: int = 0
+    muted: int = 0
+    conflicts: int = 0
+    published: int = 0
+    publish_failed: int = 0
+    publish_errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready counters (the publish errors as a count)."""
+        data = asdict(self)
+        data.pop("publish_errors")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleParams:
+    """The lifecycle settings every source records with (see :meth:`from_settings`)."""
+
+    topic_arn: str
+    rules: tuple[SuppressRule, ...] = ()
+    resolve_after_seconds: int = 86_400
+    publish_resolved: bool = False
+    publish_limit: int = DEFAULT_PUBLISH_LIMIT
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LifecycleParams:
+        """From the process settings (raises ConfigurationError on a missing topic or invalid rules)."""
+        return cls(
+            topic_arn=settings.require("findings_topic_arn"),
+            rules=parse_suppress_rules(settings.suppress_rules_json),
+            resolve_after_seconds=settings.resolve_after_seconds,
+            publish_resolved=settings.publish_resolved,
+        )
+
+    def record(
+        self,
+        store: FindingsStore,
+        sns: SNSClient,
+        findings: Sequence[Finding],
+        *,
+        now: datetime,
+        scope: ResolveScope,
+        open_findings: OpenFindings | None = None,
+        publish_when_idle: bool = True,
+    ) -> RecordResult:
+        """:func:`record_findings` with these settings."""
+        return record_findings(
+            store,
+            sns,
+            self.topic_arn,
+            findings,
+            now=now,
+            scope=scope,
+            rules=self.rules,
+            resolve_after_seconds=self.resolve_after_seconds,
+            publish_resolved=self.publish_resolved,
+            publish_limit=self.publish_limit,
+            open_findings=open_findings,
+            publish_when_idle=publish_when_idle,
+        )
+
+
+def _previous_states(
+    store: FindingsStore, scope: ResolveScope, seen_ids: Iterable[str], open_findings: OpenFindings
+) -> dict[str, FindingState]:
+    previous: dict[str, FindingState] = {}
+    for key in scope.table_keys():
+        for state in open_findings.of(key):
+            if scope.horizon(state.finding) is not None:
+                previous[state.id] = state
+    previous.update(store.get_many(seen_ids))  # strongly consistent: wins over the GSI copy
+    return previous
+
+
+def apply_lifecycle(
+    store: FindingsStore,
+    findings: Iterable[Finding],
+    *,
+    now: datetime,
+    scope: ResolveScope,
+    rules: Sequence[SuppressRule] = (),
+    resolve_after_seconds: int = 86_400,
+    publish_resolved: bool = False,
+    open_findings: OpenFindings | None = None,
+) -> RecordResult:
+    """Store this run's findings' lifecycle changes with their publish intents; publishes nothing.
+
+    ``findings`` are this run's sightings (several of one id are merged). Stored open findings the ``scope`` covers
+    and that were not seen resolve once absent for ``resolve_after_seconds`` (measured to the scope's horizon).
+    """
+    now = utc(now)
+    sightings = merge_sightings(findings)
+    result = RecordResult(findings_seen=len(sightings))
+    previous = _previous_states(store, scope, sightings, open_findings or OpenFindings(store))
+
+    def decide(stored: FindingState | None, seen: Finding | None) -> StateChange | None:
+        subject = seen if seen is not None else stored.finding if stored is not None else None
+        change = transition(
+            stored,
+            seen,
+            now=now,
+            rules=rules,
+            resolve_after_seconds=resolve_after_seconds,
+            horizon=scope.horizon(subject) if subject is not None else None,
+        )
+        if change is None:
+            return None
+        if change.event is not None and change.event.kind is EventKind.RESOLVED and not publish_resolved:
+            return change.without_event()
+        return change
+
+    conflicts_before = store.conflicts
+    for fid in sorted(set(previous) | set(sightings)):
+        seen = sightings.get(fid)
+        change = decide(previous.get(fid), seen)
+        if change is None:
+            continue
+
+        def recompute(stored: FindingState | None, seen: Finding | None = seen) -> StateChange | None:
+            return decide(stored, seen)
+
+        written = store.apply(change, recompute)
+        if written is None:
+            continue
+        status = written.state.status
+        result.states_written += 1
+        result.new += int(status is FindingStatus.NEW)
+        result.worsened += int(status is FindingStatus.WORSENED)
+        result.resolved += int(status is FindingStatus.RESOLVED)
+        result.events_queued += int(written.event is not None)
+        result.muted += int(written.muted_event is not None)
+    result.conflicts = store.conflicts - conflicts_before
+    return result
+
+
+def record_findings(
+    findings_store: FindingsStore,
+    sns: SNSClient,
+    topic_arn: str,
+    findings: Iterable[Finding],
+    *,
+    now: datetime,
+    scope: ResolveScope,
+    rules: Sequence[SuppressRule] = (),
+    resolve_after_seconds: int = 86_400,
+    publish_resolved: bool = False,
+    publish_limit: int = DEFAULT_PUBLISH_LIMIT,
+    open_findings: OpenFindings | None = None,
+    publish_when_idle: bool = True,
+) -> RecordResult:
+    """Store a run's findings through the lifecycle (:func:`apply_lifecycle`), then drain the outbox to SNS.
+
+    The drain publishes up to ``publish_limit`` pending entries, oldest first: this run's events and any earlier
+    ones whose publish failed (they stay pending, never lost). ``publish_limit`` 0 publishes nothing; with
+    ``publish_when_idle`` False the outbox is only drained when this run queued an event (the stream watcher: a
+    batch that changed nothing costs no outbox reads; the scheduled sources retry earlier failures).
+    """
+    result = apply_lifecycle(
+        findings_store,
+        findings,
+        now=now,
+        scope=scope,
+        rules=rules,
+        resolve_after_seconds=resolve_after_seconds,
+        publish_resolved=publish_resolved,
+        open_findings=open_findings,
+    )
+    if publish_limit > 0 and (publish_when_idle or result.events_queued):
+        published = publish_pending(findings_store, sns, topic_arn, publish_limit, now=utc(now))
+        result.published, result.publish_failed = published.sent, published.failed
+        result.publish_errors = published.errors
+    log.info("findings_recorded", **result.as_dict())
+    return result

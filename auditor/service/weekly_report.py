@@ -1,0 +1,506 @@
+"""The weekly report (scheduled): findings from the state table -> HTML and Markdown in S3 -> one announcement.
+
+One run (:func:`run_weekly_report`):
+
+1. **Which week.** The last *complete* ISO week before the schedule time (weeks are Monday 00:00 UTC to Monday
+   00:00 UTC): with the default schedule, Monday 07:00 UTC, that is the week that ended seven hours earlier. Any
+   schedule day gives a whole week, and every week is announced once.
+2. **Findings.** The findings last seen in that week, the week before it, the week before that and since
+   (:meth:`FindingsStore.week_findings`, one GSI2 partition per ISO week of ``last_seen``), each taken *as of the
+   end of its week*: a finding resolved after that moment counts as still open then. The report model
+   (:func:`auditor.report.model.build_report_from_findings`) keeps the ones active in the week and computes the
+   week-over-week deltas from the previous week.
+3. **Files.** Both renderings are written to the reports bucket under a dated key (:func:`report_keys`):
+   ``reports/{ISO year}/{YYYY-Www}/report.html`` (``text/html; charset=utf-8``) and ``.../report.md``
+   (``text/markdown; charset=utf-8``). With ``REPORTS_KMS_KEY_ID`` the objects are encrypted with that key
+   (``aws:kms``); without it the bucket's default encryption applies. A re-run overwrites them (same keys).
+4. **Link.** A presigned ``GetObject`` URL of the HTML, valid ``REPORT_LINK_EXPIRY_SECONDS`` (at most 7 days, the
+   SigV4 limit). A presigned URL stops working when the credentials that signed it expire: signed with the
+   function's role credentials it lasts at most as long as the role session (typically hours), whatever the
+   expiry asks for.
+5. **Announcement**, once per week. A marker item ``pk=REPORT#{YYYY-Www}``, ``sk=PUBLISHED`` in the state table is
+   *claimed* with a conditional put before publishing, and marked ``published`` (with the SNS message id) after.
+   A retried or concurrent invocation finds the claim and does not announce again; it still re-renders and
+   re-uploads. A claim whose holder failed to publish is released (the error propagates and the retry announces);
+   a claim left by a crashed invocation is taken over after :data:`CLAIM_STALE_SECONDS`.
+
+The SNS message: ``Subject`` ``DynamoDB weekly audit 2026-W49``; ``Message`` readable text (the headline, the top
+numbers, the three most important actions, the link); ``MessageAttributes`` ``kind`` = ``weekly_report``,
+``severity`` = the worst open severity (``info`` when nothing is open), ``table`` = ``*``, ``week``, ``event_id``
+(``report-2026-W49``, the same on every retry) and ``report_json`` (the compact summary of :func:`summary_document`,
+which the Slack notifier renders as a Block Kit message; keys in it are raw and redacted by the notifier).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+import structlog
+from botocore.exceptions import ClientError
+
+from auditor.lifecycle import FindingState, FindingStatus
+from auditor.models.finding import Finding, Severity, isoformat_z, utc
+from auditor.report.model import KIND_LABELS, IsoWeek, WeeklyReport, build_report_from_findings
+from auditor.report.render import headline, money, render_html, render_markdown
+from auditor.sinks import keys
+from auditor.sinks.findings_store import FindingsStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sns import SNSClient
+
+    from auditor.config import Settings
+
+__all__ = [
+    "CLAIM_STALE_SECONDS",
+    "MAX_LINK_EXPIRY_SECONDS",
+    "MESSAGE_KIND",
+    "ReportAnnouncements",
+    "WeeklyReportParams",
+    "WeeklyReportResult",
+    "build_weekly_report",
+    "marker_pk",
+    "report_keys",
+    "report_week",
+    "run_weekly_report",
+    "summary_document",
+    "summary_text",
+]
+
+log = structlog.get_logger(__name__)
+
+#: The ``kind`` message attribute of a report announcement (findings carry their finding kind there).
+MESSAGE_KIND = "weekly_report"
+#: SigV4 presigned URLs live at most 7 days.
+MAX_LINK_EXPIRY_SECONDS = 604_800
+#: A claim older than this (no invocation runs longer than Lambda's 15 minutes) belongs to a crashed invocation.
+CLAIM_STALE_SECONDS = 900
+MARKER_SK = "PUBLISHED"
+#: How long a week's marker is kept after the week ends (retries and re-runs come within days).
+MARKER_RETENTION = timedelta(days=35)
+#: Weeks before the report week read for the deltas (and for findings resolved later): the previous week, plus one
+#: more for findings last seen then and resolved in the report week.
+_WEEKS_BEFORE = 2
+_MAX_ACTION_TEXT = 500
+_MAX_KEYS_PER_ACTION = 10
+
+
+def report_week(now: datetime) -> IsoWeek:
+    """The last complete ISO week before ``now``."""
+    return IsoWeek.of(now).previous()
+
+
+def report_keys(week: IsoWeek) -> tuple[str, str]:
+    """The S3 keys of the HTML and Markdown report of ``week``."""
+    base = f"reports/{week.year}/{week.label}/report"
+    return f"{base}.html", f"{base}.md"
+
+
+def marker_pk(week: IsoWeek) -> str:
+    """The partition key of a week's announcement marker (``sk`` is ``PUBLISHED``)."""
+    return f"REPORT#{week.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class WeeklyReportParams:
+    """The weekly report's settings (see :meth:`from_settings`)."""
+
+    bucket: str
+    topic_arn: str
+    link_expiry_seconds: int = MAX_LINK_EXPIRY_SECONDS
+    kms_key_id: str | None = None
+    title: str = "DynamoDB weekly audit"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.link_expiry_seconds <= MAX_LINK_EXPIRY_SECONDS:
+            raise ValueError(f"link_expiry_seconds must be 1..{MAX_LINK_EXPIRY_SECONDS} (SigV4 limit)")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WeeklyReportParams:
+        """Parameters from the process settings (raises ConfigurationError on a missing one)."""
+        return cls(
+            bucket=settings.require("reports_bucket"),
+            topic_arn=settings.require("findings_topic_arn"),
+            link_expiry_seconds=settings.report_link_expiry_seconds,
+            kms_key_id=settings.reports_kms_key_id or None,
+        )
+
+
+Announcement = Literal["published", "already_published", "in_progress"]
+
+
+@dataclass(slots=True)
+class WeeklyReportResult:
+    """What one run did. The presigned URL is a bearer link: it is returned, never logged."""
+
+    week: str
+    bucket: str
+    html_key: str
+    markdown_key: str
+    findings: int
+    open_findings: int
+    worst_severity: str
+    url: str
+    url_expires_at: datetime
+    announcement: Announcement
+    message_id: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready summary, without the URL."""
+        return {
+            "week": self.week,
+            "bucket": self.bucket,
+            "html_key": self.html_key,
+            "markdown_key": self.markdown_key,
+            "findings": self.findings,
+            "open_findings": self.open_findings,
+            "worst_severity": self.worst_severity,
+            "url_expires_at": isoformat_z(self.url_expires_at),
+            "announcement": self.announcement,
+            "message_id": self.message_id,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------- the report
+
+
+def _as_of(state: FindingState, moment: datetime) -> FindingState:
+    """The state as it was at ``moment``: a finding resolved later was still open then."""
+    if state.status is FindingStatus.RESOLVED and state.resolved_at is not None and state.resolved_at >= moment:
+        return state.model_copy(update={"status": FindingStatus.ONGOING, "resolved_at": None})
+    return state
+
+
+def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[FindingState]:
+    """The stored findings last seen from ``_WEEKS_BEFORE`` weeks before ``week`` up to the week of ``now``."""
+    first = week
+    for _ in range(_WEEKS_BEFORE):
+        first = first.previous()
+    last = max(IsoWeek.of(now), week, key=lambda w: w.start)
+    states: dict[str, FindingState] = {}
+    moment = first.start
+    while moment < last.end:
+        for state in store.week_findings(moment):
+            states[state.id] = state
+        moment += timedelta(days=7)
+    return sorted(states.values(), key=lambda s: (s.last_seen, s.id))
+
+
+def build_weekly_report(
+    states: Sequence[FindingState], week: IsoWeek, now: datetime, *, title: str = "DynamoDB weekly audit"
+) -> WeeklyReport:
+    """The report of ``week`` from stored states (pure): each week's findings as of the end of that week."""
+    current = [_as_of(s, week.end) for s in states]
+    previous = [_as_of(s, week.start) for s in states]
+    return build_report_from_findings(current, now, week=week, previous_findings=previous, title=title)
+
+
+def worst_open_severity(report: WeeklyReport) -> Severity:
+    """The most severe open finding's severity (``info`` when nothing is open)."""
+    return max((rf.finding.severity for rf in report.open_findings), key=lambda s: s.rank, default=Severity.INFO)
+
+
+def _clip(text: str, limit: int = _MAX_ACTION_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _action_keys(report: WeeklyReport, ids: Iterable[str]) -> list[Any]:
+    by_id: dict[str, Finding] = {rf.finding.id: rf.finding for rf in report.findings}
+    found: list[Any] = []
+    for fid in ids:
+        finding = by_id.get(fid)
+        key = finding.evidence.get("key") if finding is not None else None
+        if key and key not in found:
+            found.append(key)
+    return found[:_MAX_KEYS_PER_ACTION]
+
+
+def summary_document(
+    report: WeeklyReport, *, url: str, url_expires_at: datetime, bucket: str, html_key: str, markdown_key: str
+) -> dict[str, Any]:
+    """The compact summary carried in the ``report_json`` attribute (what the Slack notifier renders).
+
+    Action headlines and recommendations are the findings' own text, with raw key values; each action lists the
+    raw ``keys`` of its findings so a consumer that must redact them (the Slack notifier) can find them.
+    """
+    s = report.summary
+    return {
+        "kind": MESSAGE_KIND,
+        "version": 1,
+        "title": report.title,
+        "week": report.week.label,
+        "week_start": isoformat_z(report.week.start),
+        "week_end": isoformat_z(report.week.end),
+        "generated_at": isoformat_z(report.generated_at),
+        "headline": headline(report),
+        "open_findings": s.open_findings,
+        "by_severity": {sev.value: s.by_severity.get(sev, 0) for sev in Severity},
+        "new": s.new,
+        "worsened": s.worsened,
+        "ongoing": s.ongoing,
+        "resolved": s.resolved,
+        "tables_with_findings": s.tables_with_findings,
+        "tables_seen": s.tables_seen,
+        "monthly_savings": round(s.monthly_savings, 2),
+        "worst_severity": worst_open_severity(report).value,
+        "actions": [
+            {
+                "rank": a.rank,
+                "severity": a.severity.value,
+                "table": a.table,
+                "kind": a.kind.value,
+                "headline": _clip(a.headline),
+                "recommendation": _clip(a.recommendation),
+                "monthly_savings": round(a.monthly_savings, 2),
+                "findings": len(a.finding_ids),
+                "keys": _action_keys(report, a.finding_ids),
+            }
+            for a in report.actions
+        ],
+        "url": url,
+        "url_expires_at": isoformat_z(url_expires_at),
+        "bucket": bucket,
+        "html_key": html_key,
+        "markdown_key": markdown_key,
+    }
+
+
+def summary_text(report: WeeklyReport, *, url: str, url_expires_at: datetime, bucket: str, html_key: str) -> str:
+    """The readable announcement (e-mail subscriptions): headline, top numbers, top actions and the link."""
+    s = report.summary
+    week = report.week
+    last_day = week.end - timedelta(days=1)
+    severities = ", ".join(f"{s.by_severity.get(sev, 0)} {sev.value}" for sev in Severity if s.by_severity.get(sev))
+    lines = [
+        f"{report.title} {week.label} ({week.start:%a %d %b} to {last_day:%a %d %b %Y}, UTC)",
+        "",
+        headline(report),
+        "",
+        f"Open findings:     {s.open_findings} on {s.tables_with_findings} of {s.tables_seen} tables"
+        + (f" ({severities})" if severities else ""),
+        f"This week:         {s.new} new, {s.worsened} worsened, {s.ongoing} ongoing, {s.resolved} resolved",
+        "Potential savings: "
+        + (f"{money(s.monthly_savings, cents=False)}/month" if s.monthly_savings > 0 else "none identified"),
+    ]
+    compared = [
+        f"{d.metric.lower()} {d.previous:,.0f} -> {d.current:,.0f}"
+        for d in report.deltas[:2]
+        if d.previous is not None and d.unit == "count"
+    ]
+    if compared:
+        lines.append(f"Since last week:   {'; '.join(compared)}")
+    lines += ["", "The most important actions:"]
+    if not report.actions:
+        lines.append("   Nothing to do: no open findings.")
+    for a in report.actions:
+        where = "" if a.table in a.headline else f" ({KIND_LABELS[a.kind].lower()} on {a.table})"
+        money_note = f" Saves {money(a.monthly_savings, cents=False)}/month." if a.monthly_savings > 0 else ""
+        lines.append(f"{a.rank}. [{a.severity.value.upper()}] {a.headline}{where}")
+        lines.append(f"   Fix: {_clip(a.recommendation)}{money_note}")
+    lines += [
+        "",
+        "Full report (HTML, charts and every finding with its evidence and fix):",
+        url,
+        f"This link works until {url_expires_at:%Y-%m-%d %H:%M} UTC. The report and its Markdown version stay in "
+        f"s3://{bucket}/{html_key.rsplit('/', 1)[0]}/.",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------- the marker
+
+
+def _s(value: str) -> AttributeValueTypeDef:
+    return {"S": value}
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class ReportAnnouncements:
+    """The once-per-week announcement marker (``pk=REPORT#{week}``, ``sk=PUBLISHED``) in the state table.
+
+    Attributes: ``status`` (``claimed`` then ``published``), ``claim_token``, ``claimed_at``, ``published_at``,
+    ``message_id``, ``html_key``, ``expires_at`` (TTL: the week's end plus :data:`MARKER_RETENTION`).
+    """
+
+    def __init__(self, client: DynamoDBClient, table_name: str, *, stale_after_seconds: int = CLAIM_STALE_SECONDS):
+        self._client = client
+        self._table = table_name
+        self._stale = timedelta(seconds=stale_after_seconds)
+
+    def _key(self, week: IsoWeek) -> dict[str, AttributeValueTypeDef]:
+        return {keys.PK: _s(marker_pk(week)), keys.SK: _s(MARKER_SK)}
+
+    def claim(self, week: IsoWeek, token: str, now: datetime) -> bool:
+        """Claim the week's announcement; False when it is published or claimed (recently) by someone else."""
+        expires = int((week.end + MARKER_RETENTION).timestamp())
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    **self._key(week),
+                    "status": _s("claimed"),
+                    "claim_token": _s(token),
+                    "claimed_at": _s(isoformat_z(now)),
+                    keys.TTL_ATTR: {"N": str(expires)},
+                },
+                ConditionExpression="attribute_not_exists(#pk) OR (#st = :claimed AND #at < :stale)",
+                ExpressionAttributeNames={"#pk": keys.PK, "#st": "status", "#at": "claimed_at"},
+                ExpressionAttributeValues={
+                    ":claimed": _s("claimed"),
+                    ":stale": _s(isoformat_z(now - self._stale)),
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def status(self, week: IsoWeek) -> str | None:
+        """``claimed``, ``published`` or None (no marker)."""
+        item = self._client.get_item(TableName=self._table, Key=self._key(week), ConsistentRead=True).get("Item")
+        return item["status"]["S"] if item and "status" in item else None
+
+    def mark_published(self, week: IsoWeek, token: str, message_id: str, html_key: str, now: datetime) -> None:
+        """Record the publish on our claim (a claim taken over meanwhile is left alone, and logged)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(week),
+                UpdateExpression="SET #st = :published, #pa = :now, #mid = :mid, #hk = :hk",
+                ConditionExpression="#tok = :tok",
+                ExpressionAttributeNames={
+                    "#st": "status",
+                    "#pa": "published_at",
+                    "#mid": "message_id",
+                    "#hk": "html_key",
+                    "#tok": "claim_token",
+                },
+                ExpressionAttributeValues={
+                    ":published": _s("published"),
+                    ":now": _s(isoformat_z(now)),
+                    ":mid": _s(message_id),
+                    ":hk": _s(html_key),
+                    ":tok": _s(token),
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            log.warning("report_claim_taken_over", week=week.label)
+
+    def release(self, week: IsoWeek, token: str) -> None:
+        """Give our claim up (the publish failed): the next invocation claims and announces."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=self._key(week),
+                ConditionExpression="#tok = :tok",
+                ExpressionAttributeNames={"#tok": "claim_token"},
+                ExpressionAttributeValues={":tok": _s(token)},
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+
+
+# ---------------------------------------------------------------------------------------------------- the run
+
+
+def _put(s3: S3Client, params: WeeklyReportParams, key: str, body: str, content_type: str, week: IsoWeek) -> None:
+    extra: dict[str, Any] = {}
+    if params.kms_key_id:
+        extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": params.kms_key_id}
+    s3.put_object(
+        Bucket=params.bucket,
+        Key=key,
+        Body=body.encode(),
+        ContentType=content_type,
+        CacheControl="private, no-cache",
+        Metadata={"report-week": week.label},
+        **extra,
+    )
+
+
+def run_weekly_report(
+    store: FindingsStore,
+    s3: S3Client,
+    sns: SNSClient,
+    announcements: ReportAnnouncements,
+    params: WeeklyReportParams,
+    now: datetime,
+    *,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> WeeklyReportResult:
+    """Build last week's report from the state table, put it in S3 and announce it once (see the module docstring).
+
+    ``now`` is the schedule time (it picks the week and stamps the report); ``clock`` is the wall clock (the link's
+    expiry and the announcement marker).
+    """
+    now = utc(now)
+    week = report_week(now)
+    states = load_states(store, week, now)
+    report = build_weekly_report(states, week, now, title=params.title)
+    html_key, md_key = report_keys(week)
+    _put(s3, params, html_key, render_html(report), "text/html; charset=utf-8", week)
+    _put(s3, params, md_key, render_markdown(report), "text/markdown; charset=utf-8", week)
+    signed_at = utc(clock())
+    url = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": params.bucket, "Key": html_key}, ExpiresIn=params.link_expiry_seconds
+    )
+    expires_at = signed_at + timedelta(seconds=params.link_expiry_seconds)
+    worst = worst_open_severity(report)
+    result = WeeklyReportResult(
+        week=week.label,
+        bucket=params.bucket,
+        html_key=html_key,
+        markdown_key=md_key,
+        findings=len(report.findings),
+        open_findings=report.summary.open_findings,
+        worst_severity=worst.value,
+        url=url,
+        url_expires_at=expires_at,
+        announcement="published",
+    )
+    token = uuid.uuid4().hex
+    if not announcements.claim(week, token, signed_at):
+        result.announcement = "already_published" if announcements.status(week) == "published" else "in_progress"
+        log.info("weekly_report_not_announced_again", **result.as_dict())
+        return result
+    document = summary_document(
+        report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key, markdown_key=md_key
+    )
+    try:
+        response = sns.publish(
+            TopicArn=params.topic_arn,
+            Subject=f"{params.title} {week.label}"[:99],
+            Message=summary_text(report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key),
+            MessageAttributes={
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in {
+                    "kind": MESSAGE_KIND,
+                    "severity": worst.value,
+                    "table": "*",
+                    "week": week.label,
+                    "event_id": f"report-{week.label}",
+                    "report_json": orjson.dumps(document).decode(),
+                }.items()
+            },
+        )
+    except Exception:
+        announcements.release(week, token)  # the retry announces
+        raise
+    result.message_id = response["MessageId"]
+    announcements.mark_published(week, token, result.message_id, html_key, utc(clock()))
+    log.info("weekly_report_published", **result.as_dict())
+    return result

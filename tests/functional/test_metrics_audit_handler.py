@@ -1,0 +1,266 @@
+"""The hourly metrics-audit Lambda end to end on moto server: planted CloudWatch metrics -> findings in the state
+table -> SNS (-> SQS), once; its scope (it resolves its own findings only) and the correlation with CloudTrail."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from botocore.exceptions import ClientError
+
+from auditor.config import get_settings
+from auditor.exceptions import ConfigurationError
+from auditor.lifecycle import FindingStatus
+from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.service.audit import AuditError
+from auditor.service.record import ResolveScope, record_findings
+from auditor.sinks.findings_store import FindingsStore
+from handlers import metrics_audit
+from tests.functional.conftest import TopicInbox, client, create_state_table
+from tests.functional.cw_support import aws, create_table, minutes, put_points
+
+EVENT = Path(__file__).resolve().parents[2] / "events" / "metrics_audit_schedule.json"
+STATE = "auditor-state"
+ACCOUNT, REGION = "123456789012", "us-east-1"  # moto's account: the tables' ARNs carry it
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "metrics-audit"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:metrics-audit"
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = "5f1c7e1a-0000-4000-8000-00000000000a"
+    log_group_name: str = "/aws/lambda/metrics-audit"
+    log_stream_name: str = "2026/12/01/[$LATEST]abc"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+@dataclass
+class Env:
+    endpoint: str
+    inbox: TopicInbox
+    store: FindingsStore
+    now: datetime
+
+    def invoke(self, at: datetime | None = None) -> dict[str, Any]:
+        event = json.loads(EVENT.read_text())
+        event["time"] = (at or self.now).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return metrics_audit.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+
+    def states(self) -> dict[tuple[str, str], Any]:
+        """Stored findings by (table, kind) (one per pair in these tests)."""
+        ddb = client("dynamodb", self.endpoint)
+        items = ddb.scan(TableName=STATE, ConsistentRead=True)["Items"]
+        out = {}
+        for item in items:
+            if item["pk"]["S"].startswith("FINDING#"):
+                state = self.store.get(item["id"]["S"])
+                assert state is not None
+                out[(state.finding.table, state.finding.kind.value)] = state
+        return out
+
+    def seed(self, *findings: Finding) -> None:
+        """Store findings as another source did (opened and announced earlier)."""
+        record_findings(
+            self.store, self.inbox.sns, self.inbox.topic_arn, findings, now=self.now - timedelta(days=2),
+            scope=ResolveScope.nothing(),
+        )  # fmt: skip
+        self.inbox.messages()
+
+
+@pytest.fixture
+def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    """Planted metrics (the last 40 minutes) on three tables, the state table, the topic and the environment."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # moto answers HTTP 500 for Contributor Insights: do not retry it
+    ddb, cw = aws("dynamodb", aws_reset), aws("cloudwatch", aws_reset)
+    now = int(time.time())
+    t0 = now - now % 60 - 40 * 60
+    create_table(ddb, "hot-partition", read=1000, write=1000)
+    put_points(cw, "WriteKeyRangeThroughputThrottleEvents", "hot-partition", minutes(t0, 6, 40))
+    put_points(cw, "WriteThrottleEvents", "hot-partition", minutes(t0, 6, 40))
+    put_points(cw, "ConsumedWriteCapacityUnits", "hot-partition", minutes(t0, 30, 6000))
+    create_table(ddb, "under-provisioned", read=10, write=10)
+    put_points(cw, "ReadProvisionedThroughputThrottleEvents", "under-provisioned", minutes(t0, 35, 20))
+    put_points(cw, "ConsumedReadCapacityUnits", "under-provisioned", minutes(t0, 35, 600))
+    create_table(ddb, "quiet")
+    put_points(cw, "ConsumedReadCapacityUnits", "quiet", minutes(t0, 30, 120))
+
+    create_state_table(client("dynamodb", aws_reset), STATE)
+    inbox = TopicInbox(aws_reset)
+    monkeypatch.setenv("STATE_TABLE_NAME", STATE)
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", inbox.topic_arn)
+    monkeypatch.setenv("RESOLVE_AFTER_SECONDS", "3600")
+    get_settings.cache_clear()
+    metrics_audit._clients.cache_clear()
+    store = FindingsStore(client("dynamodb", aws_reset), STATE, sleep=lambda _s: None)
+    yield Env(aws_reset, inbox, store, datetime.fromtimestamp(now, UTC))
+    get_settings.cache_clear()
+    metrics_audit._clients.cache_clear()
+    structlog.contextvars.clear_contextvars()
+
+
+def cloudtrail_finding(kind: FindingKind, table: str, seen: datetime, **evidence: Any) -> Finding:
+    """A finding as the window evaluator stores it (CloudTrail: same account and region as the tables)."""
+    key = evidence.get("key")
+    return Finding(
+        id=fingerprint(kind, ACCOUNT, REGION, table, None, key or evidence.get("principal")),
+        kind=kind,
+        severity=Severity.MEDIUM,
+        account=ACCOUNT,
+        region=REGION,
+        table=table,
+        title=f"{kind} on {table} from CloudTrail",
+        summary="Seen in the CloudTrail data events.",
+        recommendation="Fix it.",
+        evidence={**evidence, "source": "cloudtrail"},
+        first_seen=seen - timedelta(minutes=15),
+        last_seen=seen,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------- tests
+
+
+def test_findings_are_stored_and_published_once(env: Env) -> None:
+    # When the schedule fires
+    first = env.invoke()
+    # Then each throttling table has a CloudWatch finding in the state table, published once as new
+    states = env.states()
+    assert set(states) == {("hot-partition", "throttling"), ("under-provisioned", "throttling")}
+    causes = {t: s.finding.evidence["cause"] for (t, _), s in states.items()}
+    assert causes == {"hot-partition": "key_range", "under-provisioned": "provisioned"}
+    assert all(s.status is FindingStatus.NEW and s.finding.evidence["source"] == "cloudwatch" for s in states.values())
+    msgs = env.inbox.messages()
+    assert sorted((m["table"], m["kind"], m["status"]) for m in msgs) == [
+        ("hot-partition", "throttling", "new"),
+        ("under-provisioned", "throttling", "new"),
+    ]
+    # (four tables: the state table is in the account too, and audited like any other)
+    assert (first["tables"], first["findings"], first["new"], first["published"], first["publish_failed"]) == (
+        4,
+        2,
+        2,
+        2,
+        0,
+    )
+    assert first["api_calls"] > 0 and first["metrics_requested"] > 0
+    assert first["resolvable"] == 4  # CloudWatch on every table; no Contributor Insights report (moto has none)
+    # When the next hourly run sees the same metrics
+    second = env.invoke(env.now + timedelta(hours=1))
+    # Then nothing new is published; the findings are ongoing
+    assert env.inbox.messages() == []
+    assert (second["new"], second["events_queued"], second["published"]) == (0, 0, 0)
+    assert {s.status for s in env.states().values()} == {FindingStatus.ONGOING}
+
+
+def test_it_resolves_its_own_stale_findings_and_never_cloudtrail_ones(env: Env) -> None:
+    # Given a CloudWatch scan finding on the quiet table and a CloudTrail scan finding on it, both last seen 2 days ago
+    old = env.now - timedelta(days=2)
+    cw_scan = cloudtrail_finding(FindingKind.SCAN, "quiet", old, principal=None, operation="Scan", count=300)
+    cw_scan = cw_scan.model_copy(
+        update={
+            "id": fingerprint(FindingKind.SCAN, ACCOUNT, REGION, "quiet", None, {"operation": "Scan"}),
+            "evidence": {**cw_scan.evidence, "source": "cloudwatch"},
+        }
+    )
+    trail_scan = cloudtrail_finding(
+        FindingKind.SCAN, "quiet", old, principal="arn:aws:iam::123456789012:role/nightly", operation="Scan", count=40
+    )
+    env.seed(cw_scan, trail_scan)
+    # When the audit reads the quiet table (all its series) and finds nothing there
+    result = env.invoke()
+    # Then its own stale CloudWatch finding resolves, and the CloudTrail finding stays open
+    assert result["resolved"] == 1
+    assert env.store.get(cw_scan.id).status is FindingStatus.RESOLVED  # type: ignore[union-attr]
+    assert env.store.get(trail_scan.id).status is FindingStatus.NEW  # type: ignore[union-attr]
+
+
+def test_a_cloudtrail_hot_key_is_raised_and_linked_with_key_range_throttling(env: Env) -> None:
+    # Given an open CloudTrail hot_key on the table whose writes hit the key-range limit
+    hot = cloudtrail_finding(
+        FindingKind.HOT_KEY,
+        "hot-partition",
+        env.now - timedelta(minutes=20),
+        key={"pk": "DEVICE#7"},
+        share=0.6,
+        requests=9000,
+        window_seconds=900,
+    )
+    env.seed(hot)
+    # When the audit runs
+    env.invoke()
+    # Then the hot key is raised one step and linked with the throttling finding, and announced as worsened
+    states = env.states()
+    stored_hot, throttling = states[("hot-partition", "hot_key")], states[("hot-partition", "throttling")]
+    assert stored_hot.finding.severity is Severity.HIGH and stored_hot.status is FindingStatus.WORSENED
+    assert stored_hot.finding.evidence["related_finding_ids"] == [throttling.id]
+    assert throttling.finding.evidence["related_finding_ids"] == [hot.id]
+    msgs = {(m["table"], m["kind"]): m for m in env.inbox.messages()}
+    assert (msgs[("hot-partition", "hot_key")]["status"], msgs[("hot-partition", "hot_key")]["previous_severity"]) == (
+        "worsened",
+        "medium",
+    )
+    # A second run correlates again without raising twice
+    env.invoke(env.now + timedelta(hours=1))
+    assert env.states()[("hot-partition", "hot_key")].finding.severity is Severity.HIGH
+    assert env.inbox.messages() == []
+
+
+def test_table_selection_comes_from_the_environment(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDIT_TABLES", "quiet,under-provisioned")
+    get_settings.cache_clear()
+    result = env.invoke()
+    assert result["tables"] == 2
+    assert set(env.states()) == {("under-provisioned", "throttling")}
+
+
+def test_an_unreadable_table_list_fails_the_invocation(env: Env) -> None:
+    def deny(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "ListTables")
+
+    audit_clients, _, _ = metrics_audit._clients()
+    audit_clients.dynamodb.meta.events.register("before-parameter-build.dynamodb.ListTables", deny)
+    with pytest.raises(AuditError, match="AccessDeniedException"):
+        env.invoke()
+    assert env.inbox.messages() == []
+
+
+def test_missing_topic_is_a_clear_error(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FINDINGS_TOPIC_ARN")
+    get_settings.cache_clear()
+    with pytest.raises(ConfigurationError, match="FINDINGS_TOPIC_ARN is required"):
+        env.invoke()
+
+
+def test_a_detector_that_fails_on_a_table_proves_no_absence_there(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a stale CloudWatch throttling finding on the quiet table
+    old = env.now - timedelta(days=2)
+    stale = cloudtrail_finding(FindingKind.THROTTLING, "quiet", old, cause="provisioned")
+    stale = stale.model_copy(update={"evidence": {**stale.evidence, "source": "cloudwatch"}})
+    env.seed(stale)
+    # When the scan-volume detector crashes on that table during the audit
+    from auditor.detectors import cw_scan
+
+    real = cw_scan.detect
+
+    def crash_on_quiet(profile: Any, tm: Any, cfg: Any) -> list[Finding]:
+        if profile.name == "quiet":
+            raise RuntimeError("planted detector failure")
+        return real(profile, tm, cfg)
+
+    monkeypatch.setattr(cw_scan, "detect", crash_on_quiet)
+    result = env.invoke()
+    # Then the failure is reported, the other tables are audited, and the stale finding stays open
+    assert result["detector_errors"] == ["cw_scan on quiet: RuntimeError: planted detector failure"]
+    assert result["new"] == 2 and result["resolved"] == 0
+    assert env.store.get(stale.id).status is FindingStatus.NEW  # type: ignore[union-attr]
