@@ -134,6 +134,11 @@ class BillingInput(BaseModel):
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise InputError(f"{source}: not valid JSON: {exc}") from exc
+        return cls.from_document(doc, source)
+
+    @classmethod
+    def from_document(cls, doc: Any, source: str) -> BillingInput:
+        """Validate an already parsed document; problems raise :class:`InputError` naming ``source``."""
         if not isinstance(doc, dict):
             raise InputError(f"{source}: expected a JSON object with table, billing_mode, start and series")
         try:

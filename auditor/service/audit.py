@@ -2,14 +2,23 @@
 
 :func:`run_audit` is what ``ddb-audit audit`` and the hourly metrics-audit Lambda call. It never writes to AWS.
 Every failed call is a gap (reported, never fatal); a detector that fails on one table is reported and the other
-tables are still audited. The result carries the per-table CloudWatch series, so billing analysis
-(:meth:`AuditResult.capacity_history` gives the ``ddb-audit billing`` input document) can be added on top.
+tables are still audited.
+
+Billing: each table's consumed and provisioned capacity over the audited window (:func:`capacity_history`, the
+``ddb-audit billing --input`` document, with the table size from the inventory) goes through the billing decision
+(:func:`auditor.billing.decide.analyze_billing`, ``aws`` simulation by default), which gives the ``billing_mode`` and
+``table_class`` findings (:func:`billing_findings`). Their evidence says ``source: "cloudwatch"``, so the metrics
+audit resolves them like its other CloudWatch findings. The window is the audit's own: a one-day lookback is a
+one-day analysis, and the decision's confidence (and so the severity) says so. A table is left out of the billing
+analysis, without a finding, when its billing mode is unknown, a capacity series could not be read, a provisioned
+table or GSI has no provisioned-capacity series in CloudWatch (the capacity in force is then unknown: DescribeTable
+only says what it is now), or an on-demand table consumed nothing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,24 +27,31 @@ import structlog
 from botocore.exceptions import BotoCoreError, NoRegionError
 from pydantic import BaseModel, ConfigDict, Field
 
+from auditor.billing.decide import analyze_billing
+from auditor.billing.model import BillingConfig, BillingInput, Simulation
+from auditor.billing.pricing import RegionPrices
 from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, large_item, unused_index
+from auditor.detectors.billing_mode import BillingModeConfig
 from auditor.detectors.ci_hot_key import CiHotKeyConfig
 from auditor.detectors.correlate import CorrelateConfig
 from auditor.detectors.cw_scan import CwScanConfig
 from auditor.detectors.cw_throttling import CwThrottlingConfig
 from auditor.detectors.large_item import Config as LargeItemConfig
+from auditor.detectors.table_class import TableClassConfig
 from auditor.detectors.unused_index import UnusedIndexConfig
 from auditor.exceptions import AuditorError
 from auditor.models.finding import Finding
-from auditor.models.inventory import Gap, Inventory, TableProfile
+from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
 from auditor.models.metrics import (
     CONSUMED,
     SCAN_REQUESTS,
     WRITE_OPERATIONS,
     ApiStats,
     InsightReport,
+    MetricSeries,
     TableMetrics,
 )
+from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
 from auditor.render import findings_table, render_columns, to_json
 from auditor.sources.aws_calls import CLIENT_CONFIG
 from auditor.sources.cloudwatch import MetricsResult, collect_metrics
@@ -49,11 +65,40 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["AuditClients", "AuditConfig", "AuditError", "AuditResult", "build_clients", "render_audit", "run_audit"]
+__all__ = [
+    "AuditClients",
+    "AuditConfig",
+    "AuditError",
+    "AuditResult",
+    "BillingAuditConfig",
+    "billing_blocker",
+    "billing_findings",
+    "build_clients",
+    "capacity_history",
+    "render_audit",
+    "run_audit",
+    "table_billing",
+]
+
+#: The evidence ``source`` of the billing findings the audit makes (what the metrics audit may resolve them by).
+BILLING_SOURCE = "cloudwatch"
 
 
 class AuditError(AuditorError):
     """The audit cannot run at all (no region, no credentials, endpoint unreachable, nothing readable)."""
+
+
+class BillingAuditConfig(BaseModel):
+    """The billing analysis of the audit: simulation, decision tunables and finding thresholds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    #: ``aws`` (documented AWS auto-scaling behaviour) or ``evaluator`` (the archived awslabs evaluator's rules).
+    simulation: Simulation = "aws"
+    decision: BillingConfig = Field(default_factory=BillingConfig)
+    billing_mode: BillingModeConfig = Field(default_factory=BillingModeConfig)
+    table_class: TableClassConfig = Field(default_factory=TableClassConfig)
 
 
 class AuditConfig(BaseModel):
@@ -67,6 +112,7 @@ class AuditConfig(BaseModel):
     contributor_insights: CiHotKeyConfig = Field(default_factory=CiHotKeyConfig)
     correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
     large_writes: LargeItemConfig = Field(default_factory=LargeItemConfig)
+    billing: BillingAuditConfig = Field(default_factory=BillingAuditConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
@@ -117,25 +163,14 @@ class AuditResult:
         return self.metrics.tables.get(table)
 
     def capacity_history(self, table: str) -> dict[str, Any] | None:
-        """The table's capacity history as the ``ddb-audit billing --input`` document (SPEC.md), or None.
+        """The table's capacity history as the ``ddb-audit billing --input`` document (:func:`capacity_history`).
 
-        ``consumed_*`` are the per-period CloudWatch ``Sum`` values, ``provisioned_*`` the units in force in each
-        period (5-minute values carried forward; null for on-demand), for the table and each GSI.
+        None when the table was not audited or its billing mode is unknown.
         """
         profile, tm = self.inventory.get(table), self.metrics.tables.get(table)
         if profile is None or tm is None:
             return None
-        from auditor.detectors.cw_common import iso
-
-        return {
-            "table": table,
-            "region": profile.region or "us-east-1",
-            "table_class": profile.table_class or "STANDARD",
-            "billing_mode": profile.billing_mode,
-            "start": iso(tm.start),
-            "period_seconds": tm.period,
-            "series": tm.capacity_history(),
-        }
+        return capacity_history(profile, tm)
 
     def summary_stats(self) -> dict[str, Any]:
         from auditor.detectors.cw_common import iso
@@ -177,14 +212,137 @@ def _guarded(errors: list[str], detector: str, table: str, fn: Callable[[], list
 def evaluate_table(
     profile: TableProfile, tm: TableMetrics, config: AuditConfig, errors: list[str] | None = None
 ) -> list[Finding]:
-    """The CloudWatch detectors of one table (pure)."""
+    """The CloudWatch detectors of one table, billing included (pure)."""
     errs = errors if errors is not None else []
     return [
         *_guarded(errs, "cw_throttling", profile.name, lambda: cw_throttling.detect(profile, tm, config.throttling)),
         *_guarded(errs, "cw_scan", profile.name, lambda: cw_scan.detect(profile, tm, config.scan)),
         *_guarded(errs, "unused_index", profile.name, lambda: unused_index.detect(profile, tm, config.unused_index)),
         *_guarded(errs, "large_item", profile.name, lambda: large_write_estimate(profile, tm, config.large_writes)),
+        *_guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config.billing)),
     ]
+
+
+# ------------------------------------------------------------------------------------------------------ billing
+
+
+def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] | None:
+    """The table's capacity history as the ``ddb-audit billing --input`` document (SPEC.md), or None (mode unknown).
+
+    ``consumed_*`` are the per-period CloudWatch ``Sum`` values (missing = 0), for the table and every GSI (a GSI
+    without series consumed nothing). ``provisioned_*`` are the units in force in each period (the 5-minute values
+    carried forward; null before the first value, which the billing decision carries backwards) on a provisioned
+    table, null on an on-demand one. ``table_size_bytes`` is the table plus its indexes (DescribeTable), when known.
+    """
+    if profile.billing_mode not in (ON_DEMAND, PROVISIONED):
+        return None
+    from auditor.detectors.cw_common import iso
+
+    provisioned = profile.billing_mode == PROVISIONED
+    periods = len(range(tm.start, tm.end, tm.period))
+    by_index = {entry["index"]: entry for entry in tm.capacity_history()}
+    series: list[dict[str, Any]] = []
+    for index in (None, *sorted(g.name for g in profile.gsis)):
+        entry = dict(by_index.get(index) or {"index": index})
+        for access in ("read", "write"):
+            entry.setdefault(f"consumed_{access}", [0.0] * periods)
+            prov = entry.get(f"provisioned_{access}")
+            # Capacity is never 0 on a provisioned resource: 0 here is "before the first 5-minute value".
+            entry[f"provisioned_{access}"] = [v or None for v in prov] if provisioned and prov is not None else None
+        series.append(entry)
+    doc: dict[str, Any] = {
+        "table": profile.name,
+        "region": profile.region or "us-east-1",
+        "table_class": profile.table_class or "STANDARD",
+        "billing_mode": profile.billing_mode,
+        "start": iso(tm.start),
+        "period_seconds": tm.period,
+        "series": series,
+    }
+    sizes = [profile.size_bytes, *(i.size_bytes for i in profile.indexes)]
+    if profile.size_bytes is not None:
+        doc["table_size_bytes"] = sum(s for s in sizes if s is not None)
+    return doc
+
+
+def _has_points(series: MetricSeries | None) -> bool:
+    return series is not None and bool(series.points)
+
+
+def billing_blocker(profile: TableProfile, tm: TableMetrics) -> str | None:
+    """Why the table's billing cannot be decided from this audit's data, or None when it can."""
+    if profile.billing_mode not in (ON_DEMAND, PROVISIONED):
+        return "billing mode unknown"
+    provisioned = profile.billing_mode == PROVISIONED
+    metric_names = [*CONSUMED.values(), *(PROVISIONED_METRIC.values() if provisioned else ())]
+    consumed_any = False
+    for index in (None, *(g.name for g in profile.gsis)):
+        where = f"index {index}" if index else "table"
+        res = tm.resources.get(index)
+        unreadable = sorted(n for n in metric_names if res is not None and not res.known(n))
+        if unreadable:
+            return f"{where}: {', '.join(unreadable)} could not be read"
+        consumed_any = consumed_any or (res is not None and any(res.get(m) for m in CONSUMED.values()))
+        if provisioned:
+            missing = [m for m in PROVISIONED_METRIC.values() if res is None or not _has_points(res.get(m))]
+            if missing:
+                return f"{where}: no {', '.join(missing)} in CloudWatch (the capacity in force is unknown)"
+    if not provisioned and not consumed_any:
+        return "on-demand and no consumed capacity"
+    return None
+
+
+def billing_findings(
+    profile: TableProfile,
+    history: Mapping[str, Any],
+    config: BillingAuditConfig | None = None,
+    *,
+    prices: RegionPrices | None = None,
+) -> list[Finding]:
+    """The ``billing_mode`` and ``table_class`` findings of one table's capacity history (pure).
+
+    ``history`` is the ``ddb-audit billing --input`` document (:func:`capacity_history`); an invalid one raises
+    :class:`~auditor.exceptions.InputError`. ``prices`` default to the bundled prices of the history's region (a
+    labelled us-east-1 default for a region without bundled prices). The findings carry the profile's account and
+    ``evidence.source = "cloudwatch"``.
+    """
+    cfg = config or BillingAuditConfig()
+    if not cfg.enabled:
+        return []
+    inp = BillingInput.from_document(dict(history), f"capacity history of {profile.name}")
+    analysis = analyze_billing(
+        inp,
+        simulation=cfg.simulation,
+        config=cfg.decision,
+        prices=prices,
+        account=profile.account,
+        mode_config=cfg.billing_mode,
+        class_config=cfg.table_class,
+    )
+    for warning in analysis.warnings:
+        log.warning("billing_warning", table=profile.name, warning=warning)
+    result = analysis.result
+    log.info(
+        "billing_decided",
+        table=profile.name,
+        action=result.action,
+        monthly_savings=round(result.monthly_savings, 2),
+        confidence=result.confidence,
+        days=round(result.days_analyzed, 3),
+    )
+    return [f.model_copy(update={"evidence": {**f.evidence, "source": BILLING_SOURCE}}) for f in analysis.findings]
+
+
+def table_billing(profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig) -> list[Finding]:
+    """:func:`billing_findings` from the audited series, when the data allows a decision (:func:`billing_blocker`)."""
+    if not config.enabled:
+        return []
+    reason = billing_blocker(profile, tm)
+    history = capacity_history(profile, tm) if reason is None else None
+    if history is None:
+        log.info("billing_skipped", table=profile.name, reason=reason)
+        return []
+    return billing_findings(profile, history, config)
 
 
 def large_write_estimate(profile: TableProfile, tm: TableMetrics, cfg: LargeItemConfig) -> list[Finding]:

@@ -5,14 +5,17 @@ One run (:func:`run_metrics_audit`):
 1. :func:`auditor.service.audit.run_audit` over the selected tables (``AUDIT_TABLES``, ``AUDIT_TABLE_PREFIX``,
    ``AUDIT_TABLE_TAG``; all tables when none is set) for the ``AUDIT_LOOKBACK_SECONDS`` before the schedule time
    (whole minutes): inventory, CloudWatch metrics, Contributor Insights, the throttling, scan-volume and
-   unused-index detectors. Read-only; failed calls are gaps, never fatal.
+   unused-index detectors, and the billing decision (``billing_mode`` and ``table_class`` findings over the same
+   lookback: a short lookback gives a low-confidence, low-severity recommendation). Read-only; failed calls are gaps,
+   never fatal.
 2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
    part in :func:`auditor.detectors.correlate.correlate`; the ones it raises and links are recorded too (a raised
    one is announced as ``worsened``).
 3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
-   only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
-   whose CloudWatch detectors ran, and Contributor Insights findings of tables whose reports were read. It never
-   resolves a CloudTrail or Streams finding.
+   only what it can vouch for (:func:`audit_scope`): CloudWatch findings (billing ones included: their evidence
+   says ``source: "cloudwatch"``) of tables whose every series was read and whose CloudWatch detectors ran, and
+   Contributor Insights findings of tables whose reports were read. It never resolves a CloudTrail or Streams
+   finding.
 
 The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
 nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the

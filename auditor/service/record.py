@@ -94,9 +94,9 @@ SOURCE_STREAMS = "dynamodb_streams"
 DEFAULT_PUBLISH_LIMIT = 200
 
 #: The source of findings whose evidence does not name one (the detectors name it; this is the fallback). Kinds with
-#: several possible sources (hot_key, scan, throttling, large_item's CloudWatch estimate) or none in the service yet
-#: (billing_mode, table_class: whoever records them must set ``evidence.source``) have no fallback: such a finding is
-#: never resolved by absence.
+#: several possible sources (hot_key, scan, throttling, large_item's CloudWatch estimate) or also an offline one
+#: (billing_mode, table_class: the live audit sets ``evidence.source`` to ``cloudwatch``) have no fallback: such a
+#: finding without a source is never resolved by absence.
 _KIND_SOURCE: dict[FindingKind, str] = {
     FindingKind.LOW_CARDINALITY_KEY: SOURCE_CLOUDTRAIL,
     FindingKind.ITEM_SIZE_EXCEEDED: SOURCE_CLOUDTRAIL,

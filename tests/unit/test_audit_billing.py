@@ -1,0 +1,290 @@
+"""Billing in the live audit: the capacity history built from the audited CloudWatch series, the pure
+``billing_findings`` on hand-built histories (hand-computed us-east-1 dollars), and the guard in ``evaluate_table``.
+
+Prices: provisioned $0.00013 / $0.00065 per RCU / WCU-hour; on-demand $0.125 / $0.625 per million RRU / WRU;
+storage $0.25 (Standard) / $0.10 (Standard-IA) per GB-month. Monthly = window total x 730 / hours in the window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from auditor.exceptions import InputError
+from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.models.inventory import Capacity, IndexProfile, TableProfile
+from auditor.models.metrics import MetricSeries, SeriesKey, TableMetrics
+from auditor.service import audit
+from auditor.service.audit import (
+    AuditConfig,
+    BillingAuditConfig,
+    billing_blocker,
+    billing_findings,
+    capacity_history,
+    evaluate_table,
+)
+from auditor.service.record import SOURCE_CLOUDWATCH, finding_source
+
+ACCOUNT = "111122223333"
+T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
+DAY = 1440
+GIB = 2**30
+
+
+def profile(
+    mode: str = "PROVISIONED",
+    read: int = 1000,
+    write: int = 1000,
+    gsis: tuple[str, ...] = (),
+    size_bytes: int | None = None,
+    gsi_size_bytes: int | None = None,
+    table_class: str | None = None,
+) -> TableProfile:
+    on_demand = mode == "PAY_PER_REQUEST"
+    return TableProfile(
+        name="Orders",
+        account=ACCOUNT,
+        region="us-east-1",
+        billing_mode=mode,  # type: ignore[arg-type]
+        table_class=table_class,
+        size_bytes=size_bytes,
+        capacity=Capacity(provisioned_read=0 if on_demand else read, provisioned_write=0 if on_demand else write),
+        indexes=tuple(
+            IndexProfile(
+                name=g,
+                type="GSI",
+                size_bytes=gsi_size_bytes,
+                capacity=Capacity(provisioned_read=0 if on_demand else 5, provisioned_write=0 if on_demand else 5),
+            )
+            for g in gsis
+        ),
+    )
+
+
+def history(
+    reads: list[float | None],
+    writes: list[float | None],
+    *,
+    mode: str = "PROVISIONED",
+    provisioned: tuple[float, float] | None = (1000, 1000),
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``ddb-audit billing --input`` document of the table alone, per-minute sums from T0."""
+    series: dict[str, Any] = {"index": None, "consumed_read": reads, "consumed_write": writes}
+    if mode == "PROVISIONED" and provisioned is not None:
+        series["provisioned_read"] = [provisioned[0]] * len(reads)
+        series["provisioned_write"] = [provisioned[1]] * len(writes)
+    return {
+        "table": "Orders",
+        "region": "us-east-1",
+        "table_class": "STANDARD",
+        "billing_mode": mode,
+        "start": "2026-01-01T00:00:00Z",
+        "period_seconds": 60,
+        "series": [series],
+        **extra,
+    }
+
+
+def steady(units_per_second: float, days: float) -> list[float | None]:
+    return [units_per_second * 60.0] * int(days * DAY)
+
+
+def only(findings: list[Finding], kind: FindingKind) -> Finding:
+    matching = [f for f in findings if f.kind is kind]
+    assert len(matching) == 1, [f.title for f in findings]
+    return matching[0]
+
+
+# --------------------------------------------------------------------------------------- billing_findings (pure)
+
+
+def test_steady_over_provisioned_table_gets_a_billing_mode_finding_with_its_savings() -> None:
+    # Given 14 days of a steady 10 RCU/s and 5 WCU/s on a table provisioned at 1,000 RCU and 1,000 WCU
+    doc = history(steady(10, 14), steady(5, 14))
+    # When the audit's billing step runs on it
+    findings = billing_findings(profile(), doc)
+    # Then one billing_mode finding: today (1000 x 0.00013 + 1000 x 0.00065) x 730 = $569.40/month; auto scaling at
+    # 70 % needs ceil(10 / 0.7) = 15 RCU and ceil(5 / 0.7) = 8 WCU: (15 x 0.00013 + 8 x 0.00065) x 730 = $5.2195
+    f = only(findings, FindingKind.BILLING_MODE)
+    ev = f.evidence
+    assert ev["current_mode"] == ev["recommended_mode"] == "PROVISIONED"
+    assert ev["action"] == "adjust_provisioned"
+    assert ev["monthly_cost_current"] == pytest.approx(569.40, abs=0.005)
+    assert ev["monthly_cost_recommended"] == pytest.approx(5.22, abs=0.005)
+    assert ev["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
+    # on-demand: (10 x 0.125e-6 + 5 x 0.625e-6) x 3600 x 730 = $11.4975, more than right-sized auto scaling
+    assert ev["monthly_cost_on_demand"] == pytest.approx(11.50, abs=0.005)
+    assert ev["days_analyzed"] == 14.0 and ev["confidence"] == 1.0
+    # The settings to apply: a steady load scales out once and stays, so the lowest minimum is the cheapest; the
+    # maximum is twice what the peak needs
+    (table_cap,) = ev["capacity"]
+    assert (table_cap["read"]["min_capacity"], table_cap["read"]["max_capacity"]) == (1, 30)
+    assert (table_cap["write"]["min_capacity"], table_cap["write"]["max_capacity"]) == (1, 16)
+    assert table_cap["read"]["target_utilization"] == 70.0
+    # $564/month is a medium finding at full confidence; it is the audit's, so CloudWatch-sourced, with its account
+    assert f.severity is Severity.MEDIUM
+    assert ev["source"] == "cloudwatch" and finding_source(f) == SOURCE_CLOUDWATCH
+    assert (f.account, f.region, f.table, f.index) == (ACCOUNT, "us-east-1", "Orders", None)
+    assert not f.missing_evidence()
+
+
+def test_a_one_day_history_is_a_low_confidence_low_severity_finding() -> None:
+    # Given the same over-provisioned table seen for one day only (the metrics audit's default lookback)
+    findings = billing_findings(profile(), history(steady(10, 1), steady(5, 1)))
+    # Then the same saving, but not 14 days' worth of certainty: confidence 1/14 caps the severity at low
+    f = only(findings, FindingKind.BILLING_MODE)
+    assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
+    assert f.evidence["days_analyzed"] == 1.0
+    assert f.evidence["confidence"] == pytest.approx(1 / 14, abs=0.001)
+    assert f.severity is Severity.LOW
+    assert "confidence low" in f.summary
+
+
+def test_spiky_on_demand_table_is_not_switched() -> None:
+    # Given an on-demand table idle except one minute of 500 RRU/s every 10 minutes, for 14 days
+    reads: list[float | None] = [30_000.0 if m % 10 == 0 else 0.0 for m in range(14 * DAY)]
+    doc = history(reads, [0.0] * len(reads), mode="PAY_PER_REQUEST")
+    # When billing is decided: on-demand costs 30,000 x 6 x 0.125e-6 = $0.0225/hour; provisioned would either
+    # throttle every spike or hold ceil(500 / 0.7) = 715 RCU ($0.093/hour)
+    findings = billing_findings(profile(mode="PAY_PER_REQUEST"), doc)
+    # Then no switch is recommended
+    assert findings == []
+
+
+def test_storage_heavy_table_gets_a_table_class_finding_from_the_inventory_size() -> None:
+    # Given an on-demand table of 900 GiB plus a 100 GiB GSI (DescribeTable), nearly idle
+    p = profile(mode="PAY_PER_REQUEST", gsis=("byDay",), size_bytes=900 * GIB, gsi_size_bytes=100 * GIB)
+    tm = TableMetrics("Orders", T0, T0 + DAY * 60, 60)
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(DAY), 60.0))
+    doc = capacity_history(p, tm)
+    assert doc is not None and doc["table_size_bytes"] == 1000 * GIB
+    # When billing is decided: 1,000 GB cost $250/month on Standard and $100 on Standard-IA; 1 RRU/s costs
+    # $0.33/month on Standard and $0.41 on Standard-IA
+    findings = billing_findings(p, doc)
+    # Then a table_class finding recommends Standard-IA, saving about $150/month
+    f = only(findings, FindingKind.TABLE_CLASS)
+    assert (f.evidence["current_class"], f.evidence["recommended_class"]) == ("STANDARD", "STANDARD_INFREQUENT_ACCESS")
+    assert f.evidence["monthly_savings"] == pytest.approx(250 - 100 - (0.155e-6 - 0.125e-6) * 3600 * 730, abs=0.01)
+    assert f.evidence["source"] == "cloudwatch" and f.account == ACCOUNT
+    assert not f.missing_evidence()
+    assert not [x for x in findings if x.kind is FindingKind.BILLING_MODE]
+
+
+def test_disabled_billing_and_invalid_histories() -> None:
+    doc = history(steady(10, 1), steady(5, 1))
+    assert billing_findings(profile(), doc, BillingAuditConfig(enabled=False)) == []
+    broken = history(steady(10, 1), steady(5, 1), provisioned=None)
+    with pytest.raises(InputError, match=r"capacity history of Orders: .*series\[0\]: provisioned_read and"):
+        billing_findings(profile(), broken)
+
+
+def test_evaluator_simulation_can_be_chosen() -> None:
+    cfg = BillingAuditConfig(simulation="evaluator")
+    f = only(billing_findings(profile(), history(steady(10, 14), steady(5, 14)), cfg), FindingKind.BILLING_MODE)
+    assert f.evidence["simulation"] == "evaluator"
+    # The evaluator keeps fractional capacity: (10 / 0.7 x 0.00013 + 5 / 0.7 x 0.00065) x 730
+    assert f.evidence["monthly_cost_provisioned_simulated"] == pytest.approx(
+        (10 / 0.7 * 0.00013 + 5 / 0.7 * 0.00065) * 730, abs=0.005
+    )
+
+
+# ------------------------------------------------------------------------------ history from the audited series
+
+
+def put(
+    tm: TableMetrics,
+    metric: str,
+    points: dict[int, float],
+    index: str | None = None,
+    stat: str = "Sum",
+    period: int = 60,
+) -> None:
+    """Datapoints at ``T0 + minute * 60``."""
+    key = SeriesKey(metric, tm.table, index, None, stat, period)
+    tm.resource(index).series[key.name] = MetricSeries(key, {T0 + m * 60: float(v) for m, v in points.items()})
+
+
+def test_capacity_history_adds_idle_gsis_and_leaves_provisioned_units_before_the_first_value_unknown() -> None:
+    p = profile(mode="PROVISIONED", gsis=("byDay", "idle"))
+    tm = TableMetrics("Orders", T0, T0 + 600, 60)
+    put(tm, "ConsumedWriteCapacityUnits", {0: 120, 1: 60})
+    put(tm, "ProvisionedReadCapacityUnits", {5: 40}, stat="Average", period=300)
+    put(tm, "ProvisionedWriteCapacityUnits", {0: 50, 5: 10}, stat="Average", period=300)
+    put(tm, "ConsumedReadCapacityUnits", {3: 6}, index="byDay")
+    doc = capacity_history(p, tm)
+    assert doc is not None
+    assert (doc["billing_mode"], doc["start"], doc["period_seconds"], doc["table_class"]) == (
+        "PROVISIONED",
+        "2026-01-01T00:00:00Z",
+        60,
+        "STANDARD",
+    )
+    assert "table_size_bytes" not in doc  # unknown size: no table-class hint
+    table, by_day, idle = doc["series"]
+    assert [s["index"] for s in doc["series"]] == [None, "byDay", "idle"]
+    assert table["consumed_write"] == [120, 60, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert table["provisioned_read"] == [None] * 5 + [40] * 5
+    assert table["provisioned_write"] == [50] * 5 + [10] * 5
+    assert by_day["consumed_read"] == [0, 0, 0, 6, 0, 0, 0, 0, 0, 0]
+    assert by_day["provisioned_read"] is None  # no series in CloudWatch: the blocker says so
+    assert idle["consumed_read"] == idle["consumed_write"] == [0.0] * 10
+    assert billing_blocker(p, tm) == (
+        "index byDay: no ProvisionedReadCapacityUnits, ProvisionedWriteCapacityUnits in CloudWatch "
+        "(the capacity in force is unknown)"
+    )
+    # An unknown billing mode has no history
+    unknown = p.model_copy(update={"billing_mode": "unknown"})
+    assert capacity_history(unknown, tm) is None and billing_blocker(unknown, tm) == "billing mode unknown"
+
+
+def test_billing_blockers() -> None:
+    on_demand = profile(mode="PAY_PER_REQUEST")
+    tm = TableMetrics("Orders", T0, T0 + 600, 60)
+    tm.resource(None)
+    assert billing_blocker(on_demand, tm) == "on-demand and no consumed capacity"
+    put(tm, "ConsumedReadCapacityUnits", {0: 60})
+    assert billing_blocker(on_demand, tm) is None
+    tm.resource(None).unavailable.add("ConsumedWriteCapacityUnits")
+    assert billing_blocker(on_demand, tm) == "table: ConsumedWriteCapacityUnits could not be read"
+    # A provisioned table with provisioned series but no consumption is decided (idle capacity is the costly case)
+    idle = TableMetrics("Orders", T0, T0 + 600, 60)
+    put(idle, "ProvisionedReadCapacityUnits", {0: 1000}, stat="Average", period=300)
+    put(idle, "ProvisionedWriteCapacityUnits", {0: 1000}, stat="Average", period=300)
+    assert billing_blocker(profile(), idle) is None
+
+
+# ----------------------------------------------------------------------------------------------- evaluate_table
+
+
+def over_provisioned_metrics(minutes: int) -> TableMetrics:
+    tm = TableMetrics("Orders", T0, T0 + minutes * 60, 60)
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(minutes), 600.0))
+    put(tm, "ConsumedWriteCapacityUnits", dict.fromkeys(range(minutes), 300.0))
+    put(tm, "ProvisionedReadCapacityUnits", dict.fromkeys(range(0, minutes, 5), 1000.0), stat="Average", period=300)
+    put(tm, "ProvisionedWriteCapacityUnits", dict.fromkeys(range(0, minutes, 5), 1000.0), stat="Average", period=300)
+    return tm
+
+
+def test_evaluate_table_includes_billing() -> None:
+    errors: list[str] = []
+    findings = evaluate_table(profile(), over_provisioned_metrics(DAY), AuditConfig(), errors)
+    f = only(findings, FindingKind.BILLING_MODE)
+    assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
+    assert errors == []
+    off = AuditConfig(billing=BillingAuditConfig(enabled=False))
+    assert [
+        x for x in evaluate_table(profile(), over_provisioned_metrics(DAY), off) if x.kind.value == "billing_mode"
+    ] == []
+
+
+def test_a_billing_failure_is_an_error_entry_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise ValueError("planted billing failure")
+
+    monkeypatch.setattr(audit, "analyze_billing", boom)
+    errors: list[str] = []
+    findings = evaluate_table(profile(), over_provisioned_metrics(60), AuditConfig(), errors)
+    assert errors == ["billing on Orders: ValueError: planted billing failure"]
+    assert all(f.kind is not FindingKind.BILLING_MODE for f in findings)
