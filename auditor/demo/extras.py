@@ -20,6 +20,9 @@ from botocore.config import Config
 
 from auditor.demo.stack import REGION, aws_client
 
+#: An hour of per-minute metrics. (moto's GetMetricData scans every datapoint for every period, so a day of them
+#: takes the local endpoint ~45 s; the demo audits an hour, which leaves out ``unused_index``: it needs a day.)
+_MINUTES = 60
 #: moto cannot decode the gzip bodies botocore sends for large PutMetricData requests.
 _NO_COMPRESSION = Config(disable_request_compression=True)
 
@@ -76,7 +79,7 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     for name in ("Sessions", "Catalog", "Jobs", "Users", "Attachments"):
         ddb.create_table(TableName=name, KeySchema=key, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
 
-    t0 = int(end.timestamp()) // 60 * 60 - 3600
+    t0 = int(end.timestamp()) // 60 * 60 - 60 * _MINUTES
     data: list[dict[str, Any]] = []
 
     def series(metric: str, table: str, values: list[float], **dims: str | None) -> None:
@@ -90,17 +93,23 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
                 }
             )
 
-    # Orders: ~35% of the provisioned writes, but one partition saturates for 12 minutes (the CUSTOMER#42 burst).
-    burst = range(20, 32)
-    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0 + (6_000 if i in burst else 0) for i in range(60)])
-    series("ConsumedReadCapacityUnits", "Orders", [48_000.0] * 60)
-    series("WriteThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(60)])
-    series("WriteKeyRangeThroughputThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(60)])
+    # Orders: ~35% of the provisioned writes, but one partition saturates for 12 minutes in the last hour (the
+    # CUSTOMER#42 burst the trail shows).
+    burst = range(_MINUTES - 40, _MINUTES - 28)
+    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0 + (6_000 if i in burst else 0) for i in range(_MINUTES)])
+    series("ConsumedReadCapacityUnits", "Orders", [48_000.0] * _MINUTES)
+    series("WriteThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(_MINUTES)])
+    series("WriteKeyRangeThroughputThrottleEvents", "Orders", [180.0 if i in burst else 0.0 for i in range(_MINUTES)])
+    # Provisioned capacity in force (DynamoDB publishes it every 5 minutes; the audit reads 5-minute averages).
+    series("ProvisionedReadCapacityUnits", "Orders", [2000.0] * _MINUTES)
+    series("ProvisionedWriteCapacityUnits", "Orders", [1000.0] * _MINUTES)
+    series("ProvisionedReadCapacityUnits", "Orders", [100.0] * _MINUTES, index="ByStatus")
+    series("ProvisionedWriteCapacityUnits", "Orders", [1000.0] * _MINUTES, index="ByStatus")
     # Its ByStatus index is written with every order and never queried.
-    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0] * 60, index="ByStatus")
-    series("ConsumedReadCapacityUnits", "Orders", [0.0] * 60, index="ByStatus")
+    series("ConsumedWriteCapacityUnits", "Orders", [21_000.0] * _MINUTES, index="ByStatus")
+    series("ConsumedReadCapacityUnits", "Orders", [0.0] * _MINUTES, index="ByStatus")
     # Sessions is scanned by the cleanup job every minute.
-    for i in range(60):
+    for i in range(_MINUTES):
         data.append(
             {
                 "MetricName": "SuccessfulRequestLatency",
@@ -110,11 +119,11 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
                 "Unit": "Milliseconds",
             }
         )
-    series("ReturnedItemCount", "Sessions", [6_000.0] * 60, operation="Scan")
-    series("ConsumedReadCapacityUnits", "Sessions", [9_000.0] * 60)
+    series("ReturnedItemCount", "Sessions", [6_000.0] * _MINUTES, operation="Scan")
+    series("ConsumedReadCapacityUnits", "Sessions", [9_000.0] * _MINUTES)
     # Attachments (no stream watched) stores files inline: about 150 KB per PutItem, seen from CloudWatch alone.
-    series("ConsumedWriteCapacityUnits", "Attachments", [9_000.0] * 60)
-    for i in range(60):
+    series("ConsumedWriteCapacityUnits", "Attachments", [9_000.0] * _MINUTES)
+    for i in range(_MINUTES):
         data.append(
             {
                 "MetricName": "SuccessfulRequestLatency",
@@ -125,8 +134,8 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
             }
         )
     # Users is healthy.
-    series("ConsumedReadCapacityUnits", "Users", [3_000.0] * 60)
-    series("ConsumedWriteCapacityUnits", "Users", [300.0] * 60)
+    series("ConsumedReadCapacityUnits", "Users", [3_000.0] * _MINUTES)
+    series("ConsumedWriteCapacityUnits", "Users", [300.0] * _MINUTES)
     for i in range(0, len(data), 500):
         cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
     return ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments"]

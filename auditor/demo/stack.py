@@ -124,6 +124,8 @@ class Stack:
             "FINDINGS_TOPIC_ARN": self.topic_arn,
             "SLACK_SECRET_ARN": self.secret_arn,
             "LOG_LEVEL": "WARNING",
+            # The demo plants an hour of CloudWatch metrics: the metrics audit reads that hour (default: a day).
+            "AUDIT_LOOKBACK_SECONDS": "3600",
         }
 
 
