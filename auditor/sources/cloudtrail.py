@@ -85,7 +85,7 @@ _decompressobj, _INFLATE_ERRORS = _inflater()
 
 #: Size of the decompressed chunks handed from the reader thread to the parser. Big chunks mean fewer GIL
 #: hand-overs between the two threads (each can cost a switch interval); see the module docstring.
-DEFAULT_CHUNK_SIZE: Final = 4 << 20
+DEFAULT_CHUNK_SIZE: Final = 2 << 20
 #: Compressed bytes read per ``stream.read`` call.
 _READ_SIZE: Final = 1 << 20
 #: Chunks buffered between the reader thread and the parser.
