@@ -8,11 +8,10 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from auditor.sinks import keys
+from auditor.demo.stack import aws_client, create_state_table
 
 REGION = "us-east-1"
 
@@ -45,38 +44,10 @@ def aws_reset(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
 
 def client(service: str, endpoint: str) -> Any:
     """A boto3 client for ``service`` on the moto server."""
-    return boto3.client(
-        service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return aws_client(service, endpoint)
 
 
-def create_state_table(ddb: Any, name: str = "auditor-state") -> str:
-    """Create the state table exactly as template.yaml defines it (keys.py design)."""
-    ddb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": a, "AttributeType": "S"}
-            for a in (keys.PK, keys.SK, keys.GSI1_PK, keys.GSI1_SK, keys.GSI2_PK, keys.GSI2_SK)
-        ],
-        KeySchema=[{"AttributeName": keys.PK, "KeyType": "HASH"}, {"AttributeName": keys.SK, "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": idx,
-                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-            for idx, pk, sk in (
-                (keys.GSI1, keys.GSI1_PK, keys.GSI1_SK),
-                (keys.GSI2, keys.GSI2_PK, keys.GSI2_SK),
-            )
-        ],
-    )
-    return name
+__all__ = ["REGION", "client", "create_state_table"]
 
 
 class TopicInbox:
