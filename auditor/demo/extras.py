@@ -28,18 +28,7 @@ _NO_COMPRESSION = Config(disable_request_compression=True)
 
 
 def _client(service: str, endpoint: str) -> Any:
-    if service != "cloudwatch":
-        return aws_client(service, endpoint)
-    import boto3
-
-    return boto3.client(
-        "cloudwatch",
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=_NO_COMPRESSION,
-    )
+    return aws_client(service, endpoint, _NO_COMPRESSION if service == "cloudwatch" else None)
 
 
 def _dims(table: str, index: str | None = None, operation: str | None = None) -> list[dict[str, str]]:

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from auditor.sinks import keys
 
@@ -22,7 +23,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account id
 
 
-def aws_client(service: str, endpoint: str) -> Any:
+def aws_client(service: str, endpoint: str, config: Config | None = None) -> Any:
     """A boto3 client for ``service`` on the local endpoint (dummy credentials)."""
     return boto3.client(  # type: ignore[call-overload]  # service is chosen at run time
         service,
@@ -30,6 +31,7 @@ def aws_client(service: str, endpoint: str) -> Any:
         region_name=REGION,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
+        config=config,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
 from auditor.aggregates.window import TableWindow
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 
 
 class DetectorMetadata(BaseModel):
@@ -87,14 +87,14 @@ def make_finding(
     last: float | None = None,
 ) -> Finding:
     """Build a finding on ``agg``'s table with a stable id."""
-    return Finding(
-        id=fingerprint(meta.kind, agg.account, agg.region, agg.table, index, discriminator),
-        kind=meta.kind,
-        severity=severity,
+    return Finding.create(
+        meta.kind,
         account=agg.account,
         region=agg.region,
         table=agg.table,
         index=index,
+        discriminator=discriminator,
+        severity=severity,
         title=title,
         summary=summary,
         recommendation=recommendation,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from auditor.billing.model import BillingResult, CapacityRecommendation
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(
     id="billing_mode",
@@ -113,14 +113,13 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
         "indexes": [s.index for s in result.series if s.index],
     }
     return [
-        Finding(
-            id=fingerprint(METADATA.kind, account, result.region, result.table, None, "billing_mode"),
-            kind=METADATA.kind,
-            severity=severity,
+        Finding.create(
+            METADATA.kind,
             account=account,
             region=result.region,
             table=result.table,
-            index=None,
+            discriminator="billing_mode",
+            severity=severity,
             title=f"{result.table}: {change} saves ${savings:,.2f}/month",
             summary=(
                 f"{result.table} ({result.current_mode}, table plus {len(result.series) - 1} GSI(s)) costs "

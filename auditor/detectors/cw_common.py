@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.detectors.base import DetectorMetadata
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
 
 #: Metadata of every CloudWatch-side detector, by id (filled by the detector modules on import).
@@ -55,14 +55,14 @@ def cw_finding(
     The discriminator always carries the source, so a CloudWatch finding never shares an id with the CloudTrail
     finding of the same kind on the same resource: each keeps its own lifecycle, and correlation links them.
     """
-    return Finding(
-        id=fingerprint(kind, profile.account, profile.region, profile.name, index, discriminator),
-        kind=kind,
-        severity=severity,
+    return Finding.create(
+        kind,
         account=profile.account,
         region=profile.region,
         table=profile.name,
         index=index,
+        discriminator=discriminator,
+        severity=severity,
         title=title,
         summary=summary,
         recommendation=recommendation,

@@ -32,7 +32,7 @@ from pydantic import Field
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
 from auditor.detectors.large_item import recommendation
 from auditor.item_size import ITEM_SIZE_LIMIT
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.sources.streams import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "GrowthFit", "days_to_limit", "detect", "fit_growth", "theil_sen_slope"]
@@ -197,13 +197,13 @@ def detect(
         "source": "dynamodb_streams",
     }
     return [
-        Finding(
-            id=fingerprint(METADATA.kind, obs.account, obs.region, obs.table, None, discriminator=key),
-            kind=METADATA.kind,
-            severity=severity,
+        Finding.create(
+            METADATA.kind,
             account=obs.account,
             region=obs.region,
             table=obs.table,
+            discriminator=key,
+            severity=severity,
             title=f"Item of {obs.table} reaches 400 KB in {days:.0f} days ({label:.60})",
             summary=summary,
             recommendation=recommendation(obs.table, attribute, growing=True),

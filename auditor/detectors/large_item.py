@@ -26,7 +26,7 @@ from pydantic import Field
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
 from auditor.item_size import ITEM_SIZE_LIMIT
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint, utc
+from auditor.models.finding import Finding, FindingKind, Severity, utc
 from auditor.sources.streams import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "detect", "estimate_large_writes", "insufficient_view_type", "severity_for"]
@@ -130,13 +130,13 @@ def detect(obs: ItemSizeObservation, cfg: Config | None = None, *, first_seen: f
         "method": "stream_new_image",
     }
     return [
-        Finding(
-            id=fingerprint(METADATA.kind, obs.account, obs.region, obs.table, None, discriminator=key),
-            kind=METADATA.kind,
-            severity=severity,
+        Finding.create(
+            METADATA.kind,
             account=obs.account,
             region=obs.region,
             table=obs.table,
+            discriminator=key,
+            severity=severity,
             title=f"Item of {obs.table} at {pct:.0f}% of the 400 KB limit ({label:.60})",
             summary=summary,
             recommendation=recommendation(obs.table, driver, growing=grown is not None),
@@ -173,13 +173,13 @@ def estimate_large_writes(
     avg_bytes = round(min(wcu_per_write * _WCU_BYTES, ITEM_SIZE_LIMIT))
     pct = 100.0 * avg_bytes / ITEM_SIZE_LIMIT
     start, end = utc(window[0]), utc(window[1])
-    return Finding(
-        id=fingerprint(METADATA.kind, account, region, table, None, discriminator=None),
-        kind=METADATA.kind,
-        severity=Severity.HIGH if pct >= cfg.threshold_pct else Severity.MEDIUM,
+    return Finding.create(
+        METADATA.kind,
         account=account,
         region=region,
         table=table,
+        discriminator=None,
+        severity=Severity.HIGH if pct >= cfg.threshold_pct else Severity.MEDIUM,
         title=f"Writes to {table} average {wcu_per_write:,.0f} WCU (items of about {_kb(avg_bytes)})",
         summary=(
             f"{writes:,} writes to {table} consumed {consumed_wcu_sum:,.0f} WCU between {start:%Y-%m-%d %H:%M} and "
@@ -208,13 +208,13 @@ def estimate_large_writes(
 
 def insufficient_view_type(account: str | None, region: str | None, table: str, view_type: str, at: float) -> Finding:
     """``info``: the table's stream cannot show item sizes (no ``NewImage``)."""
-    return Finding(
-        id=fingerprint(METADATA.kind, account, region, table, None, discriminator={"stream_view_type": True}),
-        kind=METADATA.kind,
-        severity=Severity.INFO,
+    return Finding.create(
+        METADATA.kind,
         account=account,
         region=region,
         table=table,
+        discriminator={"stream_view_type": True},
+        severity=Severity.INFO,
         title=f"Item sizes of {table} cannot be watched: stream view type {view_type}",
         summary=(
             f"{table} is opted in to the stream item-size watcher, but its stream's view type is {view_type}, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from auditor.billing.model import BillingResult
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(
     id="table_class",
@@ -57,14 +57,13 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
         else f"storage is only {hint.storage_share:.0%} of its Standard-class cost"
     )
     return [
-        Finding(
-            id=fingerprint(METADATA.kind, account, result.region, result.table, None, "table_class"),
-            kind=METADATA.kind,
-            severity=severity,
+        Finding.create(
+            METADATA.kind,
             account=account,
             region=result.region,
             table=result.table,
-            index=None,
+            discriminator="table_class",
+            severity=severity,
             title=f"{result.table}: {'Standard-IA' if to_ia else 'Standard'} table class saves ${savings:,.2f}/month",
             summary=(
                 f"{result.table} holds {hint.storage_gb:,.1f} GB and {why}: Standard costs "

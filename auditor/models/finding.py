@@ -137,6 +137,41 @@ class Finding(BaseModel):
     def _ser_time(self, value: datetime) -> str:
         return isoformat_z(value)
 
+    @classmethod
+    def create(
+        cls,
+        kind: FindingKind,
+        *,
+        account: str | None,
+        region: str | None,
+        table: str,
+        index: str | None = None,
+        discriminator: Any = None,
+        severity: Severity,
+        title: str,
+        summary: str,
+        recommendation: str,
+        evidence: dict[str, Any],
+        first_seen: datetime,
+        last_seen: datetime,
+    ) -> Finding:
+        """A finding whose ``id`` is the stable :func:`fingerprint` of its kind, resource and ``discriminator``."""
+        return cls(
+            id=fingerprint(kind, account, region, table, index, discriminator),
+            kind=kind,
+            severity=severity,
+            account=account,
+            region=region,
+            table=table,
+            index=index,
+            title=title,
+            summary=summary,
+            recommendation=recommendation,
+            evidence=evidence,
+            first_seen=first_seen,
+            last_seen=last_seen,
+        )
+
     def missing_evidence(self) -> list[str]:
         """Evidence fields SPEC.md requires for this kind that are absent."""
         return [f for f in REQUIRED_EVIDENCE[self.kind] if f not in self.evidence]

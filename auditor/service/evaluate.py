@@ -29,7 +29,7 @@ the lifecycle turns the repeated sightings into no new events. Failed publishes 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -40,7 +40,7 @@ from auditor.config import AnalysisConfig, Settings
 from auditor.engine import evaluate
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
-from auditor.service.record import SOURCE_CLOUDTRAIL, ResolveScope, apply_lifecycle
+from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import publish_pending
 
@@ -101,24 +101,12 @@ class EvaluationParams:
 
 
 @dataclass(slots=True)
-class EvaluationResult:
-    """What one run did (logged by the handler, returned as its result)."""
+class EvaluationResult(RecordResult):
+    """What one run did (logged by the handler, returned as its result): the recording counters plus the windows."""
 
     window_starts: list[int] = field(default_factory=list)
     table_windows: int = 0
     tables: int = 0
-    findings_seen: int = 0
-    #: State changes written, and how many of them moved to each status.
-    states_written: int = 0
-    new: int = 0
-    worsened: int = 0
-    resolved: int = 0
-    #: Events queued for publishing, and events a suppress/snooze rule muted.
-    events_queued: int = 0
-    muted: int = 0
-    conflicts: int = 0
-    published: int = 0
-    publish_failed: int = 0
     cursor: int | None = None
     cursor_advanced: bool = False
     #: More closed windows wait for the next run.
@@ -127,8 +115,9 @@ class EvaluationResult:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (window starts as the first and last only)."""
-        data = asdict(self)
-        starts = data.pop("window_starts")
+        data = RecordResult.as_dict(self)
+        starts = self.window_starts
+        data.pop("window_starts")
         data["windows"] = len(starts)
         data["first_window"] = starts[0] if starts else None
         data["last_window"] = starts[-1] if starts else None
@@ -230,8 +219,4 @@ def _evaluate_and_store(
         resolve_after_seconds=params.resolve_after_seconds,
         publish_resolved=params.publish_resolved,
     )
-    result.findings_seen = recorded.findings_seen
-    result.states_written = recorded.states_written
-    result.new, result.worsened, result.resolved = recorded.new, recorded.worsened, recorded.resolved
-    result.events_queued, result.muted = recorded.events_queued, recorded.muted
-    result.conflicts = recorded.conflicts
+    result.take_counts(recorded)

@@ -183,6 +183,12 @@ class RecordResult:
         data.pop("publish_errors")
         return data
 
+    def take_counts(self, other: RecordResult) -> None:
+        """Copy ``other``'s recording counters (not the publish ones) into this result."""
+        self.findings_seen, self.states_written = other.findings_seen, other.states_written
+        self.new, self.worsened, self.resolved = other.new, other.worsened, other.resolved
+        self.events_queued, self.muted, self.conflicts = other.events_queued, other.muted, other.conflicts
+
 
 @dataclass(frozen=True, slots=True)
 class LifecycleParams:
