@@ -137,7 +137,9 @@ def _shard_worker(sources: Sequence[InputSource], config: AnalysisConfig, shard:
 
     assert isinstance(conn, Connection)
     try:
-        payload: object = ingest(sources, config, shard)
+        aggregates, stats = ingest(sources, config, shard)
+        aggregates.flush()  # fold the pending batches here, in parallel, not in the parent after unpickling
+        payload: object = (aggregates, stats)
     except BaseException:  # reported to the parent, which redoes the shard itself
         payload = traceback.format_exc(limit=5)
     try:

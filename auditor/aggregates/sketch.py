@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 _HLL_P = 12
@@ -35,7 +37,8 @@ class HeavyHitters:
         self.capacity = capacity
         #: Prune once more than this many keys are held (hot paths may inline :meth:`add` using it).
         self.limit = 2 * capacity
-        self.counts: dict[str, int] = {}
+        #: A ``Counter``: :meth:`add_many` counts a batch in C (``Counter.update`` of a list).
+        self.counts: Counter[str] = Counter()
         self.total = 0
         #: Upper bound of the undercount of any key (0 while the summary is exact).
         self.error = 0
@@ -48,14 +51,28 @@ class HeavyHitters:
         if len(counts) > self.limit:
             self._prune()
 
+    def add_many(self, keys: Sequence[str]) -> None:
+        """Count one occurrence of each element of ``keys`` (a batch), then prune once if needed.
+
+        Equivalent to merging the batch's exact counts (:meth:`merge`), so the Misra-Gries guarantee holds.
+        """
+        self.counts.update(keys)
+        self.total += len(keys)
+        if len(self.counts) > self.limit:
+            self._prune()
+
     def _prune(self) -> None:
-        """Keep the ``capacity`` heaviest keys, subtracting the next count from each (Misra-Gries)."""
-        items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        if len(items) <= self.capacity:
+        """Keep the ``capacity`` heaviest keys, subtracting the next count from each (Misra-Gries).
+
+        The keys kept are exactly those counted above the ``capacity + 1``-th largest count (``cut``), so only
+        that count is needed: a sort of the plain integers, not of the items.
+        """
+        counts = self.counts
+        if len(counts) <= self.capacity:
             return
-        cut = items[self.capacity][1]
+        cut = sorted(counts.values(), reverse=True)[self.capacity]
         self.error += cut
-        self.counts = {k: c - cut for k, c in items[: self.capacity] if c > cut}
+        self.counts = Counter({k: c - cut for k, c in counts.items() if c > cut})
 
     def merge(self, other: HeavyHitters) -> None:
         """Add another summary into this one (the result is bounded again)."""
@@ -87,7 +104,7 @@ class HeavyHitters:
         hh = cls(int(data["capacity"]))
         hh.total = int(data["total"])
         hh.error = int(data["error"])
-        hh.counts = {str(k): int(c) for k, c in data["counts"]}
+        hh.counts = Counter({str(k): int(c) for k, c in data["counts"]})
         return hh
 
 
@@ -115,6 +132,26 @@ class DistinctCounter:
                 self._to_hll()
             return
         self._hll_add(value)
+
+    def update(self, values: Iterable[str]) -> None:
+        """Record several values."""
+        exact = self.exact
+        if exact is not None:
+            exact.update(values)
+            if len(exact) > self.EXACT_LIMIT:
+                self._to_hll()
+            return
+        regs = self.registers
+        assert regs is not None
+        blake2b = hashlib.blake2b
+        from_bytes = int.from_bytes
+        rest_mask = (1 << _HLL_REST_BITS) - 1
+        for value in values:  # _hll_add, inlined: this runs once per new key of a high-cardinality table
+            h = from_bytes(blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+            idx = h >> _HLL_REST_BITS
+            rank = _HLL_REST_BITS - (h & rest_mask).bit_length() + 1
+            if rank > regs[idx]:
+                regs[idx] = rank
 
     def _hll_add(self, value: str) -> None:
         regs = self.registers

@@ -108,9 +108,19 @@ def _string_template(value: str) -> str:
 
 
 def key_template(key: dict[str, Any] | None) -> str | None:
-    """The template of a logged key: the bare value template for one attribute, else ``name=tmpl, ...``."""
+    """The template of a logged key: the bare value template for one attribute, else ``name=tmpl, ...``.
+
+    Runs once per logged key, so the exact-value cache of :func:`value_template` is read inline.
+    """
     if not key:
         return None
+    cache = _VALUE_CACHE
     if len(key) == 1:
-        return value_template(next(iter(key.values())))
-    return ", ".join([f"{name}={value_template(v)}" for name, v in key.items()])
+        value = next(iter(key.values()))
+        found = cache.get(value) if type(value) is str else None
+        return found if found is not None else value_template(value)
+    parts = []
+    for name, value in key.items():
+        found = cache.get(value) if type(value) is str else None
+        parts.append(f"{name}={found if found is not None else value_template(value)}")
+    return ", ".join(parts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,10 @@ MAX_ERROR_CODES = 50
 MAX_THROTTLE_KEYS = 20
 MAX_SIZE_KEYS = 50
 OTHER = "(other)"
+#: Key accesses a window batches before folding them into its sketches (:meth:`TableWindow.flush`).
+PENDING_LIMIT = 4096
+#: Partition-key attribute names a window tracks.
+MAX_KEY_ATTRS = 8
 
 
 def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | None]:
@@ -134,6 +139,14 @@ def _add_capped(counter: dict[Any, int], key: Any, n: int, cap: int, other_key: 
         counter[other_key] = counter.get(other_key, 0) + n
 
 
+def _add_capped_names(counter: dict[str, int], name: str, n: int) -> None:
+    """Key attribute names: the first :data:`MAX_KEY_ATTRS` names are tracked, later ones dropped."""
+    if name in counter:
+        counter[name] += n
+    elif len(counter) < MAX_KEY_ATTRS:
+        counter[name] = n
+
+
 @dataclass(slots=True)
 class TableWindow:
     """Traffic of one table in one window (or in several windows merged: ``window_seconds`` adds up)."""
@@ -153,12 +166,19 @@ class TableWindow:
     key_requests: int = 0
     key_reads: int = 0
     key_writes: int = 0
-    hot: HeavyHitters = field(init=False)
-    hot_writes: HeavyHitters = field(init=False)
-    #: Per-minute heavy hitters (all requests, writes) to find a key's peak rate inside the window.
-    minutes: dict[int, tuple[HeavyHitters, HeavyHitters]] = field(default_factory=dict)
-    distinct: DistinctCounter = field(default_factory=DistinctCounter)
-    key_attrs: dict[str, int] = field(default_factory=dict)
+    # The key sketches are read through properties (``hot``, ``hot_writes``, ``minutes``, ``distinct``,
+    # ``key_attrs``) that first fold the pending batch in (see :meth:`flush`).
+    _hot: HeavyHitters = field(init=False, repr=False)
+    _hot_writes: HeavyHitters = field(init=False, repr=False)
+    _minutes: dict[int, tuple[HeavyHitters, HeavyHitters]] = field(init=False, repr=False)
+    _distinct: DistinctCounter = field(init=False, repr=False)
+    _key_attrs: dict[str, int] = field(init=False, repr=False)
+    #: Pending key accesses not yet in the sketches: minute -> (encoded keys, encoded write keys); attribute names.
+    _pending: dict[int, tuple[list[str], list[str]]] = field(init=False, repr=False, compare=False)
+    _pending_attrs: list[str] = field(init=False, repr=False, compare=False)
+    #: The minute of the last access and its lists in ``_pending`` (records mostly arrive in time order).
+    _pending_minute: int | None = field(init=False, repr=False, compare=False)
+    _pending_bufs: tuple[list[str], list[str]] = field(init=False, repr=False, compare=False)
     scans: dict[tuple[str, str], ScanStats] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     #: (cause, access, index or "") -> count of throttled calls
@@ -173,16 +193,120 @@ class TableWindow:
     windows: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.hot = HeavyHitters(self.sketch_capacity)
-        self.hot_writes = HeavyHitters(self.sketch_capacity)
+        self._hot = HeavyHitters(self.sketch_capacity)
+        self._hot_writes = HeavyHitters(self.sketch_capacity)
+        self._minutes = {}
+        self._distinct = DistinctCounter()
+        self._key_attrs = {}
+        self._clear_pending()
         self.windows.add(self.window_start)
+
+    def _clear_pending(self) -> None:
+        self._pending = {}
+        self._pending_attrs = []
+        self._pending_minute = None
+        self._pending_bufs = ([], [])
+
+    # ---------------------------------------------------------------- key sketches
+
+    @property
+    def hot(self) -> HeavyHitters:
+        """Heavy hitters of the partition keys of all key-identified requests."""
+        self.flush()
+        return self._hot
+
+    @hot.setter
+    def hot(self, value: HeavyHitters) -> None:
+        self.flush()
+        self._hot = value
+
+    @property
+    def hot_writes(self) -> HeavyHitters:
+        """Heavy hitters of the partition keys of key-identified writes."""
+        self.flush()
+        return self._hot_writes
+
+    @hot_writes.setter
+    def hot_writes(self, value: HeavyHitters) -> None:
+        self.flush()
+        self._hot_writes = value
+
+    @property
+    def minutes(self) -> dict[int, tuple[HeavyHitters, HeavyHitters]]:
+        """Per-minute heavy hitters (all requests, writes) to find a key's peak rate inside the window."""
+        self.flush()
+        return self._minutes
+
+    @minutes.setter
+    def minutes(self, value: dict[int, tuple[HeavyHitters, HeavyHitters]]) -> None:
+        self.flush()
+        self._minutes = value
+
+    @property
+    def distinct(self) -> DistinctCounter:
+        """Distinct partition-key values."""
+        self.flush()
+        return self._distinct
+
+    @distinct.setter
+    def distinct(self, value: DistinctCounter) -> None:
+        self.flush()
+        self._distinct = value
+
+    @property
+    def key_attrs(self) -> dict[str, int]:
+        """How often each attribute name was taken as the partition key (at most 8 names)."""
+        self.flush()
+        return self._key_attrs
+
+    @key_attrs.setter
+    def key_attrs(self, value: dict[str, int]) -> None:
+        self.flush()
+        self._key_attrs = value
+
+    def flush(self) -> None:
+        """Fold the pending key accesses into the sketches.
+
+        :meth:`add` only appends each access's encoded key to a per-minute list; this counts a whole batch with
+        ``Counter.update`` (C speed) and prunes each sketch once. A batch is an exact summary, and folding it in is a
+        Misra-Gries merge, so the sketch guarantees are those of :meth:`HeavyHitters.merge`. Reads of the sketches
+        flush first, so the batching is invisible outside this class.
+        """
+        pending = self._pending
+        if not pending:
+            return
+        attrs = self._pending_attrs
+        self._clear_pending()
+        hot = self._hot
+        distinct = self._distinct
+        minutes = self._minutes
+        minute_capacity = self.minute_capacity
+        for minute, (keys, writes) in pending.items():
+            if not keys:
+                continue
+            # Keys the window sketch does not hold (new, or pruned) go to the distinct counter (idempotent).
+            new = set(keys).difference(hot.counts)
+            if new:
+                distinct.update(new)
+            hot.add_many(keys)
+            per_minute = minutes.get(minute)
+            if per_minute is None:
+                per_minute = minutes[minute] = (HeavyHitters(minute_capacity), HeavyHitters(minute_capacity))
+            per_minute[0].add_many(keys)
+            if writes:
+                self._hot_writes.add_many(writes)
+                per_minute[1].add_many(writes)
+        ka = self._key_attrs
+        for attr, n in Counter(attrs).items():
+            _add_capped_names(ka, attr, n)
 
     # ---------------------------------------------------------------- ingest
 
     def add(self, call: ApiCall, items: Sequence[ItemAccess], epoch: float, pk_hint: str | None = None) -> None:
         """Count one call's accesses to this table (``items`` are the call's accesses to this table).
 
-        This is the hot path of every ingest (one call per CloudTrail record), so sketch updates are inlined.
+        This is the hot path of every ingest (one call per CloudTrail record): key accesses are only appended to
+        the pending batch, which :meth:`flush` folds into the sketches every :data:`PENDING_LIMIT` accesses.
         """
         self.calls += 1
         if epoch < self.first_time:
@@ -196,8 +320,7 @@ class TableWindow:
         if error is not None:
             self._add_error(call, items, error, pk_hint)
         patterns = self.patterns
-        minute = -1
-        per_minute: tuple[HeavyHitters, HeavyHitters] | None = None
+        bufs: tuple[list[str], list[str]] | None = None
         for item in items:
             is_write = item.access is Access.WRITE
             if is_write:
@@ -217,45 +340,23 @@ class TableWindow:
                     value = key[attr]
                 encoded = f'{attr}\x1f"{value}' if type(value) is str else encode_key(attr, value)
                 self.key_requests += 1
-                # HeavyHitters.add, inlined.
-                hh = self.hot
-                counts = hh.counts
-                seen = counts.get(encoded)
-                if seen is None:
-                    # A key the window has not counted (or pruned): count it as distinct (idempotent).
-                    self.distinct.add(encoded)
-                    counts[encoded] = 1
-                    if len(counts) > hh.limit:
-                        hh._prune()
-                else:
-                    counts[encoded] = seen + 1
-                hh.total += 1
-                if per_minute is None:
+                if bufs is None:
                     minute = int(epoch // 60)
-                    per_minute = self.minutes.get(minute)
-                    if per_minute is None:
-                        per_minute = self.minutes[minute] = (
-                            HeavyHitters(self.minute_capacity),
-                            HeavyHitters(self.minute_capacity),
-                        )
-                hh = per_minute[0]
-                counts = hh.counts
-                counts[encoded] = counts.get(encoded, 0) + 1
-                hh.total += 1
-                if len(counts) > hh.limit:
-                    hh._prune()
+                    if minute == self._pending_minute:
+                        bufs = self._pending_bufs
+                    else:
+                        bufs = self._pending.get(minute)
+                        if bufs is None:
+                            bufs = self._pending[minute] = ([], [])
+                        self._pending_minute = minute
+                        self._pending_bufs = bufs
+                bufs[0].append(encoded)
                 if is_write:
                     self.key_writes += 1
-                    self.hot_writes.add(encoded)
-                    per_minute[1].add(encoded)
+                    bufs[1].append(encoded)
                 else:
                     self.key_reads += 1
-                ka = self.key_attrs
-                n_attr = ka.get(attr)
-                if n_attr is not None:
-                    ka[attr] = n_attr + 1
-                elif len(ka) < 8:
-                    ka[attr] = 1
+                self._pending_attrs.append(attr)
                 template = key_template(key) or ""
             else:
                 template = ""
@@ -265,6 +366,8 @@ class TableWindow:
                 patterns[pattern] = n + 1
             else:
                 _add_capped(patterns, pattern, 1, MAX_PATTERNS, ("", OTHER, "", not full_scan))
+        if len(self._pending_attrs) >= PENDING_LIMIT:
+            self.flush()
 
     def _add_scan(self, call: ApiCall, item: ItemAccess, epoch: float) -> None:
         principal = call.principal or "(unknown)"
@@ -377,6 +480,7 @@ class TableWindow:
 
     def copy(self) -> TableWindow:
         """A lossless deep copy (the serialised form is bounded, so it is not used here)."""
+        self.flush()
         return copy.deepcopy(self)
 
     # ---------------------------------------------------------------- views
@@ -586,6 +690,11 @@ class AggregateSet:
                 self.windows[wk] = tw if take else tw.copy()
             else:
                 mine.merge(tw)
+
+    def flush(self) -> None:
+        """Fold every window's pending key accesses into its sketches (:meth:`TableWindow.flush`)."""
+        for tw in self.windows.values():
+            tw.flush()
 
     def spans(self) -> list[TableWindow]:
         """One aggregate per table, merging all its windows (``window_seconds`` = the windows covered)."""

@@ -158,3 +158,61 @@ def test_distinct_counter_roundtrip_and_size_bound() -> None:
     assert DistinctCounter.from_dict(small.to_dict()).estimate() == 1
     with pytest.raises(ValueError, match="register"):
         DistinctCounter.from_dict({"hll": "AAAA"})
+
+
+def _reference_prune(counts: dict[str, int], capacity: int) -> tuple[dict[str, int], int]:
+    """Misra-Gries pruning as the textbook states it: sort by count, keep the top ``capacity`` minus the next."""
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    cut = items[capacity][1]
+    return {k: c - cut for k, c in items[:capacity] if c > cut}, cut
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prune_matches_the_sorting_reference_including_ties(seed: int) -> None:
+    rng = random.Random(seed)
+    hh = HeavyHitters(16)
+    # Few distinct counts, so many keys tie at the cut.
+    hh.counts = Counter({f"k{i}": rng.choice([1, 2, 2, 3, 3, 3, 7]) for i in range(40)})
+    expected, cut = _reference_prune(dict(hh.counts), 16)
+    hh._prune()
+    assert dict(hh.counts) == expected
+    assert hh.error == cut
+    assert len(hh.counts) <= 16
+
+
+def test_add_many_equals_merging_the_batch_counts() -> None:
+    values = _stream(20_000, 5_000, {"hot": 0.2, "warm": 0.05}, seed=3)
+    batched = HeavyHitters(64)
+    for start in range(0, len(values), 4096):
+        batched.add_many(values[start : start + 4096])
+    merged = HeavyHitters(64)
+    for start in range(0, len(values), 4096):
+        batch = HeavyHitters(10**6)
+        for v in values[start : start + 4096]:
+            batch.add(v)
+        merged.merge(batch)
+    assert batched.counts == merged.counts and batched.total == merged.total == 20_000
+    assert batched.error == merged.error > 0
+    truth = Counter(values)
+    assert truth["hot"] - batched.counts["hot"] <= batched.error  # a lower bound within the error
+
+
+def test_add_many_is_exact_while_small() -> None:
+    values = _stream(5_000, 100, {"hot": 0.5})
+    hh = HeavyHitters(64)
+    hh.add_many(values[:2000])
+    hh.add_many(values[2000:])
+    assert hh.counts == Counter(values) and hh.error == 0
+
+
+def test_distinct_counter_update_equals_adding_one_by_one() -> None:
+    values = [f"USER#{i}" for i in range(5_000)]
+    one = DistinctCounter()
+    for v in values:
+        one.add(v)
+    many = DistinctCounter()
+    many.update(values[:100])  # exact
+    many.update(values[100:])  # crosses into HyperLogLog, then hashes in bulk
+    many.update(values[:10])  # repeats change nothing
+    assert many.exact is None and one.exact is None
+    assert many.registers == one.registers

@@ -228,3 +228,34 @@ def test_string_and_number_keys_differ() -> None:
 )
 def test_throttle_cause(code: str, message: str | None, expected: tuple) -> None:
     assert throttle_cause(code, message) == expected
+
+
+def test_batched_key_counting_is_invisible_and_exact_while_small() -> None:
+    """Key accesses are batched (PENDING_LIMIT); every read of a sketch sees them all, mid-batch or not."""
+    from auditor.aggregates.window import PENDING_LIMIT
+
+    tw = TableWindow("1", "us-east-1", "Orders", 0, 900)
+    calls = [call("GetItem", key={"pk": f"CUSTOMER#{i % 50}"}, at=i % 900) for i in range(PENDING_LIMIT + 500)]
+    calls += [call("PutItem", key={"pk": "CUSTOMER#7"}, at=10) for _ in range(30)]
+    for c in calls[:100]:
+        tw.add(c, c.items, c.time.timestamp())
+    # Read before any flush: the pending accesses are folded in by the property.
+    assert tw.hot.total == 100 and tw.distinct.estimate() == 50
+    for c in calls[100:]:
+        tw.add(c, c.items, c.time.timestamp())
+    expected = {encode_key("pk", f"CUSTOMER#{k}"): 0 for k in range(50)}
+    for i in range(PENDING_LIMIT + 500):
+        expected[encode_key("pk", f"CUSTOMER#{i % 50}")] += 1
+    expected[encode_key("pk", "CUSTOMER#7")] += 30
+    assert dict(tw.hot.counts) == expected and tw.hot.error == 0
+    assert dict(tw.hot_writes.counts) == {encode_key("pk", "CUSTOMER#7"): 30}
+    assert tw.key_attrs == {"pk": PENDING_LIMIT + 530}
+    # Per-minute sketches: minute 0 holds the 30 writes (at=10) and the reads of seconds 0..59.
+    reads_minute0 = sum(1 for i in range(PENDING_LIMIT + 500) if i % 900 < 60 and i % 50 == 7)
+    minute0 = int(calls[-1].time.timestamp()) // 60 * 60
+    assert tw.peak_minute(encode_key("pk", "CUSTOMER#7")) == (minute0, reads_minute0 + 30, 30)
+    # A copy and a round trip carry everything, pending accesses included.
+    tw.add(calls[0], calls[0].items, calls[0].time.timestamp())
+    copied = tw.copy()
+    assert copied.hot.total == tw.hot.total == PENDING_LIMIT + 531
+    assert TableWindow.from_dict(orjson.loads(tw.to_json())).hot.counts == tw.hot.counts
