@@ -457,19 +457,20 @@ def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
 def _raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
     """Whether the record ``buf[start:end]`` may belong to ``shard``, decided without parsing it when that is safe.
 
-    Returns False only when the slice holds exactly one ``"eventID":"`` (its first and last occurrences coincide)
-    with a plain (escape-free) value, balanced braces, and that value hashes to another shard: then the record is
-    this eventID's record, exactly as :meth:`Shard.owns` decides after parsing. Anything less clear returns True,
-    so the record is parsed and the caller decides with :meth:`Shard.owns`.
+    Returns False only when the slice holds exactly one ``"eventID":"`` with a plain (escape-free) value, balanced
+    braces, and that value hashes to another shard: then the record is this eventID's record, exactly as
+    :meth:`Shard.owns` decides after parsing. Anything less clear returns True, so the record is parsed and the
+    caller decides with :meth:`Shard.owns`. The cheap checks come first: a record whose first eventID hashes to
+    this shard is parsed without the others.
     """
-    p = buf.rfind(_EVENT_ID_KEY, start, end)
-    if p < 0 or buf.find(_EVENT_ID_KEY, start, p) >= 0:
+    p = buf.find(_EVENT_ID_KEY, start, end)
+    if p < 0:
         return True
     p += len(_EVENT_ID_KEY)
     q = buf.find(b'"', p, end)
-    if q < 0 or buf.find(b"\\", p, q) >= 0:
+    if q < 0 or zlib.crc32(buf[p:q]) % shard.count == shard.index:
         return True
-    if zlib.crc32(buf[p:q]) % shard.count == shard.index:
+    if buf.find(b"\\", p, q) >= 0 or buf.find(_EVENT_ID_KEY, q, end) >= 0:
         return True
     return buf.count(b"{", start, end) != buf.count(b"}", start, end)
 

@@ -147,3 +147,33 @@ def test_ingest_with_a_shard_reads_only_that_shard(trail: Path) -> None:
     assert 0 < s0.data_events < all_stats.data_events
     assert s0.data_events + s1.data_events == all_stats.data_events
     assert s0.files_read == s1.files_read == all_stats.files_read
+
+
+def _other_shard_id(shard: Shard) -> str:
+    """An eventID that hashes to a shard other than ``shard``."""
+    return next(f"id-{i}" for i in range(100) if zlib.crc32(f"id-{i}".encode()) % shard.count != shard.index)
+
+
+@pytest.mark.parametrize(
+    ("template", "skippable"),
+    [
+        ('{{"eventSource":"dynamodb.amazonaws.com","eventID":"{eid}","x":{{"a":1}}}}', True),
+        # A cut inside a record (an inner object whose first key looks like a record's): braces do not balance.
+        ('{{"eventSource":"dynamodb.amazonaws.com","eventID":"{eid}","nested":[{{"a":1}}', False),
+        # Two eventID keys: which one is the record's is only known after parsing.
+        ('{{"eventID":"{eid}","k":{{"eventID":"{eid}"}}}}', False),
+        # An escape in the value: its hash over the raw bytes may differ from the parsed value's.
+        ('{{"eventID":"{eid}\\\\u0041","eventSource":"dynamodb.amazonaws.com"}}', False),
+        ('{{"eventSource":"dynamodb.amazonaws.com"}}', False),
+    ],
+)
+def test_raw_ownership_skips_only_unambiguous_records_of_other_shards(template: str, skippable: bool) -> None:
+    from auditor.sources.cloudtrail import _raw_owned
+
+    shard = Shard(0, 2)
+    raw = template.format(eid=_other_shard_id(shard)).encode()
+    assert _raw_owned(raw, 0, len(raw), shard) is not skippable
+    # A record of this shard is always parsed.
+    mine = next(f"id-{i}" for i in range(100) if zlib.crc32(f"id-{i}".encode()) % 2 == 0)
+    raw_mine = template.format(eid=mine).encode()
+    assert _raw_owned(raw_mine, 0, len(raw_mine), shard) is True
