@@ -96,7 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--tables", metavar="NAME,...", help="audit only these tables (comma-separated)")
     audit.add_argument("--prefix", metavar="P", help="audit only tables whose name starts with P")
     audit.add_argument("--tag", metavar="K=V", help="audit only tables tagged K=V")
-    audit.add_argument("--days", type=_audit_days, default=1.0, metavar="N", help="days to look back (default: 1)")
+    audit.add_argument(
+        "--days", type=_audit_days, default=1.0, metavar="N", help="days to look back for the detectors (default: 1)"
+    )
+    audit.add_argument(
+        "--billing-days",
+        type=_billing_days,
+        default=14.0,
+        metavar="N",
+        help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
+    )
     _add_output_options(audit)
 
     billing = sub.add_parser(
@@ -263,6 +272,16 @@ def _audit_days(text: str) -> float:
     return days
 
 
+def _billing_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= days <= 15:
+        raise argparse.ArgumentTypeError("must be 0 (no billing) to 15 (CloudWatch keeps 1-minute data 15 days)")
+    return days
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
@@ -273,7 +292,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
     now = int(time.time())
     end = now - now % 60
-    result = run_audit(build_clients(args.region), selector, start=end - int(args.days * 86_400), end=end, now=now)
+    result = run_audit(
+        build_clients(args.region),
+        selector,
+        start=end - int(args.days * 86_400),
+        end=end,
+        now=now,
+        billing_days=args.billing_days,
+    )
     inventory = result.inventory
     if not inventory.tables:
         if names and set(inventory.missing) >= set(names):

@@ -67,6 +67,10 @@ class Settings(BaseModel):
     audit_table_tag: str | None = None
     #: Metrics audit: how much CloudWatch history each run reads (seconds; ``unused_index`` needs a day).
     audit_lookback_seconds: int = Field(default=86_400, ge=3_600, le=1_296_000)
+    #: Metrics audit: days of 1-minute capacity the daily billing decision reads (CloudWatch keeps 15 days of them).
+    billing_lookback_days: int = Field(default=14, ge=1, le=15)
+    #: Metrics audit: billing is decided by the run whose schedule time falls in this UTC hour (once a day).
+    billing_audit_hour_utc: int = Field(default=6, ge=0, le=23)
     #: Weekly report: how long the presigned link in the announcement works (SigV4 allows at most 7 days).
     report_link_expiry_seconds: int = Field(default=604_800, ge=60, le=604_800)
     #: Weekly report: the KMS key to encrypt report objects with (empty: the bucket's default encryption).

@@ -1,9 +1,10 @@
 """Metrics audit: an hourly EventBridge schedule -> live audit (inventory, CloudWatch, Contributor Insights) ->
 findings lifecycle -> SNS (``auditor.service.metrics_audit.run_metrics_audit``).
 
-Read-only towards the audited tables. The scheduled event's ``time`` is the audit's ``now`` (a retried event audits
-the same window). Errors propagate: the invocation fails and the next schedule (or the asynchronous retry) runs
-again; failed publishes stay in the outbox for the next run.
+Read-only towards the audited tables. The scheduled event's ``time`` is the audit's ``now``: a retried event audits
+the same window, and decides billing when that time is in the UTC hour ``BILLING_AUDIT_HOUR_UTC``, like the first
+attempt. Errors propagate: the invocation fails and the next schedule (or the asynchronous retry) runs again; failed
+publishes stay in the outbox for the next run.
 """
 
 from __future__ import annotations
@@ -48,5 +49,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     store = FindingsStore(
         state_ddb, settings.require("state_table_name"), retention_days=settings.finding_retention_days
     )
-    result = run_metrics_audit(audit_clients, store, sns, MetricsAuditParams.from_settings(settings), now=schedule.time)
+    result = run_metrics_audit(
+        audit_clients,
+        store,
+        sns,
+        MetricsAuditParams.from_settings(settings),
+        now=schedule.time,
+        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
     return result.as_dict()

@@ -317,21 +317,33 @@ class ServiceDemo:
         self.say(f"  SNS     {summary.sns_messages} finding messages; Slack received {summary.slack_posts} posts")
 
     def metrics_audit(self, summary: RunSummary, now: datetime) -> None:
-        """The hourly metrics audit over an hour of planted CloudWatch metrics."""
+        """The hourly metrics audit over an hour of planted CloudWatch metrics: the day's billing run.
+
+        Billing is decided by the run in ``BILLING_AUDIT_HOUR_UTC``, so the demo's run is given that hour. Its billing
+        read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
+        low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
+        """
         from auditor.demo.extras import plant_tables_and_metrics
         from handlers import metrics_audit
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
         self.say(f"  CloudWatch  an hour of per-minute metrics for {len(tables)} tables (Orders with its ByStatus GSI)")
-        result: dict[str, Any] = dict(
-            metrics_audit.lambda_handler(
-                scheduled_event(now, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-metrics-audit"),
-                lambda_context("metrics-audit"),
+        billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
+        with _environment(billing):
+            result: dict[str, Any] = dict(
+                metrics_audit.lambda_handler(
+                    scheduled_event(now, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-metrics-audit"),
+                    lambda_context("metrics-audit"),
+                )
+                or {}
             )
-            or {}
-        )
         summary.evaluation = result
+        read = result.get("billing") or {}
         self.say(f"  metrics audit  {_counts(result)}")
+        self.say(
+            f"  billing  the day's billing run: {read.get('tables_decided', 0)} tables decided from a "
+            f"{read.get('days', 0):g}-day read of 1-minute capacity (CloudWatch has the planted hour of it)"
+        )
 
     def stream_item_sizes(self, summary: RunSummary, now: datetime) -> None:
         """Documents items growing towards 400 KB, through the table's stream and the item-size watcher."""

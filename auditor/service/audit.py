@@ -4,19 +4,25 @@
 Every failed call is a gap (reported, never fatal); a detector that fails on one table is reported and the other
 tables are still audited.
 
-Billing: each table's consumed and provisioned capacity over the audited window (:func:`capacity_history`, the
-``ddb-audit billing --input`` document, with the table size from the inventory) goes through the billing decision
-(:func:`auditor.billing.decide.analyze_billing`, ``aws`` simulation by default), which gives the ``billing_mode`` and
-``table_class`` findings (:func:`billing_findings`). Their evidence says ``source: "cloudwatch"``, so the metrics
-audit resolves them like its other CloudWatch findings. The window is the audit's own: a one-day lookback is a
-one-day analysis, and the decision's confidence (and so the severity) says so. A table is left out of the billing
-analysis, without a finding, when its billing mode is unknown, a capacity series could not be read, a provisioned
-table or GSI has no provisioned-capacity series in CloudWatch (the capacity in force is then unknown: DescribeTable
-only says what it is now), or an on-demand table consumed nothing.
+Billing has its own read (:func:`audit_billing`), separate from the audited window: ``billing_days`` (``ddb-audit audit
+--billing-days``, default 14; the metrics audit's once-a-day billing run) of 1-minute consumed capacity of each table
+and GSI, and the provisioned capacity of provisioned ones (:func:`auditor.sources.cloudwatch.read_billing_metrics`,
+fetched and decided a group of tables at a time). Each table's history (:func:`capacity_history`, the ``ddb-audit
+billing --input`` document, with the table size from the inventory) starts where CloudWatch can have data for it
+(:func:`covered`: the table's creation or first datapoint when inside the window), so a table younger than the
+lookback, or minutes CloudWatch no longer keeps, give a shorter ``days_analyzed`` and the decision's confidence
+(and so the severity) says so. The decision
+(:func:`auditor.billing.decide.analyze_billing`, ``aws`` simulation by default) gives the ``billing_mode`` and
+``table_class`` findings (:func:`billing_findings`), with ``evidence.source = "cloudwatch_billing"``: only a run that
+read a table's billing series may resolve them. A table is left out of the billing analysis, without a finding, when
+its billing mode is unknown, a capacity series could not be read, a provisioned table or GSI has no
+provisioned-capacity series in CloudWatch (the capacity in force is then unknown: DescribeTable only says what it is
+now), or an on-demand table consumed nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,8 +59,9 @@ from auditor.models.metrics import (
 )
 from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
 from auditor.render import findings_table, render_columns, to_json
-from auditor.sources.aws_calls import CLIENT_CONFIG
-from auditor.sources.cloudwatch import MetricsResult, collect_metrics
+from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
+from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
+from auditor.sources.cloudwatch import MetricsResult, billing_window, collect_metrics, read_billing_metrics
 from auditor.sources.contributor_insights import read_insight_reports
 from auditor.sources.inventory import TableSelector, collect_inventory
 
@@ -71,17 +78,27 @@ __all__ = [
     "AuditError",
     "AuditResult",
     "BillingAuditConfig",
+    "BillingRead",
+    "audit_billing",
     "billing_blocker",
     "billing_findings",
     "build_clients",
     "capacity_history",
+    "evaluate_billing",
+    "evaluate_table",
     "render_audit",
     "run_audit",
     "table_billing",
 ]
 
 #: The evidence ``source`` of the billing findings the audit makes (what the metrics audit may resolve them by).
-BILLING_SOURCE = "cloudwatch"
+BILLING_SOURCE = SOURCE_CLOUDWATCH_BILLING
+#: Days of 1-minute capacity the billing decision reads by default (the archived awslabs evaluator's 14).
+DEFAULT_BILLING_DAYS = 14
+#: CloudWatch keeps 1-minute datapoints for 15 days.
+MAX_BILLING_DAYS = 15
+#: The billing read starts no new group of tables with less time than this left (``time_left``).
+BILLING_TIME_RESERVE_SECONDS = 60.0
 
 
 class AuditError(AuditorError):
@@ -143,6 +160,58 @@ def build_clients(region: str | None = None) -> AuditClients:
 
 
 @dataclass(slots=True)
+class BillingRead:
+    """What the billing read of one audit covered (:func:`audit_billing`)."""
+
+    #: The read window (epoch seconds): ``days`` before the audit's end, at most CloudWatch's 15 days.
+    start: int
+    end: int
+    days: float
+    period: int = 60
+    #: Tables whose billing series were all read (and whose billing mode is known): a run may resolve their billing
+    #: findings, unless the decision itself failed (an ``errors`` entry ``"billing on <table>: ..."``).
+    read_complete: set[str] = field(default_factory=set)
+    #: Decided tables: the days of data the decision used (from the first minute CloudWatch has to the end).
+    coverage_days: dict[str, float] = field(default_factory=dict)
+    #: Tables left undecided, with the reason.
+    skipped: dict[str, str] = field(default_factory=dict)
+    groups: int = 0
+    stats: ApiStats = field(default_factory=ApiStats)
+    gaps: list[Gap] = field(default_factory=list)
+
+    def as_dict(self, *, per_table: bool = True) -> dict[str, Any]:
+        """JSON-ready summary; without ``per_table`` the coverage and skip reasons are summarised (a log line for
+        thousands of tables stays small): coverage days min/max, skipped tables counted by reason."""
+        from auditor.detectors.cw_common import iso
+
+        coverage: dict[str, Any] = {t: round(d, 3) for t, d in sorted(self.coverage_days.items())}
+        skipped: dict[str, Any] = dict(sorted(self.skipped.items()))
+        if not per_table:
+            days = list(self.coverage_days.values())
+            coverage = {"min": round(min(days), 3), "max": round(max(days), 3)} if days else {}
+            reasons: dict[str, int] = {}
+            for reason in self.skipped.values():
+                reasons[reason] = reasons.get(reason, 0) + 1
+            skipped = dict(sorted(reasons.items()))
+        return {
+            "window_start": iso(self.start),
+            "window_end": iso(self.end),
+            "days": round((self.end - self.start) / 86_400, 3),
+            "period_seconds": self.period,
+            "tables_read": len(self.read_complete),
+            "tables_decided": len(self.coverage_days),
+            "coverage_days": coverage,
+            "skipped": skipped,
+            "groups": self.groups,
+            "get_metric_data_calls": self.stats.calls.get("cloudwatch:GetMetricData", 0),
+            "list_metrics_calls": self.stats.calls.get("cloudwatch:ListMetrics", 0),
+            "metrics_requested": self.stats.metrics_requested,
+            "datapoints": self.stats.datapoints,
+            "estimated_cost_usd": round(self.stats.estimated_cost_usd, 6),
+        }
+
+
+@dataclass(slots=True)
 class AuditResult:
     """Findings of one audit run, with everything they were computed from."""
 
@@ -158,6 +227,8 @@ class AuditResult:
     #: Findings passed in as ``related_findings`` that correlation changed (raised and linked): store them too.
     updated_related: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    #: The billing read, when the audit decided billing (``billing_days`` > 0).
+    billing: BillingRead | None = None
 
     def table_metrics(self, table: str) -> TableMetrics | None:
         return self.metrics.tables.get(table)
@@ -185,6 +256,7 @@ class AuditResult:
             "insight_reports": len(self.insight_reports),
             "gaps": len(self.gaps),
             **self.stats.as_dict(),
+            "billing": self.billing.as_dict() if self.billing is not None else None,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -212,15 +284,23 @@ def _guarded(errors: list[str], detector: str, table: str, fn: Callable[[], list
 def evaluate_table(
     profile: TableProfile, tm: TableMetrics, config: AuditConfig, errors: list[str] | None = None
 ) -> list[Finding]:
-    """The CloudWatch detectors of one table, billing included (pure)."""
+    """The CloudWatch detectors of one table over the audited window (pure). Billing has its own read and window:
+    :func:`evaluate_billing`."""
     errs = errors if errors is not None else []
     return [
         *_guarded(errs, "cw_throttling", profile.name, lambda: cw_throttling.detect(profile, tm, config.throttling)),
         *_guarded(errs, "cw_scan", profile.name, lambda: cw_scan.detect(profile, tm, config.scan)),
         *_guarded(errs, "unused_index", profile.name, lambda: unused_index.detect(profile, tm, config.unused_index)),
         *_guarded(errs, "large_item", profile.name, lambda: large_write_estimate(profile, tm, config.large_writes)),
-        *_guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config.billing)),
     ]
+
+
+def evaluate_billing(
+    profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig, errors: list[str] | None = None
+) -> list[Finding]:
+    """:func:`table_billing` on the table's billing read, a failure reported as ``"billing on <table>: ..."`` (pure)."""
+    errs = errors if errors is not None else []
+    return _guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config))
 
 
 # ------------------------------------------------------------------------------------------------------ billing
@@ -239,16 +319,18 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
     from auditor.detectors.cw_common import iso
 
     provisioned = profile.billing_mode == PROVISIONED
-    periods = len(range(tm.start, tm.end, tm.period))
-    by_index = {entry["index"]: entry for entry in tm.capacity_history()}
+    times = range(tm.start, tm.end, tm.period)
     series: list[dict[str, Any]] = []
     for index in (None, *sorted(g.name for g in profile.gsis)):
-        entry = dict(by_index.get(index) or {"index": index})
+        res = tm.resources.get(index)
+        entry: dict[str, Any] = {"index": index}
         for access in ("read", "write"):
-            entry.setdefault(f"consumed_{access}", [0.0] * periods)
-            prov = entry.get(f"provisioned_{access}")
+            consumed = res.get(CONSUMED[access]) if res is not None else None
+            points = consumed.points if consumed is not None else {}
+            entry[f"consumed_{access}"] = [points.get(t, 0.0) for t in times]
+            prov = res.get(PROVISIONED_METRIC[access]) if res is not None and provisioned else None
             # Capacity is never 0 on a provisioned resource: 0 here is "before the first 5-minute value".
-            entry[f"provisioned_{access}"] = [v or None for v in prov] if provisioned and prov is not None else None
+            entry[f"provisioned_{access}"] = [v or None for v in _carried(prov, times)] if prov is not None else None
         series.append(entry)
     doc: dict[str, Any] = {
         "table": profile.name,
@@ -263,6 +345,19 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
     if profile.size_bytes is not None:
         doc["table_size_bytes"] = sum(s for s in sizes if s is not None)
     return doc
+
+
+def _carried(series: MetricSeries, times: range) -> list[float | None]:
+    """The series' latest value at or before each of ``times`` (None before its first value), in one pass."""
+    points = sorted(series.points.items())
+    out: list[float | None] = []
+    i, current = 0, None
+    for t in times:
+        while i < len(points) and points[i][0] <= t:
+            current = points[i][1]
+            i += 1
+        out.append(current)
+    return out
 
 
 def _has_points(series: MetricSeries | None) -> bool:
@@ -304,7 +399,7 @@ def billing_findings(
     ``history`` is the ``ddb-audit billing --input`` document (:func:`capacity_history`); an invalid one raises
     :class:`~auditor.exceptions.InputError`. ``prices`` default to the bundled prices of the history's region (a
     labelled us-east-1 default for a region without bundled prices). The findings carry the profile's account and
-    ``evidence.source = "cloudwatch"``.
+    ``evidence.source = "cloudwatch_billing"``.
     """
     cfg = config or BillingAuditConfig()
     if not cfg.enabled:
@@ -333,16 +428,137 @@ def billing_findings(
     return [f.model_copy(update={"evidence": {**f.evidence, "source": BILLING_SOURCE}}) for f in analysis.findings]
 
 
+def _epoch(iso_time: str | None) -> int | None:
+    if not iso_time:
+        return None
+    try:
+        moment = datetime.fromisoformat(iso_time)
+    except ValueError:
+        return None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+
+
+def covered(profile: TableProfile, tm: TableMetrics) -> TableMetrics:
+    """``tm`` from where CloudWatch can have the table's data (the same series): what the window really covers.
+
+    That is the window start, or later for a table younger than the window: the earlier of its creation time
+    (DescribeTable) and its first datapoint. (Minutes before a table existed are no evidence of idleness; minutes
+    of an existing table without datapoints are idle ones. A table re-created under the same name keeps the name's
+    older metrics: they count. Minutes CloudWatch no longer keeps are already outside the window.)
+    """
+    first = min((min(s.points) for res in tm.resources.values() for s in res.series.values() if s.points), default=None)
+    created = _epoch(profile.created)
+    known = [t for t in (first, created) if t is not None]
+    if not known or min(known) <= tm.start:
+        return tm
+    begin = min(known)
+    begin -= (begin - tm.start) % tm.period  # down to the window's periods
+    return TableMetrics(tm.table, min(begin, tm.end), tm.end, tm.period, tm.resources)
+
+
 def table_billing(profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig) -> list[Finding]:
-    """:func:`billing_findings` from the audited series, when the data allows a decision (:func:`billing_blocker`)."""
+    """:func:`billing_findings` from a billing read, when the data allows a decision (:func:`billing_blocker`).
+
+    The history starts where the table's data can (:func:`covered`), so ``days_analyzed`` is the real coverage.
+    """
     if not config.enabled:
         return []
     reason = billing_blocker(profile, tm)
-    history = capacity_history(profile, tm) if reason is None else None
+    history = capacity_history(profile, covered(profile, tm)) if reason is None else None
     if history is None:
         log.info("billing_skipped", table=profile.name, reason=reason)
         return []
     return billing_findings(profile, history, config)
+
+
+def audit_billing(
+    cloudwatch: CloudWatchClient,
+    profiles: Sequence[TableProfile],
+    *,
+    end: int,
+    now: int,
+    days: float,
+    config: BillingAuditConfig,
+    errors: list[str],
+    time_left: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[Finding], BillingRead]:
+    """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only).
+
+    Tables are read and decided a group at a time (:func:`auditor.sources.cloudwatch.read_billing_metrics`); each
+    group's series are dropped before the next is read. A decision that fails is an ``errors`` entry
+    (``"billing on <table>: ..."``). With ``time_left`` (seconds left to run), no group is started with less than
+    :data:`BILLING_TIME_RESERVE_SECONDS` left: the tables not reached are skipped (and not ``read_complete``); the
+    tables are read in an order that changes daily, so the ones left out change too.
+    """
+    if not 0 < days <= MAX_BILLING_DAYS:
+        raise ValueError(f"billing days must be more than 0 and at most {MAX_BILLING_DAYS}")
+    start, stop = billing_window(end, days, now)
+    read = BillingRead(start=start, end=stop, days=days)
+    findings: list[Finding] = []
+    # Read in an order that changes every day (and not within one: a retried event reads the same way), so that
+    # when runs stop for time it is not always the same tables that go undecided.
+    day = stop // 86_400
+    known = sorted(
+        (p for p in profiles if p.billing_mode in (ON_DEMAND, PROVISIONED)),
+        key=lambda p: hashlib.sha256(f"{day}:{p.name}".encode()).digest(),
+    )
+    for p in profiles:
+        if p.billing_mode not in (ON_DEMAND, PROVISIONED):
+            read.skipped[p.name] = "billing mode unknown"
+    by_name = {p.name: p for p in known}
+    pending = set(by_name)
+
+    def in_time() -> bool:
+        return time_left is None or time_left() >= BILLING_TIME_RESERVE_SECONDS
+
+    groups = read_billing_metrics(cloudwatch, known, start, stop, read.stats, proceed=in_time, sleep=sleep)
+    try:
+        for group in groups:
+            read.groups += 1
+            read.gaps += group.gaps
+            for name, tm in group.tables.items():
+                profile = by_name[name]
+                pending.discard(name)
+                reason = billing_blocker(profile, tm)
+                if not any(res.unavailable for res in tm.resources.values()):
+                    read.read_complete.add(name)
+                if reason is not None:
+                    read.skipped[name] = reason
+                    log.info("billing_skipped", table=name, reason=reason)
+                    continue
+                failures = len(errors)
+                findings += evaluate_billing(profile, tm, config, errors)
+                if len(errors) > failures:
+                    read.skipped[name] = "the decision failed (see errors)"
+                    continue
+                window = covered(profile, tm)
+                read.coverage_days[name] = (window.end - window.start) / 86_400
+    except BotoCoreError as exc:  # the endpoint went away mid-read: the tables not reached stay undecided
+        read.gaps.append(
+            Gap(
+                call="cloudwatch:GetMetricData",
+                error_code=type(exc).__name__,
+                message=error_message(exc),
+                facet="billing_metrics",
+            )
+        )
+    finally:
+        groups.close()
+    if pending and not in_time():
+        log.warning("billing_out_of_time", tables_not_read=len(pending))
+        read.gaps.append(
+            Gap(
+                call="cloudwatch:GetMetricData",
+                error_code="OutOfTime",
+                message=f"{len(pending)} tables not read: less than {BILLING_TIME_RESERVE_SECONDS:.0f} s left",
+                facet="billing_metrics",
+            )
+        )
+    for name in sorted(pending):
+        read.skipped[name] = "not read"
+    log.info("billing_read_finished", findings=len(findings), **read.as_dict(per_table=False))
+    return findings, read
 
 
 def large_write_estimate(profile: TableProfile, tm: TableMetrics, cfg: LargeItemConfig) -> list[Finding]:
@@ -377,12 +593,16 @@ def run_audit(
     now: int | None = None,
     config: AuditConfig | None = None,
     related_findings: Sequence[Finding] = (),
+    billing_days: float = 0,
+    time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> AuditResult:
     """Audit the selected tables over ``[start, end)`` (epoch seconds). Read-only.
 
     ``related_findings`` (e.g. the open CloudTrail ``hot_key`` findings from the state table) take part in the
-    correlation; the ones it changes are returned in ``updated_related``.
+    correlation; the ones it changes are returned in ``updated_related``. With ``billing_days`` > 0 (at most 15)
+    billing is decided from its own read of the ``billing_days`` before ``end`` (:func:`audit_billing`; ``time_left``
+    bounds it); 0 decides no billing.
     """
     config = config or AuditConfig()
     stats = ApiStats()
@@ -409,6 +629,21 @@ def run_audit(
         tm = metrics.tables.get(profile.name)
         if tm is not None:
             findings += evaluate_table(profile, tm, config, errors)
+    billing: BillingRead | None = None
+    if billing_days > 0 and config.billing.enabled:
+        billing_findings_, billing = audit_billing(
+            clients.cloudwatch,
+            inventory.tables,
+            end=metrics.end,
+            now=end if now is None else now,
+            days=billing_days,
+            config=config.billing,
+            errors=errors,
+            time_left=time_left,
+            sleep=sleep,
+        )
+        findings += billing_findings_
+        stats.merge(billing.stats)
     profiles = {p.name: p for p in inventory.tables}
     findings += _guarded(
         errors, "ci_hot_key", "*", lambda: ci_hot_key.detect(reports, profiles, config.contributor_insights)
@@ -418,7 +653,7 @@ def run_audit(
     findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)
     before = {f.id: f for f in related_findings}
     updated = [f for f in combined if f.id in before and f.id not in own and f != before[f.id]]
-    gaps = [*inventory.all_gaps(), *metrics.gaps, *ci_gaps]
+    gaps = [*inventory.all_gaps(), *metrics.gaps, *ci_gaps, *(billing.gaps if billing is not None else ())]
     result = AuditResult(
         findings=findings,
         inventory=inventory,
@@ -430,6 +665,7 @@ def run_audit(
         errors=errors,
         updated_related=updated,
         gaps=gaps,
+        billing=billing,
     )
     log.info(
         "audit_finished",
@@ -455,6 +691,14 @@ def render_audit(result: AuditResult, fmt: str) -> str:
         f"estimated CloudWatch cost ${st['estimated_cost_usd']:.4f}"
     )
     window = f"{st['window_start']} to {st['window_end']} ({st['period_seconds']}-second periods)"
+    billing = "not decided in this run"
+    if result.billing is not None:
+        b = result.billing.as_dict()
+        billing = (
+            f"{b['window_start']} to {b['window_end']} ({b['period_seconds']}-second periods): "
+            f"{b['tables_decided']} tables decided, {len(b['skipped'])} skipped; {b['get_metric_data_calls']} "
+            f"GetMetricData calls, {b['metrics_requested']} metrics requested, {b['datapoints']} datapoints"
+        )
     rows = [
         (
             t.name,
@@ -484,11 +728,12 @@ def render_audit(result: AuditResult, fmt: str) -> str:
         out += ["| " + " | ".join(r) + " |" for r in rows]
         if result.gaps:
             out += ["", "## Gaps (unknown facets)", ""] + [f"- {g.describe()}" for g in result.gaps]
+        out += ["", "## Billing read", "", billing]
         out += ["", "## Cost of this run", "", cost, ""]
         return "\n".join(out)
     lines = ["Findings", "========", *findings_table(result.findings), "", "Tables", "======"]
     lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No tables audited."]
     if result.gaps:
         lines += ["", "Gaps (unknown facets)", "====================="] + [g.describe() for g in result.gaps]
-    lines += ["", f"Window: {window}", f"Cost: {cost}"]
+    lines += ["", f"Window: {window}", f"Billing: {billing}", f"Cost: {cost}"]
     return "\n".join(lines) + "\n"

@@ -4,18 +4,21 @@ One run (:func:`run_metrics_audit`):
 
 1. :func:`auditor.service.audit.run_audit` over the selected tables (``AUDIT_TABLES``, ``AUDIT_TABLE_PREFIX``,
    ``AUDIT_TABLE_TAG``; all tables when none is set) for the ``AUDIT_LOOKBACK_SECONDS`` before the schedule time
-   (whole minutes): inventory, CloudWatch metrics, Contributor Insights, the throttling, scan-volume and
-   unused-index detectors, and the billing decision (``billing_mode`` and ``table_class`` findings over the same
-   lookback: a short lookback gives a low-confidence, low-severity recommendation). Read-only; failed calls are gaps,
-   never fatal.
+   (whole minutes): inventory, CloudWatch metrics, Contributor Insights, the throttling, scan-volume, unused-index
+   and large-write detectors. Once a day, in the run whose schedule time falls in the UTC hour
+   ``BILLING_AUDIT_HOUR_UTC`` (a retried event has the same time, so it makes the same choice), also the billing
+   decision over its own read of the ``BILLING_LOOKBACK_DAYS`` of 1-minute capacity before the schedule time
+   (``billing_mode`` and ``table_class`` findings, :func:`auditor.service.audit.audit_billing`); the other runs do not
+   decide billing. Read-only; failed calls are gaps, never fatal.
 2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
    part in :func:`auditor.detectors.correlate.correlate`; the ones it raises and links are recorded too (a raised
    one is announced as ``worsened``).
 3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
-   only what it can vouch for (:func:`audit_scope`): CloudWatch findings (billing ones included: their evidence
-   says ``source: "cloudwatch"``) of tables whose every series was read and whose CloudWatch detectors ran, and
-   Contributor Insights findings of tables whose reports were read. It never resolves a CloudTrail or Streams
-   finding.
+   only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
+   whose CloudWatch detectors ran, Contributor Insights findings of tables whose reports were read and, in the
+   billing run only, billing findings (``source: "cloudwatch_billing"``) of tables whose billing series were all read
+   and decided without error. So an hourly run that did not decide billing leaves the billing findings as they are.
+   It never resolves a CloudTrail or Streams finding.
 
 The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
 nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the
@@ -39,6 +42,7 @@ from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditRe
 from auditor.service.record import (
     SOURCE_CLOUDTRAIL,
     SOURCE_CLOUDWATCH,
+    SOURCE_CLOUDWATCH_BILLING,
     SOURCE_CONTRIBUTOR_INSIGHTS,
     LifecycleParams,
     OpenFindings,
@@ -60,6 +64,8 @@ log = structlog.get_logger(__name__)
 
 #: The Contributor Insights detector (it runs once over every table: ``run_audit`` reports it on table ``*``).
 _CI_DETECTOR = "ci_hot_key"
+#: The billing decision (``run_audit`` reports a failure as ``"billing on <table>: ..."``).
+_BILLING_DETECTOR = "billing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +76,22 @@ class MetricsAuditParams:
     selector: TableSelector = field(default_factory=TableSelector)
     lookback_seconds: int = 86_400
     audit: AuditConfig = field(default_factory=AuditConfig)
+    #: Days of 1-minute capacity the billing run reads (1..15).
+    billing_lookback_days: int = 14
+    #: The UTC hour whose run decides billing (0..23).
+    billing_hour_utc: int = 6
 
     def __post_init__(self) -> None:
         if self.lookback_seconds < 60:
             raise ValueError("lookback_seconds must be >= 60")
+        if not 1 <= self.billing_lookback_days <= 15:
+            raise ValueError("billing_lookback_days must be 1..15")
+        if not 0 <= self.billing_hour_utc <= 23:
+            raise ValueError("billing_hour_utc must be 0..23")
+
+    def bills_at(self, now: datetime) -> bool:
+        """Whether the run scheduled at ``now`` decides billing: its UTC hour is the billing hour."""
+        return utc(now).hour == self.billing_hour_utc
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MetricsAuditParams:
@@ -88,6 +106,8 @@ class MetricsAuditParams:
                 tag=(key.strip(), value.strip()) if tag else None,
             ),
             lookback_seconds=settings.audit_lookback_seconds,
+            billing_lookback_days=settings.billing_lookback_days,
+            billing_hour_utc=settings.billing_audit_hour_utc,
         )
 
 
@@ -110,6 +130,8 @@ class MetricsAuditResult:
     #: (source, table) pairs this run could resolve findings on.
     resolvable: int
     recorded: RecordResult
+    #: The billing read when this run decided billing (the billing hour), summarised (:meth:`BillingRead.as_dict`).
+    billing: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary."""
@@ -126,6 +148,8 @@ class MetricsAuditResult:
             "metrics_requested": self.metrics_requested,
             "estimated_cost_usd": round(self.estimated_cost_usd, 6),
             "resolvable": self.resolvable,
+            "billing_run": self.billing is not None,
+            "billing": self.billing,
             **self.recorded.as_dict(),
         }
 
@@ -141,7 +165,8 @@ def _failed(errors: Sequence[str], table: str, detector: str | None = None) -> b
 
 
 def audit_scope(result: AuditResult) -> ResolveScope:
-    """What an audit run may resolve: see the module docstring. The horizon is the end of the audited window."""
+    """What an audit run may resolve: see the module docstring. The horizon is the end of the audited window (of the
+    billing read, for billing findings)."""
     horizon = datetime.fromtimestamp(result.end, UTC)
     ci_tables = {r.table for r in result.insight_reports}
     ci_failed = {g.table for g in result.gaps if g.facet == "contributor_insights"}
@@ -151,8 +176,14 @@ def audit_scope(result: AuditResult) -> ResolveScope:
         key: TableKey = (profile.account, profile.region, profile.name)
         tm = result.metrics.tables.get(profile.name)
         complete = tm is not None and not any(res.unavailable for res in tm.resources.values())
-        if complete and not _failed(result.errors, profile.name):  # a detector that failed proves no absence
+        # A detector that failed proves no absence (billing has its own scope: it reads and decides on its own).
+        table_errors = [e for e in result.errors if f" on {profile.name}: " in e]
+        billing_failed = _failed(table_errors, profile.name, _BILLING_DETECTOR)
+        if complete and len(table_errors) == int(billing_failed):
             horizons[(SOURCE_CLOUDWATCH, key)] = horizon
+        billing = result.billing
+        if billing is not None and profile.name in billing.read_complete and not billing_failed:
+            horizons[(SOURCE_CLOUDWATCH_BILLING, key)] = datetime.fromtimestamp(billing.end, UTC)
         if profile.name in ci_tables and profile.name not in ci_failed and not ci_detector_failed:
             horizons[(SOURCE_CONTRIBUTOR_INSIGHTS, key)] = horizon
     return ResolveScope(horizons)
@@ -183,12 +214,19 @@ def run_metrics_audit(
     params: MetricsAuditParams,
     now: datetime,
     *,
+    time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MetricsAuditResult:
-    """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish."""
+    """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish.
+
+    ``now`` is the schedule time: in the billing hour (:meth:`MetricsAuditParams.bills_at`) the run also decides
+    billing. ``time_left`` (seconds left in the invocation) keeps the billing read from starting work it cannot
+    finish.
+    """
     now = utc(now)
     now_s = int(now.timestamp())
     end = now_s - now_s % 60
+    billing = params.bills_at(now)
     audit = run_audit(
         clients,
         params.selector,
@@ -196,6 +234,8 @@ def run_metrics_audit(
         end=end,
         now=now_s,
         config=params.audit,
+        billing_days=params.billing_lookback_days if billing else 0,
+        time_left=time_left,
         sleep=sleep,
     )
     inventory = audit.inventory
@@ -230,6 +270,7 @@ def run_metrics_audit(
         estimated_cost_usd=audit.stats.estimated_cost_usd,
         resolvable=len(scope.horizons),
         recorded=recorded,
+        billing=audit.billing.as_dict(per_table=False) if audit.billing is not None else None,
     )
     log.info("metrics_audit_finished", **result.as_dict())
     return result

@@ -24,8 +24,9 @@ finding's ``last_seen``. Everything else is left exactly as stored. So:
 - the **window evaluator** resolves ``cloudtrail`` findings of the tables with traffic in the evaluated windows;
 - the **metrics audit** resolves ``cloudwatch`` findings of the tables whose metrics were all read and whose
   CloudWatch detectors ran, and ``contributor_insights`` findings of the tables whose Contributor Insights reports
-  were read (:func:`auditor.service.metrics_audit.audit_scope`); it never resolves a CloudTrail finding, and the
-  evaluator never resolves a CloudWatch one;
+  were read (:func:`auditor.service.metrics_audit.audit_scope`), and, in its once-a-day billing run only,
+  ``cloudwatch_billing`` findings of the tables whose billing series were all read; it never resolves a CloudTrail
+  finding, and the evaluator never resolves a CloudWatch one;
 - the **stream item-size watcher** resolves nothing (:meth:`ResolveScope.nothing`): a batch shows only the items
   written in it, and an item not written is unchanged, not fixed (items do not disappear from a table because a
   stream is quiet). Looking the table's open findings up on every batch would also cost state-table reads on a path
@@ -72,6 +73,7 @@ __all__ = [
     "DEFAULT_PUBLISH_LIMIT",
     "SOURCE_CLOUDTRAIL",
     "SOURCE_CLOUDWATCH",
+    "SOURCE_CLOUDWATCH_BILLING",
     "SOURCE_CONTRIBUTOR_INSIGHTS",
     "SOURCE_STREAMS",
     "LifecycleParams",
@@ -87,6 +89,8 @@ log = structlog.get_logger(__name__)
 
 SOURCE_CLOUDTRAIL = "cloudtrail"
 SOURCE_CLOUDWATCH = "cloudwatch"
+#: The billing decision's findings (``billing_mode``, ``table_class``): the metrics audit's once-a-day billing read.
+SOURCE_CLOUDWATCH_BILLING = "cloudwatch_billing"
 SOURCE_CONTRIBUTOR_INSIGHTS = "contributor_insights"
 SOURCE_STREAMS = "dynamodb_streams"
 
@@ -95,8 +99,8 @@ DEFAULT_PUBLISH_LIMIT = 200
 
 #: The source of findings whose evidence does not name one (the detectors name it; this is the fallback). Kinds with
 #: several possible sources (hot_key, scan, throttling, large_item's CloudWatch estimate) or also an offline one
-#: (billing_mode, table_class: the live audit sets ``evidence.source`` to ``cloudwatch``) have no fallback: such a
-#: finding without a source is never resolved by absence.
+#: (billing_mode, table_class: the live audit sets ``evidence.source`` to ``cloudwatch_billing``) have no fallback:
+#: such a finding without a source is never resolved by absence.
 _KIND_SOURCE: dict[FindingKind, str] = {
     FindingKind.LOW_CARDINALITY_KEY: SOURCE_CLOUDTRAIL,
     FindingKind.ITEM_SIZE_EXCEEDED: SOURCE_CLOUDTRAIL,

@@ -15,12 +15,21 @@
 
 Every call, the metrics requested and the estimated cost ($0.01 per 1,000 metrics) are counted in
 :class:`~auditor.models.metrics.ApiStats` and logged.
+
+The **billing read** (:func:`read_billing_metrics`) is a second, separate read for the billing decision: only the
+consumed capacity of each table and GSI (per-minute ``Sum``) and, on provisioned tables, their provisioned capacity
+(published every 5 minutes: 5-minute ``Average``), over up to 15 days (how long CloudWatch keeps 1-minute data).
+It discovers once (ListMetrics), then fetches a group of tables at a time (so at most about
+:data:`BILLING_GROUP_DATAPOINTS` datapoints are held at once) with the same :func:`fetch_series`, packing each call
+by datapoints (:func:`plan_batches`): GetMetricData returns at most 100,800 datapoints per response, and every page
+beyond that re-sends all the call's queries (counted as requested again: the per-metric price read pessimistically),
+so a call holds as many series as fit in one page (five 14-day 1-minute series) rather than 500.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +38,7 @@ import structlog
 from botocore.exceptions import ClientError
 
 from auditor.models.inventory import ON_DEMAND, Gap, Inventory, TableProfile
+from auditor.models.inventory import PROVISIONED as PROVISIONED_MODE
 from auditor.models.metrics import (
     CAUSE_METRICS,
     CONSUMED,
@@ -51,20 +61,35 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 __all__ = [
+    "BILLING_GROUP_DATAPOINTS",
+    "MAX_DATAPOINTS_PER_CALL",
     "MAX_QUERIES_PER_CALL",
+    "ONE_MINUTE_RETENTION_SECONDS",
     "MetricsResult",
     "align_window",
+    "billing_series",
+    "billing_window",
     "candidate_series",
     "choose_period",
     "collect_metrics",
     "discover_active",
+    "estimated_points",
     "fetch_series",
+    "plan_batches",
+    "read_billing_metrics",
 ]
 
 MAX_QUERIES_PER_CALL = 500
+#: Datapoints one GetMetricData response holds; more are paged (``NextToken``), every page re-sending the queries.
+MAX_DATAPOINTS_PER_CALL = 100_800
 #: Provisioned capacity (and every non-counter DynamoDB metric) is published every 5 minutes.
 PROVISIONED_PERIOD = 300
 _DAY = 86_400
+#: CloudWatch keeps 1-minute datapoints for 15 days (then 5-minute ones for 63 days, hourly ones for 455).
+ONE_MINUTE_RETENTION_SECONDS = 15 * _DAY
+#: The billing read holds about this many datapoints at once (four full GetMetricData responses: some 40 MB of
+#: series), fetching and deciding a group of tables at a time.
+BILLING_GROUP_DATAPOINTS = 4 * MAX_DATAPOINTS_PER_CALL
 
 #: The per-minute counters every table and GSI gets (name, statistic).
 _COUNTERS: tuple[str, ...] = (
@@ -113,6 +138,61 @@ def candidate_series(profile: TableProfile, period: int) -> list[SeriesKey]:
     keys += [SeriesKey(m, profile.name, None, "Scan", stat, period) for m, stat in _SCAN_SERIES]
     keys += [SeriesKey(SCAN_REQUESTS, profile.name, None, op, "SampleCount", period) for op in WRITE_OPERATIONS]
     return keys
+
+
+def billing_series(profile: TableProfile, period: int = 60) -> list[SeriesKey]:
+    """The series the billing decision needs for one table: consumed read/write of the table and each GSI (``Sum``
+    per ``period``) and, on a provisioned table, their provisioned read/write capacity (5-minute ``Average``).
+
+    Empty for a table whose billing mode is unknown (it cannot be decided, so nothing is bought).
+    """
+    if profile.billing_mode not in (ON_DEMAND, PROVISIONED_MODE):
+        return []
+    prov_period = max(period, PROVISIONED_PERIOD)
+    keys: list[SeriesKey] = []
+    for index in (None, *(g.name for g in profile.gsis)):
+        keys += [SeriesKey(CONSUMED[a], profile.name, index, None, "Sum", period) for a in ("read", "write")]
+        if profile.billing_mode == PROVISIONED_MODE:
+            keys += [SeriesKey(m, profile.name, index, None, "Average", prov_period) for m in _PROVISIONED]
+    return keys
+
+
+def estimated_points(key: SeriesKey, start: int, end: int) -> int:
+    """The most datapoints ``key`` can return over ``[start, end)``: one per period."""
+    return max(1, -(-(end - start) // key.period))
+
+
+def plan_batches(
+    keys: Sequence[SeriesKey],
+    start: int,
+    end: int,
+    *,
+    batch_size: int = MAX_QUERIES_PER_CALL,
+    max_datapoints: int | None = None,
+) -> list[list[SeriesKey]]:
+    """GetMetricData calls for ``keys``: at most ``batch_size`` queries each and, with ``max_datapoints``, at most that
+    many estimated datapoints (first fit, longest series first; a series longer than the budget gets a call of its
+    own). Without ``max_datapoints``: consecutive runs of ``batch_size`` keys, in order.
+    """
+    if not 1 <= batch_size <= MAX_QUERIES_PER_CALL:
+        raise ValueError(f"batch_size must be 1..{MAX_QUERIES_PER_CALL}")
+    if max_datapoints is None:
+        return [list(keys[b : b + batch_size]) for b in range(0, len(keys), batch_size)]
+    if max_datapoints < 1:
+        raise ValueError("max_datapoints must be >= 1")
+    batches: list[list[SeriesKey]] = []
+    room: list[int] = []  # datapoints left in each batch
+    for key in sorted(keys, key=lambda k: -estimated_points(k, start, end)):
+        points = estimated_points(key, start, end)
+        for i, left in enumerate(room):
+            if points <= left and len(batches[i]) < batch_size:
+                batches[i].append(key)
+                room[i] -= points
+                break
+        else:
+            batches.append([key])
+            room.append(max_datapoints - points)
+    return batches
 
 
 def _identity(key: SeriesKey) -> tuple[str, str, str | None, str | None]:
@@ -198,18 +278,18 @@ def fetch_series(
     *,
     sleep: Callable[[float], None] = time.sleep,
     batch_size: int = MAX_QUERIES_PER_CALL,
+    max_datapoints: int | None = None,
 ) -> tuple[dict[SeriesKey, MetricSeries], dict[SeriesKey, str]]:
     """Read ``keys`` over ``[start, end)`` (epoch seconds): (series by key, failed key -> reason).
 
-    Batches of at most 500 MetricStat queries, each followed through its ``NextToken`` pages.
+    Calls of at most 500 MetricStat queries (and, with ``max_datapoints``, at most that many estimated datapoints:
+    :func:`plan_batches`), each followed through its ``NextToken`` pages.
     """
-    if not 1 <= batch_size <= MAX_QUERIES_PER_CALL:
-        raise ValueError(f"batch_size must be 1..{MAX_QUERIES_PER_CALL}")
+    batches = plan_batches(keys, start, end, batch_size=batch_size, max_datapoints=max_datapoints)
     series: dict[SeriesKey, MetricSeries] = {k: MetricSeries(k) for k in keys}
     failed: dict[SeriesKey, str] = {}
     t0, t1 = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)
-    for b in range(0, len(keys), batch_size):
-        batch = list(keys[b : b + batch_size])
+    for batch in batches:
         by_id = {f"m{i}": k for i, k in enumerate(batch)}
         queries = [{"Id": qid, "MetricStat": k.metric_stat(), "ReturnData": True} for qid, k in by_id.items()]
         kwargs: dict[str, Any] = {
@@ -249,6 +329,44 @@ def fetch_series(
     for k in failed:
         series.pop(k, None)
     return series, failed
+
+
+def _table_metrics(
+    profiles: Sequence[TableProfile],
+    start: int,
+    end: int,
+    period: int,
+    series: dict[SeriesKey, MetricSeries],
+    failed: dict[SeriesKey, str],
+) -> dict[str, TableMetrics]:
+    """Every profile's :class:`TableMetrics` (a resource per table and GSI) filed from what was read."""
+    tables: dict[str, TableMetrics] = {}
+    for p in profiles:
+        tm = TableMetrics(p.name, start, end, period)
+        for index in (None, *(g.name for g in p.gsis)):
+            tm.resource(index)
+        tables[p.name] = tm
+    for key, s in series.items():
+        tables[key.table].resource(key.index).series[key.name] = s
+    for key in failed:
+        tables[key.table].resource(key.index).unavailable.add(key.name)
+    return tables
+
+
+def _failure_gaps(failed: dict[SeriesKey, str], facet: str) -> list[Gap]:
+    """One gap per distinct GetMetricData failure reason, counting the series it made unknown."""
+    by_reason: dict[str, int] = {}
+    for reason in failed.values():
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    return [
+        Gap(
+            call="cloudwatch:GetMetricData",
+            error_code=reason.split(":", 1)[0],
+            message=f"{n} series: {reason}",
+            facet=facet,
+        )
+        for reason, n in sorted(by_reason.items())
+    ]
 
 
 @dataclass(slots=True)
@@ -297,29 +415,8 @@ def collect_metrics(
         active = list(candidates)
     stats.series_active += len(active)
     series, failed = fetch_series(cloudwatch, active, start, end, stats, sleep=sleep)
-
-    for p in profiles:
-        tm = TableMetrics(p.name, start, end, period)
-        for index in (None, *(g.name for g in p.gsis)):
-            tm.resource(index)
-        result.tables[p.name] = tm
-    for key, s in series.items():
-        result.tables[key.table].resource(key.index).series[key.name] = s
-    for key in failed:
-        result.tables[key.table].resource(key.index).unavailable.add(key.name)
-    if failed:
-        by_reason: dict[str, int] = {}
-        for reason in failed.values():
-            by_reason[reason] = by_reason.get(reason, 0) + 1
-        for reason, n in sorted(by_reason.items()):
-            result.gaps.append(
-                Gap(
-                    call="cloudwatch:GetMetricData",
-                    error_code=reason.split(":", 1)[0],
-                    message=f"{n} series: {reason}",
-                    facet="metrics",
-                )
-            )
+    result.tables = _table_metrics(profiles, start, end, period, series, failed)
+    result.gaps += _failure_gaps(failed, "metrics")
     log.info(
         "cloudwatch_metrics_read",
         tables=len(profiles),
@@ -332,3 +429,93 @@ def collect_metrics(
         estimated_cost_usd=round(stats.estimated_cost_usd, 6),
     )
     return result
+
+
+def billing_window(end: int, days: float, now: int | None = None) -> tuple[int, int]:
+    """``[start, end)`` of a billing read over the ``days`` before ``end`` (epoch seconds).
+
+    ``end`` is rounded down to the minute and ``start`` up to a 5-minute boundary (the provisioned series' period),
+    never earlier than the 15 days of 1-minute data CloudWatch keeps before ``now`` (default ``end``).
+    """
+    now = end if now is None else now
+    end -= end % 60
+    start = max(end - int(days * _DAY), now - ONE_MINUTE_RETENTION_SECONDS)
+    start = -(-start // PROVISIONED_PERIOD) * PROVISIONED_PERIOD
+    return start, max(end, start + 60)
+
+
+def read_billing_metrics(
+    cloudwatch: CloudWatchClient,
+    profiles: Iterable[TableProfile],
+    start: int,
+    end: int,
+    stats: ApiStats,
+    *,
+    period: int = 60,
+    group_datapoints: int = BILLING_GROUP_DATAPOINTS,
+    proceed: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Generator[MetricsResult, None, None]:
+    """The billing read (:func:`billing_series`) of ``profiles`` over ``[start, end)`` (see :func:`billing_window`).
+
+    One ListMetrics discovery for every table (a series not reported in two weeks is not bought: its minutes are
+    zero), then one :class:`MetricsResult` is yielded per group of consecutive tables whose series hold at most
+    ``group_datapoints`` estimated datapoints (a bigger table is a group of its own), so only one group's series are
+    held at a time. Each group is fetched with :func:`fetch_series` packed by datapoints (at most
+    :data:`MAX_DATAPOINTS_PER_CALL` per call); a series that fails is unknown (``unavailable``) and a gap with facet
+    ``billing_metrics``. The first result also carries the discovery gap, if any. With ``proceed``, a group is only
+    fetched (and discovery only made) while ``proceed()`` is true (the caller's time budget); the read stops at the
+    first false.
+    """
+    if proceed is not None and not proceed():
+        return
+    profiles = list(profiles)
+    candidates = [k for p in profiles for k in billing_series(p, period)]
+    stats.series_candidates += len(candidates)
+    active, gaps = discover_active(cloudwatch, candidates, stats, sleep=sleep)
+    stats.series_active += len(active)
+    by_table: dict[str, list[SeriesKey]] = {}
+    for key in active:
+        by_table.setdefault(key.table, []).append(key)
+    groups: list[list[TableProfile]] = []
+    load = 0
+    for p in profiles:
+        points = sum(estimated_points(k, start, end) for k in by_table.get(p.name, ()))
+        if not groups or load + points > group_datapoints:
+            groups.append([])
+            load = 0
+        groups[-1].append(p)
+        load += points
+    log.info(
+        "billing_read_planned",
+        tables=len(profiles),
+        groups=len(groups),
+        series_candidates=len(candidates),
+        series_active=len(active),
+        datapoints_estimated=sum(estimated_points(k, start, end) for k in active),
+    )
+    for n, group in enumerate(groups, start=1):
+        if proceed is not None and not proceed():
+            log.warning("billing_read_stopped", groups_read=n - 1, groups=len(groups))
+            return
+        keys = [k for p in group for k in by_table.get(p.name, ())]
+        calls_before = stats.calls.get("cloudwatch:GetMetricData", 0)
+        series, failed = fetch_series(
+            cloudwatch, keys, start, end, stats, sleep=sleep, max_datapoints=MAX_DATAPOINTS_PER_CALL
+        )
+        log.info(
+            "billing_metrics_read",
+            group=n,
+            groups=len(groups),
+            tables=len(group),
+            series=len(keys),
+            series_failed=len(failed),
+            get_metric_data_calls=stats.calls.get("cloudwatch:GetMetricData", 0) - calls_before,
+        )
+        yield MetricsResult(
+            tables=_table_metrics(group, start, end, period, series, failed),
+            gaps=[*(gaps if n == 1 else []), *_failure_gaps(failed, "billing_metrics")],
+            start=start,
+            end=end,
+            period=period,
+        )

@@ -1,6 +1,8 @@
 """Billing in the live audit against moto server: planted consumed and provisioned capacity -> ``billing_mode``
-findings from ``ddb-audit audit``, and through the metrics audit into the state table, where the metrics audit (not
-the CloudTrail evaluator) may resolve them."""
+findings from ``ddb-audit audit`` (its own ``--billing-days`` read, independent of ``--days``), and through the
+metrics audit's billing run into the state table, where only a billing run (not the CloudTrail evaluator) may resolve
+them. moto's GetMetricData is swapped for an indexed equivalent (:mod:`tests.functional.moto_metric_data`): a 14-day
+read at 60 s is too slow on moto's own."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.inventory import TableSelector
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, minutes, put_points
+from tests.functional.moto_metric_data import install
 
 ACCOUNT, REGION = "123456789012", "us-east-1"  # moto's account: the tables' ARNs carry it
 STATE = "auditor-state"
@@ -37,6 +40,7 @@ class Planted:
 def planted(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Planted:
     """Three tables with per-minute capacity metrics over the last 100 minutes."""
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # moto answers HTTP 500 for Contributor Insights: do not retry it
+    install(monkeypatch)
     ddb, cw = aws("dynamodb", aws_reset), aws("cloudwatch", aws_reset)
     now = int(time.time())
     end = now - now % 60
@@ -63,12 +67,21 @@ def planted(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Planted:
 def test_audit_reports_billing_mode_findings_from_consumed_and_provisioned_capacity(
     planted: Planted, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # When the audit looks back 72 minutes (the window starts on a 5-minute boundary: up to 77 minutes)
+    # When the audit's detectors look back 72 minutes and billing reads its default 14 days
     code = main(["audit", "--format", "json", "--days", "0.05"])
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
     assert doc["errors"] == []
+    assert doc["stats"]["days"] <= 0.06  # the detectors' window is --days
+    read = doc["stats"]["billing"]
+    assert 13.99 <= read["days"] <= 14.0 and read["period_seconds"] == 60
+    assert read["tables_decided"] == 3 and read["skipped"] == {}
+    # 7 series exist (the idle ones are not listed, so not bought): five 14-day 1-minute series fill one call's
+    # 100,800 datapoints, the two 5-minute provisioned series take a second; 100 minutes of them come back (the
+    # provisioned ones as 20 or 21 five-minute averages each, as the minutes fall)
+    assert (read["get_metric_data_calls"], read["metrics_requested"]) == (2, 7)
+    assert 5 * 100 - 10 * 9 + 2 * 20 <= read["datapoints"] <= 5 * 100 - 10 * 9 + 2 * 21  # spiky: one minute in ten
     billing = {f["table"]: f for f in doc["findings"] if f["kind"] == "billing_mode"}
     # Then the over-provisioned table is told to right-size its auto scaling and the steady on-demand table to switch
     # to provisioned; the spiky on-demand table stays as it is
@@ -84,8 +97,11 @@ def test_audit_reports_billing_mode_findings_from_consumed_and_provisioned_capac
     assert ev["monthly_cost_current"] == pytest.approx(569.40, rel=0.01)
     assert ev["monthly_cost_recommended"] == pytest.approx(5.22, rel=0.05)
     assert ev["monthly_savings"] == pytest.approx(564.2, rel=0.01)
-    # About an hour of data: a real saving, stated at low confidence and low severity (not 14 days' worth)
-    assert 0.05 <= ev["days_analyzed"] <= 0.055
+    # A 14-day read of a table CloudWatch has 100 minutes of: a real saving, analysed over the 100 minutes there are,
+    # stated at low confidence and low severity (not 14 days' worth)
+    # (100 to 105 minutes: the first 5-minute provisioned period starts on the 5-minute boundary before the data)
+    assert 0.069 <= ev["days_analyzed"] <= 0.073
+    assert read["coverage_days"]["over-provisioned"] == pytest.approx(ev["days_analyzed"], abs=0.001)
     assert ev["confidence"] < 0.01
     assert over["severity"] == "low"
     assert (over["account"], over["region"], over["table"], over["index"]) == (
@@ -94,7 +110,7 @@ def test_audit_reports_billing_mode_findings_from_consumed_and_provisioned_capac
         "over-provisioned",
         None,
     )
-    assert ev["source"] == "cloudwatch"
+    assert ev["source"] == "cloudwatch_billing"
     for f in billing.values():
         assert {
             "current_mode",
@@ -113,11 +129,38 @@ def test_audit_reports_billing_mode_findings_from_consumed_and_provisioned_capac
     assert "table_class" not in {f["kind"] for f in doc["findings"]}  # moto's tables hold no data
 
 
+def test_billing_days_is_independent_of_days_and_zero_skips_billing(
+    planted: Planted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A one-day billing read over a one-hour detector window
+    assert main(["audit", "--format", "json", "--days", "0.05", "--billing-days", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stats"]["billing"]["days"] == pytest.approx(1.0, abs=0.004)  # its start on a 5-minute boundary
+    assert {f["table"] for f in doc["findings"] if f["kind"] == "billing_mode"} == {
+        "over-provisioned",
+        "steady-on-demand",
+    }
+    # --billing-days 0: no billing read, no billing findings, the other detectors as before
+    assert main(["audit", "--format", "json", "--days", "0.05", "--billing-days", "0"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stats"]["billing"] is None
+    assert not [f for f in doc["findings"] if f["kind"] in ("billing_mode", "table_class")]
+    # The table output says what the billing read covered
+    assert main(["audit", "--days", "0.05", "--billing-days", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "Billing: " in text and "3 tables decided, 0 skipped" in text
+    # More than CloudWatch keeps at 1 minute is a usage error
+    with pytest.raises(SystemExit) as exit_info:
+        main(["audit", "--billing-days", "16"])
+    assert exit_info.value.code == 2
+    assert "--billing-days: must be 0 (no billing) to 15" in capsys.readouterr().err
+
+
 # -------------------------------------------------------------------------------------------- metrics audit
 
 
 def stale_billing_finding(table: str, seen: datetime) -> Finding:
-    """A billing_mode finding as an earlier metrics audit stored it (CloudWatch-sourced)."""
+    """A billing_mode finding as an earlier billing run of the metrics audit stored it."""
     return Finding(
         id=fingerprint(FindingKind.BILLING_MODE, ACCOUNT, REGION, table, None, "billing_mode"),
         kind=FindingKind.BILLING_MODE,
@@ -135,14 +178,14 @@ def stale_billing_finding(table: str, seen: datetime) -> Finding:
             "monthly_cost_recommended": 30.0,
             "monthly_savings": 50.0,
             "days_analyzed": 1.0,
-            "source": "cloudwatch",
+            "source": "cloudwatch_billing",
         },
         first_seen=seen - timedelta(days=1),
         last_seen=seen,
     )
 
 
-def test_metrics_audit_records_billing_findings_and_only_cloudwatch_resolves_them(
+def test_metrics_audit_records_billing_findings_and_only_a_billing_run_resolves_them(
     aws_reset: str, planted: Planted
 ) -> None:
     create_state_table(client("dynamodb", aws_reset), STATE)
@@ -160,20 +203,22 @@ def test_metrics_audit_records_billing_findings_and_only_cloudwatch_resolves_the
         lifecycle=lifecycle,
         selector=TableSelector(names=("over-provisioned", "spiky")),
         lookback_seconds=70 * 60,
+        billing_hour_utc=now.hour,
     )
-    # When the hourly metrics audit runs
+    # When the metrics audit runs in the billing hour
     result = run_metrics_audit(build_clients(REGION), store, inbox.sns, params, now, sleep=lambda _s: None)
-    # Then the over-provisioned table's billing finding is stored, CloudWatch-sourced, and announced as new
+    # Then the over-provisioned table's billing finding is stored, from the billing read, and announced as new
     assert result.detector_errors == []
+    assert result.billing is not None and result.billing["tables_decided"] == 2
     over_id = fingerprint(FindingKind.BILLING_MODE, ACCOUNT, REGION, "over-provisioned", None, "billing_mode")
     state = store.get(over_id)
     assert state is not None and state.status is FindingStatus.NEW
-    assert state.finding.evidence["source"] == "cloudwatch"
+    assert state.finding.evidence["source"] == "cloudwatch_billing"
     assert state.finding.evidence["monthly_savings"] == pytest.approx(564.2, rel=0.01)
     assert state.finding.account == ACCOUNT
     msgs = inbox.messages()
     assert [(m["table"], m["kind"], m["status"]) for m in msgs] == [("over-provisioned", "billing_mode", "new")]
-    # And the stale one resolves: the audit read the spiky table's metrics in full and billing found nothing there
+    # And the stale one resolves: the billing run read the spiky table's series in full and found nothing to change
     resolved = store.get(stale.id)
     assert resolved is not None and resolved.status is FindingStatus.RESOLVED
     # When the CloudTrail window evaluator later resolves by absence on the same table (its scope: CloudTrail only)
@@ -190,7 +235,7 @@ def test_metrics_audit_records_billing_findings_and_only_cloudwatch_resolves_the
     # Then the billing finding stays open: absence in CloudTrail proves nothing about billing
     kept = store.get(over_id)
     assert kept is not None and kept.status is FindingStatus.NEW
-    # And the next hourly run sees it again: ongoing, nothing new published
+    # And the next billing run sees it again: ongoing, nothing new published
     again = run_metrics_audit(
         build_clients(REGION), store, inbox.sns, params, now + timedelta(minutes=1), sleep=lambda _s: None
     )

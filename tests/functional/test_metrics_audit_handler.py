@@ -100,6 +100,8 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("STATE_TABLE_NAME", STATE)
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", inbox.topic_arn)
     monkeypatch.setenv("RESOLVE_AFTER_SECONDS", "3600")
+    # Billing is decided in one hour of the day (tests/functional/test_metrics_audit_billing.py): not in these runs
+    monkeypatch.setenv("BILLING_AUDIT_HOUR_UTC", str((datetime.fromtimestamp(now, UTC).hour + 12) % 24))
     get_settings.cache_clear()
     metrics_audit._clients.cache_clear()
     store = FindingsStore(client("dynamodb", aws_reset), STATE, sleep=lambda _s: None)

@@ -401,6 +401,8 @@ def _run_everything(
     monkeypatch.setenv("AUDIT_TABLE_PREFIX", AUDITED_PREFIX)
     rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/metrics-audit"
     audit_now = datetime.fromtimestamp(now_s, UTC)
+    # The first run is the day's billing run (its 14-day billing read is recorded too), the second an ordinary one
+    monkeypatch.setenv("BILLING_AUDIT_HOUR_UTC", str(audit_now.hour))
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", missing_topic)
     audit_results = [invoke("MetricsAuditFunction", metrics_audit, scheduled_event(audit_now, rule))]
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", stack.topic_arn)
@@ -505,6 +507,8 @@ def test_the_rare_paths_ran(recorded: Recorded) -> None:
     audit = recorded.audit_results
     assert audit[0]["publish_failed"] > 0 and audit[0]["conflicts"] == 1, audit[0]
     assert audit[1]["published"] >= audit[0]["publish_failed"], audit[1]
+    assert audit[0]["billing_run"] and audit[0]["billing"]["get_metric_data_calls"] > 0, audit[0]  # the billing read
+    assert not audit[1]["billing_run"], audit[1]
     assert ("cloudwatch:GetInsightRuleReport", None) in calls["MetricsAuditFunction"]
     assert ("application-autoscaling:DescribeScalingPolicies", None) in calls["MetricsAuditFunction"]
     assert {rule for _, rule in recorded.recorder.insight_rules} == set(CI_RULES)

@@ -796,7 +796,8 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
         assert alarms[alarm]["Namespace"] == "AWS/Lambda" and alarms[alarm]["MetricName"] == "Errors", name
         assert alarms[alarm]["AlarmActions"] == [ref("FindingsTopic")], name
     audit = scheduled["MetricsAuditFunction"]
-    assert int(audit["Timeout"]) == 300 and int(audit["MemorySize"]) >= 512
+    # The daily billing run: 15 minutes (it stops starting work in its last minute) and a full vCPU
+    assert int(audit["Timeout"]) == 900 and int(audit["MemorySize"]) >= 1769
 
 
 def test_weekly_report_link_and_bucket(stack: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
-"""Billing in the live audit: the capacity history built from the audited CloudWatch series, the pure
-``billing_findings`` on hand-built histories (hand-computed us-east-1 dollars), and the guard in ``evaluate_table``.
+"""Billing in the live audit: the capacity history built from the billing read's CloudWatch series (from the first
+datapoint: the real coverage), the pure ``billing_findings`` on hand-built histories (hand-computed us-east-1
+dollars), and the guard in ``evaluate_billing``.
 
 Prices: provisioned $0.00013 / $0.00065 per RCU / WCU-hour; on-demand $0.125 / $0.625 per million RRU / WRU;
 storage $0.25 (Standard) / $0.10 (Standard-IA) per GB-month. Monthly = window total x 730 / hours in the window.
@@ -7,6 +8,7 @@ storage $0.25 (Standard) / $0.10 (Standard-IA) per GB-month. Monthly = window to
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,9 +24,12 @@ from auditor.service.audit import (
     billing_blocker,
     billing_findings,
     capacity_history,
+    covered,
+    evaluate_billing,
     evaluate_table,
+    table_billing,
 )
-from auditor.service.record import SOURCE_CLOUDWATCH, finding_source
+from auditor.service.record import SOURCE_CLOUDWATCH_BILLING, finding_source
 
 ACCOUNT = "111122223333"
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -123,9 +128,9 @@ def test_steady_over_provisioned_table_gets_a_billing_mode_finding_with_its_savi
     assert (table_cap["read"]["min_capacity"], table_cap["read"]["max_capacity"]) == (1, 30)
     assert (table_cap["write"]["min_capacity"], table_cap["write"]["max_capacity"]) == (1, 16)
     assert table_cap["read"]["target_utilization"] == 70.0
-    # $564/month is a medium finding at full confidence; it is the audit's, so CloudWatch-sourced, with its account
+    # $564/month is a medium finding at full confidence; it is the audit's billing read's, with its account
     assert f.severity is Severity.MEDIUM
-    assert ev["source"] == "cloudwatch" and finding_source(f) == SOURCE_CLOUDWATCH
+    assert ev["source"] == "cloudwatch_billing" and finding_source(f) == SOURCE_CLOUDWATCH_BILLING
     assert (f.account, f.region, f.table, f.index) == (ACCOUNT, "us-east-1", "Orders", None)
     assert not f.missing_evidence()
 
@@ -167,7 +172,7 @@ def test_storage_heavy_table_gets_a_table_class_finding_from_the_inventory_size(
     f = only(findings, FindingKind.TABLE_CLASS)
     assert (f.evidence["current_class"], f.evidence["recommended_class"]) == ("STANDARD", "STANDARD_INFREQUENT_ACCESS")
     assert f.evidence["monthly_savings"] == pytest.approx(250 - 100 - (0.155e-6 - 0.125e-6) * 3600 * 730, abs=0.01)
-    assert f.evidence["source"] == "cloudwatch" and f.account == ACCOUNT
+    assert f.evidence["source"] == "cloudwatch_billing" and f.account == ACCOUNT
     assert not f.missing_evidence()
     assert not [x for x in findings if x.kind is FindingKind.BILLING_MODE]
 
@@ -267,16 +272,20 @@ def over_provisioned_metrics(minutes: int) -> TableMetrics:
     return tm
 
 
-def test_evaluate_table_includes_billing() -> None:
+def test_billing_is_decided_on_its_own_read_not_with_the_window_detectors() -> None:
+    # The window detectors leave billing out: it has its own (14-day) read
     errors: list[str] = []
-    findings = evaluate_table(profile(), over_provisioned_metrics(DAY), AuditConfig(), errors)
-    f = only(findings, FindingKind.BILLING_MODE)
+    assert FindingKind.BILLING_MODE not in {
+        f.kind for f in evaluate_table(profile(), over_provisioned_metrics(DAY), AuditConfig(), errors)
+    }
+    f = only(
+        evaluate_billing(profile(), over_provisioned_metrics(DAY), BillingAuditConfig(), errors),
+        FindingKind.BILLING_MODE,
+    )
     assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
     assert errors == []
-    off = AuditConfig(billing=BillingAuditConfig(enabled=False))
-    assert [
-        x for x in evaluate_table(profile(), over_provisioned_metrics(DAY), off) if x.kind.value == "billing_mode"
-    ] == []
+    off = BillingAuditConfig(enabled=False)
+    assert evaluate_billing(profile(), over_provisioned_metrics(DAY), off) == []
 
 
 def test_a_billing_failure_is_an_error_entry_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,6 +294,56 @@ def test_a_billing_failure_is_an_error_entry_not_fatal(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(audit, "analyze_billing", boom)
     errors: list[str] = []
-    findings = evaluate_table(profile(), over_provisioned_metrics(60), AuditConfig(), errors)
+    findings = evaluate_billing(profile(), over_provisioned_metrics(60), BillingAuditConfig(), errors)
     assert errors == ["billing on Orders: ValueError: planted billing failure"]
-    assert all(f.kind is not FindingKind.BILLING_MODE for f in findings)
+    assert findings == []
+
+
+def test_the_history_starts_where_the_table_can_have_data_so_days_analyzed_is_the_coverage() -> None:
+    # Given a 14-day billing read of a table whose data starts 3 days before the end (created then, or CloudWatch no
+    # longer has the older minutes)
+    tm = TableMetrics("Orders", T0, T0 + 14 * DAY * 60, 60)
+    first = 11 * DAY
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(first + 2, 14 * DAY), 600.0))
+    put(tm, "ConsumedWriteCapacityUnits", dict.fromkeys(range(first + 2, 14 * DAY), 300.0))
+    put(
+        tm, "ProvisionedReadCapacityUnits", dict.fromkeys(range(first, 14 * DAY, 5), 1000.0), stat="Average", period=300
+    )
+    put(
+        tm,
+        "ProvisionedWriteCapacityUnits",
+        dict.fromkeys(range(first, 14 * DAY, 5), 1000.0),
+        stat="Average",
+        period=300,
+    )
+    window = covered(profile(), tm)
+    assert (window.start, window.end) == (T0 + first * 60, tm.end)
+    assert window.resources is tm.resources
+    # When billing is decided
+    f = only(table_billing(profile(), tm, BillingAuditConfig()), FindingKind.BILLING_MODE)
+    # Then it analysed the 3 days CloudWatch has, not 14 days of which 11 were padded with zeros, and says so
+    assert f.evidence["days_analyzed"] == 3.0
+    assert f.evidence["confidence"] == pytest.approx(3 / 14, abs=0.001)
+    assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.05)
+    # A read without any datapoint is left as it is (the blocker says why it cannot be decided)
+    empty = TableMetrics("Orders", T0, T0 + 600, 60)
+    assert covered(profile(), empty) is empty
+
+
+def test_an_idle_start_of_an_older_table_is_idle_time_not_missing_time() -> None:
+    # An on-demand table created 10 days into the window whose first traffic came 3 days before the end: its history
+    # starts at its creation (the 7 quiet days were idle), not at the first datapoint
+    created = datetime.fromtimestamp(T0 + 10 * DAY * 60, UTC).isoformat()
+    p = profile(mode="PAY_PER_REQUEST").model_copy(update={"created": created})
+    tm = TableMetrics("Orders", T0, T0 + 14 * DAY * 60, 60)
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(11 * DAY, 14 * DAY), 600.0))
+    assert covered(p, tm).start == T0 + 10 * DAY * 60
+    # A table older than the window covers all of it (data or not); a table re-created under the same name keeps the
+    # name's older datapoints
+    old = p.model_copy(update={"created": datetime.fromtimestamp(T0 - 3600, UTC).isoformat()})
+    assert covered(old, tm) is tm
+    recreated = p.model_copy(update={"created": datetime.fromtimestamp(T0 + 13 * DAY * 60, UTC).isoformat()})
+    assert covered(recreated, tm).start == T0 + 11 * DAY * 60
+    doc = capacity_history(p, covered(p, tm))
+    assert doc is not None and len(doc["series"][0]["consumed_read"]) == 4 * DAY  # the 4 days since its creation
+    assert doc["series"][0]["consumed_read"][:DAY] == [0.0] * DAY  # its first (idle) day counts as idle

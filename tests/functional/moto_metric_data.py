@@ -1,0 +1,201 @@
+"""moto's GetMetricData made fit for 14-day reads at 1-minute periods, and paged the way CloudWatch pages.
+
+moto computes every query by scanning every stored datapoint of the window for every period: a 14-day read at 60 s
+is 20,160 periods times every datapoint (minutes per query), and it returns everything in one response.
+:func:`install` replaces it, for the moto server running in this process, with an equivalent that indexes the
+datapoints once per request (the same selection: namespace, metric name, exact dimension set, ``[StartTime,
+EndTime)``; the same statistics: moto's own ``Statistics``), and that
+
+- rejects more than 500 queries in a request, as CloudWatch does;
+- returns at most ``page_datapoints`` datapoints per response (CloudWatch: 100,800): the queries that do not fit come
+  back ``PartialData`` with a ``NextToken``, and the request re-sent with it continues them.
+
+Every response served is recorded (:class:`Served`), so a test can count calls, pages and datapoints on the server
+side too. ListMetrics is replaced the same way (moto compares every datapoint with every metric listed so far): the
+distinct metrics matching the namespace, name and dimension filters, 500 per page.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from moto.cloudwatch.exceptions import InvalidParameterValue
+from moto.cloudwatch.models import CloudWatchBackend, MetricDatumBase, Statistics
+from moto.cloudwatch.responses import CloudWatchResponse
+from moto.core.responses import ActionResult
+
+#: CloudWatch's limits per GetMetricData request and response.
+MAX_QUERIES = 500
+MAX_DATAPOINTS = 100_800
+
+_Key = tuple[str, str, frozenset[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One GetMetricData response: the queries in the request, the datapoints returned, whether more follow."""
+
+    queries: int
+    datapoints: int
+    continued: bool
+    next_token: bool
+    #: EndTime - StartTime of the request (seconds).
+    seconds: int
+
+
+@dataclass
+class Served:
+    """What the patched GetMetricData answered, in order."""
+
+    page_datapoints: int
+    pages: list[Page] = field(default_factory=list)
+    pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Queries answered ``Forbidden`` (as CloudWatch does for a metric the caller may not read): called with the
+    #: query and the request's window in seconds.
+    forbidden: Callable[[dict[str, Any], int], bool] | None = None
+
+    @property
+    def requests(self) -> int:
+        """Requests answered (first pages and continuations)."""
+        return len(self.pages)
+
+    @property
+    def calls(self) -> int:
+        """Requests without a NextToken (a new set of queries)."""
+        return sum(1 for p in self.pages if not p.continued)
+
+    @property
+    def datapoints(self) -> int:
+        return sum(p.datapoints for p in self.pages)
+
+    def split(self, results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """This response's results (at most ``page_datapoints`` values) and what is left for the next page."""
+        budget = self.page_datapoints
+        page: list[dict[str, Any]] = []
+        rest: list[dict[str, Any]] = []
+        for r in results:
+            n = len(r["values"])
+            if n and budget <= 0:
+                rest.append(r)
+                continue
+            take = min(n, budget)
+            page.append(r | {"values": r["values"][:take], "timestamps": r["timestamps"][:take]})
+            if take < n:
+                page[-1]["status_code"] = "PartialData"
+                rest.append(r | {"values": r["values"][take:], "timestamps": r["timestamps"][take:]})
+            budget -= take
+        return page, rest
+
+
+def _dims(dimensions: Any) -> frozenset[tuple[str, str]]:
+    return frozenset((d.name, d.value) for d in dimensions)
+
+
+def compute(
+    backend: CloudWatchBackend, queries: list[dict[str, Any]], start: datetime, end: datetime, scan_by: str
+) -> list[dict[str, Any]]:
+    """Every MetricStat query's datapoints over ``[start, end)``, one per period with data (moto's semantics)."""
+    index: dict[_Key, list[MetricDatumBase]] = defaultdict(list)
+    for md in backend.get_all_metrics():
+        if start <= md.timestamp < end:
+            index[(md.namespace, md.name, _dims(md.dimensions))].append(md)
+    out: list[dict[str, Any]] = []
+    for q in queries:
+        if "MetricStat" not in q:
+            raise InvalidParameterValue("this stand-in answers MetricStat queries only")
+        ms, metric = q["MetricStat"], q["MetricStat"]["Metric"]
+        dims = frozenset((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
+        period, stat = int(ms["Period"]), ms["Stat"]
+        buckets: dict[int, list[MetricDatumBase]] = defaultdict(list)
+        for md in index.get((metric["Namespace"], metric["MetricName"], dims), ()):
+            buckets[int((md.timestamp - start).total_seconds()) // period].append(md)
+        timestamps: list[datetime] = []
+        values: list[Any] = []
+        for b in sorted(buckets):
+            stats = Statistics([stat], start + timedelta(seconds=b * period))
+            stats.metric_data = buckets[b]
+            timestamps.append(stats.timestamp)
+            values.append(stats.get_statistics_for_type(stat))
+        if scan_by == "TimestampDescending":
+            timestamps.reverse()
+            values.reverse()
+        out.append(
+            {
+                "id": q["Id"],
+                "label": q.get("Label") or f"{metric['MetricName']} {stat}",
+                "values": values,
+                "timestamps": timestamps,
+                "status_code": "Complete",
+            }
+        )
+    return out
+
+
+def install(monkeypatch: pytest.MonkeyPatch, page_datapoints: int = MAX_DATAPOINTS) -> Served:
+    """Patch the in-process moto server's GetMetricData (undone with ``monkeypatch``); returns the record."""
+    served = Served(page_datapoints)
+
+    def get_metric_data(self: CloudWatchResponse) -> ActionResult:
+        params = self._get_params()
+        queries = params.get("MetricDataQueries", [])
+        if len(queries) > MAX_QUERIES:
+            raise InvalidParameterValue(f"at most {MAX_QUERIES} MetricDataQueries per request")
+        token = params.get("NextToken")
+        start = params["StartTime"].replace(microsecond=0)
+        end = params["EndTime"].replace(microsecond=0)
+        seconds = int((end - start).total_seconds())
+        if token:
+            if token not in served.pending:
+                raise InvalidParameterValue("Request parameter NextToken is invalid")
+            results = served.pending.pop(token)
+        else:
+            scan_by = params.get("ScanBy") or "TimestampDescending"
+            results = compute(self.cloudwatch_backend, queries, start, end, scan_by)
+            if served.forbidden is not None:
+                by_id = {q["Id"]: q for q in queries}
+                for r in results:
+                    if served.forbidden(by_id[r["id"]], seconds):
+                        r.update(values=[], timestamps=[], status_code="Forbidden")
+        page, rest = served.split(results)
+        next_token = str(uuid.uuid4()) if rest else None
+        if next_token is not None:
+            served.pending[next_token] = rest
+        served.pages.append(
+            Page(len(queries), sum(len(r["values"]) for r in page), bool(token), next_token is not None, seconds)
+        )
+        return ActionResult({"MetricDataResults": page, "NextToken": next_token})
+
+    listed: dict[str, list[MetricDatumBase]] = {}
+
+    def list_metrics(self: CloudWatchResponse) -> ActionResult:
+        params = self._get_params()
+        token = params.get("NextToken")
+        if token:
+            if token not in listed:
+                raise InvalidParameterValue("Request parameter NextToken is invalid")
+            metrics = listed.pop(token)
+        else:
+            namespace, name = params.get("Namespace"), params.get("MetricName")
+            wanted = {(d["Name"], d.get("Value")) for d in params.get("Dimensions", [])}
+            unique: dict[_Key, MetricDatumBase] = {}
+            for md in self.cloudwatch_backend.get_all_metrics():
+                if (namespace and md.namespace != namespace) or (name and md.name != name):
+                    continue
+                dims = _dims(md.dimensions)
+                if all((k, v) in dims if v is not None else k in dict(dims) for k, v in wanted):
+                    unique.setdefault((md.namespace, md.name, dims), md)
+            metrics = list(unique.values())
+        next_token = str(uuid.uuid4()) if len(metrics) > MAX_QUERIES else None
+        if next_token is not None:
+            listed[next_token] = metrics[MAX_QUERIES:]
+        return ActionResult({"Metrics": metrics[:MAX_QUERIES], "NextToken": next_token})
+
+    monkeypatch.setattr(CloudWatchResponse, "get_metric_data", get_metric_data)
+    monkeypatch.setattr(CloudWatchResponse, "list_metrics", list_metrics)
+    return served
