@@ -2,13 +2,17 @@
 
 Both take the CloudWatch ``Sum`` of ``Consumed{Read|Write}CapacityUnits`` per minute for one table or one GSI
 (reads and writes together, because they share a decrease quota), and return the simulated capacity priced-free:
-unit totals that :mod:`auditor.billing.decide` multiplies by a price table. Both run in O(n) per series: window
-maxima come from monotonic deques (each minute is appended once and removed at most once), the "no decrease in
-the last 15/60 minutes" rules read the index of the last decrease, and nothing rescans a window. Both also skip,
-in one step, blocks of minutes in which provably nothing changes (checked with slices over the block: C-speed
-max/min), which is where a quiet table spends most of its time; the deques are then rebuilt from the last 15
-minutes when the per-minute path resumes. The results are bit-for-bit those of the per-minute rules
-(:mod:`auditor.billing.reference` is the oracle the tests compare against).
+unit totals that :mod:`auditor.billing.decide` multiplies by a price table.
+
+Both are event-driven and O(n) per series. Capacity only changes where a rule fires, so from each minute they
+find the next minute where one might (:func:`auditor.billing.scan.earliest`: searches over the raw values with
+C-speed ``max``/``min`` over slices, sampled where a window is involved, with thresholds derived from the current
+capacity and a margin on the safe side), append the minutes before it in one step, and run every rule on that
+minute only; where changes come every few minutes (a rising load) they step minute by minute instead of searching.
+A minute's rules read a 15-minute window only where cheap checks leave its scale-in possible, and the "no
+decrease in the last 15/60 minutes" rules read the index of the last decrease. The results are bit-for-bit those
+of the per-minute rules (:mod:`auditor.billing.reference`, which rescans its windows every minute, is the oracle
+the tests compare against and the benchmark's baseline).
 
 ``evaluator`` reproduces the archived awslabs capacity-mode-evaluator exactly (research note ``billing.md``
 sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoint ``i`` and ``f(x) = x / U * 100``:
@@ -47,16 +51,24 @@ sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoi
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from auditor.billing.scan import Search, earliest, first_at_least
+
 MINUTES_PER_DAY = 1440
-#: Block sizes of the evaluator's fast path (minutes in which nothing can change are appended in one step).
-_MIN_BLOCK = 8
-_MAX_BLOCK = 256
-#: Chunk of the aws fast path's scale-in bound (at most half the scale-in window).
-_CHUNK = 8
+#: The evaluator's scale-in window: the busiest of the previous 15 datapoints.
+_SCALE_IN_WINDOW = 15
+#: Datapoints (minutes) run through every rule from the one a skip-ahead search stops at: one after a long skip,
+#: twice as many after each skip shorter than ``_SHORT_SKIP``, up to the maximum. Where changes come every few
+#: minutes (a rising load), stepping through them costs less than searching for each.
+_SLOW_RUN = 1
+_MAX_SLOW_RUN = 64
+_SHORT_SKIP = 8
+#: No search when the next change in flight or day boundary is at most this many minutes away.
+_SHORT_BOUND = 2
+#: Tolerance of the ``aws`` capacity sizing: ``ceil(units / (60 * target) - 1e-9)``.
+_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +168,13 @@ class SeriesRun:
     notes: list[str] = field(default_factory=list)
 
 
+def _next_slow_run(slow_run: int, skipped: int) -> int:
+    """How many datapoints to run through every rule after a search that skipped ``skipped`` of them."""
+    if skipped >= _SHORT_SKIP:
+        return _SLOW_RUN
+    return slow_run + slow_run if slow_run < _MAX_SLOW_RUN else slow_run
+
+
 def _empty_dimension() -> DimensionRun:
     return DimensionRun(0.0, 0.0, [], [], 0.0, 0.0, 0.0, 0, 0)
 
@@ -187,16 +206,59 @@ def _hourly(minutes: Sequence[int], capacity: Sequence[float]) -> tuple[list[int
 
 def _hourly_grid(start_minute: int, capacity: Sequence[float]) -> tuple[list[int], list[float], float]:
     """:func:`_hourly` for consecutive minutes from ``start_minute`` (slices instead of a per-minute loop)."""
-    hours: list[int] = []
-    means: list[float] = []
-    n = len(capacity)
-    at = 0
-    while at < n:
-        stop = min(n, at + 60 - (start_minute + at) % 60)
-        hours.append((start_minute + at) // 60)
-        means.append(sum(capacity[at:stop]) / (stop - at))
-        at = stop
+    hours, sums, counts = _hourly_sums(start_minute, capacity)
+    means = [total / count for total, count in zip(sums, counts, strict=True)]
     return hours, means, math.fsum(means)
+
+
+def _hourly_sums(start_minute: int, capacity: Sequence[float]) -> tuple[list[int], list[float], list[int]]:
+    """Clock hours of consecutive minutes from ``start_minute``, with the sum and count of capacity in each."""
+    n = len(capacity)
+    first = min(n, (-start_minute) % 60)  # minutes of the first, partial clock hour
+    starts = [0] if first else []
+    starts += range(first, n, 60)
+    ends = [*starts[1:], n]
+    hours = [(start_minute + at) // 60 for at in starts]
+    sums = [sum(capacity[at:end]) for at, end in zip(starts, ends, strict=True)]
+    return hours, sums, [end - at for at, end in zip(starts, ends, strict=True)]
+
+
+def _evaluator_thresholds(p: float, policy: ScalingPolicy, factor: float) -> tuple[float, float]:
+    """Raw-value thresholds of one dimension at capacity ``p`` for the evaluator's per-datapoint rules.
+
+    Returns ``(out, skip)``, each with a relative margin on the safe side of ``f(x) = x / (0.6 * U)``:
+
+    - the scale-out can only change ``p`` when the lower of the two previous datapoints is ``>= out`` (then
+      ``f(lower) >= p`` may hold; below, ``p`` stays);
+    - while ``p`` stays, the scale-in cannot apply when the higher of them is ``>= skip``: the 15-datapoint window
+      holds it, so ``cand >= min(f(higher), p)`` and ``cand * factor >= p`` (``skip`` is infinite when this does
+      not hold: ``factor < 1`` or ``p`` above the maximum).
+    """
+    per_unit = 0.6 * policy.target_utilization
+    out = p * per_unit * (1 - 1e-12)
+    skip = p / factor * per_unit * (1 + 1e-12) if factor >= 1 and p <= policy.max_capacity else math.inf
+    return out, skip
+
+
+def _evaluator_searches(
+    units: Sequence[float], p: float, policy: ScalingPolicy, factor: float, scale_in_from: int, at: int
+) -> list[Search]:
+    """Where the evaluator's rules might change a dimension at capacity ``p``, as searches on its consumed units.
+
+    ``f(x) = x / (0.6 * U)`` is monotonic, so both rules are thresholds on the raw values, taken here with a
+    relative margin on the safe side: a search may report a datapoint the exact rule then declines, never miss one.
+
+    - Scale-out (from ``at``): ``f(min of the two previous datapoints) >= p``.
+    - Scale-in (from ``scale_in_from``, where the quota first allows it): applies
+      when ``p > factor * max(min(f(peak15), p), m)``, so never if ``p <= factor * m``, and otherwise only when the
+      busiest of the 15 previous datapoints is below ``f^-1(max(p / factor, m))``.
+    """
+    per_unit = 0.6 * policy.target_utilization
+    searches: list[Search] = [(units, p * per_unit * (1 - 1e-12), 2, at, False)]
+    if p > factor * policy.min_capacity:
+        thr = max(p / factor, policy.min_capacity) * per_unit * (1 + 1e-12) if factor >= 1 else math.inf
+        searches.append((units, thr, _SCALE_IN_WINDOW, max(at, scale_in_from), True))
+    return searches
 
 
 def simulate_evaluator(
@@ -218,9 +280,11 @@ def simulate_evaluator(
         read_minutes, write_minutes: the epoch minute of each datapoint, when there are gaps.
         trace: keep the per-minute capacity in the result.
 
-    How it stays O(n): blocks of datapoints in which provably nothing changes are appended in one step (checked
-    on the raw values with slices); the per-datapoint path reads the busiest of the previous 15 datapoints from a
-    monotonic deque that it advances only as far as it needs (after a long skip, from the last 15 values).
+    How it stays fast: from each datapoint, :func:`~auditor.billing.scan.earliest` finds the next one where a
+    scale-out, a scale-in (once the quota allows one) or the midnight counter reset can change anything (searches
+    of :func:`_evaluator_searches`, at C speed over the raw values); the datapoints before it keep the capacity and
+    are appended in one step, and that datapoint runs every rule (and more after it where changes come every few
+    datapoints, see :func:`_next_slow_run`).
     """
     n = min(len(read), len(write))
     if (read_minutes is not None and len(read_minutes) < n) or (write_minutes is not None and len(write_minutes) < n):
@@ -229,16 +293,14 @@ def simulate_evaluator(
         return SeriesRun(_empty_dimension(), _empty_dimension(), 0)
     rd = read if len(read) == n else read[:n]
     wd = write if len(write) == n else write[:n]
-    ur, mr, maxr = params.read.target_utilization, params.read.min_capacity, params.read.max_capacity
-    uw, mw, maxw = params.write.target_utilization, params.write.min_capacity, params.write.max_capacity
+    pol_r, pol_w = params.read, params.write
+    mr, maxr = pol_r.min_capacity, pol_r.max_capacity
+    mw, maxw = pol_w.min_capacity, pol_w.max_capacity
     factor = params.scale_in_factor
     free = params.free_decreases
     # f(c) = ((c / 60) / U) * 100, in the archived tool's order so equality tests agree bit for bit. f is monotonic,
     # so f(min(a, b)) == min(f(a), f(b)) and f(max(window)) == max(f(window)): windows are taken on raw values.
-    # Raw-value thresholds for the fast path, shrunk so that raw < thr * p guarantees f(raw) < p despite rounding.
-    shrink = 1.0 - 1e-12
-    raw_r = 0.6 * ur * shrink
-    raw_w = 0.6 * uw * shrink
+    ur, uw = pol_r.target_utilization, pol_w.target_utilization
     # The read datapoint times at 00:00:00 UTC (the shared counter resets there; before datapoint 15 it is 0).
     if read_minutes is None:
         first = (-start_minute) % MINUTES_PER_DAY
@@ -255,181 +317,149 @@ def simulate_evaluator(
     pw = min(max(((wd[0] / 60) / uw) * 100, mw), maxw)
     cap_r = [pr] * min(n, 3)
     cap_w = [pw] * min(n, 3)
-    app_r = cap_r.append
-    app_w = cap_w.append
+    lo_r = hi_r = pr  # lowest and highest capacity seen
+    lo_w = hi_w = pw
+    out_raw_r, skip_raw_r = _evaluator_thresholds(pr, pol_r, factor)
+    out_raw_w, skip_raw_w = _evaluator_thresholds(pw, pol_w, factor)
     k = 0
     events = 0
     last_write = False  # the evaluator's ``last_change``: starts at "read", so the first tie goes to write
     last_dec_r = last_dec_w = -(10**9)
     inc_r = inc_w = dec_r = dec_w = 0
-    # Lazily advanced monotonic deques (indices, raw values strictly decreasing) for the 15-datapoint peaks;
-    # q_* is the next index to push.
-    dq_r: deque[int] = deque()
-    dq_w: deque[int] = deque()
-    q_r = q_w = 0
-    block = _MIN_BLOCK
+    slow_until = 3
+    slow_run = _SLOW_RUN
     i = 3
     while i < n:
         if i == next_midnight:
             k = 0
             next_midnight = midnight[mid_at]
             mid_at += 1
-        # Fast path: a block [i, j) in which provably nothing changes is appended in one step. Scale-out needs
-        # min(f(r_{t-2}), f(r_{t-1})) >= p; scale-in needs p > factor * max(min(peak_t, p), m) and the quota rules.
-        j = i + block
-        if j > next_midnight:
-            j = next_midnight
-        if j > n:
-            j = n
-        if (
-            j - i >= _MIN_BLOCK
-            and pr <= maxr
-            and pw <= maxw
-            and (
-                max(rd[i - 2 : j - 1]) < raw_r * pr
-                or ((max(map(min, rd[i - 2 : j - 2], rd[i - 1 : j - 1])) / 60) / ur) * 100 < pr
-            )
-            and (
-                max(wd[i - 2 : j - 1]) < raw_w * pw
-                or ((max(map(min, wd[i - 2 : j - 2], wd[i - 1 : j - 1])) / 60) / uw) * 100 < pw
-            )
-        ):
-            quiet = j <= 15
-            if not quiet and k >= free:
-                quiet = j <= 60 or last_dec_r >= j - 60 or last_dec_w >= j - 60
-            if not quiet:
-                # Every 15-datapoint window of a chunk [a, a + 8) holds the 8 datapoints before a.
-                quiet = (k < free and last_dec_r >= j - 15) or pr <= max(
-                    min(((min(max(rd[a - 8 : a]) for a in range(i, j, 8)) / 60) / ur) * 100, pr), mr
-                ) * factor
-                quiet = quiet and (
-                    (k < free and last_dec_w >= j - 15)
-                    or pw
-                    <= max(min(((min(max(wd[a - 8 : a]) for a in range(i, j, 8)) / 60) / uw) * 100, pw), mw) * factor
-                )
-            if quiet:
-                cap_r += [pr] * (j - i)
-                cap_w += [pw] * (j - i)
-                i = j
-                if block < _MAX_BLOCK:
-                    block *= 2
-                continue
-        block = _MIN_BLOCK
-        # Slow path: one datapoint at a time, every rule.
-        for i in range(i, min(i + _MIN_BLOCK, n)):  # noqa: B020  (i continues after the slow run)
-            if i == next_midnight:
-                k = 0
-                next_midnight = midnight[mid_at]
-                mid_at += 1
-            pr_prev = pr
-            pw_prev = pw
-            # Scale-out from the two previous datapoints (equality counts; f(hi) is not clamped to the maximum).
-            a = rd[i - 2]
-            b = rd[i - 1]
-            if a > b:
-                lo = ((b / 60) / ur) * 100
-                hi = ((a / 60) / ur) * 100
+        if i >= slow_until and pr <= maxr and pw <= maxw:
+            # Skip ahead to the next datapoint where a rule can change anything; the counter resets at midnight.
+            if k < free:
+                start_r, start_w = max(15, last_dec_r + 15), max(15, last_dec_w + 15)
             else:
-                lo = ((a / 60) / ur) * 100
-                hi = ((b / 60) / ur) * 100
+                start_r = start_w = max(60, last_dec_r + 60, last_dec_w + 60)
+            searches = _evaluator_searches(rd, pr, pol_r, factor, start_r, i)
+            searches += _evaluator_searches(wd, pw, pol_w, factor, start_w, i)
+            stop = earliest(searches, i, next_midnight)
+            slow_run = _next_slow_run(slow_run, stop - i)
+            slow_until = stop + slow_run  # the datapoint found runs every rule, and slow_run - 1 after it
+            if stop > i:
+                cap_r += [pr] * (stop - i)
+                cap_w += [pw] * (stop - i)
+                i = stop
+                continue
+        # One datapoint, every rule.
+        pr_prev = pr
+        pw_prev = pw
+        # Scale-out from the two previous datapoints (equality counts; f(hi) is not clamped to the maximum). Only
+        # when the lower one reaches the raw threshold can it change p; otherwise skip_* tells, from the higher
+        # one, whether the scale-in below provably cannot apply (see _evaluator_thresholds).
+        lo = rd[i - 2]
+        hi = rd[i - 1]
+        if lo > hi:
+            lo, hi = hi, lo
+        if lo >= out_raw_r or pr > maxr:
+            lo = ((lo / 60) / ur) * 100
+            hi = ((hi / 60) / ur) * 100
             v = lo if lo > pr else pr
             if maxr < v:
                 v = maxr
             pr = hi if v == lo else v
-            a = wd[i - 2]
-            b = wd[i - 1]
-            if a > b:
-                lo = ((b / 60) / uw) * 100
-                hi = ((a / 60) / uw) * 100
-            else:
-                lo = ((a / 60) / uw) * 100
-                hi = ((b / 60) / uw) * 100
+            skip_r = hi * factor >= pr_prev and factor >= 1 and pr_prev <= maxr
+        else:
+            skip_r = hi >= skip_raw_r
+        lo = wd[i - 2]
+        hi = wd[i - 1]
+        if lo > hi:
+            lo, hi = hi, lo
+        if lo >= out_raw_w or pw > maxw:
+            lo = ((lo / 60) / uw) * 100
+            hi = ((hi / 60) / uw) * 100
             v = lo if lo > pw else pw
             if maxw < v:
                 v = maxw
             pw = hi if v == lo else v
-            if pr > pr_prev:
-                inc_r += 1
-            if pw > pw_prev:
-                inc_w += 1
-            if i > 14:
-                use_r = use_w = False
-                if k < free:
-                    use_r = last_dec_r < i - 14
-                    use_w = last_dec_w < i - 14
-                elif i >= 60 and last_dec_r < i - 59 and last_dec_w < i - 59:
-                    use_r = use_w = True
-                cand_r = cand_w = 0.0
-                lim = i - 15
-                if use_r:
-                    # Advance the read deque to cover datapoints i-15 .. i-1.
-                    if q_r < lim:
-                        dq_r.clear()
-                        q_r = lim
-                    while q_r < i:
-                        x = rd[q_r]
-                        while dq_r and rd[dq_r[-1]] <= x:
-                            dq_r.pop()
-                        dq_r.append(q_r)
-                        q_r += 1
-                    while dq_r[0] < lim:
-                        dq_r.popleft()
-                    c = ((rd[dq_r[0]] / 60) / ur) * 100
+            skip_w = hi * factor >= pw_prev and factor >= 1 and pw_prev <= maxw
+        else:
+            skip_w = hi >= skip_raw_w
+        if pr > pr_prev:
+            inc_r += 1
+            if pr > hi_r:
+                hi_r = pr
+        if pw > pw_prev:
+            inc_w += 1
+            if pw > hi_w:
+                hi_w = pw
+        if i > 14:
+            use_r = use_w = False
+            if k < free:
+                use_r = last_dec_r < i - 14
+                use_w = last_dec_w < i - 14
+            elif i >= 60 and last_dec_r < i - 59 and last_dec_w < i - 59:
+                use_r = use_w = True
+            cand_r = cand_w = 0.0
+            if use_r:
+                if skip_r:
+                    cand_r = pr  # p * factor >= p >= p_prev: no scale-in
+                else:
+                    c = ((max(rd[i - 15 : i]) / 60) / ur) * 100
                     cand_r = pr if c > pr else c
                     if cand_r < mr:
                         cand_r = mr
-                if use_w:
-                    if q_w < lim:
-                        dq_w.clear()
-                        q_w = lim
-                    while q_w < i:
-                        x = wd[q_w]
-                        while dq_w and wd[dq_w[-1]] <= x:
-                            dq_w.pop()
-                        dq_w.append(q_w)
-                        q_w += 1
-                    while dq_w[0] < lim:
-                        dq_w.popleft()
-                    c = ((wd[dq_w[0]] / 60) / uw) * 100
+            if use_w:
+                if skip_w:
+                    cand_w = pw
+                else:
+                    c = ((max(wd[i - 15 : i]) / 60) / uw) * 100
                     cand_w = pw if c > pw else c
                     if cand_w < mw:
                         cand_w = mw
-                if k < free:
-                    if use_r:
-                        if pr_prev > cand_r * factor:
-                            pr = cand_r
-                        if pr_prev > pr:
-                            k += 1
-                            events += 1
-                    if use_w:
-                        if pw_prev > cand_w * factor:
-                            pw = cand_w
-                        if pw_prev > pw:
-                            k += 1
-                            events += 1
-                elif use_r:
-                    q_rd = pr_prev > cand_r * factor
-                    q_wr = pw_prev > cand_w * factor
-                    if q_rd and q_wr:
-                        if last_write:
-                            pr = cand_r
-                            last_write = False
-                        else:
-                            pw = cand_w
-                            last_write = True
+            if k < free:
+                if use_r:
+                    if pr_prev > cand_r * factor:
+                        pr = cand_r
+                    if pr_prev > pr:
+                        k += 1
+                        events += 1
+                if use_w:
+                    if pw_prev > cand_w * factor:
+                        pw = cand_w
+                    if pw_prev > pw:
+                        k += 1
+                        events += 1
+            elif use_r:
+                q_rd = pr_prev > cand_r * factor
+                q_wr = pw_prev > cand_w * factor
+                if q_rd and q_wr:
+                    if last_write:
+                        pr = cand_r
+                        last_write = False
                     else:
-                        if q_rd:
-                            pr = cand_r
-                        if q_wr:
-                            pw = cand_w
-            if pr < pr_prev:
-                last_dec_r = i
-                dec_r += 1
-            if pw < pw_prev:
-                last_dec_w = i
-                dec_w += 1
-            app_r(pr)
-            app_w(pw)
+                        pw = cand_w
+                        last_write = True
+                else:
+                    if q_rd:
+                        pr = cand_r
+                    if q_wr:
+                        pw = cand_w
+        if pr < pr_prev:
+            last_dec_r = i
+            dec_r += 1
+            if pr < lo_r:
+                lo_r = pr
+        if pw < pw_prev:
+            last_dec_w = i
+            dec_w += 1
+            if pw < lo_w:
+                lo_w = pw
+        if pr != pr_prev:
+            out_raw_r, skip_raw_r = _evaluator_thresholds(pr, pol_r, factor)
+        if pw != pw_prev:
+            out_raw_w, skip_raw_w = _evaluator_thresholds(pw, pol_w, factor)
+        cap_r.append(pr)
+        cap_w.append(pw)
         i += 1
 
     if read_minutes is None:
@@ -446,8 +476,8 @@ def simulate_evaluator(
         hours=hr,
         hourly_capacity=mean_r,
         peak_per_second=max(rd) / 60,
-        min_capacity_seen=min(cap_r),
-        max_capacity_seen=max(cap_r),
+        min_capacity_seen=lo_r,
+        max_capacity_seen=hi_r,
         increases=inc_r,
         decreases=dec_r,
         capacity=cap_r if trace else None,
@@ -458,8 +488,8 @@ def simulate_evaluator(
         hours=hw,
         hourly_capacity=mean_w,
         peak_per_second=max(wd) / 60,
-        min_capacity_seen=min(cap_w),
-        max_capacity_seen=max(cap_w),
+        min_capacity_seen=lo_w,
+        max_capacity_seen=hi_w,
         increases=inc_w,
         decreases=dec_w,
         capacity=cap_w if trace else None,
@@ -476,6 +506,50 @@ def simulate_evaluator(
 def needed_capacity(units_per_minute: float, target_utilization: float) -> int:
     """Whole capacity units that serve ``units_per_minute`` at ``target_utilization`` percent."""
     return math.ceil(units_per_minute * 100.0 / (60.0 * target_utilization) - 1e-9)
+
+
+def _scale_in_threshold(p: float, scale_in: float, per_unit: float) -> float:
+    """The served peak below which the ``aws`` low alarm of a dimension at capacity ``p`` can lower it.
+
+    The alarm fires below ``scale_in * p`` units per minute (target minus the gap), and only lowers the capacity if
+    ``ceil(peak * per_unit) < p``, i.e. ``peak * per_unit <= p - 1``: the lower of the two bounds, the second with a
+    relative margin so the search may report a minute the exact rule declines, but never misses one.
+    """
+    return min(scale_in * p, (p - 1 + _EPS) / per_unit * (1 + 1e-9))
+
+
+def _bank_through(bank: float, full: float, room: float, demand: list[float]) -> tuple[float, int, float]:
+    """Serve ``demand`` from a fixed capacity (``room`` units a minute) and the burst bank, minute by minute.
+
+    Returns the bank, the number of minutes served in full (all of them, or up to the first minute the bank cannot
+    cover: that one throttles, and is left to the per-minute rules), and the largest demand (for the peak).
+    Unused capacity refills the bank up to ``full``; while it is full, nothing changes until the next minute above
+    capacity, found at C speed.
+    """
+    n = len(demand)
+    if not n:
+        return bank, 0, -math.inf
+    top = max(demand)
+    if bank >= full and top <= room:
+        return bank, n, top
+    over = math.nextafter(room, math.inf)
+    k = 0
+    while k < n:
+        if bank >= full:
+            k = first_at_least(demand, over, k, n)
+            if k == n:
+                break
+        c = demand[k]
+        if c <= room:
+            bank += room - c
+            if bank > full:
+                bank = full
+        elif c - room <= bank:
+            bank -= c - room
+        else:
+            return bank, k, top
+        k += 1
+    return bank, n, top
 
 
 def simulate_aws(
@@ -496,6 +570,14 @@ def simulate_aws(
         behaviour: alarm datapoints, reaction delay, burst and decrease-quota rules.
         start_minute: epoch minute (UTC) of the first value (for the UTC-day quota reset and clock hours).
         trace: keep the per-minute capacity in the result.
+
+    How it stays fast: from each minute, :func:`~auditor.billing.scan.earliest` finds the next one where the
+    capacity can change: a high alarm (n_out minutes above target, on demand, which bounds what was served), a low
+    alarm that could lower the capacity while the decrease quota allows it, a change in flight taking effect, a new
+    UTC day. The minutes before it keep the capacity and are served from it and the burst bank in one step
+    (:func:`_bank_through`), up to a minute that would throttle; that minute runs every rule (and more after it
+    where changes come every few minutes, see :func:`_next_slow_run`). The served list is the demand list itself
+    until a minute throttles.
     """
     n = len(read)
     if len(write) != n:
@@ -514,51 +596,52 @@ def simulate_aws(
     in_w = 0.6 * (write_policy.target_utilization - b.scale_in_gap)
     kr = 100.0 / (60.0 * read_policy.target_utilization)
     kw = 100.0 / (60.0 * write_policy.target_utilization)
-    eps = 1e-9
+    eps = _EPS
     ceil = math.ceil
+    above = math.nextafter
+    inf = math.inf
     burst = float(b.burst_seconds)
     delay = b.reaction_minutes
     n_out = b.scale_out_minutes
     n_in = b.scale_in_minutes
     free = b.free_decreases_per_day
     gap = b.decrease_interval_minutes
+    # With a positive gap a high alarm excludes a low one, so a dimension at its maximum needs no high-alarm search.
+    high_at_max = b.scale_in_gap <= 0
 
-    pr = min(max(float(ceil(read[0] * kr - eps)), mr), maxr)
-    pw = min(max(float(ceil(write[0] * kw - eps)), mw), maxw)
-    bank_r = burst * pr  # a table that has been running has its burst bank full
-    bank_w = burst * pw
+    demand_r = read if isinstance(read, list) else list(read)
+    demand_w = write if isinstance(write, list) else list(write)
+    # What each minute served: its demand, until a minute throttles (then a copy, see below).
+    served_r = demand_r
+    served_w = demand_w
+
+    pr = min(max(float(ceil(demand_r[0] * kr - eps)), mr), maxr)
+    pw = min(max(float(ceil(demand_w[0] * kw - eps)), mw), maxw)
+    lo_r = hi_r = pr  # lowest and highest capacity seen
+    lo_w = hi_w = pw
+    # Per capacity: units served a minute, the full burst bank, and the high and low alarm thresholds.
+    room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
+    room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
+    bank_r = full_r  # a table that has been running has its burst bank full
+    bank_w = full_w
     pend_r = pend_w = -1  # minute at which the change in flight takes effect
     val_r = val_w = 0.0
-    served_r = [0.0] * n
-    served_w = [0.0] * n
-    dq_r: deque[int] = deque()  # indices into served_*, values strictly decreasing: window max of served
-    dq_w: deque[int] = deque()
-    stale = False  # the deques miss minutes appended by the fast path; rebuilt from the last n_in minutes
     dec_today = 0
     last_dec = -(10**9)
     events = 0
     inc_r = inc_w = dec_r = dec_w = 0
     thr_r = thr_w = 0.0
     thr_min_r = thr_min_w = 0
-    sum_r = sum_w = 0.0
-    lo_r = hi_r = pr
-    lo_w = hi_w = pw
+    peak_r = peak_w = -math.inf  # the largest demand of the minutes simulated so far
     cap_r: list[float] = []
     cap_w: list[float] = []
-    hours: list[int] = []
-    hour_r: list[float] = []
-    hour_w: list[float] = []
-    h_acc_r = h_acc_w = 0.0
-    h_cnt = 0
-    # Fast path: blocks start once every alarm window lies inside the series.
-    first_block = max(n_out, n_in, 2 * _CHUNK)
-    chunk = max(1, min(_CHUNK, (n_in + 1) // 2))  # every n_in-window of a chunk's minutes holds the chunk before it
-    block = _MIN_BLOCK
-    slow_until = first_block
-    # Indices where a new UTC day (decrease quota) and a new clock hour start.
+    app_r = cap_r.append
+    app_w = cap_w.append
+    # Index where a new UTC day (decrease quota) starts.
     next_day = MINUTES_PER_DAY - start_minute % MINUTES_PER_DAY
-    next_hour = 60 - start_minute % 60
 
+    slow_until = 0
+    slow_run = _SLOW_RUN
     i = 0
     while i < n:
         if i >= next_day:
@@ -567,131 +650,86 @@ def simulate_aws(
         if pend_r == i:
             pr = val_r
             pend_r = -1
-            if bank_r > burst * pr:
-                bank_r = burst * pr
-            lo_r = min(lo_r, pr)
-            hi_r = max(hi_r, pr)
+            room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
+            if bank_r > full_r:
+                bank_r = full_r
+            if pr < lo_r:
+                lo_r = pr
+            elif pr > hi_r:
+                hi_r = pr
         if pend_w == i:
             pw = val_w
             pend_w = -1
-            if bank_w > burst * pw:
-                bank_w = burst * pw
-            lo_w = min(lo_w, pw)
-            hi_w = max(hi_w, pw)
+            room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
+            if bank_w > full_w:
+                bank_w = full_w
+            if pw < lo_w:
+                lo_w = pw
+            elif pw > hi_w:
+                hi_w = pw
 
         if i >= slow_until:
-            # Fast path: a block [i, j) in which provably nothing but the burst bank changes. Both dimensions need:
-            # no change in flight; demand within capacity (served = demand, nothing throttled); no n_out
-            # consecutive minutes above target; every n_in-minute window holding a minute at or above the
-            # scale-in threshold (or capacity already at the minimum).
-            j = i + block
-            if j > n:
-                j = n
-            if pend_r >= 0 and j > pend_r:
-                j = pend_r
-            if pend_w >= 0 and j > pend_w:
-                j = pend_w
-            quiet = j - i >= _MIN_BLOCK
-            if quiet:
-                room_r = pr * 60.0
-                room_w = pw * 60.0
-                quiet = max(read[i:j]) <= room_r and max(write[i:j]) <= room_w
-            if quiet:
-                served_r[i:j] = read[i:j]
-                served_w[i:j] = write[i:j]
-                if pend_r < 0:
-                    t = out_r * pr
-                    if max(served_r[i - n_out : j - 1]) > t:
-                        quiet = n_out == 2 and max(map(min, served_r[i - 2 : j - 2], served_r[i - 1 : j - 1])) <= t
-                    if quiet and pr > mr:
-                        t = in_r * pr
-                        quiet = min(max(served_r[a - chunk : a]) for a in range(i, j, chunk)) >= t
-                if quiet and pend_w < 0:
-                    t = out_w * pw
-                    if max(served_w[i - n_out : j - 1]) > t:
-                        quiet = n_out == 2 and max(map(min, served_w[i - 2 : j - 2], served_w[i - 1 : j - 1])) <= t
-                    if quiet and pw > mw:
-                        t = in_w * pw
-                        quiet = min(max(served_w[a - chunk : a]) for a in range(i, j, chunk)) >= t
-            if quiet:
-                size = j - i
-                cap = burst * pr
-                if bank_r < cap:
-                    for c in read[i:j]:
-                        bank_r += room_r - c
-                        if bank_r >= cap:
-                            bank_r = cap
-                            break
-                cap = burst * pw
-                if bank_w < cap:
-                    for c in write[i:j]:
-                        bank_w += room_w - c
-                        if bank_w >= cap:
-                            bank_w = cap
-                            break
-                sum_r += pr * size
-                sum_w += pw * size
-                if trace:
-                    cap_r += [pr] * size
-                    cap_w += [pw] * size
-                # Clock hours crossed by the block.
-                at = i
-                while at < j:
-                    seg = (next_hour if next_hour < j else j) - at
-                    h_acc_r += pr * seg
-                    h_acc_w += pw * seg
-                    h_cnt += seg
-                    at += seg
-                    if at in (next_hour, n):
-                        hours.append((start_minute + at - 1) // 60)
-                        hour_r.append(h_acc_r / h_cnt)
-                        hour_w.append(h_acc_w / h_cnt)
-                        h_acc_r = h_acc_w = 0.0
-                        h_cnt = 0
-                        if at == next_hour:
-                            next_hour += 60
-                stale = True
-                i = j
-                if block < _MAX_BLOCK:
-                    block *= 2
-                continue
-            block = _MIN_BLOCK
-            slow_until = i + _MIN_BLOCK
+            stop = next_day if next_day < n else n
+            if stop > pend_r > i:
+                stop = pend_r
+            if stop > pend_w > i:
+                stop = pend_w
+            if stop - i > _SHORT_BOUND:
+                # Skip ahead to the next minute where a rule can change the capacity: a high alarm (without a
+                # change in flight; on demand, which bounds what was served), or a low alarm that could lower
+                # the capacity once the quota allows a decrease.
+                searches: list[Search] = []
+                if pend_r < 0 and (pr < maxr or high_at_max):
+                    searches.append((demand_r, above(high_r, inf), n_out, max(i, n_out), False))
+                if pend_w < 0 and (pw < maxw or high_at_max):
+                    searches.append((demand_w, above(high_w, inf), n_out, max(i, n_out), False))
+                quota = i if dec_today < free else last_dec + gap
+                if pend_r < 0 and pr > mr and quota < stop:
+                    searches.append((served_r, _scale_in_threshold(pr, in_r, kr), n_in, max(i, n_in, quota), True))
+                if pend_w < 0 and pw > mw and quota < stop:
+                    searches.append((served_w, _scale_in_threshold(pw, in_w, kw), n_in, max(i, n_in, quota), True))
+                if searches:
+                    stop = earliest(searches, i, stop)
+                slow_run = _next_slow_run(slow_run, stop - i)
+                slow_until = stop + slow_run  # the minute found runs every rule, and slow_run - 1 after it
+                if stop > i:
+                    # Serve the minutes from capacity and the burst bank, up to a minute that would throttle.
+                    # (The peaks take in these minutes; any not served now are still minutes of the series.)
+                    new_r, end_r, top = _bank_through(bank_r, full_r, room_r, demand_r[i:stop])
+                    if top > peak_r:
+                        peak_r = top
+                    new_w, end_w, top = _bank_through(bank_w, full_w, room_w, demand_w[i:stop])
+                    if top > peak_w:
+                        peak_w = top
+                    size = end_r if end_r < end_w else end_w
+                    if i + size < stop:  # a minute throttles: it runs every rule, then searching resumes
+                        slow_until = i + size + 1
+                    if end_r > size:
+                        new_r, _, _ = _bank_through(bank_r, full_r, room_r, demand_r[i : i + size])
+                    if end_w > size:
+                        new_w, _, _ = _bank_through(bank_w, full_w, room_w, demand_w[i : i + size])
+                    bank_r = new_r
+                    bank_w = new_w
+                    if size:
+                        cap_r += [pr] * size
+                        cap_w += [pw] * size
+                        i += size
+                        continue
 
-        # Slow path: one minute, every rule.
-        if stale:
-            dq_r.clear()
-            dq_w.clear()
-            for k in range(max(0, i - n_in), i):
-                x = served_r[k]
-                while dq_r and served_r[dq_r[-1]] <= x:
-                    dq_r.pop()
-                dq_r.append(k)
-                x = served_w[k]
-                while dq_w and served_w[dq_w[-1]] <= x:
-                    dq_w.pop()
-                dq_w.append(k)
-            stale = False
+        # One minute, every rule.
         if i:
             # Alarms, evaluated on the completed minutes against the current capacity's thresholds.
-            lim = i - n_in
-            while dq_r and dq_r[0] < lim:
-                dq_r.popleft()
-            while dq_w and dq_w[0] < lim:
-                dq_w.popleft()
             want_r = want_w = 0.0
             if pend_r < 0:
-                t = out_r * pr
-                if i >= n_out and served_r[i - 1] > t:
+                last = served_r[i - 1]
+                if i >= n_out and last > high_r:
                     # High alarm: each of the last n_out minutes above target; size from the busiest of them.
-                    top = served_r[i - 1]
-                    for k in range(i - n_out, i - 1):
-                        sk = served_r[k]
-                        if sk <= t:
-                            top = 0.0
-                            break
-                        if sk > top:
-                            top = sk
+                    if n_out == 2:
+                        top = served_r[i - 2]
+                        top = (top if top > last else last) if top > high_r else 0.0
+                    else:
+                        window = served_r[i - n_out : i]
+                        top = max(window) if min(window) > high_r else 0.0
                     if top:
                         new = float(ceil(top * kr - eps))
                         if new > maxr:
@@ -702,25 +740,27 @@ def simulate_aws(
                                 pend_r, val_r = i + delay, new
                             else:
                                 pr = new
-                                hi_r = max(hi_r, pr)
-                elif i >= n_in and served_r[dq_r[0]] < in_r * pr:
+                                room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
+                                if pr > hi_r:
+                                    hi_r = pr
+                elif i >= n_in and last < low_r and pr > mr:
                     # Low alarm: the busiest of the last n_in minutes below target minus the gap.
-                    new = float(ceil(served_r[dq_r[0]] * kr - eps))
-                    if new < mr:
-                        new = mr
-                    if new < pr:
-                        want_r = new
+                    top = max(served_r[i - n_in : i])
+                    if top < low_r:
+                        new = float(ceil(top * kr - eps))
+                        if new < mr:
+                            new = mr
+                        if new < pr:
+                            want_r = new
             if pend_w < 0:
-                t = out_w * pw
-                if i >= n_out and served_w[i - 1] > t:
-                    top = served_w[i - 1]
-                    for k in range(i - n_out, i - 1):
-                        sk = served_w[k]
-                        if sk <= t:
-                            top = 0.0
-                            break
-                        if sk > top:
-                            top = sk
+                last = served_w[i - 1]
+                if i >= n_out and last > high_w:
+                    if n_out == 2:
+                        top = served_w[i - 2]
+                        top = (top if top > last else last) if top > high_w else 0.0
+                    else:
+                        window = served_w[i - n_out : i]
+                        top = max(window) if min(window) > high_w else 0.0
                     if top:
                         new = float(ceil(top * kw - eps))
                         if new > maxw:
@@ -731,13 +771,17 @@ def simulate_aws(
                                 pend_w, val_w = i + delay, new
                             else:
                                 pw = new
-                                hi_w = max(hi_w, pw)
-                elif i >= n_in and served_w[dq_w[0]] < in_w * pw:
-                    new = float(ceil(served_w[dq_w[0]] * kw - eps))
-                    if new < mw:
-                        new = mw
-                    if new < pw:
-                        want_w = new
+                                room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
+                                if pw > hi_w:
+                                    hi_w = pw
+                elif i >= n_in and last < low_w and pw > mw:
+                    top = max(served_w[i - n_in : i])
+                    if top < low_w:
+                        new = float(ceil(top * kw - eps))
+                        if new < mw:
+                            new = mw
+                        if new < pw:
+                            want_w = new
             if (want_r or want_w) and (dec_today < free or i - last_dec >= gap):
                 # One UpdateTable: a combined read+write decrease is one decrease of this table or GSI.
                 dec_today += 1
@@ -749,80 +793,71 @@ def simulate_aws(
                         pend_r, val_r = i + delay, want_r
                     else:
                         pr = want_r
-                        bank_r = min(bank_r, burst * pr)
-                        lo_r = min(lo_r, pr)
+                        room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
+                        if bank_r > full_r:
+                            bank_r = full_r
+                        if pr < lo_r:
+                            lo_r = pr
                 if want_w:
                     dec_w += 1
                     if delay:
                         pend_w, val_w = i + delay, want_w
                     else:
                         pw = want_w
-                        bank_w = min(bank_w, burst * pw)
-                        lo_w = min(lo_w, pw)
-        # Serve minute i with capacity, then the burst bank; the rest is throttled.
-        c = read[i]
-        room = pr * 60.0
-        if c <= room:
-            s = c
-            bank_r += room - c
-            if bank_r > burst * pr:
-                bank_r = burst * pr
-        elif c - room <= bank_r:
-            s = c
-            bank_r -= c - room
+                        room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
+                        if bank_w > full_w:
+                            bank_w = full_w
+                        if pw < lo_w:
+                            lo_w = pw
+        # Serve minute i with capacity, then the burst bank; the rest is throttled (served differs from demand
+        # from here on, so the served list becomes a copy).
+        c = demand_r[i]
+        if c > peak_r:
+            peak_r = c
+        if c <= room_r:
+            bank_r += room_r - c
+            if bank_r > full_r:
+                bank_r = full_r
+        elif c - room_r <= bank_r:
+            bank_r -= c - room_r
         else:
-            s = room + bank_r
+            s = room_r + bank_r
+            if served_r is demand_r:
+                served_r = list(demand_r)
+            served_r[i] = s
             thr_r += c - s
             thr_min_r += 1
             bank_r = 0.0
-        served_r[i] = s
-        while dq_r and served_r[dq_r[-1]] <= s:
-            dq_r.pop()
-        dq_r.append(i)
-        c = write[i]
-        room = pw * 60.0
-        if c <= room:
-            s = c
-            bank_w += room - c
-            if bank_w > burst * pw:
-                bank_w = burst * pw
-        elif c - room <= bank_w:
-            s = c
-            bank_w -= c - room
+        c = demand_w[i]
+        if c > peak_w:
+            peak_w = c
+        if c <= room_w:
+            bank_w += room_w - c
+            if bank_w > full_w:
+                bank_w = full_w
+        elif c - room_w <= bank_w:
+            bank_w -= c - room_w
         else:
-            s = room + bank_w
+            s = room_w + bank_w
+            if served_w is demand_w:
+                served_w = list(demand_w)
+            served_w[i] = s
             thr_w += c - s
             thr_min_w += 1
             bank_w = 0.0
-        served_w[i] = s
-        while dq_w and served_w[dq_w[-1]] <= s:
-            dq_w.pop()
-        dq_w.append(i)
-
-        sum_r += pr
-        sum_w += pw
-        if trace:
-            cap_r.append(pr)
-            cap_w.append(pw)
-        h_acc_r += pr
-        h_acc_w += pw
-        h_cnt += 1
+        app_r(pr)
+        app_w(pw)
         i += 1
-        if i in (next_hour, n):
-            hours.append((start_minute + i - 1) // 60)
-            hour_r.append(h_acc_r / h_cnt)
-            hour_w.append(h_acc_w / h_cnt)
-            h_acc_r = h_acc_w = 0.0
-            h_cnt = 0
-            if i == next_hour:
-                next_hour += 60
 
+    # Capacities are whole units, so the plain sums are exact (the reference's fsum of every minute, divided by 60).
+    hours, sums_r, counts = _hourly_sums(start_minute, cap_r)
+    _, sums_w, _ = _hourly_sums(start_minute, cap_w)
     run_r = DimensionRun(
-        consumed_units=math.fsum(read),
-        unit_hours=sum_r / 60.0,
+        consumed_units=math.fsum(demand_r),
+        unit_hours=sum(sums_r) / 60.0,
         hours=hours,
-        hourly_capacity=hour_r,
-        peak_per_second=max(read) / 60.0,
+        hourly_capacity=[total / count for total, count in zip(sums_r, counts, strict=True)],
+        peak_per_second=peak_r / 60.0,
         min_capacity_seen=lo_r,
         max_capacity_seen=hi_r,
         increases=inc_r,
@@ -832,11 +867,11 @@ def simulate_aws(
         capacity=cap_r if trace else None,
     )
     run_w = DimensionRun(
-        consumed_units=math.fsum(write),
-        unit_hours=sum_w / 60.0,
+        consumed_units=math.fsum(demand_w),
+        unit_hours=sum(sums_w) / 60.0,
         hours=list(hours),
-        hourly_capacity=hour_w,
-        peak_per_second=max(write) / 60.0,
+        hourly_capacity=[total / count for total, count in zip(sums_w, counts, strict=True)],
+        peak_per_second=peak_w / 60.0,
         min_capacity_seen=lo_w,
         max_capacity_seen=hi_w,
         increases=inc_w,
