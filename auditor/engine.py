@@ -63,11 +63,13 @@ def ingest_source(
     deduper: Deduper,
     stats: IngestStats,
     shard: Shard | None = None,
+    outcomes: list[int | None] | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
-    forgotten, so a retry of the same file later counts in full.
+    forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
+    outcome appended: the number of records in it (all shards'), or None when it failed.
     """
     file_stats = IngestStats()
     aggs = new_aggregate_set(config)
@@ -79,7 +81,11 @@ def ingest_source(
         stats.files_failed += 1
         stats.note(str(exc))
         log.info("source_failed", source=source.name, reason=exc.reason)
+        if outcomes is not None:
+            outcomes.append(None)
         return None
+    if outcomes is not None:
+        outcomes.append(file_stats.records_seen)
     deduper.commit()
     file_stats.files_read = 1
     stats.merge(file_stats)
@@ -87,11 +93,15 @@ def ingest_source(
 
 
 def ingest(
-    sources: Iterable[InputSource], config: AnalysisConfig, shard: Shard | None = None
+    sources: Iterable[InputSource],
+    config: AnalysisConfig,
+    shard: Shard | None = None,
+    outcomes: list[int | None] | None = None,
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
     With ``shard``, only that shard's records are aggregated (see :class:`auditor.sources.cloudtrail.Shard`).
+    ``outcomes`` gets one entry per source (see :func:`ingest_source`).
     """
     total = new_aggregate_set(config)
     stats = IngestStats()
@@ -101,7 +111,7 @@ def ingest(
     gc.disable()
     try:
         for source in sources:
-            aggs = ingest_source(source, config, deduper, stats, shard)
+            aggs = ingest_source(source, config, deduper, stats, shard, outcomes)
             if aggs is not None:
                 total.merge(aggs, take=True)
     finally:
@@ -137,9 +147,10 @@ def _shard_worker(sources: Sequence[InputSource], config: AnalysisConfig, shard:
 
     assert isinstance(conn, Connection)
     try:
-        aggregates, stats = ingest(sources, config, shard)
+        outcomes: list[int | None] = []
+        aggregates, stats = ingest(sources, config, shard, outcomes)
         aggregates.flush()  # fold the pending batches here, in parallel, not in the parent after unpickling
-        payload: object = (aggregates, stats)
+        payload: object = (aggregates, stats, outcomes)
     except BaseException:  # reported to the parent, which redoes the shard itself
         payload = traceback.format_exc(limit=5)
     try:
@@ -167,6 +178,11 @@ def ingest_parallel(
     This process reads shard 0 while forked children read the others; each child sends back its aggregates, which
     merge (the aggregates are mergeable, and every event lands in exactly one shard, so deduplication stays
     exact). A child that fails is logged and its shard is read again here: nothing is lost.
+
+    Every shard reads every source whole, so all must agree on each source's outcome (its number of records, or
+    that it failed). They disagree only on inputs built to cut records in the wrong place (see
+    :func:`auditor.sources.cloudtrail._raw_owned`) or whose bytes changed between the reads: then the sharded results
+    are dropped and the input is read again in this process alone, the reference behaviour.
     """
     if processes <= 1:
         return ingest(sources, config)
@@ -178,7 +194,9 @@ def ingest_parallel(
         proc.start()
         writer.close()
         children.append((i, proc, reader))
-    total, stats = ingest(sources, config, Shard(0, processes))
+    outcomes: list[int | None] = []
+    total, stats = ingest(sources, config, Shard(0, processes), outcomes)
+    agree = True
     for i, proc, reader in children:
         try:
             payload: object = reader.recv()
@@ -188,12 +206,18 @@ def ingest_parallel(
             reader.close()
             proc.join()
         if isinstance(payload, tuple):
-            aggs, shard_stats = payload
+            aggs, shard_stats, shard_outcomes = payload
         else:
             log.warning("shard_failed", shard=i, processes=processes, reason=str(payload)[-500:])
-            aggs, shard_stats = ingest(sources, config, Shard(i, processes))
+            shard_outcomes = []
+            aggs, shard_stats = ingest(sources, config, Shard(i, processes), shard_outcomes)
+        if shard_outcomes != outcomes:
+            agree = False
         total.merge(aggs, take=True)
         _merge_shard_stats(stats, shard_stats)
+    if not agree:
+        log.warning("shards_disagree", processes=processes, reason="sources read differently by the shards")
+        return ingest(sources, config)
     return total, stats
 
 

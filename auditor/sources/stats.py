@@ -19,6 +19,8 @@ class IngestStats:
     records_skipped: int = 0
     data_events: int = 0
     duplicates_dropped: int = 0
+    #: Records in the input, whichever shard owns them (not part of the SPEC ``stats``: sharded readers compare it).
+    records_seen: int = 0
     #: The first few problems, each "source: record N: reason" (kept short for logs and stderr).
     problems: list[str] = field(default_factory=list)
 
@@ -37,6 +39,7 @@ class IngestStats:
         self.records_skipped += other.records_skipped
         self.data_events += other.data_events
         self.duplicates_dropped += other.duplicates_dropped
+        self.records_seen += other.records_seen
         for p in other.problems:
             self.note(p)
 
@@ -44,4 +47,5 @@ class IngestStats:
         """The SPEC.md ``stats`` object."""
         d = asdict(self)
         d.pop("problems")
+        d.pop("records_seen")
         return d
