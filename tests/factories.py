@@ -7,6 +7,7 @@ from typing import Any
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.models.finding import Finding, FindingKind, Severity
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 ROLE = "arn:aws:iam::111122223333:role/app"
@@ -59,3 +60,31 @@ def span(calls: list[ApiCall], window_seconds: int = 900, **kw: Any) -> TableWin
     spans = aggs.spans()
     assert len(spans) == 1, spans
     return spans[0]
+
+
+def stored_billing_finding(
+    table: str, seen: datetime, *, account: str, region: str, days_analyzed: float = 14.0
+) -> Finding:
+    """A ``billing_mode`` finding as an earlier billing run stored it (on-demand -> provisioned)."""
+    return Finding.create(
+        FindingKind.BILLING_MODE,
+        account=account,
+        region=region,
+        table=table,
+        discriminator="billing_mode",
+        severity=Severity.LOW,
+        title=f"{table}: switch to provisioned saves $50.00/month",
+        summary="An earlier billing run.",
+        recommendation="Switch.",
+        evidence={
+            "current_mode": "PAY_PER_REQUEST",
+            "recommended_mode": "PROVISIONED",
+            "monthly_cost_current": 80.0,
+            "monthly_cost_recommended": 30.0,
+            "monthly_savings": 50.0,
+            "days_analyzed": days_analyzed,
+            "source": "cloudwatch_billing",
+        },
+        first_seen=seen - timedelta(days=1),
+        last_seen=seen,
+    )

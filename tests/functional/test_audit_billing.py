@@ -15,12 +15,13 @@ import pytest
 
 from auditor.cli import main
 from auditor.lifecycle import FindingStatus
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, fingerprint
 from auditor.service.audit import build_clients
 from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
 from auditor.service.record import SOURCE_CLOUDTRAIL, LifecycleParams, ResolveScope, record_findings
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.inventory import TableSelector
+from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, minutes, put_points
 from tests.functional.moto_metric_data import install
@@ -160,29 +161,8 @@ def test_billing_days_is_independent_of_days_and_zero_skips_billing(
 
 
 def stale_billing_finding(table: str, seen: datetime) -> Finding:
-    """A billing_mode finding as an earlier billing run of the metrics audit stored it."""
-    return Finding(
-        id=fingerprint(FindingKind.BILLING_MODE, ACCOUNT, REGION, table, None, "billing_mode"),
-        kind=FindingKind.BILLING_MODE,
-        severity=Severity.LOW,
-        account=ACCOUNT,
-        region=REGION,
-        table=table,
-        title=f"{table}: switch to provisioned saves $50.00/month",
-        summary="An earlier audit.",
-        recommendation="Switch.",
-        evidence={
-            "current_mode": "PAY_PER_REQUEST",
-            "recommended_mode": "PROVISIONED",
-            "monthly_cost_current": 80.0,
-            "monthly_cost_recommended": 30.0,
-            "monthly_savings": 50.0,
-            "days_analyzed": 1.0,
-            "source": "cloudwatch_billing",
-        },
-        first_seen=seen - timedelta(days=1),
-        last_seen=seen,
-    )
+    """A billing_mode finding an earlier billing run stored."""
+    return stored_billing_finding(table, seen, account=ACCOUNT, region=REGION, days_analyzed=1.0)
 
 
 def test_metrics_audit_records_billing_findings_and_only_a_billing_run_resolves_them(

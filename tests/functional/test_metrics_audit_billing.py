@@ -23,7 +23,7 @@ import structlog
 
 from auditor.config import get_settings
 from auditor.lifecycle import FindingStatus
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import IndexProfile, TableProfile
 from auditor.models.metrics import ApiStats
 from auditor.service.audit import build_clients
@@ -39,6 +39,7 @@ from auditor.sources.cloudwatch import (
 )
 from auditor.sources.inventory import TableSelector
 from handlers import metrics_audit
+from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, dims, minutes, put_data, put_points
 from tests.functional.moto_metric_data import Served, install
@@ -120,28 +121,7 @@ def over_provisioned(cw: Any, ddb: Any, name: str, start: int, end: int) -> None
 
 def stale_billing(table: str, seen: datetime) -> Finding:
     """A billing_mode finding an earlier billing run stored."""
-    return Finding(
-        id=fingerprint(FindingKind.BILLING_MODE, ACCOUNT, REGION, table, None, "billing_mode"),
-        kind=FindingKind.BILLING_MODE,
-        severity=Severity.LOW,
-        account=ACCOUNT,
-        region=REGION,
-        table=table,
-        title=f"{table}: switch to provisioned saves $50.00/month",
-        summary="An earlier billing run.",
-        recommendation="Switch.",
-        evidence={
-            "current_mode": "PAY_PER_REQUEST",
-            "recommended_mode": "PROVISIONED",
-            "monthly_cost_current": 80.0,
-            "monthly_cost_recommended": 30.0,
-            "monthly_savings": 50.0,
-            "days_analyzed": 14.0,
-            "source": "cloudwatch_billing",
-        },
-        first_seen=seen - timedelta(days=1),
-        last_seen=seen,
-    )
+    return stored_billing_finding(table, seen, account=ACCOUNT, region=REGION, days_analyzed=14.0)
 
 
 # ---------------------------------------------------------------------------------------------------------- tests
