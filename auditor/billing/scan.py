@@ -11,7 +11,7 @@ All searches take a half-open index range ``[a, b)`` and return ``b`` when nothi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 #: Ranges at most this long are searched with ``filter`` instead of bisected further.
@@ -20,48 +20,42 @@ _LINEAR = 16
 _FIRST_RANGE = 16
 
 
-def first_at_least(seq: Sequence[float], thr: float, a: int, b: int) -> int:
-    """The first index ``x`` in ``[a, b)`` with ``seq[x] >= thr``, or ``b``.
+def _first(
+    seq: Sequence[float], a: int, b: int, extreme: Callable[[Sequence[float]], float], hit: Callable[[float], bool]
+) -> int:
+    """The first index ``x`` in ``[a, b)`` with ``hit(seq[x])``, or ``b``; ``extreme`` (``max`` or ``min``) of a range
+    is a hit exactly when some value in it is.
 
-    Ranges doubling in length from ``a`` are tested with one ``max`` each, so the cost follows the distance to the
-    hit rather than the length of ``[a, b)``. The range that holds it is bisected down to a few values, where
-    ``filter`` finds the first such value and ``list.index`` its position (no value before it is equal, since none
-    before it is ``>= thr``).
+    Ranges doubling in length from ``a`` are tested with one ``extreme`` each, so the cost follows the distance to
+    the hit rather than the length of ``[a, b)``. The range that holds it is bisected down to a few values, where
+    ``filter`` finds the first hit and ``list.index`` its position (no value before it is equal, since none before
+    it is a hit).
     """
     size = _FIRST_RANGE
     while a < b:
         end = a + size if a + size < b else b
-        if max(seq[a:end]) >= thr:
+        if hit(extreme(seq[a:end])):
             while end - a > _LINEAR:  # bisect down to a short range that holds the first hit
                 mid = (a + end) >> 1
-                if max(seq[a:mid]) >= thr:
+                if hit(extreme(seq[a:mid])):
                     end = mid
                 else:
                     a = mid
             part = seq[a:end]
-            return a + part.index(next(filter(thr.__le__, part)))
+            return a + part.index(next(filter(hit, part)))
         a = end
         size += size
     return b
+
+
+def first_at_least(seq: Sequence[float], thr: float, a: int, b: int) -> int:
+    """The first index ``x`` in ``[a, b)`` with ``seq[x] >= thr``, or ``b`` (:func:`_first` with ``max``)."""
+    return _first(seq, a, b, max, float(thr).__le__)
 
 
 def first_below(seq: Sequence[float], thr: float, a: int, b: int) -> int:
-    """The first index ``x`` in ``[a, b)`` with ``seq[x] < thr``, or ``b`` (as :func:`first_at_least`, with ``min``)."""
-    size = _FIRST_RANGE
-    while a < b:
-        end = a + size if a + size < b else b
-        if min(seq[a:end]) < thr:
-            while end - a > _LINEAR:  # bisect down to a short range that holds the first hit
-                mid = (a + end) >> 1
-                if min(seq[a:mid]) < thr:
-                    end = mid
-                else:
-                    a = mid
-            part = seq[a:end]
-            return a + part.index(next(filter(thr.__gt__, part)))
-        a = end
-        size += size
-    return b
+    """The first index ``x`` in ``[a, b)`` with ``seq[x] < thr``, or ``b`` (:func:`_first` with ``min``)."""
+    return _first(seq, a, b, min, float(thr).__gt__)
 
 
 def first_run_at_least(seq: Sequence[float], thr: float, width: int, a: int, b: int) -> int:
