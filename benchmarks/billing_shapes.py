@@ -77,7 +77,7 @@ def _series(index: str | None, reads: list[float | None], writes: list[float | N
     return {"index": index, "consumed_read": reads, "consumed_write": writes, **extra}
 
 
-def _shape(name: str, minutes: int) -> dict[str, Any]:  # noqa: C901 - one branch per shape, read top to bottom
+def _shape(name: str, minutes: int) -> dict[str, Any]:
     """The capacity-history document of one named shape."""
     seed = sum(ord(c) for c in name)
     rng = random.Random(seed)
