@@ -421,7 +421,7 @@ def decide_table(
     provisioned_now = inp.billing_mode == "PROVISIONED"
 
     series_out: list[SeriesResult] = []
-    od_total = est_total = cur_total = 0.0
+    od_total = est_total = cur_total = peak_total = 0.0
     thr_total = demand_total = 0.0
     acceptable = True
     for s in sims:
@@ -431,6 +431,7 @@ def decide_table(
             run = dim.run
             od = run.consumed_units * cls_prices.request_unit(d)
             est = run.unit_hours * cls_prices.capacity_hour(d)
+            peak_total += (run.peak_hour_unit_hours or 0.0) * cls_prices.capacity_hour(d)
             cur = dim.current_unit_hours * cls_prices.capacity_hour(d) if provisioned_now else 0.0
             if simulation == "evaluator":
                 label = evaluator_label(est, cur, od, cfg.modify_threshold)
@@ -551,8 +552,46 @@ def decide_table(
         table_class_hint=hint,
         reserved_capacity=rc,
         notes=notes,
+        assumptions=assumptions(simulation, cfg, peak_total * monthly if simulation == "aws" else None),
+        monthly_cost_provisioned_simulated_hourly_peak=peak_total * monthly if simulation == "aws" else None,
     )
     return result, warnings
+
+
+def assumptions(simulation: Simulation, cfg: BillingConfig, hourly_peak_monthly: float | None) -> list[str]:
+    """The rules behind the simulated provisioned cost, each marked documented (with its page) or assumed."""
+    if simulation == "evaluator":
+        return [
+            "rules of the archived awslabs capacity-mode-evaluator, reproduced exactly: scale-out from the two "
+            "previous minutes, scale-in from the busiest of 15 below target/1.2, 4 decreases a day then one an "
+            "hour, no throttling, burst or delay; datapoints missing from the input are dropped",
+        ]
+    b = AwsBehaviour(reaction_minutes=cfg.reaction_minutes)
+    out = [
+        f"scale-out when consumed capacity exceeds the target utilisation for {b.scale_out_minutes} consecutive "
+        "minutes (documented: DynamoDB 'Metrics and dimensions' and auto scaling pages)",
+        f"scale-in when {b.scale_in_minutes} consecutive minutes run {b.scale_in_gap:g} points or more below the "
+        "target, never while consumed capacity is zero (documented: AWS Knowledge Center 'dynamodb-auto-scaling'; "
+        "DynamoDB auto scaling page)",
+        f"new capacity in force {b.reaction_minutes} minutes after the alarm's last datapoint: alarm delay plus "
+        "UpdateTable (assumed; AWS documents 'a short delay of up to a few minutes' and 'several minutes' to "
+        "update; --reaction-minutes changes it)",
+        f"burst capacity: up to {b.burst_seconds} seconds of unused capacity is spent before requests throttle "
+        "(documented as current behaviour that may change)",
+        f"decreases: each scalable target's scale-in is its own UpdateTable request; the table (and each GSI) may "
+        f"decrease {b.free_decreases_per_day} times within {b.free_decrease_window_minutes} minutes of its first "
+        f"decrease of the UTC day, then once per {b.decrease_interval_minutes} minutes without a decrease "
+        "(documented: DynamoDB quotas, 'Decreasing provisioned throughput')",
+        "missing minutes count as zero load; every minute is billed, at least at the minimum capacity",
+    ]
+    billing = (
+        "billing: provisioned capacity per clock hour at the hour's time-weighted capacity (AWS documents an hourly "
+        "rate on the capacity provisioned, not how a change within an hour is prorated)"
+    )
+    if hourly_peak_monthly is not None:
+        billing += f"; billed at each hour's highest capacity instead: ${hourly_peak_monthly:,.2f}/month"
+    out.append(billing)
+    return out
 
 
 def _setting(dim: _Dim, cfg: BillingConfig, simulation: Simulation) -> CapacitySetting:

@@ -312,6 +312,10 @@ class BillingResult(BaseModel):
     table_class_hint: TableClassHint | None = None
     reserved_capacity: ReservedCapacityNote | None = None
     notes: list[str] = Field(default_factory=list)
+    #: The simulation's rules, each marked documented or assumed, with the hourly-billing bound (``aws``).
+    assumptions: list[str] = Field(default_factory=list)
+    #: Simulated provisioned cost per month if each clock hour were billed at its highest capacity (``aws``).
+    monthly_cost_provisioned_simulated_hourly_peak: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, SPEC field order first; times as ISO-8601 UTC with ``Z``."""

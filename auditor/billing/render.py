@@ -78,6 +78,9 @@ def _summary(result: BillingResult) -> list[str]:
     if result.reserved_capacity is not None:
         lines.append("  reserved capacity: " + result.reserved_capacity.note)
     lines += [f"  note: {n}" for n in result.notes]
+    if result.assumptions:
+        lines.append(f"  simulation ({result.simulation}):")
+        lines += [f"    - {a}" for a in result.assumptions]
     return lines
 
 

@@ -38,11 +38,15 @@ sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoi
 - scale-out when the served load exceeded the target utilisation in each of the last 2 minutes, to
   ``ceil(max(last 2 minutes) / target)`` (clamped to the maximum);
 - scale-in when the served load stayed more than 20 percentage points below target (70 % → 50 %) for the last
-  15 minutes, to ``ceil(max(last 15 minutes) / target)`` (at least the minimum);
+  15 minutes, to ``ceil(max(last 15 minutes) / target)`` (at least the minimum), but never on a window that
+  consumed nothing ("auto scaling does not scale down your provisioned capacity if your table's consumed capacity
+  becomes zero");
 - a new capacity takes effect ``reaction_minutes`` after the alarm fires (UpdateTable time); a dimension with a
   change in flight does not start another;
-- decreases follow the DynamoDB quota per table and per GSI: 4 per UTC day, then one more whenever none happened in
-  the previous 60 minutes; a read and a write decrease decided in the same minute are one UpdateTable, one decrease;
+- decreases follow the DynamoDB quota per table and per GSI: up to 4 within an hour of the UTC day's first
+  decrease, then one more whenever none happened in the previous 60 minutes; reads and writes are separate
+  scalable targets, so each one's scale-in is its own UpdateTable and its own decrease on the table's counter
+  (reads decided first);
 - burst capacity: up to ``burst_seconds`` (300) of unused capacity is banked and spent when demand exceeds
   capacity; what is still above is throttled and counted in request units. Auto scaling sees what was served
   (consumed capacity), so a throttled table scales up by at most ``1/target`` per step, as real tables do.
