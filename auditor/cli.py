@@ -24,6 +24,7 @@ from auditor.observability import configure_logging
 from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
+    from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
     from auditor.mutelist import Muted
 
@@ -152,6 +153,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto-scaling simulation: aws (documented AWS behaviour, default) or evaluator (archived awslabs tool)",
     )
     billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
+    billing.add_argument(
+        "--config",
+        metavar="FILE",
+        help="decision settings (JSON object: target_utilization, margin, reaction_minutes, read/write: "
+        "{target_utilization, min_capacity, max_capacity}, ...); the options below override it",
+    )
+    billing.add_argument("--target", type=float, metavar="PCT", help="target utilisation for reads and writes (20-90)")
+    for dim in ("read", "write"):
+        billing.add_argument(f"--{dim}-target", type=float, metavar="PCT", help=f"target utilisation of {dim}s")
+        billing.add_argument(
+            f"--{dim}-min", type=float, metavar="UNITS", help=f"minimum {dim} capacity (default: searched)"
+        )
+        billing.add_argument(
+            f"--{dim}-max", type=float, metavar="UNITS", help=f"maximum {dim} capacity (default: 2x the peak need)"
+        )
+    billing.add_argument(
+        "--reaction-minutes",
+        type=int,
+        metavar="N",
+        help="minutes from the alarm to the new capacity in force, aws simulation (default 2, an assumption)",
+    )
     _add_output_options(billing)
 
     demo = sub.add_parser(
@@ -421,7 +443,7 @@ def _cmd_billing(args: argparse.Namespace) -> int:
             raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
     inp = BillingInput.from_json(data, source)
     prices = load_price_file(args.prices) if args.prices else None
-    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices)
+    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices, config=_billing_config(args))
     for warning in analysis.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
 
@@ -434,6 +456,39 @@ def _cmd_billing(args: argparse.Namespace) -> int:
         return render_billing_table(analysis.result, kept) + _muted_text(muted)
 
     return _output(args, analysis.findings, native)
+
+
+def _billing_config(args: argparse.Namespace) -> BillingConfig:
+    """The decision settings: ``--config`` (if given), then the per-option overrides."""
+    from pydantic import ValidationError
+
+    from auditor.billing.model import BillingConfig
+
+    doc: dict[str, object] = {}
+    if args.config:
+        loaded = _read_json(args.config)
+        if not isinstance(loaded, dict):
+            raise InputError(f"{args.config}: billing config must be a JSON object")
+        doc = dict(loaded)
+    if args.target is not None:
+        doc["target_utilization"] = args.target
+    if args.reaction_minutes is not None:
+        doc["reaction_minutes"] = args.reaction_minutes
+    for dim in ("read", "write"):
+        own = dict(doc.get(dim) or {})  # type: ignore[call-overload]
+        for option, field in (("target", "target_utilization"), ("min", "min_capacity"), ("max", "max_capacity")):
+            value = getattr(args, f"{dim}_{option}")
+            if value is not None:
+                own[field] = value
+        if own:
+            doc[dim] = own
+    try:
+        return BillingConfig.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = args.config or "billing options"
+        raise InputError(f"{where}: {loc}: {str(err['msg']).removeprefix('Value error, ')}") from exc
 
 
 COMMANDS = {

@@ -331,6 +331,18 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
             prov = res.get(PROVISIONED_METRIC[access]) if res is not None and provisioned else None
             # Capacity is never 0 on a provisioned resource: 0 here is "before the first 5-minute value".
             entry[f"provisioned_{access}"] = [v or None for v in _carried(prov, times)] if prov is not None else None
+        # The auto-scaling settings in force (Application Auto Scaling), shown next to the simulated ones.
+        capacity = profile.capacity if index is None else (g.capacity if (g := profile.gsi(index)) else None)
+        scaling = {
+            t.access: {
+                "min_capacity": t.min_capacity,
+                "max_capacity": t.max_capacity,
+                "target_utilization": t.target_utilization,
+            }
+            for t in (capacity.auto_scaling if capacity is not None else ())
+        }
+        if scaling:
+            entry["auto_scaling"] = scaling
         series.append(entry)
     doc: dict[str, Any] = {
         "table": profile.name,
