@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
     billing.add_argument(
+        "--region",
+        metavar="R",
+        help="price with region R's current list prices from the AWS Pricing API (needs credentials; falls back "
+        "to the bundled table, labelled)",
+    )
+    billing.add_argument(
         "--config",
         metavar="FILE",
         help="decision settings (JSON object: target_utilization, margin, reaction_minutes, read/write: "
@@ -392,6 +398,7 @@ def _billing_days(text: str) -> float:
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
+    from auditor.billing.pricing import PriceBook, pricing_client
     from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
 
@@ -406,6 +413,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         end=end,
         now=now,
         billing_days=args.billing_days,
+        prices=PriceBook(pricing_client, datetime.now(UTC).date()),
     )
     inventory = result.inventory
     if not inventory.tables:
@@ -443,6 +451,12 @@ def _cmd_billing(args: argparse.Namespace) -> int:
             raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
     inp = BillingInput.from_json(data, source)
     prices = load_price_file(args.prices) if args.prices else None
+    if prices is None and args.region:
+        from auditor.billing.pricing import PriceBook, pricing_client
+
+        prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
+        if warning:
+            print(f"ddb-audit: warning: {warning}", file=sys.stderr)
     analysis = analyze_billing(inp, simulation=args.simulation, prices=prices, config=_billing_config(args))
     for warning in analysis.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)

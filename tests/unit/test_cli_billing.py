@@ -285,3 +285,29 @@ def test_per_dimension_settings_on_the_command_line_and_in_a_config_file(
     config.write_text('{"read": {"target_utilization": 99}}')
     code, out, err = run(["--input", path, "--config", str(config)], capsys)
     assert code == 2 and out == "" and f"{config}: read.target_utilization" in err
+
+
+def test_region_prices_come_from_the_pricing_api_or_a_labelled_fallback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    from auditor.billing import pricing
+
+    asked: list[str] = []
+
+    def no_credentials(api_region: str) -> Any:
+        asked.append(api_region)
+        raise NoCredentialsError()
+
+    monkeypatch.setattr(pricing, "pricing_client", no_credentials)
+    path = str(write_input(tmp_path, steady_doc(days=1)))
+    code, out, err = run(["--input", path, "--format", "json", "--region", "eu-west-1"], capsys)
+    assert code == 0 and asked == ["eu-central-1"]
+    label = orjson.loads(out)["billing"]["pricing"]
+    assert "the AWS Pricing API was not used (NoCredentialsError" in label["source"]
+    assert label["fallback"] is True and label["region"] == "eu-west-1"  # us-east-1 figures, labelled
+    assert "the AWS Pricing API did not answer for eu-west-1" in err
+    # Without --region nothing is asked of the API.
+    asked.clear()
+    assert run(["--input", path], capsys)[0] == 0 and asked == []
