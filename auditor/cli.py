@@ -413,8 +413,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         end=end,
         now=now,
         billing_days=args.billing_days,
-        prices=PriceBook(pricing_client, datetime.now(UTC).date()),
+        prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
     )
+    for warning in book.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
     inventory = result.inventory
     if not inventory.tables:
         if names and set(inventory.missing) >= set(names):

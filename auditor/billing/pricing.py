@@ -25,6 +25,7 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import orjson
 from botocore.exceptions import BotoCoreError, ClientError
@@ -376,8 +377,13 @@ def pricing_client(api_region: str) -> PricingClient:
     from botocore.config import Config
 
     config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 3, "mode": "standard"})
-    client: PricingClient = boto3.client("pricing", region_name=api_region, config=config)
-    return client
+    client = boto3.client("pricing", region_name=api_region, config=config)
+    host = urlsplit(client.meta.endpoint_url).hostname or ""
+    if not host.endswith((".amazonaws.com", ".amazonaws.com.cn")):
+        # AWS_ENDPOINT_URL points every client at a local endpoint (moto, LocalStack): it has no price list.
+        raise PricingError(f"{client.meta.endpoint_url} is not the AWS Pricing API (a local endpoint)")
+    typed: PricingClient = client
+    return typed
 
 
 class PriceBook:
@@ -391,6 +397,8 @@ class PriceBook:
         self._client_for = client_for
         self._today = today
         self._cache: dict[str, tuple[RegionPrices, str | None]] = {}
+        #: The warnings given so far (one per region at most), for a caller that reports them at the end.
+        self.warnings: list[str] = []
 
     def get(self, region: str) -> tuple[RegionPrices, str | None]:
         """The prices for ``region`` and a warning for the user when they are not the live list prices."""
@@ -411,7 +419,8 @@ class PriceBook:
                 )
                 answer = (live, None)
             except (BotoCoreError, ClientError, PricingError, ValueError) as exc:  # no credentials, no network, ...
-                reason = f"{type(exc).__name__}: {exc}"
+                text = " ".join(str(exc).split())
+                reason = f"{type(exc).__name__}: {text if len(text) <= 200 else text[:199] + '…'}"
                 fallback = bundled.model_copy(
                     update={"source": f"{bundled.source}; the AWS Pricing API was not used ({reason})"}
                 )
@@ -421,4 +430,6 @@ class PriceBook:
                     f"{fallback.region}, as of {fallback.as_of.isoformat()}",
                 )
         self._cache[region] = answer
+        if answer[1] is not None:
+            self.warnings.append(answer[1])
         return answer

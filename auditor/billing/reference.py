@@ -150,6 +150,7 @@ def aws_naive(
     served: dict[str, list[float]] = {"r": [], "w": []}
     cap: dict[str, list[float]] = {"r": [], "w": []}
     throttled = {"r": 0.0, "w": 0.0}
+    throttled_at: dict[str, list[float]] = {"r": [], "w": []}
     thr_minutes = {"r": 0, "w": 0}
     increases = {"r": 0, "w": 0}
     decreases = {"r": 0, "w": 0}
@@ -220,6 +221,7 @@ def aws_naive(
                 bank[d] = 0.0
             served[d].append(s)
             cap[d].append(p[d])
+            throttled_at[d].append(c - s)
 
     minutes = list(range(start_minute, start_minute + n))
 
@@ -245,6 +247,7 @@ def aws_naive(
             throttled_minutes=thr_minutes[d],
             capacity=cap[d],
             peak_hour_unit_hours=math.fsum(peaks[h] * count[h] / 60.0 for h in peaks),
+            throttled=throttled_at[d],
         )
 
     return SeriesRun(run("r"), run("w"), n, len(decrease_log))

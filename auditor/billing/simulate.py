@@ -166,6 +166,8 @@ class DimensionRun:
     #: Capacity unit-hours if each clock hour were billed at the highest capacity in force in it (``aws`` only; an
     #: hour cut by the window's edge pro rata): the upper bound of hourly billing next to ``unit_hours``.
     peak_hour_unit_hours: float | None = None
+    #: Per-minute throttled units, when the ``aws`` simulation ran with ``trace=True``.
+    throttled: list[float] | None = None
 
     @property
     def throttled_share(self) -> float | None:
@@ -585,6 +587,14 @@ def _scale_in_from(
     return max(start, nonzero + 1) if nonzero < stop - 1 else stop
 
 
+def _per_minute(values: dict[int, float], n: int) -> list[float]:
+    """A list of ``n`` minutes, 0 except at the minutes in ``values``."""
+    out = [0.0] * n
+    for i, v in values.items():
+        out[i] = v
+    return out
+
+
 def _peak_hour_unit_hours(start_minute: int, capacity: Sequence[float]) -> float:
     """Capacity unit-hours with each clock hour at its highest capacity (an hour cut by the window: pro rata)."""
     n = len(capacity)
@@ -713,6 +723,8 @@ def simulate_aws(
     inc_r = inc_w = dec_r = dec_w = 0
     thr_r = thr_w = 0.0
     thr_min_r = thr_min_w = 0
+    thr_at_r: dict[int, float] = {}  # minute -> throttled units (for the trace)
+    thr_at_w: dict[int, float] = {}
     peak_r = peak_w = -math.inf  # the largest demand of the minutes simulated so far
     cap_r: list[float] = []
     cap_w: list[float] = []
@@ -911,6 +923,7 @@ def simulate_aws(
                 served_r = list(demand_r)
             served_r[i] = s
             thr_r += c - s
+            thr_at_r[i] = c - s
             thr_min_r += 1
             bank_r = 0.0
         c = demand_w[i]
@@ -928,6 +941,7 @@ def simulate_aws(
                 served_w = list(demand_w)
             served_w[i] = s
             thr_w += c - s
+            thr_at_w[i] = c - s
             thr_min_w += 1
             bank_w = 0.0
         app_r(pr)
@@ -951,6 +965,7 @@ def simulate_aws(
         throttled_units=thr_r,
         throttled_minutes=thr_min_r,
         capacity=cap_r if trace else None,
+        throttled=_per_minute(thr_at_r, n) if trace else None,
     )
     run_w = DimensionRun(
         consumed_units=math.fsum(demand_w),
@@ -966,5 +981,6 @@ def simulate_aws(
         throttled_units=thr_w,
         throttled_minutes=thr_min_w,
         capacity=cap_w if trace else None,
+        throttled=_per_minute(thr_at_w, n) if trace else None,
     )
     return SeriesRun(run_r, run_w, n, events)

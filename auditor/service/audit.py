@@ -490,8 +490,8 @@ def table_billing(
     region_prices = None
     if prices is not None:
         region_prices, warning = prices.get(str(history["region"]))
-        if warning:
-            log.warning("billing_prices", table=profile.name, warning=warning)
+        if warning:  # the caller reports the book's warnings (the CLI on stderr); logs stay quiet on stdout
+            log.info("billing_prices", table=profile.name, warning=warning)
     return billing_findings(profile, history, config, prices=region_prices)
 
 

@@ -28,6 +28,7 @@ from auditor.billing.pricing import (
     known_regions,
     load_price_file,
     pricing_api_region,
+    pricing_client,
 )
 from auditor.exceptions import InputError
 
@@ -389,3 +390,15 @@ def test_price_book_falls_back_to_the_bundled_table_with_a_label() -> None:
 )
 def test_pricing_endpoint_per_region(region: str, endpoint: str) -> None:
     assert pricing_api_region(region) == endpoint
+
+
+def test_a_local_endpoint_is_not_asked_for_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5999")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with pytest.raises(PricingError, match="not the AWS Pricing API"):
+        pricing_client("us-east-1")
+    prices, warning = PriceBook(pricing_client, date(2026, 12, 3)).get("us-east-1")
+    assert prices.standard == bundled_prices("us-east-1").standard and warning is not None
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    assert pricing_client("eu-central-1").meta.endpoint_url == "https://api.pricing.eu-central-1.amazonaws.com"

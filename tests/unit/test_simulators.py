@@ -468,6 +468,7 @@ def test_aws_matches_the_window_rescanning_reference(
         assert a.capacity == b.capacity
         assert a.peak_hour_unit_hours == b.peak_hour_unit_hours
         assert a.throttled_units == pytest.approx(b.throttled_units, rel=1e-9, abs=1e-6)
+        assert a.throttled == pytest.approx(b.throttled, rel=1e-9, abs=1e-6)  # the per-minute trace
         assert a.throttled_minutes == b.throttled_minutes
         assert a.unit_hours == b.unit_hours  # whole units: the sums are exact
         assert (a.increases, a.decreases) == (b.increases, b.decreases)
