@@ -16,6 +16,10 @@ For every shape it prints, in US dollars per month (730 h) at the bundled us-eas
 - ``decided``: the provisioned cost ``ddb-audit billing --simulation aws`` reports (its minimum-capacity search
   included), with the on-demand cost and the simulated throttled share next to it.
 
+With ``--compare-resolution 300`` it also sums each shape into 5-minute periods (what CloudWatch keeps after 15
+days), decides again, and prints each cost's deviation from the 1-minute answer and whether the recommendation
+changed: the measured error bound the billing output states for coarser inputs.
+
 It is a report, not a timing: it exits 0 whatever the numbers.
 """
 
@@ -238,11 +242,63 @@ def report(days: float) -> list[dict[str, Any]]:
     return rows
 
 
+def coarser(inp: BillingInput, period_seconds: int) -> BillingInput:
+    """The same history summed into ``period_seconds`` periods (a period with any datapoint present has one)."""
+    per = period_seconds // 60
+    doc = inp.model_dump(mode="json")
+    doc["period_seconds"] = period_seconds
+
+    def summed(values: list[float | None] | None, average: bool) -> list[float | None] | None:
+        if values is None:
+            return None
+        out: list[float | None] = []
+        for at in range(0, len(values), per):
+            present = [v for v in values[at : at + per] if v is not None]
+            out.append(None if not present else (sum(present) / len(present) if average else sum(present)))
+        return out
+
+    for s in doc["series"]:
+        for dim in ("read", "write"):
+            s[f"consumed_{dim}"] = summed(s[f"consumed_{dim}"], average=False)
+            s[f"provisioned_{dim}"] = summed(s[f"provisioned_{dim}"], average=True)
+    return BillingInput.from_document(doc, f"{inp.table} at {period_seconds} s")
+
+
+def compare_resolution(days: float, period_seconds: int) -> list[dict[str, Any]]:
+    """Per shape: monthly costs from 1-minute and from coarser input, their deviation, and both recommendations."""
+    rows = []
+    for name, inp in shape_inputs(days).items():
+        fine = analyze_billing(inp, simulation="aws").result
+        coarse = analyze_billing(coarser(inp, period_seconds), simulation="aws").result
+        row: dict[str, Any] = {"shape": name}
+        for key in ("monthly_cost_provisioned_simulated", "monthly_cost_on_demand", "monthly_cost_recommended"):
+            a, b = getattr(fine, key), getattr(coarse, key)
+            row[key] = (round(a, 2), round(b, 2), round((b - a) / a, 4) if a else 0.0)
+        row["recommended"] = (fine.recommended_mode, coarse.recommended_mode)
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--days", type=float, default=14.0)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--compare-resolution", type=int, metavar="SECONDS", help="also decide on coarser periods")
     args = parser.parse_args(argv)
+    if args.compare_resolution:
+        rows = compare_resolution(args.days, args.compare_resolution)
+        if args.json:
+            sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+            return 0
+        print(f"{'shape':<20} {'provisioned 1 min':>18} {'coarse':>10} {'dev':>8} {'recommended 1 min -> coarse'}")
+        for r in rows:
+            a, b, dev = r["monthly_cost_provisioned_simulated"]
+            fine, coarse = r["recommended"]
+            print(f"{r['shape']:<20} {a:>18,.2f} {b:>10,.2f} {dev:>8.1%} {fine} -> {coarse}")
+        devs = [r["monthly_cost_provisioned_simulated"][2] for r in rows]
+        flips = sum(1 for r in rows if r["recommended"][0] != r["recommended"][1])
+        print(f"provisioned cost deviation {min(devs):+.1%} to {max(devs):+.1%}; recommendation changed on {flips}")
+        return 0
     rows = report(args.days)
     if args.json:
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")

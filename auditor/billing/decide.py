@@ -436,8 +436,10 @@ def decide_table(
     sims, notes = _simulate(inp, simulation, cfg, cls_prices)
     if inp.period_seconds != 60:
         notes.append(
-            f"{inp.period_seconds}-second periods were spread evenly over their minutes; spikes shorter than a "
-            "period are invisible"
+            f"{inp.period_seconds}-second periods were spread evenly over their minutes, so spikes shorter than a "
+            "period are invisible and the simulated provisioned cost is low for spiky loads: on the 18 benchmark "
+            "shapes (benchmarks/billing_shapes.py), 5-minute input gave 0 % to 58 % less than 1-minute input, 0 to "
+            "5 % for all but the hourly-spiky one, with the same recommendation; the figures hold for 1-minute input"
         )
 
     window_hours = inp.minutes / 60.0
