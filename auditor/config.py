@@ -51,6 +51,8 @@ class Settings(BaseModel):
     #: Slack webhook: seconds per attempt and attempts in all.
     slack_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     slack_max_attempts: int = Field(default=3, ge=1, le=10)
+    #: Slack: the least severe finding a run digest lists (SNS's subscription filter drops digests below it too).
+    slack_min_severity: Literal["critical", "high", "medium", "low", "info"] = "medium"
     #: How long (days) window contributions and processed-object marks are kept (DynamoDB TTL).
     state_retention_days: int = Field(default=14, ge=1, le=400)
     #: How long (days) resolved findings are kept.

@@ -11,6 +11,7 @@ import os
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,7 +22,7 @@ from auditor.config import AnalysisConfig
 from auditor.detectors.registry import all_detectors
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import Finding
+from auditor.models.finding import Finding, Totals, window_totals
 from auditor.sources.cloudtrail import Deduper, InputSource, Shard, discover, read_calls
 from auditor.sources.stats import IngestStats
 
@@ -221,8 +222,22 @@ def ingest_parallel(
     return total, stats
 
 
+def _with_totals(finding: Finding, agg: TableWindow, window_seconds: int) -> Finding:
+    """``finding`` with the totals of the aggregate it was found in (one window, or a span of several)."""
+    windows = sorted(agg.windows) or [agg.window_start]
+    start = datetime.fromtimestamp(windows[0], tz=UTC)
+    end = datetime.fromtimestamp(windows[-1] + window_seconds, tz=UTC)
+    totals = window_totals(
+        finding.kind, finding.evidence, finding.first_seen, finding.last_seen, start, end, windows=len(windows)
+    )
+    return finding.model_copy(update={"totals": totals})
+
+
 def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
-    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal."""
+    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal.
+
+    Each finding carries the totals of the aggregate it was found in (see :func:`_with_totals`).
+    """
     findings: list[Finding] = []
     errors: list[str] = []
     detectors = all_detectors()
@@ -231,7 +246,7 @@ def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple
             overrides = config.detectors.get(det.metadata.id, {})
             cfg = det.config_model.model_validate(overrides)
             try:
-                findings.extend(det.run(agg, cfg))
+                findings.extend(_with_totals(f, agg, config.window_seconds) for f in det.run(agg, cfg))
             except Exception as exc:  # a detector bug must not hide the other findings
                 log.exception("detector_failed", detector_id=det.metadata.id, table=agg.table)
                 errors.append(f"{det.metadata.id} on {agg.table}: {type(exc).__name__}: {exc}")
@@ -277,4 +292,40 @@ def analyze_trail(
     aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
+    findings = period_totals(findings, aggs, cfg)
     return TrailAnalysis(findings, access_patterns(spans), stats, aggs, errors)
+
+
+def input_period(aggs: AggregateSet, window_seconds: int) -> tuple[datetime, datetime] | None:
+    """The period an input covers: the start of its first window to the end of its last."""
+    starts = [wk[3] for wk in aggs.windows]
+    if not starts:
+        return None
+    return datetime.fromtimestamp(min(starts), tz=UTC), datetime.fromtimestamp(max(starts) + window_seconds, tz=UTC)
+
+
+def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: AnalysisConfig) -> list[Finding]:
+    """The input's findings with totals over the whole input, counted the way the service counts them.
+
+    The service evaluates each window alone and sums the sightings of a finding (see
+    :func:`auditor.lifecycle.add_sightings`); here every window is evaluated alone too and the same sums are made, so
+    a replay of the same files through the service gives the same totals. A finding of the whole input that no
+    single window shows keeps the totals of the whole input. Every finding's period is the input's.
+    """
+    period = input_period(aggs, config.window_seconds)
+    if period is None:
+        return list(findings)
+    per_window, _ = evaluate(list(aggs.windows.values()), config)
+    sums: dict[str, Totals] = {}
+    for f in sorted(per_window, key=lambda f: f.first_seen):
+        if f.totals is None:
+            continue
+        seen = sums.get(f.id)
+        sums[f.id] = f.totals if seen is None else seen.merged(f.totals)
+    out: list[Finding] = []
+    for f in findings:
+        totals = sums.get(f.id) or f.totals
+        if totals is not None:
+            f = f.model_copy(update={"totals": totals.over(*period)})
+        out.append(f)
+    return out

@@ -314,7 +314,10 @@ class ServiceDemo:
             self.sqs.delete_message(QueueUrl=self.stack.alerts_queue_url, ReceiptHandle=m["ReceiptHandle"])
         summary.sns_messages = len(messages)
         summary.slack_posts = len(self.catcher.posts) - before
-        self.say(f"  SNS     {summary.sns_messages} finding messages; Slack received {summary.slack_posts} posts")
+        self.say(
+            f"  Slack   {_n(summary.sns_messages, 'message')} through the Slack subscription's filter (run digests at "
+            f"medium or above); Slack received {_n(summary.slack_posts, 'post')}"
+        )
 
     def metrics_audit(self, summary: RunSummary, now: datetime) -> None:
         """The hourly metrics audit over an hour of planted CloudWatch metrics: the day's billing run.
@@ -417,6 +420,11 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     return [s.finding.model_dump(mode="json") | {"status": s.status} for s in states]
 
 
+def _n(count: int, noun: str) -> str:
+    """``1 digest``, ``2 digests``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
     """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``."""
     from moto.server import ThreadedMotoServer
@@ -480,18 +488,18 @@ def summary_text(result: DemoResult) -> str:
     first, second = result.runs[0], result.runs[1]
     lines += [
         "",
-        f"Alerts: run 1 published {first.evaluation.get('published', 0)} findings to SNS and Slack received "
-        f"{first.slack_posts} posts; run 2 published {second.evaluation.get('published', 0)} "
+        f"Alerts: run 1 published {_n(first.evaluation.get('published', 0), 'finding event')} to SNS and Slack "
+        f"received {_n(first.slack_posts, 'digest')}; run 2 published {second.evaluation.get('published', 0)} "
         f"(the same problems, still open: no repeat alerts).",
     ]
     if len(result.runs) > 2:
         third = result.runs[2]
         lines.append(
-            f"Run 3 (metrics audit and Streams watcher) sent {third.sns_messages} more findings; Slack received "
-            f"{third.slack_posts} posts."
+            f"Run 3 (metrics audit and Streams watcher, one digest each) sent Slack "
+            f"{_n(third.slack_posts, 'more digest')}."
         )
     if result.slack_posts:
-        lines.append(f"First Slack message: {result.slack_posts[0].get('text', '')[:160]}")
+        lines.append(f"First Slack digest: {result.slack_posts[0].get('text', '')[:160]}")
     lines += [f"Files: {p}" for p in result.files]
     lines.append(f"Finished in {result.seconds:.1f} s.")
     return "\n".join(lines) + "\n"

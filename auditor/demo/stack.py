@@ -23,6 +23,15 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account id
 
 
+#: template.yaml's Slack subscription filter policy with its defaults (SlackMessages=digest, SlackMinSeverity=medium).
+SLACK_FILTER_POLICY = {
+    "$or": [
+        {"kind": ["weekly_report"]},
+        {"kind": ["digest"], "severity": ["critical", "high", "medium"]},
+    ]
+}
+
+
 def aws_client(service: str, endpoint: str, config: Config | None = None) -> Any:
     """A boto3 client for ``service`` on the local endpoint (dummy credentials)."""
     return boto3.client(  # type: ignore[call-overload]  # service is chosen at run time
@@ -169,7 +178,13 @@ def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-
     topic_arn = sns.create_topic(Name=f"{prefix}-findings")["TopicArn"]
     alerts_url = sqs.create_queue(QueueName=f"{prefix}-notifier")["QueueUrl"]
     alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=alerts_arn)
+    # The notifier's subscription filter, as template.yaml deploys it with its defaults (a test compares them).
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=alerts_arn,
+        Attributes={"FilterPolicy": json.dumps(SLACK_FILTER_POLICY), "FilterPolicyScope": "MessageAttributes"},
+    )
     secret_arn = secrets.create_secret(
         Name=f"{prefix}/slack-webhook", SecretString=json.dumps({"webhook_url": webhook_url})
     )["ARN"]

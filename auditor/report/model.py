@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import Finding, FindingKind, Severity, utc
+from auditor.models.finding import Finding, FindingKind, Severity, measure, utc
 
 Status = Literal["new", "worsened", "ongoing", "resolved"]
 STATUSES: tuple[Status, ...] = ("new", "worsened", "ongoing", "resolved")
@@ -714,6 +714,18 @@ def _int(value: Any) -> int | None:
     return None if n is None else int(n)
 
 
+def period_count(finding: Finding) -> int:
+    """The finding's measure over the report's period: its totals, else (stored without totals) its evidence."""
+    if finding.totals is not None:
+        return finding.totals.count
+    return measure(finding.kind, finding.evidence)
+
+
+def period_per_hour(finding: Finding) -> float | None:
+    """The busiest window's rate per hour in the period (None: under an hour observed, or no totals)."""
+    return finding.totals.peak_per_hour if finding.totals is not None else None
+
+
 def monthly_savings(finding: Finding) -> float:
     """Dollars per month the fix saves (0 when the finding carries no cost estimate)."""
     value = _number(finding.evidence.get("monthly_savings"))
@@ -910,8 +922,8 @@ def _scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
                 principal_name=principal_name(principal),
                 table=f.table,
                 operation=str(f.evidence.get("operation") or "Scan"),
-                count=_int(f.evidence.get("count")) or 0,
-                per_hour=_number(f.evidence.get("per_hour")),
+                count=period_count(f),
+                per_hour=period_per_hour(f),
                 severity=f.severity,
                 status=rf.status,
             )
@@ -932,7 +944,7 @@ def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
                 index=f.index,
                 key=format_key(f.evidence.get("key")),
                 share=min(1.0, max(0.0, _number(f.evidence.get("share")) or 0.0)),
-                requests=_int(f.evidence.get("requests")) or 0,
+                requests=period_count(f),
                 headroom_factor=_number(f.evidence.get("headroom_factor")),
                 severity=f.severity,
                 status=rf.status,
@@ -962,7 +974,7 @@ def _items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
                 size_bytes=size,
                 bytes_per_day=_number(ev.get("bytes_per_day")),
                 days_to_limit=_number(ev.get("days_to_limit")),
-                rejected_writes=_int(ev.get("count")) if exceeded else None,
+                rejected_writes=period_count(f) if exceeded else None,
                 severity=f.severity,
                 status=rf.status,
             )
@@ -1016,8 +1028,14 @@ def _throttles_from_findings(findings: Sequence[ReportFinding]) -> list[Throttle
         if f.kind != FindingKind.THROTTLING or not rf.is_open:
             continue
         t = totals[(f.table, f.index, str(f.evidence.get("cause") or "unknown"))]
-        t[0] += _int(f.evidence.get("read_throttle_events")) or 0
-        t[1] += _int(f.evidence.get("write_throttle_events")) or 0
+        reads = _int(f.evidence.get("read_throttle_events")) or 0
+        writes = _int(f.evidence.get("write_throttle_events")) or 0
+        total = period_count(f)
+        if total != reads + writes:  # the period's total, split as the finding's latest window split it
+            reads = round(total * reads / (reads + writes)) if reads + writes else total
+            writes = total - reads
+        t[0] += reads
+        t[1] += writes
     return _sorted_throttles(
         ThrottleCount(table=t, index=i, cause=c, read_events=r, write_events=w) for (t, i, c), (r, w) in totals.items()
     )
@@ -1079,16 +1097,10 @@ def _week_metrics(findings: Sequence[ReportFinding]) -> dict[str, float]:
         "Open findings": len(open_),
         "Critical and high findings": sum(1 for f in ev if f.severity.rank >= Severity.HIGH.rank),
         "Tables with findings": len({(f.account, f.region, f.table) for f in ev}),
-        "Scan calls in findings": sum(_int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.SCAN),
-        "Throttled calls in findings": sum(
-            (_int(f.evidence.get("read_throttle_events")) or 0) + (_int(f.evidence.get("write_throttle_events")) or 0)
-            for f in ev
-            if f.kind == FindingKind.THROTTLING
-        ),
+        "Scan calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.SCAN),
+        "Throttled calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.THROTTLING),
         "Hot keys": sum(1 for f in ev if f.kind == FindingKind.HOT_KEY),
-        "Writes rejected for item size": sum(
-            _int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED
-        ),
+        "Writes rejected for item size": sum(period_count(f) for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED),
         "Potential savings ($/month)": sum(rf.monthly_savings for rf in open_),
     }
 

@@ -193,12 +193,21 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
     return sorted(states.values(), key=lambda s: (s.last_seen, s.id))
 
 
+def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
+    """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
+    finding stored by a version without totals, or one not seen that week)."""
+    totals = state.totals_for(week.label)
+    stated = totals.over(week.start, week.end) if totals is not None else None
+    return state.model_copy(update={"finding": state.finding.model_copy(update={"totals": stated})})
+
+
 def build_weekly_report(
     states: Sequence[FindingState], week: IsoWeek, now: datetime, *, title: str = "DynamoDB weekly audit"
 ) -> WeeklyReport:
-    """The report of ``week`` from stored states (pure): each week's findings as of the end of that week."""
-    current = [_as_of(s, week.end) for s in states]
-    previous = [_as_of(s, week.start) for s in states]
+    """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
+    the totals of that week."""
+    current = [week_totals(_as_of(s, week.end), week) for s in states]
+    previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
     return build_report_from_findings(current, now, week=week, previous_findings=previous, title=title)
 
 

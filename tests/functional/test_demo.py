@@ -27,7 +27,13 @@ def test_first_run_alerts_every_planted_problem_once(demo: DemoResult) -> None:
     kinds = {f["kind"] for f in trail}
     assert {"scan", "hot_key", "low_cardinality_key", "throttling", "item_size_exceeded"} <= kinds
     assert first.failed_messages == 0
-    assert first.evaluation["published"] == len(trail) == first.sns_messages == first.slack_posts
+    assert first.evaluation["published"] == len(trail)
+    # Slack's subscription takes the run digest (SNS drops the per-finding messages): one post for the run.
+    assert first.sns_messages == first.slack_posts == 1
+    digest = demo.slack_posts[0]
+    shown = [b for b in digest["blocks"] if b["type"] == "section"]
+    medium_or_above = [f for f in trail if f["severity"] in ("critical", "high", "medium")]
+    assert len(shown) == len(medium_or_above) > 0
     assert "Users" not in {f["table"] for f in trail}  # the healthy table's traffic is clean
 
 
@@ -61,14 +67,14 @@ def test_third_run_adds_cloudwatch_and_streams_findings_linked_to_the_trail(demo
     assert billing["Orders"]["evidence"]["monthly_savings"] > 0
     assert billing["Orders"]["severity"] == "low"  # an hour of data: low confidence caps the severity
     third = demo.runs[2]
-    assert third.sns_messages == third.slack_posts > 0
+    assert 0 < third.sns_messages == third.slack_posts <= 2  # one digest per run: metrics audit, stream watcher
 
 
 def test_slack_posts_are_block_kit_and_redacted(demo: DemoResult) -> None:
     assert demo.slack_posts
     for post in demo.slack_posts:
         assert post["text"] and 0 < len(post["blocks"]) <= 50
-    hot = [p for p in demo.slack_posts if "Hot partition key" in p["text"]]
+    hot = [p for p in demo.slack_posts if "Hot partition key" in json.dumps(p["blocks"])]
     assert hot
     raw = json.dumps(demo.slack_posts, ensure_ascii=False)
     assert "CUSTOMER#42" not in raw  # the hot key's value left the account only as CUSTOMER#…hash
