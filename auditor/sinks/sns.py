@@ -157,7 +157,10 @@ def render_digest(events: list[FindingEvent], event_id: str) -> SnsMessage | Non
     n = len(shown)
     subj = _ascii(f"[{worst.value.upper()}] {n} new or worsened DynamoDB finding{'s' if n != 1 else ''}")
     lines = [f"{n} new or worsened finding{'s' if n != 1 else ''} in this run:", ""]
-    lines += [f"- [{i['severity'].upper()}] {i['table']}: {i['title']} ({i['id']})" for i in items]
+    lines += [
+        f"- [{e.finding.severity.value.upper()}] {e.finding.table}: {e.finding.title} ({e.finding.id})"
+        for e in shown[:DIGEST_MAX_ITEMS]
+    ]
     if more:
         lines.append(f"... and {more} more")
     attributes = {
