@@ -309,6 +309,7 @@ def event_usage(events: float) -> AuditorUsage:
 class GovernorRun:
     plans: dict[int, frozenset[int]]  # slice -> captured table indexes (only slices with captures)
     selectors: dict[int, list[dict[str, Any]]]  # slice -> the selectors the controller would write
+    probe_selectors: dict[int, list[dict[str, Any]]]  # minute -> the selectors during a burst probe
     events: float
     always_on_events: float
     metrics_polled: int
@@ -342,6 +343,7 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
     last_read: dict[str, int] = {}
     plans: dict[int, frozenset[int]] = {}
     selectors: dict[int, list[dict[str, Any]]] = {}
+    probe_selectors: dict[int, list[dict[str, Any]]] = {}
     events = 0.0
     metrics = 0
     reasons: dict[str, int] = {}
@@ -379,12 +381,25 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
         if plan.captures:
             idx = frozenset(index[c.table] for c in plan.captures)
             plans[s] = idx
-            selectors[s] = selectors_for(plan)
+            selectors[s] = selectors_for(plan, probes=False)
+            if plan.probe_seconds:
+                probe_minutes = math.ceil(plan.probe_seconds / 60)
+                for m in range(minute, minute + probe_minutes):
+                    probe_selectors[m] = selectors_for(plan)
             for c in plan.captures:
                 reasons[c.reason] = reasons.get(c.reason, 0) + 1
-            for i in idx:
-                events += _events(acct, i, minute, SLICE // 60)
-    return GovernorRun(plans, selectors, events + always_on_events, always_on_events, metrics, fixed, reasons, first)
+                i = index[c.table]
+                if c.seconds is None:
+                    events += _events(acct, i, minute, SLICE // 60)
+                else:
+                    events += (
+                        _events(acct, i, minute, math.ceil(c.seconds / 60))
+                        * c.seconds
+                        / (60 * math.ceil(c.seconds / 60))
+                    )
+    return GovernorRun(
+        plans, selectors, probe_selectors, events + always_on_events, always_on_events, metrics, fixed, reasons, first
+    )
 
 
 # ---- recall
@@ -527,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     no_capture = _plan_of(frozenset(), acct)
 
     def governor_capture(i: int, minute: int) -> list[dict[str, Any]]:
-        return gov.selectors.get(minute * 60 // SLICE, no_capture)
+        probe = gov.probe_selectors.get(minute)
+        return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
 
     strategies: list[tuple[str, float, AuditorUsage, Capture]] = [
         ("full", total_requests, fixed_usage(acct, 0, controller=False), lambda i, m: full_selectors),

@@ -50,10 +50,16 @@ class PlannerConfig(BaseModel):
 
     budget_percent: float = Field(default=1.0, ge=0, le=100)
     slice_seconds: int = Field(default=300, ge=60, le=3600)
-    burst_reserve: float = Field(default=0.8, ge=0, le=1)
+    burst_reserve: float = Field(default=0.5, ge=0, le=1)
+    #: Share of the burst reserve usable from the first day of the month (the rest accrues with the month).
+    reserve_up_front: float = Field(default=0.5, ge=0, le=1)
     burst_slices: int = Field(default=1, ge=1, le=12)
+    #: A burst capture is a probe this long at the start of the slice (the controller puts the selectors, waits,
+    #: and puts them back without the probe): a key above half a partition's limit makes hundreds of requests a
+    #: second, so a minute is plenty for the hot-key detector, at a fifth of a 5-minute slice's cost.
+    probe_seconds: int = Field(default=60, ge=1, le=3600)
     #: Slices after an episode's last burst capture before the same table can be burst-captured again.
-    burst_cooldown_slices: int = Field(default=12, ge=0)
+    burst_cooldown_slices: int = Field(default=288, ge=0)
     half_partition_read: float = HALF_PARTITION_READ
     half_partition_write: float = HALF_PARTITION_WRITE
     data_event_usd: float = DATA_EVENT_USD
@@ -102,6 +108,8 @@ class TableCapture:
     #: Expected fraction of the table's traffic captured over time under this rule (1.0 for continuous).
     fraction: float
     every: int = 1
+    #: Seconds captured from the slice's start (None: the whole slice). Burst probes are shorter.
+    seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +128,11 @@ class CapturePlan:
     notes: tuple[str, ...] = ()
 
     @property
+    def probe_seconds(self) -> int | None:
+        """How long the burst probes of this slice last (None: no probe)."""
+        return max((c.seconds for c in self.captures if c.seconds is not None), default=None)
+
+    @property
     def tables(self) -> tuple[str, ...]:
         return tuple(c.table for c in self.captures)
 
@@ -133,7 +146,13 @@ class CapturePlan:
             "slice_start": self.slice_index * self.slice_seconds,
             "slice_seconds": self.slice_seconds,
             "captures": [
-                {"table": c.table, "reason": c.reason, "fraction": round(c.fraction, 6), "every": c.every}
+                {
+                    "table": c.table,
+                    "reason": c.reason,
+                    "fraction": round(c.fraction, 6),
+                    "every": c.every,
+                    "seconds": c.seconds,
+                }
                 for c in self.captures
             ],
             "budget_usd_month": round(self.budget_usd_month, 6),
@@ -197,7 +216,7 @@ def plan_slice(
     rot = rotation(tables, sampling * (1 - cfg.burst_reserve), cfg)
     reserve = sampling * cfg.burst_reserve
     # The reserve accrues through the month (a quarter of it up front), so early bursts cannot drain it.
-    allowed = reserve * min(1.0, st.month_elapsed + 0.25)
+    allowed = reserve * min(1.0, st.month_elapsed + cfg.reserve_up_front)
     captures: dict[str, TableCapture] = {}
     bursts = dict(st.bursts)
     burst_usd = 0.0
@@ -216,14 +235,15 @@ def plan_slice(
         in_episode = slice_index - first < taken + cfg.burst_cooldown_slices
         if in_episode and taken >= cfg.burst_slices:
             continue
-        cost = _recent_rate(t) * cfg.slice_seconds * cfg.data_event_usd
+        probe = min(cfg.probe_seconds, cfg.slice_seconds)
+        cost = _recent_rate(t) * probe * cfg.data_event_usd
         if reserve <= 0 or spent + cost > allowed:
             notes.append(f"{t.table}: above half a partition's limit but the burst reserve is spent")
             continue
         spent += cost
         burst_usd += cost
         bursts[t.table] = (first, taken + 1) if in_episode else (slice_index, 1)
-        captures[t.table] = TableCapture(t.table, t.arn, "burst", 1.0)
+        captures[t.table] = TableCapture(t.table, t.arn, "burst", 1.0, seconds=probe)
     for t in tables:
         if t.table in captures or t.table not in rot:
             continue
@@ -293,8 +313,11 @@ def _always_on_values() -> int:
     return 2 + len(ALWAYS_ON_EVENTS) + 2  # eventCategory, resources.type, the names; the slice's category and type
 
 
-def selectors_for(plan: CapturePlan) -> list[dict[str, Any]]:
-    """The plan's DynamoDB advanced event selectors: the always-on one, plus the slice's tables if any."""
+def selectors_for(plan: CapturePlan, *, probes: bool = True) -> list[dict[str, Any]]:
+    """The plan's DynamoDB advanced event selectors: the always-on one, plus the slice's tables if any.
+
+    With ``probes=False``, without the burst probes (what the controller puts back when a probe ends).
+    """
     base = [
         {"Field": "eventCategory", "Equals": ["Data"]},
         {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
@@ -302,7 +325,7 @@ def selectors_for(plan: CapturePlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"Name": ALWAYS_ON_NAME, "FieldSelectors": [*base, {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)}]}
     ]
-    arns = sorted({c.arn for c in plan.captures})
+    arns = sorted({c.arn for c in plan.captures if probes or c.seconds is None})
     if arns:
         out.append({"Name": SLICE_NAME, "FieldSelectors": [*base, {"Field": "resources.ARN", "Equals": arns}]})
     return out

@@ -176,7 +176,14 @@ def test_burst_above_half_partition_is_captured_once_per_episode() -> None:
     cfg = PlannerConfig(burst_reserve=1.0, burst_slices=1, burst_cooldown_slices=3)
     p1 = plan_slice([hot], 10, fixed_usd_month=0, state=PlanState(month_elapsed=0.5), config=cfg)
     assert [c.reason for c in p1.captures] == ["burst"]
-    assert p1.burst_usd == pytest.approx(610 * 300 * 1e-6)
+    # A probe of 60 seconds at the table's current rate (10 reads/s + 600 writes/s).
+    assert p1.burst_usd == pytest.approx(610 * 60 * 1e-6)
+    assert p1.probe_seconds == 60
+    during = selectors_for(p1)
+    after = selectors_for(p1, probes=False)
+    assert selectors_match(during, "PutItem", hot.arn, False)
+    assert not selectors_match(after, "PutItem", hot.arn, False)
+    assert selectors_match(after, "Scan", hot.arn, True)
     p2 = plan_slice([hot], 11, fixed_usd_month=0, state=p1.state, config=cfg)
     assert "Hot" not in [c.table for c in p2.captures if c.reason == "burst"]
     p3 = plan_slice([hot], 15, fixed_usd_month=0, state=p2.state, config=cfg)
