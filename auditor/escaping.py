@@ -53,6 +53,14 @@ def terminal_text(value: object) -> str:
     return _strip_format_chars(_BIDI.sub("", text))
 
 
+def drop_controls(text: str) -> str:
+    """``text`` without control and bidirectional formatting characters; line feeds and tabs are kept.
+
+    For whole rendered fragments (report templates), where line structure is the renderer's own.
+    """
+    return _BIDI.sub("", _CONTROL.sub("", text.replace("\r\n", "\n")))
+
+
 def report_text(value: object) -> str:
     """``value`` for report text (Markdown or HTML report): control characters dropped, line breaks as spaces."""
     text = _LINE_BREAKS.sub(" ", str(value)).replace("\t", " ")
