@@ -169,8 +169,15 @@ def parse_suppress_rules(text: str | None) -> tuple[SuppressRule, ...]:
         raise ConfigurationError(f"SUPPRESS_RULES_JSON is invalid at {loc or '(root)'}: {err['msg']}") from exc
 
 
+#: A preliminary billing or table-class recommendation (too little data, see
+#: ``auditor.detectors.billing.gate``) is stored but never alerted: it is muted by this built-in rule.
+PRELIMINARY_RULE_REASON = "preliminary billing recommendation: not alerted until 7 days of data with a weekend"
+
+
 def matching_rule(rules: Iterable[SuppressRule], finding: Finding, now: datetime) -> SuppressRule | None:
-    """The first rule that mutes ``finding`` at ``now``."""
+    """The first rule that mutes ``finding`` at ``now`` (a preliminary recommendation is always muted)."""
+    if finding.evidence.get("preliminary") is True:
+        return SuppressRule(kind=finding.kind, reason=PRELIMINARY_RULE_REASON)
     return next((r for r in rules if r.matches(finding, now)), None)
 
 

@@ -389,6 +389,13 @@ class BillingRow(BaseModel):
     monthly_savings: float
     severity: Severity
     status: Status
+    #: Days of data and confidence (0..1) the recommendation rests on (None: not stated by the finding).
+    days_analyzed: float | None = None
+    confidence: float | None = None
+    #: Too little data (under 7 days or no weekend): shown, never alerted, not counted in savings.
+    preliminary: bool = False
+    #: The recommendation's own savings estimate (``monthly_savings`` is 0 for a preliminary one).
+    estimated_savings: float | None = None
 
 
 class PatternTable(BaseModel):
@@ -714,6 +721,8 @@ def period_per_hour(finding: Finding) -> float | None:
 
 def monthly_savings(finding: Finding) -> float:
     """Dollars per month the fix saves (0 when the finding carries no cost estimate)."""
+    if finding.evidence.get("preliminary") is True:  # too little data: never part of a savings figure
+        return 0.0
     value = _number(finding.evidence.get("monthly_savings"))
     return max(0.0, value) if value is not None else 0.0
 
@@ -1001,6 +1010,10 @@ def _billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
                 monthly_savings=rf.monthly_savings,
                 severity=f.severity,
                 status=rf.status,
+                days_analyzed=_number(ev.get("days_analyzed")),
+                confidence=_number(ev.get("confidence")),
+                preliminary=ev.get("preliminary") is True,
+                estimated_savings=_number(ev.get("monthly_savings")),
             )
         )
     rows.sort(key=lambda r: (r.status == "resolved", -r.monthly_savings, r.table))

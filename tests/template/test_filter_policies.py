@@ -134,3 +134,11 @@ def test_the_demo_subscribes_its_notifier_with_the_templates_default_slack_polic
 
     _, slack = _policies({})
     assert slack == SLACK_FILTER_POLICY
+
+
+def test_security_hub_gets_finding_events_only(moto_url: str) -> None:
+    stack = resolve(load_template(), VARIANTS["all-features"])["Resources"]
+    hub = stack["SecurityHubFunction"]["Properties"]["Events"]["Findings"]["Properties"]["FilterPolicy"]
+    topic = Topic(moto_url, {"hub": hub})
+    _publish_all(topic)
+    assert topic.received("hub") == sorted(("scan", s.value) for s in Severity)

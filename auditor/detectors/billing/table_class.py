@@ -7,6 +7,7 @@ table size is known) and returns at most one finding. Not in the traffic-detecto
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
+from auditor.detectors.billing.gate import MIN_DAYS, preliminary_reason
 from auditor.models.billing import BillingResult
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -33,6 +34,9 @@ class TableClassConfig(DetectorConfig):
     min_monthly_savings: float = 0.0
     medium_monthly_savings: float = 100.0
     high_monthly_savings: float = 1000.0
+    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
+    min_days: float = MIN_DAYS
+    require_weekend: bool = True
 
 
 def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, account: str | None = None) -> list[Finding]:
@@ -50,6 +54,15 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
         severity = Severity.MEDIUM
     else:
         severity = Severity.LOW
+    preliminary = preliminary_reason(
+        result.days_analyzed,
+        result.window_start,
+        result.window_end,
+        min_days=cfg.min_days,
+        require_weekend=cfg.require_weekend,
+    )
+    if preliminary:
+        severity = Severity.INFO
     to_ia = hint.recommended_class == "STANDARD_INFREQUENT_ACCESS"
     why = (
         f"storage is {hint.storage_share:.0%} of its Standard-class cost"
@@ -64,7 +77,10 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
             table=result.table,
             discriminator="table_class",
             severity=severity,
-            title=f"{result.table}: {'Standard-IA' if to_ia else 'Standard'} table class saves ${savings:,.2f}/month",
+            title=(
+                f"{'Preliminary: ' if preliminary else ''}{result.table}: {'Standard-IA' if to_ia else 'Standard'} "
+                f"table class {'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
+            ),
             summary=(
                 f"{result.table} holds {hint.storage_gb:,.1f} GB and {why}: Standard costs "
                 f"${hint.monthly_cost_standard:,.2f}/month, Standard-IA ${hint.monthly_cost_standard_ia:,.2f}/month "
@@ -78,6 +94,10 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
                 "current_class": hint.current_class,
                 "recommended_class": hint.recommended_class,
                 "monthly_savings": round(savings, 2),
+                "days_analyzed": round(result.days_analyzed, 3),
+                "confidence": result.confidence,
+                "preliminary": preliminary is not None,
+                "preliminary_reason": preliminary,
                 "storage_gb": round(hint.storage_gb, 3),
                 "storage_share": round(hint.storage_share, 4),
                 "monthly_cost_standard": round(hint.monthly_cost_standard, 2),
