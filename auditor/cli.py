@@ -145,8 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--findings",
         required=True,
+        action="append",
         metavar="FILE",
-        help="JSON output of analyze-trail, billing or audit, or a JSON array of findings (- for stdin)",
+        help="JSON output of analyze-trail, billing or audit, or a JSON array of findings (- for stdin); repeatable: "
+        "the files are merged into one report, findings deduplicated by id",
     )
     report.add_argument("--out", required=True, metavar="DIR", help="directory for report.html and report.md")
     report.add_argument("--previous", metavar="FILE", help="last week's findings JSON, for week-over-week changes")
@@ -404,7 +406,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from auditor.report import model
     from auditor.report.render import write_report
 
-    doc = model.parse_findings_document(_read_json(args.findings), args.findings)
+    doc = model.merge_findings_documents([model.parse_findings_document(_read_json(p), p) for p in args.findings])
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
     capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
     now = datetime.now(UTC)

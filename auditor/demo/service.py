@@ -204,10 +204,12 @@ def scheduled_event(now: datetime, rule_arn: str) -> dict[str, Any]:
 class ServiceDemo:
     """Drives the handlers against the local stack."""
 
-    def __init__(self, stack: Stack, catcher: SlackCatcher, work: Path, announce: Announce) -> None:
+    def __init__(self, stack: Stack, catcher: SlackCatcher, work: Path, announce: Announce, trail_dir: Path) -> None:
         self.stack = stack
         self.catcher = catcher
         self.work = work
+        #: Where the generated CloudTrail files are kept (``OUT/trail/<run>``), for ``analyze-trail`` afterwards.
+        self.trail_dir = trail_dir
         self.say = announce
         self.s3 = aws_client("s3", stack.endpoint)
         self.sqs = aws_client("sqs", stack.endpoint)
@@ -216,7 +218,7 @@ class ServiceDemo:
 
     def upload_trail(self, start: datetime, seed: int, label: str) -> int:
         """Generate an hour of traffic and put its CloudTrail files into the bucket (S3 notifies the queue)."""
-        folder = self.work / label
+        folder = self.trail_dir / label
         records = generate_workload(Workload(hours=1.0, seed=seed, account=TRAIL_ACCOUNT), start)
         files = write_trail(records, folder, TRAIL_ACCOUNT, REGION, seed=seed)
         for path in files:
@@ -447,7 +449,9 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         # (the schedule's event time is the evaluator's "now").
         hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
         delay = timedelta(seconds=get_settings().evaluation_delay_seconds)
-        demo = ServiceDemo(stack, catcher, work, announce)
+        trail_dir = out / "trail"
+        shutil.rmtree(trail_dir, ignore_errors=True)  # only this run's files: analyze-trail reads the whole folder
+        demo = ServiceDemo(stack, catcher, work, announce, trail_dir)
         with _environment(stack.environment()):
             announce("run 1: an hour of production traffic with planted problems")
             start1 = hour - timedelta(hours=3)
@@ -465,7 +469,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         findings_path = out / "findings.json"
         findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
         files = [findings_path, *_write_report(stack, out, findings, start1, end)]
-        announce(f"report: {', '.join(str(p) for p in files[1:])}")
+        announce(f"report: {', '.join(str(p) for p in files[1:])}; CloudTrail files: {trail_dir}")
         return DemoResult(
             [first, second, third], findings, list(catcher.posts), time.perf_counter() - began, out, files
         )

@@ -640,6 +640,31 @@ def parse_findings_document(document: Any, source: str = "findings") -> Findings
     return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats)
 
 
+def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocument:
+    """Several findings documents as one (``report --findings A --findings B``).
+
+    Findings are deduplicated by id: the sighting seen last wins (its totals are that input's; two inputs of the
+    same period should not be merged). Access patterns are kept from every input and input counters are added.
+    """
+    if len(docs) == 1:
+        return docs[0]
+    by_id: dict[str, FindingInput] = {}
+    for doc in docs:
+        for fi in doc.findings:
+            seen = by_id.get(fi.finding.id)
+            if seen is None or fi.finding.last_seen >= seen.finding.last_seen:
+                by_id[fi.finding.id] = fi
+    stats: dict[str, int] = {}
+    for doc in docs:
+        for k, v in doc.stats.items():
+            stats[k] = stats.get(k, 0) + v
+    return FindingsDocument(
+        findings=list(by_id.values()),
+        access_patterns=[p for doc in docs for p in doc.access_patterns],
+        stats=stats,
+    )
+
+
 def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
     """The capacity series of a ``ddb-audit billing`` input document (SPEC.md), one per table/index."""
     if not isinstance(document, Mapping) or not isinstance(document.get("series"), list):

@@ -41,6 +41,12 @@ class ScanConfig(DetectorConfig):
     low_min_count: int = 3
 
 
+def _minutes(seconds: int) -> str:
+    """``1 minute``, ``15 minutes`` (a rate per hour is stated only when an hour or more was observed)."""
+    m = max(1, seconds // 60)
+    return f"{m} minute{'s' if m != 1 else ''}"
+
+
 @register(METADATA, ScanConfig)
 def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     """One finding per principal and operation that scanned the table (allowlisted principals excepted)."""
@@ -66,7 +72,8 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
         parallel = f" as a parallel scan of {st.total_segments} segments" if st.total_segments > 1 else ""
         summary = (
             f"{who} ran {st.count} {what}{'s' if st.count != 1 else ''} on {agg.table}{parallel} "
-            f"in {agg.window_seconds // 60} minutes ({per_hour:.1f} per hour)."
+            f"in {_minutes(agg.window_seconds)}"
+            + (f" ({per_hour:,.1f} per hour)." if agg.window_seconds >= 3600 else ".")
         )
         if operation == "ExecuteStatement":
             fix = (
