@@ -308,7 +308,8 @@ def test_confidence_follows_the_days_covered() -> None:
     # Monthly figures use 730 h whatever the window: 3 days of $2.16/day on demand.
     assert r.monthly_cost_on_demand == pytest.approx(on_demand_monthly(100, 20), rel=1e-9)
     (finding,) = short.findings
-    assert finding.severity == Severity.LOW
+    assert finding.severity == Severity.INFO  # 3 days: preliminary (under the 7 days a recommendation needs)
+    assert finding.evidence["preliminary"] is True
 
 
 def test_five_minute_periods_are_spread_over_their_minutes() -> None:
