@@ -232,10 +232,10 @@ class LedgerSummary(BaseModel):
             return {
                 "table": r.table,
                 "days": r.days,
-                "auditor_usd": round(r.auditor_usd, 6),
-                "dynamodb_usd": round(r.dynamodb_usd, 6),
-                "ratio": None if r.ratio is None else round(r.ratio, 6),
-                "auditor_lines": {k: round(v, 6) for k, v in r.auditor_lines.items()},
+                "auditor_usd": round(r.auditor_usd, 9),
+                "dynamodb_usd": round(r.dynamodb_usd, 9),
+                "ratio": None if r.ratio is None else round(r.ratio, 9),
+                "auditor_lines": {k: round(v, 9) for k, v in r.auditor_lines.items()},
             }
 
         return {
