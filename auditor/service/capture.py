@@ -120,7 +120,8 @@ def _load_state(ddb: DynamoDBClient, table: str, trail: str) -> tuple[int, dict[
     return int(item["version"]["N"]), orjson.loads(item["state"]["S"])
 
 
-def _list_tables(ddb: DynamoDBClient) -> list[dict[str, Any]]:
+def _list_tables(ddb: DynamoDBClient, skip: str) -> list[dict[str, Any]]:
+    """Every table of the Region but ``skip`` (the state table), described."""
     names: list[str] = []
     kwargs: dict[str, Any] = {}
     while True:
@@ -131,6 +132,8 @@ def _list_tables(ddb: DynamoDBClient) -> list[dict[str, Any]]:
         kwargs["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]
     out = []
     for name in names:
+        if name == skip:
+            continue
         try:
             out.append(dict(ddb.describe_table(TableName=name)["Table"]))
         except ClientError as exc:
@@ -263,7 +266,7 @@ def run_controller(
             "them; left as they are (delete the controller's state item to hand the trail back)",
         )
 
-    tables = _list_tables(ddb)
+    tables = _list_tables(ddb, state_table)
     last_ratio: dict[str, float] = dict(state.get("last_ratio", {}))
     last_read: dict[str, int] = {k: int(v) for k, v in state.get("last_read", {}).items()}
     rates: dict[str, float] = {k: float(v) for k, v in state.get("rates", {}).items()}
@@ -276,9 +279,7 @@ def run_controller(
             monthly_dynamodb_usd=_monthly_usd(t, rates.get(str(t["TableName"]), 0.0)),
         )
         for t in tables
-        if t.get("TableStatus") in (None, "ACTIVE", "UPDATING")
-        and t["TableName"] != state_table
-        and (table_arns is None or t["TableArn"] in table_arns)
+        if t.get("TableStatus") in (None, "ACTIVE", "UPDATING") and (table_arns is None or t["TableArn"] in table_arns)
     ]
     poll = sorted(tables_to_poll(base, last_ratio, slice_index, cfg))
     # CloudWatch publishes a minute about 2 minutes late: read up to the minute ending 2 minutes ago.
