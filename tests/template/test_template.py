@@ -1058,7 +1058,10 @@ def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -
         assert stack["Resources"]["TrailBucket"]["DependsOn"] == "TrailQueuePolicy"
     else:
         assert source == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}"}
-    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": ref("AWS::AccountId")}
+    # an organisation trail's bucket in a log-archive account notifies as that account
+    other_account = stack["Parameters"]["TrailBucketAccountId"]["Default"] and "TrailBucket" not in stack["Resources"]
+    expected_owner = ref("TrailBucketAccountId") if other_account else ref("AWS::AccountId")
+    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": expected_owner}
 
 
 # --------------------------------------------------------------------------------------------- references, lint
