@@ -78,3 +78,22 @@ def test_the_docs_give_the_same_statements_for_an_existing_bucket_and_key() -> N
     assert decrypt["Condition"] == {"StringEquals": {"kms:ViaService": "s3.REGION.amazonaws.com"}}
     [notify] = [b for b in blocks if "QueueConfigurations" in b]
     assert notify["QueueConfigurations"][0]["Events"] == ["s3:ObjectCreated:*"]
+
+
+def test_the_metrics_audit_may_assume_only_the_member_role_and_list_accounts_only_for_the_organisation() -> None:
+    from tests.template.test_template import role_statements
+    from tests.template.variants import VARIANTS
+
+    org = resolve(load_template(), VARIANTS["org-metrics-audit"])
+    sids = {s["Sid"]: s for s in role_statements(org, "MetricsAuditRole")}
+    assert sids["AssumeMemberRole"]["Action"] == "sts:AssumeRole"
+    assert sids["AssumeMemberRole"]["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/${MemberRoleName}"}
+    assert sids["ListOrganizationAccounts"]["Action"] == "organizations:ListAccounts"
+    env = org["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MEMBER_ROLE_NAME"] == {"Ref": "MemberRoleName"} and env["AUDIT_ORGANIZATION"] == {
+        "Ref": "AuditOrganization"
+    }
+    single = resolve(load_template(), VARIANTS["existing-bucket"])
+    assert not {"AssumeMemberRole", "ListOrganizationAccounts"} & {
+        s["Sid"] for s in role_statements(single, "MetricsAuditRole")
+    }
