@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
@@ -24,8 +25,8 @@ from auditor.observability import configure_logging
 from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
-    from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
+    from auditor.models.billing import BillingConfig
     from auditor.mutelist import Muted
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
@@ -255,6 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="audit-demo", metavar="DIR", help="output directory (default: ./audit-demo)")
     demo.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     _add_output_options(demo)
+    debug_help = "on an internal error, log the full traceback (JSON on stderr; never local variables)"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
+    for command in sub.choices.values():  # also accepted after the command; the top-level value is the default
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     return parser
 
 
@@ -350,7 +355,7 @@ def _render_trail(fmt: str, result: TrailAnalysis, kept: list[Finding], muted: l
 
 
 def _cmd_item_size(args: argparse.Namespace) -> int:
-    from auditor.item_size import iter_item_results
+    from auditor.models.dynamodb_size import iter_item_results
 
     if args.file == "-":
         data, source = sys.stdin.buffer.read(), "<stdin>"
@@ -675,9 +680,9 @@ def _cmd_athena(args: argparse.Namespace) -> int:
 
 def _cmd_billing(args: argparse.Namespace) -> int:
     from auditor.billing.decide import analyze_billing
-    from auditor.billing.model import BillingInput
     from auditor.billing.pricing import load_price_file
     from auditor.billing.render import render_billing_markdown, render_billing_table
+    from auditor.models.billing import BillingInput
 
     if args.input == "-":
         data, source = sys.stdin.buffer.read(), "<stdin>"
@@ -713,7 +718,7 @@ def _billing_config(args: argparse.Namespace) -> BillingConfig:
     """The decision settings: ``--config`` (if given), then the per-option overrides."""
     from pydantic import ValidationError
 
-    from auditor.billing.model import BillingConfig
+    from auditor.models.billing import BillingConfig
 
     doc: dict[str, object] = {}
     if args.config:
@@ -771,6 +776,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        log.exception("internal_error")
-        print(f"ddb-audit: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        user_error = environment_error(exc)
+        if user_error is not None:
+            print(f"ddb-audit: error: {user_error}", file=sys.stderr)
+            return EXIT_INPUT
+        # One line and a short id; the message itself may quote input (a record's text), so only the type is
+        # printed. The traceback (frames only, never local variables) is logged with --debug.
+        error_id = uuid.uuid4().hex[:8]
+        if getattr(args, "debug", False):
+            log.error("internal_error", error_id=error_id, exc_info=exc)
+        hint = "" if getattr(args, "debug", False) else "; run again with --debug for the traceback"
+        print(f"ddb-audit: internal error {error_id}: {type(exc).__name__}{hint}", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+#: botocore errors about the caller's credentials, profile or configuration (the user can fix them).
+_AUTH_ERROR_CODES = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "SignatureDoesNotMatch",
+        "MissingAuthenticationToken",
+        "AuthFailure",
+    }
+)
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """A one-line message when ``exc`` is a credential, profile or AWS configuration error; else ``None``."""
+    try:
+        from botocore import exceptions as bex
+    except ImportError:  # pragma: no cover - botocore is a dependency
+        return None
+    config_errors = (
+        bex.NoCredentialsError,
+        bex.PartialCredentialsError,
+        bex.ProfileNotFound,
+        bex.NoRegionError,
+        bex.CredentialRetrievalError,
+        bex.TokenRetrievalError,
+        bex.SSOError,
+        bex.SSOTokenLoadError,
+        bex.UnauthorizedSSOTokenError,
+        bex.ConfigNotFound,
+        bex.ConfigParseError,
+        bex.InvalidConfigError,
+        bex.UnknownCredentialError,
+        bex.InvalidRegionError,
+    )
+    if isinstance(exc, config_errors):
+        return f"AWS credentials or configuration: {_one_line(str(exc))}"
+    if isinstance(exc, bex.EndpointConnectionError | bex.ConnectTimeoutError):
+        return f"cannot reach AWS: {_one_line(str(exc))}"
+    if isinstance(exc, bex.ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _AUTH_ERROR_CODES:
+            return f"AWS rejected the credentials ({code}): {_one_line(str(exc))}"
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
