@@ -86,6 +86,12 @@ class Settings(BaseModel):
     #: Weekly report: the KMS key to encrypt report objects with (empty: the bucket's default encryption).
     reports_kms_key_id: str | None = None
 
+    #: Capture controller: the stack's own trail, the audit budget (percent of the audited DynamoDB bill) and, when
+    #: the trail is restricted to some tables, their ARNs (comma-separated; empty: every table in the Region).
+    capture_trail_name: str | None = None
+    audit_budget_percent: float = Field(default=1.0, ge=0, le=100)
+    capture_table_arns: str | None = None
+
     @field_validator("audit_table_tag")
     @classmethod
     def _tag_pair(cls, value: str | None) -> str | None:

@@ -238,6 +238,11 @@ OWN_PRODUCT_ARN = {
     "Fn::Sub": "arn:${AWS::Partition}:securityhub:${AWS::Region}:${AWS::AccountId}:product/${AWS::AccountId}/default"
 }
 
+#: The capture controller's state item (GetItem) and its plan + state transaction (PutItem items).
+CAPTURE_CONTROLLER_DDB = frozenset({"dynamodb:GetItem", "dynamodb:PutItem"})
+CAPTURE_CONTROLLER_UNSCOPED = frozenset({"dynamodb:ListTables", "cloudwatch:GetMetricData"})
+CAPTURE_TRAIL_SELECTORS = frozenset({"cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"})
+
 NEEDS: dict[str, Needs] = {
     "TrailIngestFunction": Needs(
         actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
@@ -279,6 +284,19 @@ NEEDS: dict[str, Needs] = {
         unscoped=frozenset({"dynamodb:ListStreams"}),
         streams=STREAM_READS,
     ),
+    "CaptureControllerFunction": Needs(
+        actions=LOGS
+        | XRAY
+        | CAPTURE_CONTROLLER_UNSCOPED
+        | CAPTURE_TRAIL_SELECTORS
+        | {"dynamodb:DescribeTable"}
+        | CAPTURE_CONTROLLER_DDB
+        | KMS_THROUGH_SERVICES,
+        dynamodb={"table": CAPTURE_CONTROLLER_DDB},
+        kms_via=frozenset({"dynamodb"}),
+        unscoped=CAPTURE_CONTROLLER_UNSCOPED,
+        audited=frozenset({"dynamodb:DescribeTable"}),
+    ),
     "MetricsAuditFunction": Needs(
         actions=LOGS
         | XRAY
@@ -313,6 +331,7 @@ HANDLERS = {
     "StreamItemSizeFunction": "handlers.stream_item_size.lambda_handler",
     "MetricsAuditFunction": "handlers.metrics_audit.lambda_handler",
     "WeeklyReportFunction": "handlers.weekly_report.lambda_handler",
+    "CaptureControllerFunction": "handlers.capture_controller.lambda_handler",
 }
 
 #: Scheduled functions: their schedule parameter, and the alarm on their errors.
@@ -320,6 +339,8 @@ SCHEDULED = {
     "EvaluatorFunction": ("EvaluationSchedule", "EvaluatorErrorsAlarm"),
     "MetricsAuditFunction": ("MetricsAuditSchedule", "MetricsAuditErrorsAlarm"),
     "WeeklyReportFunction": ("WeeklyReportSchedule", "WeeklyReportErrorsAlarm"),
+    # Not a parameter: the controller's schedule is the planner's 5-minute slice. Only with CreateTrail=true.
+    "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
 }
 
 #: Settings fields the deployed functions do not get (with the reason).
@@ -529,6 +550,9 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "securityhub":
                 assert actions == {"securityhub:BatchImportFindings"}, (name, s)
                 assert granted_on == [OWN_PRODUCT_ARN], f"{name}: only the account's own product: {s}"
+            elif service == "cloudtrail":
+                assert name == "CaptureControllerFunction" and actions == CAPTURE_TRAIL_SELECTORS, (name, s)
+                assert granted_on == [getatt("DataEventsTrail")], f"{name}: only the stack's own trail: {s}"
             elif service == "cloudwatch":
                 assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
                 assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"
@@ -822,12 +846,18 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
         for name, props in functions(stack).items()
         if any(e["Type"] == "Schedule" for e in props.get("Events", {}).values())
     }
-    assert set(scheduled) == set(SCHEDULED)
+    expected = set(SCHEDULED) - ({"CaptureControllerFunction"} if "DataEventsTrail" not in resources(stack) else set())
+    assert set(scheduled) == expected
     for name, props in scheduled.items():
         parameter, alarm = SCHEDULED[name]
         (event,) = props["Events"].values()
-        assert event["Properties"]["Schedule"] == ref(parameter), name
-        assert re.fullmatch(stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"])
+        if parameter.startswith("rate("):
+            assert event["Properties"]["Schedule"] == parameter, name
+        else:
+            assert event["Properties"]["Schedule"] == ref(parameter), name
+            assert re.fullmatch(
+                stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"]
+            )
         assert alarms[alarm]["Dimensions"] == [{"Name": "FunctionName", "Value": ref(name)}], name
         assert alarms[alarm]["Namespace"] == "AWS/Lambda" and alarms[alarm]["MetricName"] == "Errors", name
         assert alarms[alarm]["AlarmActions"] == [ref("FindingsTopic")], name
@@ -909,8 +939,8 @@ def _env_with(template: Mapping[str, Any], params: Mapping[str, Any]) -> dict[st
     for var, value in _environment(template).items():
         if isinstance(value, dict):
             (target,) = value.values()
-            if isinstance(target, list):  # Fn::GetAtt [resource, attribute]
-                target = ".".join(target)
+            if isinstance(target, list):  # Fn::GetAtt [resource, attribute]; Fn::Join [sep, [...]]
+                target = ".".join(t if isinstance(t, str) else json.dumps(t) for t in target)
             env[var] = str(params[target]) if target in params else f"dummy-{target}"
         else:
             env[var] = str(value)
@@ -1176,3 +1206,24 @@ def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> Non
         if "AllowedPattern" in spec:
             assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
     resolve(template, overrides)  # a complete, resolvable deployment
+
+
+def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, Any]) -> None:
+    """CreateTrail only; CloudTrail access is GetEventSelectors/PutEventSelectors on the stack's trail, nothing else."""
+    if "DataEventsTrail" not in resources(stack):
+        assert "CaptureControllerFunction" not in resources(stack)
+        return
+    props = function_props(stack, "CaptureControllerFunction")
+    env = stack["Globals"]["Function"]["Environment"]["Variables"]
+    trail_name = stack["Resources"]["DataEventsTrail"]["Properties"]["TrailName"]
+    assert env["CAPTURE_TRAIL_NAME"] == trail_name
+    assert env["AUDIT_BUDGET_PERCENT"] == ref("AuditBudgetPercent")
+    assert stack["Parameters"]["AuditBudgetPercent"]["Default"] in (1, "1")
+    cloudtrail = [
+        st
+        for st in role_statements(stack, props["Role"]["Fn::GetAtt"][0])
+        if any(a.startswith("cloudtrail:") for a in as_list(st["Action"]))
+    ]
+    assert len(cloudtrail) == 1
+    assert sorted(as_list(cloudtrail[0]["Action"])) == ["cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"]
+    assert cloudtrail[0]["Resource"] == {"Fn::GetAtt": ["DataEventsTrail", "Arn"]}
