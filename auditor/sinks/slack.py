@@ -5,6 +5,10 @@ message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` 
 ``finding_json`` (the SPEC.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
 delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
 
+Run digests (kind ``digest``, :mod:`auditor.sinks.sns`) list one run's new and worsened findings; they are posted
+as one Block Kit message (:func:`render_digest`) holding the findings at ``Settings.slack_min_severity`` or above,
+redacted like a finding (each item carries its key for that), or not at all when none reaches the minimum.
+
 Weekly report announcements (the weekly report Lambda, :mod:`auditor.service.weekly_report`) come through the same
 topic with the message attribute ``kind`` = ``weekly_report`` and a ``report_json`` attribute (the compact summary:
 week, top numbers, the three most important actions, the presigned link). They are posted as a compact Block Kit
