@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.sources.org import SessionFactory
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
-FINDING_FORMATS = (*FORMATS, "sarif", "asff")
+FINDING_FORMATS = (*FORMATS, "csv", "sarif", "asff")
 
 log = structlog.get_logger(__name__)
 
@@ -287,10 +287,12 @@ def _output(args: argparse.Namespace, findings: Sequence[Finding], native: Nativ
     if args.mutelist:
         kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
     fmt = args.format
-    if fmt in ("sarif", "asff"):
+    if fmt in ("csv", "sarif", "asff"):
         from auditor import formats
 
-        if fmt == "sarif":
+        if fmt == "csv":
+            text = formats.render_csv(kept, muted or [])
+        elif fmt == "sarif":
             text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
         else:
             try:
