@@ -140,8 +140,15 @@ class Stack:
         }
 
 
-def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-demo") -> Stack:
-    """Create the stack's resources on ``endpoint`` and wire the S3 -> SQS and SNS -> SQS deliveries."""
+def create_stack(
+    endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-demo", filter_policy: dict[str, Any] | None = None
+) -> Stack:
+    """Create the stack's resources on ``endpoint`` and wire the S3 -> SQS and SNS -> SQS deliveries.
+
+    The notifier's queue is subscribed with ``filter_policy`` (default: :data:`SLACK_FILTER_POLICY`, the
+    template's default Slack subscription); ``{}`` subscribes it to every message of the topic.
+    """
+    policy = SLACK_FILTER_POLICY if filter_policy is None else filter_policy
     # The local endpoint's request log (and its tracebacks for the calls moto does not implement, such as
     # ListContributorInsights, which the audit records as gaps) is not the demo's output.
     logging.getLogger("werkzeug").disabled = True
@@ -183,7 +190,7 @@ def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-
         TopicArn=topic_arn,
         Protocol="sqs",
         Endpoint=alerts_arn,
-        Attributes={"FilterPolicy": json.dumps(SLACK_FILTER_POLICY), "FilterPolicyScope": "MessageAttributes"},
+        Attributes={"FilterPolicy": json.dumps(policy), "FilterPolicyScope": "MessageAttributes"} if policy else {},
     )
     secret_arn = secrets.create_secret(
         Name=f"{prefix}/slack-webhook", SecretString=json.dumps({"webhook_url": webhook_url})
