@@ -259,13 +259,25 @@ class AuditResult:
             "billing": self.billing.as_dict() if self.billing is not None else None,
         }
 
+    def _capacity(self, profile: TableProfile) -> list[dict[str, Any]] | None:
+        """Peak consumption and capacity settings of the table and its GSIs (read by ``ddb-audit what-if``)."""
+        from auditor.whatif.capacity import resource_capacities
+
+        tm = self.metrics.tables.get(profile.name)
+        if tm is None or profile.billing_mode == "unknown":
+            return None
+        return [r.to_dict() for r in resource_capacities(profile, tm)]
+
     def to_dict(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for f in self.findings:
             counts[f.table] = counts.get(f.table, 0) + 1
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
-            "tables": [t.summary() | {"findings": counts.get(t.name, 0)} for t in self.inventory.tables],
+            "tables": [
+                t.summary() | {"findings": counts.get(t.name, 0), "capacity": self._capacity(t)}
+                for t in self.inventory.tables
+            ],
             "gaps": [g.model_dump() for g in self.gaps],
             "errors": list(self.errors),
             "stats": self.summary_stats(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,49 @@ def test_region_option_is_used(planted: int, capsys: pytest.CaptureFixture[str])
     code, out, _ = run(capsys, "--days", "0.1", "--region", "eu-west-1", "--format", "json")
     assert code == 0
     assert json.loads(out)["tables"] == []  # the tables live in us-east-1
+
+
+def test_audit_json_carries_capacity_that_what_if_reads(
+    planted: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0")
+    assert code == 0, err
+    tables = {t["table"]: t for t in json.loads(out)["tables"]}
+    (under,) = tables["under-provisioned"]["capacity"]
+    assert under["index"] is None and under["billing_mode"] == "PROVISIONED"
+    assert under["peak_read_per_second"] == pytest.approx(600 / 60)
+    assert under["peak_write_per_second"] == 0
+    assert (under["provisioned_read"], under["provisioned_write"]) == (10, 10)
+    assert [c["index"] for c in tables["indexed"]["capacity"]] == [None, "byStatus"]
+    audit_file = tmp_path / "audit.json"
+    audit_file.write_text(out)
+    # A trail with a few reads of the same table: the CloudWatch capacity decides its table-level limits.
+    record = {
+        "eventVersion": "1.08",
+        "eventTime": datetime.fromtimestamp(planted, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "eventSource": "dynamodb.amazonaws.com",
+        "eventName": "GetItem",
+        "awsRegion": "us-east-1",
+        "requestParameters": {"tableName": "under-provisioned", "key": {"pk": "A"}},
+        "responseElements": None,
+        "readOnly": True,
+        "eventType": "AwsApiCall",
+        "managementEvent": False,
+        "recipientAccountId": "123456789012",
+        "eventCategory": "Data",
+    }
+    trail = tmp_path / "trail.json"
+    trail.write_text(json.dumps({"Records": [record | {"eventID": f"e{i}"} for i in range(5)]}))
+    code = main(["what-if", str(trail), "--audit", str(audit_file), "--growth", "1.5", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    first = doc["items"][0]
+    assert (first["table"], first["limit"], first["access"], first["source"]) == (
+        "under-provisioned",
+        "provisioned",
+        "read",
+        "cloudwatch",
+    )
+    assert first["headroom"] == pytest.approx(1.0) and first["throttles_at_growth"] is True
+    hot = next(i for i in doc["items"] if i["table"] == "hot-partition" and i["limit"] == "provisioned")
+    assert hot["access"] == "write" and hot["headroom"] == pytest.approx(1000 / 100)
