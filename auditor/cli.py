@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -21,7 +24,12 @@ from auditor.observability import configure_logging
 from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
+    from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
+    from auditor.mutelist import Muted
+
+#: Formats of every command that prints findings: the command's own three, and three for other tools.
+FINDING_FORMATS = (*FORMATS, "sarif", "asff")
 
 log = structlog.get_logger(__name__)
 
@@ -34,19 +42,44 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument(
+        "--format",
+        choices=FINDING_FORMATS,
+        default="table",
+        help="output format (default: table); csv, sarif (SARIF 2.1.0) and asff (AWS Security Finding Format) "
+        "list the findings only",
+    )
     p.add_argument(
         "--fail-on",
         choices=[s.value for s in Severity],
         default=None,
         metavar="SEVERITY",
-        help="exit 1 when a finding is at or above this severity (critical, high, medium, low, info)",
+        help="exit 1 when a finding is at or above this severity (critical, high, medium, low, info); muted "
+        "findings do not count",
     )
+    p.add_argument(
+        "--mutelist",
+        metavar="FILE",
+        help="JSON array of mute rules (table, kind, principal, key: globs; until; reason): matching findings are "
+        "listed as muted and do not count for --fail-on",
+    )
+    p.add_argument(
+        "--account", metavar="ID", help="AWS account id for --format asff, for findings that do not carry one"
+    )
+
+
+def tool_version() -> str:
+    """The installed distribution's version."""
+    try:
+        return package_version("ddb-traffic-auditor")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+        return "0+unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = _Parser(prog="ddb-audit", description="Audit how DynamoDB tables are used, from real traffic.")
+    parser.add_argument("--version", action="version", version=f"ddb-audit {tool_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     trail = sub.add_parser(
@@ -120,6 +153,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto-scaling simulation: aws (documented AWS behaviour, default) or evaluator (archived awslabs tool)",
     )
     billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
+    billing.add_argument(
+        "--region",
+        metavar="R",
+        help="price with region R's current list prices from the AWS Pricing API (needs credentials; falls back "
+        "to the bundled table, labelled)",
+    )
+    billing.add_argument(
+        "--config",
+        metavar="FILE",
+        help="decision settings (JSON object: target_utilization, margin, reaction_minutes, read/write: "
+        "{target_utilization, min_capacity, max_capacity}, ...); the options below override it",
+    )
+    billing.add_argument("--target", type=float, metavar="PCT", help="target utilisation for reads and writes (20-90)")
+    for dim in ("read", "write"):
+        billing.add_argument(f"--{dim}-target", type=float, metavar="PCT", help=f"target utilisation of {dim}s")
+        billing.add_argument(
+            f"--{dim}-min", type=float, metavar="UNITS", help=f"minimum {dim} capacity (default: searched)"
+        )
+        billing.add_argument(
+            f"--{dim}-max", type=float, metavar="UNITS", help=f"maximum {dim} capacity (default: 2x the peak need)"
+        )
+    billing.add_argument(
+        "--reaction-minutes",
+        type=int,
+        metavar="N",
+        help="minutes from the alarm to the new capacity in force, aws simulation (default 2, an assumption)",
+    )
     _add_output_options(billing)
 
     whatif = sub.add_parser(
@@ -156,6 +216,61 @@ def _fails(findings: Sequence[Finding], fail_on: str | None) -> bool:
     return any(f.severity.rank >= floor for f in findings)
 
 
+#: A command's own rendering of the findings still reported (json, table or markdown), given the muted ones.
+Native = Callable[[list[Finding], "list[Muted] | None"], str]
+
+
+def _output(args: argparse.Namespace, findings: Sequence[Finding], native: Native) -> int:
+    """Apply ``--mutelist``, write the output in one piece, and return the exit code (``--fail-on``).
+
+    ``muted`` is None without ``--mutelist`` (outputs stay as they were), else the muted findings.
+    """
+    from auditor.mutelist import apply_mutelist, load_mutelist
+
+    now = datetime.now(UTC)
+    muted: list[Muted] | None = None
+    kept = list(findings)
+    if args.mutelist:
+        kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
+    fmt = args.format
+    if fmt in ("sarif", "asff"):
+        from auditor import formats
+
+        if fmt == "sarif":
+            text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
+        else:
+            try:
+                text = to_json(formats.asff_document(kept, muted or [], account=args.account, now=now))
+            except ValueError as exc:
+                raise InputError(str(exc)) from exc
+    else:
+        text = native(kept, muted)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_FINDINGS if _fails(kept, args.fail_on) else EXIT_OK
+
+
+def _with_muted(doc: dict[str, object], muted: list[Muted] | None) -> dict[str, object]:
+    """A JSON output document with ``muted`` (each finding with the rule that muted it) under ``--mutelist``."""
+    if muted is not None:
+        doc["muted"] = [m.to_dict() for m in muted]
+    return doc
+
+
+def _muted_text(muted: list[Muted] | None, markdown: bool = False) -> str:
+    """The muted findings as a closing section of a table or Markdown output."""
+    if not muted:
+        return ""
+    head = "## Muted findings" if markdown else "Muted findings (--mutelist)\n==========================="
+    lines = ["", head, ""]
+    for m in muted:
+        f = m.finding
+        where = f.table + (f"/{f.index}" if f.index else "")
+        text = f"{f.severity.value} {f.kind.value} {where}: {f.title} (muted: {m.rule.reason})"
+        lines.append(("- " + text.replace("|", "\\|")) if markdown else text)
+    return "\n".join(lines) + "\n"
+
+
 def _cmd_analyze_trail(args: argparse.Namespace) -> int:
     from auditor.engine import analyze_trail
 
@@ -172,20 +287,17 @@ def _cmd_analyze_trail(args: argparse.Namespace) -> int:
         print(f"ddb-audit: warning: {problem}", file=sys.stderr)
     for err in result.detector_errors:
         print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-    _emit(args.format, result)
-    return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
+    return _output(args, result.findings, lambda kept, muted: _render_trail(args.format, result, kept, muted))
 
 
-def _emit(fmt: str, result: TrailAnalysis) -> None:
-    """Write an analysis to stdout in one piece (complete or absent)."""
+def _render_trail(fmt: str, result: TrailAnalysis, kept: list[Finding], muted: list[Muted] | None) -> str:
+    """An analysis as json, table or markdown, with the findings still reported."""
+    result.findings = kept
     if fmt == "json":
-        text = to_json(result.to_dict())
-    elif fmt == "markdown":
-        text = render_markdown(result.findings, result.access_patterns, result.stats.as_dict())
-    else:
-        text = render_table(result.findings, result.access_patterns, result.stats.as_dict())
-    sys.stdout.write(text)
-    sys.stdout.flush()
+        return to_json(_with_muted(result.to_dict(), muted))
+    if fmt == "markdown":
+        return render_markdown(kept, result.access_patterns, result.stats.as_dict()) + _muted_text(muted, True)
+    return render_table(kept, result.access_patterns, result.stats.as_dict()) + _muted_text(muted)
 
 
 def _cmd_item_size(args: argparse.Namespace) -> int:
@@ -269,15 +381,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     narrate = sys.stderr if args.format == "json" else sys.stdout
     result = run_service_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=narrate, flush=True))
     findings = [Finding.model_validate({k: v for k, v in f.items() if k != "status"}) for f in result.findings]
-    if args.format == "json":
-        text = to_json({"findings": result.findings})
-    elif args.format == "markdown":
-        text = render_markdown(findings, [], {})
-    else:
-        text = summary_text(result)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return EXIT_FINDINGS if _fails(findings, args.fail_on) else EXIT_OK
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        if args.format == "json":
+            ids = {f.id for f in kept}
+            return to_json(_with_muted({"findings": [f for f in result.findings if f["id"] in ids]}, muted))
+        if args.format == "markdown":
+            return render_markdown(kept, [], {}) + _muted_text(muted, True)
+        return summary_text(result) + _muted_text(muted)
+
+    return _output(args, findings, native)
 
 
 def _growth(text: str) -> float:
@@ -345,6 +458,7 @@ def _billing_days(text: str) -> float:
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
+    from auditor.billing.pricing import PriceBook, pricing_client
     from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
 
@@ -359,7 +473,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         end=end,
         now=now,
         billing_days=args.billing_days,
+        prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
     )
+    for warning in book.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
     inventory = result.inventory
     if not inventory.tables:
         if names and set(inventory.missing) >= set(names):
@@ -371,9 +488,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(f"ddb-audit: warning: {gap.describe()}", file=sys.stderr)
     for err in result.errors:
         print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-    sys.stdout.write(render_audit(result, args.format))
-    sys.stdout.flush()
-    return EXIT_FINDINGS if _fails(result.findings, args.fail_on) else EXIT_OK
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(_with_muted(result.to_dict(), muted))
+        return render_audit(result, args.format) + _muted_text(muted, args.format == "markdown")
+
+    return _output(args, result.findings, native)
 
 
 def _cmd_billing(args: argparse.Namespace) -> int:
@@ -391,18 +513,58 @@ def _cmd_billing(args: argparse.Namespace) -> int:
             raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
     inp = BillingInput.from_json(data, source)
     prices = load_price_file(args.prices) if args.prices else None
-    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices)
+    if prices is None and args.region:
+        from auditor.billing.pricing import PriceBook, pricing_client
+
+        prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
+        if warning:
+            print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices, config=_billing_config(args))
     for warning in analysis.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
-    if args.format == "json":
-        text = to_json(analysis.to_dict())
-    elif args.format == "markdown":
-        text = render_billing_markdown(analysis.result, analysis.findings)
-    else:
-        text = render_billing_table(analysis.result, analysis.findings)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return EXIT_FINDINGS if _fails(analysis.findings, args.fail_on) else EXIT_OK
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        analysis.findings = kept
+        if args.format == "json":
+            return to_json(_with_muted(analysis.to_dict(), muted))
+        if args.format == "markdown":
+            return render_billing_markdown(analysis.result, kept) + _muted_text(muted, True)
+        return render_billing_table(analysis.result, kept) + _muted_text(muted)
+
+    return _output(args, analysis.findings, native)
+
+
+def _billing_config(args: argparse.Namespace) -> BillingConfig:
+    """The decision settings: ``--config`` (if given), then the per-option overrides."""
+    from pydantic import ValidationError
+
+    from auditor.billing.model import BillingConfig
+
+    doc: dict[str, object] = {}
+    if args.config:
+        loaded = _read_json(args.config)
+        if not isinstance(loaded, dict):
+            raise InputError(f"{args.config}: billing config must be a JSON object")
+        doc = dict(loaded)
+    if args.target is not None:
+        doc["target_utilization"] = args.target
+    if args.reaction_minutes is not None:
+        doc["reaction_minutes"] = args.reaction_minutes
+    for dim in ("read", "write"):
+        own = dict(doc.get(dim) or {})  # type: ignore[call-overload]
+        for option, field in (("target", "target_utilization"), ("min", "min_capacity"), ("max", "max_capacity")):
+            value = getattr(args, f"{dim}_{option}")
+            if value is not None:
+                own[field] = value
+        if own:
+            doc[dim] = own
+    try:
+        return BillingConfig.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = args.config or "billing options"
+        raise InputError(f"{where}: {loc}: {str(err['msg']).removeprefix('Value error, ')}") from exc
 
 
 COMMANDS = {

@@ -30,12 +30,13 @@ Suppress and snooze rules (``SUPPRESS_RULES_JSON``) are a JSON list of objects::
     [{"table": "Sessions*", "kind": "scan", "principal": "arn:aws:iam::*:role/nightly-*",
       "until": "2026-12-31T00:00:00Z", "reason": "nightly export, being replaced by S3 export (JIRA-42)"}]
 
-``table`` and ``principal`` are shell-style globs (case-sensitive), ``kind`` a finding kind, and at least one
-of the three must be given; a finding matches when every given field matches (``principal`` matches the
-``principal`` evidence field, so a finding without one never matches a principal rule). ``until`` snoozes the
-finding until then; without it the rule suppresses for good. ``reason`` is required. A matching finding is
-still evaluated and stored, with the rule's reason, but no event is published for it. When a snooze ends and
-the finding is still open, its first unmuted sighting is published as ``new``.
+``table``, ``principal`` and ``key`` are shell-style globs (case-sensitive), ``kind`` a finding kind, and at
+least one of the four must be given; a finding matches when every given field matches (``principal`` matches the
+``principal`` evidence field, so a finding without one never matches a principal rule; ``key`` matches any value
+of the ``key`` evidence field, or ``attribute=value``, so a finding without a key never matches a key rule).
+``until`` snoozes the finding until then; without it the rule suppresses for good. ``reason`` is required. A
+matching finding is still evaluated and stored, with the rule's reason, but no event is published for it. When a
+snooze ends and the finding is still open, its first unmuted sighting is published as ``new``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class SuppressRule(BaseModel):
     table: str | None = Field(default=None, min_length=1)
     kind: FindingKind | None = None
     principal: str | None = Field(default=None, min_length=1)
+    key: str | None = Field(default=None, min_length=1)
     until: datetime | None = None
     reason: str = Field(min_length=1, max_length=500)
 
@@ -105,8 +107,8 @@ class SuppressRule(BaseModel):
 
     @model_validator(mode="after")
     def _names_something(self) -> SuppressRule:
-        if self.table is None and self.kind is None and self.principal is None:
-            raise ValueError("a rule must name at least one of table, kind or principal")
+        if self.table is None and self.kind is None and self.principal is None and self.key is None:
+            raise ValueError("a rule must name at least one of table, kind, principal or key")
         return self
 
     def active(self, now: datetime) -> bool:
@@ -125,7 +127,21 @@ class SuppressRule(BaseModel):
             principal = finding.evidence.get("principal")
             if not isinstance(principal, str) or not fnmatchcase(principal, self.principal):
                 return False
+        if self.key is not None:
+            return any(fnmatchcase(text, self.key) for text in _key_texts(finding.evidence.get("key")))
         return True
+
+
+def _key_texts(key: object) -> list[str]:
+    """What a ``key`` rule is matched against: each value of the key, and ``attribute=value``."""
+    if isinstance(key, str):
+        return [key]
+    if isinstance(key, Mapping):
+        out: list[str] = []
+        for name, value in key.items():
+            out += [str(value), f"{name}={value}"]
+        return out
+    return []
 
 
 _RULES = TypeAdapter(list[SuppressRule])

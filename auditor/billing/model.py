@@ -42,6 +42,17 @@ def _check_values(values: list[float | None] | None, name: str) -> list[float | 
     return values
 
 
+class CurrentScaling(BaseModel):
+    """A dimension's auto-scaling settings in force (Application Auto Scaling), when known."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_capacity: int = Field(ge=0)
+    max_capacity: int = Field(ge=0)
+    #: The target-tracking policy's target value; None when the scalable target has no such policy.
+    target_utilization: float | None = None
+
+
 class SeriesInput(BaseModel):
     """The capacity history of the table (``index`` null) or of one GSI."""
 
@@ -52,6 +63,8 @@ class SeriesInput(BaseModel):
     consumed_write: list[float | None]
     provisioned_read: list[float | None] | None = None
     provisioned_write: list[float | None] | None = None
+    #: The auto-scaling settings in force per dimension (``read``/``write``), when known (``audit`` fills it).
+    auto_scaling: dict[Literal["read", "write"], CurrentScaling] | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> SeriesInput:
@@ -153,6 +166,25 @@ class BillingInput(BaseModel):
 # --------------------------------------------------------------------------------------------------- config
 
 
+class DimensionSettings(BaseModel):
+    """Auto-scaling settings of one dimension (reads or writes) to simulate; None keeps the shared default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Target utilisation (percent); default: ``BillingConfig.target_utilization``.
+    target_utilization: float | None = Field(default=None, ge=20.0, le=90.0)
+    #: Minimum capacity; default: searched (``aws``) or ``BillingConfig.min_capacity`` (``evaluator``).
+    min_capacity: float | None = Field(default=None, ge=1.0)
+    #: Maximum capacity; default: twice what the peak minute needed (``aws``) or the evaluator's maximum.
+    max_capacity: float | None = Field(default=None, ge=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DimensionSettings:
+        if self.min_capacity is not None and self.max_capacity is not None and self.min_capacity > self.max_capacity:
+            raise ValueError(f"min_capacity {self.min_capacity:g} is above max_capacity {self.max_capacity:g}")
+        return self
+
+
 class BillingConfig(BaseModel):
     """Tunables of the decision (all optional)."""
 
@@ -179,6 +211,18 @@ class BillingConfig(BaseModel):
     modify_threshold: float = Field(default=0.15, ge=0.0, lt=1.0)
     #: Days of data that give full confidence (CloudWatch keeps 1-minute data for 15 days).
     full_confidence_days: float = Field(default=14.0, gt=0.0)
+    #: Per-dimension target, minimum and maximum (each None: the defaults above).
+    read: DimensionSettings = Field(default_factory=DimensionSettings)
+    write: DimensionSettings = Field(default_factory=DimensionSettings)
+
+    def target(self, dim: Literal["read", "write"]) -> float:
+        """The target utilisation simulated for ``dim``."""
+        own = (self.read if dim == "read" else self.write).target_utilization
+        return self.target_utilization if own is None else own
+
+    def settings(self, dim: Literal["read", "write"]) -> DimensionSettings:
+        """The per-dimension settings of ``dim``."""
+        return self.read if dim == "read" else self.write
 
 
 # --------------------------------------------------------------------------------------------------- result
@@ -213,13 +257,17 @@ class SeriesResult(BaseModel):
 
 
 class CapacitySetting(BaseModel):
-    """Auto-scaling settings to apply to one dimension."""
+    """Auto-scaling settings to apply to one dimension, next to those in force."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     target_utilization: float
     min_capacity: int
     max_capacity: int
+    #: The settings in force (Application Auto Scaling), when the input has them.
+    current: CurrentScaling | None = None
+    #: True when the settings in force are the ones simulated (None when they are unknown).
+    already_optimal: bool | None = None
 
 
 class CapacityRecommendation(BaseModel):
@@ -312,6 +360,10 @@ class BillingResult(BaseModel):
     table_class_hint: TableClassHint | None = None
     reserved_capacity: ReservedCapacityNote | None = None
     notes: list[str] = Field(default_factory=list)
+    #: The simulation's rules, each marked documented or assumed, with the hourly-billing bound (``aws``).
+    assumptions: list[str] = Field(default_factory=list)
+    #: Simulated provisioned cost per month if each clock hour were billed at its highest capacity (``aws``).
+    monthly_cost_provisioned_simulated_hourly_peak: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, SPEC field order first; times as ISO-8601 UTC with ``Z``."""

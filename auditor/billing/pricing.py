@@ -21,11 +21,14 @@ skips products without a ``group`` attribute (vector-search SKUs have none) and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import orjson
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from auditor.exceptions import InputError
@@ -225,6 +228,20 @@ _STORAGE_VOLUME_TYPES = {
 }
 
 
+def _offer_date(item: dict[str, Any]) -> date | None:
+    """The latest ``effectiveDate`` of a product's on-demand terms (the date of the offer it prices)."""
+    best: date | None = None
+    for term in (item.get("terms") or {}).get("OnDemand", {}).values():
+        text = str(term.get("effectiveDate") or "")[:10]
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            continue
+        if best is None or day > best:
+            best = day
+    return best
+
+
 def _paid_price(item: dict[str, Any]) -> float | None:
     """The non-zero USD price of a product's on-demand term (the band above any free tier)."""
     best: tuple[float, float] | None = None  # (beginRange, price)
@@ -288,6 +305,7 @@ def fetch_prices(
         PricingError: a throughput or storage price of either table class is missing from the answer.
     """
     found: dict[tuple[str, str], float] = {}
+    offer_dates: list[date] = []
     skipped = 0
     counted = 0
     for family, field in ((PROVISIONED_FAMILY, "capacity"), (ON_DEMAND_FAMILY, "request")):
@@ -305,7 +323,9 @@ def fetch_prices(
                 continue
             cls, dim = _GROUPS[group]
             key = f"{dim}_request_unit" if field == "request" else ("rcu_hour" if dim == "read" else "wcu_hour")
-            found.setdefault((cls, key), price)
+            if (cls, key) not in found:
+                found[(cls, key)] = price
+                offer_dates += [d for d in (_offer_date(item),) if d is not None]
     for item in _products(client, STORAGE_FAMILY, region):
         counted += 1
         attrs = (item.get("product") or {}).get("attributes") or {}
@@ -313,7 +333,9 @@ def fetch_prices(
         price = _paid_price(item)
         if storage_cls is None or price is None:
             continue
-        found.setdefault((storage_cls, "storage_gb_month"), price)
+        if (storage_cls, "storage_gb_month") not in found:
+            found[(storage_cls, "storage_gb_month")] = price
+            offer_dates += [d for d in (_offer_date(item),) if d is not None]
     fields = ("read_request_unit", "write_request_unit", "rcu_hour", "wcu_hour", "storage_gb_month")
     missing = [f"{cls}.{f}" for cls in ("standard", "standard_ia") for f in fields if (cls, f) not in found]
     if missing:
@@ -322,11 +344,92 @@ def fetch_prices(
             f"({counted} products read)"
         )
     reserved = reserved_from.reserved if reserved_from and reserved_from.region == region else ()
+    offer = max(offer_dates) if offer_dates else None
     return RegionPrices(
         region=region,
         standard=ClassPrices(**{f: found[("standard", f)] for f in fields}),
         standard_ia=ClassPrices(**{f: found[("standard_ia", f)] for f in fields}),
         reserved=reserved,
-        source=f"AWS Pricing API GetProducts ({counted} products, {skipped} without a group attribute skipped)",
-        as_of=as_of,
+        source=(
+            f"AWS Pricing API GetProducts, read {as_of.isoformat()} ({counted} products, {skipped} without a group "
+            "attribute skipped)"
+        ),
+        as_of=offer or as_of,
     )
+
+
+#: The Pricing API answers in these regions only; each serves every region's prices.
+PRICING_API_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
+
+
+def pricing_api_region(region: str) -> str:
+    """The Pricing API endpoint region closest to ``region`` (any of them serves every region's prices)."""
+    if region.startswith(("eu-", "me-", "af-", "il-")):
+        return "eu-central-1"
+    if region.startswith("ap-"):
+        return "ap-south-1"
+    return "us-east-1"
+
+
+def pricing_client(api_region: str) -> PricingClient:
+    """A ``pricing`` boto3 client in ``api_region``, from the standard credential chain."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 3, "mode": "standard"})
+    client = boto3.client("pricing", region_name=api_region, config=config)
+    host = urlsplit(client.meta.endpoint_url).hostname or ""
+    if not host.endswith((".amazonaws.com", ".amazonaws.com.cn")):
+        # AWS_ENDPOINT_URL points every client at a local endpoint (moto, LocalStack): it has no price list.
+        raise PricingError(f"{client.meta.endpoint_url} is not the AWS Pricing API (a local endpoint)")
+    typed: PricingClient = client
+    return typed
+
+
+class PriceBook:
+    """Prices per region for one run: the Pricing API when it answers, else the bundled table, labelled.
+
+    Each region is looked up once per run (the answer, or the failure, is kept). ``client_for`` makes a Pricing API
+    client for an endpoint region (:func:`pricing_client`); None means offline (bundled prices only).
+    """
+
+    def __init__(self, client_for: Callable[[str], PricingClient] | None, today: date) -> None:
+        self._client_for = client_for
+        self._today = today
+        self._cache: dict[str, tuple[RegionPrices, str | None]] = {}
+        #: The warnings given so far (one per region at most), for a caller that reports them at the end.
+        self.warnings: list[str] = []
+
+    def get(self, region: str) -> tuple[RegionPrices, str | None]:
+        """The prices for ``region`` and a warning for the user when they are not the live list prices."""
+        cached = self._cache.get(region)
+        if cached is not None:
+            return cached
+        bundled = bundled_prices(region)
+        answer: tuple[RegionPrices, str | None]
+        if self._client_for is None:
+            answer = (bundled, None)
+        else:
+            try:
+                live = fetch_prices(
+                    self._client_for(pricing_api_region(region)),
+                    region,
+                    as_of=self._today,
+                    reserved_from=bundled if bundled.fallback_for is None else None,
+                )
+                answer = (live, None)
+            except (BotoCoreError, ClientError, PricingError, ValueError) as exc:  # no credentials, no network, ...
+                text = " ".join(str(exc).split())
+                reason = f"{type(exc).__name__}: {text if len(text) <= 200 else text[:199] + '…'}"
+                fallback = bundled.model_copy(
+                    update={"source": f"{bundled.source}; the AWS Pricing API was not used ({reason})"}
+                )
+                answer = (
+                    fallback,
+                    f"the AWS Pricing API did not answer for {region} ({reason}); using the bundled prices of "
+                    f"{fallback.region}, as of {fallback.as_of.isoformat()}",
+                )
+        self._cache[region] = answer
+        if answer[1] is not None:
+            self.warnings.append(answer[1])
+        return answer

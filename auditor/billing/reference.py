@@ -150,10 +150,11 @@ def aws_naive(
     served: dict[str, list[float]] = {"r": [], "w": []}
     cap: dict[str, list[float]] = {"r": [], "w": []}
     throttled = {"r": 0.0, "w": 0.0}
+    throttled_at: dict[str, list[float]] = {"r": [], "w": []}
     thr_minutes = {"r": 0, "w": 0}
     increases = {"r": 0, "w": 0}
     decreases = {"r": 0, "w": 0}
-    decrease_minutes: list[int] = []
+    decrease_log: list[tuple[str, int]] = []  # (quota owner, minute) of every decrease
     for i in range(n):
         minute = start_minute + i
         for d in pol:
@@ -175,19 +176,29 @@ def aws_naive(
                     if new > p[d]:
                         increases[d] += 1
                         pending[d] = (i + b.reaction_minutes, new)
-                elif i >= b.scale_in_minutes and max(low) < 0.6 * (target - b.scale_in_gap) * p[d]:
+                elif (
+                    i >= b.scale_in_minutes
+                    and max(low) < 0.6 * (target - b.scale_in_gap) * p[d]
+                    and (max(low) > 0 or b.scale_in_at_zero)
+                ):
                     new = max(need(d, max(low)), lo_cap[d])
                     if new < p[d]:
                         want[d] = new
-            if want:
-                day_start = minute - minute % MINUTES_PER_DAY
-                today = [m for m in decrease_minutes if m >= day_start]
-                recent = [m for m in decrease_minutes if m > minute - b.decrease_interval_minutes]
-                if len(today) < b.free_decreases_per_day or not recent:
-                    decrease_minutes.append(minute)
-                    for d, new in want.items():
-                        decreases[d] += 1
-                        pending[d] = (i + b.reaction_minutes, new)
+            # Each scalable target's scale-in is its own UpdateTable request: reads first, then writes, each
+            # checked against the decrease quota of its owner (the table or GSI, or the dimension itself).
+            day_start = minute - minute % MINUTES_PER_DAY
+            for d, new in want.items():
+                owner = "rw" if b.shared_decrease_quota else d
+                done = [m for o, m in decrease_log if o == owner]
+                today = [m for m in done if m >= day_start]
+                recent = [m for m in done if m > minute - b.decrease_interval_minutes]
+                opening = len(today) < b.free_decreases_per_day and (
+                    not today or minute < today[0] + b.free_decrease_window_minutes
+                )
+                if opening or not recent:
+                    decrease_log.append((owner, minute))
+                    decreases[d] += 1
+                    pending[d] = (i + b.reaction_minutes, new)
             for d in pol:
                 pend = pending[d]
                 if pend is not None and pend[0] == i:  # no reaction delay
@@ -210,11 +221,18 @@ def aws_naive(
                 bank[d] = 0.0
             served[d].append(s)
             cap[d].append(p[d])
+            throttled_at[d].append(c - s)
 
     minutes = list(range(start_minute, start_minute + n))
 
     def run(d: str) -> DimensionRun:
         hours, means, _ = _hourly(minutes, cap[d])
+        # Each clock hour at the highest capacity in force in it (an hour cut by the window's edge: pro rata).
+        peaks: dict[int, float] = {}
+        count: dict[int, int] = {}
+        for m, v in zip(minutes, cap[d], strict=True):
+            peaks[m // 60] = max(peaks.get(m // 60, 0.0), v)
+            count[m // 60] = count.get(m // 60, 0) + 1
         return DimensionRun(
             consumed_units=math.fsum(demand[d]),
             unit_hours=math.fsum(cap[d]) / 60.0,
@@ -228,6 +246,8 @@ def aws_naive(
             throttled_units=throttled[d],
             throttled_minutes=thr_minutes[d],
             capacity=cap[d],
+            peak_hour_unit_hours=math.fsum(peaks[h] * count[h] / 60.0 for h in peaks),
+            throttled=throttled_at[d],
         )
 
-    return SeriesRun(run("r"), run("w"), n, len(decrease_minutes))
+    return SeriesRun(run("r"), run("w"), n, len(decrease_log))

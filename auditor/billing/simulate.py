@@ -38,11 +38,15 @@ sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoi
 - scale-out when the served load exceeded the target utilisation in each of the last 2 minutes, to
   ``ceil(max(last 2 minutes) / target)`` (clamped to the maximum);
 - scale-in when the served load stayed more than 20 percentage points below target (70 % → 50 %) for the last
-  15 minutes, to ``ceil(max(last 15 minutes) / target)`` (at least the minimum);
+  15 minutes, to ``ceil(max(last 15 minutes) / target)`` (at least the minimum), but never on a window that
+  consumed nothing ("auto scaling does not scale down your provisioned capacity if your table's consumed capacity
+  becomes zero");
 - a new capacity takes effect ``reaction_minutes`` after the alarm fires (UpdateTable time); a dimension with a
   change in flight does not start another;
-- decreases follow the DynamoDB quota per table and per GSI: 4 per UTC day, then one more whenever none happened in
-  the previous 60 minutes; a read and a write decrease decided in the same minute are one UpdateTable, one decrease;
+- decreases follow the DynamoDB quota per table and per GSI: up to 4 within an hour of the UTC day's first
+  decrease, then one more whenever none happened in the previous 60 minutes; reads and writes are separate
+  scalable targets, so each one's scale-in is its own UpdateTable and its own decrease on the table's counter
+  (reads decided first);
 - burst capacity: up to ``burst_seconds`` (300) of unused capacity is banked and spent when demand exceeds
   capacity; what is still above is throttled and counted in request units. Auto scaling sees what was served
   (consumed capacity), so a throttled table scales up by at most ``1/target`` per step, as real tables do.
@@ -115,16 +119,28 @@ class AwsBehaviour:
     reaction_minutes: int = 2
     #: Unused capacity banked for bursts, in seconds of the current capacity.
     burst_seconds: int = 300
-    #: Decreases allowed at any time per UTC day, per table and per GSI ...
+    #: Decreases per UTC day that may come together: up to this many ...
     free_decreases_per_day: int = 4
-    #: ... then one more whenever none happened in this many minutes.
+    #: ... within this many minutes of the day's first decrease (DynamoDB quotas: "up to four decreases within one
+    #: hour as long as you have not performed any other decreases yet during that day") ...
+    free_decrease_window_minutes: int = 60
+    #: ... then one more whenever none happened in this many minutes ("one additional decrease per hour as long as
+    #: there was no decreases in the preceding hour").
     decrease_interval_minutes: int = 60
+    #: The quota belongs to the table (or GSI): reads and writes draw on one counter, although each scalable target's
+    #: scale-in is its own UpdateTable request and its own decrease. False: one counter per dimension.
+    shared_decrease_quota: bool = True
+    #: Auto scaling "does not scale down your provisioned capacity if your table's consumed capacity becomes zero":
+    #: a low alarm whose whole window consumed nothing does not lower the capacity (True: it does).
+    scale_in_at_zero: bool = False
 
     def __post_init__(self) -> None:
         if self.scale_out_minutes < 1 or self.scale_in_minutes < 1:
             raise ValueError("alarm datapoints must be at least 1")
         if self.reaction_minutes < 0 or self.burst_seconds < 0:
             raise ValueError("reaction_minutes and burst_seconds cannot be negative")
+        if self.free_decrease_window_minutes < 0 or self.decrease_interval_minutes < 0:
+            raise ValueError("decrease windows cannot be negative")
 
 
 @dataclass(slots=True)
@@ -147,6 +163,11 @@ class DimensionRun:
     throttled_minutes: int | None = None
     #: Per-minute capacity, when the simulation ran with ``trace=True``.
     capacity: list[float] | None = None
+    #: Capacity unit-hours if each clock hour were billed at the highest capacity in force in it (``aws`` only; an
+    #: hour cut by the window's edge pro rata): the upper bound of hourly billing next to ``unit_hours``.
+    peak_hour_unit_hours: float | None = None
+    #: Per-minute throttled units, when the ``aws`` simulation ran with ``trace=True``.
+    throttled: list[float] | None = None
 
     @property
     def throttled_share(self) -> float | None:
@@ -518,6 +539,72 @@ def _scale_in_threshold(p: float, scale_in: float, per_unit: float) -> float:
     return min(scale_in * p, (p - 1 + _EPS) / per_unit * (1 + 1e-9))
 
 
+#: The smallest positive float: ``value >= _TINY`` is ``value > 0`` for the non-negative consumed units.
+_TINY = math.ulp(0.0)
+
+
+def _quota_open(quota: list[int], i: int, free: int, window: int, gap: int) -> int:
+    """The first minute from ``i`` on at which the decrease quota ``[today, first, last]`` allows a decrease.
+
+    Allowed while fewer than ``free`` decreases happened today and the first of them is less than ``window``
+    minutes ago (or there is none yet); otherwise once ``gap`` minutes have passed since the last decrease.
+    """
+    today, first, last = quota
+    if today < free and (today == 0 or i < first + window):
+        return i
+    return last + gap
+
+
+def _charge(quota: list[int], i: int) -> None:
+    """Record a decrease at minute ``i`` in the quota ``[today, first, last]``."""
+    if quota[0] == 0:
+        quota[1] = i
+    quota[0] += 1
+    quota[2] = i
+
+
+def _scale_in_from(
+    served: list[float],
+    quota: list[int],
+    i: int,
+    width: int,
+    stop: int,
+    free: int,
+    window: int,
+    gap: int,
+    at_zero: bool,
+) -> int:
+    """The first minute from ``i`` on at which a low alarm could lower a dimension's capacity, or ``stop``.
+
+    Not before the alarm has a full window, nor before the quota allows a decrease, nor (unless ``at_zero``)
+    before the window holds a minute that consumed something: a window of zeros does not scale in.
+    """
+    start = max(i, width, _quota_open(quota, i, free, window, gap))
+    if start >= stop or at_zero:
+        return start
+    # Windows of minutes m < stop end at m - 1 <= stop - 2; a window holds index j when j < m <= j + width.
+    nonzero = first_at_least(served, _TINY, start - width, stop - 1)
+    return max(start, nonzero + 1) if nonzero < stop - 1 else stop
+
+
+def _per_minute(values: dict[int, float], n: int) -> list[float]:
+    """A list of ``n`` minutes, 0 except at the minutes in ``values``."""
+    out = [0.0] * n
+    for i, v in values.items():
+        out[i] = v
+    return out
+
+
+def _peak_hour_unit_hours(start_minute: int, capacity: Sequence[float]) -> float:
+    """Capacity unit-hours with each clock hour at its highest capacity (an hour cut by the window: pro rata)."""
+    n = len(capacity)
+    first = min(n, (-start_minute) % 60)
+    starts = [0] if first else []
+    starts += range(first, n, 60)
+    ends = [*starts[1:], n]
+    return math.fsum(max(capacity[a:b]) * (b - a) / 60.0 for a, b in zip(starts, ends, strict=True))
+
+
 def _bank_through(bank: float, full: float, room: float, demand: list[float]) -> tuple[float, int, float]:
     """Serve ``demand`` from a fixed capacity (``room`` units a minute) and the burst bank, minute by minute.
 
@@ -626,12 +713,18 @@ def simulate_aws(
     bank_w = full_w
     pend_r = pend_w = -1  # minute at which the change in flight takes effect
     val_r = val_w = 0.0
-    dec_today = 0
-    last_dec = -(10**9)
+    # Decrease quota of each dimension: [decreases today, first decrease today, last decrease] (one list shared
+    # by both dimensions when the quota is the table's).
+    quota_r = [0, 0, -(10**9)]
+    quota_w = quota_r if b.shared_decrease_quota else [0, 0, -(10**9)]
+    free_window = b.free_decrease_window_minutes
+    at_zero = b.scale_in_at_zero
     events = 0
     inc_r = inc_w = dec_r = dec_w = 0
     thr_r = thr_w = 0.0
     thr_min_r = thr_min_w = 0
+    thr_at_r: dict[int, float] = {}  # minute -> throttled units (for the trace)
+    thr_at_w: dict[int, float] = {}
     peak_r = peak_w = -math.inf  # the largest demand of the minutes simulated so far
     cap_r: list[float] = []
     cap_w: list[float] = []
@@ -646,7 +739,7 @@ def simulate_aws(
     while i < n:
         if i >= next_day:
             next_day += MINUTES_PER_DAY
-            dec_today = 0
+            quota_r[0] = quota_w[0] = 0
         if pend_r == i:
             pr = val_r
             pend_r = -1
@@ -683,11 +776,14 @@ def simulate_aws(
                     searches.append((demand_r, above(high_r, inf), n_out, max(i, n_out), False))
                 if pend_w < 0 and (pw < maxw or high_at_max):
                     searches.append((demand_w, above(high_w, inf), n_out, max(i, n_out), False))
-                quota = i if dec_today < free else last_dec + gap
-                if pend_r < 0 and pr > mr and quota < stop:
-                    searches.append((served_r, _scale_in_threshold(pr, in_r, kr), n_in, max(i, n_in, quota), True))
-                if pend_w < 0 and pw > mw and quota < stop:
-                    searches.append((served_w, _scale_in_threshold(pw, in_w, kw), n_in, max(i, n_in, quota), True))
+                if pend_r < 0 and pr > mr:
+                    start = _scale_in_from(served_r, quota_r, i, n_in, stop, free, free_window, gap, at_zero)
+                    if start < stop:
+                        searches.append((served_r, _scale_in_threshold(pr, in_r, kr), n_in, start, True))
+                if pend_w < 0 and pw > mw:
+                    start = _scale_in_from(served_w, quota_w, i, n_in, stop, free, free_window, gap, at_zero)
+                    if start < stop:
+                        searches.append((served_w, _scale_in_threshold(pw, in_w, kw), n_in, start, True))
                 if searches:
                     stop = earliest(searches, i, stop)
                 slow_run = _next_slow_run(slow_run, stop - i)
@@ -746,7 +842,7 @@ def simulate_aws(
                 elif i >= n_in and last < low_r and pr > mr:
                     # Low alarm: the busiest of the last n_in minutes below target minus the gap.
                     top = max(served_r[i - n_in : i])
-                    if top < low_r:
+                    if top < low_r and (top > 0 or at_zero):
                         new = float(ceil(top * kr - eps))
                         if new < mr:
                             new = mr
@@ -776,39 +872,40 @@ def simulate_aws(
                                     hi_w = pw
                 elif i >= n_in and last < low_w and pw > mw:
                     top = max(served_w[i - n_in : i])
-                    if top < low_w:
+                    if top < low_w and (top > 0 or at_zero):
                         new = float(ceil(top * kw - eps))
                         if new < mw:
                             new = mw
                         if new < pw:
                             want_w = new
-            if (want_r or want_w) and (dec_today < free or i - last_dec >= gap):
-                # One UpdateTable: a combined read+write decrease is one decrease of this table or GSI.
-                dec_today += 1
-                last_dec = i
+            # Each scalable target's scale-in is its own UpdateTable request and its own decrease: reads first,
+            # then writes, each against its quota (the table's or GSI's, shared by both unless configured apart).
+            if want_r and _quota_open(quota_r, i, free, free_window, gap) <= i:
+                _charge(quota_r, i)
                 events += 1
-                if want_r:
-                    dec_r += 1
-                    if delay:
-                        pend_r, val_r = i + delay, want_r
-                    else:
-                        pr = want_r
-                        room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
-                        if bank_r > full_r:
-                            bank_r = full_r
-                        if pr < lo_r:
-                            lo_r = pr
-                if want_w:
-                    dec_w += 1
-                    if delay:
-                        pend_w, val_w = i + delay, want_w
-                    else:
-                        pw = want_w
-                        room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
-                        if bank_w > full_w:
-                            bank_w = full_w
-                        if pw < lo_w:
-                            lo_w = pw
+                dec_r += 1
+                if delay:
+                    pend_r, val_r = i + delay, want_r
+                else:
+                    pr = want_r
+                    room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
+                    if bank_r > full_r:
+                        bank_r = full_r
+                    if pr < lo_r:
+                        lo_r = pr
+            if want_w and _quota_open(quota_w, i, free, free_window, gap) <= i:
+                _charge(quota_w, i)
+                events += 1
+                dec_w += 1
+                if delay:
+                    pend_w, val_w = i + delay, want_w
+                else:
+                    pw = want_w
+                    room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
+                    if bank_w > full_w:
+                        bank_w = full_w
+                    if pw < lo_w:
+                        lo_w = pw
         # Serve minute i with capacity, then the burst bank; the rest is throttled (served differs from demand
         # from here on, so the served list becomes a copy).
         c = demand_r[i]
@@ -826,6 +923,7 @@ def simulate_aws(
                 served_r = list(demand_r)
             served_r[i] = s
             thr_r += c - s
+            thr_at_r[i] = c - s
             thr_min_r += 1
             bank_r = 0.0
         c = demand_w[i]
@@ -843,6 +941,7 @@ def simulate_aws(
                 served_w = list(demand_w)
             served_w[i] = s
             thr_w += c - s
+            thr_at_w[i] = c - s
             thr_min_w += 1
             bank_w = 0.0
         app_r(pr)
@@ -855,6 +954,7 @@ def simulate_aws(
     run_r = DimensionRun(
         consumed_units=math.fsum(demand_r),
         unit_hours=sum(sums_r) / 60.0,
+        peak_hour_unit_hours=_peak_hour_unit_hours(start_minute, cap_r),
         hours=hours,
         hourly_capacity=[total / count for total, count in zip(sums_r, counts, strict=True)],
         peak_per_second=peak_r / 60.0,
@@ -865,10 +965,12 @@ def simulate_aws(
         throttled_units=thr_r,
         throttled_minutes=thr_min_r,
         capacity=cap_r if trace else None,
+        throttled=_per_minute(thr_at_r, n) if trace else None,
     )
     run_w = DimensionRun(
         consumed_units=math.fsum(demand_w),
         unit_hours=sum(sums_w) / 60.0,
+        peak_hour_unit_hours=_peak_hour_unit_hours(start_minute, cap_w),
         hours=list(hours),
         hourly_capacity=[total / count for total, count in zip(sums_w, counts, strict=True)],
         peak_per_second=peak_w / 60.0,
@@ -879,5 +981,6 @@ def simulate_aws(
         throttled_units=thr_w,
         throttled_minutes=thr_min_w,
         capacity=cap_w if trace else None,
+        throttled=_per_minute(thr_at_w, n) if trace else None,
     )
     return SeriesRun(run_r, run_w, n, events)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
 from auditor.billing.model import BillingConfig, BillingInput, Simulation
-from auditor.billing.pricing import RegionPrices
+from auditor.billing.pricing import PriceBook, RegionPrices
 from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, large_item, unused_index
 from auditor.detectors.billing_mode import BillingModeConfig
 from auditor.detectors.ci_hot_key import CiHotKeyConfig
@@ -308,11 +308,15 @@ def evaluate_table(
 
 
 def evaluate_billing(
-    profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig, errors: list[str] | None = None
+    profile: TableProfile,
+    tm: TableMetrics,
+    config: BillingAuditConfig,
+    errors: list[str] | None = None,
+    prices: PriceBook | None = None,
 ) -> list[Finding]:
-    """:func:`table_billing` on the table's billing read, a failure reported as ``"billing on <table>: ..."`` (pure)."""
+    """:func:`table_billing` on the table's billing read, a failure reported as ``"billing on <table>: ..."``."""
     errs = errors if errors is not None else []
-    return _guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config))
+    return _guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config, prices))
 
 
 # ------------------------------------------------------------------------------------------------------ billing
@@ -343,6 +347,18 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
             prov = res.get(PROVISIONED_METRIC[access]) if res is not None and provisioned else None
             # Capacity is never 0 on a provisioned resource: 0 here is "before the first 5-minute value".
             entry[f"provisioned_{access}"] = [v or None for v in _carried(prov, times)] if prov is not None else None
+        # The auto-scaling settings in force (Application Auto Scaling), shown next to the simulated ones.
+        capacity = profile.capacity if index is None else (g.capacity if (g := profile.gsi(index)) else None)
+        scaling = {
+            t.access: {
+                "min_capacity": t.min_capacity,
+                "max_capacity": t.max_capacity,
+                "target_utilization": t.target_utilization,
+            }
+            for t in (capacity.auto_scaling if capacity is not None else ())
+        }
+        if scaling:
+            entry["auto_scaling"] = scaling
         series.append(entry)
     doc: dict[str, Any] = {
         "table": profile.name,
@@ -468,10 +484,13 @@ def covered(profile: TableProfile, tm: TableMetrics) -> TableMetrics:
     return TableMetrics(tm.table, min(begin, tm.end), tm.end, tm.period, tm.resources)
 
 
-def table_billing(profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig) -> list[Finding]:
+def table_billing(
+    profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig, prices: PriceBook | None = None
+) -> list[Finding]:
     """:func:`billing_findings` from a billing read, when the data allows a decision (:func:`billing_blocker`).
 
     The history starts where the table's data can (:func:`covered`), so ``days_analyzed`` is the real coverage.
+    ``prices`` (one per run) gives the region's Pricing API prices; without it the bundled table is used.
     """
     if not config.enabled:
         return []
@@ -480,7 +499,12 @@ def table_billing(profile: TableProfile, tm: TableMetrics, config: BillingAuditC
     if history is None:
         log.info("billing_skipped", table=profile.name, reason=reason)
         return []
-    return billing_findings(profile, history, config)
+    region_prices = None
+    if prices is not None:
+        region_prices, warning = prices.get(str(history["region"]))
+        if warning:  # the caller reports the book's warnings (the CLI on stderr); logs stay quiet on stdout
+            log.info("billing_prices", table=profile.name, warning=warning)
+    return billing_findings(profile, history, config, prices=region_prices)
 
 
 def audit_billing(
@@ -494,6 +518,7 @@ def audit_billing(
     errors: list[str],
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    prices: PriceBook | None = None,
 ) -> tuple[list[Finding], BillingRead]:
     """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only).
 
@@ -540,7 +565,7 @@ def audit_billing(
                     log.info("billing_skipped", table=name, reason=reason)
                     continue
                 failures = len(errors)
-                findings += evaluate_billing(profile, tm, config, errors)
+                findings += evaluate_billing(profile, tm, config, errors, prices)
                 if len(errors) > failures:
                     read.skipped[name] = "the decision failed (see errors)"
                     continue
@@ -608,6 +633,7 @@ def run_audit(
     billing_days: float = 0,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    prices: PriceBook | None = None,
 ) -> AuditResult:
     """Audit the selected tables over ``[start, end)`` (epoch seconds). Read-only.
 
@@ -653,6 +679,7 @@ def run_audit(
             errors=errors,
             time_left=time_left,
             sleep=sleep,
+            prices=prices,
         )
         findings += billing_findings_
         stats.merge(billing.stats)

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from auditor.billing.decide import decide_table
+from auditor.billing.model import BillingConfig, BillingInput
 from auditor.exceptions import InputError
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.models.inventory import Capacity, IndexProfile, TableProfile
+from auditor.models.inventory import Capacity, IndexProfile, ScalingTarget, TableProfile
 from auditor.models.metrics import MetricSeries, SeriesKey, TableMetrics
 from auditor.service import audit
 from auditor.service.audit import (
@@ -347,3 +349,31 @@ def test_an_idle_start_of_an_older_table_is_idle_time_not_missing_time() -> None
     doc = capacity_history(p, covered(p, tm))
     assert doc is not None and len(doc["series"][0]["consumed_read"]) == 4 * DAY  # the 4 days since its creation
     assert doc["series"][0]["consumed_read"][:DAY] == [0.0] * DAY  # its first (idle) day counts as idle
+
+
+def test_capacity_history_carries_the_auto_scaling_settings_in_force_and_the_result_compares_them() -> None:
+    scaling = (
+        ScalingTarget(access="read", min_capacity=100, max_capacity=200, target_utilization=70.0),
+        ScalingTarget(access="write", min_capacity=5, max_capacity=50, target_utilization=None),
+    )
+    p = profile(mode="PROVISIONED", gsis=("byDay",))
+    p = p.model_copy(update={"capacity": p.capacity.model_copy(update={"auto_scaling": scaling})})
+    tm = TableMetrics("Orders", T0, T0 + 600, 60)
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(10), 4200))
+    doc = capacity_history(p, tm)
+    assert doc is not None
+    table, gsi = doc["series"]
+    assert table["auto_scaling"] == {
+        "read": {"min_capacity": 100, "max_capacity": 200, "target_utilization": 70.0},
+        "write": {"min_capacity": 5, "max_capacity": 50, "target_utilization": None},
+    }
+    assert "auto_scaling" not in gsi  # the GSI has no scalable target
+    for s in doc["series"]:
+        s["provisioned_read"] = s["provisioned_write"] = [100.0] * 10
+    inp = BillingInput.from_document(doc, "audit")
+    result, _ = decide_table(inp, config=BillingConfig(read={"min_capacity": 100}))
+    read = result.capacity[0].read
+    assert read.current is not None and (read.current.min_capacity, read.current.max_capacity) == (100, 200)
+    assert read.already_optimal is True  # 70 units/s: 100-200 at 70 % is what the simulation keeps
+    assert result.capacity[0].write.already_optimal is False
+    assert result.capacity[1].read.current is None and result.capacity[1].read.already_optimal is None

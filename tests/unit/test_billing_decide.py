@@ -386,3 +386,69 @@ def test_monthly_convention_is_730_hours() -> None:
     assert window == pytest.approx(10 * 86_400 * 0.125e-6, rel=1e-12)
     assert r.monthly_cost_on_demand == pytest.approx(window * 730 / 24, rel=1e-12)
     assert math.isclose(r.days_analyzed, 1.0)
+
+
+# ------------------------------------------------------------------------------------ settings per dimension
+
+
+def test_reads_and_writes_take_their_own_target_minimum_and_maximum() -> None:
+    # Steady 70 RCU/s and 35 WCU/s. Reads at 50 % need ceil(70 / 0.5) = 140 units; writes keep the shared 70 %
+    # (ceil(35 / 0.7) = 50) but with a configured minimum of 80 they never go below 80.
+    inp = make(rate(70, 2 * DAY), rate(35, 2 * DAY))
+    cfg = BillingConfig(read={"target_utilization": 50}, write={"min_capacity": 80, "max_capacity": 120})
+    result, _ = decide_table(inp, config=cfg)
+    (setting,) = result.capacity
+    assert (setting.read.target_utilization, setting.write.target_utilization) == (50.0, 70.0)
+    assert (setting.write.min_capacity, setting.write.max_capacity) == (80, 120)
+    hours = 2 * 24
+    series = result.series[0]
+    assert series.read.provisioned_cost_simulated == pytest.approx(140 * hours * 0.00013)
+    assert series.write.provisioned_cost_simulated == pytest.approx(80 * hours * 0.00065)
+    assert series.read.simulated_max_capacity == 2 * 140  # twice the peak need, computed at the read target
+    # The defaults are the shared settings: 70 % and the searched minimum for both.
+    default, _ = decide_table(inp)
+    assert default.series[0].read.provisioned_cost_simulated == pytest.approx(100 * hours * 0.00013)
+    assert default.series[0].write.provisioned_cost_simulated == pytest.approx(50 * hours * 0.00065)
+
+
+def test_the_evaluator_simulates_the_per_dimension_policies_it_is_given() -> None:
+    rng = random.Random(5)
+    reads = [rng.choice([0.0, 600.0, 6000.0]) for _ in range(DAY)]
+    writes = [rng.choice([0.0, 60.0, 900.0]) for _ in range(DAY)]
+    cfg = BillingConfig(read={"target_utilization": 45, "min_capacity": 3}, write={"max_capacity": 20})
+    result, _ = decide_table(make(reads, writes), simulation="evaluator", config=cfg)
+    params = EvaluatorParams(read=ScalingPolicy(45, 3, 80_000), write=ScalingPolicy(70, 1, 20))
+    want = reference.evaluator_naive(reads, writes, params, start_minute=int(START.timestamp()) // 60)
+    got = result.series[0]
+    assert got.read.provisioned_cost_simulated == pytest.approx(want.read.unit_hours * 0.00013, rel=1e-12)
+    assert got.write.provisioned_cost_simulated == pytest.approx(want.write.unit_hours * 0.00065, rel=1e-12)
+
+
+def test_settings_in_force_are_shown_next_to_the_simulated_ones() -> None:
+    # Steady 70/35 units/s with fixed minimums: simulated reads 100-200 at 70 %, writes 50-100 at 70 %.
+    cfg = BillingConfig(read={"min_capacity": 100}, write={"min_capacity": 50})
+    table: dict[str, Any] = {
+        "index": None,
+        "consumed_read": rate(70, DAY),
+        "consumed_write": rate(35, DAY),
+        "auto_scaling": {
+            "read": {"min_capacity": 100, "max_capacity": 200, "target_utilization": 70.0},
+            "write": {"min_capacity": 5, "max_capacity": 4000, "target_utilization": 70.0},
+        },
+    }
+    doc = {"table": "Orders", "billing_mode": "PAY_PER_REQUEST", "start": START.isoformat(), "series": [table]}
+    result, _ = decide_table(BillingInput.from_document(doc, "t"), config=cfg)
+    (setting,) = result.capacity
+    assert (setting.read.min_capacity, setting.read.max_capacity) == (100, 200)
+    assert setting.read.current is not None and setting.read.already_optimal is True
+    assert setting.write.current is not None and setting.write.current.max_capacity == 4000
+    assert setting.write.already_optimal is False
+    # Without them, nothing is claimed.
+    assert decide_table(make(rate(70, DAY), rate(35, DAY)), config=cfg)[0].capacity[0].read.already_optimal is None
+
+
+def test_per_dimension_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="min_capacity 10 is above max_capacity 5"):
+        BillingConfig(read={"min_capacity": 10, "max_capacity": 5})
+    with pytest.raises(ValueError):
+        BillingConfig(write={"target_utilization": 95})

@@ -262,3 +262,52 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["billing", "--input", "x.json", "--simulation", "optima"])
     assert exc.value.code == 2
     capsys.readouterr()
+
+
+def test_per_dimension_settings_on_the_command_line_and_in_a_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(write_input(tmp_path, steady_doc(days=2)))
+    config = tmp_path / "billing.json"
+    config.write_bytes(orjson.dumps({"target_utilization": 60, "write": {"min_capacity": 40}}))
+    code, out, _ = run(
+        ["--input", path, "--format", "json", "--config", str(config), "--read-target", "50", "--read-max", "900"],
+        capsys,
+    )
+    assert code == 0
+    setting = orjson.loads(out)["billing"]["capacity"][0]  # the table (the GSI gets the same settings)
+    assert setting["read"]["target_utilization"] == 50 and setting["read"]["max_capacity"] == 900
+    assert setting["write"]["target_utilization"] == 60 and setting["write"]["min_capacity"] == 40
+    assert "simulation (aws):" in run(["--input", path, "--target", "80"], capsys)[1]
+    # Bad settings are input errors naming where they came from.
+    code, out, err = run(["--input", path, "--read-min", "10", "--read-max", "5"], capsys)
+    assert code == 2 and out == "" and "billing options: read: min_capacity 10 is above max_capacity 5" in err
+    config.write_text('{"read": {"target_utilization": 99}}')
+    code, out, err = run(["--input", path, "--config", str(config)], capsys)
+    assert code == 2 and out == "" and f"{config}: read.target_utilization" in err
+
+
+def test_region_prices_come_from_the_pricing_api_or_a_labelled_fallback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    from auditor.billing import pricing
+
+    asked: list[str] = []
+
+    def no_credentials(api_region: str) -> Any:
+        asked.append(api_region)
+        raise NoCredentialsError()
+
+    monkeypatch.setattr(pricing, "pricing_client", no_credentials)
+    path = str(write_input(tmp_path, steady_doc(days=1)))
+    code, out, err = run(["--input", path, "--format", "json", "--region", "eu-west-1"], capsys)
+    assert code == 0 and asked == ["eu-central-1"]
+    label = orjson.loads(out)["billing"]["pricing"]
+    assert "the AWS Pricing API was not used (NoCredentialsError" in label["source"]
+    assert label["fallback"] is True and label["region"] == "eu-west-1"  # us-east-1 figures, labelled
+    assert "the AWS Pricing API did not answer for eu-west-1" in err
+    # Without --region nothing is asked of the API.
+    asked.clear()
+    assert run(["--input", path], capsys)[0] == 0 and asked == []

@@ -354,7 +354,7 @@ def test_naive_until_is_utc() -> None:
         ('[{"table": "T", "reason": "r"}, {"kind": "scans", "reason": "r"}]', "invalid at [1].kind"),
         ('[{"table": "T", "reason": "r", "tabel": "x"}]', "invalid at [0].tabel: Extra inputs are not permitted"),
         ('[{"table": "T", "until": "next week", "reason": "r"}]', "invalid at [0].until"),
-        ('[{"reason": "everything"}]', "at least one of table, kind or principal"),
+        ('[{"reason": "everything"}]', "at least one of table, kind, principal or key"),
     ],
 )
 def test_invalid_rules_are_configuration_errors(text: str, message: str) -> None:

@@ -20,12 +20,15 @@ from auditor.billing.pricing import (
     ON_DEMAND_FAMILY,
     PROVISIONED_FAMILY,
     STORAGE_FAMILY,
+    PriceBook,
     PricingError,
     RegionPrices,
     bundled_prices,
     fetch_prices,
     known_regions,
     load_price_file,
+    pricing_api_region,
+    pricing_client,
 )
 from auditor.exceptions import InputError
 
@@ -112,13 +115,15 @@ def _product(
     group: str | None = None,
     volume_type: str | None = None,
     sku: str = "SKU",
+    region: str = REGION,
+    effective: str = "2024-11-01T00:00:00Z",
 ) -> str:
     """One PriceList entry (a JSON string): ``prices`` are (beginRange, endRange, USD) bands."""
     attributes: dict[str, Any] = {
         "servicecode": "AmazonDynamoDB",
         "location": "EU (Ireland)",
         "locationType": "AWS Region",
-        "regionCode": REGION,
+        "regionCode": region,
         "usagetype": usagetype,
         "servicename": "Amazon DynamoDB",
     }
@@ -148,7 +153,7 @@ def _product(
                 offer: {
                     "priceDimensions": dims,
                     "sku": sku,
-                    "effectiveDate": "2024-11-01T00:00:00Z",
+                    "effectiveDate": effective,
                     "offerTermCode": "JRTCKXETXF",
                     "termAttributes": {},
                 }
@@ -160,12 +165,12 @@ def _product(
     return orjson.dumps(doc).decode()
 
 
-def _request(family: str, token: str | None = None) -> dict[str, Any]:
+def _request(family: str, token: str | None = None, region: str = REGION) -> dict[str, Any]:
     params: dict[str, Any] = {
         "ServiceCode": "AmazonDynamoDB",
         "Filters": [
             {"Type": "TERM_MATCH", "Field": "productFamily", "Value": family},
-            {"Type": "TERM_MATCH", "Field": "regionCode", "Value": REGION},
+            {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
         ],
         "FormatVersion": "aws_v1",
         "MaxResults": 100,
@@ -175,10 +180,8 @@ def _request(family: str, token: str | None = None) -> dict[str, Any]:
     return params
 
 
-def _pricing_client() -> Any:
-    return boto3.client(
-        "pricing", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
+def _pricing_client(api_region: str = "us-east-1") -> Any:
+    return boto3.client("pricing", region_name=api_region, aws_access_key_id="testing", aws_secret_access_key="testing")
 
 
 # Illustrative figures for the test region (not real prices): only the parsing is under test.
@@ -246,8 +249,10 @@ def test_fetch_prices_reads_every_page_and_skips_products_without_a_group() -> N
         prices = fetch_prices(client, REGION, as_of=date(2026, 12, 1), reserved_from=bundled_prices("us-east-1"))
         stub.assert_no_pending_responses()  # the second page was requested with its NextToken
     assert prices.region == REGION and prices.fallback_for is None
-    assert prices.as_of == date(2026, 12, 1)
-    assert prices.source == "AWS Pricing API GetProducts (12 products, 1 without a group attribute skipped)"
+    assert prices.as_of == date(2024, 11, 1)  # the offer's effective date, not the day it was read
+    assert prices.source == (
+        "AWS Pricing API GetProducts, read 2026-12-01 (12 products, 1 without a group attribute skipped)"
+    )
     std, ia = prices.standard, prices.standard_ia
     assert std.rcu_hour == 0.000147  # the paid band, not the free tier
     assert std.wcu_hour == 0.000735  # the replicated-write product did not overwrite it
@@ -257,7 +262,7 @@ def test_fetch_prices_reads_every_page_and_skips_products_without_a_group() -> N
     assert (std.storage_gb_month, ia.storage_gb_month) == (0.283, 0.113)
     assert prices.reserved == ()  # reserved offers are only copied for the same region
     label = prices.label()
-    assert label["source"].startswith("AWS Pricing API") and label["as_of"] == "2026-12-01"
+    assert label["source"].startswith("AWS Pricing API") and label["as_of"] == "2024-11-01"
 
 
 def test_fetch_prices_names_what_is_missing() -> None:
@@ -279,3 +284,121 @@ def test_region_prices_model_rejects_nonsense() -> None:
     doc["standard"]["read_request_unit"] = 0
     with pytest.raises(ValueError, match="greater than 0"):
         RegionPrices.model_validate(doc)
+
+
+def _region_pages(region: str, prefix: str, rcu: str, wcu: str, rru: str, wru: str, effective: str) -> list[Any]:
+    """One region's three product families, one page each (the figures are the test's, IA = standard x 1.25)."""
+
+    def ia(price: str) -> str:
+        return f"{float(price) * 1.25:.10f}"
+
+    def product(family: str, usage: str, price: str, **kw: Any) -> str:
+        return _product(family, f"{prefix}{usage}", [("0", "Inf", price)], region=region, effective=effective, **kw)
+
+    return [
+        [
+            product(PROVISIONED_FAMILY, "ReadCapacityUnit-Hrs", rcu, group="DDB-ReadUnits"),
+            product(PROVISIONED_FAMILY, "WriteCapacityUnit-Hrs", wcu, group="DDB-WriteUnits"),
+            product(PROVISIONED_FAMILY, "IA-ReadCapacityUnit-Hrs", ia(rcu), group="DDB-ReadUnitsIA"),
+            product(PROVISIONED_FAMILY, "IA-WriteCapacityUnit-Hrs", ia(wcu), group="DDB-WriteUnitsIA"),
+        ],
+        [
+            product(ON_DEMAND_FAMILY, "ReadRequestUnits", rru, group="DDB-ReadUnits"),
+            product(ON_DEMAND_FAMILY, "WriteRequestUnits", wru, group="DDB-WriteUnits"),
+            product(ON_DEMAND_FAMILY, "IA-ReadRequestUnits", ia(rru), group="DDB-ReadUnitsIA"),
+            product(ON_DEMAND_FAMILY, "IA-WriteRequestUnits", ia(wru), group="DDB-WriteUnitsIA"),
+        ],
+        [
+            product(STORAGE_FAMILY, "TimedStorage-ByteHrs", "0.25", volume_type="Amazon DynamoDB - Indexed DataStore"),
+            product(
+                STORAGE_FAMILY,
+                "IA-TimedStorage-ByteHrs",
+                "0.10",
+                volume_type="Amazon DynamoDB - Indexed DataStore - IA",
+            ),
+        ],
+    ]
+
+
+def _stubbed(api_region: str, region: str, pages: list[Any]) -> tuple[Any, Stubber]:
+    client = _pricing_client(api_region)
+    stub = Stubber(client)
+    for family, page in zip((PROVISIONED_FAMILY, ON_DEMAND_FAMILY, STORAGE_FAMILY), pages, strict=True):
+        stub.add_response(
+            "get_products", {"FormatVersion": "aws_v1", "PriceList": page}, _request(family, region=region)
+        )
+    stub.activate()
+    return client, stub
+
+
+def test_price_book_reads_two_regions_from_their_pricing_endpoints_once_each() -> None:
+    us, us_stub = _stubbed(
+        "us-east-1",
+        "us-east-1",
+        _region_pages("us-east-1", "", "0.00013", "0.00065", "0.000000125", "0.000000625", "2024-11-01T00:00:00Z"),
+    )
+    eu, eu_stub = _stubbed(
+        "eu-central-1",
+        "eu-west-1",
+        _region_pages(
+            "eu-west-1", "EU-", "0.000147", "0.000735", "0.0000001415", "0.0000007063", "2025-03-01T00:00:00Z"
+        ),
+    )
+    asked: list[str] = []
+
+    def client_for(api_region: str) -> Any:
+        asked.append(api_region)
+        return {"us-east-1": us, "eu-central-1": eu}[api_region]
+
+    book = PriceBook(client_for, date(2026, 12, 3))
+    east, warning = book.get("us-east-1")
+    assert warning is None and east.standard.rcu_hour == 0.00013 and east.standard.write_request_unit == 6.25e-7
+    assert east.as_of == date(2024, 11, 1) and east.source.startswith("AWS Pricing API GetProducts, read 2026-12-03")
+    assert east.reserved == bundled_prices("us-east-1").reserved  # RC offers are not in these families
+    west, warning = book.get("eu-west-1")
+    assert warning is None and (west.standard.rcu_hour, west.standard.read_request_unit) == (0.000147, 1.415e-7)
+    assert west.as_of == date(2025, 3, 1) and west.label()["price_region"] == "eu-west-1"
+    # Cached per run: asking again makes no call (the stubs have no responses left and would fail).
+    assert book.get("eu-west-1")[0] is west and book.get("us-east-1")[0] is east
+    assert asked == ["us-east-1", "eu-central-1"]
+    us_stub.assert_no_pending_responses()
+    eu_stub.assert_no_pending_responses()
+
+
+def test_price_book_falls_back_to_the_bundled_table_with_a_label() -> None:
+    client = _pricing_client()
+    with Stubber(client) as stub:
+        stub.add_client_error("get_products", "AccessDeniedException", "not authorized to perform pricing:GetProducts")
+        prices, warning = PriceBook(lambda _r: client, date(2026, 12, 3)).get("us-east-1")
+    assert prices.standard == bundled_prices("us-east-1").standard
+    assert "the AWS Pricing API was not used (AccessDeniedException: " in prices.source
+    assert warning is not None and "using the bundled prices of us-east-1, as of 2026-09-06" in warning
+    # Offline (no client), the bundled table without a warning; an unknown region keeps its fallback label.
+    offline = PriceBook(None, date(2026, 12, 3))
+    assert offline.get("us-east-1") == (bundled_prices("us-east-1"), None)
+    assert offline.get("eu-west-1")[0].fallback_for == "eu-west-1"
+
+
+@pytest.mark.parametrize(
+    ("region", "endpoint"),
+    [
+        ("us-west-2", "us-east-1"),
+        ("sa-east-1", "us-east-1"),
+        ("eu-west-1", "eu-central-1"),
+        ("ap-northeast-1", "ap-south-1"),
+    ],
+)
+def test_pricing_endpoint_per_region(region: str, endpoint: str) -> None:
+    assert pricing_api_region(region) == endpoint
+
+
+def test_a_local_endpoint_is_not_asked_for_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5999")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with pytest.raises(PricingError, match="not the AWS Pricing API"):
+        pricing_client("us-east-1")
+    prices, warning = PriceBook(pricing_client, date(2026, 12, 3)).get("us-east-1")
+    assert prices.standard == bundled_prices("us-east-1").standard and warning is not None
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    assert pricing_client("eu-central-1").meta.endpoint_url == "https://api.pricing.eu-central-1.amazonaws.com"

@@ -227,8 +227,9 @@ def test_aws_scale_in_uses_the_absolute_threshold_20_points_below_target() -> No
 
 def test_aws_reaction_delay_burst_and_throttled_units_by_hand() -> None:
     # Both dimensions: 140/s for 5 minutes, 40/s for 25, repeated. p0 = ceil(140 / 0.7) = 200.
-    # Minute 20: the last 15 minutes were below 50 % -> one UpdateTable lowering both to ceil(40 / 0.7) = 58,
-    # in force at 22; the burst bank is capped at 300 s x 58 = 17,400 units.
+    # Minute 20: the last 15 minutes were below 50 % -> reads and writes (two scalable targets, two UpdateTable
+    # requests, two decreases of the table's quota) lower to ceil(40 / 0.7) = 58, in force at 22; the burst bank
+    # is capped at 300 s x 58 = 17,400 units.
     # Minute 30 (high): demand 8,400/min, capacity 3,480/min: 4,920 from the bank (12,480 left); minute 31 the
     # same (7,560 left); the alarm sees minutes 30 and 31 above 70 % and at 32 asks for ceil(140 / 0.7) = 200,
     # in force at 34; minute 32 leaves 2,640 in the bank; minute 33 serves 3,480 + 2,640 = 6,120 and throttles
@@ -236,16 +237,84 @@ def test_aws_reaction_delay_burst_and_throttled_units_by_hand() -> None:
     n = 300
     run = simulate_aws(sawtooth(n, low=40), sawtooth(n, low=40), start_minute=START, trace=True)
     assert changes(run.read.capacity)[:4] == [(22, 58.0), (34, 200.0), (52, 58.0), (64, 200.0)]
-    # Decreases: one per UpdateTable for read+write together: 20, 50, 80, 110 (4 per day), then only after a
-    # decrease-free hour: 170, 230, 290.
-    decreased_at = [i - 2 for i, v in changes(run.read.capacity) if v == 58.0]
-    assert decreased_at == [20, 50, 80, 110, 170, 230, 290]
-    assert run.decrease_events == 7
-    assert run.write.capacity == run.read.capacity
-    # Each high period that starts at 58 units throttles 2,280 units: those at 30, 60, 90, 120, 180 and 240.
-    assert run.read.throttled_units == 6 * 2280.0
-    assert run.read.throttled_minutes == 6
-    assert run.read.throttled_share == pytest.approx(6 * 2280.0 / run.read.consumed_units)
+    # The table's quota: 4 decreases within the hour from its first one (20): read and write at 20 and at 50.
+    # Then one decrease whenever the previous hour had none: 110 (read; the write request of the same minute
+    # finds the reads' decrease in the preceding hour and is refused), 170, 230, 290 (read each time).
+    decreased = {d: [i - 2 for i, v in changes(getattr(run, d).capacity) if v == 58.0] for d in ("read", "write")}
+    assert decreased == {"read": [20, 50, 110, 170, 230, 290], "write": [20, 50]}
+    assert run.decrease_events == 8
+    # Each high period that starts at 58 units throttles 2,280 units: reads at 30, 60, 120, 180 and 240; writes,
+    # which stay at 200 from minute 64, only at 30 and 60.
+    assert run.read.throttled_units == 5 * 2280.0
+    assert run.read.throttled_minutes == 5
+    assert run.write.throttled_units == 2 * 2280.0
+    assert run.read.throttled_share == pytest.approx(5 * 2280.0 / run.read.consumed_units)
+
+
+def test_aws_decrease_quota_per_dimension_when_configured_apart() -> None:
+    # One counter per scalable target: each dimension decreases at 20 and 50, but not at 80 (the day's first
+    # decrease was at 20, so the "four within one hour" window closed at 80 and the last decrease, at 50, is
+    # less than an hour back); then hourly: 110, 170, 230, 290, for both.
+    n = 300
+    run = simulate_aws(
+        sawtooth(n, low=40),
+        sawtooth(n, low=40),
+        behaviour=AwsBehaviour(shared_decrease_quota=False),
+        start_minute=START,
+        trace=True,
+    )
+    for dim in (run.read, run.write):
+        assert [i - 2 for i, v in changes(dim.capacity) if v == 58.0] == [20, 50, 110, 170, 230, 290]
+    assert run.decrease_events == 12
+
+
+def test_aws_four_free_decreases_must_fall_within_an_hour_of_the_first() -> None:
+    # Writes idle at 1 unit; reads fall in steps of 30 minutes: 1,000/s, then 600, 300, 150, 75, 37.5/s.
+    # Each step is more than 20 points below target, so the low alarm asks for a decrease 15 minutes into it.
+    # The first decrease is at 45 (30 + 15); the second at 75 (< 45 + 60); the third would be at 105, after the
+    # hour: it needs an hour without decreases (from 75): 135; then 195.
+    steps = [1000, 600, 300, 150, 75, 37.5, 37.5, 37.5]
+    reads = [v * 60.0 for v in steps for _ in range(30)]
+    policy = ScalingPolicy(70, 1, 40_000)
+    run = simulate_aws(reads, [0.0] * len(reads), policy, policy, start_minute=START, trace=True)
+    assert [i - 2 for i, _ in changes(run.read.capacity)] == [45, 75, 135, 195]
+    assert [v for _, v in changes(run.read.capacity)] == [
+        float(math.ceil(600 / 0.7)),
+        float(math.ceil(300 / 0.7)),
+        float(math.ceil(75 / 0.7)),  # the window at 135 is [120, 135): 75/s
+        float(math.ceil(37.5 / 0.7)),
+    ]
+
+
+def test_aws_does_not_scale_in_while_consumed_capacity_is_zero() -> None:
+    # 700/s for an hour (capacity ceil(700 / 0.7) = 1,000), then nothing. AWS: "auto scaling does not scale down
+    # your provisioned capacity if your table's consumed capacity becomes zero": the capacity stays at 1,000 for
+    # the rest of the day, and every minute of it is billed.
+    reads = per_minute(700, 60) + per_minute(0, 600)
+    run = simulate_aws(reads, per_minute(0, 660), start_minute=START, trace=True)
+    assert set(run.read.capacity or []) == {1000.0}
+    assert run.read.unit_hours == 11 * 1000.0
+    # With the rule switched off (the previous behaviour), the low alarm fires 15 minutes after traffic stops and
+    # lowers reads to the minimum within 20 minutes.
+    run = simulate_aws(reads, per_minute(0, 660), behaviour=AwsBehaviour(scale_in_at_zero=True), trace=True)
+    assert changes(run.read.capacity) == [(77, 1.0)]
+    # One request in the quiet hours is consumed capacity again: the window holding it scales in (to
+    # ceil(1 / (0.7 * 60)) = 1 unit), 15 minutes after traffic stopped and while that minute is in the window.
+    reads[300] = 1.0
+    run = simulate_aws(reads, per_minute(0, 660), start_minute=START, trace=True)
+    assert changes(run.read.capacity) == [(303, 1.0)]
+
+
+def test_aws_hourly_billing_bound_bills_each_clock_hour_at_its_highest_capacity() -> None:
+    # Capacity 200 until the decrease at 20 takes effect at 22, then 58, back to 200 at 34 and so on: the first
+    # clock hour averages below 200, but its highest capacity is 200, as is every hour's.
+    n = 180
+    run = simulate_aws(sawtooth(n, low=40), sawtooth(n, low=40), start_minute=START, trace=True)
+    assert run.read.peak_hour_unit_hours == 3 * 200.0
+    assert run.read.unit_hours == sum(run.read.capacity or []) / 60 < 600
+    # A window that starts mid-hour: the cut hour is billed pro rata.
+    run = simulate_aws(per_minute(70, 90), per_minute(70, 90), start_minute=START + 30, trace=True)
+    assert run.read.peak_hour_unit_hours == 100 * (30 + 60) / 60
 
 
 def test_aws_reaction_delay_is_a_parameter() -> None:
@@ -304,8 +373,10 @@ def test_aws_daily_quota_resets_at_midnight_utc() -> None:
     n = 300
     run = simulate_aws(sawtooth(n, low=40), sawtooth(n, low=40), start_minute=START - 60, trace=True)
     decreased_at = [i - 2 for i, v in changes(run.read.capacity) if v == 58.0]
-    # 20 and 50 on the first day; at minute 60 the quota resets: 80, 110, 140, 170 are free, then hourly.
-    assert decreased_at[:6] == [20, 50, 80, 110, 140, 170]
+    # 20 and 50 (reads and writes: four) on the first day; at minute 60 the quota resets: 80 and 110 (four more,
+    # within the hour from 80), then hourly, reads first: 170, 230, 290.
+    assert decreased_at == [20, 50, 80, 110, 170, 230, 290]
+    assert [i - 2 for i, v in changes(run.write.capacity) if v == 58.0] == [20, 50, 80, 110]
 
 
 def test_aws_rejects_misaligned_dimensions() -> None:
@@ -320,6 +391,10 @@ series_values = st.lists(
     min_size=1,
     max_size=400,
 )
+#: Runs of one value (often 0): idle stretches, where the "no scale-in at zero consumption" rule decides.
+run_values = st.lists(
+    st.tuples(st.sampled_from([0.0, 0.0, 1.0, 60.0, 4200.0, 42000.0]), st.integers(1, 40)), min_size=1, max_size=30
+).map(lambda runs: [v for v, k in runs for _ in range(k)])
 
 
 @settings(max_examples=150, deadline=None)
@@ -366,8 +441,8 @@ def assert_same_summary(fast: DimensionRun, slow: DimensionRun) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    reads=series_values,
-    writes=series_values,
+    reads=st.one_of(series_values, run_values),
+    writes=st.one_of(series_values, run_values),
     target=st.sampled_from([50.0, 70.0, 90.0]),
     minimum=st.sampled_from([1.0, 5.0, 100.0]),
     delay=st.sampled_from([0, 2, 5]),
@@ -391,22 +466,27 @@ def test_aws_matches_the_window_rescanning_reference(
     assert fast.decrease_events == slow.decrease_events
     for a, b in ((fast.read, slow.read), (fast.write, slow.write)):
         assert a.capacity == b.capacity
+        assert a.peak_hour_unit_hours == b.peak_hour_unit_hours
         assert a.throttled_units == pytest.approx(b.throttled_units, rel=1e-9, abs=1e-6)
+        assert a.throttled == pytest.approx(b.throttled, rel=1e-9, abs=1e-6)  # the per-minute trace
         assert a.throttled_minutes == b.throttled_minutes
         assert a.unit_hours == b.unit_hours  # whole units: the sums are exact
         assert (a.increases, a.decreases) == (b.increases, b.decreases)
         assert_same_summary(a, b)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
-    reads=series_values,
-    writes=series_values,
+    reads=st.one_of(series_values, run_values),
+    writes=st.one_of(series_values, run_values),
     out_minutes=st.sampled_from([1, 2, 3]),
     in_minutes=st.sampled_from([1, 2, 5, 15]),
     gap=st.sampled_from([0.0, 20.0, 40.0]),
     free=st.sampled_from([0, 1, 4]),
+    free_window=st.sampled_from([0, 60, DAY]),
     interval=st.sampled_from([1, 60]),
+    shared=st.booleans(),
+    at_zero=st.booleans(),
     maximum=st.sampled_from([3.0, 40_000.0]),
     offset=st.integers(0, DAY - 1),
 )
@@ -417,7 +497,10 @@ def test_aws_matches_the_reference_under_other_alarm_and_quota_settings(
     in_minutes: int,
     gap: float,
     free: int,
+    free_window: int,
     interval: int,
+    shared: bool,
+    at_zero: bool,
     maximum: float,
     offset: int,
 ) -> None:
@@ -428,7 +511,10 @@ def test_aws_matches_the_reference_under_other_alarm_and_quota_settings(
         scale_in_minutes=in_minutes,
         scale_in_gap=gap,
         free_decreases_per_day=free,
+        free_decrease_window_minutes=free_window,
         decrease_interval_minutes=interval,
+        shared_decrease_quota=shared,
+        scale_in_at_zero=at_zero,
     )
     fast = simulate_aws(reads, writes, rp, wp, behaviour, start_minute=START - offset, trace=True)
     slow = reference.aws_naive(reads, writes, rp, wp, behaviour, start_minute=START - offset)

@@ -1,0 +1,215 @@
+"""Findings in formats other tools read: SARIF 2.1.0 (code-scanning dashboards) and ASFF (AWS Security Hub).
+
+Both take the findings still reported and the muted ones (``--mutelist``): SARIF marks a muted result with an
+external suppression, ASFF sets its workflow status to ``SUPPRESSED``. CSV lives with the CLI renderers
+(:func:`render_csv`), escaped for spreadsheets.
+
+ASFF follows the required top-level attributes of the Security Hub user guide ("Required top-level ASFF
+attributes": AwsAccountId, CreatedAt, Description, GeneratorId, Id, ProductArn, Resources, SchemaVersion,
+Severity, Title, Types, UpdatedAt) and the ``AwsSecurityFinding`` length limits (Title 256, Description 1,024,
+Remediation text 512 characters). Findings are imported as a custom integration: the product ARN is
+``arn:<partition>:securityhub:<region>:<account>:product/<account>/default``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z
+from auditor.mutelist import Muted
+
+TOOL_NAME = "ddb-traffic-auditor"
+TOOL_URI = "https://github.com/ddb-traffic-auditor/ddb-traffic-auditor"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+ASFF_SCHEMA_VERSION = "2018-10-08"
+
+#: SARIF ``level`` per severity.
+_SARIF_LEVEL = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+    Severity.INFO: "note",
+}
+#: GitHub code scanning's ``security-severity`` (0.0-10.0) per severity.
+_SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "3.0",
+    Severity.INFO: "0.0",
+}
+#: ASFF ``Severity.Label`` (and ``Normalized``, 0-100) per severity.
+ASFF_SEVERITY = {
+    Severity.CRITICAL: ("CRITICAL", 90),
+    Severity.HIGH: ("HIGH", 70),
+    Severity.MEDIUM: ("MEDIUM", 40),
+    Severity.LOW: ("LOW", 1),
+    Severity.INFO: ("INFORMATIONAL", 0),
+}
+#: What each kind is about, for rule descriptions and ASFF types.
+_KIND_TEXT = {
+    FindingKind.SCAN: "Full table or index scans",
+    FindingKind.THROTTLING: "Throttled requests",
+    FindingKind.HOT_KEY: "Hot partition key",
+    FindingKind.LOW_CARDINALITY_KEY: "Low-cardinality partition key",
+    FindingKind.LARGE_ITEM: "Item close to the 400 KB limit",
+    FindingKind.ITEM_GROWTH: "Item growing towards the 400 KB limit",
+    FindingKind.ITEM_SIZE_EXCEEDED: "Writes rejected for item size",
+    FindingKind.BILLING_MODE: "Billing mode costs more than the alternative",
+    FindingKind.TABLE_CLASS: "Table class costs more than the alternative",
+    FindingKind.UNUSED_INDEX: "Global secondary index not read",
+}
+
+
+def _location_name(f: Finding) -> str:
+    return f.table + (f"/index/{f.index}" if f.index else "")
+
+
+def resource_arn(f: Finding, account: str, region: str, partition: str = "aws") -> str:
+    """The DynamoDB table (or index) ARN of a finding."""
+    return f"arn:{partition}:dynamodb:{region}:{account}:table/{_location_name(f)}"
+
+
+def _partition(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+# ------------------------------------------------------------------------------------------------------- SARIF
+
+
+def sarif_document(findings: Sequence[Finding], muted: Sequence[Muted], version: str) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run: a rule per finding kind, a result per finding (muted ones suppressed)."""
+    kinds = sorted({f.kind for f in findings} | {m.finding.kind for m in muted}, key=lambda k: k.value)
+    index = {k: n for n, k in enumerate(kinds)}
+    rules = [
+        {
+            "id": k.value,
+            "name": k.value.title().replace("_", ""),
+            "shortDescription": {"text": _KIND_TEXT[k]},
+            "helpUri": f"{TOOL_URI}#{k.value}",
+            "properties": {"tags": ["dynamodb", "cost" if k in _COST_KINDS else "reliability"]},
+        }
+        for k in kinds
+    ]
+    results = [_sarif_result(f, index[f.kind], None) for f in findings]
+    results += [_sarif_result(m.finding, index[m.finding.kind], m) for m in muted]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": TOOL_NAME, "version": version, "informationUri": TOOL_URI, "rules": rules}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+
+
+_COST_KINDS = {FindingKind.BILLING_MODE, FindingKind.TABLE_CLASS, FindingKind.UNUSED_INDEX}
+
+
+def _sarif_result(f: Finding, rule_index: int, muted: Muted | None) -> dict[str, Any]:
+    where = _location_name(f)
+    scope = "/".join(p for p in (f.account, f.region) if p)
+    result: dict[str, Any] = {
+        "ruleId": f.kind.value,
+        "ruleIndex": rule_index,
+        "level": _SARIF_LEVEL[f.severity],
+        "message": {"text": f"{f.title}. {f.summary} Fix: {f.recommendation}"},
+        "locations": [
+            {
+                # Findings are about tables, not files: a DynamoDB resource path stands in for the artifact.
+                "physicalLocation": {"artifactLocation": {"uri": f"dynamodb/{scope + '/' if scope else ''}{where}"}},
+                "logicalLocations": [{"name": f.index or f.table, "fullyQualifiedName": where, "kind": "resource"}],
+            }
+        ],
+        "partialFingerprints": {"ddbAuditFindingId/v1": f.id},
+        "properties": {
+            "severity": f.severity.value,
+            "security-severity": _SECURITY_SEVERITY[f.severity],
+            "account": f.account,
+            "region": f.region,
+            "table": f.table,
+            "index": f.index,
+            "first_seen": isoformat_z(f.first_seen),
+            "last_seen": isoformat_z(f.last_seen),
+            "evidence": f.evidence,
+        },
+    }
+    if muted is not None:
+        result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": muted.rule.reason}]
+    return result
+
+
+# -------------------------------------------------------------------------------------------------------- ASFF
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def asff_finding(
+    f: Finding,
+    *,
+    account: str | None,
+    region: str | None,
+    now: datetime,
+    workflow: str = "NEW",
+    record_state: str = "ACTIVE",
+) -> dict[str, Any]:
+    """One finding in the AWS Security Finding Format (``Id`` is the finding's stable id).
+
+    Raises:
+        ValueError: neither the finding nor the caller gives an account or a region.
+    """
+    acct = f.account or account
+    reg = f.region or region
+    if not acct or not reg:
+        raise ValueError(f"finding {f.id} has no account or region; ASFF needs both (pass --account)")
+    partition = _partition(reg)
+    label, normalized = ASFF_SEVERITY[f.severity]
+    resource: dict[str, Any] = {
+        "Type": "AwsDynamoDbTable",
+        "Id": resource_arn(f, acct, reg, partition),
+        "Partition": partition,
+        "Region": reg,
+    }
+    if f.index:
+        resource["Details"] = {"Other": {"index": f.index}}
+    return {
+        "SchemaVersion": ASFF_SCHEMA_VERSION,
+        "Id": f.id,
+        "ProductArn": f"arn:{partition}:securityhub:{reg}:{acct}:product/{acct}/default",
+        "GeneratorId": f"{TOOL_NAME}/{f.kind.value}",
+        "AwsAccountId": acct,
+        "Types": [f"Software and Configuration Checks/AWS Best Practices/{_KIND_TEXT[f.kind]}"],
+        "FirstObservedAt": isoformat_z(f.first_seen),
+        "LastObservedAt": isoformat_z(f.last_seen),
+        "CreatedAt": isoformat_z(f.first_seen),
+        "UpdatedAt": isoformat_z(now),
+        "Severity": {"Label": label, "Normalized": normalized, "Original": f.severity.value},
+        "Title": _cut(f.title, 256),
+        "Description": _cut(f.summary, 1024),
+        "Remediation": {"Recommendation": {"Text": _cut(f.recommendation, 512)}},
+        "ProductFields": {"ddb-audit/kind": f.kind.value, "ddb-audit/table": f.table},
+        "Resources": [resource],
+        "Workflow": {"Status": workflow},
+        "RecordState": record_state,
+    }
+
+
+def asff_document(
+    findings: Sequence[Finding], muted: Sequence[Muted], *, account: str | None, now: datetime
+) -> dict[str, Any]:
+    """``{"Findings": [...]}``: the reported findings as NEW, the muted ones as SUPPRESSED."""
+    out = [asff_finding(f, account=account, region=None, now=now) for f in findings]
+    out += [asff_finding(m.finding, account=account, region=None, now=now, workflow="SUPPRESSED") for m in muted]
+    return {"Findings": out}
