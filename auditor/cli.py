@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     whatif.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
     whatif.add_argument("--jobs", type=int, default=None, metavar="N", help="processes reading the input")
-    whatif.add_argument("--format", choices=FORMATS[:3], default="table", help="output format (default: table)")
+    whatif.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
     demo = sub.add_parser(
         "demo", help="run the deployed service end to end offline (local AWS endpoint, real handlers, Slack catcher)"
