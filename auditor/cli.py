@@ -139,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
     )
+    audit.add_argument(
+        "--idle-days",
+        type=_idle_days,
+        default=30.0,
+        metavar="N",
+        help="days of daily activity read for idle tables and TTL that deletes nothing (default: 30; 0 skips)",
+    )
     _add_output_options(audit)
 
     billing = sub.add_parser(
@@ -445,6 +452,16 @@ def _audit_days(text: str) -> float:
     return days
 
 
+def _idle_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= days <= 455:
+        raise argparse.ArgumentTypeError("must be 0 (skip) to 455 (CloudWatch keeps hourly data 15 months)")
+    return days
+
+
 def _billing_days(text: str) -> float:
     try:
         days = float(text)
@@ -459,7 +476,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
     from auditor.billing.pricing import PriceBook, pricing_client
-    from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
+    from auditor.detectors.idle_table import IdleTableConfig
+    from auditor.service.audit import AuditConfig, AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
 
     names = tuple(n.strip() for n in (args.tables or "").split(",") if n.strip())
@@ -474,6 +492,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         now=now,
         billing_days=args.billing_days,
         prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
+        activity_days=args.idle_days,
+        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
     )
     for warning in book.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)

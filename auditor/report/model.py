@@ -60,6 +60,8 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.BILLING_MODE: "Billing mode",
     FindingKind.TABLE_CLASS: "Table class",
     FindingKind.UNUSED_INDEX: "Unused index",
+    FindingKind.IDLE_TABLE: "Idle table",
+    FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
 }
 
 _DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
@@ -75,6 +77,8 @@ _FALLBACK_DOCS: dict[FindingKind, str] = {
     FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
     FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
     FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
+    FindingKind.IDLE_TABLE: _DOCS + "CostOptimization_UnusedResources.html",
+    FindingKind.TTL_NOT_EXPIRING: _DOCS + "TTL.html",
 }
 
 

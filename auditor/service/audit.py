@@ -36,14 +36,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from auditor.billing.decide import analyze_billing
 from auditor.billing.model import BillingConfig, BillingInput, Simulation
 from auditor.billing.pricing import PriceBook, RegionPrices
-from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, large_item, unused_index
+from auditor.detectors import (
+    ci_hot_key,
+    correlate,
+    cw_scan,
+    cw_throttling,
+    idle_table,
+    large_item,
+    ttl_not_expiring,
+    unused_index,
+)
 from auditor.detectors.billing_mode import BillingModeConfig
 from auditor.detectors.ci_hot_key import CiHotKeyConfig
 from auditor.detectors.correlate import CorrelateConfig
 from auditor.detectors.cw_scan import CwScanConfig
 from auditor.detectors.cw_throttling import CwThrottlingConfig
+from auditor.detectors.idle_table import IdleTableConfig
 from auditor.detectors.large_item import Config as LargeItemConfig
 from auditor.detectors.table_class import TableClassConfig
+from auditor.detectors.ttl_not_expiring import TtlConfig
 from auditor.detectors.unused_index import UnusedIndexConfig
 from auditor.exceptions import AuditorError
 from auditor.models.finding import Finding
@@ -61,7 +72,14 @@ from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
 from auditor.render import findings_table, render_columns, to_json
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
 from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
-from auditor.sources.cloudwatch import MetricsResult, billing_window, collect_metrics, read_billing_metrics
+from auditor.sources.cloudwatch import (
+    ActivityRead,
+    MetricsResult,
+    billing_window,
+    collect_metrics,
+    read_activity,
+    read_billing_metrics,
+)
 from auditor.sources.contributor_insights import read_insight_reports
 from auditor.sources.inventory import TableSelector, collect_inventory
 
@@ -130,6 +148,8 @@ class AuditConfig(BaseModel):
     correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
     large_writes: LargeItemConfig = Field(default_factory=LargeItemConfig)
     billing: BillingAuditConfig = Field(default_factory=BillingAuditConfig)
+    idle_table: IdleTableConfig = Field(default_factory=IdleTableConfig)
+    ttl: TtlConfig = Field(default_factory=TtlConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
@@ -229,6 +249,8 @@ class AuditResult:
     gaps: list[Gap] = field(default_factory=list)
     #: The billing read, when the audit decided billing (``billing_days`` > 0).
     billing: BillingRead | None = None
+    #: The daily activity read of the idle-table and TTL detectors, when made (``activity_days`` > 0).
+    activity: ActivityRead | None = None
 
     def table_metrics(self, table: str) -> TableMetrics | None:
         return self.metrics.tables.get(table)
@@ -257,6 +279,7 @@ class AuditResult:
             "gaps": len(self.gaps),
             **self.stats.as_dict(),
             "billing": self.billing.as_dict() if self.billing is not None else None,
+            "activity": self.activity.as_dict() if self.activity is not None else None,
         }
 
     def _capacity(self, profile: TableProfile) -> list[dict[str, Any]] | None:
@@ -621,6 +644,19 @@ def large_write_estimate(profile: TableProfile, tm: TableMetrics, cfg: LargeItem
     return [finding] if finding is not None else []
 
 
+def evaluate_activity(
+    profile: TableProfile, activity: TableMetrics, config: AuditConfig, errors: list[str] | None = None
+) -> list[Finding]:
+    """The detectors of the daily activity read (pure): idle tables and TTL that deletes nothing."""
+    errs = errors if errors is not None else []
+    return [
+        *_guarded(errs, "idle_table", profile.name, lambda: idle_table.detect(profile, activity, config.idle_table)),
+        *_guarded(
+            errs, "ttl_not_expiring", profile.name, lambda: ttl_not_expiring.detect(profile, activity, config.ttl)
+        ),
+    ]
+
+
 def run_audit(
     clients: AuditClients,
     selector: TableSelector,
@@ -634,13 +670,15 @@ def run_audit(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     prices: PriceBook | None = None,
+    activity_days: float = 0,
 ) -> AuditResult:
     """Audit the selected tables over ``[start, end)`` (epoch seconds). Read-only.
 
     ``related_findings`` (e.g. the open CloudTrail ``hot_key`` findings from the state table) take part in the
     correlation; the ones it changes are returned in ``updated_related``. With ``billing_days`` > 0 (at most 15)
     billing is decided from its own read of the ``billing_days`` before ``end`` (:func:`audit_billing`; ``time_left``
-    bounds it); 0 decides no billing.
+    bounds it); 0 decides no billing. With ``activity_days`` > 0 the daily consumption (and TTL deletions) of the
+    ``activity_days`` before ``end`` are read for the idle-table and TTL detectors (:func:`read_activity`).
     """
     config = config or AuditConfig()
     stats = ApiStats()
@@ -683,6 +721,19 @@ def run_audit(
         )
         findings += billing_findings_
         stats.merge(billing.stats)
+    activity: ActivityRead | None = None
+    if activity_days > 0:
+        try:
+            activity = read_activity(
+                clients.cloudwatch, inventory.tables, end=metrics.end, days=activity_days, sleep=sleep
+            )
+        except BotoCoreError as exc:
+            raise AuditError(f"cannot reach AWS: {exc}") from exc
+        stats.merge(activity.stats)
+        for profile in inventory.tables:
+            activity_tm = activity.tables.get(profile.name)
+            if activity_tm is not None:
+                findings += evaluate_activity(profile, activity_tm, config, errors)
     profiles = {p.name: p for p in inventory.tables}
     findings += _guarded(
         errors, "ci_hot_key", "*", lambda: ci_hot_key.detect(reports, profiles, config.contributor_insights)
@@ -692,7 +743,13 @@ def run_audit(
     findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)
     before = {f.id: f for f in related_findings}
     updated = [f for f in combined if f.id in before and f.id not in own and f != before[f.id]]
-    gaps = [*inventory.all_gaps(), *metrics.gaps, *ci_gaps, *(billing.gaps if billing is not None else ())]
+    gaps = [
+        *inventory.all_gaps(),
+        *metrics.gaps,
+        *ci_gaps,
+        *(billing.gaps if billing is not None else ()),
+        *(activity.gaps if activity is not None else ()),
+    ]
     result = AuditResult(
         findings=findings,
         inventory=inventory,
@@ -705,6 +762,7 @@ def run_audit(
         updated_related=updated,
         gaps=gaps,
         billing=billing,
+        activity=activity,
     )
     log.info(
         "audit_finished",
