@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
     from auditor.mutelist import Muted
+    from auditor.sources.inventory import TableSelector
+    from auditor.sources.org import SessionFactory
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
 FINDING_FORMATS = (*FORMATS, "sarif", "asff")
@@ -65,6 +67,41 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--account", metavar="ID", help="AWS account id for --format asff, for findings that do not carry one"
+    )
+
+
+def _add_org_options(p: argparse.ArgumentParser) -> None:
+    """Credentials, accounts and Regions of a command that reads AWS (``audit``, ``athena``)."""
+    p.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    p.add_argument(
+        "--regions",
+        metavar="R,...|all",
+        help="audit these Regions (comma-separated), or all where DynamoDB has an endpoint (default: --region)",
+    )
+    p.add_argument(
+        "--accounts",
+        metavar="ID,...",
+        help="audit these accounts by assuming --role-name in each (comma-separated 12-digit ids)",
+    )
+    p.add_argument(
+        "--org",
+        action="store_true",
+        help="audit every ACTIVE account of the Organization (organizations:ListAccounts; management or delegated "
+        "administrator account), assuming --role-name in each",
+    )
+    p.add_argument(
+        "--role-name",
+        metavar="NAME",
+        help="the read-only member role to assume in each account (templates/member-role.yaml), e.g. "
+        "DdbTrafficAuditorMember",
+    )
+    p.add_argument("--external-id", metavar="ID", help="ExternalId the member role's trust policy requires, if any")
+    p.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="accounts x Regions audited at once (1-64, default 8); each also makes a few calls in parallel",
     )
 
 
@@ -146,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="days of daily activity read for idle tables and TTL that deletes nothing (default: 30; 0 skips)",
     )
+    _add_org_options(audit)
     _add_output_options(audit)
 
     billing = sub.add_parser(
@@ -484,6 +522,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
     now = int(time.time())
     end = now - now % 60
+    if args.profile or args.regions or args.accounts or args.org:
+        return _cmd_org_audit(args, selector, start=end - int(args.days * 86_400), end=end, now=now)
     result = run_audit(
         build_clients(args.region),
         selector,
@@ -514,6 +554,98 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if args.format == "json":
             return to_json(_with_muted(result.to_dict(), muted))
         return render_audit(result, args.format) + _muted_text(muted, args.format == "markdown")
+
+    return _output(args, result.findings, native)
+
+
+def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], list[str | None]]:
+    """The base session, the per-account session factory, the Regions and the accounts of ``--profile``,
+    ``--regions``, ``--accounts``/``--org`` and ``--role-name``."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
+    from auditor.sources.org import SessionFactory, organization_accounts, parse_accounts, parse_regions
+
+    if args.accounts and args.org:
+        raise InputError("--accounts and --org are exclusive: pick one")
+    if (args.accounts or args.org) and not args.role_name:
+        raise InputError("--accounts and --org need --role-name (the member role to assume in each account)")
+    if args.regions and args.region:
+        raise InputError("--region and --regions are exclusive: pick one")
+    listed = parse_accounts(args.accounts) if args.accounts else None
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    regions = parse_regions(args.regions, session)
+    own: str | None = None
+    accounts: list[str | None] = [None]
+    try:
+        if args.accounts or args.org:
+            own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        if listed is not None:
+            accounts = list(listed)
+        elif args.org:
+            accounts = list(organization_accounts(session.client("organizations", config=CLIENT_CONFIG)))
+            if not accounts:
+                raise InputError("--org: the Organization lists no ACTIVE account")
+    except ClientError as exc:
+        raise InputError(f"cannot list the accounts to audit: {error_message(exc)}") from exc
+    except BotoCoreError as exc:
+        raise InputError(f"cannot reach AWS: {exc}") from exc
+    factory = SessionFactory(session, args.role_name, own_account=own, external_id=args.external_id)
+    return factory, regions, accounts
+
+
+def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: int, end: int, now: int) -> int:
+    """``audit`` over several accounts and/or Regions (or with --profile): see auditor.service.org_audit."""
+    from auditor.billing.pricing import PriceBook, pricing_client
+    from auditor.detectors.idle_table import IdleTableConfig
+    from auditor.service.audit import AuditConfig, AuditResult
+    from auditor.service.org_audit import render_org_audit, run_org_audit
+    from auditor.sources.org import MAX_CONCURRENCY, TargetOutcome, targets
+
+    if not 1 <= args.max_concurrency <= MAX_CONCURRENCY:
+        raise InputError(f"--max-concurrency must be 1..{MAX_CONCURRENCY}")
+    factory, regions, accounts = _org_session(args)
+    todo = targets(accounts, regions)
+    done = [0]
+    tty = sys.stderr.isatty()
+
+    def progress(outcome: TargetOutcome[AuditResult]) -> None:
+        done[0] += 1
+        if tty:
+            state = "ok" if outcome.gap is None else outcome.gap.reason.replace("_", " ")
+            print(f"\r[{done[0]}/{len(todo)}] {outcome.target.describe()}: {state}\033[K", end="", file=sys.stderr)
+
+    book = PriceBook(pricing_client, datetime.now(UTC).date())
+    result = run_org_audit(
+        factory,
+        todo,
+        selector,
+        start=start,
+        end=end,
+        now=now,
+        billing_days=args.billing_days,
+        activity_days=args.idle_days,
+        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
+        prices=book,
+        max_workers=args.max_concurrency,
+        on_done=progress,
+    )
+    if tty:
+        print(file=sys.stderr)
+    for warning in book.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    for gap in result.coverage_gaps:
+        print(f"ddb-audit: warning: not audited: {gap.describe()}", file=sys.stderr)
+    if not result.results:
+        first = result.coverage_gaps[0]
+        raise InputError(f"nothing could be audited: {first.describe()}")
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(_with_muted(result.to_dict(), muted))
+        return render_org_audit(result, args.format) + _muted_text(muted, args.format == "markdown")
 
     return _output(args, result.findings, native)
 

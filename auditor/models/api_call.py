@@ -30,10 +30,15 @@ class Statement:
     index: str | None = None
     #: Equality literals in the WHERE clause (attribute -> literal value), redacted ones excluded.
     key_equalities: KeyValues = field(default_factory=dict)
-    #: Attributes compared with ``= ***(Redacted)`` (their value is hidden but they are constrained).
+    #: Attributes compared with ``= ***(Redacted)`` or ``= ?`` (value hidden). CloudTrail redacts only non-key
+    #: values, so a ``***(Redacted)`` equality is on a non-key attribute.
     redacted_equalities: tuple[str, ...] = ()
     #: True when a SELECT/UPDATE/DELETE reads the whole table or index (no partition-key equality).
     full_scan: bool = False
+    #: Attributes that may select a partition: visible equalities, ``IN`` lists and ``= ?`` parameters (sorted).
+    constrained: tuple[str, ...] = ()
+    #: The attribute names an INSERT states in its ``VALUE {...}`` (their values are redacted in CloudTrail).
+    insert_names: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -47,6 +52,9 @@ class ItemAccess:
     key: KeyValues | None = None
     statement: Statement | None = None
     full_scan: bool = False
+    #: A Query's key condition, generalised: (partition-key attribute, the sort-key condition or ""), from
+    #: ``keyConditionExpression`` + ``expressionAttributeNames`` (or the legacy ``keyConditions``).
+    condition: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -79,6 +87,13 @@ class ApiCall:
     statement: Statement | None = None
     #: True when CloudTrail truncated requestParameters (over 100 KB) and items may be missing.
     truncated: bool = False
+    #: Scan pages: the logged ``limit``, whether the page continues a scan (``exclusiveStartKey`` logged), and the
+    #: shape of its filter (expression with attribute names resolved; no values are logged).
+    scan_limit: int | None = None
+    scan_continuation: bool = False
+    scan_filter: str | None = None
+    #: True when a data-plane operation's record says ``eventCategory: Management`` (analysed all the same).
+    management_labelled: bool = False
 
     @property
     def table(self) -> str | None:

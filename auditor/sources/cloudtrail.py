@@ -45,7 +45,7 @@ import sys
 import threading
 import zlib
 from array import array
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -1018,8 +1018,11 @@ class Deduper:
         """Ids remembered (committed or pending)."""
         return self._used
 
-    def seen(self, event_id: str) -> bool:
-        """True if ``event_id`` was seen before (committed, or earlier in the current file); else remember it."""
+    def seen(self, event_id: Hashable) -> bool:
+        """True if ``event_id`` was seen before (committed, or earlier in the current file); else remember it.
+
+        Any hashable identity works: :func:`read_calls` passes ``(eventID, eventName, eventTime)``.
+        """
         key = hash(event_id) or 1  # 0 marks an empty slot
         table = self._table
         mask = self._mask
@@ -1132,9 +1135,16 @@ def read_calls(
                 continue
             if call is None:
                 continue
-            if call.event_id and deduper.seen(call.event_id):
+            # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event
+            # twice, while records that only share an id (as the AWS documentation samples do) are distinct.
+            if call.event_id and deduper.seen((call.event_id, call.operation, call.time)):
                 stats.duplicates_dropped += 1
                 continue
+            if call.management_labelled:
+                stats.note(
+                    f"{name}: record {index}: data-plane {call.operation} labelled eventCategory Management "
+                    "(analysed as a data event)"
+                )
             stats.data_events += 1
             yield call
         stats.records_seen += index

@@ -20,6 +20,7 @@ from typing import Any
 
 from auditor.exceptions import MalformedRecordError
 from auditor.models.api_call import Access, ApiCall, ItemAccess, Statement
+from auditor.sources.key_condition import key_condition, key_condition_legacy
 from auditor.sources.partiql import parse_statement
 
 __all__ = [
@@ -410,6 +411,9 @@ _is_camel = _CAMEL_KEYS.issuperset
     _TRANSACT_ITEMS,
     _PUT_REQUEST,
     _DELETE_REQUEST,
+    _KEY_CONDITION,
+    _EXPRESSION_NAMES,
+    _KEY_CONDITIONS,
 ) = _reader_keys(
     "tableName",
     "key",
@@ -422,6 +426,9 @@ _is_camel = _CAMEL_KEYS.issuperset
     "transactItems",
     "putRequest",
     "deleteRequest",
+    "keyConditionExpression",
+    "expressionAttributeNames",
+    "keyConditions",
 )
 
 _TRANSACT_WRITE_OPS = frozenset(_TRANSACT_OPS.values())
@@ -440,6 +447,34 @@ _Request = tuple[
 ]
 
 
+def _query_access(table: str, name: str, index: str | None, params: Mapping[str, Any], lowered: bool) -> ItemAccess:
+    """A Query's access: its key condition generalised and, when logged, its partition-key value (``key``).
+
+    Real Query records carry the partition-key value in ``requestParameters.key``, next to the expression. When the
+    logged name differs from the key condition's attribute (one entry only), the condition's name is used.
+    """
+    if lowered:
+        expression, names, legacy, key = (
+            params.get("keyconditionexpression"),
+            params.get("expressionattributenames"),
+            params.get("keyconditions"),
+            params.get("key"),
+        )
+    else:
+        expression, names, legacy, key = (
+            params.get(_KEY_CONDITION),
+            params.get(_EXPRESSION_NAMES),
+            params.get(_KEY_CONDITIONS),
+            params.get(_KEY),
+        )
+    condition = key_condition(expression, names) if expression is not None else key_condition_legacy(legacy)
+    if type(key) is not dict or not key:
+        key = None
+    elif condition is not None and len(key) == 1 and condition[0] not in key:
+        key = {condition[0]: next(iter(key.values()))}
+    return ItemAccess(table, name, _READ, index, key, None, False, condition)
+
+
 def _fast_query(raw: dict[str, Any], name: str) -> _Request | None:
     if not _is_camel(raw):
         return None
@@ -449,7 +484,8 @@ def _fast_query(raw: dict[str, Any], name: str) -> _Request | None:
     index = raw.get(_INDEX_NAME)
     if index is not None:
         index = _str_or_none(index)
-    return _READ, (ItemAccess(table, name, _READ, index),), (table,), index, None, None, None, False
+    item = _query_access(table, name, index, raw, False)
+    return _READ, (item,), (table,), index, None, None, None, False
 
 
 def _fast_scan(raw: dict[str, Any], name: str) -> _Request | None:
@@ -642,8 +678,11 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         ) = _ENVELOPE(record)
     except KeyError:
         return _normalize_general(record)
-    if source != DYNAMODB_EVENT_SOURCE or category == "Management" or management is True:
+    if source != DYNAMODB_EVENT_SOURCE:
         return None
+    if category == "Management" or management is True:
+        # A data-plane operation labelled Management is analysed (and flagged); anything else is control plane.
+        return _normalize_general(record) if name in _KIND else None
     if type(name) is not str or type(event_id) is not str or not event_id or type(raw) is not dict:
         return _normalize_general(record)
     try:
@@ -738,7 +777,7 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
                 fast = None
         request = _read_request(record, raw, False, _KIND[name], name) if fast is None else fast
     access, items, tables, index, segment, total, statement, truncated = request
-    return ApiCall(
+    call = ApiCall(
         event_id,
         time,
         name,
@@ -760,6 +799,32 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         statement,
         truncated,
     )
+    if name == "Scan":
+        _scan_page(call, raw)
+    return call
+
+
+def _scan_page(call: ApiCall, raw: Mapping[str, Any] | None) -> None:
+    """Set what a Scan page logs about its scan: ``limit``, ``exclusiveStartKey`` and the filter's shape."""
+    if raw is None:
+        return
+    params = raw if _is_camel(raw) else _ci(raw)
+    get = params.get
+    call.scan_limit = _as_int(get("limit") if "limit" in params else get("Limit"))
+    call.scan_continuation = bool(get("exclusiveStartKey") or get("exclusivestartkey"))
+    expression = get("filterExpression") or get("filterexpression")
+    if isinstance(expression, str):
+        names = get("expressionAttributeNames") or get("expressionattributenames")
+        shape = expression[:200]
+        if isinstance(names, dict):
+            for placeholder, attr in sorted(names.items(), key=lambda kv: -len(str(kv[0]))):
+                if isinstance(placeholder, str) and isinstance(attr, str):
+                    shape = shape.replace(placeholder, attr)
+        call.scan_filter = shape
+    else:
+        legacy = get("scanFilter") or get("scanfilter")
+        if isinstance(legacy, dict):
+            call.scan_filter = ",".join(sorted(str(k) for k in legacy)[:8])
 
 
 # --- the general path -------------------------------------------------------------------------------------
@@ -773,9 +838,10 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
     if get("eventSource") != DYNAMODB_EVENT_SOURCE:
         return None
     category = get("eventCategory")
-    if category == "Management" or get("managementEvent") is True:
-        return None
     name = get("eventName")
+    labelled = category == "Management" or get("managementEvent") is True
+    if labelled and name not in _KIND:
+        return None
     if type(name) is not str or not name:
         raise MalformedRecordError("missing eventName")
     kind = _KIND.get(name)
@@ -811,7 +877,7 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
     error_code = get("errorCode")
     error_message = get("errorMessage")
 
-    return ApiCall(
+    call = ApiCall(
         event_id,
         time,
         name,
@@ -833,6 +899,11 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
         statement,
         truncated,
     )
+    if labelled:
+        call.management_labelled = True
+    if kind == _SCAN:
+        _scan_page(call, raw)
+    return call
 
 
 def _read_request(
@@ -875,7 +946,10 @@ def _read_request(
                     if kind == _SCAN:
                         segment = _as_int(params.get("segment"))
                         total_segments = _as_int(params.get("totalsegments"))
-                items = (ItemAccess(table, name, access, index, None, None, kind == _SCAN),)
+                if kind == _QUERY and params is not None:
+                    items = (_query_access(table, name, index, params, True),)
+                else:
+                    items = (ItemAccess(table, name, access, index, None, None, kind == _SCAN),)
                 tables = (table,)
             elif kind == _STATEMENT:
                 text = params.get("statement") if params is not None else None

@@ -11,7 +11,11 @@ Rules for the WHERE clause (we do not know the key schema):
 - Only conditions joined by ``AND`` at the top level count. A top-level ``OR`` guarantees nothing, so it
   yields no equalities at all. A parenthesised conjunct is looked into.
 - ``attr = 'literal'`` / ``attr = 123`` (or reversed) goes to ``key_equalities``.
-- ``attr = ***(Redacted)`` and ``attr = ?`` go to ``redacted_equalities`` (constrained, value hidden).
+- ``attr = ***(Redacted)`` goes to ``redacted_equalities``. CloudTrail redacts only *non-key* values in a WHERE
+  clause (key literals stay visible), so by AWS's own rule such an attribute is not a key attribute: it does not
+  constrain the partition.
+- ``attr = ?`` (a parameter, value not logged) goes to ``redacted_equalities`` too, but may be a key attribute:
+  it counts as a constraint unless the key schema says otherwise (``constrained``).
 - ``attr IN [...]`` is no single equality, but AWS executes ``pk IN [...]`` as key lookups, not as a scan,
   so it counts as a key constraint when deciding ``full_scan``.
 - Ranges and functions (``>``, ``BETWEEN``, ``begins_with``, ``contains`` ...) constrain nothing.
@@ -92,13 +96,17 @@ _CLOSE = frozenset({")", "]", "}", ">>"})
 
 _UNKNOWN = Statement(verb="UNKNOWN", table=None)
 
+#: The value :func:`_literal` gives for a ``?`` parameter (hidden, but unlike ``***(Redacted)`` possibly a key).
+_PARAM_VALUE: Any = object()
+
 
 def parse_statement(text: str, partition_key: str | None = None) -> Statement:
     """Parse one PartiQL statement as CloudTrail logs it.
 
     ``partition_key``, when known, makes ``full_scan`` precise: a SELECT/UPDATE/DELETE is a full scan unless
-    that attribute has an equality (literal or redacted) or an ``IN`` list reachable through top-level ANDs.
-    Without it, any such top-level equality is taken to be on the partition key.
+    that attribute has an equality (a visible literal or a ``?`` parameter) or an ``IN`` list reachable through
+    top-level ANDs. Without it, any such top-level condition is taken to be on the partition key. An equality
+    whose value is ``***(Redacted)`` never counts: CloudTrail redacts non-key values only.
 
     Never raises: unparseable text gives ``Statement(verb="UNKNOWN", table=None)``. Results are cached, so
     treat the returned ``key_equalities`` dict as read-only.
@@ -206,8 +214,8 @@ def _parse(tokens: list[_Token], partition_key: str | None) -> Statement:
     if verb == "INSERT":
         if i < n and _keyword(tokens[i]) == "INTO":
             i += 1
-        table, _index, _i = _table_ref(tokens, i)
-        return Statement(verb="INSERT", table=table)
+        table, _index, i = _table_ref(tokens, i)
+        return Statement(verb="INSERT", table=table, insert_names=_value_names(tokens[i:]))
     if verb == "DELETE":
         if i < n and _keyword(tokens[i]) == "FROM":
             i += 1
@@ -302,7 +310,31 @@ def _with_where(
         key_equalities=equalities,
         redacted_equalities=tuple(redacted),
         full_scan=full_scan,
+        constrained=tuple(sorted(constrained)),
     )
+
+
+#: At most this many attribute names are kept from an INSERT's ``VALUE {...}``.
+MAX_INSERT_NAMES = 16
+
+
+def _value_names(tokens: list[_Token]) -> tuple[str, ...]:
+    """The attribute names of an INSERT's ``VALUE {'name': value, ...}`` (top level of the tuple only)."""
+    names: list[str] = []
+    depth = 0
+    for pos, tok in enumerate(tokens):
+        if tok[0] == _OP:
+            if tok[1] in _OPEN:
+                depth += 1
+            elif tok[1] in _CLOSE:
+                depth -= 1
+        elif depth == 1 and tok[0] in (_STR, _QID) and pos + 1 < len(tokens) and tokens[pos + 1] == (_OP, ":"):
+            name = _string_value(tok[1]) if tok[0] == _STR else _name(tok)
+            if name and name not in names:
+                names.append(name)
+                if len(names) >= MAX_INSERT_NAMES:
+                    break
+    return tuple(names)
 
 
 def _split_top(tokens: list[_Token], keyword: str) -> list[list[_Token]]:
@@ -373,8 +405,10 @@ def _literal(tokens: list[_Token]) -> tuple[bool, Any, bool]:
             return True, _string_value(value), False
         if kind == _NUM:
             return True, _number_value(value), False
-        if kind in (_RED, _PARAM):
+        if kind == _RED:
             return True, None, True
+        if kind == _PARAM:
+            return True, _PARAM_VALUE, True
     elif len(tokens) == 2 and tokens[0][0] == _OP and tokens[0][1] in ("-", "+") and tokens[1][0] == _NUM:
         number = _number_value(tokens[1][1])
         return True, (-number if tokens[0][1] == "-" else number), False
@@ -410,11 +444,13 @@ def _condition(
         is_literal, value, hidden = _literal(left)
         if attr is None or not is_literal:
             return
-    constrained.add(attr)
     if hidden:
+        if value is _PARAM_VALUE:
+            constrained.add(attr)  # ``= ?``: the value is not logged, but it may be the key
         if attr not in redacted:
             redacted.append(attr)
     else:
+        constrained.add(attr)
         equalities[attr] = value
 
 
@@ -486,7 +522,9 @@ def _parse_simple(text: str, partition_key: str | None) -> Statement | None:
                 table = _simple_name(m.group("table"))
                 if table is None or (m.group("index") is not None and _simple_name(m.group("index")) is None):
                     return None
-                return Statement("INSERT", table)  # _parse reads nothing after the table
+                rest = text[m.end() :]
+                names = _value_names(_tokenize(rest)) if "'" in rest or '"' in rest else ()
+                return Statement("INSERT", table, insert_names=names)
     table_token, index_token = m.group("table", "index")
     table = _simple_name(table_token)
     index = None if index_token is None else _simple_name(index_token)
@@ -519,15 +557,19 @@ def _parse_simple(text: str, partition_key: str | None) -> Statement | None:
         elif attr.upper() in _KEYWORDS:
             return None
         if op == "=":
-            constrained.add(attr)
             if string is not None:
+                constrained.add(attr)
                 equalities[attr] = string[1:-1].replace("''", "'")
             elif number is not None:
+                constrained.add(attr)
                 equalities[attr] = _number_value(number)
-            elif attr not in redacted:
-                redacted.append(attr)
+            else:
+                if _hidden == "?":
+                    constrained.add(attr)
+                if attr not in redacted:
+                    redacted.append(attr)
         pos = condition.end()
         at_end = end is not None
 
     full_scan = partition_key not in constrained if partition_key is not None else not constrained
-    return Statement(verb, table, index, equalities, tuple(redacted), full_scan)
+    return Statement(verb, table, index, equalities, tuple(redacted), full_scan, tuple(sorted(constrained)))

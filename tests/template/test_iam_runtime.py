@@ -40,7 +40,16 @@ from auditor.config import get_settings
 from auditor.demo.generator import demo_workload, write_trail
 from auditor.demo.service import lambda_context, scheduled_event, sns_event, sqs_event
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
-from handlers import evaluator, events_ingest, metrics_audit, notifier, stream_item_size, trail_ingest, weekly_report
+from handlers import (
+    evaluator,
+    events_ingest,
+    metrics_audit,
+    notifier,
+    security_hub,
+    stream_item_size,
+    trail_ingest,
+    weekly_report,
+)
 from tests.functional.cw_support import create_table, minutes, put_points
 from tests.template.test_template import (
     AUDITED_INDEXES_ARN,
@@ -142,7 +151,16 @@ class Recorder:
             yield f"dynamodb:{operation}", None, None
 
 
-MODULES = (trail_ingest, events_ingest, evaluator, notifier, stream_item_size, metrics_audit, weekly_report)
+MODULES = (
+    trail_ingest,
+    events_ingest,
+    evaluator,
+    notifier,
+    security_hub,
+    stream_item_size,
+    metrics_audit,
+    weekly_report,
+)
 
 
 class Invoker:
@@ -348,9 +366,13 @@ def _run_everything(
     # Notifier: what the evaluator published (SNS -> the subscription stand-in -> the SNS event).
     published = _receive_all(sqs, stack.alerts_queue_url)
     assert published, "the planted problems publish findings"
+    outside_functions(lambda: aws_client("securityhub", moto_url).enable_security_hub())
     for message in published:
         envelope = json.loads(message["Body"])
         invoke("NotifierFunction", notifier, sns_event(envelope, f"{stack.topic_arn}:{uuid.uuid4()}"))
+        # The Security Hub sink gets the same events from its own subscription.
+        imported = invoke("SecurityHubFunction", security_hub, sns_event(envelope, f"{stack.topic_arn}:{uuid.uuid4()}"))
+        assert imported["failed"] == 0, imported
 
     # Stream watcher: a batch whose finding cannot be published (marked failed, kept), then a batch with a new
     # finding, which publishes both.
@@ -466,6 +488,7 @@ ALL_FUNCTIONS = {
     "EventsIngestFunction",
     "EvaluatorFunction",
     "NotifierFunction",
+    "SecurityHubFunction",
     "StreamItemSizeFunction",
     "MetricsAuditFunction",
     "WeeklyReportFunction",

@@ -224,6 +224,19 @@ NOTIFIER_OWN = frozenset(
     }
 )
 
+SECURITY_HUB_OWN = frozenset(
+    {
+        "securityhub:BatchImportFindings",  # sinks.security_hub.import_findings, on the account's own product only
+        "sqs:SendMessage",  # Lambda parks events Security Hub did not take in its DLQ, a KMS queue
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+)
+#: The custom-integration product of the stack's own account: the only one the sink may import into.
+OWN_PRODUCT_ARN = {
+    "Fn::Sub": "arn:${AWS::Partition}:securityhub:${AWS::Region}:${AWS::AccountId}:product/${AWS::AccountId}/default"
+}
+
 NEEDS: dict[str, Needs] = {
     "TrailIngestFunction": Needs(
         actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
@@ -242,6 +255,11 @@ NEEDS: dict[str, Needs] = {
     ),
     "NotifierFunction": Needs(
         actions=LOGS | XRAY | NOTIFIER_OWN,
+        dynamodb={},
+        kms_via=frozenset({"sqs"}),
+    ),
+    "SecurityHubFunction": Needs(
+        actions=LOGS | XRAY | SECURITY_HUB_OWN,
         dynamodb={},
         kms_via=frozenset({"sqs"}),
     ),
@@ -290,6 +308,7 @@ HANDLERS = {
     "EventsIngestFunction": "handlers.events_ingest.lambda_handler",
     "EvaluatorFunction": "handlers.evaluator.lambda_handler",
     "NotifierFunction": "handlers.notifier.lambda_handler",
+    "SecurityHubFunction": "handlers.security_hub.lambda_handler",
     "StreamItemSizeFunction": "handlers.stream_item_size.lambda_handler",
     "MetricsAuditFunction": "handlers.metrics_audit.lambda_handler",
     "WeeklyReportFunction": "handlers.weekly_report.lambda_handler",
@@ -497,6 +516,9 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
                 assert granted_on == [ref("FindingsTopic")], (name, s)
             elif service == "secretsmanager":
                 assert granted_on == [ref("SlackWebhookSecretArn")], (name, s)
+            elif service == "securityhub":
+                assert actions == {"securityhub:BatchImportFindings"}, (name, s)
+                assert granted_on == [OWN_PRODUCT_ARN], f"{name}: only the account's own product: {s}"
             elif service == "cloudwatch":
                 assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
                 assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"

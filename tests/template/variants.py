@@ -53,6 +53,7 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SlackSecretKmsKeyArn": KMS_KEY_ARN,
         "AlertEmail": "ops@example.com",
         "ItemSizeStreamArns": f"{ORDERS_STREAM_ARN},{DOCUMENTS_STREAM_ARN}",
+        "EnableSecurityHub": "true",
     },
 }
 

@@ -617,8 +617,20 @@ def test_other_event_sources_are_skipped(source: Any) -> None:
 
 
 def test_management_events_are_skipped() -> None:
-    assert normalize_record(minimal("GetItem", eventCategory="Management")) is None
-    assert normalize_record(minimal("GetItem", managementEvent=True)) is None
+    assert normalize_record(minimal("DescribeTable", eventCategory="Management")) is None
+    assert normalize_record(minimal("UpdateTable", managementEvent=True)) is None
+    assert normalize_record(minimal("SomethingNew", eventCategory="Management", managementEvent=True)) is None
+
+
+@pytest.mark.parametrize("envelope", [{"eventCategory": "Management"}, {"managementEvent": True}])
+def test_data_plane_operation_labelled_management_is_analysed_and_flagged(envelope: dict[str, Any]) -> None:
+    call = normalize_record(minimal("GetItem", **envelope))
+    assert call is not None
+    assert call.operation == "GetItem"
+    assert call.management_labelled is True
+    assert call.items[0].key is not None
+    plain = normalize_record(minimal("GetItem"))
+    assert plain is not None and plain.management_labelled is False
 
 
 @pytest.mark.parametrize("name", sorted(STREAM_READ_OPERATIONS))

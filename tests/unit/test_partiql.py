@@ -27,6 +27,7 @@ def test_aws_sample_select() -> None:
         key_equalities={"Artist": "No One You Know", "SongTitle": "Call Me Today"},
         redacted_equalities=("nonKeyAttr",),
         full_scan=False,
+        constrained=("Artist", "SongTitle"),
     )
 
 
@@ -119,14 +120,25 @@ def test_redacted_never_in_key_equalities() -> None:
     s = parse_statement("SELECT * FROM T WHERE pk = ***(Redacted) AND sk = ***(Redacted)")
     assert s.key_equalities == {}
     assert s.redacted_equalities == ("pk", "sk")
-    assert s.full_scan is False  # the partition key is constrained, its value is just hidden
+    # CloudTrail redacts non-key values only: by AWS's rule neither attribute is a key, so this reads everything
+    assert s.full_scan is True
+    assert s.constrained == ()
+
+
+def test_customers_email_select_is_a_full_scan() -> None:
+    s = parse_statement('SELECT * FROM "Customers" WHERE "email" = ***(Redacted)')
+    assert (s.table, s.full_scan, s.redacted_equalities) == ("Customers", True, ("email",))
+    assert parse_statement('SELECT * FROM "Customers" WHERE "email" = ***(Redacted)', partition_key="email").full_scan
 
 
 def test_parameter_placeholder_is_hidden_equality() -> None:
     s = parse_statement("SELECT * FROM T WHERE pk = ?")
     assert s.key_equalities == {}
     assert s.redacted_equalities == ("pk",)
-    assert s.full_scan is False
+    assert s.full_scan is False  # without a schema, a parameter may be the partition key
+    assert s.constrained == ("pk",)
+    assert parse_statement("SELECT * FROM T WHERE email = ?", partition_key="id").full_scan is True
+    assert parse_statement("SELECT * FROM T WHERE id = ?", partition_key="id").full_scan is False
 
 
 @pytest.mark.parametrize(
@@ -200,8 +212,9 @@ class TestPartitionKey:
     def test_equality_on_partition_key(self) -> None:
         assert parse_statement("SELECT * FROM T WHERE pk = 'a'", partition_key="pk").full_scan is False
 
-    def test_redacted_equality_on_partition_key(self) -> None:
-        assert parse_statement("SELECT * FROM T WHERE pk = ***(Redacted)", partition_key="pk").full_scan is False
+    def test_redacted_equality_is_no_key_condition(self) -> None:
+        # a redacted value is a non-key value by CloudTrail's rule, whatever the configured schema says
+        assert parse_statement("SELECT * FROM T WHERE pk = ***(Redacted)", partition_key="pk").full_scan is True
 
     def test_equality_on_other_attribute_only(self) -> None:
         s = parse_statement("SELECT * FROM T WHERE sk = 'a' AND other = ***(Redacted)", partition_key="pk")
