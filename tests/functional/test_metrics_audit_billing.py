@@ -163,7 +163,8 @@ def test_the_billing_hour_run_decides_billing_from_14_days_of_1_minute_data(env:
     # The read: 8 series (consumed and provisioned, read and write, of two tables); four 14-day 1-minute series
     # (80,640 datapoints) and four 14-day 5-minute ones (16,128) fit in one GetMetricData call of 100,800
     assert (read["get_metric_data_calls"], read["metrics_requested"]) == (1, 8)
-    billing_pages = [p for p in env.served.pages if p.seconds > DAY]
+    # (the billing run's 30-day activity read, for idle tables and TTL, is the one longer than 15 days)
+    billing_pages = [p for p in env.served.pages if DAY < p.seconds <= 15 * DAY]
     assert [(p.queries, p.next_token) for p in billing_pages] == [(8, False)]
     # Every datapoint of the window came back: 2 x 14 and 2 x 2 days of minutes, and their 5-minute values (the
     # window starts up to 4 minutes after the oldest ones)
@@ -219,7 +220,7 @@ def test_a_billing_series_that_cannot_be_read_keeps_that_tables_billing_finding(
     # And CloudWatch answers Forbidden for the billing read of one of t-flaky's series (not for the hourly read)
     def forbidden(query: dict[str, Any], seconds: int) -> bool:
         metric = query["MetricStat"]["Metric"]
-        billing_read = seconds > DAY
+        billing_read = DAY < seconds <= 15 * DAY  # (not the 30-day activity read)
         return (
             billing_read
             and metric["Dimensions"] == dims("t-flaky")
