@@ -343,3 +343,34 @@ def test_batches_are_packed_by_datapoints() -> None:
     assert plan_batches(minute, start, end, batch_size=5) == [minute[:5], minute[5:10], minute[10:]]
     with pytest.raises(ValueError, match="max_datapoints"):
         plan_batches(minute, start, end, max_datapoints=0)
+
+
+def test_the_daily_run_reads_activity_and_only_it_resolves_an_idle_table(env: Env) -> None:
+    from auditor.demo.stack import backdate_table
+
+    ddb, cw = aws("dynamodb", env.endpoint), aws("cloudwatch", env.endpoint)
+    # Given a provisioned table created 90 days ago that nobody reads or writes
+    create_table(ddb, "t-idle", read=50, write=20)
+    backdate_table("t-idle", env.now - timedelta(days=90))
+    # When the billing-hour run fires, it reads 30 days of daily activity and reports the idle table
+    first = env.invoke()
+    assert first["billing_run"] is True and first["detector_errors"] == []
+    idle = [m for m in env.inbox.messages() if m["kind"] == "idle_table" and m["table"] == "t-idle"]
+    assert [m["status"] for m in idle] == ["new"]
+    states = [s for s in _states(env) if s.finding.kind is FindingKind.IDLE_TABLE]
+    assert [(s.finding.table, s.status) for s in states] == [("t-idle", FindingStatus.NEW)]
+    assert states[0].finding.evidence["source"] == "cloudwatch_activity"
+    # An hourly run (no activity read) cannot vouch for the table's idleness: the finding stays open
+    later = env.invoke(env.now + timedelta(hours=2))
+    assert later["billing_run"] is False
+    assert env.store.get(states[0].finding.id).status is FindingStatus.NEW  # type: ignore[union-attr]
+    # Reads start; the next day's billing run reads them and resolves the finding
+    put_points(cw, "ConsumedReadCapacityUnits", "t-idle", minutes(env.end + 3 * 3600, 3, 60))
+    env.invoke(env.now + timedelta(days=1))
+    assert env.store.get(states[0].finding.id).status is FindingStatus.RESOLVED  # type: ignore[union-attr]
+
+
+def _states(env: Env) -> list[Any]:
+    items = client("dynamodb", env.endpoint).scan(TableName=STATE, ConsistentRead=True)["Items"]
+    found = (env.store.get(i["id"]["S"]) for i in items if i["pk"]["S"].startswith("FINDING#"))
+    return [s for s in found if s is not None]
