@@ -26,7 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from auditor.billing.model import (
+from auditor.billing.pricing import ClassPrices, Dimension, RegionPrices, bundled_prices
+from auditor.billing.simulate import (
+    AwsBehaviour,
+    DimensionRun,
+    EvaluatorParams,
+    ScalingPolicy,
+    SeriesRun,
+    needed_capacity,
+    simulate_aws,
+    simulate_evaluator,
+)
+from auditor.detectors.billing import billing_mode, table_class
+from auditor.models.billing import (
     GIB,
     HOURS_PER_MONTH,
     Action,
@@ -47,18 +59,6 @@ from auditor.billing.model import (
     TableClassName,
     Throttling,
 )
-from auditor.billing.pricing import ClassPrices, Dimension, RegionPrices, bundled_prices
-from auditor.billing.simulate import (
-    AwsBehaviour,
-    DimensionRun,
-    EvaluatorParams,
-    ScalingPolicy,
-    SeriesRun,
-    needed_capacity,
-    simulate_aws,
-    simulate_evaluator,
-)
-from auditor.detectors import billing_mode, table_class
 from auditor.models.finding import Finding
 
 DIMS: tuple[Dimension, Dimension] = ("read", "write")

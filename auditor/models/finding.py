@@ -57,6 +57,22 @@ class FindingKind(StrEnum):
     TTL_NOT_EXPIRING = "ttl_not_expiring"
 
 
+#: Human names of the finding kinds (headings, action titles).
+KIND_LABELS: dict[FindingKind, str] = {
+    FindingKind.SCAN: "Scans",
+    FindingKind.THROTTLING: "Throttling",
+    FindingKind.HOT_KEY: "Hot key",
+    FindingKind.LOW_CARDINALITY_KEY: "Low-cardinality key",
+    FindingKind.LARGE_ITEM: "Large item",
+    FindingKind.ITEM_GROWTH: "Growing item",
+    FindingKind.ITEM_SIZE_EXCEEDED: "Item size exceeded",
+    FindingKind.BILLING_MODE: "Billing mode",
+    FindingKind.TABLE_CLASS: "Table class",
+    FindingKind.UNUSED_INDEX: "Unused index",
+    FindingKind.IDLE_TABLE: "Idle table",
+    FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
+}
+
 #: Evidence fields SPEC.md requires for each kind.
 REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     FindingKind.SCAN: ("principal", "operation", "count", "source"),

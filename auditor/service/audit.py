@@ -34,29 +34,25 @@ from botocore.exceptions import BotoCoreError, NoRegionError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
-from auditor.billing.model import BillingConfig, BillingInput, Simulation
 from auditor.billing.pricing import PriceBook, RegionPrices
-from auditor.detectors import (
-    ci_hot_key,
-    correlate,
-    cw_scan,
-    cw_throttling,
-    idle_table,
-    large_item,
-    ttl_not_expiring,
-    unused_index,
-)
-from auditor.detectors.billing_mode import BillingModeConfig
-from auditor.detectors.ci_hot_key import CiHotKeyConfig
-from auditor.detectors.correlate import CorrelateConfig
-from auditor.detectors.cw_scan import CwScanConfig
-from auditor.detectors.cw_throttling import CwThrottlingConfig
-from auditor.detectors.idle_table import IdleTableConfig
-from auditor.detectors.large_item import Config as LargeItemConfig
-from auditor.detectors.table_class import TableClassConfig
-from auditor.detectors.ttl_not_expiring import TtlConfig
-from auditor.detectors.unused_index import UnusedIndexConfig
+from auditor.detectors.billing.billing_mode import BillingModeConfig
+from auditor.detectors.billing.table_class import TableClassConfig
+from auditor.detectors.findings import correlate
+from auditor.detectors.findings.correlate import CorrelateConfig
+from auditor.detectors.insights import hot_key as ci_hot_key
+from auditor.detectors.insights.hot_key import CiHotKeyConfig
+from auditor.detectors.metrics import idle_table, ttl_not_expiring, unused_index
+from auditor.detectors.metrics import scan as cw_scan
+from auditor.detectors.metrics import throttling as cw_throttling
+from auditor.detectors.metrics.idle_table import IdleTableConfig
+from auditor.detectors.metrics.scan import CwScanConfig
+from auditor.detectors.metrics.throttling import CwThrottlingConfig
+from auditor.detectors.metrics.ttl_not_expiring import TtlConfig
+from auditor.detectors.metrics.unused_index import UnusedIndexConfig
+from auditor.detectors.stream import large_item
+from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
+from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
 from auditor.models.metrics import (
@@ -202,7 +198,7 @@ class BillingRead:
     def as_dict(self, *, per_table: bool = True) -> dict[str, Any]:
         """JSON-ready summary; without ``per_table`` the coverage and skip reasons are summarised (a log line for
         thousands of tables stays small): coverage days min/max, skipped tables counted by reason."""
-        from auditor.detectors.cw_common import iso
+        from auditor.detectors.metrics.common import iso
 
         coverage: dict[str, Any] = {t: round(d, 3) for t, d in sorted(self.coverage_days.items())}
         skipped: dict[str, Any] = dict(sorted(self.skipped.items()))
@@ -266,7 +262,7 @@ class AuditResult:
         return capacity_history(profile, tm)
 
     def summary_stats(self) -> dict[str, Any]:
-        from auditor.detectors.cw_common import iso
+        from auditor.detectors.metrics.common import iso
 
         return {
             "tables_audited": len(self.inventory.tables),
@@ -355,7 +351,7 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
     """
     if profile.billing_mode not in (ON_DEMAND, PROVISIONED):
         return None
-    from auditor.detectors.cw_common import iso
+    from auditor.detectors.metrics.common import iso
 
     provisioned = profile.billing_mode == PROVISIONED
     times = range(tm.start, tm.end, tm.period)

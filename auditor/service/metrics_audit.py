@@ -13,8 +13,8 @@ One run (:func:`run_metrics_audit`):
    (``source: "cloudwatch_activity"``, resolved only by a run that read them); the other runs do neither.
    Read-only; failed calls are gaps, never fatal.
 2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
-   part in :func:`auditor.detectors.correlate.correlate`; the ones it raises and links are recorded too (a raised
-   one is announced as ``worsened``).
+   part in :func:`auditor.detectors.findings.correlate.correlate`; the ones it raises and links are recorded too
+   (a raised one is announced as ``worsened``).
 3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
    only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
    whose CloudWatch detectors ran, Contributor Insights findings of tables whose reports were read and, in the
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from auditor.detectors import correlate
+from auditor.detectors.findings import correlate
 from auditor.lifecycle import TableKey
 from auditor.models.finding import Finding, FindingKind, utc
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
@@ -206,7 +206,7 @@ def correlate_with_stored(
     """Correlate the audit's findings with stored CloudTrail findings (pure).
 
     Returns the audit's findings (same order) and the stored findings that correlation changed. Correlating again is
-    a no-op (:mod:`auditor.detectors.correlate`), so the audit's own pairs are not raised twice.
+    a no-op (:mod:`auditor.detectors.findings.correlate`), so the audit's own pairs are not raised twice.
     """
     if not stored:
         return list(own), []

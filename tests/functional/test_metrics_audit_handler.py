@@ -251,7 +251,7 @@ def test_a_detector_that_fails_on_a_table_proves_no_absence_there(env: Env, monk
     stale = stale.model_copy(update={"evidence": {**stale.evidence, "source": "cloudwatch"}})
     env.seed(stale)
     # When the scan-volume detector crashes on that table during the audit
-    from auditor.detectors import cw_scan
+    from auditor.detectors.metrics import scan as cw_scan
 
     real = cw_scan.detect
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from auditor.detectors import idle_table, ttl_not_expiring
+from auditor.detectors.metrics import idle_table, ttl_not_expiring
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
 from auditor.models.inventory import Capacity, IndexProfile, TableProfile
 from auditor.models.metrics import CONSUMED, TTL_DELETED, MetricSeries, SeriesKey, TableMetrics

@@ -347,7 +347,7 @@ def test_profile_of_nothing_is_empty() -> None:
 
 
 def test_hot_key_and_low_cardinality_findings_state_their_headroom() -> None:
-    from auditor.detectors import hot_key, low_cardinality_key
+    from auditor.detectors.trail import hot_key, low_cardinality_key
 
     # One value written at 5 writes/s in one minute and 40 writes/s (4% of a partition) in the next: headroom 25.
     busy = [call("PutItem", key={"status": "OPEN"}, at=i * 0.2) for i in range(300)]
@@ -363,7 +363,7 @@ def test_hot_key_and_low_cardinality_findings_state_their_headroom() -> None:
 
 
 def test_weekly_report_lists_what_throttles_first() -> None:
-    from auditor.detectors import hot_key, low_cardinality_key
+    from auditor.detectors.trail import hot_key, low_cardinality_key
     from auditor.report.model import build_report_from_findings
     from auditor.report.render import render_html, render_markdown
 

@@ -13,7 +13,7 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import created_epoch, cw_finding, declare, iso
+from auditor.detectors.metrics.common import created_epoch, cw_finding, declare, iso
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import PROVISIONED, TableProfile
 from auditor.models.metrics import CONSUMED, TableMetrics

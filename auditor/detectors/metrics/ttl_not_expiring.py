@@ -16,7 +16,7 @@ or whose items legitimately live longer than the window, can be reported; the ev
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import created_epoch, cw_finding, declare, iso
+from auditor.detectors.metrics.common import created_epoch, cw_finding, declare, iso
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
 from auditor.models.metrics import CONSUMED, TTL_DELETED, TableMetrics

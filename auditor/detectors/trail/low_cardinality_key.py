@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
-from auditor.detectors.hot_key import HotKeyConfig, headroom
 from auditor.detectors.registry import register
+from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
