@@ -84,6 +84,10 @@ class ControllerResult:
             "detail": self.detail,
             "puts": self.puts,
             "captured_tables": [c["table"] for c in (self.plan or {}).get("captures", [])],
+            "captures": [
+                {"table": c["table"], "reason": c["reason"], "seconds": c["seconds"]}
+                for c in (self.plan or {}).get("captures", [])
+            ],
             "notes": self.notes,
         }
 
