@@ -95,6 +95,7 @@ NO_RESOURCE_LEVEL_PERMISSIONS = frozenset(
         "application-autoscaling:DescribeScalingPolicies",
         "cloudwatch:ListMetrics",
         "cloudwatch:GetMetricData",
+        "organizations:ListAccounts",
     }
 )
 #: DynamoDB control-plane reads of the audited tables (metadata: description, tags, TTL, Contributor Insights
@@ -463,13 +464,22 @@ def test_every_function_has_its_own_explicit_role(stack: dict[str, Any]) -> None
     assert not of_type(stack, "AWS::IAM::Policy") and not of_type(stack, "AWS::IAM::ManagedPolicy")
 
 
+def org_audit_actions(stack: Mapping[str, Any], function: str) -> frozenset[str]:
+    """What the metrics audit needs beyond NEEDS when it audits other accounts (MemberRoleName set): assume the member
+    role, and list the Organization's accounts with AuditOrganization."""
+    params = stack["Parameters"]
+    if function != "MetricsAuditFunction" or not params["MemberRoleName"]["Default"]:
+        return frozenset()
+    org = params["AuditOrganization"]["Default"] == "true"
+    return frozenset({"sts:AssumeRole"} | ({"organizations:ListAccounts"} if org else set()))
+
+
 def test_iam_actions_are_exactly_what_the_code_needs(stack: dict[str, Any]) -> None:
     for name, props in functions(stack).items():
         statements = role_statements(stack, role_name(props))
         actions = {a for s in statements for a in as_list(s["Action"])}
-        assert actions == NEEDS[name].actions, (
-            f"{name}: extra {sorted(actions - NEEDS[name].actions)}, missing {sorted(NEEDS[name].actions - actions)}"
-        )
+        needed = NEEDS[name].actions | org_audit_actions(stack, name)
+        assert actions == needed, f"{name}: extra {sorted(actions - needed)}, missing {sorted(needed - actions)}"
         for s in statements:
             assert s["Effect"] == "Allow" and "NotAction" not in s and "NotResource" not in s, (name, s)
             assert all("*" not in a for a in as_list(s["Action"])), (name, s)
@@ -546,6 +556,10 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "cloudwatch":
                 assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
                 assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"
+            elif service == "sts":
+                # the metrics audit across accounts: only the member role, by its name, in any account
+                assert actions == {"sts:AssumeRole"} and name == "MetricsAuditFunction", (name, s)
+                assert granted_on == [{"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/${MemberRoleName}"}], (name, s)
             elif service == "kms":
                 _assert_kms_statement(name, s, needs)
             elif service == "dynamodb":
@@ -566,7 +580,7 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             else:
                 pytest.fail(f"{name}: unexpected service {service}: {s}")
         assert dynamodb == {k: set(v) for k, v in needs.dynamodb.items()}, name
-        assert unscoped == needs.unscoped, name
+        assert unscoped == needs.unscoped | (org_audit_actions(stack, name) - {"sts:AssumeRole"}), name
         assert audited == needs.audited, name
         assert streams == needs.streams, name
 
@@ -1088,7 +1102,10 @@ def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -
         assert stack["Resources"]["TrailBucket"]["DependsOn"] == "TrailQueuePolicy"
     else:
         assert source == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}"}
-    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": ref("AWS::AccountId")}
+    # an organisation trail's bucket in a log-archive account notifies as that account
+    other_account = stack["Parameters"]["TrailBucketAccountId"]["Default"] and "TrailBucket" not in stack["Resources"]
+    expected_owner = ref("TrailBucketAccountId") if other_account else ref("AWS::AccountId")
+    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": expected_owner}
 
 
 # --------------------------------------------------------------------------------------------- references, lint
