@@ -267,12 +267,12 @@ def _merge_placeholders(templates: Sequence[str]) -> str:
         kinds = set(column)
         if len(kinds) == 1:
             merged.append(column[0])
-        elif kinds <= {"{n}", "{hex}"}:
-            merged.append("{hex}")
+        elif kinds <= {"{n}", "{hex}"} or ("{hex}" in kinds and kinds <= {"{n}", "{hex}", "{s}"}):
+            merged.append("{hex}")  # short hex suffixes can be all digits or all letters
         else:
             merged.append("{id}")
     parts = iter(merged)
-    return _PLACEHOLDER.sub(lambda m: next(parts, m.group()) if m.group() in _ID_LIKE else m.group(), first)
+    return _PLACEHOLDER.sub(lambda m: next(parts, m.group()), first)
 
 
 _PARTIQL_PREFIXES = ("ExecuteStatement:", "BatchExecuteStatement:", "ExecuteTransaction:")
