@@ -73,8 +73,8 @@ tools: $(TOOLS_STAMP)
 # resources": its source-line mapping does not know Fn::ForEach; the template is still scanned.
 template-check: venv tools
 	$(SAM_ENV) $(SAM) validate --lint $(SAM_FLAGS) --template template.yaml
-	$(BIN)/cfn-lint template.yaml
-	@rm -rf $(TOOLS)/checkov-input && mkdir -p $(TOOLS)/checkov-input && cp template.yaml $(TOOLS)/checkov-input/
+	$(BIN)/cfn-lint template.yaml templates/*.yaml
+	@rm -rf $(TOOLS)/checkov-input && mkdir -p $(TOOLS)/checkov-input && cp template.yaml templates/*.yaml $(TOOLS)/checkov-input/
 	$(BIN)/python -m tests.template.variants $(TOOLS)/checkov-input
 	BC_SKIP_MAPPING=TRUE $(CHECKOV) --quiet --compact --framework cloudformation --directory $(TOOLS)/checkov-input
 

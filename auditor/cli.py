@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
@@ -27,6 +28,8 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
     from auditor.mutelist import Muted
+    from auditor.sources.inventory import TableSelector
+    from auditor.sources.org import SessionFactory
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
 FINDING_FORMATS = (*FORMATS, "sarif", "asff")
@@ -65,6 +68,41 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--account", metavar="ID", help="AWS account id for --format asff, for findings that do not carry one"
+    )
+
+
+def _add_org_options(p: argparse.ArgumentParser) -> None:
+    """Credentials, accounts and Regions of a command that reads AWS (``audit``, ``athena``)."""
+    p.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    p.add_argument(
+        "--regions",
+        metavar="R,...|all",
+        help="audit these Regions (comma-separated), or all where DynamoDB has an endpoint (default: --region)",
+    )
+    p.add_argument(
+        "--accounts",
+        metavar="ID,...",
+        help="audit these accounts by assuming --role-name in each (comma-separated 12-digit ids)",
+    )
+    p.add_argument(
+        "--org",
+        action="store_true",
+        help="audit every ACTIVE account of the Organization (organizations:ListAccounts; management or delegated "
+        "administrator account), assuming --role-name in each",
+    )
+    p.add_argument(
+        "--role-name",
+        metavar="NAME",
+        help="the read-only member role to assume in each account (templates/member-role.yaml), e.g. "
+        "DdbTrafficAuditorMember",
+    )
+    p.add_argument("--external-id", metavar="ID", help="ExternalId the member role's trust policy requires, if any")
+    p.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="accounts x Regions audited at once (1-64, default 8); each also makes a few calls in parallel",
     )
 
 
@@ -139,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
     )
+    _add_org_options(audit)
     _add_output_options(audit)
 
     billing = sub.add_parser(
@@ -182,12 +221,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_output_options(billing)
 
+    athena = sub.add_parser(
+        "athena",
+        help="analyse a trail bucket's history with Amazon Athena (SQL per table and window; same detectors and "
+        "findings as analyze-trail)",
+    )
+    athena.add_argument("--bucket", required=True, metavar="NAME", help="the trail bucket (any account you can read)")
+    athena.add_argument("--prefix", default="", metavar="P", help="the trail's S3 key prefix, if any")
+    athena.add_argument(
+        "--organization-id", metavar="o-...", help="organisation trail: AWSLogs/o-.../ACCOUNT/CloudTrail/REGION/..."
+    )
+    athena.add_argument("--accounts", required=True, metavar="ID,...", help="accounts whose events to read")
+    athena.add_argument("--regions", required=True, metavar="R,...", help="Regions whose events to read")
+    athena.add_argument("--start", metavar="ISO", help="start of the range, ISO 8601 (default: --hours before --end)")
+    athena.add_argument("--end", metavar="ISO", help="end of the range, ISO 8601 (default: now, to the minute)")
+    athena.add_argument("--hours", type=float, default=24.0, metavar="N", help="length of the range (default 24)")
+    athena.add_argument("--database", default="default", metavar="DB", help="Glue database for the table")
+    athena.add_argument("--workgroup", metavar="WG", help="Athena workgroup (default: primary)")
+    athena.add_argument(
+        "--output-location", metavar="S3URI", help="s3://... for query results (unless the workgroup sets one)"
+    )
+    athena.add_argument("--timeout", type=float, default=900.0, metavar="S", help="seconds per query (default 900)")
+    athena.add_argument(
+        "--price-per-tb", type=float, default=5.0, metavar="USD", help="Athena price per TB scanned (default 5)"
+    )
+    athena.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    athena.add_argument("--region", metavar="R", help="the Athena Region (default: the standard boto3 configuration)")
+    athena.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    _add_output_options(athena)
+
     demo = sub.add_parser(
         "demo", help="run the deployed service end to end offline (local AWS endpoint, real handlers, Slack catcher)"
     )
     demo.add_argument("--out", default="audit-demo", metavar="DIR", help="output directory (default: ./audit-demo)")
     demo.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     _add_output_options(demo)
+    debug_help = "on an internal error, log the full traceback (JSON on stderr; never local variables)"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
+    for command in sub.choices.values():  # also accepted after the command; the top-level value is the default
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     return parser
 
 
@@ -406,6 +478,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
     now = int(time.time())
     end = now - now % 60
+    if args.profile or args.regions or args.accounts or args.org:
+        return _cmd_org_audit(args, selector, start=end - int(args.days * 86_400), end=end, now=now)
     result = run_audit(
         build_clients(args.region),
         selector,
@@ -434,6 +508,172 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if args.format == "json":
             return to_json(_with_muted(result.to_dict(), muted))
         return render_audit(result, args.format) + _muted_text(muted, args.format == "markdown")
+
+    return _output(args, result.findings, native)
+
+
+def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], list[str | None]]:
+    """The base session, the per-account session factory, the Regions and the accounts of ``--profile``,
+    ``--regions``, ``--accounts``/``--org`` and ``--role-name``."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
+    from auditor.sources.org import SessionFactory, organization_accounts, parse_accounts, parse_regions
+
+    if args.accounts and args.org:
+        raise InputError("--accounts and --org are exclusive: pick one")
+    if (args.accounts or args.org) and not args.role_name:
+        raise InputError("--accounts and --org need --role-name (the member role to assume in each account)")
+    if args.regions and args.region:
+        raise InputError("--region and --regions are exclusive: pick one")
+    listed = parse_accounts(args.accounts) if args.accounts else None
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    regions = parse_regions(args.regions, session)
+    own: str | None = None
+    accounts: list[str | None] = [None]
+    try:
+        if args.accounts or args.org:
+            own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        if listed is not None:
+            accounts = list(listed)
+        elif args.org:
+            accounts = list(organization_accounts(session.client("organizations", config=CLIENT_CONFIG)))
+            if not accounts:
+                raise InputError("--org: the Organization lists no ACTIVE account")
+    except ClientError as exc:
+        raise InputError(f"cannot list the accounts to audit: {error_message(exc)}") from exc
+    except BotoCoreError as exc:
+        raise InputError(f"cannot reach AWS: {exc}") from exc
+    factory = SessionFactory(session, args.role_name, own_account=own, external_id=args.external_id)
+    return factory, regions, accounts
+
+
+def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: int, end: int, now: int) -> int:
+    """``audit`` over several accounts and/or Regions (or with --profile): see auditor.service.org_audit."""
+    from auditor.billing.pricing import PriceBook, pricing_client
+    from auditor.service.audit import AuditResult
+    from auditor.service.org_audit import render_org_audit, run_org_audit
+    from auditor.sources.org import MAX_CONCURRENCY, TargetOutcome, targets
+
+    if not 1 <= args.max_concurrency <= MAX_CONCURRENCY:
+        raise InputError(f"--max-concurrency must be 1..{MAX_CONCURRENCY}")
+    factory, regions, accounts = _org_session(args)
+    todo = targets(accounts, regions)
+    done = [0]
+    tty = sys.stderr.isatty()
+
+    def progress(outcome: TargetOutcome[AuditResult]) -> None:
+        done[0] += 1
+        if tty:
+            state = "ok" if outcome.gap is None else outcome.gap.reason.replace("_", " ")
+            print(f"\r[{done[0]}/{len(todo)}] {outcome.target.describe()}: {state}\033[K", end="", file=sys.stderr)
+
+    book = PriceBook(pricing_client, datetime.now(UTC).date())
+    result = run_org_audit(
+        factory,
+        todo,
+        selector,
+        start=start,
+        end=end,
+        now=now,
+        billing_days=args.billing_days,
+        prices=book,
+        max_workers=args.max_concurrency,
+        on_done=progress,
+    )
+    if tty:
+        print(file=sys.stderr)
+    for warning in book.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    for gap in result.coverage_gaps:
+        print(f"ddb-audit: warning: not audited: {gap.describe()}", file=sys.stderr)
+    if not result.results:
+        first = result.coverage_gaps[0]
+        raise InputError(f"nothing could be audited: {first.describe()}")
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(_with_muted(result.to_dict(), muted))
+        return render_org_audit(result, args.format) + _muted_text(muted, args.format == "markdown")
+
+    return _output(args, result.findings, native)
+
+
+def _utc_time(text: str, option: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{option}: not an ISO 8601 time: {text!r}") from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _cmd_athena(args: argparse.Namespace) -> int:
+    """``athena``: the trail analysis as SQL in Amazon Athena (auditor.service.athena_audit)."""
+    from datetime import timedelta
+
+    import boto3
+
+    from auditor.service.athena_audit import run_athena_audit
+    from auditor.sources.athena import AthenaScope
+    from auditor.sources.aws_calls import CLIENT_CONFIG
+    from auditor.sources.org import parse_accounts
+
+    if not 0 < args.hours <= 24 * 400:
+        raise InputError("--hours must be more than 0 and at most 9600")
+    if args.timeout <= 0 or args.price_per_tb < 0:
+        raise InputError("--timeout must be positive and --price-per-tb not negative")
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    end = _utc_time(args.end, "--end") if args.end else now
+    start = _utc_time(args.start, "--start") if args.start else end - timedelta(hours=args.hours)
+    scope = AthenaScope(
+        bucket=args.bucket,
+        prefix=args.prefix,
+        organization_id=args.organization_id,
+        accounts=tuple(parse_accounts(args.accounts)),
+        regions=tuple(sorted({r.strip() for r in args.regions.split(",") if r.strip()})),
+        start=start,
+        end=end,
+        database=args.database,
+    )
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    client = session.client("athena", config=CLIENT_CONFIG)
+    result = run_athena_audit(
+        client,
+        scope,
+        config,
+        workgroup=args.workgroup,
+        output_location=args.output_location,
+        timeout_seconds=args.timeout,
+        price_per_tb=args.price_per_tb,
+    )
+    st = result.stats()
+    print(
+        f"ddb-audit: Athena scanned {st['bytes_scanned']:,} bytes ({st['bytes_scanned'] / 1024**3:.3f} GiB) in "
+        f"{len(result.queries)} queries; cost ${st['cost_usd']:.4f} at ${result.price_per_tb:g} per TB",
+        file=sys.stderr,
+    )
+    if result.rows.data_events == 0:
+        print(
+            f"ddb-audit: warning: no DynamoDB data events under {scope.location} for {', '.join(scope.accounts)} in "
+            f"{', '.join(scope.regions)} from {scope.start.isoformat()} to {scope.end.isoformat()} (check the bucket, "
+            "--prefix, --organization-id and that the trail logs DynamoDB data events)",
+            file=sys.stderr,
+        )
+    for problem in result.rows.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    for err in result.detector_errors:
+        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(_with_muted(result.to_dict(), muted))
+        if args.format == "markdown":
+            return render_markdown(kept, result.access_patterns, st) + _muted_text(muted, True)
+        return render_table(kept, result.access_patterns, st) + _muted_text(muted)
 
     return _output(args, result.findings, native)
 
@@ -511,6 +751,7 @@ COMMANDS = {
     "analyze-trail": _cmd_analyze_trail,
     "item-size": _cmd_item_size,
     "audit": _cmd_audit,
+    "athena": _cmd_athena,
     "report": _cmd_report,
     "billing": _cmd_billing,
     "demo": _cmd_demo,
@@ -535,6 +776,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        log.exception("internal_error")
-        print(f"ddb-audit: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        user_error = environment_error(exc)
+        if user_error is not None:
+            print(f"ddb-audit: error: {user_error}", file=sys.stderr)
+            return EXIT_INPUT
+        # One line and a short id; the message itself may quote input (a record's text), so only the type is
+        # printed. The traceback (frames only, never local variables) is logged with --debug.
+        error_id = uuid.uuid4().hex[:8]
+        if getattr(args, "debug", False):
+            log.error("internal_error", error_id=error_id, exc_info=exc)
+        hint = "" if getattr(args, "debug", False) else "; run again with --debug for the traceback"
+        print(f"ddb-audit: internal error {error_id}: {type(exc).__name__}{hint}", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+#: botocore errors about the caller's credentials, profile or configuration (the user can fix them).
+_AUTH_ERROR_CODES = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "SignatureDoesNotMatch",
+        "MissingAuthenticationToken",
+        "AuthFailure",
+    }
+)
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """A one-line message when ``exc`` is a credential, profile or AWS configuration error; else ``None``."""
+    try:
+        from botocore import exceptions as bex
+    except ImportError:  # pragma: no cover - botocore is a dependency
+        return None
+    config_errors = (
+        bex.NoCredentialsError,
+        bex.PartialCredentialsError,
+        bex.ProfileNotFound,
+        bex.NoRegionError,
+        bex.CredentialRetrievalError,
+        bex.TokenRetrievalError,
+        bex.SSOError,
+        bex.SSOTokenLoadError,
+        bex.UnauthorizedSSOTokenError,
+        bex.ConfigNotFound,
+        bex.ConfigParseError,
+        bex.InvalidConfigError,
+        bex.UnknownCredentialError,
+        bex.InvalidRegionError,
+    )
+    if isinstance(exc, config_errors):
+        return f"AWS credentials or configuration: {_one_line(str(exc))}"
+    if isinstance(exc, bex.EndpointConnectionError | bex.ConnectTimeoutError):
+        return f"cannot reach AWS: {_one_line(str(exc))}"
+    if isinstance(exc, bex.ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _AUTH_ERROR_CODES:
+            return f"AWS rejected the credentials ({code}): {_one_line(str(exc))}"
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]

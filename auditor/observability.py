@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 
 
 def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
@@ -24,7 +25,9 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks,
+            # Tracebacks as frames only: structlog's default transformer also dumps every frame's local variables,
+            # which would put records' text (keys, principals) into the logs.
+            structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

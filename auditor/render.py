@@ -1,4 +1,9 @@
-"""Text renderers for the CLI: ``json``, ``table`` (terminal) and ``markdown``."""
+"""Text renderers for the CLI: ``json``, ``table`` (terminal) and ``markdown``.
+
+Values from traffic (table and index names, principals, key templates, finding texts that quote them) go through
+the escaping function of the output format (:mod:`auditor.escaping`): the terminal table strips control and
+bidirectional characters before a cell is cut to width, Markdown escapes HTML and link syntax.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from auditor.escaping import markdown_code, markdown_text, terminal_text
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
 
@@ -19,10 +25,13 @@ def to_json(document: Any) -> str:
 
 
 def _cut(text: str, width: int) -> str:
+    # cleaned first: a cut cannot leave an escape sequence open, and the width counts what is shown
+    text = terminal_text(text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+    rows = [[terminal_text(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.upper().ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -34,8 +43,9 @@ def render_columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     return "\n".join(_columns(rows, header)) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cell_code(value: str) -> str:
+    # a code span in a GFM table cell: "|" still ends the cell unless backslash-escaped (the backslash is dropped)
+    return markdown_code(value).replace("|", "\\|")
 
 
 def findings_table(findings: Sequence[Finding]) -> list[str]:
@@ -49,9 +59,9 @@ def findings_table(findings: Sequence[Finding]) -> list[str]:
     lines = _columns(rows, ("severity", "kind", "table", "title"))
     lines.append("")
     for n, f in enumerate(findings, 1):
-        lines.append(f"[{n}] {f.severity.value.upper()} {f.title}")
-        lines.append(f"    {f.summary}")
-        lines.append(f"    Fix: {f.recommendation}")
+        lines.append(f"[{n}] {f.severity.value.upper()} {terminal_text(f.title)}")
+        lines.append(f"    {terminal_text(f.summary)}")
+        lines.append(f"    Fix: {terminal_text(f.recommendation)}")
         lines.append(f"    id {f.id}, seen {f.first_seen:%Y-%m-%d %H:%M} to {f.last_seen:%Y-%m-%d %H:%M} UTC")
     return lines
 
@@ -80,7 +90,7 @@ def render_table(findings: Sequence[Finding], patterns: Sequence[AccessPattern],
     """Terminal rendering of an analysis."""
     lines = ["Findings", "========", *findings_table(findings), "", "Access patterns", "==============="]
     lines += patterns_table(patterns) if patterns else ["No DynamoDB data events."]
-    lines += ["", "Input: " + ", ".join(f"{k}={v}" for k, v in stats.items())]
+    lines += ["", "Input: " + ", ".join(f"{terminal_text(k)}={terminal_text(v)}" for k, v in stats.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -90,11 +100,13 @@ def render_markdown(findings: Sequence[Finding], patterns: Sequence[AccessPatter
     if findings:
         out += ["| Severity | Kind | Table | Finding |", "|---|---|---|---|"]
         out += [
-            f"| {f.severity.value} | {f.kind.value} | {_md_escape(f.table)} | {_md_escape(f.title)} |" for f in findings
+            f"| {f.severity.value} | {f.kind.value} | {markdown_text(f.table)} | {markdown_text(f.title)} |"
+            for f in findings
         ]
         for f in findings:
-            out += ["", f"### {_md_escape(f.title)}", "", f"**{f.severity.value}** · `{f.kind.value}` · `{f.id}`", ""]
-            out += [_md_escape(f.summary), "", f"**Fix:** {_md_escape(f.recommendation)}"]
+            head = f"**{f.severity.value}** · `{f.kind.value}` · {markdown_code(f.id)}"
+            out += ["", f"### {markdown_text(f.title)}", "", head, ""]
+            out += [markdown_text(f.summary), "", f"**Fix:** {markdown_text(f.recommendation)}"]
     else:
         out.append("No findings.")
     out += ["", "## Access patterns", ""]
@@ -104,12 +116,12 @@ def render_markdown(findings: Sequence[Finding], patterns: Sequence[AccessPatter
             "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {_md_escape(p.table)} | {_md_escape(p.index or '-')} | {p.operation} | "
-            f"`{_md_escape(p.key_template or '-')}` | {p.requests} | {p.share:.1%} | "
+            f"| {markdown_text(p.table)} | {markdown_text(p.index or '-')} | {markdown_text(p.operation)} | "
+            f"{_cell_code(p.key_template or '-')} | {p.requests} | {p.share:.1%} | "
             f"{'yes' if p.efficient else '**no**'} |"
             for p in patterns
         ]
     else:
         out.append("No DynamoDB data events.")
-    out += ["", "## Input", "", ", ".join(f"{k}: {v}" for k, v in stats.items()), ""]
+    out += ["", "## Input", "", ", ".join(f"{markdown_text(k)}: {markdown_text(v)}" for k, v in stats.items()), ""]
     return "\n".join(out)

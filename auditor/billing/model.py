@@ -269,6 +269,16 @@ class CapacitySetting(BaseModel):
     #: True when the settings in force are the ones simulated (None when they are unknown).
     already_optimal: bool | None = None
 
+    def describe(self, name: str) -> str:
+        """``reads 5-200 at 70%``, with the settings in force when known (``now ...``, ``already optimal``)."""
+        text = f"{name} {self.min_capacity}-{self.max_capacity} at {self.target_utilization:g}%"
+        if self.current is not None:
+            now = self.current
+            target = "no target tracking" if now.target_utilization is None else f"{now.target_utilization:g}%"
+            text += f" (now {now.min_capacity}-{now.max_capacity} at {target}"
+            text += ", already optimal)" if self.already_optimal else ")"
+        return text
+
 
 class CapacityRecommendation(BaseModel):
     """Auto-scaling settings for the table or one GSI."""

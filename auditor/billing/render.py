@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from auditor.billing.model import BillingResult, CapacityRecommendation, CapacitySetting, DimensionResult
+from auditor.billing.model import BillingResult, CapacityRecommendation, DimensionResult
 from auditor.models.finding import Finding
 from auditor.render import findings_table, render_columns
 
@@ -44,18 +44,8 @@ def _row(where: str, dim: str, d: DimensionResult) -> tuple[str, ...]:
 _HEADER = ("series", "dim", "on-demand", "prov simulated", "prov current", "mode", "peak/s", "throttled")
 
 
-def _dimension(name: str, s: CapacitySetting) -> str:
-    text = f"{name} {s.min_capacity}-{s.max_capacity} at {s.target_utilization:g}%"
-    if s.current is not None:
-        now = s.current
-        target = "no target tracking" if now.target_utilization is None else f"{now.target_utilization:g}%"
-        text += f" (now {now.min_capacity}-{now.max_capacity} at {target}"
-        text += ", already optimal)" if s.already_optimal else ")"
-    return text
-
-
 def _capacity(c: CapacityRecommendation) -> str:
-    return f"{c.index or 'table'}: {_dimension('reads', c.read)}, {_dimension('writes', c.write)}"
+    return f"{c.index or 'table'}: {c.read.describe('reads')}, {c.write.describe('writes')}"
 
 
 def _summary(result: BillingResult) -> list[str]:

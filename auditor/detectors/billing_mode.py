@@ -40,11 +40,7 @@ class BillingModeConfig(DetectorConfig):
 
 def _settings(cap: CapacityRecommendation) -> str:
     where = f"index {cap.index}" if cap.index else "table"
-    r, w = cap.read, cap.write
-    return (
-        f"{where}: reads min {r.min_capacity} / max {r.max_capacity}, writes min {w.min_capacity} / max "
-        f"{w.max_capacity} at {r.target_utilization:g}% target"
-    )
+    return f"{where}: {cap.read.describe('reads')}, {cap.write.describe('writes')}"
 
 
 def _recommendation(result: BillingResult) -> str:

@@ -3,7 +3,8 @@
 Both use Jinja2 templates from ``auditor/report/templates``. The HTML environment autoescapes every value; the
 only markup inserted as is comes from :mod:`auditor.report.charts`, which escapes every label itself. The
 Markdown environment escapes values with the ``md`` filter (pipes, brackets, emphasis characters, angle brackets)
-so a table name cannot break a table or smuggle in HTML.
+so a table name cannot break a table or smuggle in HTML. Both drop control and bidirectional formatting characters
+from every value they print (the environments' ``finalize``, :func:`auditor.escaping.drop_controls`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from auditor.escaping import drop_controls, report_text
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
 from auditor.report.model import KIND_LABELS, STATUSES, Delta, WeeklyReport, format_key
@@ -74,7 +76,7 @@ def day(value: datetime) -> str:
 
 def md(value: object) -> str:
     """Escape text for Markdown (CommonMark/GFM), including inside table cells; newlines become spaces."""
-    text = " ".join(str(value).splitlines())
+    text = report_text(value)
     out = []
     for i, ch in enumerate(text):
         if ch == "_":
@@ -90,7 +92,7 @@ def md(value: object) -> str:
 
 def md_code(value: object) -> str:
     """An inline code span that survives any backticks and pipes in the value."""
-    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    text = report_text(value).replace("|", "\\|")
     longest = run = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -206,6 +208,15 @@ def _common(env: Environment) -> Environment:
     return env
 
 
+def _finalize(value: Any) -> Any:
+    """Every printed value without control characters (markup stays markup: its text is cleaned the same way)."""
+    if isinstance(value, Markup):
+        return Markup(drop_controls(str(value)))
+    if isinstance(value, str):
+        return drop_controls(value)
+    return value
+
+
 @cache
 def html_environment() -> Environment:
     """Jinja2 for HTML: autoescape on, undefined names are errors."""
@@ -213,6 +224,7 @@ def html_environment() -> Environment:
         loader=PackageLoader("auditor.report", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
+        finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -227,6 +239,7 @@ def markdown_environment() -> Environment:
         loader=PackageLoader("auditor.report", "templates"),
         autoescape=False,
         undefined=StrictUndefined,
+        finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -549,3 +549,32 @@ def test_report_objects_stay_under_the_granted_prefix(recorded: Recorded) -> Non
     assert objects and all(key.startswith(prefix) for _, key in objects), objects
     assert ("s3:GetObject", None) in recorded.recorder.calls["WeeklyReportFunction"], "the presigned link's action"
     assert INSIGHT_RULES_ARN["Fn::Sub"].endswith("insight-rule/DynamoDBContributorInsights-*")
+
+
+# ------------------------------------------------------------------------------------- the member-role template
+
+#: The services whose calls the audit makes in an audited account (the rest is the stack's own: state, SNS, KMS).
+_AUDIT_SERVICES = ("dynamodb:", "cloudwatch:", "application-autoscaling:")
+
+
+def test_member_role_grants_exactly_the_reads_the_metrics_audit_makes(recorded: Recorded) -> None:
+    """templates/member-role.yaml (assumed in each member account) grants the audit's read calls, no more, no less;
+    audited-table calls are granted on tables and indexes of every Region, never a data-plane action."""
+    calls = recorded.recorder.calls["MetricsAuditFunction"]
+    used = {action for action, target in calls if target in (None, "audited") and action.startswith(_AUDIT_SERVICES)}
+    member = load_template(ROOT / "templates" / "member-role.yaml")
+    statements = role_statements(member, "MemberRole")
+    granted = {action for s in statements for action in as_list(s["Action"])}
+    assert granted == used, f"granted but unused {sorted(granted - used)}, used but ungranted {sorted(used - granted)}"
+    audited = {action for action, target in calls if target == "audited"}
+    for statement in statements:
+        resources = [json.dumps(r) for r in as_list(statement["Resource"])]
+        for action in as_list(statement["Action"]):
+            if action in audited:
+                assert all(":dynamodb:*:${AWS::AccountId}:table/" in r for r in resources), (action, resources)
+    assert not granted & {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:BatchGetItem"}
+    trust = member["Resources"]["MemberRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert [s["Action"] for s in trust] == ["sts:AssumeRole"]
+    assert json.dumps(trust[0]["Principal"]) == json.dumps(
+        {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AuditorAccountId}:root"}}
+    )

@@ -111,7 +111,7 @@ def test_steady_on_demand_table_switches_to_provisioned() -> None:
     assert finding.kind == FindingKind.BILLING_MODE and finding.severity == Severity.LOW
     assert not finding.missing_evidence()
     assert finding.evidence["monthly_savings"] == pytest.approx(38.37, abs=0.01)
-    assert "PROVISIONED" in finding.recommendation and "min 1 / max 286" in finding.recommendation
+    assert "PROVISIONED" in finding.recommendation and "1-286 at 70%" in finding.recommendation
 
 
 def test_evaluator_mode_tracks_fractional_capacity_and_uses_its_labels() -> None:

@@ -476,3 +476,17 @@ def test_cli_report_requires_findings_and_out(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit) as exc:
         main(["report", "--out", "x"])
     assert exc.value.code == 2
+
+
+#: Terminal/control payloads from the fuzz run: ANSI colour, OSC-8 hyperlink, BEL, CR, RLO, NUL.
+CONTROL_TABLE = "Ord\x1b[31mers\x1b]8;;https://evil.example\x07x\x1b]8;;\x07\r\u202eevil\x00"
+
+
+def test_report_files_drop_control_and_bidi_characters() -> None:
+    findings = every_kind(CONTROL_TABLE, "K\x1b[2J#1", "arn:aws:iam::1:role/\x07job")
+    report = build(findings, CONTROL_TABLE)
+    for text in (render_html(report), render_markdown(report)):
+        bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F or c == "\u202e"]
+        assert not bad, sorted(set(bad))
+        # the printable rest of the name is still shown
+        assert "31mers" in text and "evil" in text

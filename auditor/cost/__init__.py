@@ -1,0 +1,1 @@
+"""Cost: the ledger (audited DynamoDB spend against the auditor's own) and the capture planner."""

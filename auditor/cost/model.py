@@ -1,0 +1,306 @@
+"""The cost ledger's arithmetic: what the audited tables cost, what the auditor costs, and the ratio.
+
+Pure functions of counts and prices (no boto3, no clock). Two sides, per audited table and day:
+
+- **DynamoDB spend**, estimated from CloudWatch consumed capacity, the billing mode, the table class and the
+  storage (DescribeTable size), with the price tables of :mod:`auditor.billing.pricing`: on-demand tables pay
+  consumed request units, provisioned tables pay the units in force per hour, both pay storage per GB-month.
+- **Auditor spend**, split into the lines the issue names: CloudTrail data events (counted from what was
+  ingested, per table), Lambda GB-seconds and requests, state-table requests, CloudWatch GetMetricData,
+  Contributor Insights and S3.
+
+Auditor prices (USD, us-east-1 list prices):
+
+- CloudTrail data events: $0.10 per 100,000 delivered (CloudTrail pricing page; reference note ``cloudtrail.md``
+  section 2.6).
+- Lambda on arm64: $0.0000133334 per GB-second and $0.20 per million requests (the figures the weekly report
+  already uses).
+- The state table is on-demand: the DynamoDB prices of the price book ($0.125 per million read request units,
+  $0.625 per million write request units).
+- CloudWatch GetMetricData: $0.01 per 1,000 metrics requested.
+- Contributor Insights for DynamoDB: $0.50 per rule per month and $0.03 per million events matched (as published
+  by third-party summaries of the CloudWatch pricing page; enabling it on a table creates 2 rules plus 2 per GSI).
+- S3 (Standard): $0.005 per 1,000 PUT, $0.0004 per 1,000 GET, $0.023 per GB-month.
+
+A month is 730 hours (the convention of :mod:`auditor.billing`), so a day is 1/30.42 of a month.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from auditor.billing.pricing import ClassPrices
+
+HOURS_PER_MONTH = 730.0
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24
+GIB = float(2**30)
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+AuditorLine = Literal[
+    "cloudtrail_data_events", "lambda", "state_table", "cloudwatch_metrics", "contributor_insights", "s3"
+]
+AUDITOR_LINES: tuple[AuditorLine, ...] = (
+    "cloudtrail_data_events",
+    "lambda",
+    "state_table",
+    "cloudwatch_metrics",
+    "contributor_insights",
+    "s3",
+)
+
+
+class AuditorRates(BaseModel):
+    """The prices of what the auditor itself uses (USD per unit; module docstring for the sources)."""
+
+    model_config = _FROZEN
+
+    data_event: float = Field(default=0.10 / 100_000, ge=0)
+    lambda_gb_second: float = Field(default=0.0000133334, ge=0)
+    lambda_request: float = Field(default=0.20 / 1_000_000, ge=0)
+    state_read_unit: float = Field(default=0.125 / 1_000_000, ge=0)
+    state_write_unit: float = Field(default=0.625 / 1_000_000, ge=0)
+    metric_requested: float = Field(default=0.01 / 1_000, ge=0)
+    ci_rule_month: float = Field(default=0.50, ge=0)
+    ci_event: float = Field(default=0.03 / 1_000_000, ge=0)
+    s3_put: float = Field(default=0.005 / 1_000, ge=0)
+    s3_get: float = Field(default=0.0004 / 1_000, ge=0)
+    s3_gb_month: float = Field(default=0.023, ge=0)
+
+
+class AuditorUsage(BaseModel):
+    """What the auditor used on behalf of one audited table in one period (``days`` long)."""
+
+    model_config = _FROZEN
+
+    days: float = Field(default=1.0, gt=0)
+    data_events: int = Field(default=0, ge=0)
+    lambda_gb_seconds: float = Field(default=0.0, ge=0)
+    lambda_requests: int = Field(default=0, ge=0)
+    state_read_units: float = Field(default=0.0, ge=0)
+    state_write_units: float = Field(default=0.0, ge=0)
+    metrics_requested: int = Field(default=0, ge=0)
+    ci_rules: int = Field(default=0, ge=0, description="Contributor Insights rules active during the period")
+    ci_events: int = Field(default=0, ge=0)
+    s3_puts: int = Field(default=0, ge=0)
+    s3_gets: int = Field(default=0, ge=0)
+    s3_bytes_stored: float = Field(default=0.0, ge=0, description="average bytes kept during the period")
+
+    def plus(self, other: AuditorUsage) -> AuditorUsage:
+        """Two usages of the same period added (counts add; ``days`` is the longer of the two)."""
+        merged: dict[str, Any] = {"days": max(self.days, other.days)}
+        for name in type(self).model_fields:
+            if name != "days":
+                merged[name] = getattr(self, name) + getattr(other, name)
+        return AuditorUsage(**merged)
+
+
+class DynamoDBUsage(BaseModel):
+    """What one audited table (with its GSIs) consumed in one period, from CloudWatch and DescribeTable."""
+
+    model_config = _FROZEN
+
+    days: float = Field(default=1.0, gt=0)
+    billing_mode: Literal["PAY_PER_REQUEST", "PROVISIONED"]
+    table_class: Literal["STANDARD", "STANDARD_INFREQUENT_ACCESS"] = "STANDARD"
+    read_units: float = Field(default=0.0, ge=0, description="consumed read capacity units (Sum)")
+    write_units: float = Field(default=0.0, ge=0, description="consumed write capacity units (Sum)")
+    rcu_hours: float = Field(default=0.0, ge=0, description="provisioned read units in force x hours")
+    wcu_hours: float = Field(default=0.0, ge=0, description="provisioned write units in force x hours")
+    storage_bytes: float = Field(default=0.0, ge=0)
+
+
+class Spend(BaseModel):
+    """A cost split into named lines (USD)."""
+
+    model_config = _FROZEN
+
+    lines: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.lines.values())
+
+
+def dynamodb_spend(usage: DynamoDBUsage, prices: ClassPrices) -> Spend:
+    """The table's DynamoDB bill for the period: throughput by mode, plus storage."""
+    if usage.billing_mode == "PAY_PER_REQUEST":
+        reads = usage.read_units * prices.read_request_unit
+        writes = usage.write_units * prices.write_request_unit
+    else:
+        reads = usage.rcu_hours * prices.rcu_hour
+        writes = usage.wcu_hours * prices.wcu_hour
+    storage = usage.storage_bytes / GIB * prices.storage_gb_month * usage.days / DAYS_PER_MONTH
+    return Spend(lines={"reads": reads, "writes": writes, "storage": storage})
+
+
+def auditor_spend(usage: AuditorUsage, rates: AuditorRates | None = None) -> Spend:
+    """The auditor's own bill for the period, one line per service."""
+    r = rates or AuditorRates()
+    month_share = usage.days / DAYS_PER_MONTH
+    return Spend(
+        lines={
+            "cloudtrail_data_events": usage.data_events * r.data_event,
+            "lambda": usage.lambda_gb_seconds * r.lambda_gb_second + usage.lambda_requests * r.lambda_request,
+            "state_table": usage.state_read_units * r.state_read_unit + usage.state_write_units * r.state_write_unit,
+            "cloudwatch_metrics": usage.metrics_requested * r.metric_requested,
+            "contributor_insights": usage.ci_rules * r.ci_rule_month * month_share + usage.ci_events * r.ci_event,
+            "s3": usage.s3_puts * r.s3_put
+            + usage.s3_gets * r.s3_get
+            + usage.s3_bytes_stored / GIB * r.s3_gb_month * month_share,
+        }
+    )
+
+
+class LedgerEntry(BaseModel):
+    """One audited table on one UTC day: both sides of the ledger, with what they were computed from."""
+
+    model_config = _FROZEN
+
+    day: date
+    account: str | None = None
+    region: str | None = None
+    table: str
+    dynamodb: Spend
+    auditor: Spend
+    #: Fraction of the table's requests that the capture plan logged that day (1.0 = full capture).
+    captured_fraction: float | None = Field(default=None, ge=0, le=1)
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored form (numbers as strings so that DynamoDB keeps them exactly as computed)."""
+        item: dict[str, Any] = {
+            "day": self.day.isoformat(),
+            "account": self.account or "",
+            "region": self.region or "",
+            "table": self.table,
+            "dynamodb": {k: repr(v) for k, v in self.dynamodb.lines.items()},
+            "auditor": {k: repr(v) for k, v in self.auditor.lines.items()},
+        }
+        if self.captured_fraction is not None:
+            item["captured_fraction"] = repr(self.captured_fraction)
+        return item
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
+        fraction = item.get("captured_fraction")
+        return cls(
+            day=date.fromisoformat(str(item["day"])),
+            account=str(item.get("account") or "") or None,
+            region=str(item.get("region") or "") or None,
+            table=str(item["table"]),
+            dynamodb=Spend(lines={str(k): float(v) for k, v in dict(item["dynamodb"]).items()}),
+            auditor=Spend(lines={str(k): float(v) for k, v in dict(item["auditor"]).items()}),
+            captured_fraction=None if fraction is None else float(fraction),
+        )
+
+
+class LedgerRow(BaseModel):
+    """One table's (or the total's) costs over the ledger's period."""
+
+    model_config = _FROZEN
+
+    table: str
+    days: int
+    auditor_usd: float
+    dynamodb_usd: float
+    auditor_lines: dict[str, float]
+
+    @property
+    def ratio(self) -> float | None:
+        """Auditor cost / audited DynamoDB cost (None when the audited cost is 0)."""
+        return self.auditor_usd / self.dynamodb_usd if self.dynamodb_usd > 0 else None
+
+
+class LedgerSummary(BaseModel):
+    """The ledger over a period: one row per table, and the total."""
+
+    model_config = _FROZEN
+
+    start: date
+    end: date
+    rows: list[LedgerRow]
+    total: LedgerRow
+    #: Auditor costs that belong to no table (shared Lambda runs, the report), already in ``total``.
+    shared_usd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        def row(r: LedgerRow) -> dict[str, Any]:
+            return {
+                "table": r.table,
+                "days": r.days,
+                "auditor_usd": round(r.auditor_usd, 6),
+                "dynamodb_usd": round(r.dynamodb_usd, 6),
+                "ratio": None if r.ratio is None else round(r.ratio, 6),
+                "auditor_lines": {k: round(v, 6) for k, v in r.auditor_lines.items()},
+            }
+
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "tables": [row(r) for r in self.rows],
+            "total": row(self.total),
+            "shared_usd": round(self.shared_usd, 6),
+        }
+
+
+SHARED = "(shared)"
+
+
+def summarise(entries: Iterable[LedgerEntry]) -> LedgerSummary | None:
+    """Add the entries up per table and in total; entries of the table ``(shared)`` count in the total only."""
+    by_table: dict[str, list[LedgerEntry]] = {}
+    for e in entries:
+        by_table.setdefault(e.table, []).append(e)
+    if not by_table:
+        return None
+    days = sorted({e.day for es in by_table.values() for e in es})
+
+    def row(name: str, es: list[LedgerEntry]) -> LedgerRow:
+        lines: dict[str, float] = dict.fromkeys(AUDITOR_LINES, 0.0)
+        for e in es:
+            for k, v in e.auditor.lines.items():
+                lines[k] = lines.get(k, 0.0) + v
+        return LedgerRow(
+            table=name,
+            days=len({e.day for e in es}),
+            auditor_usd=sum(e.auditor.total for e in es),
+            dynamodb_usd=sum(e.dynamodb.total for e in es),
+            auditor_lines=lines,
+        )
+
+    rows = [row(t, es) for t, es in sorted(by_table.items()) if t != SHARED]
+    shared = by_table.get(SHARED, [])
+    total = row("total", [e for es in by_table.values() for e in es])
+    return LedgerSummary(
+        start=days[0],
+        end=days[-1],
+        rows=rows,
+        total=total,
+        shared_usd=sum(e.auditor.total for e in shared),
+    )
+
+
+def usage_from_history(history: Mapping[str, Any], days: float) -> DynamoDBUsage:
+    """A table's DynamoDB usage from its capacity history (the ``ddb-audit billing --input`` document)."""
+    period_h = float(history.get("period_seconds", 60)) / 3600
+    reads = writes = rcu_h = wcu_h = 0.0
+    for s in history.get("series", []):
+        reads += sum(float(v) for v in s.get("consumed_read") or [] if v is not None)
+        writes += sum(float(v) for v in s.get("consumed_write") or [] if v is not None)
+        rcu_h += sum(float(v) for v in s.get("provisioned_read") or [] if v is not None) * period_h
+        wcu_h += sum(float(v) for v in s.get("provisioned_write") or [] if v is not None) * period_h
+    cls = history.get("table_class") or "STANDARD"
+    return DynamoDBUsage(
+        days=days,
+        billing_mode=history["billing_mode"],
+        table_class=cls,
+        read_units=reads,
+        write_units=writes,
+        rcu_hours=rcu_h,
+        wcu_hours=wcu_h,
+        storage_bytes=float(history.get("table_size_bytes") or 0),
+    )

@@ -1,0 +1,370 @@
+"""The capture planner: which tables the trail logs in full in the next time slice, within the audit budget.
+
+Pure (no boto3, no clock): the capture controller and ``python -m benchmarks.cost`` call the same
+:func:`plan_slice`. One plan covers one slice (``slice_seconds``, default 5 minutes) and becomes the trail's
+advanced event selectors (:func:`selectors_for`):
+
+1. **Always on.** Scan and the PartiQL operations (``ExecuteStatement``, ``BatchExecuteStatement``,
+   ``ExecuteTransaction``) of every table, through one ``eventName`` selector, so scan findings stay exact. They
+   are rare, so this costs little; its expected cost comes off the budget first.
+2. **Burst watch.** One partition serves at most 3,000 read and 1,000 write units per second, so a key above half
+   of that can only exist while its *table* runs above 1,500 read or 500 write units per second. A table whose
+   latest CloudWatch minute is above that line is captured in full in the next slice (``burst``), at most
+   ``burst_slices`` slices per episode, paid from the burst reserve (``burst_reserve`` of the sampling budget).
+3. **Rotation.** The rest of the sampling budget is shared by the tables in proportion to what they cost in
+   DynamoDB. A table whose share pays for continuous capture is captured continuously; any other is captured one
+   slice in every ``N`` (N from its request rate), at an offset derived from its name, so busy tables take turns
+   instead of sharing a slice.
+
+The budget is ``budget_percent`` of the audited DynamoDB bill per month, less the auditor's fixed monthly costs
+(Lambda, CloudWatch reads, S3): what is left pays for data events. A budget of 0 leaves the always-on selector
+only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DATA_EVENT_USD = 0.10 / 100_000
+SECONDS_PER_MONTH = 730 * 3600
+HALF_PARTITION_READ = 1500.0
+HALF_PARTITION_WRITE = 500.0
+#: The operations logged on every table whatever the plan (scans and PartiQL).
+ALWAYS_ON_EVENTS: tuple[str, ...] = ("Scan", "ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction")
+ALWAYS_ON_NAME = "ddb-audit: scans and PartiQL (always on)"
+SLICE_NAME = "ddb-audit: full capture this slice"
+#: CloudTrail allows 500 values across all conditions of a trail's advanced event selectors.
+MAX_SELECTOR_VALUES = 500
+
+Reason = Literal["continuous", "rotation", "burst"]
+
+
+class PlannerConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    budget_percent: float = Field(default=1.0, ge=0, le=100)
+    slice_seconds: int = Field(default=300, ge=60, le=3600)
+    burst_reserve: float = Field(default=0.5, ge=0, le=1)
+    #: Share of the burst reserve usable from the first day of the month (the rest accrues with the month).
+    reserve_up_front: float = Field(default=0.5, ge=0, le=1)
+    burst_slices: int = Field(default=1, ge=1, le=12)
+    #: A burst capture is a probe this long at the start of the slice (the controller puts the selectors, waits,
+    #: and puts them back without the probe): a key above half a partition's limit makes hundreds of requests a
+    #: second, so a minute is plenty for the hot-key detector, at a fifth of a 5-minute slice's cost.
+    probe_seconds: int = Field(default=60, ge=1, le=3600)
+    #: Slices after an episode's last burst capture before the same table can be burst-captured again.
+    burst_cooldown_slices: int = Field(default=288, ge=0)
+    half_partition_read: float = HALF_PARTITION_READ
+    half_partition_write: float = HALF_PARTITION_WRITE
+    data_event_usd: float = DATA_EVENT_USD
+    #: A table is watched (its CloudWatch minute read every slice, not only hourly) while its last reading was at
+    #: least this fraction of the half-partition line.
+    watch_fraction: float = Field(default=0.25, gt=0, le=1)
+    poll_every_slices: int = Field(default=3, ge=1)
+    poll_min_rate: float = Field(default=1.0, ge=0)
+    #: Headroom on selector values, for the trail's other selectors (management events, other services).
+    max_values: int = Field(default=MAX_SELECTOR_VALUES - 20, ge=10, le=MAX_SELECTOR_VALUES)
+
+
+@dataclass(frozen=True, slots=True)
+class TableTraffic:
+    """What the planner knows about one audited table."""
+
+    table: str
+    arn: str
+    #: Average requests per second over the last day (what a captured second costs in data events).
+    requests_per_second: float
+    #: Expected DynamoDB bill of the table per month (USD): its share of the budget.
+    monthly_dynamodb_usd: float
+    #: Scans and PartiQL calls per second (the always-on selector's share of the cost).
+    rare_per_second: float = 0.0
+    #: The latest CloudWatch minute's consumed units per second (None: not read this run).
+    recent_read_units: float | None = None
+    recent_write_units: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanState:
+    """What the previous plans leave for the next one (kept in the state table with the plan)."""
+
+    #: Data-event spend of burst captures so far this month (USD), and the fraction of the month elapsed.
+    burst_spent_usd: float = 0.0
+    month_elapsed: float = 0.0
+    #: Per table: (slice index of the episode's first burst capture, burst slices captured in it).
+    bursts: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TableCapture:
+    table: str
+    arn: str
+    reason: Reason
+    #: Expected fraction of the table's traffic captured over time under this rule (1.0 for continuous).
+    fraction: float
+    every: int = 1
+    #: Seconds captured from the slice's start (None: the whole slice). Burst probes are shorter.
+    seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapturePlan:
+    """One slice's capture: the tables logged in full, why, and the budget figures behind it."""
+
+    slice_index: int
+    slice_seconds: int
+    captures: tuple[TableCapture, ...]
+    budget_usd_month: float
+    fixed_usd_month: float
+    always_on_usd_month: float
+    sampling_usd_month: float
+    burst_usd: float
+    state: PlanState
+    notes: tuple[str, ...] = ()
+
+    @property
+    def probe_seconds(self) -> int | None:
+        """How long the burst probes of this slice last (None: no probe)."""
+        return max((c.seconds for c in self.captures if c.seconds is not None), default=None)
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(c.table for c in self.captures)
+
+    def fraction_of(self, table: str) -> float:
+        """The fraction of ``table``'s traffic that this slice captures (1.0 or 0.0)."""
+        return 1.0 if table in self.tables else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slice_index": self.slice_index,
+            "slice_start": self.slice_index * self.slice_seconds,
+            "slice_seconds": self.slice_seconds,
+            "captures": [
+                {
+                    "table": c.table,
+                    "reason": c.reason,
+                    "fraction": round(c.fraction, 6),
+                    "every": c.every,
+                    "seconds": c.seconds,
+                }
+                for c in self.captures
+            ],
+            "budget_usd_month": round(self.budget_usd_month, 6),
+            "fixed_usd_month": round(self.fixed_usd_month, 6),
+            "always_on_usd_month": round(self.always_on_usd_month, 6),
+            "sampling_usd_month": round(self.sampling_usd_month, 6),
+            "burst_usd": round(self.burst_usd, 6),
+            "notes": list(self.notes),
+        }
+
+
+def _offset(table: str, every: int) -> int:
+    """A stable slot in ``0..every-1`` for ``table`` (spreads busy tables over different slices)."""
+    return int.from_bytes(hashlib.sha256(table.encode()).digest()[:8], "big") % every
+
+
+def rotation(
+    tables: Sequence[TableTraffic], sampling_usd_month: float, config: PlannerConfig
+) -> dict[str, tuple[float, int]]:
+    """Per table: (fraction of its traffic captured over time, capture one slice in every N)."""
+    total_cost = sum(max(t.monthly_dynamodb_usd, 0.0) for t in tables)
+    out: dict[str, tuple[float, int]] = {}
+    if sampling_usd_month <= 0 or total_cost <= 0:
+        return out
+    for t in tables:
+        share = sampling_usd_month * max(t.monthly_dynamodb_usd, 0.0) / total_cost
+        # A table seen running above its average (a burst on a quiet table) is costed at what it runs now.
+        rate = max(t.requests_per_second, (t.recent_read_units or 0.0) + (t.recent_write_units or 0.0))
+        full_cost = rate * SECONDS_PER_MONTH * config.data_event_usd
+        if full_cost <= share:
+            out[t.table] = (1.0, 1)
+            continue
+        fraction = share / full_cost
+        every = math.ceil(1 / fraction) if fraction > 0 else 0
+        if every <= 0 or every > 100_000:
+            continue
+        out[t.table] = (1 / every, every)
+    return out
+
+
+def plan_slice(
+    tables: Sequence[TableTraffic],
+    slice_index: int,
+    *,
+    fixed_usd_month: float,
+    state: PlanState | None = None,
+    config: PlannerConfig | None = None,
+) -> CapturePlan:
+    """Decide which tables the trail captures in full during slice ``slice_index`` (see the module docstring)."""
+    cfg = config or PlannerConfig()
+    st = state or PlanState()
+    dynamodb = sum(max(t.monthly_dynamodb_usd, 0.0) for t in tables)
+    budget = dynamodb * cfg.budget_percent / 100
+    always_on = sum(t.rare_per_second for t in tables) * SECONDS_PER_MONTH * cfg.data_event_usd
+    sampling = max(0.0, budget - fixed_usd_month - always_on)
+    notes: list[str] = []
+    if budget <= 0:
+        notes.append("budget 0: always-on selector only")
+    elif sampling <= 0:
+        notes.append("the fixed costs and the always-on selector use the whole budget: no sampling")
+    rot = rotation(tables, sampling * (1 - cfg.burst_reserve), cfg)
+    reserve = sampling * cfg.burst_reserve
+    # The reserve accrues through the month (a quarter of it up front), so early bursts cannot drain it.
+    allowed = reserve * min(1.0, st.month_elapsed + cfg.reserve_up_front)
+    captures: dict[str, TableCapture] = {}
+    bursts = dict(st.bursts)
+    burst_usd = 0.0
+    spent = st.burst_spent_usd
+    hot = sorted(
+        (t for t in tables if _above_line(t, cfg)),
+        key=lambda t: (
+            -max(
+                (t.recent_read_units or 0) / cfg.half_partition_read,
+                (t.recent_write_units or 0) / cfg.half_partition_write,
+            )
+        ),
+    )
+    for t in hot:
+        first, taken = bursts.get(t.table, (-(10**9), 0))
+        in_episode = slice_index - first < taken + cfg.burst_cooldown_slices
+        if in_episode and taken >= cfg.burst_slices:
+            continue
+        probe = min(cfg.probe_seconds, cfg.slice_seconds)
+        cost = _recent_rate(t) * probe * cfg.data_event_usd
+        if reserve <= 0 or spent + cost > allowed:
+            notes.append(f"{t.table}: above half a partition's limit but the burst reserve is spent")
+            continue
+        spent += cost
+        burst_usd += cost
+        bursts[t.table] = (first, taken + 1) if in_episode else (slice_index, 1)
+        captures[t.table] = TableCapture(t.table, t.arn, "burst", 1.0, seconds=probe)
+    for t in tables:
+        if t.table in captures or t.table not in rot:
+            continue
+        fraction, every = rot[t.table]
+        if every == 1:
+            captures[t.table] = TableCapture(t.table, t.arn, "continuous", 1.0, 1)
+        elif slice_index % every == _offset(t.table, every):
+            captures[t.table] = TableCapture(t.table, t.arn, "rotation", fraction, every)
+    chosen = sorted(captures.values(), key=lambda c: ({"burst": 0, "continuous": 1, "rotation": 2}[c.reason], c.table))
+    room = cfg.max_values - _always_on_values()
+    if len(chosen) > room:
+        notes.append(f"{len(chosen) - room} captures dropped: CloudTrail allows {MAX_SELECTOR_VALUES} selector values")
+        chosen = chosen[:room]
+    return CapturePlan(
+        slice_index=slice_index,
+        slice_seconds=cfg.slice_seconds,
+        captures=tuple(chosen),
+        budget_usd_month=budget,
+        fixed_usd_month=fixed_usd_month,
+        always_on_usd_month=always_on,
+        sampling_usd_month=sampling,
+        burst_usd=burst_usd,
+        state=PlanState(burst_spent_usd=spent, month_elapsed=st.month_elapsed, bursts=bursts),
+        notes=tuple(notes),
+    )
+
+
+def tables_to_poll(
+    tables: Sequence[TableTraffic], last_ratio: dict[str, float], slice_index: int, config: PlannerConfig | None = None
+) -> set[str]:
+    """The tables whose CloudWatch consumed capacity the controller reads before planning ``slice_index``.
+
+    GetMetricData is billed per metric requested, whatever the number of datapoints, so each read takes the
+    per-minute peak since the table's previous read. Every table at the first slice of each hour; tables busy enough
+    to hold a hot key (``poll_min_rate`` requests/s on average) every ``poll_every_slices`` slices; and the watched
+    tables (last reading at least ``watch_fraction`` of the half-partition line) every slice. Reading every table
+    every 5 minutes would cost more than the whole budget.
+    """
+    cfg = config or PlannerConfig()
+    per_hour = max(1, 3600 // cfg.slice_seconds)
+    if slice_index % per_hour == 0:
+        return {t.table for t in tables}
+    polled = {t.table for t in tables if last_ratio.get(t.table, 0.0) >= cfg.watch_fraction}
+    if slice_index % cfg.poll_every_slices == 0:
+        polled |= {t.table for t in tables if t.requests_per_second >= cfg.poll_min_rate}
+    return polled
+
+
+def _recent_rate(t: TableTraffic) -> float:
+    return max((t.recent_read_units or 0.0) + (t.recent_write_units or 0.0), t.requests_per_second)
+
+
+def line_ratio(t: TableTraffic, cfg: PlannerConfig) -> float:
+    """The table's latest reading over the half-partition line (the larger of reads and writes)."""
+    return max(
+        (t.recent_read_units or 0.0) / cfg.half_partition_read, (t.recent_write_units or 0.0) / cfg.half_partition_write
+    )
+
+
+def _above_line(t: TableTraffic, cfg: PlannerConfig) -> bool:
+    return (t.recent_read_units or 0.0) >= cfg.half_partition_read or (
+        t.recent_write_units or 0.0
+    ) >= cfg.half_partition_write
+
+
+def _always_on_values() -> int:
+    return 2 + len(ALWAYS_ON_EVENTS) + 2  # eventCategory, resources.type, the names; the slice's category and type
+
+
+def selectors_for(plan: CapturePlan, *, probes: bool = True) -> list[dict[str, Any]]:
+    """The plan's DynamoDB advanced event selectors: the always-on one, plus the slice's tables if any.
+
+    With ``probes=False``, without the burst probes (what the controller puts back when a probe ends).
+    """
+    base = [
+        {"Field": "eventCategory", "Equals": ["Data"]},
+        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+    ]
+    out: list[dict[str, Any]] = [
+        {"Name": ALWAYS_ON_NAME, "FieldSelectors": [*base, {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)}]}
+    ]
+    arns = sorted({c.arn for c in plan.captures if probes or c.seconds is None})
+    if arns:
+        out.append({"Name": SLICE_NAME, "FieldSelectors": [*base, {"Field": "resources.ARN", "Equals": arns}]})
+    return out
+
+
+def is_ours(selector: dict[str, Any]) -> bool:
+    """True for the selectors the controller manages (it leaves every other selector of the trail alone)."""
+    return selector.get("Name") in (ALWAYS_ON_NAME, SLICE_NAME)
+
+
+def selectors_match(selectors: Sequence[dict[str, Any]], event_name: str, arn: str, read_only: bool) -> bool:
+    """Whether a trail with these advanced event selectors logs a DynamoDB table data event.
+
+    CloudTrail logs an event when any selector matches; a selector matches when all its field conditions do. Only
+    the fields and operators the controller writes are evaluated (``Equals``/``NotEquals`` on ``eventCategory``,
+    ``resources.type``, ``resources.ARN``, ``eventName``, ``readOnly``); a selector with any other condition is
+    treated as not matching.
+    """
+    values = {
+        "eventCategory": "Data",
+        "resources.type": "AWS::DynamoDB::Table",
+        "resources.ARN": arn,
+        "eventName": event_name,
+        "readOnly": "true" if read_only else "false",
+    }
+    for sel in selectors:
+        ok = True
+        for cond in sel.get("FieldSelectors", []):
+            value = values.get(cond.get("Field", ""))
+            if value is None:
+                ok = False
+            elif "Equals" in cond:
+                ok = value in cond["Equals"]
+            elif "NotEquals" in cond:
+                ok = value not in cond["NotEquals"]
+            else:
+                ok = False
+            if not ok:
+                break
+        if ok:
+            return True
+    return False

@@ -1,0 +1,258 @@
+"""The live audit over many accounts and Regions (``ddb-audit audit --accounts/--org/--regions``, and the scheduled
+metrics audit when ``AUDIT_ACCOUNTS`` / ``AUDIT_ORG`` / ``AUDIT_REGIONS`` are set).
+
+Each (account, Region) target is one :func:`auditor.service.audit.run_audit` with clients from that account's
+session (:class:`auditor.sources.org.SessionFactory`: the read-only member role assumed there), run on a bounded
+pool (:func:`auditor.sources.org.fan_out`). Findings carry their table's account and Region (from its ARN). A target
+that cannot be read at all (role missing, access denied on ``ListTables``, Region not enabled, throttled) is a
+coverage gap, reported next to the findings; the other targets are audited as usual. Billing prices each table with
+its own Region's prices (one :class:`~auditor.billing.pricing.PriceBook` per run, one lookup per Region).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from auditor.models.finding import Finding
+from auditor.render import findings_table, render_columns, to_json
+from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
+from auditor.sources.aws_calls import CLIENT_CONFIG, error_code, error_message
+from auditor.sources.org import (
+    DEFAULT_CONCURRENCY,
+    CoverageGap,
+    SessionFactory,
+    Target,
+    TargetError,
+    TargetOutcome,
+    fan_out,
+)
+
+if TYPE_CHECKING:
+    import boto3
+
+    from auditor.billing.pricing import PriceBook
+    from auditor.sources.inventory import TableSelector
+
+__all__ = ["OrgAuditResult", "audit_target", "render_org_audit", "run_org_audit"]
+
+
+def clients_for(session: boto3.Session, region: str) -> AuditClients:
+    """The audit's clients in ``region`` from an account's session (honours ``AWS_ENDPOINT_URL`` like boto3)."""
+    return AuditClients(
+        dynamodb=session.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
+        cloudwatch=session.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
+        autoscaling=session.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
+    )
+
+
+def audit_target(
+    target: Target,
+    session: boto3.Session,
+    selector: TableSelector,
+    *,
+    start: int,
+    end: int,
+    now: int,
+    config: AuditConfig | None = None,
+    billing_days: float = 0,
+    prices: PriceBook | None = None,
+    time_left: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> AuditResult:
+    """One target's audit; raises :class:`TargetError` when nothing there could be read (its coverage gap)."""
+    try:
+        result = run_audit(
+            clients_for(session, target.region),
+            selector,
+            start=start,
+            end=end,
+            now=now,
+            config=config,
+            billing_days=billing_days,
+            prices=prices,
+            time_left=time_left,
+            sleep=sleep,
+        )
+    except AuditError as exc:  # no credentials or endpoint in that Region
+        cause = exc.__cause__ or exc
+        raise TargetError("audit", error_code(cause), error_message(cause)) from exc
+    if not result.inventory.tables:
+        blocking = [g for g in result.inventory.gaps if g.facet == "tables"]
+        if blocking:
+            raise TargetError(blocking[0].call, blocking[0].error_code, blocking[0].message)
+    return result
+
+
+@dataclass(slots=True)
+class OrgAuditResult:
+    """The audit of every target: findings of all, one summary per target, and the coverage gaps."""
+
+    outcomes: list[TargetOutcome[AuditResult]]
+    seconds: float = 0.0
+    assume_role_calls: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.findings:
+            self.findings = sorted(
+                (f for o in self.outcomes if o.result is not None for f in o.result.findings), key=Finding.sort_key
+            )
+
+    @property
+    def coverage_gaps(self) -> list[CoverageGap]:
+        return [o.gap for o in self.outcomes if o.gap is not None]
+
+    @property
+    def results(self) -> list[tuple[Target, AuditResult]]:
+        return [(o.target, o.result) for o in self.outcomes if o.result is not None]
+
+    def api_calls(self) -> dict[str, int]:
+        """AWS calls of every target by ``service:Operation`` (AssumeRole included)."""
+        calls: dict[str, int] = {}
+        for _, r in self.results:
+            for call, n in r.stats.calls.items():
+                calls[call] = calls.get(call, 0) + n
+        if self.assume_role_calls:
+            calls["sts:AssumeRole"] = self.assume_role_calls
+        return dict(sorted(calls.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        ids = {f.id for f in self.findings}
+        targets = []
+        for target, r in self.results:
+            kept = [f for f in r.findings if f.id in ids]
+            targets.append(
+                {
+                    "account": target.account,
+                    "region": target.region,
+                    "tables": len(r.inventory.tables),
+                    "findings": len(kept),
+                    "gaps": len(r.gaps),
+                    "api_calls": sum(r.stats.calls.values()),
+                }
+            )
+        calls = self.api_calls()
+        return {
+            "findings": [f.model_dump(mode="json") for f in self.findings],
+            "tables": [t.summary() for _, r in self.results for t in r.inventory.tables],
+            "gaps": [
+                {"account": t.account, "region": t.region, **g.model_dump()} for t, r in self.results for g in r.gaps
+            ],
+            "errors": [f"{t.describe()}: {e}" for t, r in self.results for e in r.errors],
+            "targets": targets,
+            "coverage_gaps": [g.to_dict() for g in self.coverage_gaps],
+            "stats": {
+                "targets": len(self.outcomes),
+                "targets_audited": len(targets),
+                "targets_not_covered": len(self.coverage_gaps),
+                "tables_audited": sum(t["tables"] for t in targets),
+                "api_calls_total": sum(calls.values()),
+                "api_calls": calls,
+                "seconds": round(self.seconds, 3),
+                "estimated_cost_usd": round(sum(r.stats.estimated_cost_usd for _, r in self.results), 6),
+            },
+        }
+
+
+def run_org_audit(
+    factory: SessionFactory,
+    targets: Sequence[Target],
+    selector: TableSelector,
+    *,
+    start: int,
+    end: int,
+    now: int,
+    config: AuditConfig | None = None,
+    billing_days: float = 0,
+    prices: PriceBook | None = None,
+    max_workers: int = DEFAULT_CONCURRENCY,
+    should_start: Callable[[], bool] | None = None,
+    on_done: Callable[[TargetOutcome[AuditResult]], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> OrgAuditResult:
+    """Audit every target over ``[start, end)``; see the module docstring."""
+    lock = threading.Lock()
+    # PriceBook caches one answer per Region; concurrent targets of the same Region ask it one at a time.
+    guarded = _LockedPrices(prices, lock) if prices is not None else None
+    began = time.monotonic()
+    outcomes = fan_out(
+        targets,
+        factory,
+        lambda t, s: audit_target(
+            t,
+            s,
+            selector,
+            start=start,
+            end=end,
+            now=now,
+            config=config,
+            billing_days=billing_days,
+            prices=guarded,  # type: ignore[arg-type]
+            sleep=sleep,
+        ),
+        max_workers=max_workers,
+        should_start=should_start,
+        on_done=on_done,
+    )
+    return OrgAuditResult(outcomes, seconds=time.monotonic() - began, assume_role_calls=factory.assume_calls)
+
+
+class _LockedPrices:
+    """A PriceBook whose ``get`` is serialised (its cache is a plain dict)."""
+
+    def __init__(self, book: PriceBook, lock: threading.Lock) -> None:
+        self._book, self._lock = book, lock
+
+    def get(self, region: str) -> Any:
+        with self._lock:
+            return self._book.get(region)
+
+
+def render_org_audit(result: OrgAuditResult, fmt: str) -> str:
+    """The multi-target audit as ``json``, ``table`` or ``markdown`` text."""
+    doc = result.to_dict()
+    if fmt == "json":
+        return to_json(doc)
+    header = ("account", "region", "tables", "findings", "gaps", "api calls")
+    rows = [
+        (t["account"] or "own", t["region"], str(t["tables"]), str(t["findings"]), str(t["gaps"]), str(t["api_calls"]))
+        for t in doc["targets"]
+    ]
+    st = doc["stats"]
+    cost = (
+        f"{st['targets']} targets ({st['targets_audited']} audited, {st['targets_not_covered']} not covered), "
+        f"{st['api_calls_total']} API calls, estimated CloudWatch cost ${st['estimated_cost_usd']:.4f}, "
+        f"{st['seconds']:.1f} s"
+    )
+    gaps = [g.describe() for g in result.coverage_gaps]
+    if fmt == "markdown":
+        out = ["# DynamoDB live audit (accounts and Regions)", "", "## Findings", ""]
+        if result.findings:
+            out += ["| Severity | Kind | Account | Region | Table | Finding |", "|---|---|---|---|---|---|"]
+            out += [
+                f"| {f.severity.value} | {f.kind.value} | {f.account or ''} | {f.region or ''} | "
+                f"{_md(f.table + ('/' + f.index if f.index else ''))} | {_md(f.title)} |"
+                for f in result.findings
+            ]
+        else:
+            out.append("No findings.")
+        out += ["", "## Targets", "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|---|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        if gaps:
+            out += ["", "## Coverage gaps (not audited)", ""] + [f"- {_md(g)}" for g in gaps]
+        out += ["", "## Cost of this run", "", cost, ""]
+        return "\n".join(out)
+    lines = ["Findings", "========", *findings_table(result.findings), "", "Targets", "======="]
+    lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No target audited."]
+    if gaps:
+        lines += ["", "Coverage gaps (not audited)", "===========================", *gaps]
+    lines += ["", f"Cost: {cost}"]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

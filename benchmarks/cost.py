@@ -1,0 +1,596 @@
+"""Cost benchmark: the auditor's monthly cost against the audited DynamoDB bill, and what each capture strategy finds.
+
+Run from the repository root::
+
+    python -m benchmarks.cost [--seed 16] [--budget-percent 1]
+
+It models the reference account of issue 16 (seeded, deterministic): 100 tables, 1 billion requests a month, table
+rates spread over four orders of magnitude with a diurnal cycle, a mix of on-demand and provisioned tables, Standard
+and Standard-IA, 0.5 to 200 GB each; planted problems: hot-key bursts above half a partition's limit (write keys
+above 500 WCU/s, read keys above 1,500 RCU/s, 15 minutes to 3 hours) and scan jobs (Scan and full-table PartiQL
+SELECTs by named principals, a few a day to one every 10 minutes).
+
+Three strategies, side by side in one run:
+
+- ``full``: every data event of every table;
+- ``writes-only``: the ``readOnly=false`` data events only;
+- ``governor``: the capture controller's plan, decided every 5-minute slice by :func:`auditor.cost.plan.plan_slice`
+  (the controller's own planner) from the CloudWatch readings the controller would have made
+  (:func:`auditor.cost.plan.tables_to_poll`: every table at the top of each hour, the watched tables every slice;
+  CloudWatch publishes a minute about 2 minutes late, so the planner sees the minute ending 2 minutes before the
+  slice starts).
+
+For each it prints the auditor's monthly cost (CloudTrail data events counted from the traffic model; Lambda,
+state table, CloudWatch reads, S3 from per-run and per-event estimates stated in ``AUDITOR_MODEL``), the audited
+DynamoDB bill (:func:`auditor.cost.model.dynamodb_spend`), the ratio, and the recall of the planted problems.
+Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
+normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` and passed to the real detectors
+(:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
+scan job when a ``scan`` finding names its table and principal. Hot keys are evaluated minute by minute (windows of
+60 seconds; a detector's shares and per-minute peaks do not depend on uncaptured minutes), stopping at the first
+minute that finds the key. Throttling causes are not simulated: they come from CloudWatch's per-cause metrics in all
+three strategies, whatever the capture.
+
+The last line reads ``governor ratio=<float> hot_key_recall=<float> scan_recall=<float>``.
+It exits 0 whatever the numbers: it reports, it does not gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.aggregates.window import TableWindow
+from auditor.billing.pricing import bundled_prices
+from auditor.config import AnalysisConfig
+from auditor.cost.model import AuditorUsage, DynamoDBUsage, auditor_spend, dynamodb_spend
+from auditor.cost.plan import (
+    SECONDS_PER_MONTH,
+    CapturePlan,
+    PlannerConfig,
+    PlanState,
+    TableTraffic,
+    plan_slice,
+    selectors_for,
+    selectors_match,
+    tables_to_poll,
+)
+from auditor.engine import evaluate
+from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.models.finding import FindingKind
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+TABLES = 100
+REQUESTS_PER_MONTH = 1e9
+MINUTES = 730 * 60
+SLICE = 300
+SLICES = MINUTES * 60 // SLICE
+#: CloudWatch publishes a DynamoDB minute about this many minutes late.
+CW_DELAY_MINUTES = 2
+EPOCH0 = int(datetime(2026, 11, 1, tzinfo=UTC).timestamp())
+
+#: Per-run and per-event estimates of the auditor's resource use (the fixed part of its bill).
+AUDITOR_MODEL = {
+    "lambda_gb_s_per_million_events": 40.0,  # 1 GB ingest function at ~25,000 records/s
+    "evaluator_gb_s_per_run": 1.0,  # every 15 minutes
+    "metrics_audit_gb_s_per_run": 30.0,  # hourly
+    "controller_gb_s_per_run": 0.25,  # every 5 minutes
+    "trail_objects_per_month": 8_760,  # CloudTrail delivers about one file per 5 minutes
+    "compressed_bytes_per_event": 150.0,
+    "state_write_units_per_object": 6.0,
+    "state_read_units_per_evaluation": 20.0,
+    "metrics_audit_metrics_per_table": 3.0,  # consumed read/write, plus provisioned on provisioned tables
+}
+
+
+@dataclass(slots=True)
+class Table:
+    name: str
+    arn: str
+    avg_rate: float  # requests/s averaged over the month (without bursts)
+    read_share: float
+    read_units: float  # per read
+    write_units: float  # per write
+    mode: str
+    table_class: str
+    storage_gb: float
+    phase: float
+
+    def rate(self, minute: float) -> float:
+        """Requests per second at ``minute`` of the month (diurnal cycle, +-50 %)."""
+        return self.avg_rate * (1 + 0.5 * math.sin(2 * math.pi * (minute / 1440 + self.phase)))
+
+
+@dataclass(slots=True)
+class Burst:
+    table: int
+    start: int  # minute of the month
+    minutes: int
+    key: str
+    rate: float  # units/s on the key
+    write: bool
+
+    def active(self, minute: int) -> bool:
+        return self.start <= minute < self.start + self.minutes
+
+
+@dataclass(slots=True)
+class ScanJob:
+    table: int
+    principal: str
+    operation: str  # Scan or ExecuteStatement
+    minutes: list[int]
+
+
+@dataclass(slots=True)
+class Account:
+    tables: list[Table]
+    bursts: list[Burst]
+    scans: list[ScanJob]
+    by_table: dict[int, list[Burst]] = field(default_factory=dict)
+
+    def units(self, i: int, minute: int) -> tuple[float, float]:
+        """(read units/s, write units/s) of table ``i`` at ``minute``, bursts included."""
+        t = self.tables[i]
+        r = t.rate(minute)
+        reads = r * t.read_share * t.read_units
+        writes = r * (1 - t.read_share) * t.write_units
+        for b in self.by_table.get(i, ()):
+            if b.active(minute):
+                if b.write:
+                    writes += b.rate
+                else:
+                    reads += b.rate
+        return reads, writes
+
+    def requests(self, i: int, minute: int) -> tuple[float, float]:
+        """(reads/s, writes/s) of table ``i`` at ``minute`` (a burst's request is one unit)."""
+        t = self.tables[i]
+        r = t.rate(minute)
+        reads, writes = r * t.read_share, r * (1 - t.read_share)
+        for b in self.by_table.get(i, ()):
+            if b.active(minute):
+                if b.write:
+                    writes += b.rate
+                else:
+                    reads += b.rate
+        return reads, writes
+
+
+def build_account(seed: int) -> Account:
+    rng = random.Random(seed)
+    weights = [10 ** rng.uniform(0, 4) for _ in range(TABLES)]
+    scale = REQUESTS_PER_MONTH / SECONDS_PER_MONTH / sum(weights)
+    tables = []
+    for i, w in enumerate(weights):
+        name = f"table{i:03d}"
+        tables.append(
+            Table(
+                name=name,
+                arn=f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}",
+                avg_rate=w * scale,
+                read_share=rng.uniform(0.55, 0.9),
+                read_units=rng.choice([0.5, 1.0, 1.0, 2.0]),
+                write_units=rng.choice([1.0, 1.0, 2.0, 3.0]),
+                mode="PROVISIONED" if rng.random() < 0.4 else "PAY_PER_REQUEST",
+                table_class="STANDARD_INFREQUENT_ACCESS" if rng.random() < 0.1 else "STANDARD",
+                storage_gb=10 ** rng.uniform(math.log10(0.5), math.log10(200)),
+                phase=rng.random(),
+            )
+        )
+    # A hot key needs other keys around it: on a table that otherwise sees under 1 request/s, a key at 500+/s is
+    # nearly all its traffic and is reported as low_cardinality_key, not hot_key. Bursts go to the other tables.
+    busy = [i for i, t in enumerate(tables) if t.avg_rate >= 1.0]
+    bursts = []
+    for n in range(12):
+        write = n < 9
+        bursts.append(
+            Burst(
+                table=rng.choice(busy),
+                start=rng.randrange(60, MINUTES - 300),
+                minutes=rng.randint(15, 180),
+                key=f"HOT#{n}",
+                rate=rng.uniform(520, 700) if write else rng.uniform(1550, 1800),
+                write=write,
+            )
+        )
+    scans = []
+    for n in range(8):
+        table = rng.randrange(TABLES)
+        if n % 2 == 0:  # a job every 10 minutes for a few hours, once
+            start = rng.randrange(0, MINUTES - 600)
+            minutes = list(range(start, start + rng.randint(60, 480), 10))
+        else:  # a few a day, all month
+            minutes = sorted(rng.randrange(0, MINUTES) for _ in range(rng.randint(30, 150)))
+        scans.append(
+            ScanJob(
+                table=table,
+                principal=f"arn:aws:iam::{ACCOUNT}:role/report-job-{n}",
+                operation="ExecuteStatement" if n in (3, 6) else "Scan",
+                minutes=minutes,
+            )
+        )
+    acct = Account(tables=tables, bursts=bursts, scans=scans)
+    for b in bursts:
+        acct.by_table.setdefault(b.table, []).append(b)
+    return acct
+
+
+# ---- cost
+
+
+def dynamodb_bill(acct: Account) -> tuple[float, list[float]]:
+    """The audited DynamoDB bill of the month (USD), total and per table."""
+    prices = bundled_prices(REGION)
+    per_table = []
+    for i, t in enumerate(acct.tables):
+        # Integrate per hour (the diurnal cycle) plus the bursts.
+        reads = writes = 0.0
+        peak_r = peak_w = 0.0
+        for h in range(730):
+            r, w = acct.units(i, h * 60 + 30)
+            reads += r * 3600
+            writes += w * 3600
+            peak_r, peak_w = max(peak_r, r), max(peak_w, w)
+        if t.mode == "PROVISIONED":  # auto scaling at 70 % target over the diurnal cycle: average / 0.7
+            usage = DynamoDBUsage(
+                days=730 / 24,
+                billing_mode="PROVISIONED",
+                table_class=t.table_class,  # type: ignore[arg-type]
+                rcu_hours=max(1.0, reads / 3600 / 0.7 / 730) * 730,
+                wcu_hours=max(1.0, writes / 3600 / 0.7 / 730) * 730,
+                storage_bytes=t.storage_gb * 2**30,
+            )
+        else:
+            usage = DynamoDBUsage(
+                days=730 / 24,
+                billing_mode="PAY_PER_REQUEST",
+                table_class=t.table_class,  # type: ignore[arg-type]
+                read_units=reads,
+                write_units=writes,
+                storage_bytes=t.storage_gb * 2**30,
+            )
+        per_table.append(dynamodb_spend(usage, prices.for_class(t.table_class)).total)  # type: ignore[arg-type]
+    return sum(per_table), per_table
+
+
+def _events(acct: Account, i: int, start_minute: int, minutes: int, writes_only: bool = False) -> float:
+    """Data events of table ``i`` over ``minutes`` minutes from ``start_minute`` (per-minute integration)."""
+    total = 0.0
+    for m in range(start_minute, start_minute + minutes):
+        r, w = acct.requests(i, m)
+        total += (w if writes_only else r + w) * 60
+    return total
+
+
+def fixed_usage(acct: Account, extra_metrics: int, controller: bool) -> AuditorUsage:
+    """The auditor's usage that does not depend on the data events (a month)."""
+    m = AUDITOR_MODEL
+    lam = 2_920 * m["evaluator_gb_s_per_run"] + 730 * m["metrics_audit_gb_s_per_run"]
+    requests = 2_920 + 730 + int(m["trail_objects_per_month"])
+    if controller:
+        lam += SLICES * m["controller_gb_s_per_run"]
+        requests += SLICES
+    metrics = int(len(acct.tables) * m["metrics_audit_metrics_per_table"] * (730 + 30)) + extra_metrics
+    return AuditorUsage(
+        days=730 / 24,
+        lambda_gb_seconds=lam,
+        lambda_requests=requests,
+        state_read_units=2_920 * m["state_read_units_per_evaluation"],
+        state_write_units=m["trail_objects_per_month"] * m["state_write_units_per_object"]
+        + (2 * SLICES if controller else 0),
+        metrics_requested=metrics,
+        s3_puts=int(m["trail_objects_per_month"]),
+        s3_gets=int(m["trail_objects_per_month"]),
+    )
+
+
+def event_usage(events: float) -> AuditorUsage:
+    m = AUDITOR_MODEL
+    return AuditorUsage(
+        days=730 / 24,
+        data_events=int(events),
+        lambda_gb_seconds=events / 1e6 * m["lambda_gb_s_per_million_events"],
+        s3_bytes_stored=events * m["compressed_bytes_per_event"] / 2,  # grows through the month: half on average
+    )
+
+
+# ---- governor
+
+
+@dataclass(slots=True)
+class GovernorRun:
+    plans: dict[int, frozenset[int]]  # slice -> captured table indexes (only slices with captures)
+    selectors: dict[int, list[dict[str, Any]]]  # slice -> the selectors the controller would write
+    probe_selectors: dict[int, list[dict[str, Any]]]  # minute -> the selectors during a burst probe
+    events: float
+    always_on_events: float
+    metrics_polled: int
+    fixed_usd_month: float
+    reasons: dict[str, int]
+    first_plan: CapturePlan | None
+
+
+def run_governor(acct: Account, bill_per_table: list[float], budget_percent: float) -> GovernorRun:
+    cfg = PlannerConfig(budget_percent=budget_percent, slice_seconds=SLICE)
+    rare_rate = {j.table: 0.0 for j in acct.scans}
+    for j in acct.scans:
+        rare_rate[j.table] += len(j.minutes) / SECONDS_PER_MONTH
+    always_on_events = float(sum(len(j.minutes) for j in acct.scans))
+    # Fixed costs the planner subtracts: its own estimate of the month's non-event costs (with the polling below).
+    busy = sum(t.avg_rate >= cfg.poll_min_rate for t in acct.tables)
+    polls_estimate = 2 * (len(acct.tables) * 730 + busy * SLICES // cfg.poll_every_slices + 5 * SLICES)
+    fixed = auditor_spend(fixed_usage(acct, polls_estimate, controller=True)).total
+    base = [
+        TableTraffic(
+            table=t.name,
+            arn=t.arn,
+            requests_per_second=t.avg_rate,
+            monthly_dynamodb_usd=bill_per_table[i],
+            rare_per_second=rare_rate.get(i, 0.0),
+        )
+        for i, t in enumerate(acct.tables)
+    ]
+    state = PlanState()
+    day_peaks: dict[str, float] = {}
+    last_read: dict[str, int] = {}
+    plans: dict[int, frozenset[int]] = {}
+    selectors: dict[int, list[dict[str, Any]]] = {}
+    probe_selectors: dict[int, list[dict[str, Any]]] = {}
+    events = 0.0
+    metrics = 0
+    reasons: dict[str, int] = {}
+    index = {t.name: i for i, t in enumerate(acct.tables)}
+    first: CapturePlan | None = None
+    for s in range(SLICES):
+        minute = s * SLICE // 60
+        seen = minute - CW_DELAY_MINUTES
+        poll = tables_to_poll(base, day_peaks, s, cfg)
+        metrics += 2 * len(poll)
+        traffic = []
+        for tt in base:
+            if tt.table in poll and seen >= 0:
+                i = index[tt.table]
+                # The per-minute peak since this table's previous reading (one metric, many datapoints).
+                since = max(0, last_read.get(tt.table, seen - 60) + 1)
+                r = w = 0.0
+                for m in range(since, seen + 1):
+                    mr, mw = acct.units(i, m)
+                    r, w = max(r, mr), max(w, mw)
+                last_read[tt.table] = seen
+                day_peaks[tt.table] = max(r / cfg.half_partition_read, w / cfg.half_partition_write)
+                traffic.append(
+                    TableTraffic(
+                        tt.table, tt.arn, tt.requests_per_second, tt.monthly_dynamodb_usd, tt.rare_per_second, r, w
+                    )
+                )
+            else:
+                traffic.append(tt)
+        state = PlanState(state.burst_spent_usd, s / SLICES, state.bursts)
+        plan = plan_slice(traffic, s, fixed_usd_month=fixed, state=state, config=cfg)
+        state = plan.state
+        if first is None:
+            first = plan
+        if plan.captures:
+            idx = frozenset(index[c.table] for c in plan.captures)
+            plans[s] = idx
+            selectors[s] = selectors_for(plan, probes=False)
+            if plan.probe_seconds:
+                probe_minutes = math.ceil(plan.probe_seconds / 60)
+                for m in range(minute, minute + probe_minutes):
+                    probe_selectors[m] = selectors_for(plan)
+            for c in plan.captures:
+                reasons[c.reason] = reasons.get(c.reason, 0) + 1
+                i = index[c.table]
+                if c.seconds is None:
+                    events += _events(acct, i, minute, SLICE // 60)
+                else:
+                    events += (
+                        _events(acct, i, minute, math.ceil(c.seconds / 60))
+                        * c.seconds
+                        / (60 * math.ceil(c.seconds / 60))
+                    )
+    return GovernorRun(
+        plans, selectors, probe_selectors, events + always_on_events, always_on_events, metrics, fixed, reasons, first
+    )
+
+
+# ---- recall
+
+Capture = Callable[[int, int], list[dict[str, Any]]]  # (table index, minute) -> the trail's selectors then
+
+
+def _mode(acct: Account, capture: Capture, i: int, minute: int, op: str, read_only: bool) -> bool:
+    return selectors_match(capture(i, minute), op, acct.tables[i].arn, read_only)
+
+
+def _call(
+    table: str,
+    op: str,
+    access: Access,
+    key: dict[str, str] | None,
+    epoch: float,
+    principal: str,
+    full_scan: bool = False,
+) -> ApiCall:
+    item = ItemAccess(table=table, operation=op, access=access, key=key, full_scan=full_scan)
+    return ApiCall(
+        event_id="",
+        time=datetime.fromtimestamp(epoch, UTC),
+        operation=op.split(":")[0],
+        access=access,
+        account=ACCOUNT,
+        region=REGION,
+        tables=(table,),
+        items=(item,),
+        principal=principal,
+    )
+
+
+def hot_key_found(acct: Account, b: Burst, capture: Capture, rng: random.Random) -> tuple[bool, int]:
+    """Generate the captured traffic of ``b``'s table minute by minute and run the detectors; (found, events)."""
+    t = acct.tables[b.table]
+    config = AnalysisConfig(window_seconds=60)
+    app = f"arn:aws:iam::{ACCOUNT}:role/app"
+    generated = 0
+    for minute in range(b.start, b.start + b.minutes):
+        reads_logged = _mode(acct, capture, b.table, minute, "GetItem", True)
+        writes_logged = _mode(acct, capture, b.table, minute, "PutItem", False)
+        if not (reads_logged or writes_logged):
+            continue
+        epoch0 = EPOCH0 + minute * 60
+        tw = TableWindow(ACCOUNT, REGION, t.name, epoch0, 60)
+        r, w = acct.requests(b.table, minute)
+        hot_reads = 0.0 if b.write else b.rate
+        hot_writes = b.rate if b.write else 0.0
+        bg_reads, bg_writes = r - hot_reads, w - hot_writes
+        plan: list[tuple[int, bool, str | None]] = []
+        if reads_logged:
+            plan.append((int(bg_reads * 60), False, None))
+            plan.append((int(hot_reads * 60), False, b.key))
+        if writes_logged:
+            plan.append((int(bg_writes * 60), True, None))
+            plan.append((int(hot_writes * 60), True, b.key))
+        hot_calls = {
+            False: _call(t.name, "GetItem", Access.READ, {"pk": b.key}, epoch0, app),
+            True: _call(t.name, "PutItem", Access.WRITE, {"pk": b.key}, epoch0, app),
+        }
+        for n, is_write, key in plan:
+            for k in range(n):
+                epoch = epoch0 + k * 60 / max(n, 1)
+                if key is None:
+                    op, acc = ("PutItem", Access.WRITE) if is_write else ("GetItem", Access.READ)
+                    call = _call(t.name, op, acc, {"pk": f"USER#{rng.randrange(200_000)}"}, epoch, app)
+                else:
+                    call = hot_calls[is_write]
+                tw.add(call, call.items, epoch)
+                generated += 1
+        tw.flush()
+        findings, _ = evaluate([tw], config)
+        if any(f.kind == FindingKind.HOT_KEY and f.evidence.get("key") == {"pk": b.key} for f in findings):
+            return True, generated
+    return False, generated
+
+
+def scan_found(acct: Account, job: ScanJob, capture: Capture) -> bool:
+    """Generate the captured calls of one scan job (one window per 15 minutes) and run the detectors."""
+    t = acct.tables[job.table]
+    windows: dict[int, TableWindow] = {}
+    for minute in job.minutes:
+        if not _mode(acct, capture, job.table, minute, job.operation, True):
+            continue
+        epoch = EPOCH0 + minute * 60
+        start = epoch // 900 * 900
+        tw = windows.setdefault(start, TableWindow(ACCOUNT, REGION, t.name, start, 900))
+        op = "Scan" if job.operation == "Scan" else "ExecuteStatement:SELECT"
+        call = _call(t.name, op, Access.READ, None, epoch, job.principal, full_scan=True)
+        tw.add(call, call.items, epoch)
+    found = False
+    for tw in windows.values():
+        tw.flush()
+        findings, _ = evaluate([tw], AnalysisConfig())
+        found = found or any(
+            f.kind == FindingKind.SCAN and f.evidence.get("principal") == job.principal for f in findings
+        )
+    return found
+
+
+def _plan_of(tables: frozenset[int], acct: Account) -> list[dict[str, Any]]:
+    """The selectors of a slice that captures no table (the always-on selector alone)."""
+    empty = CapturePlan(0, SLICE, (), 0.0, 0.0, 0.0, 0.0, 0.0, PlanState())
+    return selectors_for(empty)
+
+
+# ---- main
+
+
+@dataclass(slots=True)
+class Result:
+    name: str
+    events: float
+    auditor_usd: float
+    hot_found: int
+    scans_found: int
+    generated: int
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.cost", description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=16)
+    p.add_argument("--budget-percent", type=float, default=1.0)
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    acct = build_account(args.seed)
+    bill, per_table = dynamodb_bill(acct)
+    total_requests = sum(_events(acct, i, h * 60, 1) * 60 for i in range(TABLES) for h in range(730))
+    write_events = sum(acct.requests(i, h * 60 + 30)[1] * 3600 for i in range(TABLES) for h in range(730))
+    gov = run_governor(acct, per_table, args.budget_percent)
+
+    base = [
+        {"Field": "eventCategory", "Equals": ["Data"]},
+        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+    ]
+    full_selectors = [{"Name": "all", "FieldSelectors": base}]
+    writes_selectors = [{"Name": "writes", "FieldSelectors": [*base, {"Field": "readOnly", "Equals": ["false"]}]}]
+    no_capture = _plan_of(frozenset(), acct)
+
+    def governor_capture(i: int, minute: int) -> list[dict[str, Any]]:
+        probe = gov.probe_selectors.get(minute)
+        return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
+
+    strategies: list[tuple[str, float, AuditorUsage, Capture]] = [
+        ("full", total_requests, fixed_usage(acct, 0, controller=False), lambda i, m: full_selectors),
+        ("writes-only", write_events, fixed_usage(acct, 0, controller=False), lambda i, m: writes_selectors),
+        ("governor", gov.events, fixed_usage(acct, gov.metrics_polled, controller=True), governor_capture),
+    ]
+    results: list[Result] = []
+    for name, events, fixed, capture in strategies:
+        usage = fixed.plus(event_usage(events))
+        rng = random.Random(args.seed)
+        hot = 0
+        generated = 0
+        for b in acct.bursts:
+            ok, n = hot_key_found(acct, b, capture, rng)
+            hot += ok
+            generated += n
+        scans = sum(scan_found(acct, j, capture) for j in acct.scans)
+        results.append(Result(name, events, auditor_spend(usage).total, hot, scans, generated))
+
+    print(
+        f"reference account: {TABLES} tables, {total_requests / 1e9:.2f} billion requests/month "
+        f"({write_events / total_requests:.0%} writes), DynamoDB bill ${bill:,.2f}/month; "
+        f"planted: {len(acct.bursts)} hot keys above half a partition's limit, {len(acct.scans)} scan jobs"
+    )
+    print(
+        f"governor: budget {args.budget_percent:g}% = ${bill * args.budget_percent / 100:,.2f}/month; "
+        f"fixed auditor costs ${gov.fixed_usd_month:,.2f} (planner's estimate); captures by reason {gov.reasons}; "
+        f"{gov.always_on_events:,.0f} always-on events; {gov.metrics_polled:,} CloudWatch metrics polled"
+    )
+    print()
+    print(
+        f"{'strategy':<12} {'data events':>14} {'auditor $/mo':>13} {'DynamoDB $/mo':>14} {'ratio':>9} "
+        f"{'hot-key recall':>15} {'scan recall':>12} {'events simulated':>17}"
+    )
+    for r in results:
+        print(
+            f"{r.name:<12} {r.events:>14,.0f} {r.auditor_usd:>13,.2f} {bill:>14,.2f} {r.auditor_usd / bill:>9.2%} "
+            f"{r.hot_found / len(acct.bursts):>15.2f} {r.scans_found / len(acct.scans):>12.2f} {r.generated:>17,}"
+        )
+    print(f"\n(run took {time.perf_counter() - t0:.0f} s)")
+    g = results[-1]
+    print(
+        f"governor ratio={g.auditor_usd / bill:.6f} hot_key_recall={g.hot_found / len(acct.bursts):.4f} "
+        f"scan_recall={g.scans_found / len(acct.scans):.4f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""Cost ledger arithmetic and the capture planner (pure)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from auditor.billing.pricing import bundled_prices
+from auditor.cost.model import (
+    DAYS_PER_MONTH,
+    SHARED,
+    AuditorUsage,
+    DynamoDBUsage,
+    LedgerEntry,
+    Spend,
+    auditor_spend,
+    dynamodb_spend,
+    summarise,
+    usage_from_history,
+)
+from auditor.cost.plan import (
+    ALWAYS_ON_EVENTS,
+    PlannerConfig,
+    PlanState,
+    TableTraffic,
+    plan_slice,
+    selectors_for,
+    selectors_match,
+    tables_to_poll,
+)
+
+STD = bundled_prices("us-east-1").for_class("STANDARD")
+
+
+def test_on_demand_spend_bills_consumed_units_and_storage() -> None:
+    usage = DynamoDBUsage(
+        days=1, billing_mode="PAY_PER_REQUEST", read_units=8e6, write_units=2e6, storage_bytes=10 * 2**30
+    )
+    spend = dynamodb_spend(usage, STD)
+    assert spend.lines["reads"] == pytest.approx(8 * 0.125)
+    assert spend.lines["writes"] == pytest.approx(2 * 0.625)
+    assert spend.lines["storage"] == pytest.approx(10 * 0.25 / DAYS_PER_MONTH)
+
+
+def test_provisioned_spend_bills_units_in_force_not_consumption() -> None:
+    usage = DynamoDBUsage(days=1, billing_mode="PROVISIONED", read_units=1e9, rcu_hours=24 * 100, wcu_hours=24 * 10)
+    spend = dynamodb_spend(usage, STD)
+    assert spend.lines["reads"] == pytest.approx(2400 * 0.00013)
+    assert spend.lines["writes"] == pytest.approx(240 * 0.00065)
+
+
+def test_auditor_spend_lines() -> None:
+    usage = AuditorUsage(
+        days=DAYS_PER_MONTH,
+        data_events=2_000_000,
+        lambda_gb_seconds=1000,
+        lambda_requests=1_000_000,
+        metrics_requested=3000,
+        ci_rules=2,
+        ci_events=1_000_000,
+        s3_puts=1000,
+        s3_gets=1000,
+        s3_bytes_stored=2**30,
+    )
+    lines = auditor_spend(usage).lines
+    assert lines["cloudtrail_data_events"] == pytest.approx(2.0)
+    assert lines["lambda"] == pytest.approx(1000 * 0.0000133334 + 0.20)
+    assert lines["cloudwatch_metrics"] == pytest.approx(0.03)
+    assert lines["contributor_insights"] == pytest.approx(1.0 + 0.03)
+    assert lines["s3"] == pytest.approx(0.005 + 0.0004 + 0.023)
+
+
+def test_usage_plus_adds_counts() -> None:
+    a = AuditorUsage(data_events=5, metrics_requested=2)
+    b = AuditorUsage(data_events=7, s3_puts=1)
+    assert a.plus(b).model_dump() == AuditorUsage(data_events=12, metrics_requested=2, s3_puts=1).model_dump()
+
+
+def _entry(table: str, day: int, ddb: float, aud: float) -> LedgerEntry:
+    return LedgerEntry(
+        day=date(2026, 12, day),
+        table=table,
+        dynamodb=Spend(lines={"reads": ddb}),
+        auditor=Spend(lines={"cloudtrail_data_events": aud}),
+    )
+
+
+def test_summary_ratio_per_table_and_total_with_shared_costs() -> None:
+    summary = summarise(
+        [_entry("A", 1, 10.0, 0.05), _entry("A", 2, 10.0, 0.05), _entry("B", 1, 5.0, 0.5), _entry(SHARED, 1, 0, 0.2)]
+    )
+    assert summary is not None
+    rows = {r.table: r for r in summary.rows}
+    assert set(rows) == {"A", "B"}
+    assert rows["A"].ratio == pytest.approx(0.1 / 20)
+    assert rows["A"].days == 2
+    assert rows["B"].ratio == pytest.approx(0.1)
+    assert summary.total.auditor_usd == pytest.approx(0.8)
+    assert summary.total.ratio == pytest.approx(0.8 / 25)
+    assert summary.shared_usd == pytest.approx(0.2)
+    assert summarise([]) is None
+
+
+def test_ledger_entry_round_trips_through_its_item() -> None:
+    e = _entry("Orders", 3, 1.2345678901234, 0.1)
+    assert LedgerEntry.from_item(e.to_item()) == e
+
+
+def test_usage_from_history_sums_table_and_gsis() -> None:
+    history = {
+        "billing_mode": "PROVISIONED",
+        "table_class": "STANDARD",
+        "period_seconds": 60,
+        "table_size_bytes": 100,
+        "series": [
+            {
+                "consumed_read": [60, 60],
+                "consumed_write": [6, 0],
+                "provisioned_read": [10, 10],
+                "provisioned_write": [5, None],
+            },
+            {"consumed_read": [0, 30], "consumed_write": [0, 0], "provisioned_read": None, "provisioned_write": None},
+        ],
+    }
+    u = usage_from_history(history, days=1 / 720)
+    assert (u.read_units, u.write_units) == (150, 6)
+    assert u.rcu_hours == pytest.approx(20 / 60)
+    assert u.wcu_hours == pytest.approx(5 / 60)
+    assert u.storage_bytes == 100
+
+
+# ---- planner
+
+
+def _t(name: str, rps: float, usd: float, r: float | None = None, w: float | None = None) -> TableTraffic:
+    return TableTraffic(name, f"arn:aws:dynamodb:us-east-1:1:table/{name}", rps, usd, 0.0, r, w)
+
+
+def test_budget_zero_leaves_the_always_on_selector_only() -> None:
+    tables = [_t("A", 100, 500, w=900), _t("B", 0.001, 500)]
+    plan = plan_slice(tables, 7, fixed_usd_month=0, config=PlannerConfig(budget_percent=0))
+    assert plan.captures == ()
+    sels = selectors_for(plan)
+    assert len(sels) == 1
+    assert selectors_match(sels, "Scan", tables[0].arn, True)
+    assert selectors_match(sels, "ExecuteStatement", tables[1].arn, True)
+    assert not selectors_match(sels, "GetItem", tables[0].arn, True)
+    assert "budget 0" in plan.notes[0]
+
+
+def test_quiet_table_is_continuous_busy_table_rotates_within_its_share() -> None:
+    quiet = _t("Quiet", 0.001, 100)
+    busy = _t("Busy", 100.0, 100)
+    cfg = PlannerConfig(budget_percent=1, burst_reserve=0)
+    plans = [plan_slice([quiet, busy], s, fixed_usd_month=0, config=cfg) for s in range(2000)]
+    assert all("Quiet" in p.tables for p in plans)
+    busy_slices = [p for p in plans if "Busy" in p.tables]
+    every = busy_slices[0].captures[[c.table for c in busy_slices[0].captures].index("Busy")].every
+    # Busy's share: $1/month; full capture would cost 100/s x 730 h x $1e-6 = $262.8 -> 1 slice in 263.
+    assert every == 263
+    assert len(busy_slices) in (7, 8)
+    spent = len(busy_slices) / 2000 * 100 * 2_628_000 * 1e-6
+    assert spent <= 1.0 * 1.05
+
+
+def test_rotation_spreads_busy_tables_over_slices() -> None:
+    tables = [_t(f"T{i}", 50.0, 100) for i in range(20)]
+    cfg = PlannerConfig(burst_reserve=0)
+    counts = [len(plan_slice(tables, s, fixed_usd_month=0, config=cfg).captures) for s in range(300)]
+    assert max(counts) < 20 / 2  # never all busy tables in the same slice
+
+
+def test_burst_above_half_partition_is_captured_once_per_episode() -> None:
+    hot = _t("Hot", 10.0, 300, r=10, w=600)
+    cfg = PlannerConfig(burst_reserve=1.0, burst_slices=1, burst_cooldown_slices=3)
+    p1 = plan_slice([hot], 10, fixed_usd_month=0, state=PlanState(month_elapsed=0.5), config=cfg)
+    assert [c.reason for c in p1.captures] == ["burst"]
+    # A probe of 60 seconds at the table's current rate (10 reads/s + 600 writes/s).
+    assert p1.burst_usd == pytest.approx(610 * 60 * 1e-6)
+    assert p1.probe_seconds == 60
+    during = selectors_for(p1)
+    after = selectors_for(p1, probes=False)
+    assert selectors_match(during, "PutItem", hot.arn, False)
+    assert not selectors_match(after, "PutItem", hot.arn, False)
+    assert selectors_match(after, "Scan", hot.arn, True)
+    p2 = plan_slice([hot], 11, fixed_usd_month=0, state=p1.state, config=cfg)
+    assert "Hot" not in [c.table for c in p2.captures if c.reason == "burst"]
+    p3 = plan_slice([hot], 15, fixed_usd_month=0, state=p2.state, config=cfg)
+    assert [c.reason for c in p3.captures] == ["burst"]
+
+
+def test_burst_not_captured_when_reserve_is_spent() -> None:
+    hot = _t("Hot", 10.0, 300, w=600)
+    state = PlanState(burst_spent_usd=100.0, month_elapsed=0.5)
+    plan = plan_slice([hot], 1, fixed_usd_month=0, state=state, config=PlannerConfig(burst_reserve=1.0))
+    assert not [c for c in plan.captures if c.reason == "burst"]
+    assert any("reserve is spent" in n for n in plan.notes)
+
+
+def test_fixed_costs_above_budget_leave_no_sampling() -> None:
+    plan = plan_slice([_t("A", 0.001, 100)], 0, fixed_usd_month=5.0)
+    assert plan.sampling_usd_month == 0
+    assert plan.captures == ()
+
+
+def test_selector_values_stay_within_cloudtrails_limit() -> None:
+    tables = [_t(f"T{i:04d}", 0.0001, 10) for i in range(700)]
+    plan = plan_slice(tables, 0, fixed_usd_month=0, config=PlannerConfig(budget_percent=50))
+    values = sum(len(c.get("Equals", [])) for s in selectors_for(plan) for c in s["FieldSelectors"])
+    assert values <= 500
+    assert any("dropped" in n for n in plan.notes)
+
+
+def test_selectors_semantics() -> None:
+    arn = "arn:aws:dynamodb:us-east-1:1:table/A"
+    writes = [
+        {
+            "FieldSelectors": [
+                {"Field": "eventCategory", "Equals": ["Data"]},
+                {"Field": "readOnly", "Equals": ["false"]},
+            ]
+        }
+    ]
+    assert selectors_match(writes, "PutItem", arn, False)
+    assert not selectors_match(writes, "Scan", arn, True)
+    plan = plan_slice([_t("A", 0.001, 100)], 0, fixed_usd_month=0)
+    sels = selectors_for(plan)
+    assert sels[0]["FieldSelectors"][2]["Equals"] == list(ALWAYS_ON_EVENTS)
+    assert selectors_match(sels, "GetItem", arn, True)
+    assert not selectors_match(sels, "GetItem", arn.replace("/A", "/B"), True)
+
+
+def test_tables_to_poll() -> None:
+    tables = [_t("Busy", 5.0, 1), _t("Quiet", 0.01, 1)]
+    assert tables_to_poll(tables, {}, 0) == {"Busy", "Quiet"}  # top of the hour
+    assert tables_to_poll(tables, {}, 3) == {"Busy"}
+    assert tables_to_poll(tables, {}, 4) == set()
+    assert tables_to_poll(tables, {"Quiet": 0.3}, 4) == {"Quiet"}
