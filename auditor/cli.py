@@ -25,8 +25,8 @@ from auditor.observability import configure_logging
 from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
-    from auditor.billing.model import BillingConfig
     from auditor.engine import TrailAnalysis
+    from auditor.models.billing import BillingConfig
     from auditor.mutelist import Muted
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
@@ -355,7 +355,7 @@ def _render_trail(fmt: str, result: TrailAnalysis, kept: list[Finding], muted: l
 
 
 def _cmd_item_size(args: argparse.Namespace) -> int:
-    from auditor.item_size import iter_item_results
+    from auditor.models.dynamodb_size import iter_item_results
 
     if args.file == "-":
         data, source = sys.stdin.buffer.read(), "<stdin>"
@@ -680,9 +680,9 @@ def _cmd_athena(args: argparse.Namespace) -> int:
 
 def _cmd_billing(args: argparse.Namespace) -> int:
     from auditor.billing.decide import analyze_billing
-    from auditor.billing.model import BillingInput
     from auditor.billing.pricing import load_price_file
     from auditor.billing.render import render_billing_markdown, render_billing_table
+    from auditor.models.billing import BillingInput
 
     if args.input == "-":
         data, source = sys.stdin.buffer.read(), "<stdin>"
@@ -718,7 +718,7 @@ def _billing_config(args: argparse.Namespace) -> BillingConfig:
     """The decision settings: ``--config`` (if given), then the per-option overrides."""
     from pydantic import ValidationError
 
-    from auditor.billing.model import BillingConfig
+    from auditor.models.billing import BillingConfig
 
     doc: dict[str, object] = {}
     if args.config:

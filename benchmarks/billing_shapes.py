@@ -36,9 +36,9 @@ from typing import Any
 import orjson
 
 from auditor.billing.decide import analyze_billing
-from auditor.billing.model import HOURS_PER_MONTH, BillingInput
 from auditor.billing.pricing import bundled_prices
 from auditor.billing.simulate import ScalingPolicy, simulate_aws
+from auditor.models.billing import HOURS_PER_MONTH, BillingInput
 
 DAY = 1440
 START = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday, 00:00 UTC

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from auditor.billing.model import BillingResult, CapacityRecommendation, DimensionResult
+from auditor.models.billing import BillingResult, CapacityRecommendation, DimensionResult
 from auditor.models.finding import Finding
 from auditor.render import findings_table, render_columns
 

@@ -55,6 +55,20 @@ class FindingKind(StrEnum):
     UNUSED_INDEX = "unused_index"
 
 
+#: Human names of the finding kinds (headings, action titles).
+KIND_LABELS: dict[FindingKind, str] = {
+    FindingKind.SCAN: "Scans",
+    FindingKind.THROTTLING: "Throttling",
+    FindingKind.HOT_KEY: "Hot key",
+    FindingKind.LOW_CARDINALITY_KEY: "Low-cardinality key",
+    FindingKind.LARGE_ITEM: "Large item",
+    FindingKind.ITEM_GROWTH: "Growing item",
+    FindingKind.ITEM_SIZE_EXCEEDED: "Item size exceeded",
+    FindingKind.BILLING_MODE: "Billing mode",
+    FindingKind.TABLE_CLASS: "Table class",
+    FindingKind.UNUSED_INDEX: "Unused index",
+}
+
 #: Evidence fields SPEC.md requires for each kind.
 REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     FindingKind.SCAN: ("principal", "operation", "count", "source"),

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import Finding, FindingKind, Severity, utc
+from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, utc
 
 Status = Literal["new", "worsened", "ongoing", "resolved"]
 STATUSES: tuple[Status, ...] = ("new", "worsened", "ongoing", "resolved")
@@ -47,20 +47,6 @@ OPEN_STATUSES: frozenset[str] = frozenset({"new", "worsened", "ongoing"})
 ITEM_LIMIT_BYTES = 409_600
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-#: Human names of the finding kinds (headings, action titles).
-KIND_LABELS: dict[FindingKind, str] = {
-    FindingKind.SCAN: "Scans",
-    FindingKind.THROTTLING: "Throttling",
-    FindingKind.HOT_KEY: "Hot key",
-    FindingKind.LOW_CARDINALITY_KEY: "Low-cardinality key",
-    FindingKind.LARGE_ITEM: "Large item",
-    FindingKind.ITEM_GROWTH: "Growing item",
-    FindingKind.ITEM_SIZE_EXCEEDED: "Item size exceeded",
-    FindingKind.BILLING_MODE: "Billing mode",
-    FindingKind.TABLE_CLASS: "Table class",
-    FindingKind.UNUSED_INDEX: "Unused index",
-}
 
 _DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
 #: Documentation for kinds that have no registered detector yet (detectors' own ``docs_url`` wins).

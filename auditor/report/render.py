@@ -21,9 +21,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from auditor.escaping import drop_controls, report_text
-from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind, Severity
+from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
-from auditor.report.model import KIND_LABELS, STATUSES, Delta, WeeklyReport, format_key
+from auditor.report.model import STATUSES, Delta, WeeklyReport, format_key
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"

@@ -34,18 +34,23 @@ from botocore.exceptions import BotoCoreError, NoRegionError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
-from auditor.billing.model import BillingConfig, BillingInput, Simulation
 from auditor.billing.pricing import PriceBook, RegionPrices
-from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, large_item, unused_index
-from auditor.detectors.billing_mode import BillingModeConfig
-from auditor.detectors.ci_hot_key import CiHotKeyConfig
-from auditor.detectors.correlate import CorrelateConfig
-from auditor.detectors.cw_scan import CwScanConfig
-from auditor.detectors.cw_throttling import CwThrottlingConfig
-from auditor.detectors.large_item import Config as LargeItemConfig
-from auditor.detectors.table_class import TableClassConfig
-from auditor.detectors.unused_index import UnusedIndexConfig
+from auditor.detectors.billing.billing_mode import BillingModeConfig
+from auditor.detectors.billing.table_class import TableClassConfig
+from auditor.detectors.findings import correlate
+from auditor.detectors.findings.correlate import CorrelateConfig
+from auditor.detectors.insights import hot_key as ci_hot_key
+from auditor.detectors.insights.hot_key import CiHotKeyConfig
+from auditor.detectors.metrics import scan as cw_scan
+from auditor.detectors.metrics import throttling as cw_throttling
+from auditor.detectors.metrics import unused_index
+from auditor.detectors.metrics.scan import CwScanConfig
+from auditor.detectors.metrics.throttling import CwThrottlingConfig
+from auditor.detectors.metrics.unused_index import UnusedIndexConfig
+from auditor.detectors.stream import large_item
+from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
+from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
 from auditor.models.metrics import (
@@ -182,7 +187,7 @@ class BillingRead:
     def as_dict(self, *, per_table: bool = True) -> dict[str, Any]:
         """JSON-ready summary; without ``per_table`` the coverage and skip reasons are summarised (a log line for
         thousands of tables stays small): coverage days min/max, skipped tables counted by reason."""
-        from auditor.detectors.cw_common import iso
+        from auditor.detectors.metrics.common import iso
 
         coverage: dict[str, Any] = {t: round(d, 3) for t, d in sorted(self.coverage_days.items())}
         skipped: dict[str, Any] = dict(sorted(self.skipped.items()))
@@ -244,7 +249,7 @@ class AuditResult:
         return capacity_history(profile, tm)
 
     def summary_stats(self) -> dict[str, Any]:
-        from auditor.detectors.cw_common import iso
+        from auditor.detectors.metrics.common import iso
 
         return {
             "tables_audited": len(self.inventory.tables),
@@ -269,6 +274,19 @@ class AuditResult:
             "gaps": [g.model_dump() for g in self.gaps],
             "errors": list(self.errors),
             "stats": self.summary_stats(),
+            "cost": self.cost_summary(),
+        }
+
+    def cost_summary(self) -> dict[str, Any] | None:
+        """The audited window's ledger: each table's DynamoDB spend next to this audit's reads for it."""
+        from auditor.cost.ledger import audit_ledger
+
+        summary = audit_ledger(self)
+        if summary is None:
+            return None
+        return summary.to_dict() | {
+            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested)",
+            "window_days": round((self.end - self.start) / 86_400, 3),
         }
 
 
@@ -320,7 +338,7 @@ def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] 
     """
     if profile.billing_mode not in (ON_DEMAND, PROVISIONED):
         return None
-    from auditor.detectors.cw_common import iso
+    from auditor.detectors.metrics.common import iso
 
     provisioned = profile.billing_mode == PROVISIONED
     times = range(tm.start, tm.end, tm.period)
@@ -711,7 +729,10 @@ def render_audit(result: AuditResult, fmt: str) -> str:
     """The audit as ``json``, ``table`` or ``markdown`` text (complete, ready to write in one piece)."""
     if fmt == "json":
         return to_json(result.to_dict())
+    from auditor.cost.ledger import audit_ledger, ledger_lines
+
     st = result.summary_stats()
+    ledger = audit_ledger(result)
     cost = (
         f"{st['api_calls_total']} API calls ({st['get_metric_data_calls']} GetMetricData), "
         f"{st['metrics_requested']} metrics requested of {st['series_candidates']} candidate series, "
@@ -757,10 +778,16 @@ def render_audit(result: AuditResult, fmt: str) -> str:
             out += ["", "## Gaps (unknown facets)", ""] + [f"- {g.describe()}" for g in result.gaps]
         out += ["", "## Billing read", "", billing]
         out += ["", "## Cost of this run", "", cost, ""]
+        if ledger is not None:
+            out += ["## Cost ledger", "", "The audited window; auditor cost = this audit's CloudWatch reads.", ""]
+            out += [*ledger_lines(ledger, markdown=True), ""]
         return "\n".join(out)
     lines = ["Findings", "========", *findings_table(result.findings), "", "Tables", "======"]
     lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No tables audited."]
     if result.gaps:
         lines += ["", "Gaps (unknown facets)", "====================="] + [g.describe() for g in result.gaps]
     lines += ["", f"Window: {window}", f"Billing: {billing}", f"Cost: {cost}"]
+    if ledger is not None:
+        lines += ["", "Cost ledger (the audited window; auditor cost = this audit's CloudWatch reads)", "=" * 78]
+        lines += ledger_lines(ledger)
     return "\n".join(lines) + "\n"

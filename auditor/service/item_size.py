@@ -21,7 +21,7 @@ publishes them through the findings lifecycle (:func:`record_stream_findings`):
 
 - each keyed ``large_item``/``item_growth`` finding is linked with the stored open ``item_size_exceeded`` finding of
   the same table and key (the CloudTrail path: writes already rejected), with
-  :func:`~auditor.detectors.item_size_detectors.link_item_size_findings`: both list each other in
+  :func:`~auditor.detectors.findings.item_size_link.link_item_size_findings`: both list each other in
   ``evidence.related_finding_ids`` and the stream finding is raised one severity step. The CloudTrail finding is
   stored again with the link (same severity, same ``last_seen``: no event);
 - the changes are stored (new, worsened: one event each, published once) and the outbox is drained when the batch
@@ -46,10 +46,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.config import Settings
-from auditor.detectors import item_growth, large_item
-from auditor.detectors.item_growth import Config as ItemGrowthConfig
-from auditor.detectors.item_size_detectors import link_item_size_findings
-from auditor.detectors.large_item import Config as LargeItemConfig
+from auditor.detectors.findings.item_size_link import link_item_size_findings
+from auditor.detectors.stream import item_growth, large_item
+from auditor.detectors.stream.item_growth import Config as ItemGrowthConfig
+from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
 from auditor.lifecycle import TableKey, table_key
 from auditor.models.finding import Finding, FindingKind

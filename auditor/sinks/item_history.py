@@ -50,8 +50,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
+from auditor.models.stream import ItemSizeObservation
 from auditor.sinks import keys
-from auditor.sources.streams import ItemSizeObservation
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -52,9 +52,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from auditor.config import Settings
 from auditor.exceptions import AuditorError, ConfigurationError
-from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
+from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind
 from auditor.redact import ELLIPSIS, redact_finding, redact_text
-from auditor.report.model import KIND_LABELS
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from auditor.detectors import ci_hot_key
+from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.models.inventory import ContributorInsights, IndexProfile, Inventory, TableProfile
 from auditor.models.metrics import ApiStats, SeriesKey
 from auditor.sources.cloudwatch import (

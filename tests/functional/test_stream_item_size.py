@@ -17,7 +17,7 @@ from structlog.testing import capture_logs
 
 from auditor.config import get_settings
 from auditor.exceptions import ConfigurationError
-from auditor.item_size import item_size, stream_record_size_bytes
+from auditor.models.dynamodb_size import item_size, stream_record_size_bytes
 from auditor.models.finding import FindingKind, Severity
 from auditor.service.item_size import ItemSizeConfig, StreamItemSizeBatch
 from auditor.sinks import keys

@@ -16,8 +16,8 @@ from botocore.exceptions import ClientError
 from structlog.testing import capture_logs
 
 from auditor.config import get_settings
-from auditor.detectors import item_size_exceeded
-from auditor.detectors.item_size_detectors import RELATED_IDS
+from auditor.detectors.findings.item_size_link import RELATED_IDS
+from auditor.detectors.trail import item_size_exceeded
 from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.record import ResolveScope, record_findings

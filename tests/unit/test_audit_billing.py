@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from auditor.billing.decide import decide_table
-from auditor.billing.model import BillingConfig, BillingInput
 from auditor.exceptions import InputError
+from auditor.models.billing import BillingConfig, BillingInput
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import Capacity, IndexProfile, ScalingTarget, TableProfile
 from auditor.models.metrics import MetricSeries, SeriesKey, TableMetrics

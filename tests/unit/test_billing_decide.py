@@ -17,9 +17,9 @@ import pytest
 
 from auditor.billing import reference
 from auditor.billing.decide import analyze_billing, decide_table
-from auditor.billing.model import BillingConfig, BillingInput
 from auditor.billing.pricing import bundled_prices
 from auditor.billing.simulate import EvaluatorParams, ScalingPolicy
+from auditor.models.billing import BillingConfig, BillingInput
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
 
 DAY = 1440

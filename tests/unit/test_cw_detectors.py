@@ -7,8 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from auditor.detectors import ci_hot_key, correlate, cw_scan, cw_throttling, unused_index
-from auditor.detectors.cw_common import CW_DETECTORS, longest_run
+from auditor.detectors.findings import correlate
+from auditor.detectors.insights import hot_key as ci_hot_key
+from auditor.detectors.metrics import scan as cw_scan
+from auditor.detectors.metrics import throttling as cw_throttling
+from auditor.detectors.metrics import unused_index
+from auditor.detectors.metrics.common import CW_DETECTORS, longest_run
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.models.inventory import Capacity, ContributorInsights, IndexProfile, TableProfile
 from auditor.models.metrics import (

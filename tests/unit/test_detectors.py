@@ -5,8 +5,8 @@ import random
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.detectors import hot_key, item_size_exceeded, low_cardinality_key, scan, throttling
 from auditor.detectors.registry import all_detectors, get
+from auditor.detectors.trail import hot_key, item_size_exceeded, low_cardinality_key, scan, throttling
 from auditor.models.finding import FindingKind, Severity
 from tests.factories import call, span
 

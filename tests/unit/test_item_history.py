@@ -7,9 +7,9 @@ from itertools import pairwise
 
 import pytest
 
-from auditor.detectors import item_growth
+from auditor.detectors.stream import item_growth
+from auditor.models.stream import AttributeGrowth, ItemSizeObservation, TableRef
 from auditor.sinks.item_history import SizeHistory, add_sample, downsample, history_pk
-from auditor.sources.streams import AttributeGrowth, ItemSizeObservation, TableRef
 
 T0 = 1_795_996_800  # 2026-11-29T00:00:00Z: hour and day buckets start at T0
 HOUR = 3_600

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from auditor.exceptions import InputError
-from auditor.item_size import (
+from auditor.models.dynamodb_size import (
     ITEM_SIZE_LIMIT,
     ItemSizeError,
     ItemSizeResult,

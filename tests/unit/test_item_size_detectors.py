@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from auditor.detectors import item_growth, item_size_exceeded, large_item
-from auditor.detectors.item_size_detectors import ITEM_SIZE_DETECTORS, RELATED_IDS, link_item_size_findings
+from auditor.detectors.findings.item_size_link import ITEM_SIZE_DETECTORS, RELATED_IDS, link_item_size_findings
 from auditor.detectors.registry import all_detectors
+from auditor.detectors.stream import item_growth, large_item
+from auditor.detectors.trail import item_size_exceeded
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.sources.streams import AttributeGrowth, ItemSizeObservation, TableRef
+from auditor.models.stream import AttributeGrowth, ItemSizeObservation, TableRef
 from tests.factories import call, span
 
 LIMIT = 409_600

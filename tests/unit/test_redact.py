@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from auditor.detectors import hot_key, item_size_exceeded, low_cardinality_key, throttling
+from auditor.detectors.trail import hot_key, item_size_exceeded, low_cardinality_key, throttling
 from auditor.models.finding import Finding
 from auditor.redact import redact_finding, redact_key, redact_text, redact_value
 from tests.factories import call, span

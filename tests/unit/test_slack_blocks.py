@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from auditor.detectors import hot_key
+from auditor.detectors.trail import hot_key
 from auditor.exceptions import ConfigurationError
 from auditor.models.finding import Finding
 from auditor.redact import redact_value

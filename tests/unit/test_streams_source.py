@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from auditor.item_size import item_size, stream_record_size_bytes
+from auditor.models.dynamodb_size import item_size, stream_record_size_bytes
 from auditor.sources.streams import (
     StreamStats,
     TableRef,

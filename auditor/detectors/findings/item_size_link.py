@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from auditor.detectors import item_growth, large_item
 from auditor.detectors.base import DetectorMetadata
+from auditor.detectors.stream import item_growth, large_item
 from auditor.models.finding import Finding, FindingKind
-from auditor.sources.streams import canonical_key
+from auditor.models.stream import canonical_key
 
 __all__ = ["ITEM_SIZE_DETECTORS", "RELATED_IDS", "ItemSizeDetector", "link_item_size_findings"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import declare
+from auditor.detectors.metrics.common import declare
 from auditor.models.finding import Finding, FindingKind, Severity
 
 __all__ = ["METADATA", "CorrelateConfig", "correlate"]

@@ -1,13 +1,13 @@
 """``table_class``: Standard vs Standard-IA, from storage against throughput cost.
 
-Pure: it reads the table-class hint of a :class:`~auditor.billing.model.BillingResult` (computed only when the
+Pure: it reads the table-class hint of a :class:`~auditor.models.billing.BillingResult` (computed only when the
 table size is known) and returns at most one finding. Not in the traffic-detector registry.
 """
 
 from __future__ import annotations
 
-from auditor.billing.model import BillingResult
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
+from auditor.models.billing import BillingResult
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

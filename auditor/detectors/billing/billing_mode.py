@@ -1,6 +1,6 @@
 """``billing_mode``: the table's billing mode (or its auto-scaling settings) costs more than it needs to.
 
-Pure: it reads a :class:`~auditor.billing.model.BillingResult` (the per-table decision made by
+Pure: it reads a :class:`~auditor.models.billing.BillingResult` (the per-table decision made by
 :mod:`auditor.billing.decide`) and returns at most one finding. It is not in the traffic-detector registry
 (``auditor.detectors.registry`` is for ``TableWindow`` detectors); the billing decision and the metrics audit call
 it directly.
@@ -8,8 +8,8 @@ it directly.
 
 from __future__ import annotations
 
-from auditor.billing.model import BillingResult, CapacityRecommendation
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
+from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

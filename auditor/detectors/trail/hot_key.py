@@ -17,7 +17,7 @@ from typing import Any
 from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
-from auditor.detectors.timebucket import bucket_of, shard_advice, shards_needed
+from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

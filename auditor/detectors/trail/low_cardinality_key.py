@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
-from auditor.detectors.hot_key import HotKeyConfig, headroom
 from auditor.detectors.registry import register
-from auditor.detectors.timebucket import bucket_of, shard_advice
+from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
+from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

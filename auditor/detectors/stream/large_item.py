@@ -25,9 +25,9 @@ from typing import Any
 from pydantic import Field
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
-from auditor.item_size import ITEM_SIZE_LIMIT
+from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity, utc
-from auditor.sources.streams import ItemSizeObservation
+from auditor.models.stream import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "detect", "estimate_large_writes", "insufficient_view_type", "severity_for"]
 

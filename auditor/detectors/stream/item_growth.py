@@ -30,10 +30,10 @@ from typing import Any
 from pydantic import Field
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
-from auditor.detectors.large_item import recommendation
-from auditor.item_size import ITEM_SIZE_LIMIT
+from auditor.detectors.stream.large_item import recommendation
+from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.sources.streams import ItemSizeObservation
+from auditor.models.stream import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "GrowthFit", "days_to_limit", "detect", "fit_growth", "theil_sen_slope"]
 

@@ -10,7 +10,7 @@ which bounds the read capacity scans can have used.
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import cw_finding, declare, iso
+from auditor.detectors.metrics.common import cw_finding, declare, iso
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
 from auditor.models.metrics import CONSUMED, RETURNED_ITEMS, SCAN_REQUESTS, TableMetrics

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import cw_finding, declare, iso, longest_run
+from auditor.detectors.metrics.common import cw_finding, declare, iso, longest_run
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Capacity, TableProfile
 from auditor.models.metrics import CAUSE_METRICS, CONSUMED, THROTTLE_EVENTS, ResourceMetrics, TableMetrics

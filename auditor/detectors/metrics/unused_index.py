@@ -12,7 +12,7 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import cw_finding, declare, iso
+from auditor.detectors.metrics.common import cw_finding, declare, iso
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, IndexProfile, TableProfile
 from auditor.models.metrics import CONSUMED, PROVISIONED, ResourceMetrics, TableMetrics

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.cw_common import cw_finding, declare
-from auditor.detectors.hot_key import severity_for_headroom
+from auditor.detectors.metrics.common import cw_finding, declare
+from auditor.detectors.trail.hot_key import severity_for_headroom
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
 from auditor.models.metrics import InsightContributor, InsightReport

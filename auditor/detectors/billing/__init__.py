@@ -1,0 +1,1 @@
+"""Detectors over a billing simulation's result."""

@@ -1,0 +1,1 @@
+"""Detectors over existing findings: correlation of one story told by two sources."""

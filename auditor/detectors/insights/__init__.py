@@ -1,0 +1,1 @@
+"""Detectors over Contributor Insights reports."""

@@ -1,0 +1,1 @@
+"""Detectors over a table's CloudWatch metrics and inventory profile."""

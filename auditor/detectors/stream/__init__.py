@@ -1,0 +1,1 @@
+"""Detectors over DynamoDB Streams item-size observations."""

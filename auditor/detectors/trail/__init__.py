@@ -1,0 +1,1 @@
+"""Detectors over CloudTrail traffic windows (:class:`~auditor.aggregates.window.TableWindow`)."""
