@@ -19,6 +19,7 @@ from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
 from auditor.detectors.registry import register
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.whatif.limits import headroom_sentence
 
 METADATA = DetectorMetadata(
     id="hot_key",
@@ -243,6 +244,7 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
             + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
             + f" It took {k.share:.0%} of the {total} key-identified requests in {agg.window_seconds // 60} minutes."
         )
+        summary += headroom_sentence(h)
         if h is not None and h >= cfg.huge_headroom:
             summary += f" Its peak is far below the partition limits (headroom {h:,.0f}x), so it is at most low."
         if k.throttles:

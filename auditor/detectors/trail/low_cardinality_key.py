@@ -8,6 +8,7 @@ from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.whatif.limits import headroom_sentence
 
 METADATA = DetectorMetadata(
     id="low_cardinality_key",
@@ -80,6 +81,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
             summary=(
                 f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
                 f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
+                + headroom_sentence(h)
                 + (
                     f" Its busiest value peaked far below a partition's limits (headroom {h:,.0f}x), so this is at "
                     "most low."
@@ -103,6 +105,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
                 "values": values,
                 "requests_per_second": round(rate, 3),
                 "busiest_value_headroom_factor": round(h, 2) if h is not None else None,
+                "headroom_factor": round(h, 2) if h is not None else None,
                 "window_seconds": agg.window_seconds,
                 "source": "cloudtrail",
                 "time_bucket": period,
