@@ -81,13 +81,13 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
             summary=(
                 f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
                 f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
-                + headroom_sentence(h)
                 + (
                     f" Its busiest value peaked far below a partition's limits (headroom {h:,.0f}x), so this is at "
                     "most low."
                     if h is not None and h >= cfg.huge_headroom
                     else ""
                 )
+                + headroom_sentence(h)
             ),
             recommendation=(
                 shard_advice(attr, str(values[0]["value"]), period, busiest_writes / max(1, agg.window_seconds), 0.0)[0]
