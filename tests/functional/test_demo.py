@@ -95,6 +95,16 @@ def test_outputs_and_time(demo: DemoResult) -> None:
     assert any(line.startswith("run 2") for line in NARRATIVE)
 
 
+def test_the_ledger_and_a_capture_plan_change_are_shown(demo: DemoResult) -> None:
+    ledger = next(line for line in NARRATIVE if line.strip().startswith("ledger"))
+    assert "auditor $" in ledger and "audited DynamoDB $" in ledger and "ratio " in ledger
+    plans = [line for line in NARRATIVE if line.strip().startswith("capture plan  ")]
+    assert len(plans) == 2
+    assert "Orders" not in plans[0]
+    assert "Orders (burst, 60 s probe)" in plans[1]
+    assert any("capture plan change  added ['Orders']" in line for line in NARRATIVE)
+
+
 def test_cli_demo_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from auditor.cli import main
 
