@@ -11,6 +11,7 @@ import os
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +19,8 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
-from auditor.detectors.registry import all_detectors
+from auditor.detectors.base import DetectorInput
+from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
@@ -222,19 +224,15 @@ def ingest_parallel(
 
 
 def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
-    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal."""
+    """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
+    logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`)."""
     findings: list[Finding] = []
     errors: list[str] = []
-    detectors = all_detectors()
+    detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
         for det in detectors:
-            overrides = config.detectors.get(det.metadata.id, {})
-            cfg = det.config_model.model_validate(overrides)
-            try:
-                findings.extend(det.run(agg, cfg))
-            except Exception as exc:  # a detector bug must not hide the other findings
-                log.exception("detector_failed", detector_id=det.metadata.id, table=agg.table)
-                errors.append(f"{det.metadata.id} on {agg.table}: {type(exc).__name__}: {exc}")
+            cfg = config.detector_config(det.id, agg.table)
+            findings.extend(guarded(errors, det.id, agg.table, partial(det.run, agg, cfg)))
     findings.sort(key=Finding.sort_key)
     return findings, errors
 

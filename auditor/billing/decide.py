@@ -37,6 +37,7 @@ from auditor.billing.simulate import (
     simulate_aws,
     simulate_evaluator,
 )
+from auditor.detectors.base import BillingResultInput
 from auditor.detectors.billing import billing_mode, table_class
 from auditor.models.billing import (
     GIB,
@@ -687,8 +688,7 @@ def analyze_billing(
 ) -> BillingAnalysis:
     """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md)."""
     result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices)
-    findings = billing_mode.detect(result, mode_config, account=account) + table_class.detect(
-        result, class_config, account=account
-    )
+    data = BillingResultInput(result, account)
+    findings = billing_mode.detect(data, mode_config) + table_class.detect(data, class_config)
     findings.sort(key=Finding.sort_key)
     return BillingAnalysis(result=result, findings=findings, warnings=warnings)

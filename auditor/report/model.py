@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, utc
@@ -48,30 +49,10 @@ ITEM_LIMIT_BYTES = 409_600
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-_DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
-#: Documentation for kinds that have no registered detector yet (detectors' own ``docs_url`` wins).
-_FALLBACK_DOCS: dict[FindingKind, str] = {
-    FindingKind.SCAN: _DOCS + "bp-query-scan.html",
-    FindingKind.THROTTLING: _DOCS + "TroubleshootingThrottling.html",
-    FindingKind.HOT_KEY: _DOCS + "bp-partition-key-design.html",
-    FindingKind.LOW_CARDINALITY_KEY: _DOCS + "bp-partition-key-uniform-load.html",
-    FindingKind.LARGE_ITEM: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_GROWTH: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_SIZE_EXCEEDED: _DOCS + "bp-use-s3-too.html",
-    FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
-    FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
-    FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
-}
-
 
 def docs_url(kind: FindingKind) -> str:
-    """The AWS documentation page for a finding kind (the detector's own link when one is registered)."""
-    from auditor.detectors.registry import all_detectors
-
-    for det in all_detectors():
-        if det.metadata.kind == kind:
-            return str(det.metadata.docs_url)
-    return _FALLBACK_DOCS[kind]
+    """The AWS documentation page for a finding kind: its detector's, from the catalogue."""
+    return str(primary(kind).metadata.docs_url)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -200,7 +200,7 @@ def correlate_with_stored(
     if not stored:
         return list(own), []
     ids = {f.id for f in own}
-    combined = correlate.correlate([*own, *stored], audit.correlate)
+    combined = correlate.correlate([*own, *stored], audit.detector_config("correlate"))
     before = {f.id: f for f in stored}
     mine = [f for f in combined if f.id in ids]
     updated = [f for f in combined if f.id in before and f.id not in ids and f != before[f.id]]
