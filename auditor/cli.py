@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.engine import TrailAnalysis
     from auditor.models.billing import BillingConfig
     from auditor.mutelist import Muted
+    from auditor.service.audit import AuditConfig
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
 
@@ -176,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=14.0,
         metavar="N",
         help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
+    )
+    audit.add_argument(
+        "--config", metavar="FILE", help="analysis config JSON: its detector settings (detectors, tables) apply"
     )
     _add_org_options(audit)
     _add_output_options(audit)
@@ -467,6 +471,14 @@ def _billing_days(text: str) -> float:
     return days
 
 
+def _audit_config(args: argparse.Namespace) -> AuditConfig:
+    """The audit's detector tree: the ``detectors`` and ``tables`` of ``--config`` (or ``AUDIT_CONFIG``), the same
+    document ``analyze-trail`` reads."""
+    from auditor.service.audit import AuditConfig
+
+    return AuditConfig.from_tree(load_analysis_config(args.config or get_settings().audit_config))
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
@@ -488,6 +500,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         now=now,
         billing_days=args.billing_days,
         prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
+        config=_audit_config(args),
     )
     for warning in book.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
@@ -581,6 +594,7 @@ def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
         prices=book,
         max_workers=args.max_concurrency,
         on_done=progress,
+        config=_audit_config(args),
     )
     if tty:
         print(file=sys.stderr)

@@ -12,7 +12,7 @@ key). Unknown ids and invalid values are errors when the tree is read, not when 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -69,6 +69,7 @@ class DetectorSettings(BaseModel):
         config: DetectorConfig = get(detector_id).config(self.overrides(detector_id, table))
         return config
 
-    def detector_settings(self) -> DetectorSettings:
-        """Only the tree (for a runner that takes no other option)."""
-        return DetectorSettings(detectors=self.detectors, tables=self.tables)
+    @classmethod
+    def from_tree(cls, tree: DetectorSettings) -> Self:
+        """This model with ``tree``'s detector settings (and its own defaults for everything else)."""
+        return cls(detectors=tree.detectors, tables=tree.tables)

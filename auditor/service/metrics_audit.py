@@ -106,6 +106,7 @@ class MetricsAuditParams:
                 tag=(key.strip(), value.strip()) if tag else None,
             ),
             lookback_seconds=settings.audit_lookback_seconds,
+            audit=AuditConfig.from_tree(settings.analysis_config()),
             billing_lookback_days=settings.billing_lookback_days,
             billing_hour_utc=settings.billing_audit_hour_utc,
         )

@@ -101,3 +101,10 @@ def test_every_detector_has_a_test_module(det: Detector[object, DetectorConfig])
     )
     users = [p.name for p, text in _tests_text().items() if imports.search(text) and p.name != "test_catalogue.py"]
     assert users, f"no test module imports {det.module}"
+
+
+def test_the_architecture_doc_maps_every_detector_id_to_its_file() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| `[a-z_]+` \| [a-z_]+ \| \[`([^`]+)`\]", text, re.M))
+    assert rows == {d.id: d.module.replace(".", "/") + ".py" for d in all_detectors()}
+    assert all((ROOT / path).is_file() for path in rows.values())
