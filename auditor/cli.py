@@ -1,4 +1,4 @@
-"""``ddb-audit``: the command-line interface (SPEC.md "CLI").
+"""``ddb-audit``: the command-line interface (docs/contract.md "CLI").
 
 Exit codes: 0 ran; 1 findings at or above ``--fail-on``; 2 usage or input error (one line on stderr);
 3 internal error. Output on stdout is built in full before it is written, so it is complete or absent.
@@ -20,9 +20,9 @@ import structlog
 
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import AuditorError, InputError
+from auditor.findings_text import FORMATS, render_columns, render_markdown, render_table, to_json
 from auditor.models.finding import Finding, Severity
 from auditor.observability import configure_logging
-from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
     from auditor.engine import TrailAnalysis
@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
         "billing",
         help="billing-mode and table-class recommendation from one table's capacity history (offline)",
     )
-    billing.add_argument("--input", required=True, metavar="FILE", help="capacity history JSON (SPEC.md), - for stdin")
+    billing.add_argument(
+        "--input", required=True, metavar="FILE", help="capacity history JSON (docs/contract.md), - for stdin"
+    )
     billing.add_argument(
         "--simulation",
         choices=("aws", "evaluator"),
@@ -406,7 +408,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from auditor.report import model
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
 
     doc = model.parse_findings_document(_read_json(args.findings), args.findings)
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
@@ -693,9 +695,9 @@ def _cmd_athena(args: argparse.Namespace) -> int:
 
 
 def _cmd_billing(args: argparse.Namespace) -> int:
+    from auditor.billing.billing_text import render_billing_markdown, render_billing_table
     from auditor.billing.decide import analyze_billing
     from auditor.billing.pricing import load_price_file
-    from auditor.billing.render import render_billing_markdown, render_billing_table
     from auditor.models.billing import BillingInput
 
     if args.input == "-":

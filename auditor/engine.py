@@ -37,7 +37,7 @@ MAX_PROCESSES = 4
 
 @dataclass(slots=True)
 class TrailAnalysis:
-    """The result of analysing CloudTrail input (SPEC.md ``analyze-trail`` JSON output)."""
+    """The result of analysing CloudTrail input (docs/contract.md ``analyze-trail`` JSON output)."""
 
     findings: list[Finding]
     access_patterns: list[AccessPattern]
@@ -46,7 +46,7 @@ class TrailAnalysis:
     detector_errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """The SPEC.md JSON document."""
+        """The docs/contract.md JSON document."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "access_patterns": [p.model_dump(mode="json") for p in self.access_patterns],

@@ -8,8 +8,8 @@ Modules:
 - :mod:`auditor.billing.reference`: straightforward window-rescanning versions of both simulators (test oracle and
   benchmark baseline).
 - :mod:`auditor.billing.decide`: one decision per table (table plus GSIs, reads plus writes), with the findings.
-- :mod:`auditor.models.billing`: the input and output models of SPEC.md.
-- :mod:`auditor.billing.render`: table and Markdown renderings for the CLI.
+- :mod:`auditor.models.billing`: the input and output models of docs/contract.md.
+- :mod:`auditor.billing.billing_text`: table and Markdown renderings for the CLI.
 
 This package imports nothing on purpose: :mod:`auditor.detectors.billing.billing_mode` imports the models, and the
 decision imports the detectors, so re-exporting here would create an import cycle.

@@ -78,7 +78,7 @@ class BillingAnalysis:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """SPEC.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
+        """docs/contract.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "billing": self.result.to_dict(),
@@ -686,7 +686,7 @@ def analyze_billing(
     mode_config: billing_mode.BillingModeConfig | None = None,
     class_config: table_class.TableClassConfig | None = None,
 ) -> BillingAnalysis:
-    """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md)."""
+    """Decide and produce the ``billing_mode`` and ``table_class`` findings (docs/contract.md)."""
     result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices)
     data = BillingResultInput(result, account)
     findings = billing_mode.detect(data, mode_config) + table_class.detect(data, class_config)

@@ -385,7 +385,7 @@ def _write_report(
     from auditor.aggregates.window import AggregateSet
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
     from auditor.sinks.window_store import WindowStore
 
     store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -409,7 +409,7 @@ def _write_report(
 
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
-    """This week's findings from the state table (the evaluator's output), as SPEC.md Finding JSON."""
+    """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON."""
     from auditor.sinks.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -469,7 +469,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
 
 def summary_text(result: DemoResult) -> str:
     """What the demo found and sent, for a person to read."""
-    from auditor.render import render_columns
+    from auditor.findings_text import render_columns
 
     rows = [
         (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])

@@ -126,7 +126,7 @@ class IsoWeek(BaseModel):
 class CapacitySeries(BaseModel):
     """One table's (or index's) CloudWatch capacity history: consumed ``Sum`` per period, provisioned units.
 
-    The same shape as one entry of the ``ddb-audit billing`` input (SPEC.md), with the table and time added.
+    The same shape as one entry of the ``ddb-audit billing`` input (docs/contract.md), with the table and time added.
     """
 
     model_config = _FROZEN
@@ -615,7 +615,7 @@ def parse_findings_document(document: Any, source: str = "findings") -> Findings
 
 
 def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
-    """The capacity series of a ``ddb-audit billing`` input document (SPEC.md), one per table/index."""
+    """The capacity series of a ``ddb-audit billing`` input document (docs/contract.md), one per table/index."""
     if not isinstance(document, Mapping) or not isinstance(document.get("series"), list):
         raise InputError(f"{source}: expected a billing input document with 'table', 'start' and 'series'")
     out = []

@@ -44,6 +44,7 @@ from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
+from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
@@ -57,7 +58,6 @@ from auditor.models.metrics import (
     TableMetrics,
 )
 from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
-from auditor.render import findings_table, render_columns, to_json
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
 from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
 from auditor.sources.cloudwatch import MetricsResult, billing_window, collect_metrics, read_billing_metrics
@@ -301,7 +301,8 @@ def evaluate_billing(
 
 
 def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] | None:
-    """The table's capacity history as the ``ddb-audit billing --input`` document (SPEC.md), or None (mode unknown).
+    """The table's capacity history as the ``ddb-audit billing --input`` document (docs/contract.md), or None (mode
+    unknown).
 
     ``consumed_*`` are the per-period CloudWatch ``Sum`` values (missing = 0), for the table and every GSI (a GSI
     without series consumed nothing). ``provisioned_*`` are the units in force in each period (the 5-minute values

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.finding import Finding
-from auditor.render import findings_table, render_columns, to_json
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
 from auditor.sources.aws_calls import CLIENT_CONFIG, error_code, error_message
 from auditor.sources.org import (

@@ -46,7 +46,7 @@ from botocore.exceptions import ClientError
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
-from auditor.report.render import headline, money, render_html, render_markdown
+from auditor.report.report_pages import headline, money, render_html, render_markdown
 from auditor.sinks import keys
 from auditor.sinks.findings_store import FindingsStore
 

@@ -1,4 +1,4 @@
-"""``ddb-audit billing``: the SPEC.md input and output shapes, formats, exit codes and input errors."""
+"""``ddb-audit billing``: the docs/contract.md input and output shapes, formats, exit codes and input errors."""
 
 from __future__ import annotations
 

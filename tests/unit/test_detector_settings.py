@@ -10,8 +10,8 @@ from auditor.config import AnalysisConfig, load_analysis_config, settings_from_e
 from auditor.engine import evaluate
 from auditor.exceptions import ConfigurationError, InputError
 from auditor.models.finding import FindingKind
-from auditor.service.item_size import item_size_config
 from auditor.service.metrics_audit import MetricsAuditParams
+from auditor.service.stream_item_size import item_size_config
 from tests.factories import call, span
 
 CLEANER = "arn:aws:iam::111122223333:role/session-cleaner"
