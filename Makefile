@@ -87,7 +87,7 @@ build: tools
 # the template's runtime and architecture (python3.12, arm64). No tests/, events/ or dev tools ride along. The
 # package is built once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and copied.
 LAMBDA_FUNCTIONS := TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
-                    StreamItemSizeFunction MetricsAuditFunction WeeklyReportFunction
+                    StreamItemSizeFunction MetricsAuditFunction WeeklyReportFunction CaptureControllerFunction
 LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package

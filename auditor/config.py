@@ -72,10 +72,26 @@ class Settings(BaseModel):
     billing_lookback_days: int = Field(default=14, ge=1, le=15)
     #: Metrics audit: billing is decided by the run whose schedule time falls in this UTC hour (once a day).
     billing_audit_hour_utc: int = Field(default=6, ge=0, le=23)
+    #: Metrics audit across accounts: these account ids (comma-separated), each through ``MEMBER_ROLE_NAME``.
+    audit_accounts: str | None = None
+    #: Metrics audit across accounts: every ACTIVE account of the Organization (``organizations:ListAccounts``).
+    audit_organization: bool = False
+    #: Metrics audit: these Regions (comma-separated; empty: the function's own Region).
+    audit_regions: str | None = None
+    #: The read-only member role (templates/member-role.yaml) assumed in each audited account.
+    member_role_name: str | None = None
+    #: Metrics audit: account/Region pairs audited at once.
+    audit_concurrency: int = Field(default=8, ge=1, le=64)
     #: Weekly report: how long the presigned link in the announcement works (SigV4 allows at most 7 days).
     report_link_expiry_seconds: int = Field(default=604_800, ge=60, le=604_800)
     #: Weekly report: the KMS key to encrypt report objects with (empty: the bucket's default encryption).
     reports_kms_key_id: str | None = None
+
+    #: Capture controller: the stack's own trail, the audit budget (percent of the audited DynamoDB bill) and, when
+    #: the trail is restricted to some tables, their ARNs (comma-separated; empty: every table in the Region).
+    capture_trail_name: str | None = None
+    audit_budget_percent: float = Field(default=1.0, ge=0, le=100)
+    capture_table_arns: str | None = None
 
     @field_validator("audit_table_tag")
     @classmethod

@@ -65,13 +65,14 @@ def ingest_source(
     deduper: Deduper,
     stats: IngestStats,
     shard: Shard | None = None,
-    outcomes: list[int | None] | None = None,
+    outcomes: list[tuple[int, int] | None] | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
     forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
-    outcome appended: the number of records in it (all shards'), or None when it failed.
+    outcome appended: the number of records in it (all shards') and the number this shard read, or None when it
+    failed.
     """
     file_stats = IngestStats()
     aggs = new_aggregate_set(config)
@@ -87,7 +88,7 @@ def ingest_source(
             outcomes.append(None)
         return None
     if outcomes is not None:
-        outcomes.append(file_stats.records_seen)
+        outcomes.append((file_stats.records_seen, file_stats.records_read))
     deduper.commit()
     file_stats.files_read = 1
     stats.merge(file_stats)
@@ -98,7 +99,7 @@ def ingest(
     sources: Iterable[InputSource],
     config: AnalysisConfig,
     shard: Shard | None = None,
-    outcomes: list[int | None] | None = None,
+    outcomes: list[tuple[int, int] | None] | None = None,
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
@@ -123,7 +124,7 @@ def ingest(
 
 
 def plan_processes(sources: Sequence[InputSource], requested: int | None = None) -> int:
-    """How many processes should read ``sources``: ``requested`` if given, else automatic.
+    """How many processes should read ``sources``: ``requested`` if given (capped at the CPU count), else automatic.
 
     Automatic: one process for stdin, for small inputs (under :data:`PARALLEL_MIN_BYTES`) and where ``fork`` is not
     available; otherwise one per available CPU, at most :data:`MAX_PROCESSES`.
@@ -134,12 +135,13 @@ def plan_processes(sources: Sequence[InputSource], requested: int | None = None)
         return 1
     if any(not Path(src.name).is_file() for src in sources):  # stdin (or a stream) can be read only once
         return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if requested is not None:
-        return requested
+        # never more processes than CPUs (or MAX_PROCESSES): --jobs 100000 must not fork until descriptors run out
+        return max(1, min(requested, cpus, MAX_PROCESSES))
     size = sum(Path(src.name).stat().st_size for src in sources)
     if size < PARALLEL_MIN_BYTES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cpus, MAX_PROCESSES))
 
 
@@ -149,7 +151,7 @@ def _shard_worker(sources: Sequence[InputSource], config: AnalysisConfig, shard:
 
     assert isinstance(conn, Connection)
     try:
-        outcomes: list[int | None] = []
+        outcomes: list[tuple[int, int] | None] = []
         aggregates, stats = ingest(sources, config, shard, outcomes)
         aggregates.flush()  # fold the pending batches here, in parallel, not in the parent after unpickling
         payload: object = (aggregates, stats, outcomes)
@@ -179,12 +181,13 @@ def ingest_parallel(
 
     This process reads shard 0 while forked children read the others; each child sends back its aggregates, which
     merge (the aggregates are mergeable, and every event lands in exactly one shard, so deduplication stays
-    exact). A child that fails is logged and its shard is read again here: nothing is lost.
+    exact). A child that fails is logged and the input is read again here in one process: nothing is lost.
 
     Every shard reads every source whole, so all must agree on each source's outcome (its number of records, or
-    that it failed). They disagree only on inputs built to cut records in the wrong place (see
-    :func:`auditor.sources.cloudtrail._raw_owned`) or whose bytes changed between the reads: then the sharded results
-    are dropped and the input is read again in this process alone, the reference behaviour.
+    that it failed), and the records the shards read must add up to that number. They disagree only on corrupt
+    inputs (records cut in the wrong place, see :func:`auditor.sources.cloudtrail._raw_owned`, or a record that
+    cannot be decoded, which no shard or two may take as theirs) or inputs whose bytes changed between the reads:
+    then the sharded results are dropped and the input is read again in this process alone, the reference.
     """
     if processes <= 1:
         return ingest(sources, config)
@@ -196,9 +199,10 @@ def ingest_parallel(
         proc.start()
         writer.close()
         children.append((i, proc, reader))
-    outcomes: list[int | None] = []
+    outcomes: list[tuple[int, int] | None] = []
     total, stats = ingest(sources, config, Shard(0, processes), outcomes)
     agree = True
+    reads = [o[1] if o is not None else 0 for o in outcomes]
     for i, proc, reader in children:
         try:
             payload: object = reader.recv()
@@ -207,16 +211,21 @@ def ingest_parallel(
         finally:
             reader.close()
             proc.join()
-        if isinstance(payload, tuple):
-            aggs, shard_stats, shard_outcomes = payload
-        else:
+        if not isinstance(payload, tuple):
             log.warning("shard_failed", shard=i, processes=processes, reason=str(payload)[-500:])
-            shard_outcomes = []
-            aggs, shard_stats = ingest(sources, config, Shard(i, processes), shard_outcomes)
-        if shard_outcomes != outcomes:
             agree = False
+            continue
+        aggs, shard_stats, shard_outcomes = payload
+        if [None if o is None else o[0] for o in shard_outcomes] != [None if o is None else o[0] for o in outcomes]:
+            agree = False
+            continue
+        reads = [r + (o[1] if o is not None else 0) for r, o in zip(reads, shard_outcomes, strict=True)]
         total.merge(aggs, take=True)
         _merge_shard_stats(stats, shard_stats)
+    # Every record must have been read by exactly one shard: a record that no shard (or two) took as its own
+    # (ownership decided differently before and after parsing, on corrupt input) makes the sums differ.
+    if agree and any(o is not None and r != o[0] for r, o in zip(reads, outcomes, strict=True)):
+        agree = False
     if not agree:
         log.warning("shards_disagree", processes=processes, reason="sources read differently by the shards")
         return ingest(sources, config)

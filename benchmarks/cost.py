@@ -21,7 +21,8 @@ Three strategies, side by side in one run:
   slice starts).
 
 For each it prints the auditor's monthly cost (CloudTrail data events counted from the traffic model; Lambda,
-state table, CloudWatch reads, S3 from per-run and per-event estimates stated in ``AUDITOR_MODEL``), the audited
+state table, CloudWatch reads, S3 from the per-run and per-event estimates of
+:data:`auditor.cost.model.FIXED_MODEL`, the same the controller's budget uses), the audited
 DynamoDB bill (:func:`auditor.cost.model.dynamodb_spend`), the ratio, and the recall of the planted problems.
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
 normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` and passed to the real detectors
@@ -49,7 +50,15 @@ from typing import Any
 from auditor.aggregates.window import TableWindow
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
-from auditor.cost.model import AuditorUsage, DynamoDBUsage, auditor_spend, dynamodb_spend
+from auditor.cost.model import (
+    AuditorUsage,
+    DynamoDBUsage,
+    auditor_spend,
+    data_event_usage,
+    dynamodb_spend,
+    fixed_monthly_usage,
+    fixed_monthly_usd,
+)
 from auditor.cost.plan import (
     SECONDS_PER_MONTH,
     CapturePlan,
@@ -75,19 +84,6 @@ SLICES = MINUTES * 60 // SLICE
 #: CloudWatch publishes a DynamoDB minute about this many minutes late.
 CW_DELAY_MINUTES = 2
 EPOCH0 = int(datetime(2026, 11, 1, tzinfo=UTC).timestamp())
-
-#: Per-run and per-event estimates of the auditor's resource use (the fixed part of its bill).
-AUDITOR_MODEL = {
-    "lambda_gb_s_per_million_events": 40.0,  # 1 GB ingest function at ~25,000 records/s
-    "evaluator_gb_s_per_run": 1.0,  # every 15 minutes
-    "metrics_audit_gb_s_per_run": 30.0,  # hourly
-    "controller_gb_s_per_run": 0.25,  # every 5 minutes
-    "trail_objects_per_month": 8_760,  # CloudTrail delivers about one file per 5 minutes
-    "compressed_bytes_per_event": 150.0,
-    "state_write_units_per_object": 6.0,
-    "state_read_units_per_evaluation": 20.0,
-    "metrics_audit_metrics_per_table": 3.0,  # consumed read/write, plus provisioned on provisioned tables
-}
 
 
 @dataclass(slots=True)
@@ -272,34 +268,11 @@ def _events(acct: Account, i: int, start_minute: int, minutes: int, writes_only:
 
 def fixed_usage(acct: Account, extra_metrics: int, controller: bool) -> AuditorUsage:
     """The auditor's usage that does not depend on the data events (a month)."""
-    m = AUDITOR_MODEL
-    lam = 2_920 * m["evaluator_gb_s_per_run"] + 730 * m["metrics_audit_gb_s_per_run"]
-    requests = 2_920 + 730 + int(m["trail_objects_per_month"])
-    if controller:
-        lam += SLICES * m["controller_gb_s_per_run"]
-        requests += SLICES
-    metrics = int(len(acct.tables) * m["metrics_audit_metrics_per_table"] * (730 + 30)) + extra_metrics
-    return AuditorUsage(
-        days=730 / 24,
-        lambda_gb_seconds=lam,
-        lambda_requests=requests,
-        state_read_units=2_920 * m["state_read_units_per_evaluation"],
-        state_write_units=m["trail_objects_per_month"] * m["state_write_units_per_object"]
-        + (2 * SLICES if controller else 0),
-        metrics_requested=metrics,
-        s3_puts=int(m["trail_objects_per_month"]),
-        s3_gets=int(m["trail_objects_per_month"]),
-    )
+    return fixed_monthly_usage(len(acct.tables), extra_metrics, controller=controller)
 
 
 def event_usage(events: float) -> AuditorUsage:
-    m = AUDITOR_MODEL
-    return AuditorUsage(
-        days=730 / 24,
-        data_events=int(events),
-        lambda_gb_seconds=events / 1e6 * m["lambda_gb_s_per_million_events"],
-        s3_bytes_stored=events * m["compressed_bytes_per_event"] / 2,  # grows through the month: half on average
-    )
+    return data_event_usage(events)
 
 
 # ---- governor
@@ -326,8 +299,7 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
     always_on_events = float(sum(len(j.minutes) for j in acct.scans))
     # Fixed costs the planner subtracts: its own estimate of the month's non-event costs (with the polling below).
     busy = sum(t.avg_rate >= cfg.poll_min_rate for t in acct.tables)
-    polls_estimate = 2 * (len(acct.tables) * 730 + busy * SLICES // cfg.poll_every_slices + 5 * SLICES)
-    fixed = auditor_spend(fixed_usage(acct, polls_estimate, controller=True)).total
+    fixed = fixed_monthly_usd(len(acct.tables), busy, cfg.poll_every_slices)
     base = [
         TableTraffic(
             table=t.name,

@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.audit import AuditClients, build_clients
-from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
+from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import RETRY_CONFIG
 
@@ -49,12 +49,20 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     store = FindingsStore(
         state_ddb, settings.require("state_table_name"), retention_days=settings.finding_retention_days
     )
+    params = MetricsAuditParams.from_settings(settings)
+    org = OrgScope.from_settings(settings)
+    time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
+    if org.enabled:  # several accounts and/or Regions, each through the member role
+        factory, targets = org.plan(boto3.Session())
+        return run_org_metrics_audit(
+            factory, targets, store, sns, params, schedule.time, concurrency=org.concurrency, time_left=time_left
+        ).as_dict()
     result = run_metrics_audit(
         audit_clients,
         store,
         sns,
-        MetricsAuditParams.from_settings(settings),
+        params,
         now=schedule.time,
-        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        time_left=time_left,
     )
     return result.as_dict()

@@ -12,6 +12,7 @@ Serialised with :meth:`TableWindow.to_dict` an aggregate stays well under Dynamo
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -87,11 +88,56 @@ def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | Non
     return "unknown", None
 
 
+#: DynamoDB's limit on a partition key value (2,048 bytes): a longer logged value is not a real key, and is kept as
+#: a fixed-size digest so a flood of huge distinct values cannot grow the sketches' memory.
+MAX_KEY_BYTES = 2048
+
+
+def _hashed(attr: str, raw: bytes, why: str) -> str:
+    return f'{attr}\x1f"({why}, sha256 {hashlib.sha256(raw).hexdigest()[:32]})'
+
+
 def encode_key(attr: str, value: Any) -> str:
-    """Sketch key for one partition-key value: attribute name and a JSON literal, so numbers and strings differ."""
+    """Sketch key for one partition-key value: attribute name and a JSON literal, so numbers and strings differ.
+
+    A value longer than :data:`MAX_KEY_BYTES` is stored as a digest; an integer beyond 64 bits as its digits; a
+    value JSON cannot write (nesting deeper than 255 levels) as a digest of its ``repr``-free shape.
+    """
     if isinstance(value, str):
+        if len(value) > MAX_KEY_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+            return _hashed(attr, value.encode("utf-8", "surrogatepass"), "over 2 KB")
         return f'{attr}\x1f"{value}'
-    return f"{attr}\x1f{orjson.dumps(value).decode()}"
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        digits = str(value) if value.bit_length() < 6800 else ""  # str() of a huge int is quadratic
+        if digits and len(digits) <= MAX_KEY_BYTES:
+            return f"{attr}\x1f{digits}"
+        return _hashed(attr, value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True), "over 2 KB")
+    try:
+        literal = orjson.dumps(value).decode()
+    except TypeError:  # nesting deeper than orjson writes, or a type it does not know
+        return _hashed(attr, _shape_bytes(value), "not a key value")
+    if len(literal) > MAX_KEY_BYTES:
+        return _hashed(attr, literal.encode(), "over 2 KB")
+    return f"{attr}\x1f{literal}"
+
+
+def _shape_bytes(value: Any) -> bytes:
+    """A deterministic byte form of any nested value, iteratively (no recursion limit), bounded by its size."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack and len(out) < 1 << 16:
+        v = stack.pop()
+        if isinstance(v, dict):
+            out.append("{")
+            for k in sorted(v, key=str):
+                out.append(str(k))
+                stack.append(v[k])
+        elif isinstance(v, list):
+            out.append("[")
+            stack.extend(reversed(v))
+        else:
+            out.append(type(v).__name__ + ":" + (v if isinstance(v, str) else str(v)[:64]))
+    return "\x1e".join(out).encode("utf-8", "surrogatepass")
 
 
 def decode_key(encoded: str) -> dict[str, Any]:
@@ -99,6 +145,8 @@ def decode_key(encoded: str) -> dict[str, Any]:
     attr, _, lit = encoded.partition("\x1f")
     if lit.startswith('"'):
         return {attr: lit[1:]}
+    if lit.lstrip("-").isdigit():
+        return {attr: int(lit)}  # exact, also beyond 64 bits
     return {attr: orjson.loads(lit)}
 
 

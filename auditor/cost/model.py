@@ -232,10 +232,10 @@ class LedgerSummary(BaseModel):
             return {
                 "table": r.table,
                 "days": r.days,
-                "auditor_usd": round(r.auditor_usd, 6),
-                "dynamodb_usd": round(r.dynamodb_usd, 6),
-                "ratio": None if r.ratio is None else round(r.ratio, 6),
-                "auditor_lines": {k: round(v, 6) for k, v in r.auditor_lines.items()},
+                "auditor_usd": round(r.auditor_usd, 9),
+                "dynamodb_usd": round(r.dynamodb_usd, 9),
+                "ratio": None if r.ratio is None else round(r.ratio, 9),
+                "auditor_lines": {k: round(v, 9) for k, v in r.auditor_lines.items()},
             }
 
         return {
@@ -304,3 +304,67 @@ def usage_from_history(history: Mapping[str, Any], days: float) -> DynamoDBUsage
         wcu_hours=wcu_h,
         storage_bytes=float(history.get("table_size_bytes") or 0),
     )
+
+
+#: Per-run and per-event estimates of the deployed auditor's resource use, outside data events (the fixed part of
+#: its bill). Lambda figures are GB-seconds per run at the template's memory sizes and typical durations.
+FIXED_MODEL: dict[str, float] = {
+    "evaluator_gb_s_per_run": 1.0,  # every 15 minutes: 2,920 runs a month
+    "metrics_audit_gb_s_per_run": 30.0,  # hourly: 730 runs
+    "controller_gb_s_per_run": 0.25,  # every 5 minutes: 8,760 runs
+    "trail_objects_per_month": 8_760.0,  # CloudTrail delivers about one file per 5 minutes
+    "state_write_units_per_object": 6.0,
+    "state_read_units_per_evaluation": 20.0,
+    "metrics_audit_metrics_per_table": 3.0,  # consumed read/write, plus provisioned on provisioned tables
+    "lambda_gb_s_per_million_events": 40.0,  # the 1 GB ingest function at about 25,000 records/s
+    "compressed_bytes_per_event": 150.0,
+}
+CONTROLLER_RUNS_PER_MONTH = 8_760
+
+
+def fixed_monthly_usage(tables: int, controller_metrics: int = 0, *, controller: bool = True) -> AuditorUsage:
+    """The auditor's usage in a month that does not depend on the data events (:data:`FIXED_MODEL`)."""
+    m = FIXED_MODEL
+    lam = 2_920 * m["evaluator_gb_s_per_run"] + 730 * m["metrics_audit_gb_s_per_run"]
+    requests = 2_920 + 730 + int(m["trail_objects_per_month"])
+    if controller:
+        lam += CONTROLLER_RUNS_PER_MONTH * m["controller_gb_s_per_run"]
+        requests += CONTROLLER_RUNS_PER_MONTH
+    return AuditorUsage(
+        days=DAYS_PER_MONTH,
+        lambda_gb_seconds=lam,
+        lambda_requests=requests,
+        state_read_units=2_920 * m["state_read_units_per_evaluation"],
+        state_write_units=m["trail_objects_per_month"] * m["state_write_units_per_object"]
+        + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0),
+        # the metrics audit hourly, plus its daily billing read
+        metrics_requested=int(tables * m["metrics_audit_metrics_per_table"] * (730 + 30)) + controller_metrics,
+        s3_puts=int(m["trail_objects_per_month"]),
+        s3_gets=int(m["trail_objects_per_month"]),
+    )
+
+
+def data_event_usage(events: float) -> AuditorUsage:
+    """The auditor's usage that grows with the data events of a month (CloudTrail, ingest Lambda, S3 storage)."""
+    m = FIXED_MODEL
+    return AuditorUsage(
+        days=DAYS_PER_MONTH,
+        data_events=int(events),
+        lambda_gb_seconds=events / 1e6 * m["lambda_gb_s_per_million_events"],
+        s3_bytes_stored=events * m["compressed_bytes_per_event"] / 2,  # grows through the month: half on average
+    )
+
+
+def controller_poll_metrics(tables: int, busy_tables: int, poll_every_slices: int, watched: int = 5) -> int:
+    """Metrics the controller requests in a month: every table hourly, busy ones every ``poll_every_slices``
+    slices of 5 minutes, about ``watched`` tables every slice (two metrics each: consumed reads and writes)."""
+    runs = CONTROLLER_RUNS_PER_MONTH
+    return 2 * (tables * 730 + busy_tables * runs // poll_every_slices + watched * runs)
+
+
+def fixed_monthly_usd(
+    tables: int, busy_tables: int, poll_every_slices: int = 3, rates: AuditorRates | None = None
+) -> float:
+    """The budget's first claim: the auditor's monthly cost outside data events, with the controller's reads."""
+    polls = controller_poll_metrics(tables, busy_tables, poll_every_slices)
+    return auditor_spend(fixed_monthly_usage(tables, polls), rates).total

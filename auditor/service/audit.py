@@ -261,6 +261,19 @@ class AuditResult:
             "gaps": [g.model_dump() for g in self.gaps],
             "errors": list(self.errors),
             "stats": self.summary_stats(),
+            "cost": self.cost_summary(),
+        }
+
+    def cost_summary(self) -> dict[str, Any] | None:
+        """The audited window's ledger: each table's DynamoDB spend next to this audit's reads for it."""
+        from auditor.cost.ledger import audit_ledger
+
+        summary = audit_ledger(self)
+        if summary is None:
+            return None
+        return summary.to_dict() | {
+            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested)",
+            "window_days": round((self.end - self.start) / 86_400, 3),
         }
 
 
@@ -714,7 +727,10 @@ def render_audit(result: AuditResult, fmt: str) -> str:
     """The audit as ``json``, ``table`` or ``markdown`` text (complete, ready to write in one piece)."""
     if fmt == "json":
         return to_json(result.to_dict())
+    from auditor.cost.ledger import audit_ledger, ledger_lines
+
     st = result.summary_stats()
+    ledger = audit_ledger(result)
     cost = (
         f"{st['api_calls_total']} API calls ({st['get_metric_data_calls']} GetMetricData), "
         f"{st['metrics_requested']} metrics requested of {st['series_candidates']} candidate series, "
@@ -760,10 +776,16 @@ def render_audit(result: AuditResult, fmt: str) -> str:
             out += ["", "## Gaps (unknown facets)", ""] + [f"- {g.describe()}" for g in result.gaps]
         out += ["", "## Billing read", "", billing]
         out += ["", "## Cost of this run", "", cost, ""]
+        if ledger is not None:
+            out += ["## Cost ledger", "", "The audited window; auditor cost = this audit's CloudWatch reads.", ""]
+            out += [*ledger_lines(ledger, markdown=True), ""]
         return "\n".join(out)
     lines = ["Findings", "========", *findings_table(result.findings), "", "Tables", "======"]
     lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No tables audited."]
     if result.gaps:
         lines += ["", "Gaps (unknown facets)", "====================="] + [g.describe() for g in result.gaps]
     lines += ["", f"Window: {window}", f"Billing: {billing}", f"Cost: {cost}"]
+    if ledger is not None:
+        lines += ["", "Cost ledger (the audited window; auditor cost = this audit's CloudWatch reads)", "=" * 78]
+        lines += ledger_lines(ledger)
     return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -52,13 +52,24 @@ from auditor.service.record import (
 )
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.inventory import TableSelector
+from auditor.sources.org import CoverageGap, SessionFactory, Target, TargetError, fan_out
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
     from auditor.config import Settings
 
-__all__ = ["MetricsAuditParams", "MetricsAuditResult", "audit_scope", "correlate_with_stored", "run_metrics_audit"]
+__all__ = [
+    "MetricsAuditParams",
+    "MetricsAuditResult",
+    "OrgMetricsAuditResult",
+    "OrgScope",
+    "audit_scope",
+    "correlate_with_stored",
+    "rotated",
+    "run_metrics_audit",
+    "run_org_metrics_audit",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -274,4 +285,130 @@ def run_metrics_audit(
         billing=audit.billing.as_dict(per_table=False) if audit.billing is not None else None,
     )
     log.info("metrics_audit_finished", **result.as_dict())
+    return result
+
+
+# ------------------------------------------------------------------------------------- across accounts and Regions
+
+#: A run starts no new account/Region pair with less time than this left in the invocation (seconds).
+TARGET_TIME_RESERVE_SECONDS = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class OrgScope:
+    """Which accounts and Regions the scheduled audit covers (``AUDIT_ACCOUNTS`` / ``AUDIT_ORGANIZATION`` /
+    ``AUDIT_REGIONS`` / ``MEMBER_ROLE_NAME`` / ``AUDIT_CONCURRENCY``). Empty: the function's own account and
+    Region only (:func:`run_metrics_audit`)."""
+
+    accounts: tuple[str, ...] = ()
+    organization: bool = False
+    regions: tuple[str, ...] = ()
+    role_name: str | None = None
+    concurrency: int = 8
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.accounts or self.organization or self.regions)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OrgScope:
+        from auditor.exceptions import ConfigurationError
+        from auditor.sources.org import parse_accounts
+
+        accounts = tuple(parse_accounts(settings.audit_accounts)) if settings.audit_accounts else ()
+        if (accounts or settings.audit_organization) and not settings.member_role_name:
+            raise ConfigurationError("AUDIT_ACCOUNTS / AUDIT_ORGANIZATION need MEMBER_ROLE_NAME")
+        regions = tuple(sorted({r.strip() for r in (settings.audit_regions or "").split(",") if r.strip()}))
+        return cls(
+            accounts, settings.audit_organization, regions, settings.member_role_name, settings.audit_concurrency
+        )
+
+    def plan(self, session: Any) -> tuple[SessionFactory, list[Target]]:
+        """The session factory and the (account, Region) pairs: the Organization's accounts are listed now
+        (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
+        from auditor.sources.aws_calls import CLIENT_CONFIG
+        from auditor.sources.org import organization_accounts, targets
+
+        own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        accounts: list[str | None] = [*self.accounts] or [own]
+        if self.organization:
+            accounts = [*organization_accounts(session.client("organizations", config=CLIENT_CONFIG))]
+        regions = [*self.regions] or [session.region_name]
+        factory = SessionFactory(session, self.role_name, own_account=own)
+        return factory, targets(accounts, regions)
+
+
+def rotated(items: Sequence[Target], now: datetime) -> list[Target]:
+    """``items`` starting at a different point each hour: it moves by ``len // 24`` (at least 1) per hour, so a run
+    that fits at least a 24th of the pairs in its time audits every pair at least once a day."""
+    if not items:
+        return []
+    step = max(1, len(items) // 24)
+    start = (int(utc(now).timestamp()) // 3600 * step) % len(items)
+    return [*items[start:], *items[:start]]
+
+
+@dataclass(slots=True)
+class OrgMetricsAuditResult:
+    """One scheduled run over many accounts and Regions."""
+
+    runs: list[tuple[Target, MetricsAuditResult]]
+    gaps: list[CoverageGap]
+    assume_role_calls: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "targets": len(self.runs) + len(self.gaps),
+            "targets_audited": len(self.runs),
+            "coverage_gaps": [g.to_dict() for g in self.gaps],
+            "tables": sum(r.tables for _, r in self.runs),
+            "findings": sum(r.findings for _, r in self.runs),
+            "api_calls": sum(r.api_calls for _, r in self.runs) + self.assume_role_calls,
+            "estimated_cost_usd": round(sum(r.estimated_cost_usd for _, r in self.runs), 6),
+        }
+
+
+def run_org_metrics_audit(
+    factory: SessionFactory,
+    targets: Sequence[Target],
+    findings_store: FindingsStore,
+    sns: SNSClient,
+    params: MetricsAuditParams,
+    now: datetime,
+    *,
+    concurrency: int = 8,
+    time_left: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> OrgMetricsAuditResult:
+    """:func:`run_metrics_audit` in every account/Region pair (member role assumed), ``concurrency`` at a time.
+
+    A pair that cannot be read is a coverage gap (logged, in the result); the pairs not started before the time
+    reserve are ``deferred`` gaps, and the next hour's run starts elsewhere in the list (:func:`rotated`).
+    """
+    from auditor.service.org_audit import clients_for
+
+    def one(target: Target, session: Any) -> MetricsAuditResult:
+        try:
+            return run_metrics_audit(
+                clients_for(session, target.region),
+                findings_store,
+                sns,
+                params,
+                now,
+                time_left=time_left,
+                sleep=sleep,
+            )
+        except AuditError as exc:  # nothing readable in that pair: its coverage gap
+            raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc
+
+    def should_start() -> bool:
+        return time_left is None or time_left() > TARGET_TIME_RESERVE_SECONDS
+
+    outcomes = fan_out(rotated(targets, now), factory, one, max_workers=concurrency, should_start=should_start)
+    result = OrgMetricsAuditResult(
+        runs=[(o.target, o.result) for o in outcomes if o.result is not None],
+        gaps=[o.gap for o in outcomes if o.gap is not None],
+        assume_role_calls=factory.assume_calls,
+    )
+    log.info("org_metrics_audit_finished", **result.as_dict())
     return result

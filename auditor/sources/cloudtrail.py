@@ -42,6 +42,7 @@ import contextlib
 import os
 import queue
 import re
+import stat
 import sys
 import threading
 import zlib
@@ -170,6 +171,15 @@ class _Skipped:
 SKIPPED: Final = _Skipped()
 
 
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """Stands for one record whose extent is known but whose value cannot be read: a number or string the parser
+    cannot represent (``1e400``, a 5,000-digit integer, a lone ``\\ud800``), nesting deeper than the parser allows,
+    a record over the size limit. The reader counts it as a skipped record; the rest of the input is kept."""
+
+    reason: str
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Sources
 # --------------------------------------------------------------------------------------------------------------------
@@ -197,19 +207,50 @@ def _file_source(path: str) -> InputSource:
     return InputSource(name=path, open=opener)
 
 
-def _walk(root: str) -> list[str]:
-    """The log files under ``root``, recursively, in sorted order, digest and insight folders excluded."""
-    found: list[tuple[tuple[str, ...], str]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+def _failed_source(name: str, reason: str) -> InputSource:
+    """A source that fails when opened: counted in ``files_failed`` with ``reason``, like an unreadable file."""
+
+    def opener() -> BinaryIO:
+        raise OSError(reason)
+
+    return InputSource(name=name, open=opener)
+
+
+def _walk(root: str) -> list[InputSource]:
+    """The log files under ``root``, recursively, in sorted order, digest and insight folders excluded.
+
+    A sub-directory that cannot be listed, and a FIFO, device or socket with a log file's name (opening one could
+    block for ever or read without end), become failing sources: a warning and a ``files_failed`` each.
+    """
+    found: list[tuple[tuple[str, ...], InputSource]] = []
+
+    def key(path: str) -> tuple[str, ...]:
+        rel = os.path.relpath(path, root)
+        return () if rel == os.curdir else tuple(Path(rel).parts)
+
+    def unreadable(err: OSError) -> None:
+        where = err.filename if isinstance(err.filename, str) else root
+        found.append((key(where), _failed_source(where, f"cannot read directory: {err.strerror or err}")))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if d not in _DIR_SKIP)
-        rel = os.path.relpath(dirpath, root)
-        parts = () if rel == os.curdir else tuple(Path(rel).parts)
+        parts = key(dirpath)
         for fname in filenames:
             if not fname.lower().endswith(_DIR_SUFFIXES):
                 continue
-            found.append(((*parts, fname), str(Path(dirpath, fname))))
-    found.sort()
-    return [full for _, full in found]
+            full = str(Path(dirpath, fname))
+            try:
+                mode = Path(full).stat().st_mode
+            except OSError as exc:
+                found.append(((*parts, fname), _failed_source(full, f"cannot open: {exc.strerror or exc}")))
+                continue
+            if stat.S_ISREG(mode):
+                found.append(((*parts, fname), _file_source(full)))
+            else:
+                kind = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+                found.append(((*parts, fname), _failed_source(full, f"not a regular file ({kind}), not read")))
+    found.sort(key=lambda item: item[0])
+    return [source for _, source in found]
 
 
 def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputSource]:
@@ -218,7 +259,9 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
     A file is taken as given (any name; gzip is detected from its content). A directory is searched recursively in
     sorted order for ``.json``, ``.json.gz``, ``.jsonl``, ``.ndjson`` and ``.gz`` files, skipping anything below a
     ``CloudTrail-Digest`` or ``CloudTrail-Insight`` folder. ``-`` is stdin (``stdin``, or ``sys.stdin.buffer``),
-    listed once however often it is given. Raises ``InputError`` for a path that does not exist.
+    listed once however often it is given. Raises ``InputError`` for a path that does not exist. Inside a
+    directory, FIFOs, devices, sockets and sub-directories that cannot be listed are sources that fail when read
+    (a warning and ``files_failed`` each), never opened.
     """
     sources: list[InputSource] = []
     stdin_added = False
@@ -230,7 +273,7 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
             continue
         p = Path(path)
         if p.is_dir():
-            sources.extend(_file_source(f) for f in _walk(path))
+            sources.extend(_walk(path))
         elif p.exists():
             sources.append(_file_source(path))
         else:
@@ -267,6 +310,22 @@ def _read_error(exc: OSError) -> str:
     return f"read error: {exc.strerror or exc}"
 
 
+def _member_header(data: bytes, read: Callable[[int], bytes]) -> bytes:
+    """``data`` (starting at a gzip member) with at least its first 4 bytes, checked as zlib checks them: method 8
+    (deflate) and no reserved flag bits (RFC 1952 2.3.1: "must give an error"; ISA-L ignores them)."""
+    try:
+        while len(data) < 4:
+            more = read(_READ_SIZE)
+            if not more:
+                break
+            data += more
+    except OSError as exc:
+        raise _ReadFailureError(_read_error(exc)) from exc
+    if len(data) >= 4 and (data[2] != 8 or data[3] & 0xE0):
+        raise _ReadFailureError("corrupt gzip header (unknown method or reserved flag bits)")
+    return data
+
+
 def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -> None:
     """Read ``stream``, gunzip it if it starts with the gzip magic, and ``emit`` chunks of at most ``chunk_size``.
 
@@ -295,8 +354,8 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
                 raise _ReadFailureError(_read_error(exc)) from exc
         return
 
+    data = _member_header(head, read)
     decomp: Any = _decompressobj(31)  # zlib._Decompress is not exported for annotations
-    data = head
     try:
         while True:
             while data:
@@ -312,8 +371,8 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
                             continue
                     if not stripped.startswith(_GZIP_MAGIC):
                         raise _ReadFailureError("trailing garbage after gzip data")
+                    data = _member_header(stripped, read)
                     decomp = _decompressobj(31)
-                    data = stripped
                 out = decomp.decompress(data, chunk_size)
                 if out and not emit(out):
                     return
@@ -431,6 +490,15 @@ def _threaded_chunks(stream: BinaryIO, name: str, chunk_size: int) -> Generator[
 
 class _TooLargeError(Exception):
     """A retained value grew past its size limit."""
+
+
+class _UndecodableError(Exception):
+    """A value whose extent (up to ``end``) is known could not be decoded (``error`` says why and where)."""
+
+    def __init__(self, error: SourceReadError, end: int) -> None:
+        super().__init__(error.reason)
+        self.error = error
+        self.end = end
 
 
 def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
@@ -682,7 +750,10 @@ class _Parser:
         end = self._value_end(i, limit=limit)
         if end - self.pos > limit:
             raise _TooLargeError
-        return self._loads(self.pos, end), end
+        try:
+            return _loads(self.buf[self.pos : end]), end
+        except _JSONDecodeError as exc:
+            raise _UndecodableError(self._decode_error(exc, self.pos), end) from None
 
     # -- arrays --------------------------------------------------------------------------------------------------------
 
@@ -731,10 +802,30 @@ class _Parser:
                             break
                     tries += 1
                     idx = buf.find(sep, idx + 1, limit)
+        return self._lenient_value(pos)
+
+    def _lenient_value(self, i: int, limit: int | None = None) -> tuple[Any, int]:
+        """Like ``_value``, but a value whose extent is known and that cannot be decoded (or is over ``limit``
+        bytes) comes back as :class:`Malformed` with its end: one bad record, not a failed input. Truncation and
+        structural errors still fail the input (where the record ends is then unknown)."""
+        if limit is None:
+            limit = _MAX_ELEMENT
+        self.pos = i
         try:
-            return self._value(pos)
+            end = self._value_end(i, limit=limit)
         except _TooLargeError:
-            raise self._fail(self.pos, f"record too large (over {_MAX_ELEMENT >> 20} MiB)") from None
+            end = limit + 1
+        if end - self.pos > limit:
+            # Walk the rest without keeping it (bounded memory), from the value's start.
+            end = self._value_end(self.pos, retain=False)
+            return Malformed(f"record too large (over {limit >> 20} MiB)"), end
+        start = self.pos
+        try:
+            return _loads(self.buf[start:end]), end
+        except _JSONDecodeError as exc:
+            if self.buf[start] not in (_LBRACE, _LBRACKET):  # a bare token that is not JSON: not a record at all
+                raise self._decode_error(exc, start) from None
+            return Malformed(self._decode_error(exc, start).reason), end
 
     def _array(self, unwrap: bool) -> Iterator[Any]:
         """Yield the elements of the array whose ``[`` was just consumed (``self.pos`` is after it), leaving
@@ -919,6 +1010,13 @@ class _Parser:
                 # Too big to be an event or a record: walk it, streaming a Records array that is not first.
                 yield from self._members(self.pos + 1, True)
                 return
+            except _UndecodableError as exc:
+                # One object the parser cannot represent: a bad record, unless it is the whole input.
+                self.pos = exc.end
+                if first_value and self._skip_ws(self.pos) >= len(self.buf):
+                    raise exc.error from None
+                yield Malformed(exc.error.reason)
+                return
         self.pos = end
         single = first_value and self._skip_ws(self.pos) >= len(self.buf)
         yield from _unwrap(obj, single)
@@ -942,9 +1040,15 @@ class _Parser:
                     self.pos = i + 1
                     yield from self._array(True)
                 else:
-                    obj, end = self._value(i)
+                    # A scalar: the whole input if it is alone ("not a CloudTrail log file"), else one bad line
+                    # of JSON lines. One that does not even decode (text that is not JSON) fails the input.
+                    try:
+                        obj, end = self._value(i)
+                    except _UndecodableError as exc:
+                        raise exc.error from None
                     self.pos = end
-                    yield from _unwrap(obj, True)
+                    single = count == 0 and self._skip_ws(self.pos) >= len(self.buf)
+                    yield from _unwrap(obj, single)
                 count += 1
                 i = self.pos
         except _NotCloudTrailError:
@@ -1126,13 +1230,20 @@ def read_calls(
             stats.records_read += 1
             if type(record) is not dict:
                 stats.records_skipped += 1
-                stats.note(f"{name}: record {index}: not a JSON object")
+                why = record.reason if type(record) is Malformed else "not a JSON object"
+                stats.note(f"{name}: record {index}: {why}")
                 continue
             try:
                 call = normalize(record)
             except MalformedRecordError as exc:
                 stats.records_skipped += 1
                 stats.note(f"{name}: record {index}: {exc}")
+                continue
+            except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
+                # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what
+                # a key can hold, nesting too deep): one bad record. Only the type is noted, not the value.
+                stats.records_skipped += 1
+                stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
                 continue
             if call is None:
                 continue

@@ -172,3 +172,27 @@ def test_region_option_is_used(planted: int, capsys: pytest.CaptureFixture[str])
     code, out, _ = run(capsys, "--days", "0.1", "--region", "eu-west-1", "--format", "json")
     assert code == 0
     assert json.loads(out)["tables"] == []  # the tables live in us-east-1
+
+
+def test_audit_shows_the_cost_ledger(planted: int, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0")
+    assert code == 0, err
+    doc = json.loads(out)
+    cost = doc["cost"]
+    rows = {r["table"]: r for r in cost["tables"]}
+    assert set(rows) == {t["table"] for t in doc["tables"]}
+    # On demand: the GSI's 30 minutes of 1,000 write units, at $0.625 per million.
+    assert rows["unread-index"]["dynamodb_usd"] == pytest.approx(30 * 1000 * 0.625e-6)
+    # Provisioned 10 RCU / 10 WCU for the window (DescribeTable's units: moto publishes no Provisioned*).
+    hours = cost["window_days"] * 24
+    assert rows["under-provisioned"]["dynamodb_usd"] == pytest.approx(hours * 10 * (0.00013 + 0.00065), rel=1e-3)
+    # The auditor's side of a CLI audit: its own metrics requested, $0.01 per 1,000.
+    assert cost["total"]["auditor_usd"] == pytest.approx(doc["stats"]["metrics_requested"] * 1e-5)
+    assert sum(r["auditor_usd"] for r in rows.values()) <= cost["total"]["auditor_usd"] + 1e-9
+    assert rows["quiet"]["auditor_usd"] > 0
+    total = cost["total"]
+    assert total["dynamodb_usd"] == pytest.approx(sum(r["dynamodb_usd"] for r in rows.values()), abs=1e-6)
+    assert total["ratio"] == pytest.approx(total["auditor_usd"] / total["dynamodb_usd"], rel=1e-3)
+    code, text, _ = run(capsys, "--days", "1", "--billing-days", "0")
+    assert "Cost ledger" in text
+    assert "under-provisioned" in text.split("Cost ledger")[1]

@@ -268,3 +268,87 @@ def test_a_detector_that_fails_on_a_table_proves_no_absence_there(env: Env, monk
     assert result["detector_errors"] == ["cw_scan on quiet: RuntimeError: planted detector failure"]
     assert result["new"] == 2 and result["resolved"] == 0
     assert env.store.get(stale.id).status is FindingStatus.NEW  # type: ignore[union-attr]
+
+
+MEMBER = "222233334444"
+
+
+def _member_session(endpoint: str) -> Any:
+    """A session in the member account on moto (requests with assumed-role credentials count for that account)."""
+    import boto3
+
+    sts = boto3.client("sts", endpoint_url=endpoint, region_name=REGION)
+    creds = sts.assume_role(RoleArn=f"arn:aws:iam::{MEMBER}:role/setup", RoleSessionName="setup")["Credentials"]
+    return boto3.Session(
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+    )
+
+
+def test_accounts_and_regions_from_the_environment_are_each_audited_and_attributed(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a member account whose eu-west-1 table is throttled, and the audit told to cover both accounts and Regions
+    from auditor.service.org_audit import clients_for
+    from tests.functional.cw_support import TEST_CONFIG
+
+    member = clients_for(_member_session(env.endpoint), "eu-west-1")
+    create_table(member.dynamodb, "member-throttled", read=10, write=10)
+    now = int(env.now.timestamp())
+    t0 = now - now % 60 - 40 * 60
+    cw = _member_session(env.endpoint).client("cloudwatch", region_name="eu-west-1", config=TEST_CONFIG)
+    put_points(cw, "ReadProvisionedThroughputThrottleEvents", "member-throttled", minutes(t0, 35, 20))
+    put_points(cw, "ConsumedReadCapacityUnits", "member-throttled", minutes(t0, 35, 600))
+    monkeypatch.setenv("AUDIT_ACCOUNTS", f"{ACCOUNT},{MEMBER}")
+    monkeypatch.setenv("AUDIT_REGIONS", "us-east-1,eu-west-1")
+    monkeypatch.setenv("MEMBER_ROLE_NAME", "DdbTrafficAuditorMember")
+    get_settings.cache_clear()
+    # When the schedule fires
+    result = env.invoke()
+    # Then all four account/Region pairs ran, and each finding carries its own account and Region
+    assert (result["targets"], result["targets_audited"], result["coverage_gaps"]) == (4, 4, [])
+    where = {(t, k): (s.finding.account, s.finding.region) for (t, k), s in env.states().items()}
+    assert where == {
+        ("hot-partition", "throttling"): (ACCOUNT, "us-east-1"),
+        ("under-provisioned", "throttling"): (ACCOUNT, "us-east-1"),
+        ("member-throttled", "throttling"): (MEMBER, "eu-west-1"),
+    }
+    assert {(m["table"], m["status"]) for m in env.inbox.messages()} == {
+        ("hot-partition", "new"),
+        ("under-provisioned", "new"),
+        ("member-throttled", "new"),
+    }
+
+
+def test_pairs_that_cannot_start_in_time_are_deferred_and_the_next_hour_starts_elsewhere() -> None:
+    from auditor.service.metrics_audit import rotated
+    from auditor.sources.org import Target
+
+    pairs = [Target(f"{i:012d}", "us-east-1") for i in range(48)]
+    hour = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    firsts = {rotated(pairs, hour + timedelta(hours=h))[0] for h in range(24)}
+    assert len(firsts) == 24  # every hour starts somewhere else: a 24th of the list per run covers all in a day
+    assert sorted(rotated(pairs, hour)) == sorted(pairs)
+
+
+def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env: Env) -> None:
+    import boto3
+
+    from auditor.service.metrics_audit import MetricsAuditParams, run_org_metrics_audit
+    from auditor.service.record import LifecycleParams
+    from auditor.sources.org import SessionFactory, targets
+
+    params = MetricsAuditParams(lifecycle=LifecycleParams(topic_arn=env.inbox.topic_arn))
+    result = run_org_metrics_audit(
+        SessionFactory(boto3.Session(region_name=REGION), "DdbTrafficAuditorMember", own_account=ACCOUNT),
+        targets([ACCOUNT, MEMBER], [REGION]),
+        env.store,
+        env.inbox.sns,
+        params,
+        env.now,
+        time_left=lambda: 90.0,  # below the 120-second reserve
+    )
+    assert result.runs == []
+    assert sorted((g.account, g.reason) for g in result.gaps) == [(ACCOUNT, "deferred"), (MEMBER, "deferred")]
+    assert env.states() == {}

@@ -41,6 +41,7 @@ from auditor.demo.generator import demo_workload, write_trail
 from auditor.demo.service import lambda_context, scheduled_event, sns_event, sqs_event
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
 from handlers import (
+    capture_controller,
     evaluator,
     events_ingest,
     metrics_audit,
@@ -152,6 +153,7 @@ class Recorder:
 
 
 MODULES = (
+    capture_controller,
     trail_ingest,
     events_ingest,
     evaluator,
@@ -433,6 +435,34 @@ def _run_everything(
     audit_results.append(invoke("MetricsAuditFunction", metrics_audit, scheduled_event(audit_now, rule)))
     announcements = [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
 
+    # Capture controller (CreateTrail=true): the stack's trail with its initial all-tables selector; two runs, the
+    # first at the top of an hour (every table's consumed capacity is read), the second in the next slice.
+    ct = aws_client("cloudtrail", moto_url)
+    trail = f"{stack.table_name}-dynamodb-data-events"
+    ct.create_trail(Name=trail, S3BucketName=stack.bucket)
+    ct.put_event_selectors(
+        TrailName=trail,
+        AdvancedEventSelectors=[
+            {
+                "Name": "DynamoDB table data events",
+                "FieldSelectors": [
+                    {"Field": "eventCategory", "Equals": ["Data"]},
+                    {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+                ],
+            }
+        ],
+    )
+    monkeypatch.setenv("CAPTURE_TRAIL_NAME", trail)
+    monkeypatch.setenv("AUDIT_BUDGET_PERCENT", "100")
+    invoke.clear_caches()
+    rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/capture-controller"
+    hour = datetime.fromtimestamp(now_s - now_s % 3600 + 5, UTC)
+    capture_results = [
+        invoke("CaptureControllerFunction", capture_controller, scheduled_event(hour + timedelta(minutes=5 * n), rule))
+        for n in range(2)
+    ]
+    assert capture_results[0]["status"] == "applied", capture_results
+
     # Weekly report: the first announcement fails (released, raised), the retry announces, a third run does not.
     reports_bucket = f"{stack.bucket}-reports"
     s3.create_bucket(Bucket=reports_bucket)
@@ -484,6 +514,7 @@ def _granted(stack: dict[str, Any], function: str) -> Grants:
 
 
 ALL_FUNCTIONS = {
+    "CaptureControllerFunction",
     "TrailIngestFunction",
     "EventsIngestFunction",
     "EvaluatorFunction",
@@ -517,11 +548,16 @@ def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly
 
 
 def test_audited_tables_are_only_described(recorded: Recorded) -> None:
-    """Only the metrics audit touches other tables, and only their metadata; it read every metadata grant."""
+    """Only the metrics audit and the capture controller touch other tables, and only their metadata; the audit read
+    every metadata grant, the controller only describes them."""
     foreign = recorded.recorder.foreign
-    assert {function for function, _, _ in foreign} == {"MetricsAuditFunction"}
-    assert {action for _, action, _ in foreign} == AUDITED_TABLE_METADATA
-    assert {table for _, _, table in foreign} <= {f"{AUDITED_PREFIX}hot", f"{AUDITED_PREFIX}small"}
+    assert {function for function, _, _ in foreign} == {"MetricsAuditFunction", "CaptureControllerFunction"}
+    assert {action for f, action, _ in foreign if f == "MetricsAuditFunction"} == AUDITED_TABLE_METADATA
+    assert {action for f, action, _ in foreign if f == "CaptureControllerFunction"} == {"dynamodb:DescribeTable"}
+    assert {t for f, _, t in foreign if f == "MetricsAuditFunction"} <= {
+        f"{AUDITED_PREFIX}hot",
+        f"{AUDITED_PREFIX}small",
+    }
 
 
 def test_the_rare_paths_ran(recorded: Recorded) -> None:
@@ -533,6 +569,8 @@ def test_the_rare_paths_ran(recorded: Recorded) -> None:
     assert audit[0]["billing_run"] and audit[0]["billing"]["get_metric_data_calls"] > 0, audit[0]  # the billing read
     assert not audit[1]["billing_run"], audit[1]
     assert ("cloudwatch:GetInsightRuleReport", None) in calls["MetricsAuditFunction"]
+    controller = calls["CaptureControllerFunction"]
+    assert {("cloudwatch:GetMetricData", None), ("cloudtrail:PutEventSelectors", None)} <= controller
     assert ("application-autoscaling:DescribeScalingPolicies", None) in calls["MetricsAuditFunction"]
     assert {rule for _, rule in recorded.recorder.insight_rules} == set(CI_RULES)
     kinds = [a.get("kind") for a in recorded.announcements]

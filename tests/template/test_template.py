@@ -95,6 +95,7 @@ NO_RESOURCE_LEVEL_PERMISSIONS = frozenset(
         "application-autoscaling:DescribeScalingPolicies",
         "cloudwatch:ListMetrics",
         "cloudwatch:GetMetricData",
+        "organizations:ListAccounts",
     }
 )
 #: DynamoDB control-plane reads of the audited tables (metadata: description, tags, TTL, Contributor Insights
@@ -237,6 +238,11 @@ OWN_PRODUCT_ARN = {
     "Fn::Sub": "arn:${AWS::Partition}:securityhub:${AWS::Region}:${AWS::AccountId}:product/${AWS::AccountId}/default"
 }
 
+#: The capture controller's state item (GetItem) and its plan + state transaction (PutItem items).
+CAPTURE_CONTROLLER_DDB = frozenset({"dynamodb:GetItem", "dynamodb:PutItem"})
+CAPTURE_CONTROLLER_UNSCOPED = frozenset({"dynamodb:ListTables", "cloudwatch:GetMetricData"})
+CAPTURE_TRAIL_SELECTORS = frozenset({"cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"})
+
 NEEDS: dict[str, Needs] = {
     "TrailIngestFunction": Needs(
         actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
@@ -278,6 +284,19 @@ NEEDS: dict[str, Needs] = {
         unscoped=frozenset({"dynamodb:ListStreams"}),
         streams=STREAM_READS,
     ),
+    "CaptureControllerFunction": Needs(
+        actions=LOGS
+        | XRAY
+        | CAPTURE_CONTROLLER_UNSCOPED
+        | CAPTURE_TRAIL_SELECTORS
+        | {"dynamodb:DescribeTable"}
+        | CAPTURE_CONTROLLER_DDB
+        | KMS_THROUGH_SERVICES,
+        dynamodb={"table": CAPTURE_CONTROLLER_DDB},
+        kms_via=frozenset({"dynamodb"}),
+        unscoped=CAPTURE_CONTROLLER_UNSCOPED,
+        audited=frozenset({"dynamodb:DescribeTable"}),
+    ),
     "MetricsAuditFunction": Needs(
         actions=LOGS
         | XRAY
@@ -312,6 +331,7 @@ HANDLERS = {
     "StreamItemSizeFunction": "handlers.stream_item_size.lambda_handler",
     "MetricsAuditFunction": "handlers.metrics_audit.lambda_handler",
     "WeeklyReportFunction": "handlers.weekly_report.lambda_handler",
+    "CaptureControllerFunction": "handlers.capture_controller.lambda_handler",
 }
 
 #: Scheduled functions: their schedule parameter, and the alarm on their errors.
@@ -319,6 +339,8 @@ SCHEDULED = {
     "EvaluatorFunction": ("EvaluationSchedule", "EvaluatorErrorsAlarm"),
     "MetricsAuditFunction": ("MetricsAuditSchedule", "MetricsAuditErrorsAlarm"),
     "WeeklyReportFunction": ("WeeklyReportSchedule", "WeeklyReportErrorsAlarm"),
+    # Not a parameter: the controller's schedule is the planner's 5-minute slice. Only with CreateTrail=true.
+    "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
 }
 
 #: Settings fields the deployed functions do not get (with the reason).
@@ -442,13 +464,22 @@ def test_every_function_has_its_own_explicit_role(stack: dict[str, Any]) -> None
     assert not of_type(stack, "AWS::IAM::Policy") and not of_type(stack, "AWS::IAM::ManagedPolicy")
 
 
+def org_audit_actions(stack: Mapping[str, Any], function: str) -> frozenset[str]:
+    """What the metrics audit needs beyond NEEDS when it audits other accounts (MemberRoleName set): assume the member
+    role, and list the Organization's accounts with AuditOrganization."""
+    params = stack["Parameters"]
+    if function != "MetricsAuditFunction" or not params["MemberRoleName"]["Default"]:
+        return frozenset()
+    org = params["AuditOrganization"]["Default"] == "true"
+    return frozenset({"sts:AssumeRole"} | ({"organizations:ListAccounts"} if org else set()))
+
+
 def test_iam_actions_are_exactly_what_the_code_needs(stack: dict[str, Any]) -> None:
     for name, props in functions(stack).items():
         statements = role_statements(stack, role_name(props))
         actions = {a for s in statements for a in as_list(s["Action"])}
-        assert actions == NEEDS[name].actions, (
-            f"{name}: extra {sorted(actions - NEEDS[name].actions)}, missing {sorted(NEEDS[name].actions - actions)}"
-        )
+        needed = NEEDS[name].actions | org_audit_actions(stack, name)
+        assert actions == needed, f"{name}: extra {sorted(actions - needed)}, missing {sorted(needed - actions)}"
         for s in statements:
             assert s["Effect"] == "Allow" and "NotAction" not in s and "NotResource" not in s, (name, s)
             assert all("*" not in a for a in as_list(s["Action"])), (name, s)
@@ -519,9 +550,16 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "securityhub":
                 assert actions == {"securityhub:BatchImportFindings"}, (name, s)
                 assert granted_on == [OWN_PRODUCT_ARN], f"{name}: only the account's own product: {s}"
+            elif service == "cloudtrail":
+                assert name == "CaptureControllerFunction" and actions == CAPTURE_TRAIL_SELECTORS, (name, s)
+                assert granted_on == [getatt("DataEventsTrail")], f"{name}: only the stack's own trail: {s}"
             elif service == "cloudwatch":
                 assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
                 assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"
+            elif service == "sts":
+                # the metrics audit across accounts: only the member role, by its name, in any account
+                assert actions == {"sts:AssumeRole"} and name == "MetricsAuditFunction", (name, s)
+                assert granted_on == [{"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/${MemberRoleName}"}], (name, s)
             elif service == "kms":
                 _assert_kms_statement(name, s, needs)
             elif service == "dynamodb":
@@ -542,7 +580,7 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             else:
                 pytest.fail(f"{name}: unexpected service {service}: {s}")
         assert dynamodb == {k: set(v) for k, v in needs.dynamodb.items()}, name
-        assert unscoped == needs.unscoped, name
+        assert unscoped == needs.unscoped | (org_audit_actions(stack, name) - {"sts:AssumeRole"}), name
         assert audited == needs.audited, name
         assert streams == needs.streams, name
 
@@ -808,12 +846,18 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
         for name, props in functions(stack).items()
         if any(e["Type"] == "Schedule" for e in props.get("Events", {}).values())
     }
-    assert set(scheduled) == set(SCHEDULED)
+    expected = set(SCHEDULED) - ({"CaptureControllerFunction"} if "DataEventsTrail" not in resources(stack) else set())
+    assert set(scheduled) == expected
     for name, props in scheduled.items():
         parameter, alarm = SCHEDULED[name]
         (event,) = props["Events"].values()
-        assert event["Properties"]["Schedule"] == ref(parameter), name
-        assert re.fullmatch(stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"])
+        if parameter.startswith("rate("):
+            assert event["Properties"]["Schedule"] == parameter, name
+        else:
+            assert event["Properties"]["Schedule"] == ref(parameter), name
+            assert re.fullmatch(
+                stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"]
+            )
         assert alarms[alarm]["Dimensions"] == [{"Name": "FunctionName", "Value": ref(name)}], name
         assert alarms[alarm]["Namespace"] == "AWS/Lambda" and alarms[alarm]["MetricName"] == "Errors", name
         assert alarms[alarm]["AlarmActions"] == [ref("FindingsTopic")], name
@@ -895,8 +939,8 @@ def _env_with(template: Mapping[str, Any], params: Mapping[str, Any]) -> dict[st
     for var, value in _environment(template).items():
         if isinstance(value, dict):
             (target,) = value.values()
-            if isinstance(target, list):  # Fn::GetAtt [resource, attribute]
-                target = ".".join(target)
+            if isinstance(target, list):  # Fn::GetAtt [resource, attribute]; Fn::Join [sep, [...]]
+                target = ".".join(t if isinstance(t, str) else json.dumps(t) for t in target)
             env[var] = str(params[target]) if target in params else f"dummy-{target}"
         else:
             env[var] = str(value)
@@ -1058,7 +1102,10 @@ def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -
         assert stack["Resources"]["TrailBucket"]["DependsOn"] == "TrailQueuePolicy"
     else:
         assert source == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}"}
-    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": ref("AWS::AccountId")}
+    # an organisation trail's bucket in a log-archive account notifies as that account
+    other_account = stack["Parameters"]["TrailBucketAccountId"]["Default"] and "TrailBucket" not in stack["Resources"]
+    expected_owner = ref("TrailBucketAccountId") if other_account else ref("AWS::AccountId")
+    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": expected_owner}
 
 
 # --------------------------------------------------------------------------------------------- references, lint
@@ -1159,3 +1206,24 @@ def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> Non
         if "AllowedPattern" in spec:
             assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
     resolve(template, overrides)  # a complete, resolvable deployment
+
+
+def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, Any]) -> None:
+    """CreateTrail only; CloudTrail access is GetEventSelectors/PutEventSelectors on the stack's trail, nothing else."""
+    if "DataEventsTrail" not in resources(stack):
+        assert "CaptureControllerFunction" not in resources(stack)
+        return
+    props = function_props(stack, "CaptureControllerFunction")
+    env = stack["Globals"]["Function"]["Environment"]["Variables"]
+    trail_name = stack["Resources"]["DataEventsTrail"]["Properties"]["TrailName"]
+    assert env["CAPTURE_TRAIL_NAME"] == trail_name
+    assert env["AUDIT_BUDGET_PERCENT"] == ref("AuditBudgetPercent")
+    assert stack["Parameters"]["AuditBudgetPercent"]["Default"] in (1, "1")
+    cloudtrail = [
+        st
+        for st in role_statements(stack, props["Role"]["Fn::GetAtt"][0])
+        if any(a.startswith("cloudtrail:") for a in as_list(st["Action"]))
+    ]
+    assert len(cloudtrail) == 1
+    assert sorted(as_list(cloudtrail[0]["Action"])) == ["cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"]
+    assert cloudtrail[0]["Resource"] == {"Fn::GetAtt": ["DataEventsTrail", "Arn"]}

@@ -43,6 +43,20 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
         "ItemSizeStreamArns": DOCUMENTS_STREAM_ARN,
     },
+    # An organisation trail's bucket and SSE-KMS key in a log-archive account (the Control Tower layout).
+    "org-trail-log-archive": {
+        "TrailBucketName": "aws-controltower-logs-999988887777-us-east-1",
+        "TrailBucketAccountId": "999988887777",
+        "TrailPrefix": "o-a1b2c3d4e5/AWSLogs/",
+        "TrailKmsKeyArn": "arn:aws:kms:us-east-1:999988887777:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    },
+    # The metrics audit over the Organization's accounts in two Regions, through the member role.
+    "org-metrics-audit": {
+        "TrailBucketName": "example-trail-bucket",
+        "AuditOrganization": "true",
+        "AuditRegions": "us-east-1,eu-west-1",
+        "MemberRoleName": "DdbTrafficAuditorMember",
+    },
     # Every optional part on.
     "all-features": {
         "CreateTrail": "true",

@@ -212,8 +212,10 @@ def test_records_larger_than_the_search_window(monkeypatch: pytest.MonkeyPatch) 
 
 def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cloudtrail, "_MAX_ELEMENT", 10_000)
-    with pytest.raises(SourceReadError, match=r"record too large \(over 0 MiB\) at byte 12"):
-        read_all(log_file([{"a": "x" * 20_000}]), 1000)
+    # an over-size record is one skipped record: the records around it are kept
+    for chunk_size in (1000, 7, 1 << 20):
+        got = read_all(log_file([RECORDS[0], {"a": "x" * 20_000}, RECORDS[1]]), chunk_size)
+        assert got == [RECORDS[0], cloudtrail.Malformed("record too large (over 0 MiB)"), RECORDS[1]]
     with pytest.raises(SourceReadError, match="unexpected end of data"):
         read_all(b'{"Records":[{"a":"' + b"x" * 5000, 100)
 
@@ -412,6 +414,25 @@ def test_corrupt_gzip() -> None:
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
+        (b'{"a":"\xff\xfe"}', "invalid UTF-8"),
+        (b'{"a":1, "b": nope}', "invalid JSON"),
+        (b'{"a":1e400}', "invalid JSON"),
+        (b'{"a":"\\ud800"}', "invalid JSON"),
+        (b'{"a":' + b"[" * 1100 + b"]" * 1100 + b"}", "invalid JSON"),
+    ],
+)
+def test_undecodable_record_is_one_malformed_record(data: bytes, reason: str) -> None:
+    # A record whose brackets close but whose content does not decode: skipped, its neighbours kept.
+    a, b = orjson.dumps(RECORDS[0]), orjson.dumps(RECORDS[1])
+    for chunk_size in (1, 3, cloudtrail.DEFAULT_CHUNK_SIZE):
+        got = read_all(b'{"Records":[' + a + b"," + data + b"," + b + b"]}", chunk_size)
+        assert len(got) == 3 and got[0] == RECORDS[0] and got[2] == RECORDS[1]
+        assert isinstance(got[1], cloudtrail.Malformed) and reason in got[1].reason
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
         (b"hello world", "invalid JSON"),
         (b"<html></html>", "invalid JSON"),
         (b'{"Records":[{"a":1},]}', "invalid JSON"),
@@ -420,8 +441,6 @@ def test_corrupt_gzip() -> None:
         (b'{"Records":[{"a":"unterminated', "unexpected end of data"),
         (b'{"Records":[{"a":1}]', "unexpected end of data"),
         (b'{"Records":[{"a":1}]} trailing', "invalid JSON"),
-        (b'{"Records":[{"a":"\xff\xfe"}]}', "invalid UTF-8"),
-        (b'{"Records":[{"a":1, "b": nope}]}', "invalid JSON"),
         (b"", "empty input"),
         (b"  \n\t ", "empty input"),
         (b'{"foo": 1}', "not a CloudTrail log file: no Records array"),
@@ -779,3 +798,32 @@ def test_property_eventbridge_array_and_lines(records: list[Any], chunk_size: in
     if records:
         lines = b"\n".join(orjson.dumps(e) for e in events) + b"\n"
         assert read_all(lines, chunk_size) == records
+
+
+def test_directory_walk_refuses_specials_and_reports_unreadable_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import ingest
+
+    (tmp_path / "a.json").write_bytes(log_file(RECORDS[:2]))
+    os.mkfifo(tmp_path / "b.json")  # would block for ever if opened
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "c.json").write_bytes(log_file(RECORDS[2:4]))
+    # The tests may run as root, for whom chmod 0 does not deny: the listing fails as it does for other users.
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    sources = discover([str(tmp_path)])
+    assert [Path(s.name).name for s in sources] == ["a.json", "b.json", "locked"]
+    _, stats = ingest(sources, AnalysisConfig())
+    assert stats.files_read == 1 and stats.files_failed == 2
+    assert stats.records_read == 2
+    assert any("b.json" in p and "FIFO" in p for p in stats.problems)
+    assert any("locked" in p and "cannot read directory" in p for p in stats.problems)

@@ -237,3 +237,13 @@ def test_tables_to_poll() -> None:
     assert tables_to_poll(tables, {}, 3) == {"Busy"}
     assert tables_to_poll(tables, {}, 4) == set()
     assert tables_to_poll(tables, {"Quiet": 0.3}, 4) == {"Quiet"}
+
+
+def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> None:
+    from auditor.cost.model import controller_poll_metrics, fixed_monthly_usd
+
+    assert controller_poll_metrics(100, 50, 3) == 2 * (100 * 730 + 50 * 8760 // 3 + 5 * 8760)
+    small, large = fixed_monthly_usd(10, 5), fixed_monthly_usd(100, 50)
+    assert 0 < small < large
+    # 100 tables: the metrics audit's reads and the controller's polls dominate (about $2.28 + $3.06).
+    assert 5.0 < large < 9.0

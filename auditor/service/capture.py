@@ -1,0 +1,456 @@
+"""The capture controller: keeps the stack's own trail's DynamoDB data-event selectors within the audit budget.
+
+One run per slice (the template schedules it every 5 minutes; only when the stack creates its trail):
+
+1. Read the controller's state item (conditional-write version, plan state, per-table rates) and the trail's
+   advanced event selectors. A missing trail, basic event selectors, or managed selectors that differ from what
+   the controller last wrote mean someone else changed the trail: the run reports it and leaves the trail alone.
+2. List the tables (a table created since the last run joins, a deleted one leaves: an ``Equals`` ARN must name a
+   real table) and read CloudWatch consumed capacity for the tables :func:`auditor.cost.plan.tables_to_poll` names.
+3. Plan the slice with :func:`auditor.cost.plan.plan_slice` (the benchmark's planner).
+4. Record the plan (the history item: table, window, fraction captured) and the new state in one conditional
+   transaction *before* touching the trail: of two runs at once, one wins; the other changes nothing.
+5. Put the selectors (the trail's other selectors are kept), retrying throttling with backoff. A rejected update
+   falls back to the last good configuration, and failing that to the always-on selector alone: the trail is never
+   left without it. A burst probe is put back without the probe after ``probe_seconds``.
+
+CloudTrail allows one PutEventSelectors per second and 10 gets per second per account and region; a run makes one
+get and at most two puts (plus retries), seconds apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import structlog
+from botocore.exceptions import ClientError
+
+from auditor.billing.pricing import bundled_prices
+from auditor.cost.model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend, fixed_monthly_usd
+from auditor.cost.plan import (
+    ALWAYS_ON_NAME,
+    SLICE_NAME,
+    CapturePlan,
+    PlannerConfig,
+    PlanState,
+    TableTraffic,
+    line_ratio,
+    plan_slice,
+    selectors_for,
+    tables_to_poll,
+)
+from auditor.sinks import keys
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudtrail import CloudTrailClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+log = structlog.get_logger(__name__)
+
+#: Selectors the controller manages: its own two, and the stack's initial all-tables selector it replaces.
+MANAGED_NAMES = (ALWAYS_ON_NAME, SLICE_NAME, "DynamoDB table data events")
+PUT_ATTEMPTS = 4
+PLAN_RETENTION_DAYS = 14
+
+
+@dataclass(slots=True)
+class CaptureClients:
+    cloudtrail: CloudTrailClient
+    cloudwatch: CloudWatchClient
+    dynamodb: DynamoDBClient  # the audited tables (ListTables, DescribeTable) and the state table
+
+
+@dataclass(slots=True)
+class ControllerResult:
+    status: str  # applied | unchanged | fallback | lost_race | trail_missing | trail_changed | failed
+    slice_start: int
+    plan: dict[str, Any] | None = None
+    detail: str = ""
+    puts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "slice_start": self.slice_start,
+            "detail": self.detail,
+            "puts": self.puts,
+            "captured_tables": [c["table"] for c in (self.plan or {}).get("captures", [])],
+            "notes": self.notes,
+        }
+
+
+def state_pk(trail: str) -> str:
+    return f"CAPTURE#{trail}"
+
+
+STATE_SK = "STATE"
+
+
+def plan_sk(slice_start: int) -> str:
+    return f"PLAN#{slice_start:012d}"
+
+
+def _digest(selectors: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(orjson.dumps(selectors, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _managed(selectors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in selectors if s.get("Name") in MANAGED_NAMES]
+
+
+def _others(selectors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in selectors if s.get("Name") not in MANAGED_NAMES]
+
+
+def _load_state(ddb: DynamoDBClient, table: str, trail: str) -> tuple[int, dict[str, Any]]:
+    item = ddb.get_item(
+        TableName=table, Key={keys.PK: {"S": state_pk(trail)}, keys.SK: {"S": STATE_SK}}, ConsistentRead=True
+    ).get("Item")
+    if not item:
+        return 0, {}
+    return int(item["version"]["N"]), orjson.loads(item["state"]["S"])
+
+
+def _list_tables(ddb: DynamoDBClient, skip: str) -> list[dict[str, Any]]:
+    """Every table of the Region but ``skip`` (the state table), described."""
+    names: list[str] = []
+    kwargs: dict[str, Any] = {}
+    while True:
+        page = ddb.list_tables(**kwargs)
+        names += page.get("TableNames", [])
+        if not page.get("LastEvaluatedTableName"):
+            break
+        kwargs["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]
+    out = []
+    for name in names:
+        if name == skip:
+            continue
+        try:
+            out.append(dict(ddb.describe_table(TableName=name)["Table"]))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+            # deleted between ListTables and DescribeTable: it is gone, leave it out
+    return out
+
+
+def _read_peaks(cw: CloudWatchClient, names: list[str], start: int, end: int) -> dict[str, tuple[float, float, float]]:
+    """Per table: (peak read units/s, peak write units/s, average units/s) over [start, end) at 1-minute periods."""
+    out: dict[str, tuple[float, float, float]] = {}
+    if not names or end - start < 60:
+        return out
+    queries = []
+    for i, name in enumerate(names):
+        for j, metric in enumerate(("ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits")):
+            queries.append(
+                {
+                    "Id": f"m{i}_{j}",
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": "AWS/DynamoDB",
+                            "MetricName": metric,
+                            "Dimensions": [{"Name": "TableName", "Value": name}],
+                        },
+                        "Period": 60,
+                        "Stat": "Sum",
+                    },
+                    "ReturnData": True,
+                }
+            )
+    values: dict[str, list[float]] = {}
+    for k in range(0, len(queries), 500):
+        kwargs: dict[str, Any] = {
+            "MetricDataQueries": queries[k : k + 500],
+            "StartTime": datetime.fromtimestamp(start, UTC),
+            "EndTime": datetime.fromtimestamp(end, UTC),
+        }
+        while True:
+            resp = cw.get_metric_data(**kwargs)
+            for r in resp.get("MetricDataResults", []):
+                values.setdefault(r["Id"], []).extend(float(v) for v in r.get("Values", []))
+            if not resp.get("NextToken"):
+                break
+            kwargs["NextToken"] = resp["NextToken"]
+    minutes = max(1, (end - start) // 60)
+    for i, name in enumerate(names):
+        reads, writes = values.get(f"m{i}_0", []), values.get(f"m{i}_1", [])
+        out[name] = (
+            max(reads, default=0.0) / 60,
+            max(writes, default=0.0) / 60,
+            (sum(reads) + sum(writes)) / (minutes * 60),
+        )
+    return out
+
+
+def _monthly_usd(desc: dict[str, Any], rate: float) -> float:
+    """The table's expected DynamoDB bill per month at ``rate`` units/s (half reads, half writes when unknown)."""
+    region = str(desc.get("TableArn", "::::")).split(":")[3] or "us-east-1"
+    cls = (desc.get("TableClassSummary") or {}).get("TableClass") or "STANDARD"
+    mode = (desc.get("BillingModeSummary") or {}).get("BillingMode") or "PROVISIONED"
+    seconds = DAYS_PER_MONTH * 86_400
+    if mode == "PAY_PER_REQUEST":
+        usage = DynamoDBUsage(
+            days=DAYS_PER_MONTH,
+            billing_mode="PAY_PER_REQUEST",
+            table_class=cls,
+            read_units=rate * seconds / 2,
+            write_units=rate * seconds / 2,
+            storage_bytes=float(desc.get("TableSizeBytes") or 0),
+        )
+    else:
+        pt = desc.get("ProvisionedThroughput") or {}
+        usage = DynamoDBUsage(
+            days=DAYS_PER_MONTH,
+            billing_mode="PROVISIONED",
+            table_class=cls,
+            rcu_hours=float(pt.get("ReadCapacityUnits") or 0) * DAYS_PER_MONTH * 24,
+            wcu_hours=float(pt.get("WriteCapacityUnits") or 0) * DAYS_PER_MONTH * 24,
+            storage_bytes=float(desc.get("TableSizeBytes") or 0),
+        )
+    return dynamodb_spend(usage, bundled_prices(region).for_class(usage.table_class)).total
+
+
+def run_controller(
+    clients: CaptureClients,
+    *,
+    trail: str,
+    state_table: str,
+    now: datetime,
+    config: PlannerConfig | None = None,
+    fixed_usd_month: float | None = None,
+    table_arns: frozenset[str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ControllerResult:
+    """One controller run for the slice that contains ``now`` (see the module docstring).
+
+    ``table_arns`` limits the audited tables (the trail's ``TrailTableArns``); ``fixed_usd_month`` is the auditor's
+    monthly cost outside data events, which the budget pays first (None: :func:`auditor.cost.model.fixed_monthly_usd`
+    for the tables listed).
+    """
+    cfg = config or PlannerConfig()
+    epoch = int(now.timestamp())
+    slice_index = epoch // cfg.slice_seconds
+    slice_start = slice_index * cfg.slice_seconds
+    ct, ddb = clients.cloudtrail, clients.dynamodb
+
+    version, state = _load_state(ddb, state_table, trail)
+    try:
+        current = ct.get_event_selectors(TrailName=trail)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("TrailNotFoundException", "InvalidTrailNameException"):
+            log.warning("capture_trail_missing", trail=trail)
+            return ControllerResult("trail_missing", slice_start, detail=f"{code}: the trail is gone; nothing done")
+        raise
+    selectors = [dict(s) for s in current.get("AdvancedEventSelectors", [])]
+    if current.get("EventSelectors") and not selectors:
+        return ControllerResult(
+            "trail_changed", slice_start, detail="the trail uses basic event selectors now: left as it is"
+        )
+    applied = state.get("applied")
+    if applied is not None and _digest(_managed(selectors)) != applied:
+        log.warning("capture_trail_changed", trail=trail)
+        return ControllerResult(
+            "trail_changed",
+            slice_start,
+            detail="the trail's DynamoDB selectors differ from what the controller last wrote: someone else changed "
+            "them; left as they are (delete the controller's state item to hand the trail back)",
+        )
+
+    tables = _list_tables(ddb, state_table)
+    last_ratio: dict[str, float] = dict(state.get("last_ratio", {}))
+    last_read: dict[str, int] = {k: int(v) for k, v in state.get("last_read", {}).items()}
+    rates: dict[str, float] = {k: float(v) for k, v in state.get("rates", {}).items()}
+    names = {str(t["TableName"]) for t in tables}
+    base = [
+        TableTraffic(
+            table=str(t["TableName"]),
+            arn=str(t["TableArn"]),
+            requests_per_second=rates.get(str(t["TableName"]), 0.0),
+            monthly_dynamodb_usd=_monthly_usd(t, rates.get(str(t["TableName"]), 0.0)),
+        )
+        for t in tables
+        if t.get("TableStatus") in (None, "ACTIVE", "UPDATING") and (table_arns is None or t["TableArn"] in table_arns)
+    ]
+    poll = sorted(tables_to_poll(base, last_ratio, slice_index, cfg))
+    # CloudWatch publishes a minute about 2 minutes late: read up to the minute ending 2 minutes ago.
+    end = (epoch // 60 - 2) * 60
+    peaks: dict[str, tuple[float, float, float]] = {}
+    for name in poll:
+        start = max(last_read.get(name, end - 3600), end - 3600)
+        peaks |= _read_peaks(clients.cloudwatch, [name], start, end)
+    traffic: list[TableTraffic] = []
+    for tt in base:
+        if tt.table in peaks:
+            r, w, avg = peaks[tt.table]
+            rate = avg if tt.table not in rates else 0.9 * rates[tt.table] + 0.1 * avg
+            rates[tt.table] = rate
+            last_read[tt.table] = end
+            tt = TableTraffic(tt.table, tt.arn, rate, tt.monthly_dynamodb_usd, tt.rare_per_second, r, w)
+            last_ratio[tt.table] = line_ratio(tt, cfg)
+        traffic.append(tt)
+    month = now.strftime("%Y-%m")
+    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    next_month = (month_start + timedelta(days=32)).replace(day=1)
+    elapsed = (now - month_start) / (next_month - month_start)
+    plan_state = PlanState(
+        burst_spent_usd=float(state.get("burst_spent_usd", 0.0)) if state.get("month") == month else 0.0,
+        month_elapsed=elapsed,
+        bursts={k: (int(v[0]), int(v[1])) for k, v in state.get("bursts", {}).items() if k in names},
+    )
+    if fixed_usd_month is None:
+        busy = sum(1 for t in traffic if t.requests_per_second >= cfg.poll_min_rate)
+        fixed_usd_month = fixed_monthly_usd(len(traffic), busy, cfg.poll_every_slices)
+    plan = plan_slice(traffic, slice_index, fixed_usd_month=fixed_usd_month, state=plan_state, config=cfg)
+    desired = _others(selectors) + selectors_for(plan)
+    after_probe = _others(selectors) + selectors_for(plan, probes=False)
+    new_state = {
+        "month": month,
+        "burst_spent_usd": plan.state.burst_spent_usd,
+        "bursts": {k: list(v) for k, v in plan.state.bursts.items()},
+        "last_ratio": {k: v for k, v in last_ratio.items() if k in names},
+        "last_read": {k: v for k, v in last_read.items() if k in names},
+        "rates": {k: v for k, v in rates.items() if k in names},
+        "applied": applied,
+        "last_good": state.get("last_good"),
+    }
+    plan_doc = _plan_document(plan, slice_start)
+    if not _record(ddb, state_table, trail, version, new_state, plan_doc, slice_start, now):
+        return ControllerResult("lost_race", slice_start, detail="another run recorded this slice first")
+
+    result = ControllerResult("applied", slice_start, plan=plan_doc, notes=list(plan.notes))
+    final: list[dict[str, Any]] | None = after_probe
+    if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
+        result.status = "unchanged"
+    else:
+        ok, detail = _put(ct, trail, desired, result, sleep)
+        if ok and plan.probe_seconds is not None:
+            sleep(float(plan.probe_seconds))
+            ok, detail = _put(ct, trail, after_probe, result, sleep)
+        if not ok:
+            result.status, result.detail = "fallback", detail
+            final = _fallback(ct, trail, selectors, state.get("last_good"), result, sleep)
+    new_state["applied"] = _digest(_managed(final)) if final is not None else applied
+    if final is not None and result.status in ("applied", "unchanged"):
+        new_state["last_good"] = _managed(final)
+    if final is None:
+        result.status = "failed"
+    _record(ddb, state_table, trail, version + 1, new_state, None, slice_start, now)
+    log.info("capture_plan", **result.as_dict())
+    return result
+
+
+def _plan_document(plan: CapturePlan, slice_start: int) -> dict[str, Any]:
+    doc = plan.to_dict()
+    for c in doc["captures"]:
+        seconds = c["seconds"] or plan.slice_seconds
+        c["window_start"] = slice_start
+        c["window_end"] = slice_start + seconds
+    return doc
+
+
+def _record(
+    ddb: DynamoDBClient,
+    table: str,
+    trail: str,
+    version: int,
+    state: dict[str, Any],
+    plan: dict[str, Any] | None,
+    slice_start: int,
+    now: datetime,
+) -> bool:
+    """Write the state (version ``version`` -> ``version + 1``) and the plan's history item, atomically."""
+    condition = "attribute_not_exists(#pk)" if version == 0 else "#v = :v"
+    put_state: dict[str, Any] = {
+        "Put": {
+            "TableName": table,
+            "Item": {
+                keys.PK: {"S": state_pk(trail)},
+                keys.SK: {"S": STATE_SK},
+                "version": {"N": str(version + 1)},
+                "state": {"S": orjson.dumps(state).decode()},
+                "updated_at": {"S": now.isoformat()},
+            },
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#v": "version"} if version else {"#pk": keys.PK},
+            **({"ExpressionAttributeValues": {":v": {"N": str(version)}}} if version else {}),
+        }
+    }
+    items: list[Any] = [put_state]
+    if plan is not None:
+        items.append(
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": {
+                        keys.PK: {"S": state_pk(trail)},
+                        keys.SK: {"S": plan_sk(slice_start)},
+                        "plan": {"S": orjson.dumps(plan).decode()},
+                        keys.TTL_ATTR: {"N": str(int(now.timestamp()) + PLAN_RETENTION_DAYS * 86_400)},
+                    },
+                }
+            }
+        )
+    try:
+        ddb.transact_write_items(TransactItems=items)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in (
+            "TransactionCanceledException",
+            "ConditionalCheckFailedException",
+        ):
+            return False
+        raise
+    return True
+
+
+def _put(
+    ct: CloudTrailClient,
+    trail: str,
+    selectors: list[dict[str, Any]],
+    result: ControllerResult,
+    sleep: Callable[[float], None],
+) -> tuple[bool, str]:
+    """Put the selectors, retrying throttling with exponential backoff; (succeeded, error detail)."""
+    detail = ""
+    for attempt in range(PUT_ATTEMPTS):
+        try:
+            result.puts += 1
+            ct.put_event_selectors(TrailName=trail, AdvancedEventSelectors=selectors)  # type: ignore[arg-type]
+            return True, ""
+        except ClientError as exc:
+            err = exc.response.get("Error", {})
+            code = err.get("Code", "")
+            detail = f"{code}: {err.get('Message', '')}"
+            if code not in ("ThrottlingException", "TooManyRequestsException", "Throttling"):
+                return False, detail
+            sleep(min(8.0, 1.0 * math.pow(2, attempt)))
+    return False, detail
+
+
+def _fallback(
+    ct: CloudTrailClient,
+    trail: str,
+    selectors: list[dict[str, Any]],
+    last_good: list[dict[str, Any]] | None,
+    result: ControllerResult,
+    sleep: Callable[[float], None],
+) -> list[dict[str, Any]] | None:
+    """Put the last good configuration, else the always-on selector alone; what the trail has now (None: unknown)."""
+    others = _others(selectors)
+    always_on = selectors_for(CapturePlan(0, 300, (), 0.0, 0.0, 0.0, 0.0, 0.0, PlanState()))
+    for candidate in ([*others, *last_good] if last_good else None, [*others, *always_on]):
+        if candidate is None:
+            continue
+        ok, _ = _put(ct, trail, candidate, result, sleep)
+        if ok:
+            return candidate
+    return None
