@@ -484,9 +484,9 @@ def _audit_config(args: argparse.Namespace) -> AuditConfig:
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
-    from auditor.billing.pricing import PriceBook, pricing_client
     from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
+    from auditor.sources.pricing_api import PriceBook, pricing_client
 
     names = tuple(n.strip() for n in (args.tables or "").split(",") if n.strip())
     selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
@@ -566,10 +566,10 @@ def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], l
 
 def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: int, end: int, now: int) -> int:
     """``audit`` over several accounts and/or Regions (or with --profile): see auditor.service.org_audit."""
-    from auditor.billing.pricing import PriceBook, pricing_client
     from auditor.service.audit import AuditResult
     from auditor.service.org_audit import render_org_audit, run_org_audit
     from auditor.sources.org import MAX_CONCURRENCY, TargetOutcome, targets
+    from auditor.sources.pricing_api import PriceBook, pricing_client
 
     if not 1 <= args.max_concurrency <= MAX_CONCURRENCY:
         raise InputError(f"--max-concurrency must be 1..{MAX_CONCURRENCY}")
@@ -710,7 +710,7 @@ def _cmd_billing(args: argparse.Namespace) -> int:
     inp = BillingInput.from_json(data, source)
     prices = load_price_file(args.prices) if args.prices else None
     if prices is None and args.region:
-        from auditor.billing.pricing import PriceBook, pricing_client
+        from auditor.sources.pricing_api import PriceBook, pricing_client
 
         prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
         if warning:

@@ -31,11 +31,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from botocore.exceptions import BotoCoreError, NoRegionError
+from botocore.exceptions import BotoCoreError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
-from auditor.billing.pricing import PriceBook, RegionPrices
+from auditor.billing.pricing import RegionPrices
 from auditor.detectors.base import DetectorInput, InsightsInput, MetricsInput
 from auditor.detectors.findings import correlate
 from auditor.detectors.insights import hot_key as ci_hot_key
@@ -43,7 +43,7 @@ from auditor.detectors.registry import all_detectors, guarded
 from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
-from auditor.exceptions import AuditorError
+from auditor.exceptions import AuditError
 from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
@@ -59,15 +59,15 @@ from auditor.models.metrics import (
 )
 from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
-from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
+from auditor.sources.audit_clients import AuditClients, build_clients
+from auditor.sources.aws_calls import error_message
 from auditor.sources.cloudwatch import MetricsResult, billing_window, collect_metrics, read_billing_metrics
 from auditor.sources.contributor_insights import read_insight_reports
 from auditor.sources.inventory import TableSelector, collect_inventory
+from auditor.sources.pricing_api import PriceBook
 
 if TYPE_CHECKING:
-    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_cloudwatch import CloudWatchClient
-    from mypy_boto3_dynamodb import DynamoDBClient
 
 log = structlog.get_logger(__name__)
 
@@ -100,10 +100,6 @@ MAX_BILLING_DAYS = 15
 BILLING_TIME_RESERVE_SECONDS = 60.0
 
 
-class AuditError(AuditorError):
-    """The audit cannot run at all (no region, no credentials, endpoint unreachable, nothing readable)."""
-
-
 class BillingAuditConfig(BaseModel):
     """The billing analysis of the audit: simulation, decision tunables and finding thresholds."""
 
@@ -126,29 +122,6 @@ class AuditConfig(DetectorSettings):
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
     max_workers: int = Field(default=8, ge=1, le=32)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditClients:
-    """The boto3 clients the audit reads with (built by the caller: handler or CLI)."""
-
-    dynamodb: DynamoDBClient
-    cloudwatch: CloudWatchClient
-    autoscaling: ApplicationAutoScalingClient | None = None
-
-
-def build_clients(region: str | None = None) -> AuditClients:
-    """Clients from the standard credential chain; boto3 honours ``AWS_ENDPOINT_URL`` (a local endpoint) itself."""
-    import boto3
-
-    try:
-        return AuditClients(
-            dynamodb=boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
-            cloudwatch=boto3.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
-            autoscaling=boto3.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
-        )
-    except NoRegionError as exc:
-        raise AuditError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION") from exc
 
 
 @dataclass(slots=True)

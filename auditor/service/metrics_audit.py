@@ -385,7 +385,7 @@ def run_org_metrics_audit(
     A pair that cannot be read is a coverage gap (logged, in the result); the pairs not started before the time
     reserve are ``deferred`` gaps, and the next hour's run starts elsewhere in the list (:func:`rotated`).
     """
-    from auditor.service.org_audit import clients_for
+    from auditor.sources.audit_clients import clients_for
 
     def one(target: Target, session: Any) -> MetricsAuditResult:
         try:

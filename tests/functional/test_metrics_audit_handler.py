@@ -290,7 +290,7 @@ def test_accounts_and_regions_from_the_environment_are_each_audited_and_attribut
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a member account whose eu-west-1 table is throttled, and the audit told to cover both accounts and Regions
-    from auditor.service.org_audit import clients_for
+    from auditor.sources.audit_clients import clients_for
     from tests.functional.cw_support import TEST_CONFIG
 
     member = clients_for(_member_session(env.endpoint), "eu-west-1")

@@ -292,7 +292,7 @@ def test_region_prices_come_from_the_pricing_api_or_a_labelled_fallback(
 ) -> None:
     from botocore.exceptions import NoCredentialsError
 
-    from auditor.billing import pricing
+    from auditor.sources import pricing_api as pricing
 
     asked: list[str] = []
 
