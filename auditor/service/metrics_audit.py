@@ -326,13 +326,12 @@ class OrgScope:
     def plan(self, session: Any) -> tuple[SessionFactory, list[Target]]:
         """The session factory and the (account, Region) pairs: the Organization's accounts are listed now
         (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
-        from auditor.sources.aws_calls import CLIENT_CONFIG
-        from auditor.sources.org import organization_accounts, targets
+        from auditor.sources.org import caller_account, session_organization_accounts, targets
 
-        own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        own = caller_account(session)
         accounts: list[str | None] = [*self.accounts] or [own]
         if self.organization:
-            accounts = [*organization_accounts(session.client("organizations", config=CLIENT_CONFIG))]
+            accounts = [*session_organization_accounts(session)]
         regions = [*self.regions] or [session.region_name]
         factory = SessionFactory(session, self.role_name, own_account=own)
         return factory, targets(accounts, regions)
