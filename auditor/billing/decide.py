@@ -87,7 +87,7 @@ class BillingAnalysis:
 
 
 def evaluator_label(est: float, cur: float, od: float, modify_threshold: float = 0.15) -> str:
-    """The archived evaluator's per-dimension recommendation (research note section 1.2.6), in its labels."""
+    """The archived evaluator's per-dimension recommendation (as the archived tool computes it), in its labels."""
     if est < cur and est < od and cur != 0 and (cur - est) / cur > modify_threshold:
         return "Provisioned_Modify"
     if cur != 0 and cur < od:
