@@ -435,6 +435,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("moto") is None:
+        raise InputError("the demo needs its optional extra: pip install 'ddb-traffic-auditor[demo]' (or make demo)")
     from auditor.demo.service import run_service_demo, summary_text
 
     # The narrative is the demo's output; with --format json it goes to stderr and stdout carries the findings.
