@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.sources.org import SessionFactory
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
-FINDING_FORMATS = (*FORMATS, "sarif", "asff")
+FINDING_FORMATS = (*FORMATS, "csv", "sarif", "asff")
 
 log = structlog.get_logger(__name__)
 
@@ -158,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="capacity history for the charts, in the billing --input format (repeatable)",
     )
+    report.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE.csv",
+        help="billing --trace-out file to chart (simulated capacity as provisioned; the table is the file's name)",
+    )
     report.add_argument("--week", metavar="YYYY-Www", help="ISO week to report (default: the latest finding's week)")
 
     audit = sub.add_parser(
@@ -219,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         billing.add_argument(
             f"--{dim}-max", type=float, metavar="UNITS", help=f"maximum {dim} capacity (default: 2x the peak need)"
         )
+    billing.add_argument(
+        "--trace-out",
+        metavar="FILE.csv",
+        help="write the per-minute consumed, simulated provisioned and throttled capacity of every series (CSV)",
+    )
     billing.add_argument(
         "--reaction-minutes",
         type=int,
@@ -293,10 +305,12 @@ def _output(args: argparse.Namespace, findings: Sequence[Finding], native: Nativ
     if args.mutelist:
         kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
     fmt = args.format
-    if fmt in ("sarif", "asff"):
+    if fmt in ("csv", "sarif", "asff"):
         from auditor import formats
 
-        if fmt == "sarif":
+        if fmt == "csv":
+            text = formats.render_csv(kept, muted or [])
+        elif fmt == "sarif":
             text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
         else:
             try:
@@ -413,6 +427,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     doc = model.parse_findings_document(_read_json(args.findings), args.findings)
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
     capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
+    if args.trace:
+        from auditor.billing.trace import read_trace
+
+        for path in args.trace:
+            capacity += model.capacity_from_billing_input(read_trace(path, Path(path).stem), path)
     now = datetime.now(UTC)
     week = model.IsoWeek.parse(args.week) if args.week else model.latest_week(doc.findings) or model.IsoWeek.of(now)
     usage = model.AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
@@ -719,7 +738,13 @@ def _cmd_billing(args: argparse.Namespace) -> int:
         prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
         if warning:
             print(f"ddb-audit: warning: {warning}", file=sys.stderr)
-    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices, config=_billing_config(args))
+    analysis = analyze_billing(
+        inp, simulation=args.simulation, prices=prices, config=_billing_config(args), trace=bool(args.trace_out)
+    )
+    if args.trace_out:
+        from auditor.billing.trace import write_trace
+
+        write_trace(args.trace_out, analysis.traces)
     for warning in analysis.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
 

@@ -115,7 +115,10 @@ def utc(dt: datetime) -> datetime:
     """Normalise to an aware UTC datetime (naive input is taken as UTC)."""
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 and 0001-01-01T00:00:00+14:00 have no UTC datetime
+        raise ValueError(f"time {dt.isoformat()} is out of range in UTC") from None
 
 
 def isoformat_z(dt: datetime) -> str:
@@ -145,7 +148,10 @@ class Finding(BaseModel):
     @field_validator("first_seen", "last_seen")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return utc(value)
+        value = utc(value)
+        if not 1970 <= value.year <= 2999:  # week and period arithmetic must stay within datetime's range
+            raise ValueError(f"{value.isoformat()} is not a plausible time (years 1970 to 2999)")
+        return value
 
     @field_serializer("first_seen", "last_seen")
     def _ser_time(self, value: datetime) -> str:
