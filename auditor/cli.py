@@ -186,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
     )
     audit.add_argument(
+        "--idle-days",
+        type=_idle_days,
+        default=30.0,
+        metavar="N",
+        help="days of daily activity read for idle tables and TTL that deletes nothing (default: 30; 0 skips)",
+    )
+    audit.add_argument(
         "--config", metavar="FILE", help="analysis config JSON: its detector settings (detectors, tables) apply"
     )
     _add_org_options(audit)
@@ -238,6 +245,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="minutes from the alarm to the new capacity in force, aws simulation (default 2, an assumption)",
     )
     _add_output_options(billing)
+
+    whatif = sub.add_parser(
+        "what-if",
+        help="which keys, indexes and tables throttle first if traffic grows (CloudTrail, optionally CloudWatch)",
+    )
+    whatif.add_argument("paths", nargs="+", metavar="PATH", help="CloudTrail input, as for analyze-trail")
+    whatif.add_argument(
+        "--growth", type=_growth, default=2.0, metavar="G", help="traffic multiple to test (default: 2)"
+    )
+    whatif.add_argument(
+        "--audit", metavar="FILE", help="JSON output of ddb-audit audit: CloudWatch capacity of tables and GSIs"
+    )
+    whatif.add_argument(
+        "--profile-out", metavar="FILE", help="also write the load-test profile (JSON) of the observed traffic"
+    )
+    whatif.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    whatif.add_argument("--jobs", type=int, default=None, metavar="N", help="processes reading the input")
+    whatif.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
     athena = sub.add_parser(
         "athena",
@@ -476,6 +501,48 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _output(args, findings, native)
 
 
+def _growth(text: str) -> float:
+    try:
+        growth = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < growth <= 1_000_000:
+        raise argparse.ArgumentTypeError("must be more than 0 (3 means three times today's peak)")
+    return growth
+
+
+def _cmd_what_if(args: argparse.Namespace) -> int:
+    from auditor.engine import ingest_parallel, plan_processes
+    from auditor.sources.cloudtrail import discover
+    from auditor.whatif.capacity import capacity_from_audit
+    from auditor.whatif.limits import what_if
+    from auditor.whatif.loadtest import load_profile
+    from auditor.whatif.render import render_what_if
+
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    capacity, insight_findings = capacity_from_audit(_read_json(args.audit), args.audit) if args.audit else ([], [])
+    sources = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
+    aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
+    if stats.files_read == 0:
+        why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
+        raise InputError(f"nothing could be read: {why}")
+    for problem in stats.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    spans = aggs.spans()
+    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings)
+    if args.profile_out:
+        try:
+            Path(args.profile_out).write_text(to_json(load_profile(spans, args.growth)), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{args.profile_out}: cannot write the profile: {exc.strerror or exc}") from exc
+    text = to_json(result.to_dict()) if args.format == "json" else render_what_if(result, args.format)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def _audit_days(text: str) -> float:
     try:
         days = float(text)
@@ -483,6 +550,16 @@ def _audit_days(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < days <= 455:
         raise argparse.ArgumentTypeError("must be more than 0 and at most 455 (CloudWatch keeps 15 months)")
+    return days
+
+
+def _idle_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= days <= 455:
+        raise argparse.ArgumentTypeError("must be 0 (skip) to 455 (CloudWatch keeps hourly data 15 months)")
     return days
 
 
@@ -501,7 +578,13 @@ def _audit_config(args: argparse.Namespace) -> AuditConfig:
     document ``analyze-trail`` reads."""
     from auditor.service.audit import AuditConfig
 
-    return AuditConfig.from_tree(load_analysis_config(args.config or get_settings().audit_config))
+    config = AuditConfig.from_tree(load_analysis_config(args.config or get_settings().audit_config))
+    idle_days = getattr(args, "idle_days", 0)
+    if not idle_days:
+        return config
+    # --idle-days sets the idle_table detector's period (over the file's idle_table settings, under per-table ones).
+    idle = {**config.detectors.get("idle_table", {}), "idle_days": idle_days}
+    return AuditConfig(detectors={**config.detectors, "idle_table": idle}, tables=config.tables)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -525,6 +608,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         now=now,
         billing_days=args.billing_days,
         prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
+        activity_days=args.idle_days,
         config=_audit_config(args),
     )
     for warning in book.warnings:
@@ -616,6 +700,7 @@ def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
         end=end,
         now=now,
         billing_days=args.billing_days,
+        activity_days=args.idle_days,
         prices=book,
         max_workers=args.max_concurrency,
         on_done=progress,
@@ -800,6 +885,7 @@ COMMANDS = {
     "report": _cmd_report,
     "billing": _cmd_billing,
     "demo": _cmd_demo,
+    "what-if": _cmd_what_if,
 }
 
 

@@ -66,6 +66,8 @@ _KIND_TEXT = {
     FindingKind.BILLING_MODE: "Billing mode costs more than the alternative",
     FindingKind.TABLE_CLASS: "Table class costs more than the alternative",
     FindingKind.UNUSED_INDEX: "Global secondary index not read",
+    FindingKind.IDLE_TABLE: "Table without traffic that still costs",
+    FindingKind.TTL_NOT_EXPIRING: "Time to Live enabled but deleting nothing",
 }
 
 
@@ -118,7 +120,13 @@ def sarif_document(findings: Sequence[Finding], muted: Sequence[Muted], version:
     }
 
 
-_COST_KINDS = {FindingKind.BILLING_MODE, FindingKind.TABLE_CLASS, FindingKind.UNUSED_INDEX}
+_COST_KINDS = {
+    FindingKind.BILLING_MODE,
+    FindingKind.TABLE_CLASS,
+    FindingKind.UNUSED_INDEX,
+    FindingKind.IDLE_TABLE,
+    FindingKind.TTL_NOT_EXPIRING,
+}
 
 
 def _sarif_result(f: Finding, rule_index: int, muted: Muted | None) -> dict[str, Any]:

@@ -328,6 +328,9 @@ class ServiceDemo:
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
         self.say(f"  CloudWatch  an hour of per-minute metrics for {len(tables)} tables (Orders with its ByStatus GSI)")
+        self.say(
+            "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
+        )
         billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
         with _environment(billing):
             result: dict[str, Any] = dict(

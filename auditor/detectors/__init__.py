@@ -6,7 +6,8 @@ sub-package     input
 ==============  ===================================================================================
 ``trail/``      CloudTrail traffic windows (``hot_key``, ``item_size_exceeded``, ``low_cardinality_key``,
                 ``scan``, ``throttling``)
-``metrics/``    a table's CloudWatch metrics and profile (``cw_scan``, ``cw_throttling``, ``unused_index``)
+``metrics/``    a table's CloudWatch metrics and profile (``cw_scan``, ``cw_throttling``, ``unused_index``),
+                and its daily activity (``idle_table``, ``ttl_not_expiring``)
 ``insights/``   Contributor Insights reports (``ci_hot_key``)
 ``stream/``     DynamoDB Streams observations and item size histories (``large_item``, ``item_growth``)
 ``billing/``    billing simulation results (``billing_mode``, ``table_class``)
@@ -17,9 +18,9 @@ sub-package     input
 from auditor.detectors.billing import billing_mode, table_class
 from auditor.detectors.findings import correlate
 from auditor.detectors.insights import hot_key as ci_hot_key
+from auditor.detectors.metrics import idle_table, ttl_not_expiring, unused_index
 from auditor.detectors.metrics import scan as cw_scan
 from auditor.detectors.metrics import throttling as cw_throttling
-from auditor.detectors.metrics import unused_index
 from auditor.detectors.stream import item_growth, large_item
 from auditor.detectors.trail import hot_key, item_size_exceeded, low_cardinality_key, scan, throttling
 
@@ -30,6 +31,7 @@ __all__ = [
     "cw_scan",
     "cw_throttling",
     "hot_key",
+    "idle_table",
     "item_growth",
     "item_size_exceeded",
     "large_item",
@@ -37,5 +39,6 @@ __all__ = [
     "scan",
     "table_class",
     "throttling",
+    "ttl_not_expiring",
     "unused_index",
 ]

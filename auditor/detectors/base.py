@@ -51,6 +51,8 @@ class DetectorInput(StrEnum):
     TRAIL_WINDOW = "trail_window"
     #: :class:`MetricsInput`: a table's inventory profile and CloudWatch metrics over the audited window.
     TABLE_METRICS = "table_metrics"
+    #: :class:`MetricsInput`: a table's profile and its daily activity (consumption, TTL deletions) over a long window.
+    TABLE_ACTIVITY = "table_activity"
     #: :class:`InsightsInput`: Contributor Insights reports.
     CONTRIBUTOR_INSIGHTS = "contributor_insights"
     #: :class:`ObservationInput`: one item's size from one stream record.

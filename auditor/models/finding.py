@@ -53,6 +53,8 @@ class FindingKind(StrEnum):
     BILLING_MODE = "billing_mode"
     TABLE_CLASS = "table_class"
     UNUSED_INDEX = "unused_index"
+    IDLE_TABLE = "idle_table"
+    TTL_NOT_EXPIRING = "ttl_not_expiring"
 
 
 #: Human names of the finding kinds (headings, action titles).
@@ -67,6 +69,8 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.BILLING_MODE: "Billing mode",
     FindingKind.TABLE_CLASS: "Table class",
     FindingKind.UNUSED_INDEX: "Unused index",
+    FindingKind.IDLE_TABLE: "Idle table",
+    FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
 }
 
 #: Evidence fields docs/contract.md requires for each kind.
@@ -88,6 +92,8 @@ REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     ),
     FindingKind.TABLE_CLASS: ("current_class", "recommended_class", "monthly_savings"),
     FindingKind.UNUSED_INDEX: ("days_analyzed", "reads", "writes"),
+    FindingKind.IDLE_TABLE: ("days_idle", "reads", "writes", "monthly_cost"),
+    FindingKind.TTL_NOT_EXPIRING: ("ttl_attribute", "deleted_items", "days_analyzed", "writes"),
 }
 
 

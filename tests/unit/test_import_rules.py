@@ -34,6 +34,9 @@ LAYERS: dict[str, int] = {
     "mutelist": 3,
     "findings_text": 3,
     "cost": 3,
+    "whatif": 3,
+    #: DynamoDB's documented per-partition and per-table limits (pure; the traffic detectors use them).
+    "whatif.limits": 1,
     "sources": 4,
     "sinks": 4,
     "engine": 5,
@@ -65,12 +68,14 @@ def _unit(module: str) -> str | None:
         return "handlers"
     if parts[0] != "auditor" or len(parts) < 2:
         return None
-    return parts[1]
+    return ".".join(parts[1:3]) if ".".join(parts[1:3]) in LAYERS else parts[1]
 
 
 def _own_unit(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("").parts
-    return "handlers" if rel[0] == "handlers" else rel[1]
+    if rel[0] == "handlers":
+        return "handlers"
+    return ".".join(rel[1:3]) if ".".join(rel[1:3]) in LAYERS else rel[1]
 
 
 def _type_checking_nodes(tree: ast.Module) -> set[int]:

@@ -5,9 +5,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from auditor.models.inventory import TableProfile
+
 
 def to_dt(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def created_epoch(profile: TableProfile) -> float | None:
+    """The table's creation time (epoch seconds) from DescribeTable, or None when unknown."""
+    if not profile.created:
+        return None
+    try:
+        return datetime.fromisoformat(profile.created).timestamp()
+    except ValueError:
+        return None
 
 
 def iso(epoch: float) -> str:
