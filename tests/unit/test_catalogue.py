@@ -25,6 +25,7 @@ HELPERS = {
     "auditor.detectors.settings",
     "auditor.detectors.metrics.common",
     "auditor.detectors.findings.item_size_link",
+    "auditor.detectors.trail.timebucket",
 }
 
 
