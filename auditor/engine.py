@@ -122,7 +122,7 @@ def ingest(
 
 
 def plan_processes(sources: Sequence[InputSource], requested: int | None = None) -> int:
-    """How many processes should read ``sources``: ``requested`` if given, else automatic.
+    """How many processes should read ``sources``: ``requested`` if given (capped at the CPU count), else automatic.
 
     Automatic: one process for stdin, for small inputs (under :data:`PARALLEL_MIN_BYTES`) and where ``fork`` is not
     available; otherwise one per available CPU, at most :data:`MAX_PROCESSES`.
@@ -133,12 +133,13 @@ def plan_processes(sources: Sequence[InputSource], requested: int | None = None)
         return 1
     if any(not Path(src.name).is_file() for src in sources):  # stdin (or a stream) can be read only once
         return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if requested is not None:
-        return requested
+        # never more processes than CPUs (or MAX_PROCESSES): --jobs 100000 must not fork until descriptors run out
+        return max(1, min(requested, cpus, MAX_PROCESSES))
     size = sum(Path(src.name).stat().st_size for src in sources)
     if size < PARALLEL_MIN_BYTES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cpus, MAX_PROCESSES))
 
 

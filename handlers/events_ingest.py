@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.parser.models import SqsModel, SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
@@ -38,7 +39,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
     store = WindowStore(_client(), settings.require("state_table_name"), retention_days=settings.state_retention_days)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(function_request_id=context.aws_request_id, function=context.function_name)
-    batch = SqsModel.model_validate(event)
+    try:
+        batch = SqsModel.model_validate(event)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise ValueError(f"events_ingest expects an SQS batch event: {where}: {err['msg']}") from None
     bodies = [(record.messageId, record.body) for record in batch.Records]
     result = process_events(store, bodies, settings.analysis_config(), datetime.now(UTC))
     failed = set(result.failed_message_ids)

@@ -21,6 +21,7 @@ scaling catches up; the search finds where that stops paying.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -312,6 +313,42 @@ def _current_evaluator(
 # ------------------------------------------------------------------------------------------------- decision
 
 
+def _best_reserved_units(usage: list[float], rc: float, rate: float) -> tuple[float, int, float]:
+    """Cost without reservation, and the cheapest number of reserved units (blocks of 100) with its cost.
+
+    The cost of ``units`` reserved, ``n * units * rc + rate * sum(max(u - units, 0))``, is piecewise linear in
+    ``units`` with breaks at the usage values, so over multiples of 100 its minimum lies on the multiple just
+    below or above a usage value: those O(n) candidates are tried (each in O(log n) on sorted usage), never the
+    whole range up to the peak (a 1e12 spike would be 1e10 steps). Ties go to the fewest units.
+    """
+    values = sorted(usage)
+    n = len(values)
+    suffix = [0.0] * (n + 1)  # suffix[i] = sum(values[i:])
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + values[i]
+
+    def cost(units: int) -> float:
+        above = bisect.bisect_right(values, units)
+        return n * units * rc + rate * (suffix[above] - units * (n - above))
+
+    top = 100 * math.ceil(values[-1] / 100) if n else 0
+    candidates = {100, top}
+    for u in values:
+        candidates.add(100 * math.floor(u / 100))
+        candidates.add(100 * math.ceil(u / 100))
+    base = cost(0)
+    best_units, best_cost = 0, base
+    for units in sorted(c for c in candidates if 100 <= c <= top):
+        c = cost(units)
+        if c < best_cost - 1e-9 * max(1.0, abs(best_cost)):
+            best_units, best_cost = units, c
+
+    def exact(units: int) -> float:
+        return math.fsum(units * rc + max(u - units, 0.0) * rate for u in usage)
+
+    return exact(0), best_units, exact(best_units)
+
+
 def _rc_note(
     hourly: dict[Dimension, list[float]], prices: RegionPrices, window_hours: float
 ) -> ReservedCapacityNote | None:
@@ -328,15 +365,7 @@ def _rc_note(
                 continue
             rc = offer.per_unit_hour
 
-            def cost(units: int, usage: list[float] = usage, rc: float = rc, rate: float = rate) -> float:
-                return math.fsum(units * rc + max(u - units, 0.0) * rate for u in usage)
-
-            base = cost(0)
-            best_units, best_cost = 0, base
-            for units in range(100, 100 * (math.ceil(max(usage) / 100) + 1), 100):
-                c = cost(units)
-                if c < best_cost:
-                    best_units, best_cost = units, c
+            base, best_units, best_cost = _best_reserved_units(usage, rc, rate)
             if best_units:
                 terms.append(
                     ReservedCapacityTerm(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -33,12 +33,21 @@ HOURS_PER_MONTH = 730.0
 GIB = 2**30
 
 
+#: A capacity value: a JSON number (strict: ``true`` or ``"5"`` are errors, not 1 and 5) or null.
+Capacity = Annotated[float, Field(strict=True)]
+#: Above any capacity DynamoDB can report (and far below where sums of a month of minutes overflow a float).
+MAX_CAPACITY_VALUE = 1e15
+#: CloudWatch keeps 1-hour datapoints for 455 days (15 months): a longer window cannot come from it, and the
+#: simulation's per-minute memory stays bounded whatever ``period_seconds`` stretches the input over.
+MAX_WINDOW_DAYS = 455
+
+
 def _check_values(values: list[float | None] | None, name: str) -> list[float | None] | None:
     if values is None:
         return None
     for n, v in enumerate(values):
-        if v is not None and (not math.isfinite(v) or v < 0):
-            raise ValueError(f"{name}[{n}] must be a finite number >= 0 or null, got {v!r}")
+        if v is not None and (not math.isfinite(v) or not 0 <= v <= MAX_CAPACITY_VALUE):
+            raise ValueError(f"{name}[{n}] must be a finite number from 0 to {MAX_CAPACITY_VALUE:g} or null, got {v!r}")
     return values
 
 
@@ -59,10 +68,10 @@ class SeriesInput(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: str | None = None
-    consumed_read: list[float | None]
-    consumed_write: list[float | None]
-    provisioned_read: list[float | None] | None = None
-    provisioned_write: list[float | None] | None = None
+    consumed_read: list[Capacity | None]
+    consumed_write: list[Capacity | None]
+    provisioned_read: list[Capacity | None] | None = None
+    provisioned_write: list[Capacity | None] | None = None
     #: The auto-scaling settings in force per dimension (``read``/``write``), when known (``audit`` fills it).
     auto_scaling: dict[Literal["read", "write"], CurrentScaling] | None = None
 
@@ -123,6 +132,11 @@ class BillingInput(BaseModel):
                 )
         if not any(s.consumed_read or s.consumed_write for s in self.series):
             raise ValueError("series hold no datapoints")
+        if self.minutes > MAX_WINDOW_DAYS * 1440:
+            raise ValueError(
+                f"the series cover {self.minutes / 1440:,.0f} days at {self.period_seconds}-second periods; at most "
+                f"{MAX_WINDOW_DAYS} days (CloudWatch's retention) can be simulated"
+            )
         return self
 
     @property

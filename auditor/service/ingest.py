@@ -368,6 +368,10 @@ def _event_call(event: Any, index: int, stats: IngestStats) -> ApiCall | Literal
     except MalformedRecordError as exc:
         stats.note(f"{where}: {exc}")
         return False
+    except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
+        # a value the normaliser cannot handle (a date at the edge of the range, ...): one malformed event
+        stats.note(f"{where}: unusable value ({type(exc).__name__})")
+        return False
 
 
 def _chunks(calls: Sequence[tuple[str, ApiCall]], window_seconds: int) -> Iterator[list[tuple[str, ApiCall]]]:
@@ -422,16 +426,30 @@ def process_events(
     """Count a batch of EventBridge "AWS API Call via CloudTrail" events into the window store, once each.
 
     ``events`` are ``(message_id, event)`` pairs, ``event`` being the decoded event or the raw SQS body (JSON
-    text). See the module docstring for the exactly-once design. Never raises for bad events; a chunk whose commit
-    fails puts its message ids in ``failed_message_ids``.
+    text). See the module docstring for the exactly-once design. Never raises for bad events: malformed ones are
+    counted and dropped, one that cannot be processed at all (a poison message) is reported alone in
+    ``failed_message_ids``, and a chunk whose commit fails puts its message ids there too.
     """
     result = EventsResult()
     stats = result.stats
     seen: set[str] = set()
     calls: list[tuple[str, ApiCall]] = []
+    # Every call is added to a scratch aggregate first: one whose aggregation fails (whatever its content) is a
+    # poison message, reported alone, so it can never take the rest of the batch's commit down with it.
+    scratch = new_aggregate_set(config)
+    poison: list[str] = []
     for index, (message_id, event) in enumerate(events, start=1):
         stats.records_read += 1
-        call = _event_call(event, index, stats)
+        try:
+            call = _event_call(event, index, stats)
+            if call is not False and call is not None and call.event_id not in seen:
+                int(call.time.timestamp() // config.window_seconds)
+                scratch.add(call)
+        except Exception as exc:  # the isolation boundary: one event, never the batch
+            stats.records_skipped += 1
+            stats.note(f"event {index}: cannot be processed ({type(exc).__name__})")
+            poison.append(message_id)
+            continue
         if call is False:
             stats.records_skipped += 1
         elif call is None:
@@ -441,6 +459,9 @@ def process_events(
         else:
             seen.add(call.event_id)
             calls.append((message_id, call))
+    poisoned = set(poison)
+    calls = [(mid, call) for mid, call in calls if mid not in poisoned]  # a message is retried whole
+    result.failed_message_ids.extend(sorted(poisoned))
     for chunk in _chunks(calls, config.window_seconds):
         try:
             _commit_chunk(store, chunk, config, now, result)

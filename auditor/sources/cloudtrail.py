@@ -41,6 +41,7 @@ import contextlib
 import os
 import queue
 import re
+import stat
 import sys
 import threading
 import zlib
@@ -205,19 +206,50 @@ def _file_source(path: str) -> InputSource:
     return InputSource(name=path, open=opener)
 
 
-def _walk(root: str) -> list[str]:
-    """The log files under ``root``, recursively, in sorted order, digest and insight folders excluded."""
-    found: list[tuple[tuple[str, ...], str]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+def _failed_source(name: str, reason: str) -> InputSource:
+    """A source that fails when opened: counted in ``files_failed`` with ``reason``, like an unreadable file."""
+
+    def opener() -> BinaryIO:
+        raise OSError(reason)
+
+    return InputSource(name=name, open=opener)
+
+
+def _walk(root: str) -> list[InputSource]:
+    """The log files under ``root``, recursively, in sorted order, digest and insight folders excluded.
+
+    A sub-directory that cannot be listed, and a FIFO, device or socket with a log file's name (opening one could
+    block for ever or read without end), become failing sources: a warning and a ``files_failed`` each.
+    """
+    found: list[tuple[tuple[str, ...], InputSource]] = []
+
+    def key(path: str) -> tuple[str, ...]:
+        rel = os.path.relpath(path, root)
+        return () if rel == os.curdir else tuple(Path(rel).parts)
+
+    def unreadable(err: OSError) -> None:
+        where = err.filename if isinstance(err.filename, str) else root
+        found.append((key(where), _failed_source(where, f"cannot read directory: {err.strerror or err}")))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if d not in _DIR_SKIP)
-        rel = os.path.relpath(dirpath, root)
-        parts = () if rel == os.curdir else tuple(Path(rel).parts)
+        parts = key(dirpath)
         for fname in filenames:
             if not fname.lower().endswith(_DIR_SUFFIXES):
                 continue
-            found.append(((*parts, fname), str(Path(dirpath, fname))))
-    found.sort()
-    return [full for _, full in found]
+            full = str(Path(dirpath, fname))
+            try:
+                mode = Path(full).stat().st_mode
+            except OSError as exc:
+                found.append(((*parts, fname), _failed_source(full, f"cannot open: {exc.strerror or exc}")))
+                continue
+            if stat.S_ISREG(mode):
+                found.append(((*parts, fname), _file_source(full)))
+            else:
+                kind = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+                found.append(((*parts, fname), _failed_source(full, f"not a regular file ({kind}), not read")))
+    found.sort(key=lambda item: item[0])
+    return [source for _, source in found]
 
 
 def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputSource]:
@@ -226,7 +258,9 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
     A file is taken as given (any name; gzip is detected from its content). A directory is searched recursively in
     sorted order for ``.json``, ``.json.gz``, ``.jsonl``, ``.ndjson`` and ``.gz`` files, skipping anything below a
     ``CloudTrail-Digest`` or ``CloudTrail-Insight`` folder. ``-`` is stdin (``stdin``, or ``sys.stdin.buffer``),
-    listed once however often it is given. Raises ``InputError`` for a path that does not exist.
+    listed once however often it is given. Raises ``InputError`` for a path that does not exist. Inside a
+    directory, FIFOs, devices, sockets and sub-directories that cannot be listed are sources that fail when read
+    (a warning and ``files_failed`` each), never opened.
     """
     sources: list[InputSource] = []
     stdin_added = False
@@ -238,7 +272,7 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
             continue
         p = Path(path)
         if p.is_dir():
-            sources.extend(_file_source(f) for f in _walk(path))
+            sources.extend(_walk(path))
         elif p.exists():
             sources.append(_file_source(path))
         else:

@@ -222,3 +222,54 @@ def test_commit_failure_reports_the_messages(ddb: Any, monkeypatch: pytest.Monke
     get_settings.cache_clear()
     assert invoke(sqs_event(get_item, put_item)) == []
     assert [w.calls for w in store(ddb).load_windows([SAMPLE_START, MUSIC_START])] == [1, 1]
+
+
+def test_hostile_events_never_cost_the_good_ones(ddb: Any) -> None:
+    """The fuzz run's poison events (issue 15): dates at the edge of the range, a key nested 300 levels, a PartiQL
+    integer beyond 64 bits. Before, the batch raised and none of its good events was committed."""
+    get_item, put_item = sample_events()
+    edge_max = copy.deepcopy(get_item)
+    edge_max["detail"] |= {"eventTime": "9999-12-31T23:59:59-14:00", "eventID": "edge-max"}
+    edge_min = copy.deepcopy(get_item)
+    edge_min["detail"] |= {"eventTime": "0001-01-01T00:00:00+14:00", "eventID": "edge-min"}
+    deep = copy.deepcopy(get_item)
+    value: Any = "x"
+    for _ in range(300):
+        value = {"M": {"a": value}}
+    deep["detail"]["requestParameters"]["key"] = {"pk": value}
+    deep["detail"]["eventID"] = "deep-key"
+    bodies: list[str | dict[str, Any]] = [edge_max, get_item, edge_min, deep, put_item]
+    with capture_logs() as logs:
+        assert invoke(sqs_event(*bodies)) == []
+    [orders] = store(ddb).load_windows([SAMPLE_START])
+    [music] = store(ddb).load_windows([MUSIC_START])
+    assert music.calls == 1
+    assert orders.calls == 2  # the good GetItem and the deep-key one (its key kept as a digest)
+    [line] = [e for e in logs if e["event"] == "events_batch_ingested"]
+    assert (line["received"], line["malformed"], line["committed"], line["failed_messages"]) == (5, 2, 3, 0)
+
+
+def test_a_poison_event_is_the_only_failure(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever makes one event fail inside aggregation (fault injected for one table), only its message is
+    reported; the batch's other events are committed."""
+    get_item, put_item = sample_events()
+    poison = copy.deepcopy(get_item)
+    poison["detail"]["requestParameters"]["tableName"] = "Poison"
+    poison["detail"]["eventID"] = "poison-1"
+    real_add = AggregateSet.add
+
+    def add(self: AggregateSet, call: Any) -> None:
+        if "Poison" in call.tables:
+            raise RuntimeError("injected fault")
+        real_add(self, call)
+
+    monkeypatch.setattr(AggregateSet, "add", add)
+    assert invoke(sqs_event(get_item, poison, put_item)) == ["msg-1"]
+    [orders] = store(ddb).load_windows([SAMPLE_START])
+    [music] = store(ddb).load_windows([MUSIC_START])
+    assert (orders.calls, music.calls) == (1, 1)
+
+
+def test_an_event_of_another_shape_is_a_clear_error(ddb: Any) -> None:
+    with pytest.raises(ValueError, match="events_ingest expects an SQS batch event: Records"):
+        events_ingest.lambda_handler({"detail-type": "Scheduled Event"}, LambdaContext())  # type: ignore[arg-type]

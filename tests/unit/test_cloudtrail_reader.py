@@ -798,3 +798,32 @@ def test_property_eventbridge_array_and_lines(records: list[Any], chunk_size: in
     if records:
         lines = b"\n".join(orjson.dumps(e) for e in events) + b"\n"
         assert read_all(lines, chunk_size) == records
+
+
+def test_directory_walk_refuses_specials_and_reports_unreadable_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import ingest
+
+    (tmp_path / "a.json").write_bytes(log_file(RECORDS[:2]))
+    os.mkfifo(tmp_path / "b.json")  # would block for ever if opened
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "c.json").write_bytes(log_file(RECORDS[2:4]))
+    # The tests may run as root, for whom chmod 0 does not deny: the listing fails as it does for other users.
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    sources = discover([str(tmp_path)])
+    assert [Path(s.name).name for s in sources] == ["a.json", "b.json", "locked"]
+    _, stats = ingest(sources, AnalysisConfig())
+    assert stats.files_read == 1 and stats.files_failed == 2
+    assert stats.records_read == 2
+    assert any("b.json" in p and "FIFO" in p for p in stats.problems)
+    assert any("locked" in p and "cannot read directory" in p for p in stats.problems)

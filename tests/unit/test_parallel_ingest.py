@@ -130,7 +130,11 @@ def test_a_failed_worker_is_redone_in_the_parent(trail: Path, monkeypatch: pytes
 def test_plan_processes(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sources = discover([str(trail)])
     assert plan_processes(sources, 1) == 1
+    monkeypatch.setattr(engine.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3, 4, 5, 6, 7}, raising=False)
     assert plan_processes(sources, 3) == 3
+    assert plan_processes(sources, 100_000) == engine.MAX_PROCESSES  # --jobs is capped: no fork bomb
+    monkeypatch.setattr(engine.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert plan_processes(sources, 3) == 2  # never more than the CPUs
     monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 1 << 40)
     assert plan_processes(sources) == 1  # small input: one process
     monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 1)
