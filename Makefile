@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench clean tools template-check build
+.PHONY: venv test lint typecheck unit demo bench clean tools template-check build fuzz
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -33,6 +33,12 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m benchmarks.ingest
+
+# The long fuzz run (make test runs the same suite with fewer examples, about a minute), then the figures in the
+# hostile-input table form (child process per case: crashes, hangs, exit codes, lost records, peak memory).
+fuzz: venv
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q tests/fuzz
+	$(BIN)/python -m tests.fuzz.measure --cases 500
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data

@@ -99,6 +99,9 @@ _MAX_DOCUMENT: Final = 16 << 20
 _MAX_ELEMENT: Final = 64 << 20
 #: How far past an element's start candidate ends are searched for (larger elements use the scanner).
 _WINDOW: Final = 1 << 20
+#: Longest bare value (number, literal, or non-JSON text) kept while looking for its end; JSON numbers and
+#: literals are far shorter (a 5,000-digit integer is 5 KB), so a longer run is not JSON.
+_MAX_SCALAR: Final = 1 << 20
 #: Failed fast-path candidates tried for one element before the structural scanner takes over.
 _MAX_TRIES: Final = 4
 #: Longest whitespace run kept in the buffer while skipping whitespace.
@@ -720,6 +723,8 @@ class _Parser:
                     if end == i:
                         raise self._fail(i, "invalid JSON (unexpected character)")
                     return end
+                if end - i > _MAX_SCALAR:  # a run of NUL bytes, /dev/zero: fail before buffering it
+                    raise self._fail(i, f"invalid JSON (a bare value longer than {_MAX_SCALAR >> 10} KiB)")
                 i = self._ensure(i, len(self.buf) - i + 1)
         depth = 0
         skip = _SKIP_TO_BRACKET_RE.match
