@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` star
     from auditor.sources.org import SessionFactory
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
-FINDING_FORMATS = (*FORMATS, "sarif", "asff")
+FINDING_FORMATS = (*FORMATS, "csv", "sarif", "asff")
 
 log = structlog.get_logger(__name__)
 
@@ -157,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="capacity history for the charts, in the billing --input format (repeatable)",
     )
+    report.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE.csv",
+        help="billing --trace-out file to chart (simulated capacity as provisioned; the table is the file's name)",
+    )
     report.add_argument("--week", metavar="YYYY-Www", help="ISO week to report (default: the latest finding's week)")
 
     audit = sub.add_parser(
@@ -176,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=14.0,
         metavar="N",
         help="days of 1-minute capacity the billing decision reads, at most 15 (default: 14; 0 skips billing)",
+    )
+    audit.add_argument(
+        "--idle-days",
+        type=_idle_days,
+        default=30.0,
+        metavar="N",
+        help="days of daily activity read for idle tables and TTL that deletes nothing (default: 30; 0 skips)",
     )
     _add_org_options(audit)
     _add_output_options(audit)
@@ -214,12 +228,35 @@ def build_parser() -> argparse.ArgumentParser:
             f"--{dim}-max", type=float, metavar="UNITS", help=f"maximum {dim} capacity (default: 2x the peak need)"
         )
     billing.add_argument(
+        "--trace-out",
+        metavar="FILE.csv",
+        help="write the per-minute consumed, simulated provisioned and throttled capacity of every series (CSV)",
+    )
+    billing.add_argument(
         "--reaction-minutes",
         type=int,
         metavar="N",
         help="minutes from the alarm to the new capacity in force, aws simulation (default 2, an assumption)",
     )
     _add_output_options(billing)
+
+    whatif = sub.add_parser(
+        "what-if",
+        help="which keys, indexes and tables throttle first if traffic grows (CloudTrail, optionally CloudWatch)",
+    )
+    whatif.add_argument("paths", nargs="+", metavar="PATH", help="CloudTrail input, as for analyze-trail")
+    whatif.add_argument(
+        "--growth", type=_growth, default=2.0, metavar="G", help="traffic multiple to test (default: 2)"
+    )
+    whatif.add_argument(
+        "--audit", metavar="FILE", help="JSON output of ddb-audit audit: CloudWatch capacity of tables and GSIs"
+    )
+    whatif.add_argument(
+        "--profile-out", metavar="FILE", help="also write the load-test profile (JSON) of the observed traffic"
+    )
+    whatif.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    whatif.add_argument("--jobs", type=int, default=None, metavar="N", help="processes reading the input")
+    whatif.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
     athena = sub.add_parser(
         "athena",
@@ -287,10 +324,12 @@ def _output(args: argparse.Namespace, findings: Sequence[Finding], native: Nativ
     if args.mutelist:
         kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
     fmt = args.format
-    if fmt in ("sarif", "asff"):
+    if fmt in ("csv", "sarif", "asff"):
         from auditor import formats
 
-        if fmt == "sarif":
+        if fmt == "csv":
+            text = formats.render_csv(kept, muted or [])
+        elif fmt == "sarif":
             text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
         else:
             try:
@@ -407,6 +446,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     doc = model.parse_findings_document(_read_json(args.findings), args.findings)
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
     capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
+    if args.trace:
+        from auditor.billing.trace import read_trace
+
+        for path in args.trace:
+            capacity += model.capacity_from_billing_input(read_trace(path, Path(path).stem), path)
     now = datetime.now(UTC)
     week = model.IsoWeek.parse(args.week) if args.week else model.latest_week(doc.findings) or model.IsoWeek.of(now)
     usage = model.AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
@@ -448,6 +492,48 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _output(args, findings, native)
 
 
+def _growth(text: str) -> float:
+    try:
+        growth = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < growth <= 1_000_000:
+        raise argparse.ArgumentTypeError("must be more than 0 (3 means three times today's peak)")
+    return growth
+
+
+def _cmd_what_if(args: argparse.Namespace) -> int:
+    from auditor.engine import ingest_parallel, plan_processes
+    from auditor.sources.cloudtrail import discover
+    from auditor.whatif.capacity import capacity_from_audit
+    from auditor.whatif.limits import what_if
+    from auditor.whatif.loadtest import load_profile
+    from auditor.whatif.render import render_what_if
+
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    capacity, insight_findings = capacity_from_audit(_read_json(args.audit), args.audit) if args.audit else ([], [])
+    sources = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
+    aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
+    if stats.files_read == 0:
+        why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
+        raise InputError(f"nothing could be read: {why}")
+    for problem in stats.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    spans = aggs.spans()
+    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings)
+    if args.profile_out:
+        try:
+            Path(args.profile_out).write_text(to_json(load_profile(spans, args.growth)), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{args.profile_out}: cannot write the profile: {exc.strerror or exc}") from exc
+    text = to_json(result.to_dict()) if args.format == "json" else render_what_if(result, args.format)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def _audit_days(text: str) -> float:
     try:
         days = float(text)
@@ -455,6 +541,16 @@ def _audit_days(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < days <= 455:
         raise argparse.ArgumentTypeError("must be more than 0 and at most 455 (CloudWatch keeps 15 months)")
+    return days
+
+
+def _idle_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= days <= 455:
+        raise argparse.ArgumentTypeError("must be 0 (skip) to 455 (CloudWatch keeps hourly data 15 months)")
     return days
 
 
@@ -472,7 +568,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
     from auditor.billing.pricing import PriceBook, pricing_client
-    from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
+    from auditor.detectors.metrics.idle_table import IdleTableConfig
+    from auditor.service.audit import AuditConfig, AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
 
     names = tuple(n.strip() for n in (args.tables or "").split(",") if n.strip())
@@ -489,6 +586,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         now=now,
         billing_days=args.billing_days,
         prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
+        activity_days=args.idle_days,
+        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
     )
     for warning in book.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
@@ -553,7 +652,8 @@ def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], l
 def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: int, end: int, now: int) -> int:
     """``audit`` over several accounts and/or Regions (or with --profile): see auditor.service.org_audit."""
     from auditor.billing.pricing import PriceBook, pricing_client
-    from auditor.service.audit import AuditResult
+    from auditor.detectors.metrics.idle_table import IdleTableConfig
+    from auditor.service.audit import AuditConfig, AuditResult
     from auditor.service.org_audit import render_org_audit, run_org_audit
     from auditor.sources.org import MAX_CONCURRENCY, TargetOutcome, targets
 
@@ -579,6 +679,8 @@ def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
         end=end,
         now=now,
         billing_days=args.billing_days,
+        activity_days=args.idle_days,
+        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
         prices=book,
         max_workers=args.max_concurrency,
         on_done=progress,
@@ -700,7 +802,13 @@ def _cmd_billing(args: argparse.Namespace) -> int:
         prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
         if warning:
             print(f"ddb-audit: warning: {warning}", file=sys.stderr)
-    analysis = analyze_billing(inp, simulation=args.simulation, prices=prices, config=_billing_config(args))
+    analysis = analyze_billing(
+        inp, simulation=args.simulation, prices=prices, config=_billing_config(args), trace=bool(args.trace_out)
+    )
+    if args.trace_out:
+        from auditor.billing.trace import write_trace
+
+        write_trace(args.trace_out, analysis.traces)
     for warning in analysis.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
 
@@ -756,6 +864,7 @@ COMMANDS = {
     "report": _cmd_report,
     "billing": _cmd_billing,
     "demo": _cmd_demo,
+    "what-if": _cmd_what_if,
 }
 
 

@@ -1,8 +1,8 @@
 """Findings in formats other tools read: SARIF 2.1.0 (code-scanning dashboards) and ASFF (AWS Security Hub).
 
-Both take the findings still reported and the muted ones (``--mutelist``): SARIF marks a muted result with an
-external suppression, ASFF sets its workflow status to ``SUPPRESSED``. CSV lives with the CLI renderers
-(:func:`render_csv`), escaped for spreadsheets.
+All take the findings still reported and the muted ones (``--mutelist``): SARIF marks a muted result with an
+external suppression, ASFF sets its workflow status to ``SUPPRESSED``, CSV has a ``muted`` column
+(:func:`render_csv`, every text cell escaped for spreadsheets).
 
 ASFF follows the required top-level attributes of the Security Hub user guide ("Required top-level ASFF
 attributes": AwsAccountId, CreatedAt, Description, GeneratorId, Id, ProductArn, Resources, SchemaVersion,
@@ -13,10 +13,15 @@ Remediation text 512 characters). Findings are imported as a custom integration:
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from auditor.escaping import csv_safe
 from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z
 from auditor.mutelist import Muted
 
@@ -61,6 +66,8 @@ _KIND_TEXT = {
     FindingKind.BILLING_MODE: "Billing mode costs more than the alternative",
     FindingKind.TABLE_CLASS: "Table class costs more than the alternative",
     FindingKind.UNUSED_INDEX: "Global secondary index not read",
+    FindingKind.IDLE_TABLE: "Table without traffic that still costs",
+    FindingKind.TTL_NOT_EXPIRING: "Time to Live enabled but deleting nothing",
 }
 
 
@@ -113,7 +120,13 @@ def sarif_document(findings: Sequence[Finding], muted: Sequence[Muted], version:
     }
 
 
-_COST_KINDS = {FindingKind.BILLING_MODE, FindingKind.TABLE_CLASS, FindingKind.UNUSED_INDEX}
+_COST_KINDS = {
+    FindingKind.BILLING_MODE,
+    FindingKind.TABLE_CLASS,
+    FindingKind.UNUSED_INDEX,
+    FindingKind.IDLE_TABLE,
+    FindingKind.TTL_NOT_EXPIRING,
+}
 
 
 def _sarif_result(f: Finding, rule_index: int, muted: Muted | None) -> dict[str, Any]:
@@ -213,3 +226,58 @@ def asff_document(
     out = [asff_finding(f, account=account, region=None, now=now) for f in findings]
     out += [asff_finding(m.finding, account=account, region=None, now=now, workflow="SUPPRESSED") for m in muted]
     return {"Findings": out}
+
+
+# --------------------------------------------------------------------------------------------------------- CSV
+
+#: ``--format csv`` columns, one row per finding (SPEC.md: ``id``, ``kind``, ``severity``, ``table`` among them).
+CSV_COLUMNS = (
+    "id",
+    "kind",
+    "severity",
+    "account",
+    "region",
+    "table",
+    "index",
+    "title",
+    "summary",
+    "recommendation",
+    "first_seen",
+    "last_seen",
+    "muted",
+    "muted_reason",
+    "evidence",
+)
+
+
+def render_csv(findings: Sequence[Finding], muted: Sequence[Muted]) -> str:
+    """The findings (then the muted ones, ``muted`` = ``true``) as CSV with a header row.
+
+    Every text cell goes through :func:`auditor.escaping.csv_safe`, so a table, key or principal taken from traffic
+    cannot become a spreadsheet formula; ``evidence`` is the evidence as compact JSON (escaped the same way).
+    """
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    rows = [(f, None) for f in findings] + [(m.finding, m.rule.reason) for m in muted]
+    for f, reason in rows:
+        evidence = orjson.dumps(f.evidence, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+        cells = (
+            f.id,
+            f.kind.value,
+            f.severity.value,
+            f.account or "",
+            f.region or "",
+            f.table,
+            f.index or "",
+            f.title,
+            f.summary,
+            f.recommendation,
+            isoformat_z(f.first_seen),
+            isoformat_z(f.last_seen),
+            "true" if reason is not None else "false",
+            reason or "",
+            evidence.decode(),
+        )
+        writer.writerow([csv_safe(c) for c in cells])
+    return out.getvalue()

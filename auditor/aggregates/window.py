@@ -386,7 +386,8 @@ class TableWindow:
                 else:
                     attr = partition_attr(key, pk_hint)
                     value = key[attr]
-                encoded = f'{attr}\x1f"{value}' if type(value) is str else encode_key(attr, value)
+                # inline for short strings (at most 512 characters are at most 2 KB of UTF-8); encode_key caps the rest
+                encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
                 self.key_requests += 1
                 if bufs is None:
                     minute = int(epoch // 60)

@@ -38,6 +38,7 @@ from auditor.billing.simulate import (
     simulate_aws,
     simulate_evaluator,
 )
+from auditor.billing.trace import SeriesTrace
 from auditor.detectors.billing import billing_mode, table_class
 from auditor.models.billing import (
     GIB,
@@ -76,6 +77,8 @@ class BillingAnalysis:
     result: BillingResult
     findings: list[Finding]
     warnings: list[str] = field(default_factory=list)
+    #: Per-minute traces of the series (``analyze_billing(trace=True)``).
+    traces: list[SeriesTrace] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """SPEC.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
@@ -230,7 +233,11 @@ def _simulate_aws_series(
 
 
 def _simulate(
-    inp: BillingInput, simulation: Simulation, cfg: BillingConfig, prices: ClassPrices
+    inp: BillingInput,
+    simulation: Simulation,
+    cfg: BillingConfig,
+    prices: ClassPrices,
+    traces: list[SeriesTrace] | None = None,
 ) -> tuple[list[_Series], list[str]]:
     per = inp.period_seconds // 60
     total = inp.minutes
@@ -247,6 +254,23 @@ def _simulate(
         if simulation == "aws":
             run, pol_r, pol_w = _simulate_aws_series(_filled(cr), _filled(cw), start_minute, cfg, prices)
             cur = {d: _current_aws(prov[d], grid) for d in DIMS}
+            if traces is not None:  # the chosen settings again, keeping every minute
+                behaviour = AwsBehaviour(reaction_minutes=cfg.reaction_minutes)
+                kept = simulate_aws(
+                    _filled(cr), _filled(cw), pol_r, pol_w, behaviour, start_minute=start_minute, trace=True
+                )
+                traces.append(
+                    SeriesTrace(
+                        s.index,
+                        start_minute,
+                        cr,
+                        list(kept.read.capacity or []),
+                        kept.read.throttled,
+                        cw,
+                        list(kept.write.capacity or []),
+                        kept.write.throttled,
+                    )
+                )
         else:
             pol_r, pol_w = (
                 ScalingPolicy(
@@ -264,7 +288,23 @@ def _simulate(
                 EvaluatorParams(read=pol_r, write=pol_w),
                 read_minutes=rm,
                 write_minutes=wm,
+                trace=traces is not None,
             )
+            if traces is not None:  # capacity at the minutes the evaluator saw (it drops the others)
+                at_r = dict(zip(rm, run.read.capacity or [], strict=False))
+                at_w = dict(zip(wm, run.write.capacity or [], strict=False))
+                traces.append(
+                    SeriesTrace(
+                        s.index,
+                        start_minute,
+                        cr,
+                        [at_r.get(m) for m in grid],
+                        None,
+                        cw,
+                        [at_w.get(m) for m in grid],
+                        None,
+                    )
+                )
             notes.extend(f"{s.index or 'table'}: {n}" for n in run.notes)
             cur = {
                 "read": _current_evaluator(prov["read"], grid, run.read.hours),
@@ -448,8 +488,12 @@ def decide_table(
     simulation: Simulation = "aws",
     config: BillingConfig | None = None,
     prices: RegionPrices | None = None,
+    traces: list[SeriesTrace] | None = None,
 ) -> tuple[BillingResult, list[str]]:
-    """The per-table decision (no findings). Returns the result and warnings for the user."""
+    """The per-table decision (no findings). Returns the result and warnings for the user.
+
+    With ``traces`` (a list), each series' per-minute consumed, simulated and throttled capacity is appended to it.
+    """
     cfg = config or BillingConfig()
     warnings: list[str] = []
     if prices is None:
@@ -462,7 +506,7 @@ def decide_table(
     elif prices.region != inp.region:
         warnings.append(f"prices are for {prices.region} but the table is in {inp.region}")
     cls_prices = prices.for_class(inp.table_class)
-    sims, notes = _simulate(inp, simulation, cfg, cls_prices)
+    sims, notes = _simulate(inp, simulation, cfg, cls_prices, traces)
     if inp.period_seconds != 60:
         notes.append(
             f"{inp.period_seconds}-second periods were spread evenly over their minutes, so spikes shorter than a "
@@ -713,11 +757,14 @@ def analyze_billing(
     account: str | None = None,
     mode_config: billing_mode.BillingModeConfig | None = None,
     class_config: table_class.TableClassConfig | None = None,
+    trace: bool = False,
 ) -> BillingAnalysis:
-    """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md)."""
-    result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices)
+    """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md); ``trace`` keeps every
+    series' per-minute capacity in ``traces``."""
+    traces: list[SeriesTrace] | None = [] if trace else None
+    result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices, traces=traces)
     findings = billing_mode.detect(result, mode_config, account=account) + table_class.detect(
         result, class_config, account=account
     )
     findings.sort(key=Finding.sort_key)
-    return BillingAnalysis(result=result, findings=findings, warnings=warnings)
+    return BillingAnalysis(result=result, findings=findings, warnings=warnings, traces=traces or [])

@@ -3,7 +3,8 @@
 :func:`plant_tables_and_metrics` creates the demo's tables on the local endpoint (as the inventory will see them)
 and publishes an hour of per-minute DynamoDB metrics the way DynamoDB does (namespace ``AWS/DynamoDB``): the
 hot ``Orders`` partition shows up as key-range throttling (it confirms the CloudTrail hot key), its ``ByStatus``
-index is written and never read, and ``Sessions`` is scanned.
+index is written and never read, ``Sessions`` is scanned, ``Archive2024`` has had no traffic for 30 days but pays
+for provisioned capacity, and ``Carts`` has TTL enabled but its ``expiresAt`` is in milliseconds, so nothing expires.
 
 :func:`grow_items` makes two ``Documents`` items grow by appending to a list on a table with a
 ``NEW_AND_OLD_IMAGES`` stream, reads the stream back and returns the records as Lambda's DynamoDB Streams event
@@ -67,6 +68,7 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     )
     for name in ("Sessions", "Catalog", "Jobs", "Users", "Attachments"):
         ddb.create_table(TableName=name, KeySchema=key, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
+    idle_and_ttl_tables(ddb, end)
 
     t0 = int(end.timestamp()) // 60 * 60 - 60 * _MINUTES
     data: list[dict[str, Any]] = []
@@ -125,9 +127,37 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     # Users is healthy.
     series("ConsumedReadCapacityUnits", "Users", [3_000.0] * _MINUTES)
     series("ConsumedWriteCapacityUnits", "Users", [300.0] * _MINUTES)
+    # Carts takes writes all the time, but its TTL deletes nothing (TimeToLiveDeletedItemCount never published).
+    series("ConsumedWriteCapacityUnits", "Carts", [600.0] * _MINUTES)
     for i in range(0, len(data), 500):
         cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
-    return ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments"]
+    return ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments", "Archive2024", "Carts"]
+
+
+def idle_and_ttl_tables(ddb: Any, end: datetime) -> None:
+    """``Archive2024``: provisioned, no traffic at all; ``Carts``: TTL on ``expiresAt``, written in milliseconds.
+
+    Both stand for tables created 90 days ago: the local endpoint stamps new tables with the current time, so the demo
+    backdates them in its in-process state (:func:`auditor.demo.stack.backdate_table`).
+    """
+    from auditor.demo.stack import backdate_table
+
+    key = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+    ddb.create_table(
+        TableName="Archive2024",
+        KeySchema=key,
+        AttributeDefinitions=attrs,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 200, "WriteCapacityUnits": 100},
+    )
+    ddb.create_table(TableName="Carts", KeySchema=key, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
+    ddb.update_time_to_live(TableName="Carts", TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"})
+    expires_ms = int(end.timestamp() * 1000) + 86_400_000  # the bug: milliseconds, so TTL never sees it expire
+    for n in range(20):
+        ddb.put_item(TableName="Carts", Item={"pk": {"S": f"CART#{n}"}, "expiresAt": {"N": str(expires_ms)}})
+    for name in ("Archive2024", "Carts"):
+        backdate_table(name, end - timedelta(days=90))
 
 
 #: The demo's member account and its Region (the metrics audit assumes its member role there).

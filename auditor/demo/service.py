@@ -328,6 +328,9 @@ class ServiceDemo:
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
         self.say(f"  CloudWatch  an hour of per-minute metrics for {len(tables)} tables (Orders with its ByStatus GSI)")
+        self.say(
+            "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
+        )
         member = plant_member_account(self.stack.endpoint, now)
         self.say(
             f"  CloudWatch  member account {MEMBER_ACCOUNT} in {MEMBER_REGION}: {', '.join(member)}, scanned every "

@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -33,6 +34,18 @@ def aws_client(service: str, endpoint: str, config: Config | None = None) -> Any
         aws_secret_access_key="testing",
         config=config,
     )
+
+
+def backdate_table(name: str, created: datetime, *, account: str = ACCOUNT, region: str = REGION) -> None:
+    """Make a table on the in-process local endpoint (moto) report an older ``CreationDateTime``.
+
+    The local endpoint stamps a new table with the current time and has no API to change it; the demo (and tests)
+    use this to stand for a table created weeks ago, so that "no traffic for 30 days" can be shown. It reaches into
+    moto's in-memory state, so it works only when moto runs in this process (``ThreadedMotoServer``).
+    """
+    from moto.dynamodb.models import dynamodb_backends
+
+    dynamodb_backends[account][region].tables[name].created_at = created.astimezone(UTC).replace(tzinfo=None)
 
 
 def create_state_table(ddb: Any, name: str = "auditor-state") -> str:

@@ -108,6 +108,8 @@ class BillingInput(BaseModel):
     @classmethod
     def _start_utc_minute(cls, value: datetime) -> datetime:
         value = utc(value)
+        if not 1970 <= value.year <= 2999:  # CloudWatch data; also keeps the window's end a valid datetime
+            raise ValueError(f"start {value.isoformat()} is not a plausible time (years 1970 to 2999)")
         if value.second or value.microsecond:
             raise ValueError("start must fall on a whole minute (CloudWatch period boundaries)")
         return value

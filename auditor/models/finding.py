@@ -53,6 +53,8 @@ class FindingKind(StrEnum):
     BILLING_MODE = "billing_mode"
     TABLE_CLASS = "table_class"
     UNUSED_INDEX = "unused_index"
+    IDLE_TABLE = "idle_table"
+    TTL_NOT_EXPIRING = "ttl_not_expiring"
 
 
 #: Human names of the finding kinds (headings, action titles).
@@ -67,6 +69,8 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.BILLING_MODE: "Billing mode",
     FindingKind.TABLE_CLASS: "Table class",
     FindingKind.UNUSED_INDEX: "Unused index",
+    FindingKind.IDLE_TABLE: "Idle table",
+    FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
 }
 
 #: Evidence fields SPEC.md requires for each kind.
@@ -88,6 +92,8 @@ REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     ),
     FindingKind.TABLE_CLASS: ("current_class", "recommended_class", "monthly_savings"),
     FindingKind.UNUSED_INDEX: ("days_analyzed", "reads", "writes"),
+    FindingKind.IDLE_TABLE: ("days_idle", "reads", "writes", "monthly_cost"),
+    FindingKind.TTL_NOT_EXPIRING: ("ttl_attribute", "deleted_items", "days_analyzed", "writes"),
 }
 
 
@@ -115,7 +121,10 @@ def utc(dt: datetime) -> datetime:
     """Normalise to an aware UTC datetime (naive input is taken as UTC)."""
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 and 0001-01-01T00:00:00+14:00 have no UTC datetime
+        raise ValueError(f"time {dt.isoformat()} is out of range in UTC") from None
 
 
 def isoformat_z(dt: datetime) -> str:
@@ -145,7 +154,10 @@ class Finding(BaseModel):
     @field_validator("first_seen", "last_seen")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return utc(value)
+        value = utc(value)
+        if not 1970 <= value.year <= 2999:  # week and period arithmetic must stay within datetime's range
+            raise ValueError(f"{value.isoformat()} is not a plausible time (years 1970 to 2999)")
+        return value
 
     @field_serializer("first_seen", "last_seen")
     def _ser_time(self, value: datetime) -> str:

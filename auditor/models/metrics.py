@@ -44,6 +44,8 @@ CAUSE_METRICS: dict[str, dict[str, str]] = {
     },
 }
 SCAN_REQUESTS = "SuccessfulRequestLatency"
+#: Items TTL deleted (``TableName`` only; DynamoDB publishes it per minute, only when non-zero).
+TTL_DELETED = "TimeToLiveDeletedItemCount"
 #: Write operations whose request counts (``SuccessfulRequestLatency`` SampleCount) size the average write, with the
 #: most items one request can write: a batch or transaction of unknown size counts as full, so the WCU per item
 #: derived from them is a lower bound.

@@ -61,6 +61,8 @@ _FALLBACK_DOCS: dict[FindingKind, str] = {
     FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
     FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
     FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
+    FindingKind.IDLE_TABLE: _DOCS + "CostOptimization_UnusedResources.html",
+    FindingKind.TTL_NOT_EXPIRING: _DOCS + "TTL.html",
 }
 
 
@@ -358,6 +360,29 @@ class HotKeyRow(BaseModel):
     status: Status
 
 
+class WhatIfRow(BaseModel):
+    """A key or table whose open finding measured its headroom (the traffic multiple at which it throttles)."""
+
+    model_config = _FROZEN
+
+    table: str
+    index: str | None
+    key: str | None
+    kind: FindingKind
+    #: ``partition`` for a key's partition limit (the only limit findings measure so far).
+    limit: str
+    headroom: float
+    source: str | None
+    severity: Severity
+
+    def throttles_at(self, growth: float) -> bool:
+        return self.headroom <= growth
+
+
+#: Traffic multiples the report's what-if section answers for.
+WHAT_IF_GROWTHS = (2.0, 3.0)
+
+
 class ItemRow(BaseModel):
     model_config = _FROZEN
 
@@ -498,6 +523,8 @@ class WeeklyReport(BaseModel):
     #: Accounts/Regions the input could not audit (``coverage_gaps`` of ``ddb-audit audit``), one line each.
     coverage_gaps: list[str] = Field(default_factory=list)
     findings_outside_week: int
+    #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
+    what_if: list[WhatIfRow] = Field(default_factory=list)
 
     def by_status(self, status: Status) -> list[ReportFinding]:
         return [f for f in self.findings if f.status == status]
@@ -940,6 +967,34 @@ def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
     return rows
 
 
+def _what_if(findings: Sequence[ReportFinding], limit: int = 10) -> list[WhatIfRow]:
+    """The open findings' headrooms (``headroom_factor`` in ``hot_key`` and ``low_cardinality_key`` evidence), nearest
+    first: what throttles first if traffic grows. The full what-if (tables, indexes, quotas) is ``ddb-audit what-if``.
+    """
+    rows = []
+    for rf in findings:
+        f = rf.finding
+        headroom = _number(f.evidence.get("headroom_factor"))
+        if not rf.is_open or headroom is None or headroom <= 0:
+            continue
+        key = f.evidence.get("key")
+        attr = f.evidence.get("key_attribute")
+        rows.append(
+            WhatIfRow(
+                table=f.table,
+                index=f.index,
+                key=format_key(key) if key else (f"{attr} (busiest value)" if isinstance(attr, str) else None),
+                kind=f.kind,
+                limit="partition",
+                headroom=headroom,
+                source=f.evidence.get("source") if isinstance(f.evidence.get("source"), str) else None,
+                severity=f.severity,
+            )
+        )
+    rows.sort(key=lambda r: (r.headroom, r.table, r.key or "", r.kind.value))
+    return rows[:limit]
+
+
 _ITEM_KINDS = (FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH, FindingKind.ITEM_SIZE_EXCEEDED)
 
 
@@ -1192,6 +1247,7 @@ def build_report_from_findings(
         input_stats=dict(input_stats or {}),
         coverage_gaps=list(coverage_gaps),
         findings_outside_week=len(parsed) - len(in_week),
+        what_if=_what_if(report_findings),
     )
 
 

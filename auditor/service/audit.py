@@ -41,11 +41,13 @@ from auditor.detectors.findings import correlate
 from auditor.detectors.findings.correlate import CorrelateConfig
 from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.detectors.insights.hot_key import CiHotKeyConfig
+from auditor.detectors.metrics import idle_table, ttl_not_expiring, unused_index
 from auditor.detectors.metrics import scan as cw_scan
 from auditor.detectors.metrics import throttling as cw_throttling
-from auditor.detectors.metrics import unused_index
+from auditor.detectors.metrics.idle_table import IdleTableConfig
 from auditor.detectors.metrics.scan import CwScanConfig
 from auditor.detectors.metrics.throttling import CwThrottlingConfig
+from auditor.detectors.metrics.ttl_not_expiring import TtlConfig
 from auditor.detectors.metrics.unused_index import UnusedIndexConfig
 from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
@@ -66,7 +68,14 @@ from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
 from auditor.render import findings_table, render_columns, to_json
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
 from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
-from auditor.sources.cloudwatch import MetricsResult, billing_window, collect_metrics, read_billing_metrics
+from auditor.sources.cloudwatch import (
+    ActivityRead,
+    MetricsResult,
+    billing_window,
+    collect_metrics,
+    read_activity,
+    read_billing_metrics,
+)
 from auditor.sources.contributor_insights import read_insight_reports
 from auditor.sources.inventory import TableSelector, collect_inventory
 
@@ -135,6 +144,8 @@ class AuditConfig(BaseModel):
     correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
     large_writes: LargeItemConfig = Field(default_factory=LargeItemConfig)
     billing: BillingAuditConfig = Field(default_factory=BillingAuditConfig)
+    idle_table: IdleTableConfig = Field(default_factory=IdleTableConfig)
+    ttl: TtlConfig = Field(default_factory=TtlConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
@@ -234,6 +245,8 @@ class AuditResult:
     gaps: list[Gap] = field(default_factory=list)
     #: The billing read, when the audit decided billing (``billing_days`` > 0).
     billing: BillingRead | None = None
+    #: The daily activity read of the idle-table and TTL detectors, when made (``activity_days`` > 0).
+    activity: ActivityRead | None = None
 
     def table_metrics(self, table: str) -> TableMetrics | None:
         return self.metrics.tables.get(table)
@@ -262,7 +275,17 @@ class AuditResult:
             "gaps": len(self.gaps),
             **self.stats.as_dict(),
             "billing": self.billing.as_dict() if self.billing is not None else None,
+            "activity": self.activity.as_dict() if self.activity is not None else None,
         }
+
+    def _capacity(self, profile: TableProfile) -> list[dict[str, Any]] | None:
+        """Peak consumption and capacity settings of the table and its GSIs (read by ``ddb-audit what-if``)."""
+        from auditor.whatif.capacity import resource_capacities
+
+        tm = self.metrics.tables.get(profile.name)
+        if tm is None or profile.billing_mode == "unknown":
+            return None
+        return [r.to_dict() for r in resource_capacities(profile, tm)]
 
     def to_dict(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -270,7 +293,10 @@ class AuditResult:
             counts[f.table] = counts.get(f.table, 0) + 1
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
-            "tables": [t.summary() | {"findings": counts.get(t.name, 0)} for t in self.inventory.tables],
+            "tables": [
+                t.summary() | {"findings": counts.get(t.name, 0), "capacity": self._capacity(t)}
+                for t in self.inventory.tables
+            ],
             "gaps": [g.model_dump() for g in self.gaps],
             "errors": list(self.errors),
             "stats": self.summary_stats(),
@@ -627,6 +653,19 @@ def large_write_estimate(profile: TableProfile, tm: TableMetrics, cfg: LargeItem
     return [finding] if finding is not None else []
 
 
+def evaluate_activity(
+    profile: TableProfile, activity: TableMetrics, config: AuditConfig, errors: list[str] | None = None
+) -> list[Finding]:
+    """The detectors of the daily activity read (pure): idle tables and TTL that deletes nothing."""
+    errs = errors if errors is not None else []
+    return [
+        *_guarded(errs, "idle_table", profile.name, lambda: idle_table.detect(profile, activity, config.idle_table)),
+        *_guarded(
+            errs, "ttl_not_expiring", profile.name, lambda: ttl_not_expiring.detect(profile, activity, config.ttl)
+        ),
+    ]
+
+
 def run_audit(
     clients: AuditClients,
     selector: TableSelector,
@@ -640,13 +679,15 @@ def run_audit(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     prices: PriceBook | None = None,
+    activity_days: float = 0,
 ) -> AuditResult:
     """Audit the selected tables over ``[start, end)`` (epoch seconds). Read-only.
 
     ``related_findings`` (e.g. the open CloudTrail ``hot_key`` findings from the state table) take part in the
     correlation; the ones it changes are returned in ``updated_related``. With ``billing_days`` > 0 (at most 15)
     billing is decided from its own read of the ``billing_days`` before ``end`` (:func:`audit_billing`; ``time_left``
-    bounds it); 0 decides no billing.
+    bounds it); 0 decides no billing. With ``activity_days`` > 0 the daily consumption (and TTL deletions) of the
+    ``activity_days`` before ``end`` are read for the idle-table and TTL detectors (:func:`read_activity`).
     """
     config = config or AuditConfig()
     stats = ApiStats()
@@ -689,6 +730,19 @@ def run_audit(
         )
         findings += billing_findings_
         stats.merge(billing.stats)
+    activity: ActivityRead | None = None
+    if activity_days > 0:
+        try:
+            activity = read_activity(
+                clients.cloudwatch, inventory.tables, end=metrics.end, days=activity_days, sleep=sleep
+            )
+        except BotoCoreError as exc:
+            raise AuditError(f"cannot reach AWS: {exc}") from exc
+        stats.merge(activity.stats)
+        for profile in inventory.tables:
+            activity_tm = activity.tables.get(profile.name)
+            if activity_tm is not None:
+                findings += evaluate_activity(profile, activity_tm, config, errors)
     profiles = {p.name: p for p in inventory.tables}
     findings += _guarded(
         errors, "ci_hot_key", "*", lambda: ci_hot_key.detect(reports, profiles, config.contributor_insights)
@@ -698,7 +752,13 @@ def run_audit(
     findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)
     before = {f.id: f for f in related_findings}
     updated = [f for f in combined if f.id in before and f.id not in own and f != before[f.id]]
-    gaps = [*inventory.all_gaps(), *metrics.gaps, *ci_gaps, *(billing.gaps if billing is not None else ())]
+    gaps = [
+        *inventory.all_gaps(),
+        *metrics.gaps,
+        *ci_gaps,
+        *(billing.gaps if billing is not None else ()),
+        *(activity.gaps if activity is not None else ()),
+    ]
     result = AuditResult(
         findings=findings,
         inventory=inventory,
@@ -711,6 +771,7 @@ def run_audit(
         updated_related=updated,
         gaps=gaps,
         billing=billing,
+        activity=activity,
     )
     log.info(
         "audit_finished",

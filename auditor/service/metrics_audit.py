@@ -8,8 +8,10 @@ One run (:func:`run_metrics_audit`):
    and large-write detectors. Once a day, in the run whose schedule time falls in the UTC hour
    ``BILLING_AUDIT_HOUR_UTC`` (a retried event has the same time, so it makes the same choice), also the billing
    decision over its own read of the ``BILLING_LOOKBACK_DAYS`` of 1-minute capacity before the schedule time
-   (``billing_mode`` and ``table_class`` findings, :func:`auditor.service.audit.audit_billing`); the other runs do not
-   decide billing. Read-only; failed calls are gaps, never fatal.
+   (``billing_mode`` and ``table_class`` findings, :func:`auditor.service.audit.audit_billing`), and the daily activity
+   read of the last ``idle_table.idle_days`` (default 30) for the ``idle_table`` and ``ttl_not_expiring`` detectors
+   (``source: "cloudwatch_activity"``, resolved only by a run that read them); the other runs do neither.
+   Read-only; failed calls are gaps, never fatal.
 2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
    part in :func:`auditor.detectors.findings.correlate.correlate`; the ones it raises and links are recorded too
    (a raised one is announced as ``worsened``).
@@ -42,6 +44,7 @@ from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditRe
 from auditor.service.record import (
     SOURCE_CLOUDTRAIL,
     SOURCE_CLOUDWATCH,
+    SOURCE_CLOUDWATCH_ACTIVITY,
     SOURCE_CLOUDWATCH_BILLING,
     SOURCE_CONTRIBUTOR_INSIGHTS,
     LifecycleParams,
@@ -195,6 +198,14 @@ def audit_scope(result: AuditResult) -> ResolveScope:
         billing = result.billing
         if billing is not None and profile.name in billing.read_complete and not billing_failed:
             horizons[(SOURCE_CLOUDWATCH_BILLING, key)] = datetime.fromtimestamp(billing.end, UTC)
+        activity = result.activity
+        if (
+            activity is not None
+            and profile.name in activity.read_complete
+            and not _failed(table_errors, profile.name, "idle_table")
+            and not _failed(table_errors, profile.name, "ttl_not_expiring")
+        ):
+            horizons[(SOURCE_CLOUDWATCH_ACTIVITY, key)] = datetime.fromtimestamp(activity.end, UTC)
         if profile.name in ci_tables and profile.name not in ci_failed and not ci_detector_failed:
             horizons[(SOURCE_CONTRIBUTOR_INSIGHTS, key)] = horizon
     return ResolveScope(horizons)
@@ -247,6 +258,8 @@ def run_metrics_audit(
         now=now_s,
         config=params.audit,
         billing_days=params.billing_lookback_days if billing else 0,
+        # The daily activity read (idle tables, TTL) runs once a day too, with the billing decision.
+        activity_days=params.audit.idle_table.idle_days if billing else 0,
         time_left=time_left,
         sleep=sleep,
     )

@@ -62,6 +62,7 @@ def audit_target(
     prices: PriceBook | None = None,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    activity_days: float = 0,
 ) -> AuditResult:
     """One target's audit; raises :class:`TargetError` when nothing there could be read (its coverage gap)."""
     try:
@@ -76,6 +77,7 @@ def audit_target(
             prices=prices,
             time_left=time_left,
             sleep=sleep,
+            activity_days=activity_days,
         )
     except AuditError as exc:  # no credentials or endpoint in that Region
         cause = exc.__cause__ or exc
@@ -168,6 +170,7 @@ def run_org_audit(
     now: int,
     config: AuditConfig | None = None,
     billing_days: float = 0,
+    activity_days: float = 0,
     prices: PriceBook | None = None,
     max_workers: int = DEFAULT_CONCURRENCY,
     should_start: Callable[[], bool] | None = None,
@@ -191,6 +194,7 @@ def run_org_audit(
             now=now,
             config=config,
             billing_days=billing_days,
+            activity_days=activity_days,
             prices=guarded,  # type: ignore[arg-type]
             sleep=sleep,
         ),

@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_PUBLISH_LIMIT",
     "SOURCE_CLOUDTRAIL",
     "SOURCE_CLOUDWATCH",
+    "SOURCE_CLOUDWATCH_ACTIVITY",
     "SOURCE_CLOUDWATCH_BILLING",
     "SOURCE_CONTRIBUTOR_INSIGHTS",
     "SOURCE_STREAMS",
@@ -91,6 +92,8 @@ SOURCE_CLOUDTRAIL = "cloudtrail"
 SOURCE_CLOUDWATCH = "cloudwatch"
 #: The billing decision's findings (``billing_mode``, ``table_class``): the metrics audit's once-a-day billing read.
 SOURCE_CLOUDWATCH_BILLING = "cloudwatch_billing"
+#: Idle-table and TTL findings: the metrics audit's once-a-day read of daily activity (``read_activity``).
+SOURCE_CLOUDWATCH_ACTIVITY = "cloudwatch_activity"
 SOURCE_CONTRIBUTOR_INSIGHTS = "contributor_insights"
 SOURCE_STREAMS = "dynamodb_streams"
 
@@ -106,6 +109,8 @@ _KIND_SOURCE: dict[FindingKind, str] = {
     FindingKind.ITEM_SIZE_EXCEEDED: SOURCE_CLOUDTRAIL,
     FindingKind.ITEM_GROWTH: SOURCE_STREAMS,
     FindingKind.UNUSED_INDEX: SOURCE_CLOUDWATCH,
+    FindingKind.IDLE_TABLE: SOURCE_CLOUDWATCH_ACTIVITY,
+    FindingKind.TTL_NOT_EXPIRING: SOURCE_CLOUDWATCH_ACTIVITY,
 }
 
 

@@ -47,6 +47,7 @@ from auditor.models.metrics import (
     RETURNED_ITEMS,
     SCAN_REQUESTS,
     THROTTLE_EVENTS,
+    TTL_DELETED,
     WRITE_OPERATIONS,
     ApiStats,
     MetricSeries,
@@ -519,3 +520,72 @@ def read_billing_metrics(
             end=end,
             period=period,
         )
+
+
+#: The activity read's period: one datapoint per day (CloudWatch keeps hourly data 455 days).
+ACTIVITY_PERIOD = 86_400
+
+
+@dataclass(slots=True)
+class ActivityRead:
+    """Daily consumed capacity (and TTL deletions) of tables and GSIs over the last ``days``: the idle-table and TTL
+    detectors' input (:func:`read_activity`)."""
+
+    start: int
+    end: int
+    days: float
+    tables: dict[str, TableMetrics] = field(default_factory=dict)
+    #: Tables whose every activity series was read.
+    read_complete: set[str] = field(default_factory=set)
+    gaps: list[Gap] = field(default_factory=list)
+    stats: ApiStats = field(default_factory=ApiStats)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "window_start": datetime.fromtimestamp(self.start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "window_end": datetime.fromtimestamp(self.end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "days": round(self.days, 3),
+            "tables_read": len(self.read_complete),
+            "get_metric_data_calls": self.stats.calls.get("cloudwatch:GetMetricData", 0),
+            "metrics_requested": self.stats.metrics_requested,
+        }
+
+
+def activity_series(profile: TableProfile) -> list[SeriesKey]:
+    """Daily ``Sum`` of consumed read and write units of the table and each GSI, and the table's TTL deletions when
+    TTL is enabled."""
+    keys = [
+        SeriesKey(CONSUMED[access], profile.name, index, None, "Sum", ACTIVITY_PERIOD)
+        for index in (None, *(g.name for g in profile.gsis))
+        for access in ("read", "write")
+    ]
+    if profile.ttl_status == "ENABLED":
+        keys.append(SeriesKey(TTL_DELETED, profile.name, None, None, "Sum", ACTIVITY_PERIOD))
+    return keys
+
+
+def read_activity(
+    cloudwatch: CloudWatchClient,
+    profiles: Sequence[TableProfile],
+    *,
+    end: int,
+    days: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ActivityRead:
+    """Read every profile's :func:`activity_series` over the ``days`` before ``end`` (whole days, ending at ``end``
+    rounded down to the minute). No discovery: a series CloudWatch does not have reads as empty, which for consumed
+    capacity means no traffic (DynamoDB publishes consumption only for tables that had some). A failed series is a gap,
+    and its table is not ``read_complete``."""
+    end = end - end % 60
+    start = end - int(days * 86_400)
+    read = ActivityRead(start=start, end=end, days=(end - start) / 86_400)
+    keys = [k for p in profiles for k in activity_series(p)]
+    if not keys:
+        return read
+    series, failed = fetch_series(cloudwatch, keys, start, end, read.stats, sleep=sleep)
+    read.tables = _table_metrics(profiles, start, end, ACTIVITY_PERIOD, series, failed)
+    failed_tables = {k.table for k in failed}
+    read.read_complete = {p.name for p in profiles if p.name not in failed_tables}
+    read.gaps = _failure_gaps(failed, "activity")
+    log.info("cloudwatch_activity_read", tables=len(profiles), series=len(keys), failed=len(failed), days=read.days)
+    return read

@@ -183,7 +183,12 @@ def _parse_time(value: Any) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     elif parsed.utcoffset():
-        parsed = parsed.astimezone(UTC)
+        try:
+            parsed = parsed.astimezone(UTC)
+        except OverflowError:  # 9999-12-31T23:59:59-14:00: no UTC datetime
+            raise MalformedRecordError(f"eventTime {value[:40]!r} is out of range") from None
+    if not 1970 <= parsed.year <= 2999:  # window and finding arithmetic must stay within datetime's range
+        raise MalformedRecordError(f"eventTime {value[:40]!r} is out of range (years 1970 to 2999)")
     if len(_TIME_CACHE) >= _TIME_CACHE_MAX:
         _TIME_CACHE.clear()
     _TIME_CACHE[value] = parsed

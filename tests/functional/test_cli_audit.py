@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -85,8 +86,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_audit_names_each_cause_and_stays_quiet_on_quiet_tables(
     planted: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # (billing has its own read, tested in test_audit_billing.py: skipped here)
-    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0")
+    # (billing and the activity read have their own reads, tested elsewhere: skipped here)
+    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0", "--idle-days", "0")
     assert code == 0, err
     doc = json.loads(out)
     findings = doc["findings"]
@@ -172,6 +173,96 @@ def test_region_option_is_used(planted: int, capsys: pytest.CaptureFixture[str])
     code, out, _ = run(capsys, "--days", "0.1", "--region", "eu-west-1", "--format", "json")
     assert code == 0
     assert json.loads(out)["tables"] == []  # the tables live in us-east-1
+
+
+def test_audit_json_carries_capacity_that_what_if_reads(
+    planted: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0")
+    assert code == 0, err
+    tables = {t["table"]: t for t in json.loads(out)["tables"]}
+    (under,) = tables["under-provisioned"]["capacity"]
+    assert under["index"] is None and under["billing_mode"] == "PROVISIONED"
+    assert under["peak_read_per_second"] == pytest.approx(600 / 60)
+    assert under["peak_write_per_second"] == 0
+    assert (under["provisioned_read"], under["provisioned_write"]) == (10, 10)
+    assert [c["index"] for c in tables["indexed"]["capacity"]] == [None, "byStatus"]
+    audit_file = tmp_path / "audit.json"
+    audit_file.write_text(out)
+    # A trail with a few reads of the same table: the CloudWatch capacity decides its table-level limits.
+    record = {
+        "eventVersion": "1.08",
+        "eventTime": datetime.fromtimestamp(planted, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "eventSource": "dynamodb.amazonaws.com",
+        "eventName": "GetItem",
+        "awsRegion": "us-east-1",
+        "requestParameters": {"tableName": "under-provisioned", "key": {"pk": "A"}},
+        "responseElements": None,
+        "readOnly": True,
+        "eventType": "AwsApiCall",
+        "managementEvent": False,
+        "recipientAccountId": "123456789012",
+        "eventCategory": "Data",
+    }
+    trail = tmp_path / "trail.json"
+    trail.write_text(json.dumps({"Records": [record | {"eventID": f"e{i}"} for i in range(5)]}))
+    code = main(["what-if", str(trail), "--audit", str(audit_file), "--growth", "1.5", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    first = doc["items"][0]
+    assert (first["table"], first["limit"], first["access"], first["source"]) == (
+        "under-provisioned",
+        "provisioned",
+        "read",
+        "cloudwatch",
+    )
+    assert first["headroom"] == pytest.approx(1.0) and first["throttles_at_growth"] is True
+    hot = next(i for i in doc["items"] if i["table"] == "hot-partition" and i["limit"] == "provisioned")
+    assert hot["access"] == "write" and hot["headroom"] == pytest.approx(1000 / 100)
+
+
+def test_audit_reads_30_days_of_activity_for_idle_tables_and_ttl(
+    aws_reset: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import timedelta
+
+    from auditor.demo.stack import backdate_table
+
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    ddb, cw = aws("dynamodb", aws_reset), aws("cloudwatch", aws_reset)
+    now = int(time.time())
+    t0 = now - now % 60 - 3 * 86_400
+    long_ago = datetime.now(UTC) - timedelta(days=90)
+    create_table(ddb, "archive", read=50, write=20)  # no traffic at all
+    create_table(ddb, "carts", on_demand=True)  # written every day, TTL on, nothing expires
+    ddb.update_time_to_live(TableName="carts", TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"})
+    ddb.put_item(TableName="carts", Item={"pk": {"S": "CART#1"}, "expiresAt": {"N": str(now * 1000)}})
+    put_points(cw, "ConsumedWriteCapacityUnits", "carts", {t0 + 86_400 * d: 500.0 for d in range(3)})
+    create_table(ddb, "busy", on_demand=True)  # old, with reads
+    put_points(cw, "ConsumedReadCapacityUnits", "busy", {t0: 10.0})
+    create_table(ddb, "fresh", read=50, write=20)  # idle, but created today
+    for name in ("archive", "carts", "busy"):
+        backdate_table(name, long_ago)
+
+    code, out, err = run(capsys, "--format", "json", "--days", "0.05", "--billing-days", "0")
+    assert code == 0, err
+    doc = json.loads(out)
+    found = {(f["kind"], f["table"]): f for f in doc["findings"] if f["kind"] in ("idle_table", "ttl_not_expiring")}
+    assert sorted(found) == [("idle_table", "archive"), ("ttl_not_expiring", "carts")]
+    idle = found[("idle_table", "archive")]["evidence"]
+    assert idle["days_idle"] == 30 and idle["provisioned_read"] == 50 and idle["provisioned_write"] == 20
+    assert idle["monthly_capacity_cost"] == pytest.approx(730 * (50 * 0.00013 + 20 * 0.00065), abs=0.01)
+    ttl = found[("ttl_not_expiring", "carts")]["evidence"]
+    assert ttl["ttl_attribute"] == "expiresAt" and ttl["writes"] == 1500 and ttl["write_days"] == 3
+    activity = doc["stats"]["activity"]
+    assert activity["days"] == 30 and activity["tables_read"] == 4
+    # read + write per table, and TTL deletions for the TTL table: 9 series in one call.
+    assert (activity["get_metric_data_calls"], activity["metrics_requested"]) == (1, 9)
+    # --idle-days 0 skips the read.
+    code, out, _ = run(capsys, "--format", "json", "--days", "0.05", "--billing-days", "0", "--idle-days", "0")
+    doc = json.loads(out)
+    assert doc["stats"]["activity"] is None
+    assert not [f for f in doc["findings"] if f["kind"] in ("idle_table", "ttl_not_expiring")]
 
 
 def test_audit_shows_the_cost_ledger(planted: int, capsys: pytest.CaptureFixture[str]) -> None:

@@ -98,3 +98,18 @@ def test_cli_demo_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = json.loads(capsys.readouterr().out)
     assert out["findings"]
     assert (tmp_path / "findings.json").exists()
+
+
+def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:
+    by_kind = {(str(f["kind"]), str(f["table"])): f for f in demo.findings}
+    idle = by_kind[("idle_table", "Archive2024")]
+    assert idle["evidence"]["provisioned_read"] == 200 and idle["evidence"]["provisioned_write"] == 100
+    assert idle["evidence"]["monthly_capacity_cost"] == pytest.approx(730 * (200 * 0.00013 + 100 * 0.00065), abs=0.01)
+    ttl = by_kind[("ttl_not_expiring", "Carts")]
+    assert ttl["evidence"]["ttl_attribute"] == "expiresAt" and ttl["evidence"]["item_count"] == 20
+    # Only the two tables standing for old tables: the demo's other idle tables were created today.
+    kinds = [(k, t) for k, t in by_kind if k in ("idle_table", "ttl_not_expiring")]
+    assert sorted(kinds) == [("idle_table", "Archive2024"), ("ttl_not_expiring", "Carts")]
+    report = (demo.out / "report.md").read_text()
+    section = report[report.index("## What throttles first") :]
+    assert "| `pk=CUSTOMER#42` | Orders | partition |" in section.split("\n## ")[0]

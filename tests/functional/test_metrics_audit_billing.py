@@ -163,7 +163,8 @@ def test_the_billing_hour_run_decides_billing_from_14_days_of_1_minute_data(env:
     # The read: 8 series (consumed and provisioned, read and write, of two tables); four 14-day 1-minute series
     # (80,640 datapoints) and four 14-day 5-minute ones (16,128) fit in one GetMetricData call of 100,800
     assert (read["get_metric_data_calls"], read["metrics_requested"]) == (1, 8)
-    billing_pages = [p for p in env.served.pages if p.seconds > DAY]
+    # (the billing run's 30-day activity read, for idle tables and TTL, is the one longer than 15 days)
+    billing_pages = [p for p in env.served.pages if DAY < p.seconds <= 15 * DAY]
     assert [(p.queries, p.next_token) for p in billing_pages] == [(8, False)]
     # Every datapoint of the window came back: 2 x 14 and 2 x 2 days of minutes, and their 5-minute values (the
     # window starts up to 4 minutes after the oldest ones)
@@ -219,7 +220,7 @@ def test_a_billing_series_that_cannot_be_read_keeps_that_tables_billing_finding(
     # And CloudWatch answers Forbidden for the billing read of one of t-flaky's series (not for the hourly read)
     def forbidden(query: dict[str, Any], seconds: int) -> bool:
         metric = query["MetricStat"]["Metric"]
-        billing_read = seconds > DAY
+        billing_read = DAY < seconds <= 15 * DAY  # (not the 30-day activity read)
         return (
             billing_read
             and metric["Dimensions"] == dims("t-flaky")
@@ -342,3 +343,34 @@ def test_batches_are_packed_by_datapoints() -> None:
     assert plan_batches(minute, start, end, batch_size=5) == [minute[:5], minute[5:10], minute[10:]]
     with pytest.raises(ValueError, match="max_datapoints"):
         plan_batches(minute, start, end, max_datapoints=0)
+
+
+def test_the_daily_run_reads_activity_and_only_it_resolves_an_idle_table(env: Env) -> None:
+    from auditor.demo.stack import backdate_table
+
+    ddb, cw = aws("dynamodb", env.endpoint), aws("cloudwatch", env.endpoint)
+    # Given a provisioned table created 90 days ago that nobody reads or writes
+    create_table(ddb, "t-idle", read=50, write=20)
+    backdate_table("t-idle", env.now - timedelta(days=90))
+    # When the billing-hour run fires, it reads 30 days of daily activity and reports the idle table
+    first = env.invoke()
+    assert first["billing_run"] is True and first["detector_errors"] == []
+    idle = [m for m in env.inbox.messages() if m["kind"] == "idle_table" and m["table"] == "t-idle"]
+    assert [m["status"] for m in idle] == ["new"]
+    states = [s for s in _states(env) if s.finding.kind is FindingKind.IDLE_TABLE]
+    assert [(s.finding.table, s.status) for s in states] == [("t-idle", FindingStatus.NEW)]
+    assert states[0].finding.evidence["source"] == "cloudwatch_activity"
+    # An hourly run (no activity read) cannot vouch for the table's idleness: the finding stays open
+    later = env.invoke(env.now + timedelta(hours=2))
+    assert later["billing_run"] is False
+    assert env.store.get(states[0].finding.id).status is FindingStatus.NEW  # type: ignore[union-attr]
+    # Reads start; the next day's billing run reads them and resolves the finding
+    put_points(cw, "ConsumedReadCapacityUnits", "t-idle", minutes(env.end + 3 * 3600, 3, 60))
+    env.invoke(env.now + timedelta(days=1))
+    assert env.store.get(states[0].finding.id).status is FindingStatus.RESOLVED  # type: ignore[union-attr]
+
+
+def _states(env: Env) -> list[Any]:
+    items = client("dynamodb", env.endpoint).scan(TableName=STATE, ConsistentRead=True)["Items"]
+    found = (env.store.get(i["id"]["S"]) for i in items if i["pk"]["S"].startswith("FINDING#"))
+    return [s for s in found if s is not None]

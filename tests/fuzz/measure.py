@@ -35,7 +35,12 @@ def run(argv: list[str], code: str | None, stdin: Any = None) -> tuple[int | Non
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "auditor", *argv], stdout=out, stderr=subprocess.DEVNULL, stdin=stdin, env=env
+            [sys.executable, "-m", "auditor", *argv],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            stdin=stdin,
+            env=env,
+            cwd=code or None,  # "python -m" puts the working directory first on sys.path
         )
         rc: int | None
         while True:

@@ -91,3 +91,11 @@ def test_a_huge_spike_does_not_loop_over_its_value() -> None:
     _, units, _ = _best_reserved_units(usage, 0.0025, 0.00065 * 5)
     assert time.process_time() - t0 < 2  # 1e10 iterations before; O(n log n) now
     assert units % 100 == 0
+
+
+@pytest.mark.parametrize(
+    "start", ["9999-12-31T23:59:00-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:00Z", "1900-01-01T00:00:00Z"]
+)
+def test_start_at_the_edge_of_the_date_range_is_an_input_error(start: str) -> None:
+    with pytest.raises(InputError, match="start"):
+        BillingInput.from_json(orjson.dumps(doc(start=start)), "in.json")

@@ -311,3 +311,62 @@ def test_region_prices_come_from_the_pricing_api_or_a_labelled_fallback(
     # Without --region nothing is asked of the API.
     asked.clear()
     assert run(["--input", path], capsys)[0] == 0 and asked == []
+
+
+def test_trace_out_writes_every_minute_of_every_series_and_report_charts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    from auditor.billing.trace import TRACE_HEADER
+
+    n = 3 * 60
+    spiky = [0.0] * 60 + [60_000.0] * 60 + [600.0] * 60  # idle, 1,000/s (throttles while scaling), 10/s
+    doc = {
+        "table": "Orders",
+        "billing_mode": "PAY_PER_REQUEST",
+        "start": "2026-11-01T00:00:00Z",
+        "series": [
+            {"index": None, "consumed_read": spiky, "consumed_write": [60.0] * n},
+            {"index": "-by-status", "consumed_read": [None] * 10 + [120.0] * (n - 10), "consumed_write": [0.0] * n},
+        ],
+    }
+    path, trace = str(write_input(tmp_path, doc)), tmp_path / "Orders.csv"
+    # A fixed minimum of 1 read unit: the burst has to wait for auto scaling.
+    code, out, _ = run(["--input", path, "--format", "json", "--read-min", "1", "--trace-out", str(trace)], capsys)
+    assert code == 0
+    billing = orjson.loads(out)["billing"]
+    rows = list(csv.reader(trace.open()))
+    assert tuple(rows[0]) == TRACE_HEADER and len(rows) == 1 + 2 * n
+    table = [r for r in rows[1:] if r[1] == ""]
+    gsi = [r for r in rows[1:] if r[1] != ""]
+    assert {r[1] for r in gsi} == {"'-by-status"}  # a GSI name that a spreadsheet would evaluate is escaped
+    assert table[0][0] == "2026-11-01T00:00:00Z" and table[-1][0] == "2026-11-01T02:59:00Z"
+    assert [float(r[2]) for r in table] == spiky
+    assert [r[2] for r in gsi[:11]] == [""] * 10 + ["120"]  # missing datapoints stay empty
+    prices = bundled_prices("us-east-1").standard
+    for series, part in ((billing["series"][0], table), (billing["series"][1], gsi)):
+        # The trace is the capacity that was priced and the throttling that was counted.
+        assert sum(float(r[3]) for r in part) / 60 * prices.rcu_hour == pytest.approx(
+            series["read"]["provisioned_cost_simulated"], rel=1e-12
+        )
+        assert sum(float(r[4]) for r in part) == pytest.approx(series["read"]["throttled_units"], rel=1e-9)
+    assert sum(float(r[4]) for r in table) > 0  # the burst throttled while auto scaling caught up
+    # The evaluator does not model throttling: those columns are empty.
+    code, _, _ = run(["--input", path, "--simulation", "evaluator", "--trace-out", str(tmp_path / "ev.csv")], capsys)
+    ev = list(csv.reader((tmp_path / "ev.csv").open()))[1:]
+    assert code == 0 and {r[4] for r in ev} == {""} and {r[7] for r in ev} == {""}
+    # report charts the trace (the simulated capacity as provisioned), named after the file.
+    findings = tmp_path / "findings.json"
+    findings.write_text('{"findings": []}')
+    code = main(["report", "--findings", str(findings), "--out", str(tmp_path / "r"), "--trace", str(trace)])
+    capsys.readouterr()
+    assert code == 0
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "Orders" in html and "-by-status" in html
+    # A file that is not a trace is an input error naming it.
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    code = main(
+        ["report", "--findings", str(findings), "--out", str(tmp_path / "r2"), "--trace", str(tmp_path / "bad.csv")]
+    )
+    assert code == 2 and "not a billing trace" in capsys.readouterr().err

@@ -1,8 +1,11 @@
-"""Outputs for other tools: SARIF 2.1.0 (against the OASIS schema), ASFF (against AWS's documented required fields
-and the Security Hub API model), ``--mutelist`` and ``--version``, through the real CLI on a generated trail."""
+"""Outputs for other tools: CSV (against its documented columns, formula-safe), SARIF 2.1.0 (against the OASIS
+schema), ASFF (against AWS's documented required fields and the Security Hub API model), ``--mutelist`` and
+``--version``, through the real CLI on a generated trail."""
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from botocore.validate import validate_parameters
 
 from auditor.cli import main
 from auditor.demo.generator import demo_workload, write_trail
-from auditor.formats import ASFF_SEVERITY, asff_document, asff_finding, sarif_document
+from auditor.formats import ASFF_SEVERITY, CSV_COLUMNS, asff_document, asff_finding, render_csv, sarif_document
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.mutelist import DEFAULT_REASON, MuteRule, apply_mutelist, load_mutelist
 
@@ -241,3 +244,42 @@ def test_mute_list_loader_reads_a_file(tmp_path: Path) -> None:
     path.write_text('[{"table": "Orders*", "until": "2027-01-01T00:00:00Z"}]')
     (rule,) = load_mutelist(str(path))
     assert rule.table == "Orders*" and rule.until == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+# -------------------------------------------------------------------------------------------------------- CSV
+
+
+def check_csv_schema(text: str) -> list[dict[str, str]]:
+    """The documented CSV shape: the header, one cell per column in every row, typed cells valid."""
+    rows = list(csv.reader(io.StringIO(text)))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    out = []
+    for row in rows[1:]:
+        assert len(row) == len(CSV_COLUMNS), row
+        cells = dict(zip(CSV_COLUMNS, row, strict=True))
+        assert cells["kind"] in {k.value for k in FindingKind}
+        assert cells["severity"] in {s.value for s in Severity}
+        for field in ("first_seen", "last_seen"):
+            assert datetime.fromisoformat(cells[field].replace("Z", "+00:00")).tzinfo is not None
+        assert cells["muted"] in ("true", "false")
+        assert isinstance(orjson.loads(cells["evidence"].removeprefix("'")), dict)
+        out.append(cells)
+    return out
+
+
+def test_csv_has_one_row_per_finding_and_never_a_formula() -> None:
+    hostile = finding(table='=HYPERLINK("http://x")', title="-2+3+cmd|' /C calc'!A0")
+    muted = apply_mutelist([finding(title="accepted")], [MuteRule(kind=FindingKind.SCAN, reason="export")], NOW)[1]
+    rows = check_csv_schema(render_csv([finding(), hostile], muted))
+    assert [r["muted"] for r in rows] == ["false", "false", "true"] and rows[2]["muted_reason"] == "export"
+    assert rows[0]["id"] == finding().id and rows[0]["table"] == "Orders" and rows[0]["account"] == "123456789012"
+    assert rows[1]["table"] == '\'=HYPERLINK("http://x")' and rows[1]["title"].startswith("'-2+3")
+    for r in rows:
+        assert not any(v.lstrip(" ").startswith(("=", "+", "-", "@")) for v in r.values()), r
+
+
+def test_csv_from_the_cli(trail: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["analyze-trail", str(trail), "--format", "json"], capsys)
+    ids = [f["id"] for f in orjson.loads(out)["findings"]]
+    code, out, _ = run(["analyze-trail", str(trail), "--format", "csv"], capsys)
+    assert code == 0 and [r["id"] for r in check_csv_schema(out)] == ids

@@ -29,3 +29,17 @@ def test_deeply_nested_values_are_digested_not_fatal() -> None:
     key = encode_key("pk", value)
     assert key.startswith('pk\x1f"(not a key value, sha256 ')
     assert encode_key("pk", value) == key  # deterministic
+
+
+def test_aggregates_keep_digests_of_oversized_keys_not_the_keys() -> None:
+    from auditor.aggregates.window import AggregateSet
+    from tests.factories import call
+
+    aggs = AggregateSet()
+    for n in range(20):
+        aggs.add(call(key={"pk": f"{n}-" + "k" * 100_000}, at=n, event_id=f"e{n}"))
+    aggs.flush()
+    [window] = aggs.windows.values()
+    keys = [k for k, _ in window.hot.top(50)]
+    assert len(keys) == 20
+    assert all(len(str(k)) < 200 for k in keys)

@@ -32,6 +32,16 @@ def to_dt(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
 
 
+def created_epoch(profile: TableProfile) -> float | None:
+    """The table's creation time (epoch seconds) from DescribeTable, or None when unknown."""
+    if not profile.created:
+        return None
+    try:
+        return datetime.fromisoformat(profile.created).timestamp()
+    except ValueError:
+        return None
+
+
 def iso(epoch: float) -> str:
     return to_dt(epoch).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -6,6 +6,7 @@ from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.whatif.limits import headroom_sentence
 
 METADATA = DetectorMetadata(
     id="hot_key",
@@ -110,6 +111,7 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                         if h is not None
                         else ""
                     )
+                    + headroom_sentence(h)
                 ),
                 recommendation=(
                     f"Spread {attr}={value!s:.60}: "

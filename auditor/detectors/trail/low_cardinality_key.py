@@ -7,6 +7,7 @@ from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_findin
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.whatif.limits import headroom_sentence
 
 METADATA = DetectorMetadata(
     id="low_cardinality_key",
@@ -53,6 +54,11 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
         per_second(busiest_writes, agg.window_seconds),
         HotKeyConfig(),
     )
+    peak = agg.peak_minute(top[0][0]) if top else None
+    if peak is not None:  # the busiest value's busiest minute, as for hot keys
+        h_peak = headroom((peak[1] - peak[2]) / 60, peak[2] / 60, HotKeyConfig())
+        if h_peak is not None and (h is None or h_peak < h):
+            h = h_peak
     severity = Severity.HIGH if h is not None and h <= 2.0 else Severity.MEDIUM
     rate = per_second(total, agg.window_seconds)
     return [
@@ -65,6 +71,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
             summary=(
                 f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
                 f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
+                + headroom_sentence(h)
             ),
             recommendation=(
                 f"Use a high-cardinality attribute (for example the entity id) as the partition key and keep "
@@ -78,6 +85,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
                 "values": values,
                 "requests_per_second": round(rate, 3),
                 "busiest_value_headroom_factor": round(h, 2) if h is not None else None,
+                "headroom_factor": round(h, 2) if h is not None else None,
                 "window_seconds": agg.window_seconds,
                 "source": "cloudtrail",
             },

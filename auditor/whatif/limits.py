@@ -1,0 +1,464 @@
+"""The hot-partition what-if: at which traffic multiple each key, index and table reaches a DynamoDB limit.
+
+Pure functions of aggregates and capacity records (no boto3, no clock). The *headroom* of a resource is the factor by
+which today's peak traffic can grow, spread the way it is spread today, before the resource reaches a limit:
+``headroom = limit per second / peak per second``. At a growth ``G`` a resource throttles when ``headroom <= G``.
+
+Limits (AWS developer guide: "Quotas", "Partitions and data distribution", "On-demand capacity mode"):
+
+* ``partition_read`` / ``partition_write``: one partition serves at most 3,000 read units and 1,000 write units per
+  second, or a linear combination of both. All requests for one partition-key value go to one partition, so a key's
+  peak decides. From CloudTrail each request counts one unit (CloudTrail logs no item sizes; a read of an item over
+  4 KB or a write over 1 KB costs more, so the true headroom is lower). From Contributor Insights the limit is
+  ``partition`` (its throughput units combine reads and writes).
+* ``provisioned``: a provisioned table or GSI without auto scaling throttles above its provisioned units;
+  ``autoscaling_max``: with auto scaling, above the scaling target's maximum.
+* ``on_demand_max``: the on-demand maximum throughput configured on the table or GSI.
+* ``on_demand_doubling``: an on-demand table serves up to twice its previous peak at once; traffic that grows beyond
+  that within 30 minutes can throttle. The previous peak is at least the observed one (a lower bound, so this
+  headroom is a lower bound too), and never less than a new table's 12,000 read / 4,000 write units per second (or
+  its reported warm throughput).
+* ``table_max``: the per-table (and per-GSI) quota, 40,000 read and 40,000 write units per second by default, in
+  both capacity modes.
+* ``account_quota``: the account's provisioned capacity in a Region, 80,000 read and 80,000 write units by default,
+  summed over its provisioned tables and GSIs (``table`` is ``*``).
+
+Peaks are per second averaged over the finest period the input has: a minute for CloudTrail and for CloudWatch
+1-minute sums. Sub-minute bursts are higher than their minute's average, so a headroom close to the growth is a
+warning, not a margin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from auditor.aggregates.window import TableWindow, decode_key
+
+__all__ = [
+    "LIMIT_NAMES",
+    "LimitItem",
+    "ResourceCapacity",
+    "WhatIfConfig",
+    "WhatIfResult",
+    "capacity_limits",
+    "contributor_insights_limits",
+    "headroom_sentence",
+    "key_limits",
+    "partition_headroom",
+    "table_limits_from_trail",
+    "what_if",
+]
+
+Access = Literal["read", "write"]
+ACCESSES: tuple[Access, Access] = ("read", "write")
+
+#: Every ``limit`` value an item can carry.
+LIMIT_NAMES = (
+    "partition_read",
+    "partition_write",
+    "partition",
+    "provisioned",
+    "autoscaling_max",
+    "on_demand_max",
+    "on_demand_doubling",
+    "table_max",
+    "account_quota",
+)
+
+
+class WhatIfConfig(BaseModel):
+    """The limits (defaults: AWS's documented defaults; raise them to your account's adjusted quotas)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    partition_read_units: float = Field(default=3000.0, gt=0)
+    partition_write_units: float = Field(default=1000.0, gt=0)
+    table_quota_read_units: float = Field(default=40_000.0, gt=0)
+    table_quota_write_units: float = Field(default=40_000.0, gt=0)
+    account_quota_read_units: float = Field(default=80_000.0, gt=0)
+    account_quota_write_units: float = Field(default=80_000.0, gt=0)
+    #: What a new on-demand table serves at once (when DescribeTable reports no warm throughput).
+    on_demand_initial_read_units: float = Field(default=12_000.0, gt=0)
+    on_demand_initial_write_units: float = Field(default=4_000.0, gt=0)
+    #: Keys listed per table (the closest to their partition's limit).
+    max_keys_per_table: int = Field(default=10, ge=1, le=1000)
+
+    def partition_units(self, access: Access) -> float:
+        return self.partition_read_units if access == "read" else self.partition_write_units
+
+    def table_quota(self, access: Access) -> float:
+        return self.table_quota_read_units if access == "read" else self.table_quota_write_units
+
+    def account_quota(self, access: Access) -> float:
+        return self.account_quota_read_units if access == "read" else self.account_quota_write_units
+
+    def on_demand_initial(self, access: Access) -> float:
+        return self.on_demand_initial_read_units if access == "read" else self.on_demand_initial_write_units
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class LimitItem:
+    """One key, index or table with the limit it reaches first and at which traffic multiple."""
+
+    table: str
+    index: str | None
+    key: dict[str, Any] | None
+    limit: str
+    #: ``read``, ``write``, or None when the limit combines both (a partition seen by Contributor Insights).
+    access: Access | None
+    #: Today's peak, in units per second of the limit's kind.
+    peak_per_second: float
+    limit_per_second: float
+    #: ``cloudtrail``, ``cloudwatch`` or ``contributor_insights``.
+    source: str
+    account: str | None = None
+    region: str | None = None
+    #: Start of the period in which the peak was seen (ISO-8601 UTC), when known.
+    peak_at: str | None = None
+
+    @property
+    def headroom(self) -> float:
+        """The traffic multiple at which this resource reaches its limit."""
+        return self.limit_per_second / self.peak_per_second
+
+    def throttles_at(self, growth: float) -> bool:
+        return self.headroom <= growth
+
+    def sort_key(self) -> tuple[float, str, str, str, str, str]:
+        return (
+            self.headroom,
+            self.table,
+            self.index or "",
+            str(sorted(self.key.items())) if self.key else "",
+            self.limit,
+            self.access or "",
+        )
+
+    def to_dict(self, growth: float) -> dict[str, Any]:
+        """The SPEC.md item, with the peak, the limit and where they come from."""
+        return {
+            "table": self.table,
+            "index": self.index,
+            "key": self.key,
+            "limit": self.limit,
+            "headroom": round(self.headroom, 3),
+            "throttles_at_growth": self.throttles_at(growth),
+            "access": self.access,
+            "peak_per_second": round(self.peak_per_second, 3),
+            "limit_per_second": round(self.limit_per_second, 3),
+            "peak_at": self.peak_at,
+            "source": self.source,
+            "account": self.account,
+            "region": self.region,
+        }
+
+
+def headroom_sentence(headroom: float | None) -> str:
+    """The sentence findings carry: `` Headroom 1.8x: throttles at 1.8 times today's peak.`` (empty when unknown)."""
+    if headroom is None:
+        return ""
+    return f" Headroom {headroom:.1f}x: throttles at {headroom:.1f} times today's peak."
+
+
+def partition_headroom(reads_per_second: float, writes_per_second: float, cfg: WhatIfConfig) -> float | None:
+    """The multiple of this read and write mix one partition can serve (a linear combination of its two limits)."""
+    used = reads_per_second / cfg.partition_read_units + writes_per_second / cfg.partition_write_units
+    return 1.0 / used if used > 0 else None
+
+
+def _partition_item(
+    agg: TableWindow, key: dict[str, Any], reads: float, writes: float, at: str | None, cfg: WhatIfConfig
+) -> LimitItem | None:
+    """A key's partition limit from its peak reads and writes per second (None without traffic)."""
+    h = partition_headroom(reads, writes, cfg)
+    if h is None:
+        return None
+    # Expressed in the units of the limit that dominates the mix: peak = limit / headroom.
+    write_share = (writes / cfg.partition_write_units) * h
+    access: Access = "write" if write_share >= 0.5 else "read"
+    limit = cfg.partition_units(access)
+    return LimitItem(
+        table=agg.table,
+        index=None,
+        key=key,
+        limit=f"partition_{access}",
+        access=access,
+        peak_per_second=limit / h,
+        limit_per_second=limit,
+        source="cloudtrail",
+        account=agg.account,
+        region=agg.region,
+        peak_at=at,
+    )
+
+
+def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+    """The partition limit of the keys closest to it, from the per-minute key sketches of a CloudTrail aggregate.
+
+    Every key a minute's sketch holds is a candidate; its peak is the minute in which its reads and writes used the
+    largest part of one partition (counts are lower bounds of the true counts, see
+    :class:`~auditor.aggregates.sketch.HeavyHitters`). One unit per request (CloudTrail has no item sizes).
+    """
+    cfg = cfg or WhatIfConfig()
+    best: dict[str, tuple[float, int, int, int]] = {}
+    r_unit, w_unit = cfg.partition_read_units, cfg.partition_write_units
+    for minute, (m_all, m_writes) in agg.minutes.items():
+        wcounts = m_writes.counts
+        for encoded, n in m_all.counts.items():
+            writes = min(n, wcounts.get(encoded, 0))
+            used = (n - writes) / r_unit + writes / w_unit
+            prev = best.get(encoded)
+            if prev is None or used > prev[0] or (used == prev[0] and minute < prev[1]):
+                best[encoded] = (used, minute, n - writes, writes)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[: cfg.max_keys_per_table]
+    items = []
+    for encoded, (_, minute, reads, writes) in ranked:
+        item = _partition_item(agg, decode_key(encoded), reads / 60, writes / 60, _iso(minute * 60), cfg)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+    """The per-table quota against the table's busiest minute of key-identified requests in CloudTrail.
+
+    Used when no CloudWatch capacity is given for the table. Requests without a key (Scan, full-scan PartiQL) are not
+    in the per-minute counts, and each request counts one unit, so the peak is a lower bound.
+    """
+    cfg = cfg or WhatIfConfig()
+    peaks: dict[Access, tuple[int, int]] = {}
+    for minute, (m_all, m_writes) in agg.minutes.items():
+        for access, n in _by_access(m_all.total - m_writes.total, m_writes.total):
+            prev = peaks.get(access)
+            if n > 0 and (prev is None or n > prev[1] or (n == prev[1] and minute < prev[0])):
+                peaks[access] = (minute, n)
+    return [
+        LimitItem(
+            table=agg.table,
+            index=None,
+            key=None,
+            limit="table_max",
+            access=access,
+            peak_per_second=n / 60,
+            limit_per_second=cfg.table_quota(access),
+            source="cloudtrail",
+            account=agg.account,
+            region=agg.region,
+            peak_at=_iso(minute * 60),
+        )
+        for access, (minute, n) in sorted(peaks.items())
+    ]
+
+
+def _by_access(reads: int, writes: int) -> tuple[tuple[Access, int], tuple[Access, int]]:
+    return (("read", reads), ("write", writes))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceCapacity:
+    """A table or GSI as CloudWatch and the inventory saw it: peak consumption and capacity settings."""
+
+    table: str
+    index: str | None
+    billing_mode: str
+    #: Peak consumed units per second (the largest period ``Sum`` divided by the period), 0 without traffic.
+    peak_read: float
+    peak_write: float
+    period_seconds: int = 60
+    account: str | None = None
+    region: str | None = None
+    peak_read_at: str | None = None
+    peak_write_at: str | None = None
+    provisioned_read: int = 0
+    provisioned_write: int = 0
+    autoscaling_max_read: int | None = None
+    autoscaling_max_write: int | None = None
+    on_demand_max_read: int | None = None
+    on_demand_max_write: int | None = None
+    warm_read: int | None = None
+    warm_write: int | None = None
+
+    def peak(self, access: Access) -> float:
+        return self.peak_read if access == "read" else self.peak_write
+
+    def peak_at(self, access: Access) -> str | None:
+        return self.peak_read_at if access == "read" else self.peak_write_at
+
+    def provisioned(self, access: Access) -> int:
+        return self.provisioned_read if access == "read" else self.provisioned_write
+
+    def autoscaling_max(self, access: Access) -> int | None:
+        return self.autoscaling_max_read if access == "read" else self.autoscaling_max_write
+
+    def on_demand_max(self, access: Access) -> int | None:
+        value = self.on_demand_max_read if access == "read" else self.on_demand_max_write
+        return value if value is not None and value > 0 else None
+
+    def warm(self, access: Access) -> int | None:
+        return self.warm_read if access == "read" else self.warm_write
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "billing_mode": self.billing_mode,
+            "period_seconds": self.period_seconds,
+            "peak_read_per_second": round(self.peak_read, 3),
+            "peak_write_per_second": round(self.peak_write, 3),
+            "peak_read_at": self.peak_read_at,
+            "peak_write_at": self.peak_write_at,
+            "provisioned_read": self.provisioned_read,
+            "provisioned_write": self.provisioned_write,
+            "autoscaling_max_read": self.autoscaling_max_read,
+            "autoscaling_max_write": self.autoscaling_max_write,
+            "on_demand_max_read": self.on_demand_max_read,
+            "on_demand_max_write": self.on_demand_max_write,
+            "warm_read": self.warm_read,
+            "warm_write": self.warm_write,
+        }
+
+
+def _capacity_item(res: ResourceCapacity, limit: str, access: Access, limit_units: float) -> LimitItem:
+    return LimitItem(
+        table=res.table,
+        index=res.index,
+        key=None,
+        limit=limit,
+        access=access,
+        peak_per_second=res.peak(access),
+        limit_per_second=limit_units,
+        source="cloudwatch",
+        account=res.account,
+        region=res.region,
+        peak_at=res.peak_at(access),
+    )
+
+
+def capacity_limits(resources: Iterable[ResourceCapacity], cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+    """Table, GSI and account limits against the peak consumed capacity CloudWatch reported."""
+    cfg = cfg or WhatIfConfig()
+    items: list[LimitItem] = []
+    account_peaks: dict[tuple[str | None, str | None, Access], float] = {}
+    for res in resources:
+        for acc in ACCESSES:
+            peak = res.peak(acc)
+            if peak <= 0:
+                continue
+            if res.billing_mode == "PROVISIONED":
+                scaling_max = res.autoscaling_max(acc)
+                if scaling_max:
+                    items.append(_capacity_item(res, "autoscaling_max", acc, float(scaling_max)))
+                elif res.provisioned(acc) > 0:
+                    items.append(_capacity_item(res, "provisioned", acc, float(res.provisioned(acc))))
+                slot = (res.account, res.region, acc)
+                account_peaks[slot] = account_peaks.get(slot, 0.0) + peak
+            elif res.billing_mode == "PAY_PER_REQUEST":
+                on_demand_max = res.on_demand_max(acc)
+                if on_demand_max:
+                    items.append(_capacity_item(res, "on_demand_max", acc, float(on_demand_max)))
+                instant = max(2.0 * peak, float(res.warm(acc) or cfg.on_demand_initial(acc)))
+                items.append(_capacity_item(res, "on_demand_doubling", acc, instant))
+            items.append(_capacity_item(res, "table_max", acc, cfg.table_quota(acc)))
+    for (account, region, acc), peak in sorted(account_peaks.items(), key=lambda kv: (str(kv[0]), kv[1])):
+        items.append(
+            LimitItem(
+                table="*",
+                index=None,
+                key=None,
+                limit="account_quota",
+                access=acc,
+                peak_per_second=peak,
+                limit_per_second=cfg.account_quota(acc),
+                source="cloudwatch",
+                account=account,
+                region=region,
+            )
+        )
+    return items
+
+
+def contributor_insights_limits(findings: Iterable[dict[str, Any]]) -> list[LimitItem]:
+    """Partition limits of the keys Contributor Insights reported (``hot_key`` findings from ``ddb-audit audit``).
+
+    Their ``headroom_factor`` is the detector's saturation of one partition's combined throughput at the key's peak.
+    """
+    items = []
+    for f in findings:
+        ev = f.get("evidence") or {}
+        if f.get("kind") != "hot_key" or ev.get("source") != "contributor_insights":
+            continue
+        h = ev.get("headroom_factor")
+        key = ev.get("key")
+        if not isinstance(h, int | float) or isinstance(h, bool) or h <= 0 or not isinstance(key, dict):
+            continue
+        items.append(
+            LimitItem(
+                table=str(f.get("table")),
+                index=f.get("index") if isinstance(f.get("index"), str) else None,
+                key=key,
+                limit="partition",
+                access=None,
+                peak_per_second=1.0 / float(h),
+                limit_per_second=1.0,
+                source="contributor_insights",
+                account=f.get("account") if isinstance(f.get("account"), str) else None,
+                region=f.get("region") if isinstance(f.get("region"), str) else None,
+            )
+        )
+    return items
+
+
+def _same_table(res: ResourceCapacity, agg: TableWindow) -> bool:
+    """The same table, unless both name their account and the accounts differ."""
+    return res.table == agg.table and (res.account is None or agg.account is None or res.account == agg.account)
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfResult:
+    """Every limit found, nearest first, at one growth factor."""
+
+    growth: float
+    items: list[LimitItem]
+
+    @property
+    def throttling(self) -> list[LimitItem]:
+        return [i for i in self.items if i.throttles_at(self.growth)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The SPEC.md ``what-if`` JSON document."""
+        return {"growth": self.growth, "items": [i.to_dict(self.growth) for i in self.items]}
+
+
+def what_if(
+    spans: Sequence[TableWindow],
+    growth: float,
+    *,
+    capacity: Sequence[ResourceCapacity] = (),
+    insight_findings: Sequence[dict[str, Any]] = (),
+    config: WhatIfConfig | None = None,
+) -> WhatIfResult:
+    """The limits of every key, index and table, nearest first.
+
+    ``spans`` are CloudTrail aggregates (one per table). Tables with CloudWatch ``capacity`` take their table and
+    index limits from it (consumed units are exact); the others from CloudTrail's busiest minute.
+    """
+    if not growth > 0:
+        raise ValueError("growth must be more than 0")
+    cfg = config or WhatIfConfig()
+    items: list[LimitItem] = []
+    for agg in spans:
+        items += key_limits(agg, cfg)
+        if not any(_same_table(c, agg) for c in capacity):
+            items += table_limits_from_trail(agg, cfg)
+    items += capacity_limits(capacity, cfg)
+    items += contributor_insights_limits(insight_findings)
+    items.sort(key=LimitItem.sort_key)
+    return WhatIfResult(growth=float(growth), items=items)

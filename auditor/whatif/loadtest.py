@@ -1,0 +1,124 @@
+"""The observed key distribution as a load-test profile a load-testing tool can replay (README "Load-test profile").
+
+One document per analysis::
+
+    {"format": "ddb-audit-load-profile", "version": 1, "growth": 3.0,
+     "period": {"start": ISO, "end": ISO, "seconds": int},
+     "tables": [{"table": str, "account": str|null, "region": str|null, "partition_key": str|null,
+                 "seconds": int, "requests": int, "distinct_partition_keys": int,
+                 "peak_minute": {"at": ISO, "reads_per_second": float, "writes_per_second": float} | null,
+                 "operations": [{"operation": str, "index": str|null, "requests": int,
+                                 "rate_per_second": float, "target_rate_per_second": float,
+                                 "key_templates": [{"template": str|null, "weight": float}, ...]}, ...],
+                 "hot_keys": [{"key": {attr: value}, "weight": float, "reads": int, "writes": int}, ...]}]}
+
+``rate_per_second`` is the operation's average over the table's observed seconds; ``target_rate_per_second`` is that
+times ``growth``. Within an operation the template weights add up to 1 (a null template is a request without a
+key: a Scan or a full-scan statement). ``hot_keys`` weights are shares of the table's key-identified requests: a
+replay sends that share of its keyed requests to that exact key and spreads the rest over the key templates (for
+example ``CUSTOMER#{n}`` with fresh numbers). Keys appear raw, as CloudTrail logged them: the profile stays in the
+account like the CLI's other output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.aggregates.window import TableWindow, decode_key
+
+__all__ = ["PROFILE_FORMAT", "load_profile"]
+
+PROFILE_FORMAT = "ddb-audit-load-profile"
+#: Hot keys listed per table.
+MAX_HOT_KEYS = 20
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _peak_minute(agg: TableWindow) -> dict[str, Any] | None:
+    best: tuple[int, int, int] | None = None
+    for minute, (m_all, m_writes) in agg.minutes.items():
+        if best is None or m_all.total > best[1] or (m_all.total == best[1] and minute < best[0]):
+            best = (minute, m_all.total, m_writes.total)
+    if best is None or best[1] == 0:
+        return None
+    minute, total, writes = best
+    return {
+        "at": _iso(minute * 60),
+        "reads_per_second": round((total - writes) / 60, 3),
+        "writes_per_second": round(writes / 60, 3),
+    }
+
+
+def _table_profile(agg: TableWindow, growth: float) -> dict[str, Any]:
+    seconds = max(1, agg.window_seconds)
+    by_op: dict[tuple[str, str], dict[str, int]] = {}
+    for (index, operation, template, _efficient), n in agg.patterns.items():
+        templates = by_op.setdefault((operation, index), {})
+        templates[template] = templates.get(template, 0) + n
+    operations = []
+    for (operation, index), templates in sorted(by_op.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        requests = sum(templates.values())
+        operations.append(
+            {
+                "operation": operation,
+                "index": index or None,
+                "requests": requests,
+                "rate_per_second": round(requests / seconds, 6),
+                "target_rate_per_second": round(requests / seconds * growth, 6),
+                "key_templates": [
+                    {"template": t or None, "weight": round(n / requests, 6)}
+                    for t, n in sorted(templates.items(), key=lambda kv: (-kv[1], kv[0]))
+                ],
+            }
+        )
+    total_keyed = agg.key_requests
+    hot = []
+    for encoded, n in agg.hot.top(MAX_HOT_KEYS):
+        writes = min(n, agg.hot_writes.counts.get(encoded, 0))
+        hot.append(
+            {
+                "key": decode_key(encoded),
+                "weight": round(n / total_keyed, 6) if total_keyed else 0.0,
+                "reads": n - writes,
+                "writes": writes,
+            }
+        )
+    return {
+        "table": agg.table,
+        "account": agg.account,
+        "region": agg.region,
+        "partition_key": agg.partition_key_attr,
+        "seconds": agg.window_seconds,
+        "requests": agg.requests,
+        "distinct_partition_keys": agg.distinct.estimate(),
+        "peak_minute": _peak_minute(agg),
+        "operations": operations,
+        "hot_keys": hot,
+    }
+
+
+def load_profile(spans: Sequence[TableWindow], growth: float) -> dict[str, Any]:
+    """The load-test profile of CloudTrail aggregates (one per table), scaled to ``growth``."""
+    firsts = [a.first_time for a in spans if a.calls]
+    lasts = [a.last_time for a in spans if a.calls]
+    start, end = (min(firsts), max(lasts)) if firsts else (None, None)
+    return {
+        "format": PROFILE_FORMAT,
+        "version": 1,
+        "growth": float(growth),
+        "period": {
+            "start": _iso(start) if start is not None else None,
+            "end": _iso(end) if end is not None else None,
+            "seconds": max((a.window_seconds for a in spans), default=0),
+        },
+        "tables": [
+            _table_profile(a, growth)
+            for a in sorted(spans, key=lambda a: (a.account or "", a.region or "", a.table))
+            if a.calls
+        ],
+    }

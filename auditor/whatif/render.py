@@ -1,0 +1,96 @@
+"""``ddb-audit what-if`` as text: ``table`` (terminal) and ``markdown``; ``json`` is :meth:`WhatIfResult.to_dict`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auditor.render import render_columns
+from auditor.whatif.limits import LimitItem, WhatIfResult
+
+__all__ = ["describe_item", "headline", "render_what_if"]
+
+#: Rows shown in the text renderings (the JSON has every item).
+MAX_ROWS = 50
+
+
+def _key_text(key: dict[str, Any] | None) -> str:
+    if not key:
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in key.items())
+
+
+def _where(item: LimitItem) -> str:
+    if item.table == "*":
+        return "account " + (item.account or "?") + (f" in {item.region}" if item.region else "")
+    text = item.table + (f"/{item.index}" if item.index else "")
+    return text + (f" key {_key_text(item.key)}" if item.key else "")
+
+
+def describe_item(item: LimitItem) -> str:
+    """``Orders key pk=CUSTOMER#42 reaches partition_write at 1.8x today's peak``."""
+    return f"{_where(item)} reaches {item.limit} at {item.headroom:.1f}x today's peak"
+
+
+def headline(result: WhatIfResult) -> str:
+    """One sentence: how many limits the growth reaches and which comes first."""
+    g = f"{result.growth:g}x"
+    if not result.items:
+        return f"What if traffic grows {g}: no traffic with a known limit in the input."
+    hit = result.throttling
+    first = result.items[0]
+    if not hit:
+        return (
+            f"What if traffic grows {g}: no limit is reached; the nearest is {describe_item(first)} "
+            f"({len(result.items)} limits checked)."
+        )
+    return (
+        f"What if traffic grows {g}: {len(hit)} of {len(result.items)} limits are reached. "
+        f"First to throttle: {describe_item(first)}."
+    )
+
+
+def _rows(result: WhatIfResult) -> list[tuple[str, ...]]:
+    return [
+        (
+            f"{i.headroom:.2f}x",
+            "yes" if i.throttles_at(result.growth) else "no",
+            i.table,
+            i.index or "-",
+            _key_text(i.key),
+            i.limit + (f" ({i.access})" if i.access and not i.limit.startswith("partition_") else ""),
+            f"{i.peak_per_second:,.1f}",
+            f"{i.limit_per_second:,.0f}",
+            i.source,
+        )
+        for i in result.items[:MAX_ROWS]
+    ]
+
+
+_HEADER = ("headroom", "throttles", "table", "index", "key", "limit", "peak/s", "limit/s", "source")
+
+
+def render_what_if(result: WhatIfResult, fmt: str) -> str:
+    """The result as ``table`` or ``markdown`` text (complete, written in one piece)."""
+    rows = _rows(result)
+    more = len(result.items) - len(rows)
+    note = (
+        "Headroom is the multiple of today's peak at which the resource reaches the limit; "
+        "peaks are per-minute averages, so bursts within a minute reach it sooner."
+    )
+    if fmt == "markdown":
+        out = ["# What if traffic grows", "", headline(result), ""]
+        if rows:
+            out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
+            out += ["| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
+            out.append("")
+        if more > 0:
+            out += [f"{more} more in the JSON output.", ""]
+        out += [note, ""]
+        return "\n".join(out)
+    lines = [headline(result), ""]
+    if rows:
+        lines += render_columns(rows, _HEADER).rstrip("\n").split("\n")
+    if more > 0:
+        lines.append(f"... {more} more (use --format json for all)")
+    lines += ["", note]
+    return "\n".join(lines) + "\n"
