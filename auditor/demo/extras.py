@@ -14,7 +14,7 @@ the last eight days (time compression, stated in the output) to show a growth ra
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.config import Config
@@ -288,3 +288,22 @@ def grow_items(endpoint: str, end: datetime, days: float = 8.0) -> tuple[str, li
             )
     records.sort(key=lambda r: r[0])
     return arn, [r for _, r in records]
+
+
+def plant_write_burst(endpoint: str, table: str, at: datetime, *, units_per_second: float, minutes: int = 6) -> None:
+    """Consumed write capacity of ``table`` at ``units_per_second`` for the ``minutes`` before ``at``."""
+    cw = _client("cloudwatch", endpoint)
+    t0 = int(at.timestamp()) // 60 * 60 - 60 * minutes
+    cw.put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": "ConsumedWriteCapacityUnits",
+                "Dimensions": [{"Name": "TableName", "Value": table}],
+                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, UTC),
+                "Value": units_per_second * 60,
+                "Unit": "Count",
+            }
+            for i in range(minutes)
+        ],
+    )

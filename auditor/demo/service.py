@@ -91,8 +91,9 @@ class DemoResult:
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
+    from handlers import capture_controller, evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
 
+    capture_controller._clients.cache_clear()
     trail_ingest._clients.cache_clear()
     evaluator._clients.cache_clear()
     metrics_audit._clients.cache_clear()
@@ -363,6 +364,64 @@ class ServiceDemo:
             f"  billing  the day's billing run: {read.get('tables_decided', 0)} tables decided from a "
             f"{read.get('days', 0):g}-day read of 1-minute capacity (CloudWatch has the planted hour of it)"
         )
+        cost = result.get("cost")
+        if isinstance(cost, dict):
+            total = cost["total"]
+            ratio = "-" if total["ratio"] is None else f"{total['ratio']:.4%}"
+            self.say(
+                f"  ledger  the audited window ({cost['window_days']:g} days): auditor ${total['auditor_usd']:.6f} "
+                f"(this run's CloudWatch reads) vs audited DynamoDB ${total['dynamodb_usd']:.4f}: ratio {ratio}"
+            )
+            for row in cost["tables"][:3]:
+                r = "-" if row["ratio"] is None else f"{row['ratio']:.4%}"
+                self.say(
+                    f"    {row['table']:<12} auditor ${row['auditor_usd']:.6f}  DynamoDB ${row['dynamodb_usd']:.4f}  "
+                    f"ratio {r}"
+                )
+
+    def capture_controller(self, now: datetime) -> None:
+        """The capture controller on the stack's own trail: a plan, then a change when Orders bursts."""
+        from auditor.demo.extras import plant_write_burst
+        from handlers import capture_controller
+
+        ct = aws_client("cloudtrail", self.stack.endpoint)
+        trail = f"{self.stack.table_name}-dynamodb-data-events"
+        ct.create_trail(Name=trail, S3BucketName=self.stack.bucket)
+        ct.put_event_selectors(
+            TrailName=trail,
+            AdvancedEventSelectors=[
+                {
+                    "Name": "DynamoDB table data events",
+                    "FieldSelectors": [
+                        {"Field": "eventCategory", "Equals": ["Data"]},
+                        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+                    ],
+                }
+            ],
+        )
+        rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-capture-controller"
+        hour = now.replace(minute=0, second=5, microsecond=0)
+        plans: list[dict[str, Any]] = []
+        with _environment({"CAPTURE_TRAIL_NAME": trail, "AUDIT_BUDGET_PERCENT": "1"}):
+            for n, at in enumerate((hour, hour + timedelta(minutes=5))):
+                if n == 1:
+                    plant_write_burst(self.stack.endpoint, "Orders", at, units_per_second=700)
+                    self.say("  CloudWatch  Orders writes 700 WCU/s for 6 minutes (above half a partition's 1,000)")
+                result: dict[str, Any] = dict(
+                    capture_controller.lambda_handler(scheduled_event(at, rule), lambda_context("capture-controller"))
+                )
+                plans.append(result)
+                shown = [
+                    f"{c['table']} ({c['reason']}{', ' + str(c['seconds']) + ' s probe' if c['seconds'] else ''})"
+                    for c in result["captures"]
+                ]
+                self.say(
+                    f"  capture plan  {at:%H:%M} UTC slice: {result['status']}, full capture of "
+                    f"{', '.join(shown) or 'no table'}; scans and PartiQL of every table always"
+                )
+        before, after = ({str(t) for t in p["captured_tables"]} for p in plans)
+        if before != after:
+            self.say(f"  capture plan change  added {sorted(after - before)}, dropped {sorted(before - after)}")
 
     def stream_item_sizes(self, summary: RunSummary, now: datetime) -> None:
         """Documents items growing towards 400 KB, through the table's stream and the item-size watcher."""
@@ -472,6 +531,8 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
             demo.metrics_audit(third, end)
             demo.stream_item_sizes(third, end)
             demo.notify(third)
+            announce("run 4: the capture controller keeps the stack's trail within 1% of the DynamoDB bill")
+            demo.capture_controller(end)
             findings = _stored_findings(stack, end)
         findings_path = out / "findings.json"
         findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))

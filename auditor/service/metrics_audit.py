@@ -146,9 +146,12 @@ class MetricsAuditResult:
     recorded: RecordResult
     #: The billing read when this run decided billing (the billing hour), summarised (:meth:`BillingRead.as_dict`).
     billing: dict[str, object] | None = None
+    #: The audited window's cost ledger (:meth:`AuditResult.cost_summary`): each table's DynamoDB spend next to this
+    #: run's reads for it.
+    cost: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready summary."""
+        """JSON-ready summary (the ledger's total and its 10 costliest tables: a log line stays small)."""
         return {
             "window_start": self.window_start,
             "window_end": self.window_end,
@@ -164,8 +167,16 @@ class MetricsAuditResult:
             "resolvable": self.resolvable,
             "billing_run": self.billing is not None,
             "billing": self.billing,
+            "cost": _ledger_head(self.cost),
             **self.recorded.as_dict(),
         }
+
+
+def _ledger_head(cost: dict[str, Any] | None, n: int = 10) -> dict[str, Any] | None:
+    if cost is None:
+        return None
+    tables = sorted(cost["tables"], key=lambda r: -r["dynamodb_usd"])
+    return {**cost, "tables": tables[:n], "tables_count": len(tables)}
 
 
 def _failed(errors: Sequence[str], table: str, detector: str | None = None) -> bool:
@@ -299,6 +310,7 @@ def run_metrics_audit(
         resolvable=len(scope.horizons),
         recorded=recorded,
         billing=audit.billing.as_dict(per_table=False) if audit.billing is not None else None,
+        cost=audit.cost_summary(),
     )
     log.info("metrics_audit_finished", **result.as_dict())
     return result
