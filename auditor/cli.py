@@ -469,6 +469,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         capacity=capacity,
         usage=usage,
         input_stats=doc.stats,
+        coverage_gaps=doc.coverage_gaps,
     )
     try:
         html_path, md_path = write_report(report, args.out)

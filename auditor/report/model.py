@@ -499,6 +499,8 @@ class WeeklyReport(BaseModel):
     previous_week_available: bool
     auditor_cost: AuditorCost | None
     input_stats: dict[str, int]
+    #: Accounts/Regions the input could not audit (``coverage_gaps`` of ``ddb-audit audit``), one line each.
+    coverage_gaps: list[str] = Field(default_factory=list)
     findings_outside_week: int
     #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
@@ -604,6 +606,7 @@ class FindingsDocument(BaseModel):
     findings: list[FindingInput]
     access_patterns: list[AccessPattern] = Field(default_factory=list)
     stats: dict[str, int] = Field(default_factory=dict)
+    coverage_gaps: list[str] = Field(default_factory=list)
 
 
 def parse_findings_document(document: Any, source: str = "findings") -> FindingsDocument:
@@ -636,7 +639,16 @@ def parse_findings_document(document: Any, source: str = "findings") -> Findings
         if isinstance(raw_stats, Mapping)
         else {}
     )
-    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats)
+    gaps = document.get("coverage_gaps") if isinstance(document, Mapping) else None
+    coverage = [_coverage_line(g) for g in gaps if isinstance(g, Mapping)] if isinstance(gaps, list) else []
+    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats, coverage_gaps=coverage)
+
+
+def _coverage_line(gap: Mapping[str, Any]) -> str:
+    """``444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied)`` from a ``coverage_gaps`` entry."""
+    where = f"{gap.get('account') or 'own account'}/{gap.get('region') or '-'}"
+    reason = str(gap.get("reason") or "error").replace("_", " ")
+    return f"{where}: {reason} ({gap.get('call') or '-'}: {gap.get('error_code') or '-'})"
 
 
 def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
@@ -1140,6 +1152,7 @@ def build_report_from_findings(
     rates: CostRates | None = None,
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
+    coverage_gaps: Sequence[str] = (),
 ) -> WeeklyReport:
     """Build the weekly report.
 
@@ -1211,6 +1224,7 @@ def build_report_from_findings(
         previous_week_available=previous is not None,
         auditor_cost=cost,
         input_stats=dict(input_stats or {}),
+        coverage_gaps=list(coverage_gaps),
         findings_outside_week=len(parsed) - len(in_week),
         what_if=_what_if(report_findings),
     )

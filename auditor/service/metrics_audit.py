@@ -250,6 +250,7 @@ def run_metrics_audit(
     *,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    quiet_empty: bool = False,
 ) -> MetricsAuditResult:
     """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish.
 
@@ -279,7 +280,10 @@ def run_metrics_audit(
         blocking = [g for g in inventory.gaps if g.facet == "tables"]
         if blocking:
             raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
-        log.warning("metrics_audit_no_tables", selector=params.selector.describe(), missing=list(inventory.missing))
+        # one account/Region pair of many may well have no tables; a single-account audit without any is suspicious
+        (log.info if quiet_empty else log.warning)(
+            "metrics_audit_no_tables", selector=params.selector.describe(), missing=list(inventory.missing)
+        )
     open_findings = OpenFindings(findings_store)
     related = [
         state.finding
@@ -381,14 +385,30 @@ class OrgMetricsAuditResult:
     assume_role_calls: int
 
     def as_dict(self) -> dict[str, object]:
+        """The runs' counts summed (tables, findings, new, published, API calls...), per-pair counts, the gaps."""
+        totals: dict[str, float] = {}
+        billing: dict[str, float] = {}
+        for _, run in self.runs:
+            doc = run.as_dict()
+            for key, value in doc.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    totals[key] = totals.get(key, 0) + value
+            read = doc.get("billing")
+            if isinstance(read, dict):
+                billing["tables_decided"] = billing.get("tables_decided", 0) + int(read.get("tables_decided", 0))
+                billing["days"] = max(billing.get("days", 0.0), float(read.get("days", 0.0)))
         return {
+            **totals,
+            "api_calls": int(totals.get("api_calls", 0)) + self.assume_role_calls,
+            "estimated_cost_usd": round(totals.get("estimated_cost_usd", 0.0), 6),
+            "billing": billing or None,
             "targets": len(self.runs) + len(self.gaps),
             "targets_audited": len(self.runs),
+            "per_target": [
+                {"account": t.account, "region": t.region, "tables": r.tables, "findings": r.findings}
+                for t, r in self.runs
+            ],
             "coverage_gaps": [g.to_dict() for g in self.gaps],
-            "tables": sum(r.tables for _, r in self.runs),
-            "findings": sum(r.findings for _, r in self.runs),
-            "api_calls": sum(r.api_calls for _, r in self.runs) + self.assume_role_calls,
-            "estimated_cost_usd": round(sum(r.estimated_cost_usd for _, r in self.runs), 6),
         }
 
 
@@ -421,6 +441,7 @@ def run_org_metrics_audit(
                 now,
                 time_left=time_left,
                 sleep=sleep,
+                quiet_empty=True,
             )
         except AuditError as exc:  # nothing readable in that pair: its coverage gap
             raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc

@@ -277,7 +277,7 @@ def _member_session(endpoint: str) -> Any:
     """A session in the member account on moto (requests with assumed-role credentials count for that account)."""
     import boto3
 
-    sts = boto3.client("sts", endpoint_url=endpoint, region_name=REGION)
+    sts = boto3.Session().client("sts", endpoint_url=endpoint, region_name=REGION)  # not the default session
     creds = sts.assume_role(RoleArn=f"arn:aws:iam::{MEMBER}:role/setup", RoleSessionName="setup")["Credentials"]
     return boto3.Session(
         aws_access_key_id=creds["AccessKeyId"],
