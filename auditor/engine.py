@@ -12,6 +12,7 @@ import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -19,8 +20,9 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
+from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
-from auditor.detectors.registry import all_detectors
+from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
@@ -37,7 +39,7 @@ MAX_PROCESSES = 4
 
 @dataclass(slots=True)
 class TrailAnalysis:
-    """The result of analysing CloudTrail input (SPEC.md ``analyze-trail`` JSON output)."""
+    """The result of analysing CloudTrail input (docs/contract.md ``analyze-trail`` JSON output)."""
 
     findings: list[Finding]
     access_patterns: list[AccessPattern]
@@ -46,7 +48,7 @@ class TrailAnalysis:
     detector_errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """The SPEC.md JSON document."""
+        """The docs/contract.md JSON document."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "access_patterns": [p.model_dump(mode="json") for p in self.access_patterns],
@@ -233,23 +235,19 @@ def ingest_parallel(
 
 
 def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
-    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal."""
+    """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
+    logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`)."""
     findings: list[Finding] = []
     errors: list[str] = []
-    detectors = all_detectors()
+    detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
         agg.schema_hint = config.key_schema.get(agg.table)
         for det in detectors:
-            overrides = config.detectors.get(det.metadata.id, {})
-            cfg = det.config_model.model_validate(overrides)
-            try:
-                findings.extend(det.run(agg, cfg))
-            except Exception as exc:  # a detector bug must not hide the other findings
-                log.exception("detector_failed", detector_id=det.metadata.id, table=agg.table)
-                errors.append(f"{det.metadata.id} on {agg.table}: {type(exc).__name__}: {exc}")
+            cfg = config.detector_config(det.id, agg.table)
+            findings.extend(guarded(errors, det.id, agg.table, partial(det.run, agg, cfg)))
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
-    findings = correlate(findings)
+    findings = correlate(findings, config.detector_config("correlate"))
     findings.sort(key=Finding.sort_key)
     return findings, errors
 

@@ -115,7 +115,7 @@ def _start(stub: Stubber, query_id: str, sql: str) -> None:
 
 
 def _client() -> tuple[Any, Stubber]:
-    client = boto3.client("athena", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    client = boto3.Session().client("athena", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     return client, Stubber(client)
 
 
