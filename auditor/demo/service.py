@@ -329,7 +329,7 @@ class ServiceDemo:
         read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
         low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
         """
-        from auditor.demo.extras import plant_tables_and_metrics
+        from auditor.demo.extras import MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_tables_and_metrics
         from handlers import metrics_audit
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
@@ -337,7 +337,19 @@ class ServiceDemo:
         self.say(
             "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
         )
-        billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
+        member = plant_member_account(self.stack.endpoint, now)
+        self.say(
+            f"  CloudWatch  member account {MEMBER_ACCOUNT} in {MEMBER_REGION}: {', '.join(member)}, scanned every "
+            "minute; the audit assumes its member role there"
+        )
+        billing = {
+            "BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour),
+            "BILLING_LOOKBACK_DAYS": "1",
+            # two accounts x two Regions, through the read-only member role (templates/member-role.yaml)
+            "AUDIT_ACCOUNTS": f"{ACCOUNT},{MEMBER_ACCOUNT}",
+            "AUDIT_REGIONS": f"{REGION},{MEMBER_REGION}",
+            "MEMBER_ROLE_NAME": "DdbTrafficAuditorMember",
+        }
         with _environment(billing):
             result: dict[str, Any] = dict(
                 metrics_audit.lambda_handler(
@@ -349,6 +361,10 @@ class ServiceDemo:
         summary.evaluation = result
         read = result.get("billing") or {}
         self.say(f"  metrics audit  {_counts(result)}")
+        for pair in result.get("per_target", []):
+            self.say(f"    {pair['account']}/{pair['region']}: {pair['tables']} tables, {pair['findings']} findings")
+        for gap in result.get("coverage_gaps", []):
+            self.say(f"    not audited: {gap['account']}/{gap['region']}: {gap['reason']} ({gap['error_code']})")
         self.say(
             f"  billing  the day's billing run: {read.get('tables_decided', 0)} tables decided from a "
             f"{read.get('days', 0):g}-day read of 1-minute capacity (CloudWatch has the planted hour of it)"
@@ -452,7 +468,7 @@ def _write_report(
     from auditor.aggregates.window import AggregateSet
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
     from auditor.sinks.window_store import WindowStore
 
     store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -476,7 +492,7 @@ def _write_report(
 
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
-    """This week's findings from the state table (the evaluator's output), as SPEC.md Finding JSON."""
+    """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON."""
     from auditor.sinks.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -545,7 +561,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
 
 def summary_text(result: DemoResult) -> str:
     """What the demo found and sent, for a person to read."""
-    from auditor.render import render_columns
+    from auditor.findings_text import render_columns
 
     rows = [
         (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])

@@ -12,7 +12,7 @@ from auditor.detectors.billing.gate import includes_weekend, preliminary_reason
 from auditor.lifecycle import EventKind, transition
 from auditor.models.finding import FindingKind, Severity
 from auditor.report.model import IsoWeek, build_report_from_findings
-from auditor.report.render import render_markdown
+from auditor.report.report_pages import render_markdown
 from tests.unit.test_billing_decide import DAY, make, rate
 
 MONDAY = datetime(2026, 11, 2, tzinfo=UTC)
