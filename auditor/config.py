@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from auditor.detectors.settings import DetectorSettings
 from auditor.exceptions import ConfigurationError, InputError
 
 
@@ -143,8 +144,9 @@ def get_settings() -> Settings:
     return settings_from_env()
 
 
-class AnalysisConfig(BaseModel):
-    """Tuning for the traffic analysis (all fields optional)."""
+class AnalysisConfig(DetectorSettings):
+    """Tuning for the analysis (all fields optional): aggregation, key schema, and the detector tree
+    (``detectors`` by id, ``tables`` for per-table overrides; see :mod:`auditor.detectors.settings`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -154,20 +156,6 @@ class AnalysisConfig(BaseModel):
     sketch_capacity: int = Field(default=512, ge=16, le=4096)
     #: Partition-key attribute per table, when the key names do not make it obvious.
     key_schema: dict[str, str] = Field(default_factory=dict)
-    #: Per-detector overrides, by detector id (see ``ddb-audit`` README).
-    detectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-    @field_validator("detectors")
-    @classmethod
-    def _known_detectors(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        from auditor.detectors.registry import all_detectors
-
-        known = {d.metadata.id: d for d in all_detectors()}
-        for det_id, overrides in value.items():
-            if det_id not in known:
-                raise ValueError(f"unknown detector {det_id!r} (known: {', '.join(sorted(known))})")
-            known[det_id].config_model.model_validate(overrides)
-        return value
 
 
 def load_analysis_config(path: str | Path | None) -> AnalysisConfig:

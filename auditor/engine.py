@@ -8,17 +8,21 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
-from auditor.detectors.registry import all_detectors
+from auditor.detectors.base import DetectorInput
+from auditor.detectors.findings.correlate import correlate
+from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
@@ -35,7 +39,7 @@ MAX_PROCESSES = 4
 
 @dataclass(slots=True)
 class TrailAnalysis:
-    """The result of analysing CloudTrail input (SPEC.md ``analyze-trail`` JSON output)."""
+    """The result of analysing CloudTrail input (docs/contract.md ``analyze-trail`` JSON output)."""
 
     findings: list[Finding]
     access_patterns: list[AccessPattern]
@@ -44,7 +48,7 @@ class TrailAnalysis:
     detector_errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """The SPEC.md JSON document."""
+        """The docs/contract.md JSON document."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "access_patterns": [p.model_dump(mode="json") for p in self.access_patterns],
@@ -231,43 +235,126 @@ def ingest_parallel(
 
 
 def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
-    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal."""
+    """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
+    logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`)."""
     findings: list[Finding] = []
     errors: list[str] = []
-    detectors = all_detectors()
+    detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
+        agg.schema_hint = config.key_schema.get(agg.table)
         for det in detectors:
-            overrides = config.detectors.get(det.metadata.id, {})
-            cfg = det.config_model.model_validate(overrides)
-            try:
-                findings.extend(det.run(agg, cfg))
-            except Exception as exc:  # a detector bug must not hide the other findings
-                log.exception("detector_failed", detector_id=det.metadata.id, table=agg.table)
-                errors.append(f"{det.metadata.id} on {agg.table}: {type(exc).__name__}: {exc}")
+            cfg = config.detector_config(det.id, agg.table)
+            findings.extend(guarded(errors, det.id, agg.table, partial(det.run, agg, cfg)))
+    # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
+    # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
+    findings = correlate(findings, config.detector_config("correlate"))
     findings.sort(key=Finding.sort_key)
     return findings, errors
 
 
-def access_patterns(spans: Sequence[TableWindow]) -> list[AccessPattern]:
-    """The access-pattern catalogue: requests by table, index, operation and key template."""
+_PLACEHOLDER = re.compile(r"\{[a-z?]+\}")
+#: Value placeholders that one id generator can produce for the same field (a random hex suffix is sometimes all
+#: digits, sometimes all letters): rows that differ only in these are one pattern.
+_ID_LIKE = frozenset({"{n}", "{hex}", "{s}", "{id}"})
+
+
+def _coarse(template: str) -> tuple[str, tuple[str, ...]]:
+    """(the template with id-like placeholders blanked, the placeholders in order)."""
+    found = tuple(_PLACEHOLDER.findall(template))
+    return _PLACEHOLDER.sub(lambda m: "{*}" if m.group() in _ID_LIKE else m.group(), template), found
+
+
+def _merge_placeholders(templates: Sequence[str]) -> str:
+    """One template for several that differ only in id-like placeholders (``{n}``/``{hex}`` -> ``{hex}``, else
+    ``{id}``)."""
+    first = templates[0]
+    columns = list(zip(*(_PLACEHOLDER.findall(t) for t in templates), strict=False))
+    merged = []
+    for column in columns:
+        kinds = set(column)
+        if len(kinds) == 1:
+            merged.append(column[0])
+        elif kinds <= {"{n}", "{hex}"} or ("{hex}" in kinds and kinds <= {"{n}", "{hex}", "{s}"}):
+            merged.append("{hex}")  # short hex suffixes can be all digits or all letters
+        else:
+            merged.append("{id}")
+    parts = iter(merged)
+    return _PLACEHOLDER.sub(lambda m: next(parts, m.group()), first)
+
+
+_PARTIQL_PREFIXES = ("ExecuteStatement:", "BatchExecuteStatement:", "ExecuteTransaction:")
+
+
+def _statement_efficient(operation: str, template: str, efficient: bool, partition_key: str | None) -> bool:
+    """A PartiQL row is efficient only if its template constrains the partition key (when the schema is known)."""
+    if not efficient or partition_key is None or not operation.startswith(_PARTIQL_PREFIXES):
+        return efficient
+    if operation.endswith(":INSERT"):
+        return True
+    for part in template.split(", "):
+        name, _, value = part.partition("=")
+        if name == partition_key and value != "(redacted)":
+            return True
+    return False
+
+
+def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | None = None) -> list[AccessPattern]:
+    """The access-pattern catalogue: API calls by account, region, table, index, operation and key template.
+
+    Templates that differ only in id-like placeholders (``TS#{datetime}#{hex}`` / ``TS#{datetime}#{n}``) are one
+    row. A PartiQL row without the partition key is not efficient once the key schema is known (the analysis config,
+    else the key names the trail's classic calls log).
+    """
     rows: list[AccessPattern] = []
     for agg in spans:
-        total = sum(agg.patterns.values())
-        if not total:
+        calls = agg.calls
+        if not calls or not agg.patterns:
             continue
-        for (index, operation, template, efficient), n in agg.patterns.items():
+        partition_key = (key_schema or {}).get(agg.table) or agg.schema_hint or agg.partition_key_attr
+        grouped: dict[tuple[str, str, str, bool], list[Any]] = {}
+        names: dict[tuple[str, str, str, bool], list[str]] = {}
+        for (index, operation, template, efficient), (n, items, errors) in agg.patterns.items():
+            coarse, _ = _coarse(template)
+            gk = (index, operation, coarse, efficient)
+            row = grouped.get(gk)
+            if row is None:
+                row = grouped[gk] = [0, 0, {}]
+                names[gk] = []
+            row[0] += n
+            row[1] += items
+            for code, c in errors.items():
+                row[2][code] = row[2].get(code, 0) + c
+            names[gk].append(template)
+        for gk, (n, items, errors) in grouped.items():
+            index, operation, _, efficient = gk
+            templates = sorted(names[gk], key=lambda t: (-agg.patterns[(index, operation, t, efficient)][0], t))
+            template = templates[0] if len(templates) == 1 else _merge_placeholders(templates)
             rows.append(
                 AccessPattern(
+                    account=agg.account,
+                    region=agg.region,
                     table=agg.table,
                     index=index or None,
                     operation=operation,
                     key_template=template or None,
                     requests=n,
-                    share=round(n / total, 4),
-                    efficient=efficient,
+                    share=round(n / calls, 4),
+                    efficient=_statement_efficient(operation, template, efficient, partition_key),
+                    errors=dict(sorted(errors.items())),
+                    items=items,
                 )
             )
-    rows.sort(key=lambda p: (p.table, -p.requests, p.operation, p.index or "", p.key_template or ""))
+    rows.sort(
+        key=lambda p: (
+            p.table,
+            p.account or "",
+            p.region or "",
+            -p.requests,
+            p.operation,
+            p.index or "",
+            p.key_template or "",
+        )
+    )
     return rows
 
 
@@ -286,4 +373,4 @@ def analyze_trail(
     aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
-    return TrailAnalysis(findings, access_patterns(spans), stats, aggs, errors)
+    return TrailAnalysis(findings, access_patterns(spans, cfg.key_schema), stats, aggs, errors)

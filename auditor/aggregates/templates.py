@@ -108,7 +108,7 @@ def _string_template(value: str) -> str:
 
 
 def key_template(key: dict[str, Any] | None) -> str | None:
-    """The template of a logged key: the bare value template for one attribute, else ``name=tmpl, ...``.
+    """The template of a logged key: ``name=tmpl`` for each attribute (``id={s}``, ``pk=USER#{n}, sk={uuid}``).
 
     Runs once per logged key, so the exact-value cache of :func:`value_template` is read inline.
     """
@@ -116,9 +116,9 @@ def key_template(key: dict[str, Any] | None) -> str | None:
         return None
     cache = _VALUE_CACHE
     if len(key) == 1:
-        value = next(iter(key.values()))
+        name, value = next(iter(key.items()))
         found = cache.get(value) if type(value) is str else None
-        return found if found is not None else value_template(value)
+        return f"{name}={found if found is not None else value_template(value)}"
     parts = []
     for name, value in key.items():
         found = cache.get(value) if type(value) is str else None

@@ -22,14 +22,16 @@ from typing import Any
 import orjson
 
 from auditor.aggregates.sketch import DistinctCounter, HeavyHitters
-from auditor.aggregates.templates import key_template
-from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.aggregates.templates import key_template, value_template
+from auditor.models.api_call import Access, ApiCall, ItemAccess, Statement
 
 #: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
 MAX_SERIALIZED_BYTES = 300_000
 
 #: Internal cause of a classic ProvisionedThroughputExceededException message (see :func:`throttle_cause`).
 GENERIC_PROVISIONED = "provisioned_or_key_range"
+#: Internal cause of a ThrottlingException on a data-plane call without ``ThrottlingReasons`` (on-demand tables).
+GENERIC_ON_DEMAND = "on_demand_or_key_range"
 
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 SIZE_EXCEEDED_PREFIXES = ("Item size has exceeded", "Item size to update has exceeded")
@@ -49,8 +51,25 @@ _LIMIT_CAUSE = {
     "MaxOnDemandThroughput": "on_demand_max",
 }
 
-MINUTE_SERIALIZED_KEYS = 3
+MINUTE_SERIALIZED_KEYS = 8
 MAX_SCANNERS = 100
+#: Scan pages are grouped into logical scans by time: the seconds in which pages started a scan, and starts at most
+#: :data:`SCAN_GAP_SECONDS` apart belong to one logical scan (see :meth:`ScanStats.logical`).
+SCAN_GAP_SECONDS = 2
+MAX_SCAN_RUNS = 512
+#: A 1 MB Scan page of items up to 4 KB read eventually consistent: 256 items x 0.5 RCU.
+RCU_PER_FULL_PAGE = 128.0
+#: PartiQL statements kept per table for the key-schema decision at detection time.
+MAX_STATEMENTS = 50
+#: Error codes kept per access-pattern row.
+MAX_ROW_ERRORS = 10
+#: Per-second counts are kept for keys with at least this many requests in their minute (candidates), at most
+#: :data:`SECONDS_PER_KEY` seconds per key (the busiest) and :data:`MAX_PEAK_KEYS` keys.
+PEAK_MIN_PER_MINUTE = 20
+SECONDS_PER_KEY = 8
+MAX_PEAK_KEYS = 256
+MAX_SECOND_ENTRIES = 8192
+SERIALIZED_PEAK_KEYS = 64
 MAX_SEGMENTS = 64
 MAX_PATTERNS = 200
 MAX_ERROR_CODES = 50
@@ -67,10 +86,11 @@ def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | Non
     """The cause of a throttled call and the index it names, from ``ThrottlingReasons`` or the message.
 
     Returns (cause, index): cause is ``key_range``, ``provisioned``, ``account_limit``, ``on_demand_max``,
-    ``gsi_backpressure`` (an index write limit that throttled a base-table write), ``unknown``, or
+    ``gsi_backpressure`` (an index write limit that throttled a base-table write), ``unknown``,
     :data:`GENERIC_PROVISIONED` for the classic ProvisionedThroughputExceededException message without
-    ``ThrottlingReasons``: that message is the same for exhausted table capacity and for a hot partition, so the
-    throttling detector decides from how the throttled calls spread over keys.
+    ``ThrottlingReasons`` (the same for exhausted table capacity and for a hot partition), or
+    :data:`GENERIC_ON_DEMAND` for a ThrottlingException without reasons (an on-demand table: a hot partition or
+    the table's maximum). The throttling detector decides these two from how the throttled calls spread over keys.
     """
     text = message or ""
     m = _REASON.search(text)
@@ -85,6 +105,8 @@ def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | Non
         return "account_limit", None
     if "level of configured provisioned throughput" in text:
         return GENERIC_PROVISIONED, None
+    if error_code == "ThrottlingException":
+        return GENERIC_ON_DEMAND, None
     return "unknown", None
 
 
@@ -152,7 +174,14 @@ def decode_key(encoded: str) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class ScanStats:
-    """Scans by one principal with one operation (Scan, or a full-scan ExecuteStatement)."""
+    """Scans by one principal with one operation (Scan, or a full-scan ExecuteStatement).
+
+    ``count`` counts calls (pages). Logical scans are recovered from ``runs``: intervals of the seconds in which a
+    page *started* a scan (a page without ``exclusiveStartKey``; when the trail logs no ``exclusiveStartKey`` every
+    page looks like a start, and the pages of one paginated or parallel scan follow each other within a second or
+    two), with starts at most :data:`SCAN_GAP_SECONDS` apart in one interval. Intervals merge by union (and close
+    the same gaps), so the count does not depend on the order of the records or files.
+    """
 
     count: int = 0
     segments: set[int] = field(default_factory=set)
@@ -160,10 +189,58 @@ class ScanStats:
     first: float = float("inf")
     last: float = 0.0
     indexes: set[str] = field(default_factory=set)
+    runs: list[list[int]] = field(default_factory=list)
+    #: Pages that continued a scan (``exclusiveStartKey`` logged).
+    continuations: int = 0
+    #: Pages without a ``limit`` (each reads up to 1 MB), and the largest ``limit`` logged.
+    unbounded_pages: int = 0
+    limit_max: int = 0
+    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, eventually consistent).
+    read_units: float = 0.0
+    #: Starts beyond :data:`MAX_SCAN_RUNS` intervals (counted as separate logical scans).
+    overflow: int = 0
+    filters: set[str] = field(default_factory=set)
+
+    def logical(self) -> int:
+        """Logical scans: intervals of starts (plus starts beyond the interval cap); at least 1 if any page."""
+        n = len(self.runs) + self.overflow
+        return n if n else min(self.count, 1)
+
+    def start(self, second: int) -> None:
+        """A page that started a scan in ``second``."""
+        runs = self.runs
+        if runs:  # pages mostly arrive in time order: extend the last interval without a sort
+            last = runs[-1]
+            if last[0] <= second <= last[1] + SCAN_GAP_SECONDS:
+                last[1] = max(last[1], second)
+                return
+        self._union([[second, second]])
+
+    def _union(self, more: list[list[int]]) -> None:
+        merged: list[list[int]] = []
+        for s, e in sorted([*self.runs, *more]):
+            if merged and s - merged[-1][1] <= SCAN_GAP_SECONDS:
+                if e > merged[-1][1]:
+                    merged[-1][1] = e
+            else:
+                merged.append([s, e])
+        if len(merged) > MAX_SCAN_RUNS:
+            self.overflow += len(merged) - MAX_SCAN_RUNS
+            merged = merged[:MAX_SCAN_RUNS]
+        self.runs = merged
 
     def merge(self, other: ScanStats) -> None:
         """Add another principal's counters (same principal and operation)."""
         self.count += other.count
+        if other.runs:
+            self._union([list(r) for r in other.runs])
+        self.overflow += other.overflow
+        self.continuations += other.continuations
+        self.unbounded_pages += other.unbounded_pages
+        self.limit_max = max(self.limit_max, other.limit_max)
+        self.read_units += other.read_units
+        if len(self.filters) < 5:
+            self.filters.update(sorted(other.filters)[: 5 - len(self.filters)])
         if len(self.segments) < MAX_SEGMENTS:
             self.segments.update(sorted(other.segments)[: MAX_SEGMENTS - len(self.segments)])
         self.total_segments = max(self.total_segments, other.total_segments)
@@ -173,11 +250,48 @@ class ScanStats:
             self.indexes.update(sorted(other.indexes)[: 10 - len(self.indexes)])
 
     def to_list(self) -> list[Any]:
-        return [self.count, sorted(self.segments), self.total_segments, self.first, self.last, sorted(self.indexes)]
+        return [
+            self.count,
+            sorted(self.segments),
+            self.total_segments,
+            self.first,
+            self.last,
+            sorted(self.indexes),
+            self.runs,
+            self.continuations,
+            self.unbounded_pages,
+            self.limit_max,
+            round(self.read_units, 1),
+            self.overflow,
+            sorted(self.filters),
+        ]
 
     @classmethod
     def from_list(cls, d: list[Any]) -> ScanStats:
-        return cls(int(d[0]), set(d[1]), int(d[2]), float(d[3]), float(d[4]), set(d[5]))
+        st = cls(int(d[0]), set(d[1]), int(d[2]), float(d[3]), float(d[4]), set(d[5]))
+        if len(d) >= 13:
+            st.runs = [[int(a), int(b)] for a, b in d[6]]
+            st.continuations, st.unbounded_pages, st.limit_max = int(d[7]), int(d[8]), int(d[9])
+            st.read_units, st.overflow, st.filters = float(d[10]), int(d[11]), {str(f) for f in d[12]}
+        else:  # stored before logical scans: every page a start, of unknown size
+            st.overflow = st.count
+            st.unbounded_pages = st.count
+            st.read_units = st.count * RCU_PER_FULL_PAGE
+        return st
+
+
+@dataclass(slots=True)
+class StatementStats:
+    """PartiQL statements of one shape that no rule made a full scan at ingest (decided with the key schema)."""
+
+    count: int = 0
+    first: float = float("inf")
+    last: float = 0.0
+
+    def merge(self, other: StatementStats) -> None:
+        self.count += other.count
+        self.first = min(self.first, other.first)
+        self.last = max(self.last, other.last)
 
 
 def _add_capped(counter: dict[Any, int], key: Any, n: int, cap: int, other_key: Any) -> None:
@@ -221,12 +335,13 @@ class TableWindow:
     _minutes: dict[int, tuple[HeavyHitters, HeavyHitters]] = field(init=False, repr=False)
     _distinct: DistinctCounter = field(init=False, repr=False)
     _key_attrs: dict[str, int] = field(init=False, repr=False)
-    #: Pending key accesses not yet in the sketches: minute -> (encoded keys, encoded write keys); attribute names.
-    _pending: dict[int, tuple[list[str], list[str]]] = field(init=False, repr=False, compare=False)
+    #: Pending key accesses not yet in the sketches: minute -> (encoded keys, encoded write keys, second * 2 +
+    #: is_write of each key); attribute names ("" for PartiQL keys, which do not tell the schema).
+    _pending: dict[int, tuple[list[str], list[str], list[int]]] = field(init=False, repr=False, compare=False)
     _pending_attrs: list[str] = field(init=False, repr=False, compare=False)
     #: The minute of the last access and its lists in ``_pending`` (records mostly arrive in time order).
     _pending_minute: int | None = field(init=False, repr=False, compare=False)
-    _pending_bufs: tuple[list[str], list[str]] = field(init=False, repr=False, compare=False)
+    _pending_bufs: tuple[list[str], list[str], list[int]] = field(init=False, repr=False, compare=False)
     scans: dict[tuple[str, str], ScanStats] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     #: (cause, access, index or "") -> count of throttled calls
@@ -235,8 +350,14 @@ class TableWindow:
     throttle_messages: list[str] = field(default_factory=list)
     size_exceeded: int = 0
     size_exceeded_keys: dict[str, int] = field(default_factory=dict)
-    #: (index or "", operation, template or "", efficient) -> requests
-    patterns: dict[tuple[str, str, str, bool], int] = field(default_factory=dict)
+    #: (index or "", operation, template or "", efficient) -> [calls, items, {error code: calls}]
+    patterns: dict[tuple[str, str, str, bool], list[Any]] = field(default_factory=dict)
+    #: (principal, verb, index or "", constrained attributes joined by ",") -> statements (see :class:`StatementStats`)
+    statements: dict[tuple[str, str, str, str], StatementStats] = field(default_factory=dict)
+    #: (encoded key, second * 2 + is_write) -> requests, for the busiest seconds of candidate keys
+    seconds: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: The partition-key attribute from the analysis config (not serialised; set by the engine before detection).
+    schema_hint: str | None = field(default=None, compare=False)
     #: windows merged into this one (for span aggregates: distinct window starts)
     windows: set[int] = field(default_factory=set)
 
@@ -253,7 +374,7 @@ class TableWindow:
         self._pending = {}
         self._pending_attrs = []
         self._pending_minute = None
-        self._pending_bufs = ([], [])
+        self._pending_bufs = ([], [], [])
 
     # ---------------------------------------------------------------- key sketches
 
@@ -329,7 +450,8 @@ class TableWindow:
         distinct = self._distinct
         minutes = self._minutes
         minute_capacity = self.minute_capacity
-        for minute, (keys, writes) in pending.items():
+        seconds = self.seconds
+        for minute, (keys, writes, secs) in pending.items():
             if not keys:
                 continue
             # Keys the window sketch does not hold (new, or pruned) go to the distinct counter (idempotent).
@@ -344,9 +466,23 @@ class TableWindow:
             if writes:
                 self._hot_writes.add_many(writes)
                 per_minute[1].add_many(writes)
+            # Per-second counts: every key while the minute's sketch is exact (few keys: the counts do not depend on
+            # how the input was split), else only the keys already busy in this minute (a lower bound). Bounded by
+            # :func:`_prune_seconds`, and additive, so they merge.
+            if per_minute[0].error == 0:
+                pairs = list(zip(keys, secs, strict=True))
+            else:
+                candidates = {k for k, n in per_minute[0].counts.items() if n >= PEAK_MIN_PER_MINUTE}
+                pairs = [(k, s) for k, s in zip(keys, secs, strict=True) if k in candidates] if candidates else []
+            if pairs:
+                for ks, n in Counter(pairs).items():
+                    seconds[ks] = seconds.get(ks, 0) + n
+        if len(seconds) > MAX_SECOND_ENTRIES:
+            self.seconds = _prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
         ka = self._key_attrs
         for attr, n in Counter(attrs).items():
-            _add_capped_names(ka, attr, n)
+            if attr:
+                _add_capped_names(ka, attr, n)
 
     # ---------------------------------------------------------------- ingest
 
@@ -367,8 +503,8 @@ class TableWindow:
         error = call.error_code
         if error is not None:
             self._add_error(call, items, error, pk_hint)
-        patterns = self.patterns
-        bufs: tuple[list[str], list[str]] | None = None
+        bufs: tuple[list[str], list[str], list[int]] | None = None
+        per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
         for item in items:
             is_write = item.access is Access.WRITE
             if is_write:
@@ -396,27 +532,67 @@ class TableWindow:
                     else:
                         bufs = self._pending.get(minute)
                         if bufs is None:
-                            bufs = self._pending[minute] = ([], [])
+                            bufs = self._pending[minute] = ([], [], [])
                         self._pending_minute = minute
                         self._pending_bufs = bufs
                 bufs[0].append(encoded)
                 if is_write:
                     self.key_writes += 1
                     bufs[1].append(encoded)
+                    bufs[2].append(int(epoch) * 2 + 1)
                 else:
                     self.key_reads += 1
-                self._pending_attrs.append(attr)
+                    bufs[2].append(int(epoch) * 2)
+                self._pending_attrs.append(attr if item.statement is None else "")
                 template = key_template(key) or ""
             else:
                 template = ""
+            if item.condition is not None:
+                template = _query_template(item.condition, key)
+            elif item.statement is not None:
+                template = _statement_template(item.statement)
+                if not full_scan and item.statement.verb != "INSERT" and item.statement.constrained:
+                    self._add_statement(call, item, epoch)
             pattern = (item.index or "", item.operation, template, not full_scan)
-            n = patterns.get(pattern)
-            if n is not None:
-                patterns[pattern] = n + 1
+            if per_call is None:
+                self._count_pattern(pattern, 1, error)
             else:
-                _add_capped(patterns, pattern, 1, MAX_PATTERNS, ("", OTHER, "", not full_scan))
+                per_call[pattern] = per_call.get(pattern, 0) + 1
+        if per_call:
+            for pattern, n in per_call.items():
+                self._count_pattern(pattern, n, error)
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
+
+    def _count_pattern(self, pattern: tuple[str, str, str, bool], items: int, error: str | None) -> None:
+        """One call (with ``items`` accesses) of an access pattern; its error code, if it failed."""
+        patterns = self.patterns
+        row = patterns.get(pattern)
+        if row is None:
+            if len(patterns) >= MAX_PATTERNS:
+                pattern = ("", OTHER, "", pattern[3])
+                row = patterns.get(pattern)
+            if row is None:
+                row = patterns[pattern] = [0, 0, {}]
+        row[0] += 1
+        row[1] += items
+        if error is not None:
+            errors = row[2]
+            if error in errors or len(errors) < MAX_ROW_ERRORS:
+                errors[error] = errors.get(error, 0) + 1
+
+    def _add_statement(self, call: ApiCall, item: ItemAccess, epoch: float) -> None:
+        statement = item.statement
+        assert statement is not None
+        sk = (call.principal or "(unknown)", statement.verb, item.index or "", ",".join(statement.constrained))
+        stats = self.statements.get(sk)
+        if stats is None:
+            if len(self.statements) >= MAX_STATEMENTS:
+                return
+            stats = self.statements[sk] = StatementStats()
+        stats.count += 1
+        stats.first = min(stats.first, epoch)
+        stats.last = max(stats.last, epoch)
 
     def _add_scan(self, call: ApiCall, item: ItemAccess, epoch: float) -> None:
         principal = call.principal or "(unknown)"
@@ -440,6 +616,19 @@ class TableWindow:
             stats.total_segments = call.scan_total_segments
         if item.index and len(stats.indexes) < 10:
             stats.indexes.add(item.index)
+        if call.scan_continuation:
+            stats.continuations += 1
+        else:
+            stats.start(int(epoch))
+        limit = call.scan_limit
+        if limit is None or limit <= 0 or op != "Scan":
+            stats.unbounded_pages += 1
+            stats.read_units += RCU_PER_FULL_PAGE
+        else:
+            stats.limit_max = max(stats.limit_max, limit)
+            stats.read_units += min(RCU_PER_FULL_PAGE, limit * 0.5)
+        if call.scan_filter and len(stats.filters) < 5:
+            stats.filters.add(call.scan_filter)
 
     def _add_error(self, call: ApiCall, items: Sequence[ItemAccess], error: str, pk_hint: str | None) -> None:
         _add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
@@ -524,8 +713,31 @@ class TableWindow:
         self.size_exceeded += other.size_exceeded
         for k, n in other.size_exceeded_keys.items():
             _add_capped(self.size_exceeded_keys, k, n, MAX_SIZE_KEYS, OTHER)
-        for pk, n in other.patterns.items():
-            _add_capped(self.patterns, pk, n, MAX_PATTERNS, ("", OTHER, "", pk[3]))
+        for pk, (calls, items, errors) in other.patterns.items():
+            row = self.patterns.get(pk)
+            if row is None:
+                if len(self.patterns) >= MAX_PATTERNS:
+                    pk = ("", OTHER, "", pk[3])
+                    row = self.patterns.get(pk)
+                if row is None:
+                    row = self.patterns[pk] = [0, 0, {}]
+            row[0] += calls
+            row[1] += items
+            for code, n in errors.items():
+                if code in row[2] or len(row[2]) < MAX_ROW_ERRORS:
+                    row[2][code] = row[2].get(code, 0) + n
+        for stk, ss in other.statements.items():
+            mine_s = self.statements.get(stk)
+            if mine_s is None:
+                if len(self.statements) >= MAX_STATEMENTS:
+                    continue
+                mine_s = self.statements[stk] = StatementStats()
+            mine_s.merge(ss)
+        seconds = self.seconds
+        for ks, n in other.seconds.items():
+            seconds[ks] = seconds.get(ks, 0) + n
+        if len(seconds) > MAX_SECOND_ENTRIES:
+            self.seconds = _prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
 
     def copy(self) -> TableWindow:
         """A lossless deep copy (the serialised form is bounded, so it is not used here)."""
@@ -555,6 +767,43 @@ class TableWindow:
             if n and (best is None or n > best[1] or (n == best[1] and minute * 60 < best[0])):
                 best = (minute * 60, n, min(n, m_writes.counts.get(encoded, 0)))
         return best
+
+    def second_peaks(self) -> dict[str, tuple[int, int, int, int]]:
+        """Per candidate key: (peak reads in one second, its epoch second, peak writes in one second, its second)."""
+        self.flush()
+        peaks: dict[str, list[int]] = {}
+        for (encoded, sw), n in self.seconds.items():
+            entry = peaks.get(encoded)
+            if entry is None:
+                entry = peaks[encoded] = [0, 0, 0, 0]
+            sec, is_write = divmod(sw, 2)
+            slot = 2 if is_write else 0
+            if n > entry[slot] or (n == entry[slot] and sec < entry[slot + 1]):
+                entry[slot], entry[slot + 1] = n, sec
+        return {k: (v[0], v[1], v[2], v[3]) for k, v in peaks.items()}
+
+    def minute_peaks(self, min_requests: int = 1) -> dict[str, tuple[int, int, int, int]]:
+        """Per key in a minute sketch: (peak reads in one minute, its minute start, peak writes, its minute start).
+
+        Only keys with at least ``min_requests`` in some minute. Counts are lower bounds (Misra-Gries summaries).
+        """
+        peaks: dict[str, list[int]] = {}
+        for minute, (m_all, m_writes) in self.minutes.items():
+            w_counts = m_writes.counts
+            for encoded, n in m_all.counts.items():
+                if n < min_requests:
+                    continue
+                writes = min(n, w_counts.get(encoded, 0))
+                reads = n - writes
+                entry = peaks.get(encoded)
+                if entry is None:
+                    entry = peaks[encoded] = [0, 0, 0, 0]
+                start = minute * 60
+                if reads > entry[0] or (reads == entry[0] and reads and start < entry[1]):
+                    entry[0], entry[1] = reads, start
+                if writes > entry[2] or (writes == entry[2] and writes and start < entry[3]):
+                    entry[2], entry[3] = writes, start
+        return {k: (v[0], v[1], v[2], v[3]) for k, v in peaks.items()}
 
     @property
     def partition_key_attr(self) -> str | None:
@@ -600,7 +849,11 @@ class TableWindow:
             "throttle_messages": self.throttle_messages,
             "size_exceeded": self.size_exceeded,
             "size_exceeded_keys": self.size_exceeded_keys,
-            "patterns": [[i, o, t, e, n] for (i, o, t, e), n in self.patterns.items()],
+            "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in self.patterns.items()],
+            "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in self.statements.items()],
+            "seconds": [
+                [k, sw, n] for (k, sw), n in _prune_seconds(self.seconds, SECONDS_PER_KEY, SERIALIZED_PEAK_KEYS).items()
+            ],
         }
 
     def to_json(self) -> bytes:
@@ -636,7 +889,19 @@ class TableWindow:
         tw.throttle_messages = [str(m) for m in d["throttle_messages"]]
         tw.size_exceeded = int(d["size_exceeded"])
         tw.size_exceeded_keys = {str(k): int(v) for k, v in d["size_exceeded_keys"].items()}
-        tw.patterns = {(i, o, t, bool(e)): int(n) for i, o, t, e, n in d["patterns"]}
+        tw.patterns = {}
+        for row in d["patterns"]:
+            i, o, t, e = row[:4]
+            if len(row) >= 7:  # [.., calls, items, errors]
+                errors = {str(k): int(v) for k, v in row[6].items()}
+                tw.patterns[(i, o, t, bool(e))] = [int(row[4]), int(row[5]), errors]
+            else:  # stored before calls and items were told apart: one count
+                tw.patterns[(i, o, t, bool(e))] = [int(row[4]), int(row[4]), {}]
+        tw.statements = {
+            (str(p), str(v), str(i), str(c)): StatementStats(int(n), float(f), float(la))
+            for p, v, i, c, n, f, la in d.get("statements", [])
+        }
+        tw.seconds = {(str(k), int(sw)): int(n) for k, sw, n in d.get("seconds", [])}
         return tw
 
 
@@ -648,6 +913,42 @@ def _sketch_limit(hh: HeavyHitters) -> int | None:
         if size > 60_000:
             return n
     return None
+
+
+def _prune_seconds(seconds: dict[tuple[str, int], int], per_key: int, keys: int) -> dict[tuple[str, int], int]:
+    """Keep each key's ``per_key`` busiest (second, direction) counts, for the ``keys`` keys with the busiest."""
+    by_key: dict[str, list[tuple[int, int]]] = {}
+    for (encoded, sw), n in seconds.items():
+        by_key.setdefault(encoded, []).append((n, sw))
+    ranked = sorted(by_key.items(), key=lambda kv: (-max(n for n, _ in kv[1]), kv[0]))[:keys]
+    kept: dict[tuple[str, int], int] = {}
+    for encoded, entries in ranked:
+        reads = sorted((e for e in entries if not e[1] % 2), key=lambda e: (-e[0], e[1]))[:per_key]
+        writes = sorted((e for e in entries if e[1] % 2), key=lambda e: (-e[0], e[1]))[:per_key]
+        for n, sw in reads + writes:
+            kept[(encoded, sw)] = n
+    return kept
+
+
+def _query_template(condition: tuple[str, str], key: dict[str, Any] | None) -> str:
+    """A Query's template: the partition key with its value's template when logged (else ``?``), then the sort
+    key's condition (``pk=USER#{n}, sk begins_with ?``)."""
+    attr, sort = condition
+    value = key.get(attr) if key else None
+    head = f"{attr}={value_template(value) if value is not None else '?'}"
+    return f"{head}, {sort}" if sort else head
+
+
+def _statement_template(statement: Statement) -> str:
+    """A PartiQL statement's template: visible key values generalised, ``?`` parameters, redacted (non-key)
+    values as ``(redacted)``; an INSERT lists the attribute names it states."""
+    if statement.verb == "INSERT":
+        return ", ".join(f"{name}=(redacted)" for name in statement.insert_names[:8])
+    parts = [f"{name}={value_template(v)}" for name, v in statement.key_equalities.items()]
+    for name in statement.redacted_equalities:
+        if name not in statement.key_equalities:
+            parts.append(f"{name}=?" if name in statement.constrained else f"{name}=(redacted)")
+    return ", ".join(parts[:8])
 
 
 def partition_attr(key: dict[str, Any], hint: str | None) -> str:

@@ -14,7 +14,7 @@ the last eight days (time compression, stated in the output) to show a growth ra
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.config import Config
@@ -160,6 +160,58 @@ def idle_and_ttl_tables(ddb: Any, end: datetime) -> None:
         backdate_table(name, end - timedelta(days=90))
 
 
+#: The demo's member account and its Region (the metrics audit assumes its member role there).
+MEMBER_ACCOUNT = "444455556666"
+MEMBER_REGION = "eu-west-1"
+
+
+def plant_member_account(endpoint: str, end: datetime) -> list[str]:
+    """A member account's table in another Region, scanned every minute (an hour of metrics ending at ``end``).
+
+    The local endpoint attributes requests made with an assumed role's credentials to that role's account.
+    """
+    sts = _client("sts", endpoint)
+    creds = sts.assume_role(RoleArn=f"arn:aws:iam::{MEMBER_ACCOUNT}:role/demo-setup", RoleSessionName="demo")[
+        "Credentials"
+    ]
+    import boto3
+
+    session = boto3.Session(
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+        region_name=MEMBER_REGION,
+    )
+    ddb = session.client("dynamodb", endpoint_url=endpoint, config=_NO_COMPRESSION)
+    cw = session.client("cloudwatch", endpoint_url=endpoint, config=_NO_COMPRESSION)
+    ddb.create_table(
+        TableName="Ledger",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    t0 = int(end.timestamp()) // 60 * 60 - 60 * _MINUTES
+    data: list[dict[str, Any]] = []
+    for i in range(_MINUTES):
+        stamp = datetime.fromtimestamp(t0 + 60 * i, end.tzinfo)
+        data.append(
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": _dims("Ledger", operation="Scan"),
+                "Timestamp": stamp,
+                "StatisticValues": {"SampleCount": 20.0, "Sum": 900.0, "Minimum": 20.0, "Maximum": 90.0},
+                "Unit": "Milliseconds",
+            }
+        )
+        data.append({"MetricName": "ReturnedItemCount", "Dimensions": _dims("Ledger", operation="Scan"),
+                     "Timestamp": stamp, "Value": 8_000.0})  # fmt: skip
+        data.append({"MetricName": "ConsumedReadCapacityUnits", "Dimensions": _dims("Ledger"), "Timestamp": stamp,
+                     "Value": 12_000.0})  # fmt: skip
+    for i in range(0, len(data), 500):
+        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])  # type: ignore[arg-type]
+    return ["Ledger"]
+
+
 def grow_items(endpoint: str, end: datetime, days: float = 8.0) -> tuple[str, list[dict[str, Any]]]:
     """Grow two ``Documents`` items with ``list_append`` and return (stream ARN, Lambda stream event records)."""
     ddb = _client("dynamodb", endpoint)
@@ -236,3 +288,22 @@ def grow_items(endpoint: str, end: datetime, days: float = 8.0) -> tuple[str, li
             )
     records.sort(key=lambda r: r[0])
     return arn, [r for _, r in records]
+
+
+def plant_write_burst(endpoint: str, table: str, at: datetime, *, units_per_second: float, minutes: int = 6) -> None:
+    """Consumed write capacity of ``table`` at ``units_per_second`` for the ``minutes`` before ``at``."""
+    cw = _client("cloudwatch", endpoint)
+    t0 = int(at.timestamp()) // 60 * 60 - 60 * minutes
+    cw.put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": "ConsumedWriteCapacityUnits",
+                "Dimensions": [{"Name": "TableName", "Value": table}],
+                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, UTC),
+                "Value": units_per_second * 60,
+                "Unit": "Count",
+            }
+            for i in range(minutes)
+        ],
+    )

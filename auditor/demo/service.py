@@ -91,8 +91,9 @@ class DemoResult:
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
+    from handlers import capture_controller, evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
 
+    capture_controller._clients.cache_clear()
     trail_ingest._clients.cache_clear()
     evaluator._clients.cache_clear()
     metrics_audit._clients.cache_clear()
@@ -323,7 +324,7 @@ class ServiceDemo:
         read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
         low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
         """
-        from auditor.demo.extras import plant_tables_and_metrics
+        from auditor.demo.extras import MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_tables_and_metrics
         from handlers import metrics_audit
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
@@ -331,7 +332,19 @@ class ServiceDemo:
         self.say(
             "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
         )
-        billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
+        member = plant_member_account(self.stack.endpoint, now)
+        self.say(
+            f"  CloudWatch  member account {MEMBER_ACCOUNT} in {MEMBER_REGION}: {', '.join(member)}, scanned every "
+            "minute; the audit assumes its member role there"
+        )
+        billing = {
+            "BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour),
+            "BILLING_LOOKBACK_DAYS": "1",
+            # two accounts x two Regions, through the read-only member role (templates/member-role.yaml)
+            "AUDIT_ACCOUNTS": f"{ACCOUNT},{MEMBER_ACCOUNT}",
+            "AUDIT_REGIONS": f"{REGION},{MEMBER_REGION}",
+            "MEMBER_ROLE_NAME": "DdbTrafficAuditorMember",
+        }
         with _environment(billing):
             result: dict[str, Any] = dict(
                 metrics_audit.lambda_handler(
@@ -343,10 +356,72 @@ class ServiceDemo:
         summary.evaluation = result
         read = result.get("billing") or {}
         self.say(f"  metrics audit  {_counts(result)}")
+        for pair in result.get("per_target", []):
+            self.say(f"    {pair['account']}/{pair['region']}: {pair['tables']} tables, {pair['findings']} findings")
+        for gap in result.get("coverage_gaps", []):
+            self.say(f"    not audited: {gap['account']}/{gap['region']}: {gap['reason']} ({gap['error_code']})")
         self.say(
             f"  billing  the day's billing run: {read.get('tables_decided', 0)} tables decided from a "
             f"{read.get('days', 0):g}-day read of 1-minute capacity (CloudWatch has the planted hour of it)"
         )
+        cost = result.get("cost")
+        if isinstance(cost, dict):
+            total = cost["total"]
+            ratio = "-" if total["ratio"] is None else f"{total['ratio']:.4%}"
+            self.say(
+                f"  ledger  the audited window ({cost['window_days']:g} days): auditor ${total['auditor_usd']:.6f} "
+                f"(this run's CloudWatch reads) vs audited DynamoDB ${total['dynamodb_usd']:.4f}: ratio {ratio}"
+            )
+            for row in cost["tables"][:3]:
+                r = "-" if row["ratio"] is None else f"{row['ratio']:.4%}"
+                self.say(
+                    f"    {row['table']:<12} auditor ${row['auditor_usd']:.6f}  DynamoDB ${row['dynamodb_usd']:.4f}  "
+                    f"ratio {r}"
+                )
+
+    def capture_controller(self, now: datetime) -> None:
+        """The capture controller on the stack's own trail: a plan, then a change when Orders bursts."""
+        from auditor.demo.extras import plant_write_burst
+        from handlers import capture_controller
+
+        ct = aws_client("cloudtrail", self.stack.endpoint)
+        trail = f"{self.stack.table_name}-dynamodb-data-events"
+        ct.create_trail(Name=trail, S3BucketName=self.stack.bucket)
+        ct.put_event_selectors(
+            TrailName=trail,
+            AdvancedEventSelectors=[
+                {
+                    "Name": "DynamoDB table data events",
+                    "FieldSelectors": [
+                        {"Field": "eventCategory", "Equals": ["Data"]},
+                        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+                    ],
+                }
+            ],
+        )
+        rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-capture-controller"
+        hour = now.replace(minute=0, second=5, microsecond=0)
+        plans: list[dict[str, Any]] = []
+        with _environment({"CAPTURE_TRAIL_NAME": trail, "AUDIT_BUDGET_PERCENT": "1"}):
+            for n, at in enumerate((hour, hour + timedelta(minutes=5))):
+                if n == 1:
+                    plant_write_burst(self.stack.endpoint, "Orders", at, units_per_second=700)
+                    self.say("  CloudWatch  Orders writes 700 WCU/s for 6 minutes (above half a partition's 1,000)")
+                result: dict[str, Any] = dict(
+                    capture_controller.lambda_handler(scheduled_event(at, rule), lambda_context("capture-controller"))
+                )
+                plans.append(result)
+                shown = [
+                    f"{c['table']} ({c['reason']}{', ' + str(c['seconds']) + ' s probe' if c['seconds'] else ''})"
+                    for c in result["captures"]
+                ]
+                self.say(
+                    f"  capture plan  {at:%H:%M} UTC slice: {result['status']}, full capture of "
+                    f"{', '.join(shown) or 'no table'}; scans and PartiQL of every table always"
+                )
+        before, after = ({str(t) for t in p["captured_tables"]} for p in plans)
+        if before != after:
+            self.say(f"  capture plan change  added {sorted(after - before)}, dropped {sorted(before - after)}")
 
     def stream_item_sizes(self, summary: RunSummary, now: datetime) -> None:
         """Documents items growing towards 400 KB, through the table's stream and the item-size watcher."""
@@ -388,7 +463,7 @@ def _write_report(
     from auditor.aggregates.window import AggregateSet
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
     from auditor.sinks.window_store import WindowStore
 
     store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -412,7 +487,7 @@ def _write_report(
 
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
-    """This week's findings from the state table (the evaluator's output), as SPEC.md Finding JSON."""
+    """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON."""
     from auditor.sinks.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -456,6 +531,8 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
             demo.metrics_audit(third, end)
             demo.stream_item_sizes(third, end)
             demo.notify(third)
+            announce("run 4: the capture controller keeps the stack's trail within 1% of the DynamoDB bill")
+            demo.capture_controller(end)
             findings = _stored_findings(stack, end)
         findings_path = out / "findings.json"
         findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
@@ -472,7 +549,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
 
 def summary_text(result: DemoResult) -> str:
     """What the demo found and sent, for a person to read."""
-    from auditor.render import render_columns
+    from auditor.findings_text import render_columns
 
     rows = [
         (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])

@@ -1,15 +1,22 @@
-"""``AccessPattern``: one row of the access-pattern catalogue (SPEC.md)."""
+"""``AccessPattern``: one row of the access-pattern catalogue (docs/contract.md)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class AccessPattern(BaseModel):
-    """Requests grouped by table, index, operation and generalised key template."""
+    """API calls grouped by account, region, table, index, operation and generalised key template.
+
+    ``requests`` counts API calls and ``share`` is of the table's calls in that account and region. ``items`` counts
+    the item accesses of those calls (a BatchGetItem of 100 keys is 1 request and 100 items). ``errors`` counts the
+    calls that failed, by error code.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    account: str | None = None
+    region: str | None = None
     table: str
     index: str | None
     operation: str
@@ -17,3 +24,5 @@ class AccessPattern(BaseModel):
     requests: int
     share: float
     efficient: bool
+    errors: dict[str, int] = Field(default_factory=dict)
+    items: int | None = None

@@ -1,4 +1,4 @@
-"""The public ``Finding`` model (SPEC.md "Finding (JSON)") and its stable fingerprint."""
+"""The public ``Finding`` model (docs/contract.md "Finding (JSON)") and its stable fingerprint."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
 }
 
-#: Evidence fields SPEC.md requires for each kind.
+#: Evidence fields docs/contract.md requires for each kind.
 REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     FindingKind.SCAN: ("principal", "operation", "count", "source"),
     FindingKind.THROTTLING: ("cause", "read_throttle_events", "write_throttle_events", "source"),
@@ -133,7 +133,7 @@ def isoformat_z(dt: datetime) -> str:
 
 
 class Finding(BaseModel):
-    """One problem on one resource, with evidence and a concrete fix (SPEC.md)."""
+    """One problem on one resource, with evidence and a concrete fix (docs/contract.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -199,7 +199,7 @@ class Finding(BaseModel):
         )
 
     def missing_evidence(self) -> list[str]:
-        """Evidence fields SPEC.md requires for this kind that are absent."""
+        """Evidence fields docs/contract.md requires for this kind that are absent."""
         return [f for f in REQUIRED_EVIDENCE[self.kind] if f not in self.evidence]
 
     def sort_key(self) -> tuple[int, str, str, str]:

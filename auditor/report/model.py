@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, utc
@@ -48,32 +49,10 @@ ITEM_LIMIT_BYTES = 409_600
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-_DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
-#: Documentation for kinds that have no registered detector yet (detectors' own ``docs_url`` wins).
-_FALLBACK_DOCS: dict[FindingKind, str] = {
-    FindingKind.SCAN: _DOCS + "bp-query-scan.html",
-    FindingKind.THROTTLING: _DOCS + "TroubleshootingThrottling.html",
-    FindingKind.HOT_KEY: _DOCS + "bp-partition-key-design.html",
-    FindingKind.LOW_CARDINALITY_KEY: _DOCS + "bp-partition-key-uniform-load.html",
-    FindingKind.LARGE_ITEM: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_GROWTH: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_SIZE_EXCEEDED: _DOCS + "bp-use-s3-too.html",
-    FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
-    FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
-    FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
-    FindingKind.IDLE_TABLE: _DOCS + "CostOptimization_UnusedResources.html",
-    FindingKind.TTL_NOT_EXPIRING: _DOCS + "TTL.html",
-}
-
 
 def docs_url(kind: FindingKind) -> str:
-    """The AWS documentation page for a finding kind (the detector's own link when one is registered)."""
-    from auditor.detectors.registry import all_detectors
-
-    for det in all_detectors():
-        if det.metadata.kind == kind:
-            return str(det.metadata.docs_url)
-    return _FALLBACK_DOCS[kind]
+    """The AWS documentation page for a finding kind: its detector's, from the catalogue."""
+    return str(primary(kind).metadata.docs_url)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -147,7 +126,7 @@ class IsoWeek(BaseModel):
 class CapacitySeries(BaseModel):
     """One table's (or index's) CloudWatch capacity history: consumed ``Sum`` per period, provisioned units.
 
-    The same shape as one entry of the ``ddb-audit billing`` input (SPEC.md), with the table and time added.
+    The same shape as one entry of the ``ddb-audit billing`` input (docs/contract.md), with the table and time added.
     """
 
     model_config = _FROZEN
@@ -520,6 +499,8 @@ class WeeklyReport(BaseModel):
     previous_week_available: bool
     auditor_cost: AuditorCost | None
     input_stats: dict[str, int]
+    #: Accounts/Regions the input could not audit (``coverage_gaps`` of ``ddb-audit audit``), one line each.
+    coverage_gaps: list[str] = Field(default_factory=list)
     findings_outside_week: int
     #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
@@ -625,6 +606,7 @@ class FindingsDocument(BaseModel):
     findings: list[FindingInput]
     access_patterns: list[AccessPattern] = Field(default_factory=list)
     stats: dict[str, int] = Field(default_factory=dict)
+    coverage_gaps: list[str] = Field(default_factory=list)
 
 
 def parse_findings_document(document: Any, source: str = "findings") -> FindingsDocument:
@@ -657,11 +639,20 @@ def parse_findings_document(document: Any, source: str = "findings") -> Findings
         if isinstance(raw_stats, Mapping)
         else {}
     )
-    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats)
+    gaps = document.get("coverage_gaps") if isinstance(document, Mapping) else None
+    coverage = [_coverage_line(g) for g in gaps if isinstance(g, Mapping)] if isinstance(gaps, list) else []
+    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats, coverage_gaps=coverage)
+
+
+def _coverage_line(gap: Mapping[str, Any]) -> str:
+    """``444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied)`` from a ``coverage_gaps`` entry."""
+    where = f"{gap.get('account') or 'own account'}/{gap.get('region') or '-'}"
+    reason = str(gap.get("reason") or "error").replace("_", " ")
+    return f"{where}: {reason} ({gap.get('call') or '-'}: {gap.get('error_code') or '-'})"
 
 
 def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
-    """The capacity series of a ``ddb-audit billing`` input document (SPEC.md), one per table/index."""
+    """The capacity series of a ``ddb-audit billing`` input document (docs/contract.md), one per table/index."""
     if not isinstance(document, Mapping) or not isinstance(document.get("series"), list):
         raise InputError(f"{source}: expected a billing input document with 'table', 'start' and 'series'")
     out = []
@@ -1161,6 +1152,7 @@ def build_report_from_findings(
     rates: CostRates | None = None,
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
+    coverage_gaps: Sequence[str] = (),
 ) -> WeeklyReport:
     """Build the weekly report.
 
@@ -1232,6 +1224,7 @@ def build_report_from_findings(
         previous_week_available=previous is not None,
         auditor_cost=cost,
         input_stats=dict(input_stats or {}),
+        coverage_gaps=list(coverage_gaps),
         findings_outside_week=len(parsed) - len(in_week),
         what_if=_what_if(report_findings),
     )

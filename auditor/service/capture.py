@@ -84,19 +84,17 @@ class ControllerResult:
             "detail": self.detail,
             "puts": self.puts,
             "captured_tables": [c["table"] for c in (self.plan or {}).get("captures", [])],
+            "captures": [
+                {"table": c["table"], "reason": c["reason"], "seconds": c["seconds"]}
+                for c in (self.plan or {}).get("captures", [])
+            ],
             "notes": self.notes,
         }
 
 
-def state_pk(trail: str) -> str:
-    return f"CAPTURE#{trail}"
-
-
-STATE_SK = "STATE"
-
-
-def plan_sk(slice_start: int) -> str:
-    return f"PLAN#{slice_start:012d}"
+state_pk = keys.capture_pk
+STATE_SK = keys.CAPTURE_STATE_SK
+plan_sk = keys.capture_plan_sk
 
 
 def _digest(selectors: list[dict[str, Any]]) -> str:

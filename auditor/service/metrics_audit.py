@@ -120,6 +120,7 @@ class MetricsAuditParams:
                 tag=(key.strip(), value.strip()) if tag else None,
             ),
             lookback_seconds=settings.audit_lookback_seconds,
+            audit=AuditConfig.from_tree(settings.analysis_config()),
             billing_lookback_days=settings.billing_lookback_days,
             billing_hour_utc=settings.billing_audit_hour_utc,
         )
@@ -146,9 +147,12 @@ class MetricsAuditResult:
     recorded: RecordResult
     #: The billing read when this run decided billing (the billing hour), summarised (:meth:`BillingRead.as_dict`).
     billing: dict[str, object] | None = None
+    #: The audited window's cost ledger (:meth:`AuditResult.cost_summary`): each table's DynamoDB spend next to this
+    #: run's reads for it.
+    cost: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready summary."""
+        """JSON-ready summary (the ledger's total and its 10 costliest tables: a log line stays small)."""
         return {
             "window_start": self.window_start,
             "window_end": self.window_end,
@@ -164,8 +168,16 @@ class MetricsAuditResult:
             "resolvable": self.resolvable,
             "billing_run": self.billing is not None,
             "billing": self.billing,
+            "cost": _ledger_head(self.cost),
             **self.recorded.as_dict(),
         }
+
+
+def _ledger_head(cost: dict[str, Any] | None, n: int = 10) -> dict[str, Any] | None:
+    if cost is None:
+        return None
+    tables = sorted(cost["tables"], key=lambda r: -r["dynamodb_usd"])
+    return {**cost, "tables": tables[:n], "tables_count": len(tables)}
 
 
 def _failed(errors: Sequence[str], table: str, detector: str | None = None) -> bool:
@@ -222,7 +234,7 @@ def correlate_with_stored(
     if not stored:
         return list(own), []
     ids = {f.id for f in own}
-    combined = correlate.correlate([*own, *stored], audit.correlate)
+    combined = correlate.correlate([*own, *stored], audit.detector_config("correlate"))
     before = {f.id: f for f in stored}
     mine = [f for f in combined if f.id in ids]
     updated = [f for f in combined if f.id in before and f.id not in ids and f != before[f.id]]
@@ -238,6 +250,7 @@ def run_metrics_audit(
     *,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    quiet_empty: bool = False,
 ) -> MetricsAuditResult:
     """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish.
 
@@ -258,7 +271,7 @@ def run_metrics_audit(
         config=params.audit,
         billing_days=params.billing_lookback_days if billing else 0,
         # The daily activity read (idle tables, TTL) runs once a day too, with the billing decision.
-        activity_days=params.audit.idle_table.idle_days if billing else 0,
+        activity_days=params.audit.detector_config("idle_table").idle_days if billing else 0,
         time_left=time_left,
         sleep=sleep,
     )
@@ -267,7 +280,10 @@ def run_metrics_audit(
         blocking = [g for g in inventory.gaps if g.facet == "tables"]
         if blocking:
             raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
-        log.warning("metrics_audit_no_tables", selector=params.selector.describe(), missing=list(inventory.missing))
+        # one account/Region pair of many may well have no tables; a single-account audit without any is suspicious
+        (log.info if quiet_empty else log.warning)(
+            "metrics_audit_no_tables", selector=params.selector.describe(), missing=list(inventory.missing)
+        )
     open_findings = OpenFindings(findings_store)
     related = [
         state.finding
@@ -295,6 +311,7 @@ def run_metrics_audit(
         resolvable=len(scope.horizons),
         recorded=recorded,
         billing=audit.billing.as_dict(per_table=False) if audit.billing is not None else None,
+        cost=audit.cost_summary(),
     )
     log.info("metrics_audit_finished", **result.as_dict())
     return result
@@ -338,13 +355,12 @@ class OrgScope:
     def plan(self, session: Any) -> tuple[SessionFactory, list[Target]]:
         """The session factory and the (account, Region) pairs: the Organization's accounts are listed now
         (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
-        from auditor.sources.aws_calls import CLIENT_CONFIG
-        from auditor.sources.org import organization_accounts, targets
+        from auditor.sources.org import caller_account, session_organization_accounts, targets
 
-        own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        own = caller_account(session)
         accounts: list[str | None] = [*self.accounts] or [own]
         if self.organization:
-            accounts = [*organization_accounts(session.client("organizations", config=CLIENT_CONFIG))]
+            accounts = [*session_organization_accounts(session)]
         regions = [*self.regions] or [session.region_name]
         factory = SessionFactory(session, self.role_name, own_account=own)
         return factory, targets(accounts, regions)
@@ -369,14 +385,30 @@ class OrgMetricsAuditResult:
     assume_role_calls: int
 
     def as_dict(self) -> dict[str, object]:
+        """The runs' counts summed (tables, findings, new, published, API calls...), per-pair counts, the gaps."""
+        totals: dict[str, float] = {}
+        billing: dict[str, float] = {}
+        for _, run in self.runs:
+            doc = run.as_dict()
+            for key, value in doc.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    totals[key] = totals.get(key, 0) + value
+            read = doc.get("billing")
+            if isinstance(read, dict):
+                billing["tables_decided"] = billing.get("tables_decided", 0) + int(read.get("tables_decided", 0))
+                billing["days"] = max(billing.get("days", 0.0), float(read.get("days", 0.0)))
         return {
+            **totals,
+            "api_calls": int(totals.get("api_calls", 0)) + self.assume_role_calls,
+            "estimated_cost_usd": round(totals.get("estimated_cost_usd", 0.0), 6),
+            "billing": billing or None,
             "targets": len(self.runs) + len(self.gaps),
             "targets_audited": len(self.runs),
+            "per_target": [
+                {"account": t.account, "region": t.region, "tables": r.tables, "findings": r.findings}
+                for t, r in self.runs
+            ],
             "coverage_gaps": [g.to_dict() for g in self.gaps],
-            "tables": sum(r.tables for _, r in self.runs),
-            "findings": sum(r.findings for _, r in self.runs),
-            "api_calls": sum(r.api_calls for _, r in self.runs) + self.assume_role_calls,
-            "estimated_cost_usd": round(sum(r.estimated_cost_usd for _, r in self.runs), 6),
         }
 
 
@@ -397,7 +429,7 @@ def run_org_metrics_audit(
     A pair that cannot be read is a coverage gap (logged, in the result); the pairs not started before the time
     reserve are ``deferred`` gaps, and the next hour's run starts elsewhere in the list (:func:`rotated`).
     """
-    from auditor.service.org_audit import clients_for
+    from auditor.sources.audit_clients import clients_for
 
     def one(target: Target, session: Any) -> MetricsAuditResult:
         try:
@@ -409,6 +441,7 @@ def run_org_metrics_audit(
                 now,
                 time_left=time_left,
                 sleep=sleep,
+                quiet_empty=True,
             )
         except AuditError as exc:  # nothing readable in that pair: its coverage gap
             raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc

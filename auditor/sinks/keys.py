@@ -1,6 +1,6 @@
 """The state table's key design (one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL).
 
-Access patterns first, then keys (README "State table" documents the same table):
+Access patterns first, then keys (docs/state-table.md documents the same table):
 
 =================================================  ====================================================
 access pattern                                     operation and key
@@ -21,6 +21,10 @@ this week's findings                               Query GSI2 ``gsi2pk=WEEK#{iso
 pending publishes (outbox)                         Query ``pk=OUTBOX#{0..OUTBOX_SHARDS-1}`` (sorted by
                                                    ``sk={created}#{finding id}#{event}``)
 the evaluator's cursor                             GetItem ``pk=CURSOR``, ``sk=evaluator``
+the capture controller's state                     GetItem; conditional Put (``version = :v``)
+                                                   ``pk=CAPTURE#{trail}``, ``sk=STATE``
+a slice's capture plan (before it takes effect)    Put in the state's transaction ``pk=CAPTURE#{trail}``,
+                                                   ``sk=PLAN#{slice_start:012d}`` (TTL)
 =================================================  ====================================================
 
 No partition takes every write: window items spread over (table, window), the window index over
@@ -109,3 +113,16 @@ def outbox_sk(created_iso: str, finding_id: str, event: str) -> str:
 
 CURSOR_PK = "CURSOR"
 EVALUATOR_CURSOR_SK = "evaluator"
+
+
+def capture_pk(trail: str) -> str:
+    """Partition of the capture controller's state and plans for one trail."""
+    return f"CAPTURE#{trail}"
+
+
+CAPTURE_STATE_SK = "STATE"
+
+
+def capture_plan_sk(slice_start: int) -> str:
+    """Sort key of one slice's capture plan (zero-padded: plans sort by time)."""
+    return f"PLAN#{slice_start:012d}"

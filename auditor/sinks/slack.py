@@ -2,7 +2,7 @@
 
 Input contract (the SNS publisher): each SNS message is one finding event. ``Message`` is readable text and the
 message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` | ``resolved``) and
-``finding_json`` (the SPEC.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
+``finding_json`` (the docs/contract.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
 delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
 
 Weekly report announcements (the weekly report Lambda, :mod:`auditor.service.weekly_report`) come through the same

@@ -20,9 +20,9 @@ One SNS message per finding event (``new``, ``worsened``, ``resolved``), ``Messa
     ``status``      ``new`` | ``worsened`` | ``resolved`` (what happened)
     ``finding_id``  the stable finding id
     ``event_id``    a stable id of this publish: the same on a retried publish (deduplicate on it)
-    ``finding_json`` the finding as JSON (SPEC.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
+    ``finding_json`` the finding as JSON (docs/contract.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
                     ``last_seen``). When the whole message would exceed SNS's 256 KB, the ``evidence`` is cut
-                    to the fields SPEC.md requires and ``"evidence_truncated": true`` is added to it.
+                    to the fields docs/contract.md requires and ``"evidence_truncated": true`` is added to it.
     ``previous_severity`` only on ``worsened``: the severity published before.
     ==============  ========================================================================================
 

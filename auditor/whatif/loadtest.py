@@ -57,7 +57,8 @@ def _peak_minute(agg: TableWindow) -> dict[str, Any] | None:
 def _table_profile(agg: TableWindow, growth: float) -> dict[str, Any]:
     seconds = max(1, agg.window_seconds)
     by_op: dict[tuple[str, str], dict[str, int]] = {}
-    for (index, operation, template, _efficient), n in agg.patterns.items():
+    for (index, operation, template, _efficient), row in agg.patterns.items():
+        n = row[1]  # item accesses (a row is [calls, items, errors by code])
         templates = by_op.setdefault((operation, index), {})
         templates[template] = templates.get(template, 0) + n
     operations = []

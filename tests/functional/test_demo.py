@@ -47,7 +47,11 @@ def test_third_run_adds_cloudwatch_and_streams_findings_linked_to_the_trail(demo
     assert ("unused_index", "cloudwatch") not in by_kind  # an hour of metrics: an index is "unused" after a day
     hot = by_kind[("hot_key", "cloudtrail")]
     assert key_range["id"] in hot["evidence"]["related_finding_ids"]  # one story: hot key + key-range throttles
-    assert hot["status"] == "worsened"  # raised by the correlation, and announced as such
+    # The trail alone already showed the key's own throttles (critical, linked to the CloudTrail key-range
+    # throttling); the CloudWatch evidence joins the same story without raising it twice.
+    assert hot["severity"] == "critical"
+    assert hot["evidence"]["correlation"]["rule"] == "hot_key+key_range_throttling"
+    assert len(hot["evidence"]["related_finding_ids"]) >= 2
     large = [f for f in demo.findings if f["kind"] == "large_item"]
     assert large and large[0]["evidence"]["key"] == {"docId": "DOC#7"}
     exceeded = [f for f in demo.findings if f["kind"] == "item_size_exceeded" and f["evidence"]["key"]]
@@ -89,6 +93,16 @@ def test_outputs_and_time(demo: DemoResult) -> None:
     text = summary_text(demo)
     assert "run 2 published 0" in text
     assert any(line.startswith("run 2") for line in NARRATIVE)
+
+
+def test_the_ledger_and_a_capture_plan_change_are_shown(demo: DemoResult) -> None:
+    ledger = next(line for line in NARRATIVE if line.strip().startswith("ledger"))
+    assert "auditor $" in ledger and "audited DynamoDB $" in ledger and "ratio " in ledger
+    plans = [line for line in NARRATIVE if line.strip().startswith("capture plan  ")]
+    assert len(plans) == 2
+    assert "Orders" not in plans[0]
+    assert "Orders (burst, 60 s probe)" in plans[1]
+    assert any("capture plan change  added ['Orders']" in line for line in NARRATIVE)
 
 
 def test_cli_demo_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,10 +26,10 @@ from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import IndexProfile, TableProfile
 from auditor.models.metrics import ApiStats
-from auditor.service.audit import build_clients
 from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
 from auditor.service.record import LifecycleParams, ResolveScope, record_findings
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sources.audit_clients import build_clients
 from auditor.sources.cloudwatch import (
     MAX_DATAPOINTS_PER_CALL,
     billing_window,

@@ -24,7 +24,7 @@ ROLE = "DdbTrafficAuditorMember"
 
 def _member_session(endpoint: str, account: str) -> boto3.Session:
     """A session in ``account`` on moto (moto attributes requests made with assumed-role credentials to it)."""
-    sts = boto3.client("sts", endpoint_url=endpoint, region_name="us-east-1")
+    sts = boto3.Session().client("sts", endpoint_url=endpoint, region_name="us-east-1")  # not the default session
     creds = sts.assume_role(RoleArn=f"arn:aws:iam::{account}:role/setup", RoleSessionName="setup")["Credentials"]
     return boto3.Session(
         aws_access_key_id=creds["AccessKeyId"],
@@ -89,7 +89,7 @@ def test_two_accounts_two_regions_are_each_audited_with_their_own_account_and_re
 
 def _denying_sts(account: str) -> Any:
     """An STS client that answers AssumeRole into ``account`` with AWS's AccessDenied (role missing or untrusting)."""
-    sts = boto3.client("sts", region_name="us-east-1")
+    sts = boto3.Session().client("sts", region_name="us-east-1")
     stub = Stubber(sts)
     stub.add_client_error(
         "assume_role",
@@ -150,7 +150,7 @@ def test_deferred_targets_are_gaps_when_time_runs_out(aws_reset: str) -> None:
 
 
 def test_organization_accounts_lists_every_active_account(aws_reset: str) -> None:
-    org = boto3.client("organizations", region_name="us-east-1")
+    org = boto3.Session().client("organizations", region_name="us-east-1")
     org.create_organization(FeatureSet="ALL")
     created = [
         org.create_account(Email=f"m{i}@example.com", AccountName=f"member-{i}")["CreateAccountStatus"]["AccountId"]

@@ -82,6 +82,7 @@ def _scan_row(minute: int, calls: int) -> dict[str, str | None]:
         "account": A,
         "region": "us-east-1",
         "minute": t.strftime("%Y-%m-%dT%H:%M"),
+        "second": t.strftime("%Y-%m-%dT%H:%M:05"),
         "event_name": "Scan",
         "event_category": "Data",
         "management_event": "false",
@@ -96,7 +97,7 @@ def _scan_row(minute: int, calls: int) -> dict[str, str | None]:
         "error_message": None,
         "calls": str(calls),
         "first_time": t.strftime("%Y-%m-%dT%H:%M:05Z"),
-        "last_time": t.strftime("%Y-%m-%dT%H:%M:55Z"),
+        "last_time": t.strftime("%Y-%m-%dT%H:%M:05Z"),  # rows are per second
     }
 
 
@@ -114,7 +115,7 @@ def _start(stub: Stubber, query_id: str, sql: str) -> None:
 
 
 def _client() -> tuple[Any, Stubber]:
-    client = boto3.client("athena", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    client = boto3.Session().client("athena", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     return client, Stubber(client)
 
 
@@ -157,9 +158,10 @@ def test_queries_run_and_their_rows_become_findings_with_bytes_and_cost() -> Non
     assert result.rows.rows == 60
     assert result.rows.data_events == 720
     scans = [f for f in result.findings if f.kind is FindingKind.SCAN]
-    assert [(f.account, f.region, f.table, f.evidence["principal"], f.evidence["count"]) for f in scans] == [
-        (A, "us-east-1", "Sessions", CLEANER, 720)
-    ]
+    # each minute's 12 pages in one second are one logical scan
+    assert [
+        (f.account, f.region, f.table, f.evidence["principal"], f.evidence["count"], f.evidence["pages"]) for f in scans
+    ] == [(A, "us-east-1", "Sessions", CLEANER, 60, 720)]
     assert result.bytes_scanned == scanned
     # billed: rounded up to the MB; the DDL is free
     assert result.cost_usd == pytest.approx((3 * 1024 + 1) / 1024**2 * 5.0)

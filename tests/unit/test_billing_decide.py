@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from auditor.billing import reference
 from auditor.billing.decide import analyze_billing, decide_table
 from auditor.billing.pricing import bundled_prices
 from auditor.billing.simulate import EvaluatorParams, ScalingPolicy
 from auditor.models.billing import BillingConfig, BillingInput
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
+from tests import billing_reference as reference
 
 DAY = 1440
 DAYS = 14

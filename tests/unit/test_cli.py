@@ -20,6 +20,18 @@ from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
 from auditor.sources.cloudtrail import Deduper, discover
 from auditor.sources.stats import IngestStats
 
+PATTERN_FIELDS = {
+    "account",
+    "region",
+    "table",
+    "index",
+    "operation",
+    "key_template",
+    "requests",
+    "share",
+    "efficient",
+    "errors",
+}
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
@@ -75,7 +87,7 @@ def test_json_output_matches_the_contract(trail: Path, capsys: pytest.CaptureFix
         assert set(REQUIRED_EVIDENCE[FindingKind(f["kind"])]) <= set(f["evidence"])
         assert f["first_seen"].endswith("Z") and f["last_seen"].endswith("Z")
     for p in doc["access_patterns"]:
-        assert set(p) == {"table", "index", "operation", "key_template", "requests", "share", "efficient"}
+        assert set(p) == {*PATTERN_FIELDS, "items"}
     # Planted problems are found; the healthy table stays clean.
     kinds = _kinds(doc["findings"])
     assert {

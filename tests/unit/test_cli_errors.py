@@ -76,6 +76,10 @@ def test_missing_credentials_is_an_input_error(
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    import boto3
+
+    # boto3's default session caches the credentials it found first (earlier tests' environment): start afresh
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     assert cli.main(["audit", "--region", "us-east-1"]) == cli.EXIT_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err

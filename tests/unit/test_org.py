@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
@@ -72,3 +74,19 @@ def test_targets_are_account_major() -> None:
         Target("b", "r1"),
         Target("b", "r2"),
     ]
+
+
+def test_the_report_lists_the_audits_coverage_gaps(tmp_path: Path) -> None:
+    import json
+
+    from auditor.cli import main
+
+    gap = classify_failure(T, _client_error("AccessDenied", "AssumeRole"), "sts:AssumeRole")
+    doc = {"findings": [], "coverage_gaps": [gap.to_dict()], "targets": [], "stats": {"targets": 2}}
+    src = tmp_path / "audit.json"
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "report"
+    assert main(["report", "--findings", str(src), "--out", str(out), "--week", "2026-W49"]) == 0
+    line = "222233334444/ap-east-1: role missing (sts:AssumeRole: AccessDenied)"
+    assert line in (out / "report.md").read_text()
+    assert f"<li>{line}</li>" in (out / "report.html").read_text()

@@ -16,7 +16,7 @@ from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.report.charts import Bar, Line, bar_chart, line_chart, nice_ticks, report_charts
 from auditor.report.model import AuditorUsage, CapacitySeries, IsoWeek, WeeklyReport, build_report_from_findings
-from auditor.report.render import md, md_code, render_html, render_markdown, write_report
+from auditor.report.report_pages import md, md_code, render_html, render_markdown, write_report
 
 W49 = IsoWeek(year=2026, week=49)
 MON = datetime(2026, 11, 30, tzinfo=UTC)

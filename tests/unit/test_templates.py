@@ -34,7 +34,8 @@ def test_value_template(value: object, expected: str) -> None:
 
 
 def test_key_template_single_and_composite() -> None:
-    assert key_template({"pk": "USER#1"}) == "USER#{n}"
+    assert key_template({"pk": "USER#1"}) == "pk=USER#{n}"  # a single-attribute key keeps its name
+    assert key_template({"id": "abc"}) == "id={s}"
     assert key_template({"pk": "USER#1", "sk": "PROFILE"}) == "pk=USER#{n}, sk=PROFILE"
     assert key_template(None) is None
     assert key_template({}) is None

@@ -8,7 +8,15 @@ it directly.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
+from auditor.detectors.base import (
+    BillingResultInput,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    Table,
+    make_finding,
+)
+from auditor.detectors.registry import register
 from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -65,10 +73,11 @@ def _recommendation(result: BillingResult) -> str:
     return text
 
 
-def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, account: str | None = None) -> list[Finding]:
+@register(METADATA, BillingModeConfig, DetectorInput.BILLING_RESULT)
+def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
     """One finding when the decision recommends a change worth at least ``min_monthly_savings``."""
-    cfg = cfg or BillingModeConfig()
-    if not cfg.enabled or result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
+    result, account = data.result, data.account
+    if result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = result.monthly_savings
     if savings >= cfg.high_monthly_savings:
@@ -109,11 +118,9 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
         "indexes": [s.index for s in result.series if s.index],
     }
     return [
-        Finding.create(
-            METADATA.kind,
-            account=account,
-            region=result.region,
-            table=result.table,
+        make_finding(
+            METADATA,
+            Table(account, result.region, result.table),
             discriminator="billing_mode",
             severity=severity,
             title=f"{result.table}: {change} saves ${savings:,.2f}/month",
@@ -127,7 +134,7 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
             ),
             recommendation=_recommendation(result),
             evidence=evidence,
-            first_seen=result.window_start,
-            last_seen=result.window_end,
+            first=result.window_start,
+            last=result.window_end,
         )
     ]

@@ -6,8 +6,15 @@ table size is known) and returns at most one finding. Not in the traffic-detecto
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.models.billing import BillingResult
+from auditor.detectors.base import (
+    BillingResultInput,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    Table,
+    make_finding,
+)
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(
@@ -35,11 +42,12 @@ class TableClassConfig(DetectorConfig):
     high_monthly_savings: float = 1000.0
 
 
-def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, account: str | None = None) -> list[Finding]:
+@register(METADATA, TableClassConfig, DetectorInput.BILLING_RESULT)
+def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
     """One finding when the other table class is cheaper by the decision's margin."""
-    cfg = cfg or TableClassConfig()
+    result, account = data.result, data.account
     hint = result.table_class_hint
-    if not cfg.enabled or hint is None or hint.recommended_class == hint.current_class:
+    if hint is None or hint.recommended_class == hint.current_class:
         return []
     if hint.monthly_savings < cfg.min_monthly_savings:
         return []
@@ -57,11 +65,9 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
         else f"storage is only {hint.storage_share:.0%} of its Standard-class cost"
     )
     return [
-        Finding.create(
-            METADATA.kind,
-            account=account,
-            region=result.region,
-            table=result.table,
+        make_finding(
+            METADATA,
+            Table(account, result.region, result.table),
             discriminator="table_class",
             severity=severity,
             title=f"{result.table}: {'Standard-IA' if to_ia else 'Standard'} table class saves ${savings:,.2f}/month",
@@ -85,7 +91,7 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
                 "billing_mode": result.recommended_mode,
                 "pricing": result.pricing,
             },
-            first_seen=result.window_start,
-            last_seen=result.window_end,
+            first=result.window_start,
+            last=result.window_end,
         )
     ]

@@ -1,10 +1,23 @@
-"""``hot_key``: one partition key taking a disproportionate share of the key-identified requests."""
+"""``hot_key``: partition keys whose own request rate approaches one partition's limit, or that take a
+disproportionate share of the key-identified requests.
+
+A key is judged by its **absolute** peak rate, not by its share of the period: its busiest second and its busiest
+minute (reads and writes separately) against one partition's 3,000 RCU / 1,000 WCU per second. A burst counts at
+its own rate, however long the trail is. The share rule (a key far above a uniform share) still applies, but a key
+far below the partition limits is at most ``low`` and says so. There is no cap on the keys reported: up to
+``max_findings_per_table`` get a finding each; more are grouped in one finding that lists every one of them.
+Throttles observed on a key raise its severity.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
+from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -27,18 +40,28 @@ METADATA = DetectorMetadata(
 )
 
 ASSUMPTION = (
-    "CloudTrail does not log item sizes: rates assume 1 RCU per read and 1 WCU per write (items up to 4 KB "
-    "read, 1 KB written). Larger items reach the partition limit sooner."
+    "CloudTrail does not log item sizes or consumed capacity: rates assume 1 RCU per read and 1 WCU per write (items "
+    "up to 4 KB read strongly consistent, 1 KB written). Larger items reach the partition limit sooner."
 )
 
 
 class HotKeyConfig(DetectorConfig):
-    """A key is hot when it takes at least ``min_share`` and ``skew_factor`` times a uniform share."""
+    """A key is hot by rate (peak second or minute at ``min_utilisation`` of a partition's limit) or by share (at
+    least ``min_share`` and ``skew_factor`` times a uniform share)."""
 
     min_key_requests: int = 200
     min_share: float = 0.10
     skew_factor: float = 10.0
-    max_findings_per_table: int = 3
+    min_utilisation: float = 0.25
+    #: A peak second with fewer requests than this is not taken as the key's rate (a handful of calls).
+    min_peak_second_requests: int = 50
+    #: Up to this many hot keys get a finding each; more are grouped in one finding that lists all of them.
+    max_findings_per_table: int = 5
+    #: At or above this headroom (limit / peak rate) a hot key is at most ``low``.
+    huge_headroom: float = 10.0
+    #: Throttled calls on the key that make it at least ``high`` / ``critical``.
+    high_throttles: int = 1
+    critical_throttles: int = 100
     partition_read_units_per_second: float = 3000.0
     partition_write_units_per_second: float = 1000.0
 
@@ -66,84 +89,240 @@ def severity_for_headroom(h: float | None) -> Severity:
     return Severity.LOW
 
 
+@dataclass(slots=True)
+class KeyRates:
+    """What the aggregate tells about one key's rates."""
+
+    encoded: str
+    requests: int
+    writes: int
+    share: float
+    minute_reads: int = 0
+    minute_reads_at: int = 0
+    minute_writes: int = 0
+    minute_writes_at: int = 0
+    second_reads: int = 0
+    second_reads_at: int = 0
+    second_writes: int = 0
+    second_writes_at: int = 0
+    throttles: int = 0
+
+    def peak_rates(self, cfg: HotKeyConfig) -> tuple[float, float]:
+        """(peak reads/s, peak writes/s): the busiest minute's average, or the busiest second if it is busier."""
+        reads = self.minute_reads / 60
+        writes = self.minute_writes / 60
+        if self.second_reads >= cfg.min_peak_second_requests:
+            reads = max(reads, float(self.second_reads))
+        if self.second_writes >= cfg.min_peak_second_requests:
+            writes = max(writes, float(self.second_writes))
+        return reads, writes
+
+
+def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
+    """Every key that is hot by rate or by share, busiest first (pure: reads the aggregate only)."""
+    total = agg.key_requests
+    minute_floor = int(min(cfg.partition_read_units_per_second, cfg.partition_write_units_per_second) * 60 * 0.05)
+    minutes = agg.minute_peaks(min_requests=max(1, minute_floor))
+    seconds = agg.second_peaks()
+    hot_writes = agg.hot_writes.counts
+    candidates: set[str] = set()
+    for encoded, (r, _, w, _) in minutes.items():
+        if r / 60 / cfg.partition_read_units_per_second >= cfg.min_utilisation:
+            candidates.add(encoded)
+        if w / 60 / cfg.partition_write_units_per_second >= cfg.min_utilisation:
+            candidates.add(encoded)
+    for encoded, (r, _, w, _) in seconds.items():
+        if r >= cfg.min_peak_second_requests and r / cfg.partition_read_units_per_second >= cfg.min_utilisation:
+            candidates.add(encoded)
+        if w >= cfg.min_peak_second_requests and w / cfg.partition_write_units_per_second >= cfg.min_utilisation:
+            candidates.add(encoded)
+    if total >= cfg.min_key_requests:
+        distinct = max(1, agg.distinct.estimate())
+        threshold = max(cfg.min_share, cfg.skew_factor / distinct)
+        for encoded, count in agg.hot.top(64):
+            if count / total < threshold:
+                break
+            candidates.add(encoded)
+    out = []
+    for encoded in candidates:
+        count = agg.hot.counts.get(encoded, 0)
+        rates = KeyRates(encoded, count, min(count, hot_writes.get(encoded, 0)), count / total if total else 0.0)
+        if encoded in minutes:
+            rates.minute_reads, rates.minute_reads_at, rates.minute_writes, rates.minute_writes_at = minutes[encoded]
+        else:
+            peak = agg.peak_minute(encoded)
+            if peak is not None:
+                rates.minute_reads, rates.minute_writes = peak[1] - peak[2], peak[2]
+                rates.minute_reads_at = rates.minute_writes_at = peak[0]
+        if encoded in seconds:
+            rates.second_reads, rates.second_reads_at, rates.second_writes, rates.second_writes_at = seconds[encoded]
+        rates.throttles = agg.throttle_keys.get(encoded, 0)
+        out.append(rates)
+
+    def order(k: KeyRates) -> tuple[float, int, str]:
+        r, w = k.peak_rates(cfg)
+        h = headroom(r, w, cfg)
+        return (h if h is not None else float("inf"), -k.requests, k.encoded)
+
+    out.sort(key=order)
+    return out
+
+
+def _severity(k: KeyRates, h: float | None, cfg: HotKeyConfig) -> Severity:
+    severity = severity_for_headroom(h)
+    if h is not None and h >= cfg.huge_headroom and severity.rank > Severity.LOW.rank:
+        severity = Severity.LOW
+    if k.throttles >= cfg.critical_throttles:
+        severity = Severity.CRITICAL
+    elif k.throttles >= cfg.high_throttles and severity.rank < Severity.HIGH.rank:
+        severity = Severity.HIGH
+    return severity
+
+
+def _stamp(epoch: int) -> str | None:
+    return epoch_to_dt(epoch).strftime("%Y-%m-%dT%H:%M:%SZ") if epoch else None
+
+
+def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str, Any]:
+    r, w = k.peak_rates(cfg)
+    h = headroom(r, w, cfg)
+    key = decode_key(k.encoded)
+    return {
+        "key": key,
+        "share": round(k.share, 4),
+        "requests": k.requests,
+        "reads": k.requests - k.writes,
+        "writes": k.writes,
+        "reads_per_second": round(per_second(k.requests - k.writes, agg.window_seconds), 3),
+        "writes_per_second": round(per_second(k.writes, agg.window_seconds), 3),
+        "peak_reads_per_second": round(r, 3),
+        "peak_writes_per_second": round(w, 3),
+        "peak_second_reads": k.second_reads,
+        "peak_second_reads_at": _stamp(k.second_reads_at),
+        "peak_second_writes": k.second_writes,
+        "peak_second_writes_at": _stamp(k.second_writes_at),
+        "peak_minute_reads": k.minute_reads,
+        "peak_minute_writes": k.minute_writes,
+        "peak_minute": _stamp(k.minute_writes_at if k.minute_writes >= k.minute_reads else k.minute_reads_at),
+        "headroom_factor": round(h, 2) if h is not None else None,
+        "partition_utilisation": round(1 / h, 4) if h else None,
+        "throttled_calls": k.throttles,
+    }
+
+
 @register(METADATA, HotKeyConfig)
 def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
-    """Report the keys whose share is both large and far above a uniform share."""
-    total = agg.key_requests
-    if total < cfg.min_key_requests:
+    """One finding per hot key, or one finding listing them all when there are more than the per-table limit."""
+    keys = key_rates(agg, cfg)
+    if not keys:
         return []
-    distinct = max(1, agg.distinct.estimate())
-    threshold = max(cfg.min_share, cfg.skew_factor / distinct)
-    findings: list[Finding] = []
-    for encoded, count in agg.hot.top(cfg.max_findings_per_table):
-        share = count / total
-        if share < threshold:
-            break
-        writes = min(count, agg.hot_writes.counts.get(encoded, 0))
-        reads = count - writes
-        r_s = per_second(reads, agg.window_seconds)
-        w_s = per_second(writes, agg.window_seconds)
-        h = headroom(r_s, w_s, cfg)
-        # Traffic is rarely flat: the busiest minute decides how close the key came to the partition limit.
-        peak = agg.peak_minute(encoded)
-        peak_r_s = peak_w_s = 0.0
-        if peak is not None:
-            peak_r_s, peak_w_s = (peak[1] - peak[2]) / 60, peak[2] / 60
-            h_peak = headroom(peak_r_s, peak_w_s, cfg)
-            if h_peak is not None and (h is None or h_peak < h):
-                h = h_peak
-        key = decode_key(encoded)
-        attr, value = next(iter(key.items()))
+    total = agg.key_requests
+    distinct = agg.distinct.estimate()
+    common = {
+        "window_seconds": agg.window_seconds,
+        "source": "cloudtrail",
+        "key_requests": total,
+        "distinct_partition_keys": distinct,
+        "estimate_error": agg.hot.error,
+        "assumption": ASSUMPTION,
+    }
+    if len(keys) > cfg.max_findings_per_table:
+        return [_grouped(agg, keys, cfg, common)]
+    findings = []
+    for k in keys:
+        ev = _key_evidence(k, agg, cfg)
+        h = ev["headroom_factor"]
+        severity = _severity(k, h, cfg)
+        attr, value = next(iter(ev["key"].items()))
+        r, w = ev["peak_reads_per_second"], ev["peak_writes_per_second"]
+        period = bucket_of(value)
+        summary = (
+            f"{attr}={value!s:.80} on {agg.table} peaked at {r:.0f} reads/s and {w:.0f} writes/s "
+            f"(busiest second {k.second_reads} reads / {k.second_writes} writes; busiest minute "
+            f"{k.minute_reads / 60:.0f} reads/s / {k.minute_writes / 60:.0f} writes/s) against one partition's "
+            f"{cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU"
+            + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
+            + f" It took {k.share:.0%} of the {total} key-identified requests in {agg.window_seconds // 60} minutes."
+        )
+        summary += headroom_sentence(h)
+        if h is not None and h >= cfg.huge_headroom:
+            summary += f" Its peak is far below the partition limits (headroom {h:,.0f}x), so it is at most low."
+        if k.throttles:
+            summary += f" {k.throttles} calls on this key were throttled."
+        shards: int | None
+        if period is not None:
+            recommendation, shards = shard_advice(attr, str(value), period, w, r)
+        else:
+            shards = shards_needed(w, cfg.partition_write_units_per_second) if w else None
+            recommendation = (
+                f"Spread {attr}={value!s:.60}: "
+                + (
+                    f"write-shard it (suffix the key with a random or calculated shard 0..{(shards or 2) - 1}: "
+                    f"{shards} shards keep each under half a partition at the peak of {w:.0f} writes/s; fan reads out "
+                    "over the shards), "
+                    if k.writes or w
+                    else ""
+                )
+                + ("cache the hot reads (DAX or an application cache), " if (k.requests - k.writes) or r else "")
+                + ("or pick a higher-cardinality partition key so requests spread over many partitions.")
+            )
+        evidence = {**ev, **common, "time_bucket": period, "suggested_shards": shards}
         findings.append(
             make_finding(
                 METADATA,
                 agg,
-                severity=severity_for_headroom(h),
-                discriminator=key,
+                severity=severity,
+                discriminator=ev["key"],
                 title=f"Hot partition key {attr}={value!s:.60} on {agg.table}",
-                summary=(
-                    f"{share:.0%} of the {total} key-identified requests to {agg.table} in "
-                    f"{agg.window_seconds // 60} minutes went to {attr}={value!s:.80} "
-                    f"({r_s:.1f} reads/s, {w_s:.1f} writes/s) across {distinct} distinct partition keys."
-                    + (
-                        f" Its busiest minute ran at {peak_r_s:.1f} reads/s and {peak_w_s:.1f} writes/s: at "
-                        f"{h:.1f}x that traffic this key alone exceeds one partition's limit."
-                        if h is not None
-                        else ""
-                    )
-                    + headroom_sentence(h)
-                ),
-                recommendation=(
-                    f"Spread {attr}={value!s:.60}: "
-                    + (
-                        "write-shard it (suffix the key with a random or calculated shard 0..N-1 and fan reads "
-                        "out over the shards), "
-                        if writes
-                        else ""
-                    )
-                    + ("cache the hot reads (DAX or an application cache), " if reads else "")
-                    + "or pick a higher-cardinality partition key so requests spread over many partitions."
-                ),
-                evidence={
-                    "key": key,
-                    "share": round(share, 4),
-                    "requests": count,
-                    "reads": reads,
-                    "writes": writes,
-                    "window_seconds": agg.window_seconds,
-                    "source": "cloudtrail",
-                    "reads_per_second": round(r_s, 3),
-                    "writes_per_second": round(w_s, 3),
-                    "headroom_factor": round(h, 2) if h is not None else None,
-                    "peak_minute": epoch_to_dt(peak[0]).strftime("%Y-%m-%dT%H:%M:%SZ") if peak else None,
-                    "peak_minute_requests": peak[1] if peak else None,
-                    "peak_reads_per_second": round(peak_r_s, 3),
-                    "peak_writes_per_second": round(peak_w_s, 3),
-                    "key_requests": total,
-                    "distinct_partition_keys": distinct,
-                    "estimate_error": agg.hot.error,
-                    "assumption": ASSUMPTION,
-                },
+                summary=summary,
+                recommendation=recommendation,
+                evidence=evidence,
             )
         )
     return findings
+
+
+def _grouped(agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: dict[str, Any]) -> Finding:
+    listed = [_key_evidence(k, agg, cfg) for k in keys]
+    severities = [_severity(k, ev["headroom_factor"], cfg) for k, ev in zip(keys, listed, strict=True)]
+    severity = max(severities, key=lambda s: s.rank)
+    first = listed[0]
+    attr = next(iter(first["key"]))
+    periods = {p for ev in listed if (p := bucket_of(next(iter(ev["key"].values())))) is not None}
+    peak_w = max(ev["peak_writes_per_second"] for ev in listed)
+    shards = shards_needed(peak_w, cfg.partition_write_units_per_second)
+    requests = sum(ev["requests"] for ev in listed)
+    return make_finding(
+        METADATA,
+        agg,
+        severity=severity,
+        discriminator="many-hot-keys",
+        title=f"{len(listed)} hot partition keys on {agg.table}",
+        summary=(
+            f"{len(listed)} partition keys of {agg.table} ran close to or past one partition's limit "
+            f"({cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU "
+            f"per second); the hottest, {attr}={next(iter(first['key'].values()))!s:.60}, peaked at "
+            f"{first['peak_writes_per_second']:.0f} writes/s and {first['peak_reads_per_second']:.0f} reads/s. "
+            f"Every key is listed in the evidence, with its requests, peaks and throttles."
+        ),
+        recommendation=(
+            (
+                f"These keys are {', '.join(sorted(periods))} buckets: write-shard each bucket with a suffix. "
+                if periods
+                else ""
+            )
+            + f"Write-shard the hot keys ({shards} shards keep each under half a partition at the peak of "
+            f"{peak_w:.0f} writes/s), cache hot reads, or pick a higher-cardinality partition key."
+        ),
+        evidence={
+            "key": first["key"],
+            "share": round(sum(ev["share"] for ev in listed), 4),
+            "requests": requests,
+            "keys": listed,
+            "hot_keys": len(listed),
+            "headroom_factor": first["headroom_factor"],
+            "throttled_calls": sum(ev["throttled_calls"] for ev in listed),
+            "suggested_shards": shards,
+            **common,
+        },
+    )

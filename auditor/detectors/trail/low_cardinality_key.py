@@ -6,6 +6,7 @@ from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
+from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -33,6 +34,8 @@ class LowCardinalityConfig(DetectorConfig):
 
     min_requests: int = 1000
     max_distinct_keys: int = 10
+    #: At or above this headroom (partition limit / the busiest value's peak rate) the finding is at most ``low``.
+    huge_headroom: float = 10.0
 
 
 @register(METADATA, LowCardinalityConfig)
@@ -54,13 +57,20 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
         per_second(busiest_writes, agg.window_seconds),
         HotKeyConfig(),
     )
+    # The busiest value's peak minute (not its period average) is how close the table came to a partition's limit.
     peak = agg.peak_minute(top[0][0]) if top else None
-    if peak is not None:  # the busiest value's busiest minute, as for hot keys
+    if peak is not None:
         h_peak = headroom((peak[1] - peak[2]) / 60, peak[2] / 60, HotKeyConfig())
         if h_peak is not None and (h is None or h_peak < h):
             h = h_peak
-    severity = Severity.HIGH if h is not None and h <= 2.0 else Severity.MEDIUM
+    if h is not None and h <= 2.0:
+        severity = Severity.HIGH
+    elif h is not None and h >= cfg.huge_headroom:
+        severity = Severity.LOW  # a few keys far below the partition limits: a design note, not a risk
+    else:
+        severity = Severity.MEDIUM
     rate = per_second(total, agg.window_seconds)
+    period = bucket_of(values[0]["value"]) if values else None
     return [
         make_finding(
             METADATA,
@@ -71,12 +81,22 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
             summary=(
                 f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
                 f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
+                + (
+                    f" Its busiest value peaked far below a partition's limits (headroom {h:,.0f}x), so this is at "
+                    "most low."
+                    if h is not None and h >= cfg.huge_headroom
+                    else ""
+                )
                 + headroom_sentence(h)
             ),
             recommendation=(
-                f"Use a high-cardinality attribute (for example the entity id) as the partition key and keep "
-                f"{attr} as a sort key or a sparse GSI. If you must query by {attr}, write-shard that key "
-                f"({attr}#0..{attr}#N) so one value maps to several partitions."
+                shard_advice(attr, str(values[0]["value"]), period, busiest_writes / max(1, agg.window_seconds), 0.0)[0]
+                if period is not None
+                else (
+                    f"Use a high-cardinality attribute (for example the entity id) as the partition key and keep "
+                    f"{attr} as a sort key or a sparse GSI. If you must query by {attr}, write-shard that key "
+                    f"({attr}#0..{attr}#N) so one value maps to several partitions."
+                )
             ),
             evidence={
                 "distinct_partition_keys": distinct,
@@ -88,6 +108,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
                 "headroom_factor": round(h, 2) if h is not None else None,
                 "window_seconds": agg.window_seconds,
                 "source": "cloudtrail",
+                "time_bucket": period,
             },
         )
     ]

@@ -6,7 +6,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import Field
 
-from auditor.aggregates.window import OTHER, TableWindow
+from auditor.aggregates.window import OTHER, RCU_PER_FULL_PAGE, ScanStats, TableWindow
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -30,7 +30,7 @@ METADATA = DetectorMetadata(
 
 
 class ScanConfig(DetectorConfig):
-    """Thresholds are scan calls per hour over the evaluated windows."""
+    """Thresholds are *logical* scans per hour over the evaluated windows (a paginated or parallel scan is one)."""
 
     #: Principals (exact ARNs or shell-style patterns) whose scans are known batch or admin jobs.
     allow_principals: list[str] = Field(default_factory=list)
@@ -39,6 +39,39 @@ class ScanConfig(DetectorConfig):
     medium_per_hour: float = 4.0
     medium_min_count: int = 5
     low_min_count: int = 3
+    #: A single logical scan estimated at this many read units or more is ``low`` rather than ``info``.
+    low_read_units: float = 10_000.0
+    #: A Scan whose every page has a ``limit`` at most this, one page per logical scan, reads a bounded sample.
+    bounded_limit: int = 100
+
+
+def _partition_key(agg: TableWindow) -> tuple[str | None, str | None]:
+    """(partition-key attribute, where it comes from): the analysis config, else the trail's classic key names."""
+    if agg.schema_hint:
+        return agg.schema_hint, "config"
+    learned = agg.partition_key_attr
+    return (learned, "trail") if learned else (None, None)
+
+
+def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | None, str | None]:
+    """PartiQL statements that constrain attributes but not the partition key, per principal (schema known)."""
+    pk, source = _partition_key(agg)
+    found: dict[str, ScanStats] = {}
+    if pk is None:
+        return found, None, None
+    for (principal, _verb, index, constrained), st in agg.statements.items():
+        if pk in constrained.split(","):
+            continue
+        mine = found.setdefault(principal, ScanStats())
+        mine.count += st.count
+        mine.overflow += st.count
+        mine.unbounded_pages += st.count
+        mine.read_units += st.count * RCU_PER_FULL_PAGE
+        mine.first = min(mine.first, st.first)
+        mine.last = max(mine.last, st.last)
+        if index:
+            mine.indexes.add(index)
+    return found, pk, source
 
 
 @register(METADATA, ScanConfig)
@@ -46,15 +79,42 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     """One finding per principal and operation that scanned the table (allowlisted principals excepted)."""
     findings: list[Finding] = []
     hours = agg.window_seconds / 3600
-    for (principal, operation), st in sorted(agg.scans.items()):
+    scans = dict(agg.scans)
+    by_schema, pk, schema_source = _schema_full_scans(agg)
+    decided: dict[tuple[str, str], str] = {}
+    for principal, extra in by_schema.items():
+        sk = (principal, "ExecuteStatement")
+        mine = scans.get(sk)
+        if mine is None:
+            scans[sk] = extra
+        else:
+            merged = ScanStats()
+            merged.merge(mine)
+            merged.merge(extra)
+            merged.first, merged.last = min(mine.first, extra.first), max(mine.last, extra.last)
+            scans[sk] = merged
+        decided[sk] = f"key_schema_{schema_source}"
+    for (principal, operation), st in sorted(scans.items()):
         if principal != OTHER and any(fnmatchcase(principal, p) for p in cfg.allow_principals):
             continue
-        per_hour = st.count / hours if hours > 0 else float(st.count)
-        if st.count >= cfg.high_min_count and per_hour >= cfg.high_per_hour:
+        pages = st.count
+        logical = st.logical() if operation == "Scan" else pages
+        per_hour = logical / hours if hours > 0 else float(logical)
+        bounded = (
+            operation == "Scan"
+            and st.unbounded_pages == 0
+            and 0 < st.limit_max <= cfg.bounded_limit
+            and pages <= logical * 1.5
+        )
+        if bounded:
+            severity = (
+                Severity.LOW if logical >= cfg.high_min_count and per_hour >= cfg.high_per_hour else Severity.INFO
+            )
+        elif logical >= cfg.high_min_count and per_hour >= cfg.high_per_hour:
             severity = Severity.HIGH
-        elif st.count >= cfg.medium_min_count and per_hour >= cfg.medium_per_hour:
+        elif logical >= cfg.medium_min_count and per_hour >= cfg.medium_per_hour:
             severity = Severity.MEDIUM
-        elif st.count >= cfg.low_min_count:
+        elif logical >= cfg.low_min_count or st.read_units >= cfg.low_read_units:
             severity = Severity.LOW
         else:
             severity = Severity.INFO
@@ -62,23 +122,61 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
         if principal == OTHER:
             who = "other principals (too many to list)"
         what = "Scan" if operation == "Scan" else "full-table PartiQL statement"
-        interval = agg.window_seconds / st.count if st.count else None
+        interval = agg.window_seconds / logical if logical else None
         parallel = f" as a parallel scan of {st.total_segments} segments" if st.total_segments > 1 else ""
-        summary = (
-            f"{who} ran {st.count} {what}{'s' if st.count != 1 else ''} on {agg.table}{parallel} "
-            f"in {agg.window_seconds // 60} minutes ({per_hour:.1f} per hour)."
+        pages_text = (
+            f" in {pages} pages ({pages / logical:.1f} per scan)" if operation == "Scan" and pages != logical else ""
         )
+        summary = (
+            f"{who} ran {logical} {what}{'s' if logical != 1 else ''}{parallel} on {agg.table}{pages_text} "
+            f"in {agg.window_seconds // 60} minutes ({per_hour:.1f} per hour), an estimated {st.read_units:,.0f} read "
+            f"units."
+        )
+        if bounded:
+            summary += (
+                f" Every page had Limit {st.limit_max} or less: each call reads at most {st.limit_max} items "
+                f"(a bounded sample, e.g. the console's item browser), not the whole table."
+            )
         if operation == "ExecuteStatement":
             fix = (
                 "Add an equality condition on the partition key to the PartiQL WHERE clause (a SELECT without "
                 "one is a full table scan), or query a GSI keyed on the filtered attribute. "
             )
+            if (principal, operation) in decided:
+                origin = "analysis config" if schema_source == "config" else "key names the trail logs"
+                fix += f"The partition key is {pk!r} (from the {origin}): these statements constrain other attributes. "
+        elif bounded:
+            fix = "A Limit-bounded Scan reads little; if it looks items up, a GetItem or Query on the key is cheaper. "
         else:
             fix = "Replace the Scan with a Query on a key or GSI designed for this access pattern. "
-        if severity in (Severity.HIGH, Severity.MEDIUM):
-            fix += "At this frequency the scan is on a request path: every call reads the whole table."
-        else:
-            fix += f"If this is a known batch or admin job, add {principal!r} to the scan detector's allow_principals."
+        if severity is Severity.HIGH:
+            fix += "At this frequency the scan is on a request path: every logical scan reads the whole table."
+        elif not bounded:
+            fix += (
+                f"If this is a known batch or admin job (an export, a nightly job), add {principal!r} to the scan "
+                "detector's allow_principals, run it off-peak, or use an export to S3."
+            )
+        evidence = {
+            "principal": None if principal in ("(unknown)", OTHER) else principal,
+            "operation": operation,
+            "count": logical,
+            "source": "cloudtrail",
+            "pages": pages,
+            "logical_scans": logical,
+            "per_hour": round(per_hour, 3),
+            "mean_interval_seconds": round(interval, 3) if interval else None,
+            "segments_seen": sorted(st.segments),
+            "total_segments": st.total_segments or None,
+            "indexes": sorted(st.indexes),
+            "estimated_read_units": round(st.read_units, 1),
+            "page_limit": st.limit_max or None,
+            "limit_bounded": bounded,
+            "filters": sorted(st.filters),
+            "window_seconds": agg.window_seconds,
+        }
+        if operation == "ExecuteStatement":
+            evidence["decided_by"] = decided.get((principal, operation), "no_key_condition")
+            evidence["partition_key"] = pk
         findings.append(
             make_finding(
                 METADATA,
@@ -89,18 +187,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
                 title=f"{what[0].upper()}{what[1:]}s on {agg.table} by {who.rsplit('/', 1)[-1]}",
                 summary=summary,
                 recommendation=fix,
-                evidence={
-                    "principal": None if principal in ("(unknown)", OTHER) else principal,
-                    "operation": operation,
-                    "count": st.count,
-                    "source": "cloudtrail",
-                    "per_hour": round(per_hour, 3),
-                    "mean_interval_seconds": round(interval, 3) if interval else None,
-                    "segments_seen": sorted(st.segments),
-                    "total_segments": st.total_segments or None,
-                    "indexes": sorted(st.indexes),
-                    "window_seconds": agg.window_seconds,
-                },
+                evidence=evidence,
                 first=st.first,
                 last=st.last,
             )

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from auditor.aggregates.window import GENERIC_PROVISIONED, OTHER, THROTTLE_CODES, TableWindow, decode_key
+from auditor.aggregates.window import (
+    GENERIC_ON_DEMAND,
+    GENERIC_PROVISIONED,
+    OTHER,
+    THROTTLE_CODES,
+    TableWindow,
+    decode_key,
+)
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -35,8 +42,10 @@ RECOMMENDATIONS = {
         "Service Quotas, or spread the workload over time."
     ),
     "on_demand_max": (
-        "The table hit its own on-demand maximum throughput setting. Raise MaxReadRequestUnits / "
-        "MaxWriteRequestUnits (or set -1) if the traffic is legitimate."
+        "The on-demand table was throttled across many keys: it hit its maximum throughput (its own "
+        "MaxReadRequestUnits / MaxWriteRequestUnits setting, or the per-table quota), or grew faster than on-demand "
+        "adapts (double the previous peak within 30 minutes). Raise the maximum (or set -1), pre-warm the table "
+        "(warm throughput) before known peaks, or ramp traffic up gradually."
     ),
     "gsi_backpressure": (
         "A global secondary index could not absorb its share of the writes, so base-table writes were "
@@ -51,30 +60,86 @@ RECOMMENDATIONS = {
 
 
 class ThrottlingConfig(DetectorConfig):
-    """Severity by throttled calls in the evaluated windows."""
+    """Severity by throttled calls in the evaluated windows; cause rules for throttles without reasons."""
 
     min_events: int = 1
     medium_events: int = 10
     high_events: int = 100
-    #: A classic ProvisionedThroughputExceeded message is taken as a hot partition (``key_range``) when this share
-    #: of the throttled calls hit one partition key, and that is ``concentration_factor`` times its traffic share.
-    key_concentration: float = 0.8
-    concentration_factor: float = 2.0
+    #: Throttles are concentrated when the busiest key has this share of the keyed throttles, or the three busiest
+    #: ``few_keys_share`` of them.
+    key_concentration: float = 0.5
+    few_keys_share: float = 0.8
+    #: On a provisioned table a concentration is a hot partition (not exhausted table capacity) when the keys'
+    #: share of the throttles exceeds their share of the traffic by this margin, or their peak rate reaches
+    #: ``key_rate_utilisation`` of a partition's limit.
+    concentration_margin: float = 0.15
+    key_rate_utilisation: float = 0.8
+    #: Fewer keyed throttles than this decide nothing.
+    min_keyed_throttles: int = 3
+    partition_read_units_per_second: float = 3000.0
+    partition_write_units_per_second: float = 1000.0
 
 
-def _resolve(raw_cause: str, agg: TableWindow, cfg: ThrottlingConfig) -> tuple[str, str]:
-    """(cause, how it was determined) for one aggregated cause."""
-    if raw_cause != GENERIC_PROVISIONED:
-        return raw_cause, "throttling_reasons" if raw_cause not in ("unknown", "account_limit") else "error_code"
+def _peak_utilisation(agg: TableWindow, keys: list[str], cfg: ThrottlingConfig) -> float:
+    """The highest peak-minute (or peak-second) utilisation of a partition's limit among ``keys``."""
+    minutes = agg.minute_peaks()
+    seconds = agg.second_peaks()
+    best = 0.0
+    for k in keys:
+        r, _, w, _ = minutes.get(k, (0, 0, 0, 0))
+        sr, _, sw, _ = seconds.get(k, (0, 0, 0, 0))
+        best = max(
+            best,
+            max(r / 60, sr) / cfg.partition_read_units_per_second,
+            max(w / 60, sw) / cfg.partition_write_units_per_second,
+        )
+    return best
+
+
+def _resolve(raw_cause: str, agg: TableWindow, cfg: ThrottlingConfig) -> tuple[str, str, str | None]:
+    """(cause, how it was determined, what is missing to decide) for one aggregated cause.
+
+    Throttles without ``ThrottlingReasons`` are decided by how they spread over keys, whatever the exception name:
+    most on one key or a few keys is a hot partition (``key_range``); spread over many keys is the table's capacity
+    (``provisioned``, for ProvisionedThroughputExceededException) or its on-demand maximum (``on_demand_max``, for
+    ThrottlingException).
+    """
+    if raw_cause not in (GENERIC_PROVISIONED, GENERIC_ON_DEMAND):
+        source = "throttling_reasons" if raw_cause not in ("unknown", "account_limit") else "error_code"
+        missing = (
+            "ThrottlingReasons in the error message, or keys on the throttled calls" if raw_cause == "unknown" else None
+        )
+        return raw_cause, source, missing
+    provisioned = raw_cause == GENERIC_PROVISIONED
     keyed = {k: n for k, n in agg.throttle_keys.items() if k != OTHER}
     total = sum(agg.throttle_keys.values())
-    if keyed and total:
-        top_key, top_n = max(sorted(keyed.items()), key=lambda kv: kv[1])
-        throttled_share = top_n / total
-        traffic_share = agg.hot.counts.get(top_key, 0) / agg.key_requests if agg.key_requests else 1.0
-        if throttled_share >= cfg.key_concentration and throttled_share >= cfg.concentration_factor * traffic_share:
-            return "key_range", "inferred_from_keys"
-    return "provisioned", "error_message"
+    if total < cfg.min_keyed_throttles or not keyed:
+        if provisioned:
+            return "provisioned", "error_message", None
+        return (
+            "unknown",
+            "no_keys",
+            (
+                f"only {total} throttled calls name a key (Scans, Queries without a logged key and PartiQL without key "
+                "literals do not): the keys' spread cannot tell a hot partition from the table's on-demand maximum"
+            ),
+        )
+    ranked = sorted(keyed.items(), key=lambda kv: (-kv[1], kv[0]))
+    top1 = ranked[0][1] / total
+    top = [k for k, _ in ranked[:3]]
+    top3 = sum(n for _, n in ranked[:3]) / total
+    concentrated = top1 >= cfg.key_concentration or top3 >= cfg.few_keys_share
+    if not concentrated:
+        return ("provisioned" if provisioned else "on_demand_max"), "spread_over_keys", None
+    if not provisioned:
+        return "key_range", "concentrated_on_keys", None
+    traffic = sum(agg.hot.counts.get(k, 0) for k in top) / agg.key_requests if agg.key_requests else 0.0
+    share = top1 if top1 >= cfg.key_concentration else top3
+    if traffic == 0.0 or share >= traffic + cfg.concentration_margin:
+        return "key_range", "concentrated_on_keys", None
+    if _peak_utilisation(agg, top, cfg) >= cfg.key_rate_utilisation:
+        return "key_range", "key_rate_at_partition_limit", None
+    return "provisioned", "throttles_follow_traffic", None
 
 
 @register(METADATA, ThrottlingConfig)
@@ -82,9 +147,11 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
     """One finding per cause (and index) with throttled calls."""
     by_cause: dict[tuple[str, str], dict[str, int]] = {}
     sources: dict[tuple[str, str], str] = {}
+    missing: dict[tuple[str, str], str | None] = {}
     for (raw_cause, access, index), n in agg.throttles.items():
-        cause, source = _resolve(raw_cause, agg, cfg)
+        cause, source, lacking = _resolve(raw_cause, agg, cfg)
         sources[(cause, index)] = source
+        missing[(cause, index)] = lacking
         counts = by_cause.setdefault((cause, index), {"read": 0, "write": 0})
         counts[access] = counts.get(access, 0) + n
     findings: list[Finding] = []
@@ -114,12 +181,13 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                 summary=(
                     f"{total} calls to {agg.table} were throttled in {agg.window_seconds // 60} minutes "
                     f"({counts['read']} reads, {counts['write']} writes; {total / max(1, agg.calls):.1%} of calls); "
-                    f"cause: {cause}."
+                    f"cause: {cause}." + (f" Undecided: {missing[(cause, index)]}." if missing[(cause, index)] else "")
                 ),
                 recommendation=RECOMMENDATIONS[cause],
                 evidence={
                     "cause": cause,
                     "cause_source": sources[(cause, index)],
+                    "missing_to_decide": missing[(cause, index)],
                     "read_throttle_events": counts["read"],
                     "write_throttle_events": counts["write"],
                     "source": "cloudtrail",

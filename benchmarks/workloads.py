@@ -1,0 +1,416 @@
+"""Detection workloads with ground truth: precision and recall per finding kind.
+
+Run from the repository root::
+
+    python -m benchmarks.workloads [--scale S] [--seed N]
+
+Each scenario is an independent table (or set of tables) whose CloudTrail records are generated here, in the
+record shapes of the AWS samples and real captures (Query with ``key``, Scan pages with ``limit`` and
+``exclusiveStartKey``, PartiQL with ``***(Redacted)``, ``ThrottlingException``/``ProvisionedThroughputExceeded``
+errors), together with the findings an expert expects (the truth) and the ones that must not appear. The records
+go through ``analyze_trail`` exactly as the CLI runs it, and every finding is matched against the truth:
+
+- ``hot_key``: (table, partition-key value), every key a finding names (``evidence.key`` and ``evidence.keys``);
+- ``throttling``: (table, cause);
+- ``scan``: (table, principal, operation), plus the logical scan count;
+- ``low_cardinality_key``: (table).
+
+Scenarios: per-key bursts at absolute rates in a long trail, a busy table's second key at 63% of a partition, five
+identical bursts, throttles concentrated on a key (provisioned and on-demand), a table-wide on-demand spike, spread
+provisioned throttles, paginated and parallel scans, a Limit-1 probe, PartiQL with redacted non-key equalities, a
+day-bucket partition key, a uniform table and a tiny configuration table (negative controls), and one table in two
+regions. ``--scale`` shrinks the rates and durations' record counts (1.0 is the full size of the issue's cases).
+It prints one line per kind and exits 0: it reports, it does not gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ACCOUNT = "111122223333"
+START = datetime(2026, 12, 3, 0, 0, tzinfo=UTC)
+APP = f"arn:aws:iam::{ACCOUNT}:role/app"
+EXPORTER = f"arn:aws:iam::{ACCOUNT}:role/nightly-export"
+SWEEPER = f"arn:aws:iam::{ACCOUNT}:role/sweeper"
+CONSOLE = f"arn:aws:iam::{ACCOUNT}:role/Admin"
+PTE = "ProvisionedThroughputExceededException"
+PTE_MESSAGE = "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."  # noqa: E501
+TE = "ThrottlingException"
+TE_MESSAGE = "Rate of requests exceeds the allowed throughput."
+
+Truth = set[tuple[Any, ...]]
+
+
+@dataclass
+class Workload:
+    """Generated records and what a correct analysis reports."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: kind -> the identities that must be reported
+    expected: dict[str, Truth] = field(default_factory=dict)
+    #: kind -> identities that must NOT be reported (negative controls); anything else unexpected is a false positive
+    forbidden: dict[str, Truth] = field(default_factory=dict)
+    #: (table, principal, operation) -> expected logical scan count
+    logical_scans: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    #: (kind, identity) -> the severities accepted
+    severities: dict[tuple[str, tuple[Any, ...]], set[str]] = field(default_factory=dict)
+
+    def expect(self, kind: str, ident: tuple[Any, ...], severities: set[str] | None = None) -> None:
+        self.expected.setdefault(kind, set()).add(ident)
+        if severities:
+            self.severities[(kind, ident)] = severities
+
+
+class Gen:
+    """Record builder (seeded: the same seed gives the same records)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def record(
+        self,
+        name: str,
+        table: str,
+        t: float,
+        params: dict[str, Any],
+        *,
+        principal: str = APP,
+        region: str = "us-east-1",
+        error: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
+        when = START + timedelta(seconds=t)
+        role = principal.rsplit("/", 1)[-1]
+        rec: dict[str, Any] = {
+            "eventVersion": "1.09",
+            "userIdentity": {
+                "type": "AssumedRole",
+                "principalId": f"AROAEXAMPLE:{role}-session",
+                "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{role}-session",
+                "accountId": ACCOUNT,
+                "sessionContext": {
+                    "sessionIssuer": {"type": "Role", "arn": principal, "accountId": ACCOUNT, "userName": role}
+                },
+            },
+            "eventTime": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "eventSource": "dynamodb.amazonaws.com",
+            "eventName": name,
+            "awsRegion": region,
+            "sourceIPAddress": "10.0.0.1",
+            "userAgent": "aws-sdk-java/2.25.0",
+            "requestParameters": {"tableName": table, **params},
+            "responseElements": None,
+            "requestID": uuid.UUID(int=self.rng.getrandbits(128)).hex.upper()[:32],
+            "eventID": str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
+            "readOnly": name in ("GetItem", "Query", "Scan"),
+            "resources": [
+                {
+                    "accountId": ACCOUNT,
+                    "type": "AWS::DynamoDB::Table",
+                    "ARN": f"arn:aws:dynamodb:{region}:{ACCOUNT}:table/{table}",
+                }
+            ],
+            "eventType": "AwsApiCall",
+            "apiVersion": "2012-08-10",
+            "managementEvent": False,
+            "recipientAccountId": ACCOUNT,
+            "eventCategory": "Data",
+        }
+        if error is not None:
+            rec["errorCode"], rec["errorMessage"] = error
+        return rec
+
+    def spread(self, start: float, seconds: float, n: int) -> Iterator[float]:
+        """``n`` event times spread evenly over ``seconds`` from ``start`` (with jitter inside each slot)."""
+        step = seconds / n
+        for i in range(n):
+            yield start + i * step + self.rng.random() * step
+
+
+def build(scale: float = 1.0, seed: int = 7) -> Workload:
+    """All scenarios. ``scale`` multiplies every rate-times-duration record count (rates stay absolute where a
+    scenario is about a rate: durations shrink instead)."""
+    g = Gen(seed)
+    w = Workload()
+    r = w.records
+
+    def dur(seconds: float) -> float:
+        return max(2.0, seconds * scale)
+
+    def put(table: str, t: float, key: dict[str, Any], **kw: Any) -> None:
+        r.append(g.record("PutItem", table, t, {"key": key, "item": [*key, "payload"]}, **kw))
+
+    def get(table: str, t: float, key: dict[str, Any], **kw: Any) -> None:
+        r.append(g.record("GetItem", table, t, {"key": key, "consistentRead": False}, **kw))
+
+    hour = 3600.0
+    # The trail covers one hour: a quiet background read on a reference table spans it.
+    for t in g.spread(0, hour, 3600):
+        get("Reference", t, {"id": f"REF#{g.rng.randrange(5000)}"})
+
+    # 1. A key at 1,200 writes/s for 90 s inside the hour: critical whatever the trail's length.
+    for t in g.spread(1200, dur(90), int(1200 * dur(90))):
+        put("Telemetry", t, {"deviceId": "DEVICE#0042", "ts": f"{t:.3f}"})
+    for t in g.spread(0, hour, 3000):
+        put("Telemetry", t, {"deviceId": f"DEVICE#{g.rng.randrange(10_000):04d}", "ts": f"{t:.3f}"})
+    w.expect("hot_key", ("Telemetry", "DEVICE#0042"), {"critical"})
+
+    # 2. A busy table: the hottest key at 1,500 writes/s, the second at 627 writes/s (63% of a partition).
+    busy = dur(30)
+    for t in g.spread(600, busy, int(1500 * busy)):
+        put("Ledger", t, {"accountId": "ACCT#1", "entry": f"{t:.4f}"})
+    for t in g.spread(600, busy, int(627 * busy)):
+        put("Ledger", t, {"accountId": "ACCT#2", "entry": f"{t:.4f}"})
+    for t in g.spread(600, busy, int(2000 * busy)):
+        put("Ledger", t, {"accountId": f"ACCT#{g.rng.randrange(3, 100_000)}", "entry": f"{t:.4f}"})
+    w.expect("hot_key", ("Ledger", "ACCT#1"), {"critical"})
+    w.expect("hot_key", ("Ledger", "ACCT#2"), {"high"})
+
+    # 3. Five identical bursts of 950 writes/s on five keys: all five reported.
+    for k in range(5):
+        for t in g.spread(1800 + k * 30, dur(20), int(950 * dur(20))):
+            put("Counters", t, {"counter": f"C{k}"})
+        w.expect("hot_key", ("Counters", f"C{k}"), {"high", "critical"})
+    w.expect("low_cardinality_key", ("Counters",))  # five keys take all of the table's traffic
+
+    # 4a. Provisioned table: one key with 60% of the traffic and all the throttles -> key_range, hot key linked.
+    for t in g.spread(2400, dur(60), int(700 * dur(60))):
+        put("Carts", t, {"cartId": "CART#hot"})
+    for t in g.spread(2400, dur(60), int(460 * dur(60))):
+        put("Carts", t, {"cartId": f"CART#{g.rng.randrange(50_000)}"})
+    for t in g.spread(2400, dur(60), int(300 * dur(60))):
+        put("Carts", t, {"cartId": "CART#hot"}, error=(PTE, PTE_MESSAGE))
+    w.expect("throttling", ("Carts", "key_range"))
+    w.expect("hot_key", ("Carts", "CART#hot"), {"critical"})
+
+    # 4b. On-demand: ThrottlingException, 95% of the throttles on one key -> key_range.
+    for t in g.spread(3000, dur(30), int(500 * dur(30))):
+        get("Sessions", t, {"sessionId": f"S#{g.rng.randrange(100_000)}"})
+    for t in g.spread(3000, dur(30), int(100 * dur(30))):
+        key = "S#celebrity" if g.rng.random() < 0.95 else f"S#{g.rng.randrange(100_000)}"
+        put("Sessions", t, {"sessionId": key}, error=(TE, TE_MESSAGE))
+    for t in g.spread(3000, dur(30), int(1100 * dur(30))):
+        put("Sessions", t, {"sessionId": "S#celebrity"})
+    w.expect("throttling", ("Sessions", "key_range"))
+    w.expect("hot_key", ("Sessions", "S#celebrity"), {"critical"})
+
+    # 4c. On-demand table-wide spike: ThrottlingException spread over many keys -> on_demand_max.
+    for t in g.spread(3300, dur(20), int(3000 * dur(20))):
+        put("Clicks", t, {"clickId": f"K#{g.rng.randrange(1_000_000)}"})
+    for t in g.spread(3300, dur(20), int(200 * dur(20))):
+        put("Clicks", t, {"clickId": f"K#{g.rng.randrange(1_000_000)}"}, error=(TE, TE_MESSAGE))
+    w.expect("throttling", ("Clicks", "on_demand_max"))
+    w.forbidden.setdefault("hot_key", set()).add(("Clicks", "*"))
+
+    # 4d. Provisioned, throttles spread over keys in proportion to traffic -> provisioned.
+    for t in g.spread(900, dur(60), int(200 * dur(60))):
+        put("Inventory", t, {"sku": f"SKU#{g.rng.randrange(20_000)}"})
+    for t in g.spread(900, dur(60), int(40 * dur(60))):
+        put("Inventory", t, {"sku": f"SKU#{g.rng.randrange(20_000)}"}, error=(PTE, PTE_MESSAGE))
+    w.expect("throttling", ("Inventory", "provisioned"))
+
+    # 5a. A paginated Scan (4 pages) every minute for the hour: 60 logical scans, on a request path.
+    for minute in range(60):
+        base = minute * 60 + 7 + g.rng.random()
+        for page in range(4):
+            params: dict[str, Any] = {"filterExpression": "#s = :s", "expressionAttributeNames": {"#s": "expired"}}
+            if page:
+                params["exclusiveStartKey"] = {"token": f"T#{minute}-{page}"}
+            r.append(g.record("Scan", "Tokens", base + page * 0.4, params, principal=SWEEPER))
+    w.expect("scan", ("Tokens", SWEEPER, "Scan"), {"high"})
+    w.logical_scans[("Tokens", SWEEPER, "Scan")] = 60
+
+    # 5b. A nightly parallel export: 16 segments x 40 pages, once -> one logical scan, low.
+    for seg in range(16):
+        for page in range(40):
+            params = {"segment": seg, "totalSegments": 16}
+            if page:
+                params["exclusiveStartKey"] = {"orderId": f"O#{seg}-{page}"}
+            r.append(g.record("Scan", "Orders", 60 + page * 1.5 + seg * 0.05, params, principal=EXPORTER))
+    w.expect("scan", ("Orders", EXPORTER, "Scan"), {"low", "info"})
+    w.logical_scans[("Orders", EXPORTER, "Scan")] = 1
+
+    # 5c. A console Scan with limit 1 every minute: a bounded probe, not a full read.
+    for minute in range(60):
+        r.append(
+            g.record("Scan", "Flags", minute * 60 + 30, {"limit": 1, "select": "ALL_ATTRIBUTES"}, principal=CONSOLE)
+        )
+    w.expect("scan", ("Flags", CONSOLE, "Scan"), {"low", "info"})
+    w.logical_scans[("Flags", CONSOLE, "Scan")] = 60
+
+    # 6. PartiQL: SELECT by a redacted non-key equality every 20 s (the "SQL habit"): a full scan. The table's
+    #    classic calls log its key (email is not part of it).
+    for i in range(180):
+        r.append(
+            g.record(
+                "ExecuteStatement",
+                "Customers",
+                i * 20 + 3,
+                {"statement": 'SELECT * FROM "Customers" WHERE "email" = ***(Redacted)'},
+            )
+        )
+    for t in g.spread(0, hour, 600):
+        get("Customers", t, {"customerId": f"CUST#{g.rng.randrange(10_000)}"})
+    # ... and a parameterised statement on a non-key attribute, decided by the key names the trail logs.
+    for i in range(120):
+        r.append(
+            g.record(
+                "ExecuteStatement",
+                "Customers",
+                i * 30 + 11,
+                {"statement": 'SELECT * FROM "Customers" WHERE "tier" = ?'},
+                principal=SWEEPER,
+            )
+        )
+    w.expect("scan", ("Customers", APP, "ExecuteStatement"), {"high"})
+    w.expect("scan", ("Customers", SWEEPER, "ExecuteStatement"), {"high", "medium"})
+    w.logical_scans[("Customers", APP, "ExecuteStatement")] = 180
+
+    # 7. A day bucket: DAY#2026-12-03 takes every write of the day at 400 writes/s.
+    for t in g.spread(0, dur(120), int(400 * dur(120))):
+        put("DailyMetrics", t, {"pk": "DAY#2026-12-03", "sk": f"METRIC#{g.rng.randrange(10**9)}"})
+    w.expect("hot_key", ("DailyMetrics", "DAY#2026-12-03"), {"medium", "high"})
+    w.expect("low_cardinality_key", ("DailyMetrics",))  # one bucket value per day: one partition
+
+    # 8. Negative controls: a uniform busy table, and a tiny configuration table read once a second.
+    for t in g.spread(0, dur(60), int(2000 * dur(60))):
+        get("Profiles", t, {"userId": f"U#{g.rng.randrange(200_000)}"})
+    for t in g.spread(0, hour, 3600):
+        get("Config", t, {"name": g.rng.choice(["flags", "limits", "prices", "regions"])})
+    w.forbidden.setdefault("hot_key", set()).update({("Profiles", "*"), ("Config", "*")})
+    w.expect("low_cardinality_key", ("Config",), {"low", "info"})
+
+    # 9. One table in two regions (a global table): catalogue rows per region, shares add to 1 per region.
+    for region in ("us-east-1", "eu-west-1"):
+        for t in g.spread(0, hour, 500):
+            r.append(
+                g.record(
+                    "Query",
+                    "Catalog",
+                    t,
+                    {
+                        "key": {"value": f"BRAND#{g.rng.randrange(50)}"},
+                        "keyConditionExpression": "#n0 = :v0 AND begins_with(#n1, :v1)",
+                        "expressionAttributeNames": {"#n0": "pk", "#n1": "sk"},
+                    },
+                    region=region,
+                )
+            )
+            get("Catalog", t + 0.5, {"pk": f"BRAND#{g.rng.randrange(50)}", "sk": "META"}, region=region)
+    return w
+
+
+def identities(finding: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The truth identities one reported finding stands for."""
+    kind, table, ev = finding["kind"], finding["table"], finding["evidence"]
+    if kind == "hot_key":
+        keys = [k["key"] for k in ev.get("keys", [])] or [ev["key"]]
+        return [(table, next(iter(k.values()))) for k in keys]
+    if kind == "throttling":
+        return [(table, ev["cause"])]
+    if kind == "scan":
+        return [(table, ev["principal"], ev["operation"])]
+    return [(table,)]
+
+
+@dataclass
+class Score:
+    kind: str
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    wrong_severity: list[str] = field(default_factory=list)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+
+def score(workload: Workload, findings: list[dict[str, Any]]) -> dict[str, Score]:
+    """Precision and recall per kind. A reported identity not in the truth is a false positive, except findings on
+    tables the workload says nothing about for that kind (background tables) -- those are listed as false positives
+    too, so the numbers are strict."""
+    kinds = set(workload.expected) | {f["kind"] for f in findings} | set(workload.forbidden)
+    scores = {k: Score(k) for k in kinds}
+    reported: dict[str, dict[tuple[Any, ...], str]] = {}
+    for f in findings:
+        for ident in identities(f):
+            reported.setdefault(f["kind"], {})[ident] = f["severity"]
+    for kind in kinds:
+        truth = workload.expected.get(kind, set())
+        got = reported.get(kind, {})
+        s = scores[kind]
+        for ident, severity in got.items():
+            if ident in truth:
+                s.tp += 1
+                accepted = workload.severities.get((kind, ident))
+                if accepted and severity not in accepted:
+                    s.wrong_severity.append(f"{ident}: {severity} (expected {'/'.join(sorted(accepted))})")
+            else:
+                s.fp += 1
+        s.fn += len(truth - set(got))
+    return scores
+
+
+def logical_errors(workload: Workload, findings: list[dict[str, Any]]) -> list[str]:
+    """Scan findings whose logical count differs from the truth."""
+    out = []
+    for f in findings:
+        if f["kind"] != "scan":
+            continue
+        ident = (f["table"], f["evidence"]["principal"], f["evidence"]["operation"])
+        want = workload.logical_scans.get(ident)
+        if want is not None and f["evidence"]["count"] != want:
+            out.append(f"{ident}: {f['evidence']['count']} logical scans (expected {want})")
+    return out
+
+
+def run(scale: float, seed: int) -> tuple[Workload, dict[str, Any], float]:
+    """Generate, analyse (as ``analyze-trail`` does) and return (workload, JSON document, seconds)."""
+    from auditor.engine import analyze_trail
+
+    workload = build(scale, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trail.json"
+        path.write_bytes(orjson.dumps({"Records": workload.records}))
+        started = time.perf_counter()
+        result = analyze_trail([str(path)])
+        elapsed = time.perf_counter() - started
+    return workload, result.to_dict(), elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="record-count scale (default 1.0)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    workload, doc, elapsed = run(args.scale, args.seed)
+    findings = doc["findings"]
+    print(f"{len(workload.records):,} records analysed in {elapsed:.1f} s; {len(findings)} findings")
+    print(f"{'kind':22} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
+    for kind, s in sorted(score(workload, findings).items()):
+        print(f"{kind:22} {s.tp:>4} {s.fp:>4} {s.fn:>4} {s.precision:>10.2f} {s.recall:>8.2f}")
+        for line in s.wrong_severity:
+            print(f"    severity: {line}")
+    for line in logical_errors(workload, findings):
+        print(f"    logical scans: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
