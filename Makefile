@@ -28,7 +28,14 @@ unit: venv
 
 test: lint typecheck unit template-check
 
-demo: venv
+# The demo is an optional extra (moto is no runtime dependency): `make demo` installs it.
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[demo]'
+	@touch $(DEMO_STAMP)
+
+demo: venv $(DEMO_STAMP)
 	$(BIN)/ddb-audit demo --out audit-demo
 
 bench: venv
@@ -89,7 +96,7 @@ build: tools
 	$(SAM_ENV) $(SAM) build $(SAM_FLAGS) --build-in-source --template template.yaml
 
 # One package for every function (SAM's makefile builder calls build-<LogicalId> with ARTIFACTS_DIR set): the
-# project's wheel (auditor/ and handlers/ only) plus its dependencies from pyproject.toml, as Linux wheels for
+# project's wheel (auditor/ and handlers/ only, without the demo) plus its dependencies from pyproject.toml, as Linux wheels for
 # the template's runtime and architecture (python3.12, arm64). No tests/, events/ or dev tools ride along. The
 # package is built once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and copied.
 LAMBDA_FUNCTIONS := TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
@@ -109,7 +116,7 @@ $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 	$(PYTHON) -m pip install $(PIP_FLAGS) --no-compile --no-warn-conflicts --only-binary=:all: \
 		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON) \
 		--target $(LAMBDA_PACKAGE) "$$tmp"/wheels/*.whl
-	rm -rf $(LAMBDA_PACKAGE)/bin
+	rm -rf $(LAMBDA_PACKAGE)/bin $(LAMBDA_PACKAGE)/auditor/demo
 	@touch $@
 
 .PHONY: $(addprefix build-,$(LAMBDA_FUNCTIONS))

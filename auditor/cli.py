@@ -1,4 +1,4 @@
-"""``ddb-audit``: the command-line interface (SPEC.md "CLI").
+"""``ddb-audit``: the command-line interface (docs/contract.md "CLI").
 
 Exit codes: 0 ran; 1 findings at or above ``--fail-on``; 2 usage or input error (one line on stderr);
 3 internal error. Output on stdout is built in full before it is written, so it is complete or absent.
@@ -20,14 +20,15 @@ import structlog
 
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import AuditorError, InputError
+from auditor.findings_text import FORMATS, render_columns, render_markdown, render_table, to_json
 from auditor.models.finding import Finding, Severity
 from auditor.observability import configure_logging
-from auditor.render import FORMATS, render_columns, render_markdown, render_table, to_json
 
 if TYPE_CHECKING:  # the engine is imported lazily so `ddb-audit item-size` starts fast
     from auditor.engine import TrailAnalysis
     from auditor.models.billing import BillingConfig
     from auditor.mutelist import Muted
+    from auditor.service.audit import AuditConfig
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
 
@@ -145,8 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--findings",
         required=True,
+        action="append",
         metavar="FILE",
-        help="JSON output of analyze-trail, billing or audit, or a JSON array of findings (- for stdin)",
+        help="JSON output of analyze-trail, billing or audit, or a JSON array of findings (- for stdin); repeatable: "
+        "the files are merged into one report, findings deduplicated by id",
     )
     report.add_argument("--out", required=True, metavar="DIR", help="directory for report.html and report.md")
     report.add_argument("--previous", metavar="FILE", help="last week's findings JSON, for week-over-week changes")
@@ -191,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="days of daily activity read for idle tables and TTL that deletes nothing (default: 30; 0 skips)",
     )
+    audit.add_argument(
+        "--config", metavar="FILE", help="analysis config JSON: its detector settings (detectors, tables) apply"
+    )
     _add_org_options(audit)
     _add_output_options(audit)
 
@@ -198,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
         "billing",
         help="billing-mode and table-class recommendation from one table's capacity history (offline)",
     )
-    billing.add_argument("--input", required=True, metavar="FILE", help="capacity history JSON (SPEC.md), - for stdin")
+    billing.add_argument(
+        "--input", required=True, metavar="FILE", help="capacity history JSON (docs/contract.md), - for stdin"
+    )
     billing.add_argument(
         "--simulation",
         choices=("aws", "evaluator"),
@@ -441,9 +449,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from auditor.report import model
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
 
-    doc = model.parse_findings_document(_read_json(args.findings), args.findings)
+    doc = model.merge_findings_documents([model.parse_findings_document(_read_json(p), p) for p in args.findings])
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
     capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
     if args.trace:
@@ -474,6 +482,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("moto") is None:
+        raise InputError("the demo needs its optional extra: pip install 'ddb-traffic-auditor[demo]' (or make demo)")
     from auditor.demo.service import run_service_demo, summary_text
 
     # The narrative is the demo's output; with --format json it goes to stderr and stdout carries the findings.
@@ -564,13 +576,26 @@ def _billing_days(text: str) -> float:
     return days
 
 
+def _audit_config(args: argparse.Namespace) -> AuditConfig:
+    """The audit's detector tree: the ``detectors`` and ``tables`` of ``--config`` (or ``AUDIT_CONFIG``), the same
+    document ``analyze-trail`` reads."""
+    from auditor.service.audit import AuditConfig
+
+    config = AuditConfig.from_tree(load_analysis_config(args.config or get_settings().audit_config))
+    idle_days = getattr(args, "idle_days", 0)
+    if not idle_days:
+        return config
+    # --idle-days sets the idle_table detector's period (over the file's idle_table settings, under per-table ones).
+    idle = {**config.detectors.get("idle_table", {}), "idle_days": idle_days}
+    return AuditConfig(detectors={**config.detectors, "idle_table": idle}, tables=config.tables)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
-    from auditor.billing.pricing import PriceBook, pricing_client
-    from auditor.detectors.metrics.idle_table import IdleTableConfig
-    from auditor.service.audit import AuditConfig, AuditError, build_clients, render_audit, run_audit
+    from auditor.service.audit import AuditError, build_clients, render_audit, run_audit
     from auditor.sources.inventory import TableSelector, parse_tag
+    from auditor.sources.pricing_api import PriceBook, pricing_client
 
     names = tuple(n.strip() for n in (args.tables or "").split(",") if n.strip())
     selector = TableSelector(names=names, prefix=args.prefix or None, tag=parse_tag(args.tag) if args.tag else None)
@@ -587,7 +612,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         billing_days=args.billing_days,
         prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
         activity_days=args.idle_days,
-        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
+        config=_audit_config(args),
     )
     for warning in book.warnings:
         print(f"ddb-audit: warning: {warning}", file=sys.stderr)
@@ -651,11 +676,10 @@ def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], l
 
 def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: int, end: int, now: int) -> int:
     """``audit`` over several accounts and/or Regions (or with --profile): see auditor.service.org_audit."""
-    from auditor.billing.pricing import PriceBook, pricing_client
-    from auditor.detectors.metrics.idle_table import IdleTableConfig
-    from auditor.service.audit import AuditConfig, AuditResult
+    from auditor.service.audit import AuditResult
     from auditor.service.org_audit import render_org_audit, run_org_audit
     from auditor.sources.org import MAX_CONCURRENCY, TargetOutcome, targets
+    from auditor.sources.pricing_api import PriceBook, pricing_client
 
     if not 1 <= args.max_concurrency <= MAX_CONCURRENCY:
         raise InputError(f"--max-concurrency must be 1..{MAX_CONCURRENCY}")
@@ -680,10 +704,10 @@ def _cmd_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
         now=now,
         billing_days=args.billing_days,
         activity_days=args.idle_days,
-        config=AuditConfig(idle_table=IdleTableConfig(idle_days=args.idle_days)) if args.idle_days else None,
         prices=book,
         max_workers=args.max_concurrency,
         on_done=progress,
+        config=_audit_config(args),
     )
     if tty:
         print(file=sys.stderr)
@@ -782,9 +806,9 @@ def _cmd_athena(args: argparse.Namespace) -> int:
 
 
 def _cmd_billing(args: argparse.Namespace) -> int:
+    from auditor.billing.billing_text import render_billing_markdown, render_billing_table
     from auditor.billing.decide import analyze_billing
     from auditor.billing.pricing import load_price_file
-    from auditor.billing.render import render_billing_markdown, render_billing_table
     from auditor.models.billing import BillingInput
 
     if args.input == "-":
@@ -797,7 +821,7 @@ def _cmd_billing(args: argparse.Namespace) -> int:
     inp = BillingInput.from_json(data, source)
     prices = load_price_file(args.prices) if args.prices else None
     if prices is None and args.region:
-        from auditor.billing.pricing import PriceBook, pricing_client
+        from auditor.sources.pricing_api import PriceBook, pricing_client
 
         prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
         if warning:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from auditor.detectors.settings import DetectorSettings
 from auditor.exceptions import ConfigurationError, InputError
 
 
@@ -51,6 +52,8 @@ class Settings(BaseModel):
     #: Slack webhook: seconds per attempt and attempts in all.
     slack_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     slack_max_attempts: int = Field(default=3, ge=1, le=10)
+    #: Slack: the least severe finding a run digest lists (SNS's subscription filter drops digests below it too).
+    slack_min_severity: Literal["critical", "high", "medium", "low", "info"] = "medium"
     #: How long (days) window contributions and processed-object marks are kept (DynamoDB TTL).
     state_retention_days: int = Field(default=14, ge=1, le=400)
     #: How long (days) resolved findings are kept.
@@ -143,8 +146,9 @@ def get_settings() -> Settings:
     return settings_from_env()
 
 
-class AnalysisConfig(BaseModel):
-    """Tuning for the traffic analysis (all fields optional)."""
+class AnalysisConfig(DetectorSettings):
+    """Tuning for the analysis (all fields optional): aggregation, key schema, and the detector tree
+    (``detectors`` by id, ``tables`` for per-table overrides; see :mod:`auditor.detectors.settings`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -154,20 +158,6 @@ class AnalysisConfig(BaseModel):
     sketch_capacity: int = Field(default=512, ge=16, le=4096)
     #: Partition-key attribute per table, when the key names do not make it obvious.
     key_schema: dict[str, str] = Field(default_factory=dict)
-    #: Per-detector overrides, by detector id (see ``ddb-audit`` README).
-    detectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-    @field_validator("detectors")
-    @classmethod
-    def _known_detectors(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        from auditor.detectors.registry import all_detectors
-
-        known = {d.metadata.id: d for d in all_detectors()}
-        for det_id, overrides in value.items():
-            if det_id not in known:
-                raise ValueError(f"unknown detector {det_id!r} (known: {', '.join(sorted(known))})")
-            known[det_id].config_model.model_validate(overrides)
-        return value
 
 
 def load_analysis_config(path: str | Path | None) -> AnalysisConfig:

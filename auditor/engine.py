@@ -12,6 +12,8 @@ import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -19,11 +21,12 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
+from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
-from auditor.detectors.registry import all_detectors
+from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import Finding
+from auditor.models.finding import Finding, Totals, window_totals
 from auditor.sources.cloudtrail import Deduper, InputSource, Shard, discover, read_calls
 from auditor.sources.stats import IngestStats
 
@@ -37,7 +40,7 @@ MAX_PROCESSES = 4
 
 @dataclass(slots=True)
 class TrailAnalysis:
-    """The result of analysing CloudTrail input (SPEC.md ``analyze-trail`` JSON output)."""
+    """The result of analysing CloudTrail input (docs/contract.md ``analyze-trail`` JSON output)."""
 
     findings: list[Finding]
     access_patterns: list[AccessPattern]
@@ -46,7 +49,7 @@ class TrailAnalysis:
     detector_errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """The SPEC.md JSON document."""
+        """The docs/contract.md JSON document."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "access_patterns": [p.model_dump(mode="json") for p in self.access_patterns],
@@ -232,24 +235,33 @@ def ingest_parallel(
     return total, stats
 
 
+def _with_totals(finding: Finding, agg: TableWindow, window_seconds: int) -> Finding:
+    """``finding`` with the totals of the aggregate it was found in (one window, or a span of several)."""
+    windows = sorted(agg.windows) or [agg.window_start]
+    start = datetime.fromtimestamp(windows[0], tz=UTC)
+    end = datetime.fromtimestamp(windows[-1] + window_seconds, tz=UTC)
+    totals = window_totals(
+        finding.kind, finding.evidence, finding.first_seen, finding.last_seen, start, end, windows=len(windows)
+    )
+    return finding.model_copy(update={"totals": totals})
+
+
 def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
-    """Run every enabled detector on every aggregate; a failing detector is logged, never fatal."""
+    """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
+    logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`).
+    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`)."""
     findings: list[Finding] = []
     errors: list[str] = []
-    detectors = all_detectors()
+    detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
         agg.schema_hint = config.key_schema.get(agg.table)
         for det in detectors:
-            overrides = config.detectors.get(det.metadata.id, {})
-            cfg = det.config_model.model_validate(overrides)
-            try:
-                findings.extend(det.run(agg, cfg))
-            except Exception as exc:  # a detector bug must not hide the other findings
-                log.exception("detector_failed", detector_id=det.metadata.id, table=agg.table)
-                errors.append(f"{det.metadata.id} on {agg.table}: {type(exc).__name__}: {exc}")
+            cfg = config.detector_config(det.id, agg.table)
+            found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
+            findings.extend(_with_totals(f, agg, config.window_seconds) for f in found)
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
-    findings = correlate(findings)
+    findings = correlate(findings, config.detector_config("correlate"))
     findings.sort(key=Finding.sort_key)
     return findings, errors
 
@@ -375,4 +387,40 @@ def analyze_trail(
     aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
+    findings = period_totals(findings, aggs, cfg)
     return TrailAnalysis(findings, access_patterns(spans, cfg.key_schema), stats, aggs, errors)
+
+
+def input_period(aggs: AggregateSet, window_seconds: int) -> tuple[datetime, datetime] | None:
+    """The period an input covers: the start of its first window to the end of its last."""
+    starts = [wk[3] for wk in aggs.windows]
+    if not starts:
+        return None
+    return datetime.fromtimestamp(min(starts), tz=UTC), datetime.fromtimestamp(max(starts) + window_seconds, tz=UTC)
+
+
+def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: AnalysisConfig) -> list[Finding]:
+    """The input's findings with totals over the whole input, counted the way the service counts them.
+
+    The service evaluates each window alone and sums the sightings of a finding (see
+    :func:`auditor.lifecycle.add_sightings`); here every window is evaluated alone too and the same sums are made, so
+    a replay of the same files through the service gives the same totals. A finding of the whole input that no
+    single window shows keeps the totals of the whole input. Every finding's period is the input's.
+    """
+    period = input_period(aggs, config.window_seconds)
+    if period is None:
+        return list(findings)
+    per_window, _ = evaluate(list(aggs.windows.values()), config)
+    sums: dict[str, Totals] = {}
+    for f in sorted(per_window, key=lambda f: f.first_seen):
+        if f.totals is None:
+            continue
+        seen = sums.get(f.id)
+        sums[f.id] = f.totals if seen is None else seen.merged(f.totals)
+    out: list[Finding] = []
+    for f in findings:
+        totals = sums.get(f.id) or f.totals
+        if totals is not None:
+            f = f.model_copy(update={"totals": totals.over(*period)})
+        out.append(f)
+    return out

@@ -26,3 +26,7 @@ class SourceReadError(InputError):
 
 class MalformedRecordError(AuditorError):
     """One CloudTrail record is malformed: it counts in ``records_skipped`` and the file continues."""
+
+
+class AuditError(AuditorError):
+    """The audit cannot run at all (no region, no credentials, endpoint unreachable, nothing readable)."""

@@ -230,7 +230,7 @@ def asff_document(
 
 # --------------------------------------------------------------------------------------------------------- CSV
 
-#: ``--format csv`` columns, one row per finding (SPEC.md: ``id``, ``kind``, ``severity``, ``table`` among them).
+#: ``--format csv`` columns, one row per finding (docs/contract.md: ``id``, ``kind``, ``severity``, ``table``, ...).
 CSV_COLUMNS = (
     "id",
     "kind",

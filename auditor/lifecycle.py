@@ -50,7 +50,10 @@ from fnmatch import fnmatchcase
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from auditor.exceptions import ConfigurationError
-from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z, utc
+from auditor.models.finding import Finding, FindingKind, Severity, Totals, isoformat_z, utc
+
+#: How many ISO weeks of totals a finding keeps (the report reads the last complete week).
+WEEKS_KEPT = 8
 
 #: (account, region, table) of an audited table.
 TableKey = tuple[str | None, str | None, str]
@@ -166,8 +169,15 @@ def parse_suppress_rules(text: str | None) -> tuple[SuppressRule, ...]:
         raise ConfigurationError(f"SUPPRESS_RULES_JSON is invalid at {loc or '(root)'}: {err['msg']}") from exc
 
 
+#: A preliminary billing or table-class recommendation (too little data, see
+#: ``auditor.detectors.billing.gate``) is stored but never alerted: it is muted by this built-in rule.
+PRELIMINARY_RULE_REASON = "preliminary billing recommendation: not alerted until 7 days of data with a weekend"
+
+
 def matching_rule(rules: Iterable[SuppressRule], finding: Finding, now: datetime) -> SuppressRule | None:
-    """The first rule that mutes ``finding`` at ``now``."""
+    """The first rule that mutes ``finding`` at ``now`` (a preliminary recommendation is always muted)."""
+    if finding.evidence.get("preliminary") is True:
+        return SuppressRule(kind=finding.kind, reason=PRELIMINARY_RULE_REASON)
     return next((r for r in rules if r.matches(finding, now)), None)
 
 
@@ -199,6 +209,9 @@ class FindingState(BaseModel):
     muted_reason: str | None = None
     #: The end of that snooze (None with a reason: suppressed for good).
     muted_until: datetime | None = None
+    #: Totals per ISO week (``2026-W49``), the most recent :data:`WEEKS_KEPT`; empty for a state stored by a
+    #: version without totals (they start from the next sighting).
+    weekly_totals: dict[str, Totals] = Field(default_factory=dict)
     version: int = Field(default=0, ge=0)
 
     @field_validator("opened_at", "updated_at", "resolved_at", "muted_until")
@@ -230,6 +243,10 @@ class FindingState(BaseModel):
     def muted(self) -> bool:
         """A rule muted the latest decision."""
         return self.muted_reason is not None
+
+    def totals_for(self, week: str) -> Totals | None:
+        """The totals of ISO week ``week`` (``2026-W49``), None when not seen (or not counted) that week."""
+        return self.weekly_totals.get(week)
 
 
 class FindingEvent(BaseModel):
@@ -297,6 +314,45 @@ class Reconciliation:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def iso_week(moment: datetime) -> str:
+    """``2026-W49``: the ISO week of ``moment`` (UTC)."""
+    year, week, _ = utc(moment).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def sighting_totals(findings: Iterable[Finding]) -> dict[str, list[Totals]]:
+    """Each id's sightings' totals (one per evaluated window), oldest first."""
+    out: dict[str, list[Totals]] = {}
+    for f in findings:
+        out.setdefault(f.id, []).append(f.sighting_totals())
+    for totals in out.values():
+        totals.sort(key=lambda t: (t.first_seen, t.period_start))
+    return out
+
+
+def add_sightings(weekly: Mapping[str, Totals], sightings: Sequence[Totals]) -> dict[str, Totals]:
+    """``weekly`` with ``sightings`` added to the ISO week each one's window starts in.
+
+    A sighting is counted only when it starts after everything already counted that week (its ``first_seen``
+    after the week's ``last_seen``): windows are evaluated in time order, so a re-evaluated window (a retry, two
+    evaluators racing, a correlation that re-sights a stored finding) is never counted twice. Only the
+    :data:`WEEKS_KEPT` most recent weeks are kept.
+    """
+    out = dict(weekly)
+    for t in sightings:
+        week = iso_week(t.period_start)
+        stored = out.get(week)
+        if stored is None:
+            out[week] = t
+        elif t.first_seen > stored.last_seen:
+            out[week] = stored.merged(t)
+    return {w: out[w] for w in sorted(out)[-WEEKS_KEPT:]}
+
+
+def _latest_totals(weekly: Mapping[str, Totals]) -> Totals | None:
+    return weekly[max(weekly)] if weekly else None
+
+
 def merge_sightings(findings: Iterable[Finding]) -> dict[str, Finding]:
     """One sighting per id: the most severe (then latest) one, spanning all their first/last seen times.
 
@@ -340,15 +396,21 @@ def transition(
     rules: Sequence[SuppressRule] = (),
     resolve_after_seconds: int,
     horizon: datetime | None,
+    counted: Sequence[Totals] | None = None,
 ) -> StateChange | None:
     """The change to one finding given its stored state and this run's sighting (None: not seen).
 
     ``horizon`` is the end of the latest evaluated window of the finding's table in this run, or None when
-    the table was not evaluated (then an unseen finding cannot resolve). Returns None when nothing changes.
+    the table was not evaluated (then an unseen finding cannot resolve). ``counted`` are the totals of each of
+    this run's sightings (one per window, see :func:`sighting_totals`; default: ``seen``'s own), added to the
+    state's weekly totals by :func:`add_sightings`. Returns None when nothing changes.
     """
     now = utc(now)
     if seen is not None:
-        return _seen(previous, seen, now, rules)
+        weekly = add_sightings(
+            previous.weekly_totals if previous else {}, [seen.sighting_totals()] if counted is None else counted
+        )
+        return _seen(previous, seen.model_copy(update={"totals": _latest_totals(weekly)}), now, rules, weekly)
     if previous is None or not previous.is_open or horizon is None:
         return None
     if (utc(horizon) - previous.last_seen).total_seconds() < resolve_after_seconds:
@@ -365,7 +427,11 @@ def transition(
 
 
 def _seen(
-    previous: FindingState | None, seen: Finding, now: datetime, rules: Sequence[SuppressRule]
+    previous: FindingState | None,
+    seen: Finding,
+    now: datetime,
+    rules: Sequence[SuppressRule],
+    weekly: dict[str, Totals],
 ) -> StateChange | None:
     rule = matching_rule(rules, seen, now)
     if previous is None or not previous.is_open:
@@ -381,6 +447,7 @@ def _seen(
             published_severity=None if rule else finding.severity,
             muted_reason=rule.reason if rule else None,
             muted_until=rule.until if rule else None,
+            weekly_totals=weekly,
             version=previous.version if previous else 0,
         )
         if rule is not None:
@@ -389,7 +456,7 @@ def _seen(
 
     finding = _with_times(seen, min(previous.first_seen, seen.first_seen), max(previous.last_seen, seen.last_seen))
     reference = previous.published_severity or previous.finding.severity
-    base = {"finding": finding, "updated_at": now, **_mute(rule)}
+    base = {"finding": finding, "updated_at": now, "weekly_totals": weekly, **_mute(rule)}
     if rule is None and previous.published_severity is None:
         # Muted until now (a snooze ended, a rule was removed): announce it for the first time.
         state = previous.model_copy(
@@ -429,7 +496,9 @@ def reconcile(
         evaluated_tables: the tables evaluated in this run, each with its horizon (the end of its latest
             evaluated window); findings of other tables never resolve in this run.
     """
+    current = list(current)
     sightings = merge_sightings(current)
+    counted = sighting_totals(current)
     result = Reconciliation(sightings=sightings)
     for fid in sorted(set(previous) | set(sightings)):
         prev = previous.get(fid)
@@ -442,6 +511,7 @@ def reconcile(
             rules=rules,
             resolve_after_seconds=resolve_after_seconds,
             horizon=evaluated_tables.get(table_key(subject)),
+            counted=counted.get(fid),
         )
         if change is not None:
             result.changes.append(change)

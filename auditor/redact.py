@@ -1,6 +1,6 @@
 """Key-value redaction for messages that leave the account (Slack).
 
-SPEC.md: key values appear raw in the CLI, the in-account store and the report, but in messages sent to third
+docs/contract.md: key values appear raw in the CLI, the in-account store and the report, but in messages sent to third
 parties they are redacted by default (``Settings.redact_keys``): the entity prefix is kept and the rest hashed,
 ``USER#…a1b2c3``.
 

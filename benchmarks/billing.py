@@ -12,7 +12,7 @@ What it does:
    per minute and a small one by much more). Generation is not timed.
 2. Times, in this process, the fast simulators of :mod:`auditor.billing.simulate` (``evaluator`` and ``aws``)
    over ``--series`` series cycled from the pool, and the window-rescanning reference versions of the same rules
-   (:mod:`auditor.billing.reference`, the archived evaluator's own per-minute approach) over ``--baseline-series``
+   (:mod:`tests.billing_reference`, the archived evaluator's own per-minute approach) over ``--baseline-series``
    series from the same pool. The reference is too slow to run on all 1,000.
 3. Prints series/s for each, and the fast/baseline throughput ratio per simulator (goal: >= 10x): the fast and the
    baseline versions are timed back to back on the same series ``--repeat`` times (default 3) and the median of
@@ -32,8 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from auditor.billing.reference import aws_naive, evaluator_naive
 from auditor.billing.simulate import SeriesRun, simulate_aws, simulate_evaluator
+from tests.billing_reference import aws_naive, evaluator_naive
 
 DAY = 1440
 START = 20_000 * DAY  # an epoch minute at 00:00 UTC

@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import structlog
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.parser.models import SqsModel, SqsRecordModel
+from aws_lambda_powertools.utilities.parser.models import SqsModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.ingest import EventsCommitError, process_events
+from auditor.service.ingest import process_events
 from auditor.sinks.window_store import RETRY_CONFIG, WindowStore
 
 if TYPE_CHECKING:
@@ -47,11 +46,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
         raise ValueError(f"events_ingest expects an SQS batch event: {where}: {err['msg']}") from None
     bodies = [(record.messageId, record.body) for record in batch.Records]
     result = process_events(store, bodies, settings.analysis_config(), datetime.now(UTC))
+    # The batch was committed as a whole: the messages whose events were not committed are the failures (SQS
+    # redelivers them; the per-event markers make the redelivery count once).
     failed = set(result.failed_message_ids)
-
-    def record_handler(record: SqsRecordModel) -> None:
-        if record.messageId in failed:
-            raise EventsCommitError(f"message {record.messageId}: events not committed, retry")
-
-    processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel, raise_on_entire_batch_failure=False)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return {"batchItemFailures": [{"itemIdentifier": r.messageId} for r in batch.Records if r.messageId in failed]}

@@ -20,10 +20,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.audit import AuditClients, build_clients
 from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import RETRY_CONFIG
+from auditor.sources.audit_clients import AuditClients, build_clients
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,4 +1,4 @@
-"""Notifier Lambda: SNS finding events -> Slack incoming webhook (``auditor.sinks.slack.notify_slack``).
+"""Notifier Lambda: SNS finding events and run digests -> Slack incoming webhook (``auditor.service.notify``).
 
 The weekly report's announcement comes through the same topic (message attribute ``kind`` = ``weekly_report``) and
 is posted as a compact summary with a button to the report (``auditor.sinks.slack.render_weekly_summary``).
@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.sinks.slack import FindingNotification, notify_slack
+from auditor.service.notify import SnsRecord, notify
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -50,7 +50,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
     )
     records = parse(event=event, model=SnsModel).Records
     events = [
-        FindingNotification(
+        SnsRecord(
             message_id=r.Sns.MessageId,
             message=str(r.Sns.Message),
             attributes={name: attr.Value for name, attr in (r.Sns.MessageAttributes or {}).items()},
@@ -58,6 +58,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
         for r in records
     ]
     budget = context.get_remaining_time_in_millis() / 1000 - TIME_RESERVE_SECONDS
-    result = notify_slack(events, secrets_client=secrets_client(), settings=settings, budget_seconds=budget)
+    result = notify(events, secrets_client=secrets_client(), settings=settings, budget_seconds=budget)
     structlog.get_logger(__name__).info("notifier_done", **result.as_dict())
     return result.as_dict()

@@ -5,7 +5,7 @@ Bad records are counted and skipped; only a record whose size history cannot be 
 succeed. The records are read as raw DynamoDB JSON (``record.raw_event``): the exact size rules need the type tags.
 
 The batch's findings are then stored and published through the findings lifecycle, linked with the CloudTrail path's
-``item_size_exceeded`` findings of the same keys (``auditor.service.item_size.record_stream_findings``). If that
+``item_size_exceeded`` findings of the same keys (``auditor.service.stream_item_size.record_stream_findings``). If that
 fails the invocation raises and Lambda retries the whole batch, which counts once (histories keep one sample per
 sequence number; the lifecycle turns repeated sightings into no new event).
 """
@@ -24,8 +24,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.item_size import StreamFindingsRecorder, StreamItemSizeBatch, item_size_config
 from auditor.service.record import LifecycleParams
+from auditor.service.stream_item_size import StreamFindingsRecorder, StreamItemSizeBatch, item_size_config
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.item_history import RETRY_CONFIG, ItemHistoryStore
 

@@ -20,8 +20,9 @@ from botocore.config import Config
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.weekly_report import ReportAnnouncements, WeeklyReportParams, run_weekly_report
+from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.report_store import ReportAnnouncements
 from auditor.sinks.window_store import RETRY_CONFIG
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ from auditor.billing.simulate import (
     simulate_evaluator,
 )
 from auditor.billing.trace import SeriesTrace
+from auditor.detectors.base import BillingResultInput
 from auditor.detectors.billing import billing_mode, table_class
 from auditor.models.billing import (
     GIB,
@@ -81,7 +82,7 @@ class BillingAnalysis:
     traces: list[SeriesTrace] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        """SPEC.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
+        """docs/contract.md JSON output: ``{"findings": [...], "billing": BillingResult}``."""
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "billing": self.result.to_dict(),
@@ -89,7 +90,7 @@ class BillingAnalysis:
 
 
 def evaluator_label(est: float, cur: float, od: float, modify_threshold: float = 0.15) -> str:
-    """The archived evaluator's per-dimension recommendation (research note section 1.2.6), in its labels."""
+    """The archived evaluator's per-dimension recommendation (as the archived tool computes it), in its labels."""
     if est < cur and est < od and cur != 0 and (cur - est) / cur > modify_threshold:
         return "Provisioned_Modify"
     if cur != 0 and cur < od:
@@ -759,12 +760,11 @@ def analyze_billing(
     class_config: table_class.TableClassConfig | None = None,
     trace: bool = False,
 ) -> BillingAnalysis:
-    """Decide and produce the ``billing_mode`` and ``table_class`` findings (SPEC.md); ``trace`` keeps every
+    """Decide and produce the ``billing_mode`` and ``table_class`` findings (docs/contract.md); ``trace`` keeps every
     series' per-minute capacity in ``traces``."""
     traces: list[SeriesTrace] | None = [] if trace else None
     result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices, traces=traces)
-    findings = billing_mode.detect(result, mode_config, account=account) + table_class.detect(
-        result, class_config, account=account
-    )
+    data = BillingResultInput(result, account)
+    findings = billing_mode.detect(data, mode_config) + table_class.detect(data, class_config)
     findings.sort(key=Finding.sort_key)
     return BillingAnalysis(result=result, findings=findings, warnings=warnings, traces=traces or [])

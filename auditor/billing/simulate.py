@@ -11,11 +11,12 @@ capacity and a margin on the safe side), append the minutes before it in one ste
 minute only; where changes come every few minutes (a rising load) they step minute by minute instead of searching.
 A minute's rules read a 15-minute window only where cheap checks leave its scale-in possible, and the "no
 decrease in the last 15/60 minutes" rules read the index of the last decrease. The results are bit-for-bit those
-of the per-minute rules (:mod:`auditor.billing.reference`, which rescans its windows every minute, is the oracle
+of the per-minute rules (:mod:`tests.billing_reference`, which rescans its windows every minute, is the oracle
 the tests compare against and the benchmark's baseline).
 
-``evaluator`` reproduces the archived awslabs capacity-mode-evaluator exactly (research note ``billing.md``
-sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoint ``i`` and ``f(x) = x / U * 100``:
+``evaluator`` reproduces the archived awslabs capacity-mode-evaluator exactly (its published source: the
+GitHub repository awslabs/amazon-dynamodb-tools, capacity-mode-evaluator). With ``r_i`` the consumed units per
+second in datapoint ``i`` and ``f(x) = x / U * 100``:
 
 1. ``p_0 = min(max(f(r_0), m), M)``; ``p_1 = p_2 = p_0``.
 2. Scale-out, i >= 3, from the two previous datapoints: with ``lo``/``hi`` their min/max and
@@ -31,7 +32,7 @@ sections 1.2.3 and 1.2.4). With ``r_i`` the consumed units per second in datapoi
    without datapoints cost nothing. Reads and writes are aligned by position and truncated to the shorter list;
    windows are positional (a missing minute stretches them), exactly as in the archived tool.
 
-``aws`` follows documented AWS behaviour instead (research note section 3):
+``aws`` follows documented AWS behaviour instead (docs/billing-simulation.md cites each rule's page):
 
 - the input is a complete minute grid (callers fill missing minutes with 0), and every minute is billed, at least
   at the minimum capacity; capacity is a whole number of units (``ceil``);

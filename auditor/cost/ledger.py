@@ -108,6 +108,6 @@ def ledger_lines(summary: LedgerSummary, *, markdown: bool = False) -> list[str]
         out = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|"]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return out
-    from auditor.render import render_columns
+    from auditor.findings_text import render_columns
 
     return render_columns(rows, header).rstrip("\n").split("\n")

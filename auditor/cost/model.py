@@ -11,8 +11,7 @@ Pure functions of counts and prices (no boto3, no clock). Two sides, per audited
 
 Auditor prices (USD, us-east-1 list prices):
 
-- CloudTrail data events: $0.10 per 100,000 delivered (CloudTrail pricing page; reference note ``cloudtrail.md``
-  section 2.6).
+- CloudTrail data events: $0.10 per 100,000 delivered (https://aws.amazon.com/cloudtrail/pricing/).
 - Lambda on arm64: $0.0000133334 per GB-second and $0.20 per million requests (the figures the weekly report
   already uses).
 - The state table is on-demand: the DynamoDB prices of the price book ($0.125 per million read request units,

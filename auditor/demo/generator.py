@@ -4,7 +4,7 @@ Used by the tests, the benchmarks (``python -m benchmarks.ingest``) and ``make d
 ``random.Random(seed)`` and a ``start`` time passed in: no wall clock, no global random state. The same
 arguments always give the same records, and :func:`write_trail` the same bytes (gzip ``mtime`` is 0).
 
-Records follow only the shapes documented in /work/shared/reference/cloudtrail.md (§1): the envelope of the AWS
+Records follow only the shapes of the AWS samples (logging-using-cloudtrail.html, data events): the envelope of the AWS
 samples (``eventVersion`` 1.08 with ``tlsDetails``), keys as plain JSON values, ``PutItem.item`` as a list of
 attribute *names*, no ``expressionAttributeValues`` anywhere, ``responseElements: null``, PartiQL literals of
 non-key attributes as ``***(Redacted)``, ``TransactWriteItems.requestItems`` as a list with the sample's

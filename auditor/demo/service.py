@@ -205,10 +205,12 @@ def scheduled_event(now: datetime, rule_arn: str) -> dict[str, Any]:
 class ServiceDemo:
     """Drives the handlers against the local stack."""
 
-    def __init__(self, stack: Stack, catcher: SlackCatcher, work: Path, announce: Announce) -> None:
+    def __init__(self, stack: Stack, catcher: SlackCatcher, work: Path, announce: Announce, trail_dir: Path) -> None:
         self.stack = stack
         self.catcher = catcher
         self.work = work
+        #: Where the generated CloudTrail files are kept (``OUT/trail/<run>``), for ``analyze-trail`` afterwards.
+        self.trail_dir = trail_dir
         self.say = announce
         self.s3 = aws_client("s3", stack.endpoint)
         self.sqs = aws_client("sqs", stack.endpoint)
@@ -217,7 +219,7 @@ class ServiceDemo:
 
     def upload_trail(self, start: datetime, seed: int, label: str) -> int:
         """Generate an hour of traffic and put its CloudTrail files into the bucket (S3 notifies the queue)."""
-        folder = self.work / label
+        folder = self.trail_dir / label
         records = generate_workload(Workload(hours=1.0, seed=seed, account=TRAIL_ACCOUNT), start)
         files = write_trail(records, folder, TRAIL_ACCOUNT, REGION, seed=seed)
         for path in files:
@@ -315,7 +317,10 @@ class ServiceDemo:
             self.sqs.delete_message(QueueUrl=self.stack.alerts_queue_url, ReceiptHandle=m["ReceiptHandle"])
         summary.sns_messages = len(messages)
         summary.slack_posts = len(self.catcher.posts) - before
-        self.say(f"  SNS     {summary.sns_messages} finding messages; Slack received {summary.slack_posts} posts")
+        self.say(
+            f"  Slack   {_n(summary.sns_messages, 'message')} through the Slack subscription's filter (run digests at "
+            f"medium or above); Slack received {_n(summary.slack_posts, 'post')}"
+        )
 
     def metrics_audit(self, summary: RunSummary, now: datetime) -> None:
         """The hourly metrics audit over an hour of planted CloudWatch metrics: the day's billing run.
@@ -451,7 +456,7 @@ def _write_report(
     from auditor.aggregates.window import AggregateSet
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
-    from auditor.report.render import write_report
+    from auditor.report.report_pages import write_report
     from auditor.sinks.window_store import WindowStore
 
     store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
@@ -475,12 +480,17 @@ def _write_report(
 
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
-    """This week's findings from the state table (the evaluator's output), as SPEC.md Finding JSON."""
+    """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON."""
     from auditor.sinks.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
     states = store.week(now)
     return [s.finding.model_dump(mode="json") | {"status": s.status} for s in states]
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 digest``, ``2 digests``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
@@ -505,7 +515,9 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         # (the schedule's event time is the evaluator's "now").
         hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
         delay = timedelta(seconds=get_settings().evaluation_delay_seconds)
-        demo = ServiceDemo(stack, catcher, work, announce)
+        trail_dir = out / "trail"
+        shutil.rmtree(trail_dir, ignore_errors=True)  # only this run's files: analyze-trail reads the whole folder
+        demo = ServiceDemo(stack, catcher, work, announce, trail_dir)
         with _environment(stack.environment()):
             announce("run 1: an hour of production traffic with planted problems")
             start1 = hour - timedelta(hours=3)
@@ -525,7 +537,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         findings_path = out / "findings.json"
         findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
         files = [findings_path, *_write_report(stack, out, findings, start1, end)]
-        announce(f"report: {', '.join(str(p) for p in files[1:])}")
+        announce(f"report: {', '.join(str(p) for p in files[1:])}; CloudTrail files: {trail_dir}")
         return DemoResult(
             [first, second, third], findings, list(catcher.posts), time.perf_counter() - began, out, files
         )
@@ -537,7 +549,7 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
 
 def summary_text(result: DemoResult) -> str:
     """What the demo found and sent, for a person to read."""
-    from auditor.render import render_columns
+    from auditor.findings_text import render_columns
 
     rows = [
         (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])
@@ -548,18 +560,18 @@ def summary_text(result: DemoResult) -> str:
     first, second = result.runs[0], result.runs[1]
     lines += [
         "",
-        f"Alerts: run 1 published {first.evaluation.get('published', 0)} findings to SNS and Slack received "
-        f"{first.slack_posts} posts; run 2 published {second.evaluation.get('published', 0)} "
+        f"Alerts: run 1 published {_n(first.evaluation.get('published', 0), 'finding event')} to SNS and Slack "
+        f"received {_n(first.slack_posts, 'digest')}; run 2 published {second.evaluation.get('published', 0)} "
         f"(the same problems, still open: no repeat alerts).",
     ]
     if len(result.runs) > 2:
         third = result.runs[2]
         lines.append(
-            f"Run 3 (metrics audit and Streams watcher) sent {third.sns_messages} more findings; Slack received "
-            f"{third.slack_posts} posts."
+            f"Run 3 (metrics audit and Streams watcher, one digest each) sent Slack "
+            f"{_n(third.slack_posts, 'more digest')}."
         )
     if result.slack_posts:
-        lines.append(f"First Slack message: {result.slack_posts[0].get('text', '')[:160]}")
+        lines.append(f"First Slack digest: {result.slack_posts[0].get('text', '')[:160]}")
     lines += [f"Files: {p}" for p in result.files]
     lines.append(f"Finished in {result.seconds:.1f} s.")
     return "\n".join(lines) + "\n"

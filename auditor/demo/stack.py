@@ -24,6 +24,15 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account id
 
 
+#: template.yaml's Slack subscription filter policy with its defaults (SlackMessages=digest, SlackMinSeverity=medium).
+SLACK_FILTER_POLICY = {
+    "$or": [
+        {"kind": ["weekly_report"]},
+        {"kind": ["digest"], "severity": ["critical", "high", "medium"]},
+    ]
+}
+
+
 def aws_client(service: str, endpoint: str, config: Config | None = None) -> Any:
     """A boto3 client for ``service`` on the local endpoint (dummy credentials)."""
     return boto3.client(  # type: ignore[call-overload]  # service is chosen at run time
@@ -144,8 +153,15 @@ class Stack:
         }
 
 
-def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-demo") -> Stack:
-    """Create the stack's resources on ``endpoint`` and wire the S3 -> SQS and SNS -> SQS deliveries."""
+def create_stack(
+    endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-demo", filter_policy: dict[str, Any] | None = None
+) -> Stack:
+    """Create the stack's resources on ``endpoint`` and wire the S3 -> SQS and SNS -> SQS deliveries.
+
+    The notifier's queue is subscribed with ``filter_policy`` (default: :data:`SLACK_FILTER_POLICY`, the
+    template's default Slack subscription); ``{}`` subscribes it to every message of the topic.
+    """
+    policy = SLACK_FILTER_POLICY if filter_policy is None else filter_policy
     # The local endpoint's request log (and its tracebacks for the calls moto does not implement, such as
     # ListContributorInsights, which the audit records as gaps) is not the demo's output.
     logging.getLogger("werkzeug").disabled = True
@@ -182,7 +198,13 @@ def create_stack(endpoint: str, webhook_url: str, *, prefix: str = "ddb-auditor-
     topic_arn = sns.create_topic(Name=f"{prefix}-findings")["TopicArn"]
     alerts_url = sqs.create_queue(QueueName=f"{prefix}-notifier")["QueueUrl"]
     alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=alerts_arn)
+    # The notifier's subscription filter, as template.yaml deploys it with its defaults (a test compares them).
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=alerts_arn,
+        Attributes={"FilterPolicy": json.dumps(policy), "FilterPolicyScope": "MessageAttributes"} if policy else {},
+    )
     secret_arn = secrets.create_secret(
         Name=f"{prefix}/slack-webhook", SecretString=json.dumps({"webhook_url": webhook_url})
     )["ARN"]

@@ -1,4 +1,4 @@
-"""``AccessPattern``: one row of the access-pattern catalogue (SPEC.md)."""
+"""``AccessPattern``: one row of the access-pattern catalogue (docs/contract.md)."""
 
 from __future__ import annotations
 

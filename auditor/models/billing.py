@@ -1,4 +1,4 @@
-"""Input and output models of ``ddb-audit billing`` (SPEC.md), and the decision's tunables.
+"""Input and output models of ``ddb-audit billing`` (docs/contract.md), and the decision's tunables.
 
 Input (one table's capacity history)::
 
@@ -91,7 +91,7 @@ class SeriesInput(BaseModel):
 
 
 class BillingInput(BaseModel):
-    """One table's capacity history (SPEC.md ``ddb-audit billing`` input)."""
+    """One table's capacity history (docs/contract.md ``ddb-audit billing`` input)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -354,7 +354,7 @@ class ReservedCapacityNote(BaseModel):
 
 
 class BillingResult(BaseModel):
-    """SPEC.md ``BillingResult``: one decision per table, plus per-series, per-dimension window totals."""
+    """docs/contract.md ``BillingResult``: one decision per table, plus per-series, per-dimension window totals."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -38,8 +38,9 @@ Item
     no per-set or per-element overhead. A set must be a non-empty JSON array without duplicates (DynamoDB rejects
     empty sets and duplicates; ``NS`` duplicates are compared by numeric value, so ``"1"`` and ``"1.0"`` clash).
 
-Streams ``SizeBytes`` (checked against real records, /work/shared/reference/cloudtrail.md section 3.2) is
-``item_size(Keys) + item_size(NewImage) + item_size(OldImage)`` for the images present: ``stream_record_size_bytes``.
+Streams ``SizeBytes`` (API_streams_StreamRecord: "the size of the stream record, in bytes"; checked against
+published real records) is ``item_size(Keys) + item_size(NewImage) + item_size(OldImage)`` for the images present:
+``stream_record_size_bytes``.
 
 Capacity units (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ProvisionedThroughput.html): a read
 costs 1 RCU per started 4 KB (4,096 bytes), half that if eventually consistent, double if transactional; a write

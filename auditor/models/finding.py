@@ -1,9 +1,9 @@
-"""The public ``Finding`` model (SPEC.md "Finding (JSON)") and its stable fingerprint."""
+"""The public ``Finding`` model (docs/contract.md "Finding (JSON)") and its stable fingerprint."""
 
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -73,7 +73,7 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
 }
 
-#: Evidence fields SPEC.md requires for each kind.
+#: Evidence fields docs/contract.md requires for each kind.
 REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     FindingKind.SCAN: ("principal", "operation", "count", "source"),
     FindingKind.THROTTLING: ("cause", "read_throttle_events", "write_throttle_events", "source"),
@@ -132,8 +132,135 @@ def isoformat_z(dt: datetime) -> str:
     return utc(dt).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: Kinds whose measure is a number of events over time (a rate per hour means something for them).
+RATE_KINDS = frozenset(
+    {
+        FindingKind.SCAN,
+        FindingKind.THROTTLING,
+        FindingKind.HOT_KEY,
+        FindingKind.LOW_CARDINALITY_KEY,
+        FindingKind.ITEM_SIZE_EXCEEDED,
+    }
+)
+
+#: A rate per hour is stated only when at least this much time was observed.
+HOUR = 3600
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(0, int(value))
+
+
+def measure(kind: FindingKind, evidence: dict[str, Any]) -> int:
+    """The finding's own measure in one sighting: what ``totals.count`` sums.
+
+    scan calls (``scan``), throttled requests (``throttling``: reads + writes, one source's count), requests to the
+    key (``hot_key``), key-identified requests (``low_cardinality_key``), rejected writes (``item_size_exceeded``);
+    for the other kinds (one item, one table's bill, one index) each sighting counts 1.
+    """
+    if kind is FindingKind.SCAN or kind is FindingKind.ITEM_SIZE_EXCEEDED:
+        return _int(evidence.get("count"))
+    if kind is FindingKind.THROTTLING:
+        return _int(evidence.get("read_throttle_events")) + _int(evidence.get("write_throttle_events"))
+    if kind is FindingKind.HOT_KEY or kind is FindingKind.LOW_CARDINALITY_KEY:
+        return _int(evidence.get("requests"))
+    return 1
+
+
+class Totals(BaseModel):
+    """A finding's measure summed over a period (SPEC.md ``totals``).
+
+    ``count`` sums the finding's own :func:`measure` over the windows in which it was seen within
+    [``period_start``, ``period_end``); ``windows`` is how many such windows; ``first_seen``/``last_seen`` the
+    first and last event among them; ``peak_per_hour`` the busiest window's rate per hour, null when less than an
+    hour was observed or the kind is not a rate.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    count: int = Field(ge=0)
+    windows: int = Field(ge=0)
+    first_seen: datetime
+    last_seen: datetime
+    peak_per_hour: float | None = None
+    period_start: datetime
+    period_end: datetime
+
+    @field_validator("first_seen", "last_seen", "period_start", "period_end")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return utc(value)
+
+    @field_serializer("first_seen", "last_seen", "period_start", "period_end")
+    def _ser_time(self, value: datetime) -> str:
+        return isoformat_z(value)
+
+    @property
+    def observed_seconds(self) -> float:
+        """Length of the period."""
+        return max(0.0, (self.period_end - self.period_start).total_seconds())
+
+    def rate_text(self, unit: str) -> str:
+        """``N unit in M minutes`` below an hour observed, else ``N unit (X per hour at peak)``."""
+        n = f"{self.count:,} {unit}"
+        if self.observed_seconds < HOUR or self.peak_per_hour is None:
+            minutes = max(1, round(self.observed_seconds / 60))
+            return f"{n} in {minutes} minute{'s' if minutes != 1 else ''}"
+        return f"{n} ({self.peak_per_hour:,.0f} per hour at peak)"
+
+    def merged(self, other: Totals) -> Totals:
+        """Both totals added (their windows must not overlap: the caller counts each window once)."""
+        peaks = [p for p in (self.peak_per_hour, other.peak_per_hour) if p is not None]
+        start = min(self.period_start, other.period_start)
+        end = max(self.period_end, other.period_end)
+        return Totals(
+            count=self.count + other.count,
+            windows=self.windows + other.windows,
+            first_seen=min(self.first_seen, other.first_seen),
+            last_seen=max(self.last_seen, other.last_seen),
+            peak_per_hour=max(peaks) if peaks else None,
+            period_start=start,
+            period_end=end,
+        )
+
+    def over(self, period_start: datetime, period_end: datetime) -> Totals:
+        """The same sums, stated for a wider period (the input, the report's week); peak dropped below an hour."""
+        out = self.model_copy(update={"period_start": utc(period_start), "period_end": utc(period_end)})
+        if out.observed_seconds < HOUR:
+            out = out.model_copy(update={"peak_per_hour": None})
+        return out
+
+
+def window_totals(
+    kind: FindingKind,
+    evidence: dict[str, Any],
+    first_seen: datetime,
+    last_seen: datetime,
+    period_start: datetime,
+    period_end: datetime,
+    windows: int = 1,
+) -> Totals:
+    """Totals of one sighting over the window(s) it was found in."""
+    count = measure(kind, evidence)
+    seconds = (utc(period_end) - utc(period_start)).total_seconds()
+    peak = None
+    if kind in RATE_KINDS and seconds > 0 and windows == 1:
+        peak = round(count * HOUR / seconds, 3)
+    return Totals(
+        count=count,
+        windows=windows,
+        first_seen=first_seen,
+        last_seen=last_seen,
+        peak_per_hour=peak,
+        period_start=period_start,
+        period_end=period_end,
+    )
+
+
 class Finding(BaseModel):
-    """One problem on one resource, with evidence and a concrete fix (SPEC.md)."""
+    """One problem on one resource, with evidence and a concrete fix (docs/contract.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -150,6 +277,8 @@ class Finding(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     first_seen: datetime
     last_seen: datetime
+    #: Period totals (None: stored by a version without totals; they start from the next sighting).
+    totals: Totals | None = None
 
     @field_validator("first_seen", "last_seen")
     @classmethod
@@ -162,6 +291,16 @@ class Finding(BaseModel):
     @field_serializer("first_seen", "last_seen")
     def _ser_time(self, value: datetime) -> str:
         return isoformat_z(value)
+
+    def sighting_totals(self) -> Totals:
+        """Its totals, or (none yet) the totals of this sighting alone, over its own first..last seen."""
+        if self.totals is not None:
+            return self.totals
+        seconds = self.evidence.get("window_seconds")
+        end = self.last_seen
+        if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+            end = max(end, self.first_seen + timedelta(seconds=seconds))
+        return window_totals(self.kind, self.evidence, self.first_seen, self.last_seen, self.first_seen, end)
 
     @classmethod
     def create(
@@ -199,7 +338,7 @@ class Finding(BaseModel):
         )
 
     def missing_evidence(self) -> list[str]:
-        """Evidence fields SPEC.md requires for this kind that are absent."""
+        """Evidence fields docs/contract.md requires for this kind that are absent."""
         return [f for f in REQUIRED_EVIDENCE[self.kind] if f not in self.evidence]
 
     def sort_key(self) -> tuple[int, str, str, str]:

@@ -11,7 +11,7 @@ from auditor.report.model import (
     build_report_from_findings,
     parse_findings_document,
 )
-from auditor.report.render import render_html, render_markdown, write_report
+from auditor.report.report_pages import render_html, render_markdown, write_report
 
 __all__ = [
     "AuditorUsage",

@@ -558,7 +558,8 @@ def scanner_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
     return bar_chart(
         chart_id,
         "Scan calls by principal",
-        f"{len(totals)} principals ran full-table scans; {top_name} ran the most ({top_value:,.0f} calls).",
+        f"{len(totals)} principal{'s' if len(totals) != 1 else ''} ran full-table scans; {top_name} ran the most "
+        f"({top_value:,.0f} calls).",
         bars,
         value_label=lambda v: f"{v:,.0f}",
         headers=("Principal", "Scan calls"),

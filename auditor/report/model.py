@@ -37,9 +37,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, utc
+from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, measure, utc
 
 Status = Literal["new", "worsened", "ongoing", "resolved"]
 STATUSES: tuple[Status, ...] = ("new", "worsened", "ongoing", "resolved")
@@ -48,32 +49,10 @@ ITEM_LIMIT_BYTES = 409_600
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-_DOCS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
-#: Documentation for kinds that have no registered detector yet (detectors' own ``docs_url`` wins).
-_FALLBACK_DOCS: dict[FindingKind, str] = {
-    FindingKind.SCAN: _DOCS + "bp-query-scan.html",
-    FindingKind.THROTTLING: _DOCS + "TroubleshootingThrottling.html",
-    FindingKind.HOT_KEY: _DOCS + "bp-partition-key-design.html",
-    FindingKind.LOW_CARDINALITY_KEY: _DOCS + "bp-partition-key-uniform-load.html",
-    FindingKind.LARGE_ITEM: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_GROWTH: _DOCS + "bp-use-s3-too.html",
-    FindingKind.ITEM_SIZE_EXCEEDED: _DOCS + "bp-use-s3-too.html",
-    FindingKind.BILLING_MODE: _DOCS + "capacity-mode.html",
-    FindingKind.TABLE_CLASS: _DOCS + "HowItWorks.TableClasses.html",
-    FindingKind.UNUSED_INDEX: _DOCS + "bp-indexes-general.html",
-    FindingKind.IDLE_TABLE: _DOCS + "CostOptimization_UnusedResources.html",
-    FindingKind.TTL_NOT_EXPIRING: _DOCS + "TTL.html",
-}
-
 
 def docs_url(kind: FindingKind) -> str:
-    """The AWS documentation page for a finding kind (the detector's own link when one is registered)."""
-    from auditor.detectors.registry import all_detectors
-
-    for det in all_detectors():
-        if det.metadata.kind == kind:
-            return str(det.metadata.docs_url)
-    return _FALLBACK_DOCS[kind]
+    """The AWS documentation page for a finding kind: its detector's, from the catalogue."""
+    return str(primary(kind).metadata.docs_url)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -147,7 +126,7 @@ class IsoWeek(BaseModel):
 class CapacitySeries(BaseModel):
     """One table's (or index's) CloudWatch capacity history: consumed ``Sum`` per period, provisioned units.
 
-    The same shape as one entry of the ``ddb-audit billing`` input (SPEC.md), with the table and time added.
+    The same shape as one entry of the ``ddb-audit billing`` input (docs/contract.md), with the table and time added.
     """
 
     model_config = _FROZEN
@@ -414,6 +393,13 @@ class BillingRow(BaseModel):
     monthly_savings: float
     severity: Severity
     status: Status
+    #: Days of data and confidence (0..1) the recommendation rests on (None: not stated by the finding).
+    days_analyzed: float | None = None
+    confidence: float | None = None
+    #: Too little data (under 7 days or no weekend): shown, never alerted, not counted in savings.
+    preliminary: bool = False
+    #: The recommendation's own savings estimate (``monthly_savings`` is 0 for a preliminary one).
+    estimated_savings: float | None = None
 
 
 class PatternTable(BaseModel):
@@ -672,8 +658,33 @@ def _coverage_line(gap: Mapping[str, Any]) -> str:
     return f"{where}: {reason} ({gap.get('call') or '-'}: {gap.get('error_code') or '-'})"
 
 
+def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocument:
+    """Several findings documents as one (``report --findings A --findings B``).
+
+    Findings are deduplicated by id: the sighting seen last wins (its totals are that input's; two inputs of the
+    same period should not be merged). Access patterns are kept from every input and input counters are added.
+    """
+    if len(docs) == 1:
+        return docs[0]
+    by_id: dict[str, FindingInput] = {}
+    for doc in docs:
+        for fi in doc.findings:
+            seen = by_id.get(fi.finding.id)
+            if seen is None or fi.finding.last_seen >= seen.finding.last_seen:
+                by_id[fi.finding.id] = fi
+    stats: dict[str, int] = {}
+    for doc in docs:
+        for k, v in doc.stats.items():
+            stats[k] = stats.get(k, 0) + v
+    return FindingsDocument(
+        findings=list(by_id.values()),
+        access_patterns=[p for doc in docs for p in doc.access_patterns],
+        stats=stats,
+    )
+
+
 def capacity_from_billing_input(document: Any, source: str = "capacity") -> list[CapacitySeries]:
-    """The capacity series of a ``ddb-audit billing`` input document (SPEC.md), one per table/index."""
+    """The capacity series of a ``ddb-audit billing`` input document (docs/contract.md), one per table/index."""
     if not isinstance(document, Mapping) or not isinstance(document.get("series"), list):
         raise InputError(f"{source}: expected a billing input document with 'table', 'start' and 'series'")
     out = []
@@ -739,8 +750,22 @@ def _int(value: Any) -> int | None:
     return None if n is None else int(n)
 
 
+def period_count(finding: Finding) -> int:
+    """The finding's measure over the report's period: its totals, else (stored without totals) its evidence."""
+    if finding.totals is not None:
+        return finding.totals.count
+    return measure(finding.kind, finding.evidence)
+
+
+def period_per_hour(finding: Finding) -> float | None:
+    """The busiest window's rate per hour in the period (None: under an hour observed, or no totals)."""
+    return finding.totals.peak_per_hour if finding.totals is not None else None
+
+
 def monthly_savings(finding: Finding) -> float:
     """Dollars per month the fix saves (0 when the finding carries no cost estimate)."""
+    if finding.evidence.get("preliminary") is True:  # too little data: never part of a savings figure
+        return 0.0
     value = _number(finding.evidence.get("monthly_savings"))
     return max(0.0, value) if value is not None else 0.0
 
@@ -935,8 +960,8 @@ def _scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
                 principal_name=principal_name(principal),
                 table=f.table,
                 operation=str(f.evidence.get("operation") or "Scan"),
-                count=_int(f.evidence.get("count")) or 0,
-                per_hour=_number(f.evidence.get("per_hour")),
+                count=period_count(f),
+                per_hour=period_per_hour(f),
                 severity=f.severity,
                 status=rf.status,
             )
@@ -957,7 +982,7 @@ def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
                 index=f.index,
                 key=format_key(f.evidence.get("key")),
                 share=min(1.0, max(0.0, _number(f.evidence.get("share")) or 0.0)),
-                requests=_int(f.evidence.get("requests")) or 0,
+                requests=period_count(f),
                 headroom_factor=_number(f.evidence.get("headroom_factor")),
                 severity=f.severity,
                 status=rf.status,
@@ -1015,7 +1040,7 @@ def _items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
                 size_bytes=size,
                 bytes_per_day=_number(ev.get("bytes_per_day")),
                 days_to_limit=_number(ev.get("days_to_limit")),
-                rejected_writes=_int(ev.get("count")) if exceeded else None,
+                rejected_writes=period_count(f) if exceeded else None,
                 severity=f.severity,
                 status=rf.status,
             )
@@ -1056,6 +1081,10 @@ def _billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
                 monthly_savings=rf.monthly_savings,
                 severity=f.severity,
                 status=rf.status,
+                days_analyzed=_number(ev.get("days_analyzed")),
+                confidence=_number(ev.get("confidence")),
+                preliminary=ev.get("preliminary") is True,
+                estimated_savings=_number(ev.get("monthly_savings")),
             )
         )
     rows.sort(key=lambda r: (r.status == "resolved", -r.monthly_savings, r.table))
@@ -1069,8 +1098,14 @@ def _throttles_from_findings(findings: Sequence[ReportFinding]) -> list[Throttle
         if f.kind != FindingKind.THROTTLING or not rf.is_open:
             continue
         t = totals[(f.table, f.index, str(f.evidence.get("cause") or "unknown"))]
-        t[0] += _int(f.evidence.get("read_throttle_events")) or 0
-        t[1] += _int(f.evidence.get("write_throttle_events")) or 0
+        reads = _int(f.evidence.get("read_throttle_events")) or 0
+        writes = _int(f.evidence.get("write_throttle_events")) or 0
+        total = period_count(f)
+        if total != reads + writes:  # the period's total, split as the finding's latest window split it
+            reads = round(total * reads / (reads + writes)) if reads + writes else total
+            writes = total - reads
+        t[0] += reads
+        t[1] += writes
     return _sorted_throttles(
         ThrottleCount(table=t, index=i, cause=c, read_events=r, write_events=w) for (t, i, c), (r, w) in totals.items()
     )
@@ -1132,16 +1167,10 @@ def _week_metrics(findings: Sequence[ReportFinding]) -> dict[str, float]:
         "Open findings": len(open_),
         "Critical and high findings": sum(1 for f in ev if f.severity.rank >= Severity.HIGH.rank),
         "Tables with findings": len({(f.account, f.region, f.table) for f in ev}),
-        "Scan calls in findings": sum(_int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.SCAN),
-        "Throttled calls in findings": sum(
-            (_int(f.evidence.get("read_throttle_events")) or 0) + (_int(f.evidence.get("write_throttle_events")) or 0)
-            for f in ev
-            if f.kind == FindingKind.THROTTLING
-        ),
+        "Scan calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.SCAN),
+        "Throttled calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.THROTTLING),
         "Hot keys": sum(1 for f in ev if f.kind == FindingKind.HOT_KEY),
-        "Writes rejected for item size": sum(
-            _int(f.evidence.get("count")) or 0 for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED
-        ),
+        "Writes rejected for item size": sum(period_count(f) for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED),
         "Potential savings ($/month)": sum(rf.monthly_savings for rf in open_),
     }
 

@@ -27,31 +27,24 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from botocore.exceptions import BotoCoreError, NoRegionError
+from botocore.exceptions import BotoCoreError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
-from auditor.billing.pricing import PriceBook, RegionPrices
-from auditor.detectors.billing.billing_mode import BillingModeConfig
-from auditor.detectors.billing.table_class import TableClassConfig
+from auditor.billing.pricing import RegionPrices
+from auditor.detectors.base import DetectorInput, InsightsInput, MetricsInput
 from auditor.detectors.findings import correlate
-from auditor.detectors.findings.correlate import CorrelateConfig
 from auditor.detectors.insights import hot_key as ci_hot_key
-from auditor.detectors.insights.hot_key import CiHotKeyConfig
-from auditor.detectors.metrics import idle_table, ttl_not_expiring, unused_index
-from auditor.detectors.metrics import scan as cw_scan
-from auditor.detectors.metrics import throttling as cw_throttling
-from auditor.detectors.metrics.idle_table import IdleTableConfig
-from auditor.detectors.metrics.scan import CwScanConfig
-from auditor.detectors.metrics.throttling import CwThrottlingConfig
-from auditor.detectors.metrics.ttl_not_expiring import TtlConfig
-from auditor.detectors.metrics.unused_index import UnusedIndexConfig
+from auditor.detectors.registry import all_detectors, guarded
+from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
-from auditor.exceptions import AuditorError
+from auditor.exceptions import AuditError
+from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
@@ -65,9 +58,9 @@ from auditor.models.metrics import (
     TableMetrics,
 )
 from auditor.models.metrics import PROVISIONED as PROVISIONED_METRIC
-from auditor.render import findings_table, render_columns, to_json
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING
-from auditor.sources.aws_calls import CLIENT_CONFIG, error_message
+from auditor.sources.audit_clients import AuditClients, build_clients
+from auditor.sources.aws_calls import error_message
 from auditor.sources.cloudwatch import (
     ActivityRead,
     MetricsResult,
@@ -78,11 +71,10 @@ from auditor.sources.cloudwatch import (
 )
 from auditor.sources.contributor_insights import read_insight_reports
 from auditor.sources.inventory import TableSelector, collect_inventory
+from auditor.sources.pricing_api import PriceBook
 
 if TYPE_CHECKING:
-    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_cloudwatch import CloudWatchClient
-    from mypy_boto3_dynamodb import DynamoDBClient
 
 log = structlog.get_logger(__name__)
 
@@ -115,10 +107,6 @@ MAX_BILLING_DAYS = 15
 BILLING_TIME_RESERVE_SECONDS = 60.0
 
 
-class AuditError(AuditorError):
-    """The audit cannot run at all (no region, no credentials, endpoint unreachable, nothing readable)."""
-
-
 class BillingAuditConfig(BaseModel):
     """The billing analysis of the audit: simulation, decision tunables and finding thresholds."""
 
@@ -128,51 +116,19 @@ class BillingAuditConfig(BaseModel):
     #: ``aws`` (documented AWS auto-scaling behaviour) or ``evaluator`` (the archived awslabs evaluator's rules).
     simulation: Simulation = "aws"
     decision: BillingConfig = Field(default_factory=BillingConfig)
-    billing_mode: BillingModeConfig = Field(default_factory=BillingModeConfig)
-    table_class: TableClassConfig = Field(default_factory=TableClassConfig)
 
 
-class AuditConfig(BaseModel):
-    """Thresholds of the audit's detectors and how much it reads."""
+class AuditConfig(DetectorSettings):
+    """The audit's detector tree (``detectors`` by id, ``tables`` per table: :mod:`auditor.detectors.settings`),
+    its billing analysis and how much it reads."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    throttling: CwThrottlingConfig = Field(default_factory=CwThrottlingConfig)
-    scan: CwScanConfig = Field(default_factory=CwScanConfig)
-    unused_index: UnusedIndexConfig = Field(default_factory=UnusedIndexConfig)
-    contributor_insights: CiHotKeyConfig = Field(default_factory=CiHotKeyConfig)
-    correlate: CorrelateConfig = Field(default_factory=CorrelateConfig)
-    large_writes: LargeItemConfig = Field(default_factory=LargeItemConfig)
     billing: BillingAuditConfig = Field(default_factory=BillingAuditConfig)
-    idle_table: IdleTableConfig = Field(default_factory=IdleTableConfig)
-    ttl: TtlConfig = Field(default_factory=TtlConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).
     max_contributors: int = Field(default=10, ge=1, le=25)
     #: Parallel DescribeTable/tags/TTL calls.
     max_workers: int = Field(default=8, ge=1, le=32)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditClients:
-    """The boto3 clients the audit reads with (built by the caller: handler or CLI)."""
-
-    dynamodb: DynamoDBClient
-    cloudwatch: CloudWatchClient
-    autoscaling: ApplicationAutoScalingClient | None = None
-
-
-def build_clients(region: str | None = None) -> AuditClients:
-    """Clients from the standard credential chain; boto3 honours ``AWS_ENDPOINT_URL`` (a local endpoint) itself."""
-    import boto3
-
-    try:
-        return AuditClients(
-            dynamodb=boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
-            cloudwatch=boto3.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
-            autoscaling=boto3.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
-        )
-    except NoRegionError as exc:
-        raise AuditError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION") from exc
 
 
 @dataclass(slots=True)
@@ -316,27 +272,24 @@ class AuditResult:
         }
 
 
-def _guarded(errors: list[str], detector: str, table: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
-    try:
-        return fn()
-    except Exception as exc:  # one table's failure must not abort the audit of the others
-        log.exception("detector_failed", detector=detector, table=table)
-        errors.append(f"{detector} on {table}: {type(exc).__name__}: {exc}")
-        return []
-
-
 def evaluate_table(
     profile: TableProfile, tm: TableMetrics, config: AuditConfig, errors: list[str] | None = None
 ) -> list[Finding]:
     """The CloudWatch detectors of one table over the audited window (pure). Billing has its own read and window:
     :func:`evaluate_billing`."""
     errs = errors if errors is not None else []
-    return [
-        *_guarded(errs, "cw_throttling", profile.name, lambda: cw_throttling.detect(profile, tm, config.throttling)),
-        *_guarded(errs, "cw_scan", profile.name, lambda: cw_scan.detect(profile, tm, config.scan)),
-        *_guarded(errs, "unused_index", profile.name, lambda: unused_index.detect(profile, tm, config.unused_index)),
-        *_guarded(errs, "large_item", profile.name, lambda: large_write_estimate(profile, tm, config.large_writes)),
+    data = MetricsInput(profile, tm)
+    findings = [
+        finding
+        for det in all_detectors(DetectorInput.TABLE_METRICS)
+        for finding in guarded(
+            errs, det.id, profile.name, partial(det.run, data, config.detector_config(det.id, profile.name))
+        )
     ]
+    large_writes = config.detector_config("large_item", profile.name)
+    return findings + guarded(
+        errs, "large_item", profile.name, partial(large_write_estimate, profile, tm, large_writes)
+    )
 
 
 def evaluate_billing(
@@ -345,17 +298,19 @@ def evaluate_billing(
     config: BillingAuditConfig,
     errors: list[str] | None = None,
     prices: PriceBook | None = None,
+    detectors: DetectorSettings | None = None,
 ) -> list[Finding]:
     """:func:`table_billing` on the table's billing read, a failure reported as ``"billing on <table>: ..."``."""
     errs = errors if errors is not None else []
-    return _guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config, prices))
+    return guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config, prices, detectors))
 
 
 # ------------------------------------------------------------------------------------------------------ billing
 
 
 def capacity_history(profile: TableProfile, tm: TableMetrics) -> dict[str, Any] | None:
-    """The table's capacity history as the ``ddb-audit billing --input`` document (SPEC.md), or None (mode unknown).
+    """The table's capacity history as the ``ddb-audit billing --input`` document (docs/contract.md), or None (mode
+    unknown).
 
     ``consumed_*`` are the per-period CloudWatch ``Sum`` values (missing = 0), for the table and every GSI (a GSI
     without series consumed nothing). ``provisioned_*`` are the units in force in each period (the 5-minute values
@@ -453,17 +408,20 @@ def billing_findings(
     config: BillingAuditConfig | None = None,
     *,
     prices: RegionPrices | None = None,
+    detectors: DetectorSettings | None = None,
 ) -> list[Finding]:
     """The ``billing_mode`` and ``table_class`` findings of one table's capacity history (pure).
 
     ``history`` is the ``ddb-audit billing --input`` document (:func:`capacity_history`); an invalid one raises
     :class:`~auditor.exceptions.InputError`. ``prices`` default to the bundled prices of the history's region (a
     labelled us-east-1 default for a region without bundled prices). The findings carry the profile's account and
-    ``evidence.source = "cloudwatch_billing"``.
+    ``evidence.source = "cloudwatch_billing"``. ``detectors`` is the detector tree (``billing_mode`` and
+    ``table_class`` settings for the table; defaults when None).
     """
     cfg = config or BillingAuditConfig()
     if not cfg.enabled:
         return []
+    tree = detectors if detectors is not None else DetectorSettings()
     inp = BillingInput.from_document(dict(history), f"capacity history of {profile.name}")
     analysis = analyze_billing(
         inp,
@@ -471,8 +429,8 @@ def billing_findings(
         config=cfg.decision,
         prices=prices,
         account=profile.account,
-        mode_config=cfg.billing_mode,
-        class_config=cfg.table_class,
+        mode_config=tree.detector_config("billing_mode", profile.name),
+        class_config=tree.detector_config("table_class", profile.name),
     )
     for warning in analysis.warnings:
         log.warning("billing_warning", table=profile.name, warning=warning)
@@ -517,7 +475,11 @@ def covered(profile: TableProfile, tm: TableMetrics) -> TableMetrics:
 
 
 def table_billing(
-    profile: TableProfile, tm: TableMetrics, config: BillingAuditConfig, prices: PriceBook | None = None
+    profile: TableProfile,
+    tm: TableMetrics,
+    config: BillingAuditConfig,
+    prices: PriceBook | None = None,
+    detectors: DetectorSettings | None = None,
 ) -> list[Finding]:
     """:func:`billing_findings` from a billing read, when the data allows a decision (:func:`billing_blocker`).
 
@@ -536,7 +498,7 @@ def table_billing(
         region_prices, warning = prices.get(str(history["region"]))
         if warning:  # the caller reports the book's warnings (the CLI on stderr); logs stay quiet on stdout
             log.info("billing_prices", table=profile.name, warning=warning)
-    return billing_findings(profile, history, config, prices=region_prices)
+    return billing_findings(profile, history, config, prices=region_prices, detectors=detectors)
 
 
 def audit_billing(
@@ -551,6 +513,7 @@ def audit_billing(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     prices: PriceBook | None = None,
+    detectors: DetectorSettings | None = None,
 ) -> tuple[list[Finding], BillingRead]:
     """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only).
 
@@ -597,7 +560,7 @@ def audit_billing(
                     log.info("billing_skipped", table=name, reason=reason)
                     continue
                 failures = len(errors)
-                findings += evaluate_billing(profile, tm, config, errors, prices)
+                findings += evaluate_billing(profile, tm, config, errors, prices, detectors)
                 if len(errors) > failures:
                     read.skipped[name] = "the decision failed (see errors)"
                     continue
@@ -658,11 +621,13 @@ def evaluate_activity(
 ) -> list[Finding]:
     """The detectors of the daily activity read (pure): idle tables and TTL that deletes nothing."""
     errs = errors if errors is not None else []
+    data = MetricsInput(profile, activity)
     return [
-        *_guarded(errs, "idle_table", profile.name, lambda: idle_table.detect(profile, activity, config.idle_table)),
-        *_guarded(
-            errs, "ttl_not_expiring", profile.name, lambda: ttl_not_expiring.detect(profile, activity, config.ttl)
-        ),
+        finding
+        for det in all_detectors(DetectorInput.TABLE_ACTIVITY)
+        for finding in guarded(
+            errs, det.id, profile.name, partial(det.run, data, config.detector_config(det.id, profile.name))
+        )
     ]
 
 
@@ -727,6 +692,7 @@ def run_audit(
             time_left=time_left,
             sleep=sleep,
             prices=prices,
+            detectors=config,
         )
         findings += billing_findings_
         stats.merge(billing.stats)
@@ -744,11 +710,14 @@ def run_audit(
             if activity_tm is not None:
                 findings += evaluate_activity(profile, activity_tm, config, errors)
     profiles = {p.name: p for p in inventory.tables}
-    findings += _guarded(
-        errors, "ci_hot_key", "*", lambda: ci_hot_key.detect(reports, profiles, config.contributor_insights)
+    findings += guarded(
+        errors,
+        "ci_hot_key",
+        "*",
+        partial(ci_hot_key.detect, InsightsInput(reports, profiles), config.detector_config("ci_hot_key")),
     )
     own = {f.id for f in findings}
-    combined = correlate.correlate([*findings, *related_findings], config.correlate)
+    combined = correlate.correlate([*findings, *related_findings], config.detector_config("correlate"))
     findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)
     before = {f.id: f for f in related_findings}
     updated = [f for f in combined if f.id in before and f.id not in own and f != before[f.id]]

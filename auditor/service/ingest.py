@@ -2,11 +2,9 @@
 
 Trail ingest (:func:`process_trail_message`, one SQS message = one S3 event notification):
 
-- The body is an S3 event notification (``{"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
-  "s3": {...}}]}``), possibly wrapped in an SNS envelope (S3 -> SNS -> SQS without raw delivery). ``s3:TestEvent``
-  messages are skipped. Keys are URL-decoded (``unquote_plus``: S3 encodes a space as ``+``). Digest and Insight
-  files and objects that are not ``.json``/``.json.gz`` are skipped. A body that is none of these raises
-  :class:`NotificationError`: the message fails, is retried, and ends in the DLQ.
+- The body is an S3 event notification, read by :func:`auditor.sources.s3_objects.parse_s3_notification`
+  (``s3:TestEvent`` messages name nothing; a body that is no notification raises :class:`NotificationError`: the
+  message fails, is retried, and ends in the DLQ). Objects that are not CloudTrail logs are skipped.
 - :func:`process_trail_object` skips an object already marked processed, else streams it (never read whole into
   memory) through :func:`auditor.engine.ingest_source`, writes its window contributions under
   ``source_id = "s3://bucket/key"`` and only **then** marks it processed. A crash in between is safe: the
@@ -41,21 +39,27 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote_plus
 
 import orjson
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source, new_aggregate_set
-from auditor.exceptions import AuditorError, InputError, MalformedRecordError
+from auditor.exceptions import AuditorError, MalformedRecordError
 from auditor.models.api_call import ApiCall
 from auditor.sinks.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
-from auditor.sources.cloudtrail import Deduper, InputSource
+from auditor.sources.cloudtrail import Deduper
 from auditor.sources.normalize import normalize_record
+from auditor.sources.s3_objects import (
+    NotificationError,
+    ObjectUnreadableError,
+    S3ObjectRef,
+    is_trail_log_key,
+    parse_s3_notification,
+    trail_object,
+)
 from auditor.sources.stats import IngestStats
 
 if TYPE_CHECKING:
@@ -80,110 +84,10 @@ log = structlog.get_logger(__name__)
 
 CLOUDTRAIL_DETAIL_TYPE = "AWS API Call via CloudTrail"
 DYNAMODB_EVENT_BRIDGE_SOURCE = "aws.dynamodb"
-_SKIPPED_FOLDERS = frozenset({"CloudTrail-Digest", "CloudTrail-Insight"})
-_LOG_SUFFIXES = (".json.gz", ".json")
-_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket"})
-
-
-class NotificationError(InputError):
-    """An SQS message body is not an S3 event notification (the message fails and goes to the DLQ)."""
-
-
-class ObjectUnreadableError(AuditorError):
-    """A CloudTrail object cannot be read (missing, corrupt); nothing was stored and the message is retried."""
 
 
 class EventsCommitError(AuditorError):
     """The events of an SQS message could not be committed to the state table (the message is retried)."""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# S3 event notifications
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-class _S3Bucket(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    name: str = Field(min_length=1)
-
-
-class _S3Object(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    key: str = Field(min_length=1)
-    size: int | None = None
-    etag: str | None = Field(default=None, alias="eTag")
-
-
-class _S3Entity(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    bucket: _S3Bucket
-    obj: _S3Object = Field(alias="object")
-
-
-class _S3Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    event_source: Literal["aws:s3"] = Field(alias="eventSource")
-    event_name: str = Field(alias="eventName")
-    s3: _S3Entity
-
-
-class _S3Notification(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    records: list[_S3Record] = Field(alias="Records")
-
-
-@dataclass(frozen=True, slots=True)
-class S3ObjectRef:
-    """One object named by an S3 event notification (``key`` already URL-decoded)."""
-
-    bucket: str
-    key: str
-    event_name: str
-    size: int | None = None
-    etag: str | None = None
-
-
-def parse_s3_notification(body: str | bytes) -> list[S3ObjectRef]:
-    """The objects of one S3 event notification (an SQS message body); ``[]`` for an ``s3:TestEvent``.
-
-    Accepts the S3 -> SQS format and the same wrapped in an SNS notification envelope. Raises
-    :class:`NotificationError` for anything else (not JSON, or not shaped like a notification).
-    """
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise NotificationError(f"message body is not JSON: {exc}") from exc
-    if isinstance(doc, dict) and doc.get("Type") == "Notification" and isinstance(doc.get("Message"), str):
-        return parse_s3_notification(doc["Message"])  # S3 -> SNS -> SQS
-    if isinstance(doc, dict) and doc.get("Event") == "s3:TestEvent":
-        return []
-    try:
-        note = _S3Notification.model_validate(doc)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise NotificationError(f"not an S3 event notification: {loc}: {err['msg']}") from exc
-    return [
-        S3ObjectRef(
-            bucket=r.s3.bucket.name,
-            key=unquote_plus(r.s3.obj.key),
-            event_name=r.event_name,
-            size=r.s3.obj.size,
-            etag=r.s3.obj.etag,
-        )
-        for r in note.records
-    ]
-
-
-def is_trail_log_key(key: str) -> bool:
-    """True for a CloudTrail log object: ``.json``/``.json.gz``, not a digest or Insights file."""
-    parts = key.split("/")
-    if any(p in _SKIPPED_FOLDERS for p in parts[:-1]):
-        return False
-    name = parts[-1]
-    if "_CloudTrail-Digest_" in name or "_CloudTrail-Insight_" in name:
-        return False
-    return name.endswith(_LOG_SUFFIXES)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -218,18 +122,6 @@ def _log_result(result: ObjectResult) -> None:
     )
 
 
-def _open_object(s3: S3Client, bucket: str, key: str) -> tuple[Any, str | None]:
-    """(streaming body, ETag) of an object; a missing object raises ``ObjectUnreadableError``."""
-    try:
-        resp = s3.get_object(Bucket=bucket, Key=key)
-    except ClientError as exc:
-        code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in _MISSING_CODES:
-            raise ObjectUnreadableError(f"s3://{bucket}/{key}: object not found ({code})") from exc
-        raise
-    return resp["Body"], resp.get("ETag")
-
-
 def process_trail_object(
     s3: S3Client,
     store: WindowStore,
@@ -249,14 +141,10 @@ def process_trail_object(
         _log_result(result)
         return result
     source_id = f"s3://{bucket}/{key}"
-    body, object_etag = _open_object(s3, bucket, key)
     stats = IngestStats()
-    try:
-        aggregates = ingest_source(InputSource(name=source_id, open=lambda: body), config, Deduper(), stats)
-    except BotoCoreError as exc:  # the S3 stream broke off (timeout, connection reset, short read)
-        raise ObjectUnreadableError(f"{source_id}: read error: {exc}") from exc
-    finally:
-        body.close()
+    with trail_object(s3, bucket, key) as obj:
+        aggregates = ingest_source(obj.source, config, Deduper(), stats)
+    object_etag = obj.etag
     if aggregates is None:
         reason = stats.problems[0] if stats.problems else f"{source_id}: unreadable"
         raise ObjectUnreadableError(reason)

@@ -120,6 +120,7 @@ class MetricsAuditParams:
                 tag=(key.strip(), value.strip()) if tag else None,
             ),
             lookback_seconds=settings.audit_lookback_seconds,
+            audit=AuditConfig.from_tree(settings.analysis_config()),
             billing_lookback_days=settings.billing_lookback_days,
             billing_hour_utc=settings.billing_audit_hour_utc,
         )
@@ -233,7 +234,7 @@ def correlate_with_stored(
     if not stored:
         return list(own), []
     ids = {f.id for f in own}
-    combined = correlate.correlate([*own, *stored], audit.correlate)
+    combined = correlate.correlate([*own, *stored], audit.detector_config("correlate"))
     before = {f.id: f for f in stored}
     mine = [f for f in combined if f.id in ids]
     updated = [f for f in combined if f.id in before and f.id not in ids and f != before[f.id]]
@@ -270,7 +271,7 @@ def run_metrics_audit(
         config=params.audit,
         billing_days=params.billing_lookback_days if billing else 0,
         # The daily activity read (idle tables, TTL) runs once a day too, with the billing decision.
-        activity_days=params.audit.idle_table.idle_days if billing else 0,
+        activity_days=params.audit.detector_config("idle_table").idle_days if billing else 0,
         time_left=time_left,
         sleep=sleep,
     )
@@ -354,13 +355,12 @@ class OrgScope:
     def plan(self, session: Any) -> tuple[SessionFactory, list[Target]]:
         """The session factory and the (account, Region) pairs: the Organization's accounts are listed now
         (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
-        from auditor.sources.aws_calls import CLIENT_CONFIG
-        from auditor.sources.org import organization_accounts, targets
+        from auditor.sources.org import caller_account, session_organization_accounts, targets
 
-        own = session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+        own = caller_account(session)
         accounts: list[str | None] = [*self.accounts] or [own]
         if self.organization:
-            accounts = [*organization_accounts(session.client("organizations", config=CLIENT_CONFIG))]
+            accounts = [*session_organization_accounts(session)]
         regions = [*self.regions] or [session.region_name]
         factory = SessionFactory(session, self.role_name, own_account=own)
         return factory, targets(accounts, regions)
@@ -429,7 +429,7 @@ def run_org_metrics_audit(
     A pair that cannot be read is a coverage gap (logged, in the result); the pairs not started before the time
     reserve are ``deferred`` gaps, and the next hour's run starts elsewhere in the list (:func:`rotated`).
     """
-    from auditor.service.org_audit import clients_for
+    from auditor.sources.audit_clients import clients_for
 
     def one(target: Target, session: Any) -> MetricsAuditResult:
         try:

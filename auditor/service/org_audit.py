@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.finding import Finding
-from auditor.render import findings_table, render_columns, to_json
-from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
-from auditor.sources.aws_calls import CLIENT_CONFIG, error_code, error_message
+from auditor.service.audit import AuditConfig, AuditError, AuditResult, run_audit
+from auditor.sources.audit_clients import clients_for
+from auditor.sources.aws_calls import error_code, error_message
 from auditor.sources.org import (
     DEFAULT_CONCURRENCY,
     CoverageGap,
@@ -34,19 +35,10 @@ from auditor.sources.org import (
 if TYPE_CHECKING:
     import boto3
 
-    from auditor.billing.pricing import PriceBook
     from auditor.sources.inventory import TableSelector
+    from auditor.sources.pricing_api import PriceBook
 
 __all__ = ["OrgAuditResult", "audit_target", "render_org_audit", "run_org_audit"]
-
-
-def clients_for(session: boto3.Session, region: str) -> AuditClients:
-    """The audit's clients in ``region`` from an account's session (honours ``AWS_ENDPOINT_URL`` like boto3)."""
-    return AuditClients(
-        dynamodb=session.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
-        cloudwatch=session.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
-        autoscaling=session.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
-    )
 
 
 def audit_target(

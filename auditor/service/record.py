@@ -57,6 +57,7 @@ from auditor.lifecycle import (
     TableKey,
     merge_sightings,
     parse_suppress_rules,
+    sighting_totals,
     table_key,
     transition,
 )
@@ -276,7 +277,9 @@ def apply_lifecycle(
     and that were not seen resolve once absent for ``resolve_after_seconds`` (measured to the scope's horizon).
     """
     now = utc(now)
+    findings = list(findings)
     sightings = merge_sightings(findings)
+    counted = sighting_totals(findings)
     result = RecordResult(findings_seen=len(sightings))
     previous = _previous_states(store, scope, sightings, open_findings or OpenFindings(store))
 
@@ -289,6 +292,7 @@ def apply_lifecycle(
             rules=rules,
             resolve_after_seconds=resolve_after_seconds,
             horizon=scope.horizon(subject) if subject is not None else None,
+            counted=counted.get(seen.id) if seen is not None else None,
         )
         if change is None:
             return None

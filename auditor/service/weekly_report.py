@@ -41,18 +41,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import structlog
-from botocore.exceptions import ClientError
 
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
-from auditor.report.render import headline, money, render_html, render_markdown
-from auditor.sinks import keys
+from auditor.report.report_pages import headline, money, render_html, render_markdown
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.report_store import (
+    CLAIM_STALE_SECONDS,
+    ReportAnnouncements,
+    ReportFiles,
+    marker_pk,
+    publish_announcement,
+)
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sns import SNSClient
 
@@ -80,11 +83,6 @@ log = structlog.get_logger(__name__)
 MESSAGE_KIND = "weekly_report"
 #: SigV4 presigned URLs live at most 7 days.
 MAX_LINK_EXPIRY_SECONDS = 604_800
-#: A claim older than this (no invocation runs longer than Lambda's 15 minutes) belongs to a crashed invocation.
-CLAIM_STALE_SECONDS = 900
-MARKER_SK = "PUBLISHED"
-#: How long a week's marker is kept after the week ends (retries and re-runs come within days).
-MARKER_RETENTION = timedelta(days=35)
 #: Weeks before the report week read for the deltas (and for findings resolved later): the previous week, plus one
 #: more for findings last seen then and resolved in the report week.
 _WEEKS_BEFORE = 2
@@ -101,11 +99,6 @@ def report_keys(week: IsoWeek) -> tuple[str, str]:
     """The S3 keys of the HTML and Markdown report of ``week``."""
     base = f"reports/{week.year}/{week.label}/report"
     return f"{base}.html", f"{base}.md"
-
-
-def marker_pk(week: IsoWeek) -> str:
-    """The partition key of a week's announcement marker (``sk`` is ``PUBLISHED``)."""
-    return f"REPORT#{week.label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,12 +186,21 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
     return sorted(states.values(), key=lambda s: (s.last_seen, s.id))
 
 
+def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
+    """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
+    finding stored by a version without totals, or one not seen that week)."""
+    totals = state.totals_for(week.label)
+    stated = totals.over(week.start, week.end) if totals is not None else None
+    return state.model_copy(update={"finding": state.finding.model_copy(update={"totals": stated})})
+
+
 def build_weekly_report(
     states: Sequence[FindingState], week: IsoWeek, now: datetime, *, title: str = "DynamoDB weekly audit"
 ) -> WeeklyReport:
-    """The report of ``week`` from stored states (pure): each week's findings as of the end of that week."""
-    current = [_as_of(s, week.end) for s in states]
-    previous = [_as_of(s, week.start) for s in states]
+    """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
+    the totals of that week."""
+    current = [week_totals(_as_of(s, week.end), week) for s in states]
+    previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
     return build_report_from_findings(current, now, week=week, previous_findings=previous, title=title)
 
 
@@ -314,122 +316,7 @@ def summary_text(report: WeeklyReport, *, url: str, url_expires_at: datetime, bu
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------------- the marker
-
-
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-class ReportAnnouncements:
-    """The once-per-week announcement marker (``pk=REPORT#{week}``, ``sk=PUBLISHED``) in the state table.
-
-    Attributes: ``status`` (``claimed`` then ``published``), ``claim_token``, ``claimed_at``, ``published_at``,
-    ``message_id``, ``html_key``, ``expires_at`` (TTL: the week's end plus :data:`MARKER_RETENTION`).
-    """
-
-    def __init__(self, client: DynamoDBClient, table_name: str, *, stale_after_seconds: int = CLAIM_STALE_SECONDS):
-        self._client = client
-        self._table = table_name
-        self._stale = timedelta(seconds=stale_after_seconds)
-
-    def _key(self, week: IsoWeek) -> dict[str, AttributeValueTypeDef]:
-        return {keys.PK: _s(marker_pk(week)), keys.SK: _s(MARKER_SK)}
-
-    def claim(self, week: IsoWeek, token: str, now: datetime) -> bool:
-        """Claim the week's announcement; False when it is published or claimed (recently) by someone else."""
-        expires = int((week.end + MARKER_RETENTION).timestamp())
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item={
-                    **self._key(week),
-                    "status": _s("claimed"),
-                    "claim_token": _s(token),
-                    "claimed_at": _s(isoformat_z(now)),
-                    keys.TTL_ATTR: {"N": str(expires)},
-                },
-                ConditionExpression="attribute_not_exists(#pk) OR (#st = :claimed AND #at < :stale)",
-                ExpressionAttributeNames={"#pk": keys.PK, "#st": "status", "#at": "claimed_at"},
-                ExpressionAttributeValues={
-                    ":claimed": _s("claimed"),
-                    ":stale": _s(isoformat_z(now - self._stale)),
-                },
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
-    def status(self, week: IsoWeek) -> str | None:
-        """``claimed``, ``published`` or None (no marker)."""
-        item = self._client.get_item(TableName=self._table, Key=self._key(week), ConsistentRead=True).get("Item")
-        return item["status"]["S"] if item and "status" in item else None
-
-    def mark_published(self, week: IsoWeek, token: str, message_id: str, html_key: str, now: datetime) -> None:
-        """Record the publish on our claim (a claim taken over meanwhile is left alone, and logged)."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._key(week),
-                UpdateExpression="SET #st = :published, #pa = :now, #mid = :mid, #hk = :hk",
-                ConditionExpression="#tok = :tok",
-                ExpressionAttributeNames={
-                    "#st": "status",
-                    "#pa": "published_at",
-                    "#mid": "message_id",
-                    "#hk": "html_key",
-                    "#tok": "claim_token",
-                },
-                ExpressionAttributeValues={
-                    ":published": _s("published"),
-                    ":now": _s(isoformat_z(now)),
-                    ":mid": _s(message_id),
-                    ":hk": _s(html_key),
-                    ":tok": _s(token),
-                },
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-            log.warning("report_claim_taken_over", week=week.label)
-
-    def release(self, week: IsoWeek, token: str) -> None:
-        """Give our claim up (the publish failed): the next invocation claims and announces."""
-        try:
-            self._client.delete_item(
-                TableName=self._table,
-                Key=self._key(week),
-                ConditionExpression="#tok = :tok",
-                ExpressionAttributeNames={"#tok": "claim_token"},
-                ExpressionAttributeValues={":tok": _s(token)},
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-
-
 # ---------------------------------------------------------------------------------------------------- the run
-
-
-def _put(s3: S3Client, params: WeeklyReportParams, key: str, body: str, content_type: str, week: IsoWeek) -> None:
-    extra: dict[str, Any] = {}
-    if params.kms_key_id:
-        extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": params.kms_key_id}
-    s3.put_object(
-        Bucket=params.bucket,
-        Key=key,
-        Body=body.encode(),
-        ContentType=content_type,
-        CacheControl="private, no-cache",
-        Metadata={"report-week": week.label},
-        **extra,
-    )
 
 
 def run_weekly_report(
@@ -452,12 +339,11 @@ def run_weekly_report(
     states = load_states(store, week, now)
     report = build_weekly_report(states, week, now, title=params.title)
     html_key, md_key = report_keys(week)
-    _put(s3, params, html_key, render_html(report), "text/html; charset=utf-8", week)
-    _put(s3, params, md_key, render_markdown(report), "text/markdown; charset=utf-8", week)
+    files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)
+    files.put(html_key, render_html(report), "text/html; charset=utf-8", week)
+    files.put(md_key, render_markdown(report), "text/markdown; charset=utf-8", week)
     signed_at = utc(clock())
-    url = s3.generate_presigned_url(
-        "get_object", Params={"Bucket": params.bucket, "Key": html_key}, ExpiresIn=params.link_expiry_seconds
-    )
+    url = files.link(html_key, params.link_expiry_seconds)
     expires_at = signed_at + timedelta(seconds=params.link_expiry_seconds)
     worst = worst_open_severity(report)
     result = WeeklyReportResult(
@@ -481,26 +367,23 @@ def run_weekly_report(
         report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key, markdown_key=md_key
     )
     try:
-        response = sns.publish(
-            TopicArn=params.topic_arn,
-            Subject=f"{params.title} {week.label}"[:99],
-            Message=summary_text(report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key),
-            MessageAttributes={
-                name: {"DataType": "String", "StringValue": value}
-                for name, value in {
-                    "kind": MESSAGE_KIND,
-                    "severity": worst.value,
-                    "table": "*",
-                    "week": week.label,
-                    "event_id": f"report-{week.label}",
-                    "report_json": orjson.dumps(document).decode(),
-                }.items()
+        result.message_id = publish_announcement(
+            sns,
+            params.topic_arn,
+            subject=f"{params.title} {week.label}"[:99],
+            message=summary_text(report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key),
+            attributes={
+                "kind": MESSAGE_KIND,
+                "severity": worst.value,
+                "table": "*",
+                "week": week.label,
+                "event_id": f"report-{week.label}",
+                "report_json": orjson.dumps(document).decode(),
             },
         )
     except Exception:
         announcements.release(week, token)  # the retry announces
         raise
-    result.message_id = response["MessageId"]
     announcements.mark_published(week, token, result.message_id, html_key, utc(clock()))
     log.info("weekly_report_published", **result.as_dict())
     return result

@@ -1,6 +1,6 @@
 """The state table's key design (one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL).
 
-Access patterns first, then keys (README "State table" documents the same table):
+Access patterns first, then keys (docs/state-table.md documents the same table):
 
 =================================================  ====================================================
 access pattern                                     operation and key

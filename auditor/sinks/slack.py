@@ -2,8 +2,12 @@
 
 Input contract (the SNS publisher): each SNS message is one finding event. ``Message`` is readable text and the
 message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` | ``resolved``) and
-``finding_json`` (the SPEC.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
+``finding_json`` (the docs/contract.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
 delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
+
+Run digests (kind ``digest``, :mod:`auditor.sinks.sns`) list one run's new and worsened findings; they are posted
+as one Block Kit message (:func:`render_digest`) holding the findings at ``Settings.slack_min_severity`` or above,
+redacted like a finding (each item carries its key for that), or not at all when none reaches the minimum.
 
 Weekly report announcements (the weekly report Lambda, :mod:`auditor.service.weekly_report`) come through the same
 topic with the message attribute ``kind`` = ``weekly_report`` and a ``report_json`` attribute (the compact summary:
@@ -38,6 +42,7 @@ import http.client
 import random
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,9 +95,27 @@ STATUS_PREFIX = {"new": "", "worsened": "Worsened: ", "resolved": "Resolved: "}
 _ENTITIES = ("&amp;", "&lt;", "&gt;")
 
 
-def escape_mrkdwn(text: str) -> str:
-    """Escape Slack's three control characters (``&``, ``<``, ``>``) for mrkdwn text."""
+#: mrkdwn formatting characters in values from traffic, replaced by look-alikes so a table name, principal or key
+#: can neither format the message (``*bold*``, ``_italic_``, ``~strike~``, ```code```) nor break out of it.
+_FORMATTING = str.maketrans({"*": "\u2217", "_": "\uff3f", "~": "\u223c", "`": "'"})
+#: In ``plain_text`` (headers) ``&lt;`` would show literally: ``<`` and ``>`` become look-alikes instead, so a
+#: ``<!channel>`` or ``<!here>`` in a value can never notify anyone.
+_PLAIN = str.maketrans({"<": "\u2039", ">": "\u203a"})
+
+
+def escape_entities(text: str) -> str:
+    """Escape Slack's three control characters (``&``, ``<``, ``>``): enough inside inline code."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_mrkdwn(text: str) -> str:
+    """A value made inert in mrkdwn: control characters escaped, formatting characters neutralised."""
+    return escape_entities(text.translate(_FORMATTING))
+
+
+def escape_plain(text: str) -> str:
+    """A value made inert in a ``plain_text`` object (a header): no ``<!…>`` mention or link can form."""
+    return text.translate(_PLAIN)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -126,7 +149,7 @@ def _code_field(label: str, value: str | None) -> dict[str, Any]:
     head = f"*{escape_mrkdwn(label)}*\n"
     if not value:
         return _mrkdwn(head + "—")
-    body = truncate(escape_mrkdwn(value.replace("`", "'")), MAX_FIELD_TEXT - len(head) - 2)
+    body = truncate(escape_entities(value.replace("`", "'")), MAX_FIELD_TEXT - len(head) - 2)
     return _mrkdwn(f"{head}`{body}`")
 
 
@@ -186,7 +209,7 @@ def render_finding(
             "type": "header",
             "text": {
                 "type": "plain_text",
-                "text": truncate(f"{emoji} {prefix}{title}", MAX_HEADER_TEXT),
+                "text": truncate(f"{emoji} {prefix}{escape_plain(title)}", MAX_HEADER_TEXT),
                 "emoji": True,
             },
         },
@@ -252,7 +275,7 @@ def _tail_blocks(finding: Mapping[str, Any]) -> list[dict[str, Any]]:
             {"type": "section", "text": _mrkdwn(head + truncate(escape_mrkdwn(fix), MAX_SECTION_TEXT - len(head)))}
         )
     elements = [
-        f"Finding {_code(truncate(escape_mrkdwn(str(finding.get('id') or '—')), 200))}",
+        f"Finding {_code(truncate(escape_entities(str(finding.get('id') or '—')), 200))}",
         f"First seen {_slack_date(finding.get('first_seen'))}",
         f"Last seen {_slack_date(finding.get('last_seen'))}",
     ]
@@ -273,9 +296,11 @@ def render_text_message(message: str, attributes: Mapping[str, str]) -> dict[str
     kind = attributes.get("kind", "")
     emoji = RESOLVED_EMOJI if status == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
     label = " ".join(p for p in (status if status in STATUS_PREFIX else "", kind.replace("_", " "), "finding") if p)
-    header = f"{emoji} {label[0].upper()}{label[1:]}" + (f" on {table}" if table else "")
+    header = f"{emoji} {label[0].upper()}{label[1:]}" + (f" on {escape_plain(table)}" if table else "")
     if kind == REPORT_MESSAGE_KIND:
-        header = f"{REPORT_EMOJI} Weekly report" + (f" {attributes['week']}" if attributes.get("week") else "")
+        header = f"{REPORT_EMOJI} Weekly report" + (
+            f" {escape_plain(attributes['week'])}" if attributes.get("week") else ""
+        )
     body = escape_mrkdwn(message.strip() or "(the message had no text)")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": truncate(header, MAX_HEADER_TEXT), "emoji": True}}
@@ -493,6 +518,133 @@ def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- events
 
 
+# ----------------------------------------------------------------------------- run digests
+
+#: The ``kind`` attribute of a run digest (see :mod:`auditor.sinks.sns`).
+DIGEST_MESSAGE_KIND = "digest"
+#: Findings listed one section each; the rest are counted in an "and N more" line (Block Kit: 50 blocks).
+DIGEST_MAX_LISTED = 40
+_SEVERITY_ORDER = ("critical", "high", "medium", "low", "info")
+
+
+class DigestItem(BaseModel):
+    """One finding in a run digest (the ``digest_json`` items)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    severity: str
+    status: str = "new"
+    kind: str = ""
+    table: str
+    index: str | None = None
+    account: str | None = None
+    region: str | None = None
+    title: str
+    fix: str = ""
+    previous_severity: str | None = None
+    key: Any = None
+
+
+class Digest(BaseModel):
+    """A run digest: the new and worsened findings of one evaluation or audit run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    findings: list[DigestItem] = Field(max_length=1000)
+    more: int = Field(default=0, ge=0)
+
+
+def parse_digest(raw: str | None) -> tuple[Digest | None, str | None]:
+    """(Digest, None) for a valid ``digest_json`` attribute, else (None, why it is unusable)."""
+    if not raw:
+        return None, "digest_json attribute missing"
+    try:
+        return Digest.model_validate_json(raw), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return None, f"digest_json is not a digest: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
+def redact_digest(digest: Digest, salt: str = "") -> Digest:
+    """Key values redacted in every item's title and fix (each item carries its finding's ``key`` for this)."""
+    items = []
+    for item in digest.findings:
+        red = redact_finding({"title": item.title, "recommendation": item.fix, "evidence": {"key": item.key}}, salt)
+        items.append(item.model_copy(update={"title": red["title"], "fix": red["recommendation"], "key": None}))
+    return digest.model_copy(update={"findings": items})
+
+
+def severity_at_least(severity: str, minimum: str) -> bool:
+    """Whether ``severity`` is ``minimum`` or more urgent (unknown severities count as info)."""
+    rank = {s: len(_SEVERITY_ORDER) - i for i, s in enumerate(_SEVERITY_ORDER)}
+    return rank.get(severity, 1) >= rank.get(minimum, 1)
+
+
+def console_table_url(table: str, region: str | None) -> str | None:
+    """The table's page in the DynamoDB console (None without a region)."""
+    if not region or not region.replace("-", "").isalnum():
+        return None
+    return f"https://{region}.console.aws.amazon.com/dynamodbv2/home?region={region}#table?name=" + urllib.parse.quote(
+        table, safe=""
+    )
+
+
+def _link(url: str | None, label: str) -> str:
+    if not url or not _link_ok(url) or any(c in url for c in "<>|"):
+        return escape_mrkdwn(label)
+    return f"<{url}|{escape_mrkdwn(label)}>"
+
+
+def render_digest(digest: Digest, *, min_severity: str = "medium", report_url: str | None = None) -> dict[str, Any]:
+    """One Slack message for a run: the new and worsened findings at ``min_severity`` or above, most severe first
+    (severity, table, title, one-line fix, id, console link), then "and N more", within Block Kit's limits.
+
+    ``digest`` must already be redacted if it must be (:func:`redact_digest`). Returns an empty dict when no finding
+    reaches ``min_severity`` (nothing to post).
+    """
+    items = [i for i in digest.findings if severity_at_least(i.severity, min_severity)]
+    below = len(digest.findings) - len(items)
+    if not items:
+        return {}
+    items.sort(key=lambda i: (_SEVERITY_ORDER.index(i.severity) if i.severity in _SEVERITY_ORDER else 9, i.table))
+    total = len(items) + digest.more
+    head = f"{SEVERITY_EMOJI.get(items[0].severity, ':grey_question:')} {total} new or worsened DynamoDB finding"
+    head += "s" if total != 1 else ""
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": truncate(head, MAX_HEADER_TEXT), "emoji": True}}
+    ]
+    listed = items[:DIGEST_MAX_LISTED]
+    for item in listed:
+        sev = item.severity.upper()
+        if item.status == "worsened" and item.previous_severity:
+            sev = f"{item.previous_severity.upper()} → {sev}"
+        where = item.table + (f" / {item.index}" if item.index else "")
+        lines = [
+            f"{SEVERITY_EMOJI.get(item.severity, ':grey_question:')} *{escape_mrkdwn(sev)}* "
+            f"{_code(escape_entities(truncate(where, 200)))} {escape_mrkdwn(truncate(item.title, 300))}",
+        ]
+        if item.fix:
+            lines.append(f"Fix: {escape_mrkdwn(truncate(item.fix, 400))}")
+        console = _link(console_table_url(item.table, item.region), "table in the AWS console")
+        lines.append(f"Finding {_code(escape_entities(truncate(item.id, 100)))} · {console}")
+        blocks.append({"type": "section", "text": _mrkdwn(truncate("\n".join(lines), MAX_SECTION_TEXT))})
+    rest = total - len(listed)
+    notes = []
+    if rest:
+        notes.append(f"and {rest:,} more")
+    if below:
+        notes.append(f"{below:,} below {min_severity} not shown")
+    tail = "; ".join(notes)
+    report = _link(report_url, "the weekly report") if report_url else "the weekly report"
+    tail = (tail + ". " if tail else "") + f"Every finding is in the findings store and {report}."
+    blocks.append({"type": "context", "elements": [_mrkdwn(truncate(tail, MAX_CONTEXT_TEXT))]})
+    text = f"{total} new or worsened DynamoDB findings: " + "; ".join(
+        f"{i.severity.upper()} {i.title} ({i.table})" for i in listed[:5]
+    )
+    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+
+
 @dataclass(frozen=True, slots=True)
 class FindingNotification:
     """One SNS finding message: its id, the readable text and the string message attributes."""
@@ -523,8 +675,21 @@ def parse_finding(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
     return finding.model_dump(mode="json"), None
 
 
-def build_message(event: FindingNotification, *, redact: bool = True, salt: str = "") -> tuple[dict[str, Any], bool]:
-    """(Slack message, whether it was rendered from the structured finding or report summary) for one event."""
+def build_message(
+    event: FindingNotification, *, redact: bool = True, salt: str = "", min_severity: str = "medium"
+) -> tuple[dict[str, Any], bool]:
+    """(Slack message, whether it was rendered from the structured finding or report summary) for one event.
+
+    A run digest (``kind`` = ``digest``) is rendered by :func:`render_digest` with ``min_severity``; an empty dict
+    means nothing in it reaches the minimum (nothing to post).
+    """
+    if event.attributes.get("kind") == DIGEST_MESSAGE_KIND:
+        digest, problem = parse_digest(event.attributes.get("digest_json"))
+        if digest is not None:
+            return render_digest(redact_digest(digest, salt) if redact else digest, min_severity=min_severity), True
+        log.warning("slack_digest_json_unusable", message_id=event.message_id, problem=problem)
+        text = redact_text(event.message, salt) if redact else event.message
+        return render_text_message(text, event.attributes), False
     if event.attributes.get("kind") == REPORT_MESSAGE_KIND:
         summary, problem = parse_weekly_summary(event.attributes.get("report_json"))
         if summary is not None:
@@ -778,9 +943,12 @@ class NotifyResult:
     #: Delivered from the readable message because ``finding_json`` was missing or invalid.
     from_message: int = 0
     failed: int = 0
+    #: Digests with no finding at the minimum severity (nothing posted).
+    skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
+            "skipped": self.skipped,
             "delivered": self.delivered,
             "text_only": self.text_only,
             "from_message": self.from_message,
@@ -813,7 +981,12 @@ def notify_slack(
     started = clock()
     for event in events:
         bound = log.bind(message_id=event.message_id)
-        payload, structured = build_message(event, redact=settings.redact_keys, salt=secret.redaction_salt)
+        payload, structured = build_message(
+            event, redact=settings.redact_keys, salt=secret.redaction_salt, min_severity=settings.slack_min_severity
+        )
+        if not payload:
+            result.skipped += 1
+            continue
         remaining = None if budget_seconds is None else budget_seconds - (clock() - started)
         post = _poster(secret.webhook_url, settings, sleep=sleep, clock=clock, budget_seconds=remaining)
         try:

@@ -20,15 +20,28 @@ One SNS message per finding event (``new``, ``worsened``, ``resolved``), ``Messa
     ``status``      ``new`` | ``worsened`` | ``resolved`` (what happened)
     ``finding_id``  the stable finding id
     ``event_id``    a stable id of this publish: the same on a retried publish (deduplicate on it)
-    ``finding_json`` the finding as JSON (SPEC.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
+    ``finding_json`` the finding as JSON (docs/contract.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
                     ``last_seen``). When the whole message would exceed SNS's 256 KB, the ``evidence`` is cut
-                    to the fields SPEC.md requires and ``"evidence_truncated": true`` is added to it.
+                    to the fields docs/contract.md requires and ``"evidence_truncated": true`` is added to it.
     ``previous_severity`` only on ``worsened``: the severity published before.
     ==============  ========================================================================================
 
 A consumer of an SNS-triggered Lambda reads ``Records[i].Sns.MessageAttributes.finding_json.Value`` (SNS turns
 ``StringValue`` into ``{"Type": "String", "Value": ...}``) and ``...status.Value``; through SQS without raw
 delivery the same ``MessageAttributes`` are in the JSON envelope of the message body.
+
+The run digest
+==============
+
+After draining the outbox, :func:`publish_pending` publishes **one digest message** for the run when it sent any
+``new`` or ``worsened`` event: ``Subject`` ``[HIGH] 7 new or worsened DynamoDB findings``, the readable list as
+``Message``, and the attributes ``kind`` = ``digest``, ``status`` = ``digest``, ``severity`` (the most severe
+finding in it, so a subscription filter policy on ``severity`` drops a digest of only minor findings), ``event_id``
+and ``digest_json`` (``{"findings": [{"id", "severity", "status", "kind", "table", "index", "account", "region",
+"title", "fix", "previous_severity", "key"}, ...], "more": int}``, most severe first, at most :data:`DIGEST_MAX_ITEMS`
+items; ``more`` counts the rest). The Slack subscription takes digests by default, e-mail takes the per-finding
+messages (see template.yaml). A digest that SNS refuses is logged and counted in ``digest_failed``; the
+per-finding messages it summarises were already accepted, so nothing is lost.
 
 Delivery: :func:`publish_pending` drains the outbox oldest first. An entry is deleted only after SNS accepted it;
 a failed publish (any ``ClientError`` or ``BotoCoreError``: topic gone, wrong ARN, throttled, endpoint down) stays
@@ -38,6 +51,7 @@ its delete fails after SNS accepted it.
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -96,6 +110,67 @@ class PublishResult:
     sent: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Digest messages published (0 or 1 per drain) and refused.
+    digests: int = 0
+    digest_failed: int = 0
+
+
+#: The ``kind`` attribute of a run digest.
+DIGEST_KIND = "digest"
+#: Most findings listed in a digest's ``digest_json`` (the rest are counted in ``more``).
+DIGEST_MAX_ITEMS = 100
+_FIX_CHARS = 160
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    first = line.split(". ")[0]
+    first = first if first.endswith(".") else first + ("." if first != line else "")
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def render_digest(events: list[FindingEvent], event_id: str) -> SnsMessage | None:
+    """The run digest of the ``new`` and ``worsened`` events (None when there is none)."""
+    shown = [e for e in events if e.kind in (EventKind.NEW, EventKind.WORSENED)]
+    if not shown:
+        return None
+    shown.sort(key=lambda e: (-e.finding.severity.rank, e.finding.table, e.finding.kind.value, e.finding.id))
+    worst = shown[0].finding.severity
+    items = [
+        {
+            "id": e.finding.id,
+            "severity": e.finding.severity.value,
+            "status": e.kind.value,
+            "kind": e.finding.kind.value,
+            "table": e.finding.table,
+            "index": e.finding.index,
+            "account": e.finding.account,
+            "region": e.finding.region,
+            "title": e.finding.title,
+            "fix": _one_line(e.finding.recommendation, _FIX_CHARS),
+            "previous_severity": e.previous_severity.value if e.previous_severity else None,
+            "key": e.finding.evidence.get("key"),  # lets the Slack notifier redact the key in title and fix
+        }
+        for e in shown[:DIGEST_MAX_ITEMS]
+    ]
+    more = len(shown) - len(items)
+    n = len(shown)
+    subj = _ascii(f"[{worst.value.upper()}] {n} new or worsened DynamoDB finding{'s' if n != 1 else ''}")
+    lines = [f"{n} new or worsened finding{'s' if n != 1 else ''} in this run:", ""]
+    lines += [
+        f"- [{e.finding.severity.value.upper()}] {e.finding.table}: {e.finding.title} ({e.finding.id})"
+        for e in shown[:DIGEST_MAX_ITEMS]
+    ]
+    if more:
+        lines.append(f"... and {more} more")
+    attributes = {
+        "kind": DIGEST_KIND,
+        "severity": worst.value,
+        "status": DIGEST_KIND,
+        "event_id": event_id,
+        "digest_json": orjson.dumps({"findings": items, "more": more}).decode(),
+    }
+    return SnsMessage(subj[:MAX_SUBJECT_CHARS], "\n".join(lines)[:_MAX_TEXT_CHARS], attributes)
 
 
 def _ascii(text: str) -> str:
@@ -217,6 +292,7 @@ def publish_pending(
     """
     stamp = utc(now) if now is not None else datetime.now(UTC)
     result = PublishResult()
+    sent: list[OutboxEntry] = []
     for entry in store.pending(limit):
         try:
             message_id = publish_one(sns, topic_arn, entry)
@@ -233,6 +309,26 @@ def publish_pending(
             store.mark_failed(entry, error, stamp)
             continue
         store.mark_sent(entry)
+        sent.append(entry)
         result.sent += 1
         log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
+    _publish_digest(sns, topic_arn, sent, result)
     return result
+
+
+def _publish_digest(sns: SNSClient, topic_arn: str, sent: list[OutboxEntry], result: PublishResult) -> None:
+    """Publish the digest of the events this drain sent (see the module docstring)."""
+    digest_id = "digest-" + hashlib.sha256("|".join(sorted(e.event_id for e in sent)).encode()).hexdigest()[:20]
+    msg = render_digest([e.event for e in sent], digest_id)
+    if msg is None:
+        return
+    try:
+        sns.publish(
+            TopicArn=topic_arn, Subject=msg.subject, Message=msg.text, MessageAttributes=msg.message_attributes()
+        )
+    except (ClientError, BotoCoreError) as exc:
+        result.digest_failed += 1
+        log.warning("digest_publish_failed", error=f"{type(exc).__name__}: {exc}", findings=len(sent))
+        return
+    result.digests += 1
+    log.info("digest_published", findings=len(sent), event_id=digest_id)

@@ -9,8 +9,9 @@ Input formats (auto-detected after gzip detection by magic bytes, never by file 
 - JSON lines (one event, record or log file per line; blank lines ignored), or any concatenation of these;
 - a single CloudTrail record object (it has ``eventSource``).
 
-Performance design (see /work/shared/reference/tooling.md section 7). A 50 MB ``.json.gz`` expands to ~250 MB: it is
-never materialised as one object tree, and reading it must beat "gunzip + one ``orjson.loads``" of the whole file.
+Performance design (measured by ``make bench``, see README "Development"). A 50 MB ``.json.gz`` expands to
+~250 MB: it is never materialised as one object tree, and reading it must beat "gunzip + one ``orjson.loads``" of
+the whole file.
 
 - A background thread reads and gunzips the input in chunks of a few MB and hands them over through a bounded
   queue. zlib and file reads release the GIL, so decompression overlaps with parsing on a second core. While a

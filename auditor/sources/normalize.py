@@ -7,7 +7,8 @@ actually read are lower-cased, once per dict, because CloudTrail mixes ``tableNa
 ``key``/``Key`` even inside one record. Attribute names (inside ``key``) and table names (the keys of a
 ``requestItems`` map) are never lower-cased.
 
-See /work/shared/reference/cloudtrail.md for the record shapes this follows.
+The record shapes follow the AWS samples in
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/logging-using-cloudtrail.html (DynamoDB data events).
 """
 
 from __future__ import annotations

@@ -161,6 +161,20 @@ def organization_accounts(client: OrganizationsClient) -> list[str]:
     return sorted(ids)
 
 
+def caller_account(session: boto3.Session) -> str:
+    """The account of ``session``'s credentials (``sts:GetCallerIdentity``)."""
+    from auditor.sources.aws_calls import CLIENT_CONFIG
+
+    return session.client("sts", config=CLIENT_CONFIG).get_caller_identity()["Account"]
+
+
+def session_organization_accounts(session: boto3.Session) -> list[str]:
+    """:func:`organization_accounts` with ``session``'s Organizations client."""
+    from auditor.sources.aws_calls import CLIENT_CONFIG
+
+    return organization_accounts(session.client("organizations", config=CLIENT_CONFIG))
+
+
 def targets(accounts: Sequence[str | None], regions: Sequence[str]) -> list[Target]:
     """Every (account, Region) pair, account-major (one account's Regions run close together)."""
     return [Target(a, r) for a in accounts for r in regions]

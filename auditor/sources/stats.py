@@ -1,4 +1,4 @@
-"""Counters of one ingest run (SPEC.md ``stats``)."""
+"""Counters of one ingest run (docs/contract.md ``stats``)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class IngestStats:
             self.note(p)
 
     def as_dict(self) -> dict[str, int]:
-        """The SPEC.md ``stats`` object."""
+        """The docs/contract.md ``stats`` object."""
         d = asdict(self)
         d.pop("problems")
         d.pop("records_seen")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.render import render_columns
+from auditor.findings_text import render_columns
 from auditor.whatif.limits import LimitItem, WhatIfResult
 
 __all__ = ["describe_item", "headline", "render_what_if"]

@@ -42,6 +42,14 @@ def aws_reset(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     yield moto_endpoint
 
 
+#: A subscriber of the per-finding messages (like the e-mail subscription): the run digests are filtered out by SNS
+#: (they have their own tests in tests/unit/test_slack_digest.py and tests/template/test_filter_policies.py).
+PER_FINDING_SUBSCRIPTION = {
+    "RawMessageDelivery": "false",
+    "FilterPolicy": '{"kind": [{"anything-but": ["digest"]}]}',
+}
+
+
 def client(service: str, endpoint: str) -> Any:
     """A boto3 client for ``service`` on the moto server."""
     return aws_client(service, endpoint)
@@ -62,7 +70,7 @@ class TopicInbox:
             "QueueArn"
         ]
         self.sns.subscribe(
-            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "false"}
+            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes=PER_FINDING_SUBSCRIPTION
         )
 
     def envelopes(self) -> list[dict[str, Any]]:

@@ -16,10 +16,10 @@ import pytest
 from auditor.cli import main
 from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, fingerprint
-from auditor.service.audit import build_clients
 from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
 from auditor.service.record import SOURCE_CLOUDTRAIL, LifecycleParams, ResolveScope, record_findings
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sources.audit_clients import build_clients
 from auditor.sources.inventory import TableSelector
 from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table
@@ -104,7 +104,7 @@ def test_audit_reports_billing_mode_findings_from_consumed_and_provisioned_capac
     assert 0.069 <= ev["days_analyzed"] <= 0.073
     assert read["coverage_days"]["over-provisioned"] == pytest.approx(ev["days_analyzed"], abs=0.001)
     assert ev["confidence"] < 0.01
-    assert over["severity"] == "low"
+    assert over["severity"] == "info" and ev["preliminary"] is True  # under 7 days: preliminary
     assert (over["account"], over["region"], over["table"], over["index"]) == (
         ACCOUNT,
         REGION,
@@ -187,7 +187,8 @@ def test_metrics_audit_records_billing_findings_and_only_a_billing_run_resolves_
     )
     # When the metrics audit runs in the billing hour
     result = run_metrics_audit(build_clients(REGION), store, inbox.sns, params, now, sleep=lambda _s: None)
-    # Then the over-provisioned table's billing finding is stored, from the billing read, and announced as new
+    # Then the over-provisioned table's billing finding is stored, from the billing read; from 100 minutes of data it
+    # is preliminary, so it is stored muted and not announced
     assert result.detector_errors == []
     assert result.billing is not None and result.billing["tables_decided"] == 2
     over_id = fingerprint(FindingKind.BILLING_MODE, ACCOUNT, REGION, "over-provisioned", None, "billing_mode")
@@ -196,8 +197,8 @@ def test_metrics_audit_records_billing_findings_and_only_a_billing_run_resolves_
     assert state.finding.evidence["source"] == "cloudwatch_billing"
     assert state.finding.evidence["monthly_savings"] == pytest.approx(564.2, rel=0.01)
     assert state.finding.account == ACCOUNT
-    msgs = inbox.messages()
-    assert [(m["table"], m["kind"], m["status"]) for m in msgs] == [("over-provisioned", "billing_mode", "new")]
+    assert state.finding.evidence["preliminary"] is True and state.muted
+    assert inbox.messages() == []
     # And the stale one resolves: the billing run read the spiky table's series in full and found nothing to change
     resolved = store.get(stale.id)
     assert resolved is not None and resolved.status is FindingStatus.RESOLVED

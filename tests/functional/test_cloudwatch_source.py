@@ -13,6 +13,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from auditor.detectors.base import InsightsInput
 from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.models.inventory import ContributorInsights, IndexProfile, Inventory, TableProfile
 from auditor.models.metrics import ApiStats, SeriesKey
@@ -386,7 +387,7 @@ def test_contributor_insights_reports_become_hot_key_findings() -> None:
     assert stats.insight_metrics_requested == 6
     assert reports[0].contributors[0].max_value == 500.0
 
-    found = ci_hot_key.detect(reports, {p.name: p for p in inv.tables})
+    found = ci_hot_key.detect(InsightsInput(reports, {p.name: p for p in inv.tables}))
     by_key = {(f.index, tuple(f.evidence["key"].items())): f for f in found}
     top = by_key[(None, (("customer", "CUST#42"),))]
     assert top.severity.value == "high"

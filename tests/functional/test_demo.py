@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,15 @@ def test_first_run_alerts_every_planted_problem_once(demo: DemoResult) -> None:
     kinds = {f["kind"] for f in trail}
     assert {"scan", "hot_key", "low_cardinality_key", "throttling", "item_size_exceeded"} <= kinds
     assert first.failed_messages == 0
-    assert first.evaluation["published"] == len(trail) == first.sns_messages == first.slack_posts
+    assert first.evaluation["published"] == len(trail)
+    # Slack's subscription takes the run digest (SNS drops the per-finding messages): one post for the run.
+    assert first.sns_messages == first.slack_posts == 1
+    digest = demo.slack_posts[0]
+    shown = [b for b in digest["blocks"] if b["type"] == "section"]
+    note = digest["blocks"][-1]["elements"][0]["text"]
+    below = re.search(r"(\d+) below medium not shown", note)
+    assert shown
+    assert len(shown) + (int(below.group(1)) if below else 0) == len(trail)
     assert "Users" not in {f["table"] for f in trail}  # the healthy table's traffic is clean
 
 
@@ -63,16 +72,17 @@ def test_third_run_adds_cloudwatch_and_streams_findings_linked_to_the_trail(demo
     billing = {f["table"]: f for f in demo.findings if f["kind"] == "billing_mode"}
     assert billing["Orders"]["evidence"]["current_mode"] == "PROVISIONED"
     assert billing["Orders"]["evidence"]["monthly_savings"] > 0
-    assert billing["Orders"]["severity"] == "low"  # an hour of data: low confidence caps the severity
+    # An hour of data: preliminary (info, never alerted, not in the savings headline).
+    assert billing["Orders"]["severity"] == "info" and billing["Orders"]["evidence"]["preliminary"] is True
     third = demo.runs[2]
-    assert third.sns_messages == third.slack_posts > 0
+    assert 0 < third.sns_messages == third.slack_posts <= 2  # one digest per run: metrics audit, stream watcher
 
 
 def test_slack_posts_are_block_kit_and_redacted(demo: DemoResult) -> None:
     assert demo.slack_posts
     for post in demo.slack_posts:
         assert post["text"] and 0 < len(post["blocks"]) <= 50
-    hot = [p for p in demo.slack_posts if "Hot partition key" in p["text"]]
+    hot = [p for p in demo.slack_posts if "Hot partition key" in json.dumps(p["blocks"])]
     assert hot
     raw = json.dumps(demo.slack_posts, ensure_ascii=False)
     assert "CUSTOMER#42" not in raw  # the hot key's value left the account only as CUSTOMER#…hash
@@ -112,6 +122,58 @@ def test_cli_demo_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = json.loads(capsys.readouterr().out)
     assert out["findings"]
     assert (tmp_path / "findings.json").exists()
+
+
+def test_stored_totals_equal_analyze_trail_on_the_demos_own_trail(demo: DemoResult) -> None:
+    """The service's totals (the report's week) match what analyze-trail reports on the demo's OUT/trail/.
+
+    Windows, first and last seen and the scan counts are exact. Two counts may differ by a hair: an event CloudTrail
+    delivers in two different files counts twice in the service (a known limit, see README) and the hot-key count is
+    a sketch estimate merged in another order. A throttling cause decided per window can differ from the cause over
+    the whole input, so such a finding may exist in one output only (one throttling story across windows and sources
+    is not done yet).
+    """
+    from auditor.engine import analyze_trail
+
+    trail_dir = demo.out / "trail"
+    assert sorted(p.name for p in trail_dir.iterdir()) == ["run1", "run2"]
+    cli = {f.id: f for f in analyze_trail([str(trail_dir)]).findings}
+    stored = [f for f in _cloudtrail(demo) if f.get("totals")]
+    assert stored
+    compared = 0
+    for f in stored:
+        if f["id"] not in cli:
+            assert f["kind"] == "throttling", (f["kind"], f["table"], f["title"])
+            continue
+        totals = cli[f["id"]].totals
+        assert totals is not None
+        theirs = totals.model_dump(mode="json")
+        for k in ("windows", "first_seen", "last_seen"):
+            assert f["totals"][k] == theirs[k], (f["kind"], f["table"], k)
+        if f["kind"] == "scan":
+            assert f["totals"]["count"] == theirs["count"]
+        assert abs(f["totals"]["count"] - theirs["count"]) <= max(2, theirs["count"] // 1000), (f["kind"], f["table"])
+        compared += 1
+    assert compared >= len(stored) - 1
+
+
+def _normalised(lines: list[str]) -> list[str]:
+    """Transcript lines without what changes from run to run: clock times, paths, the endpoint, the duration."""
+    out = []
+    for line in lines:
+        if line.startswith(("local AWS endpoint", "Finished in", "Files: ", "report: ")):
+            continue
+        out.append(re.sub(r"\b\d\d:\d\d\b", "HH:MM", line).rstrip())
+    return out
+
+
+def test_the_readme_transcript_is_the_real_output(demo: DemoResult) -> None:
+    """README's demo transcript is what the current code prints (times, paths and the duration aside)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("```\nrun 1: ") + 4
+    block = readme[start : readme.index("```", start)].splitlines()
+    printed = [line for m in NARRATIVE for line in m.splitlines()] + summary_text(demo).splitlines()
+    assert _normalised(block) == _normalised(printed)
 
 
 def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:

@@ -27,7 +27,7 @@ from auditor.sources.cloudtrail import Deduper, InputSource
 from auditor.sources.stats import IngestStats
 from handlers import evaluator
 from tests import factories as f
-from tests.functional.conftest import client, create_state_table
+from tests.functional.conftest import PER_FINDING_SUBSCRIPTION, client, create_state_table
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TABLE = "auditor-state"
@@ -69,9 +69,7 @@ class Env:
         arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        self.sns.subscribe(
-            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "false"}
-        )
+        self.sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=arn, Attributes=PER_FINDING_SUBSCRIPTION)
         self.sources = 0
 
     def put(self, calls: list[Any]) -> None:

@@ -251,16 +251,18 @@ def test_a_detector_that_fails_on_a_table_proves_no_absence_there(env: Env, monk
     stale = stale.model_copy(update={"evidence": {**stale.evidence, "source": "cloudwatch"}})
     env.seed(stale)
     # When the scan-volume detector crashes on that table during the audit
-    from auditor.detectors.metrics import scan as cw_scan
+    import dataclasses
 
-    real = cw_scan.detect
+    from auditor.detectors import registry
 
-    def crash_on_quiet(profile: Any, tm: Any, cfg: Any) -> list[Finding]:
-        if profile.name == "quiet":
+    real = registry.get("cw_scan")
+
+    def crash_on_quiet(data: Any, cfg: Any) -> list[Finding]:
+        if data.profile.name == "quiet":
             raise RuntimeError("planted detector failure")
-        return real(profile, tm, cfg)
+        return real.detect(data, cfg)
 
-    monkeypatch.setattr(cw_scan, "detect", crash_on_quiet)
+    monkeypatch.setitem(registry._REGISTRY, "cw_scan", dataclasses.replace(real, detect=crash_on_quiet))
     result = env.invoke()
     # Then the failure is reported, the other tables are audited, and the stale finding stays open
     assert result["detector_errors"] == ["cw_scan on quiet: RuntimeError: planted detector failure"]
@@ -288,7 +290,7 @@ def test_accounts_and_regions_from_the_environment_are_each_audited_and_attribut
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a member account whose eu-west-1 table is throttled, and the audit told to cover both accounts and Regions
-    from auditor.service.org_audit import clients_for
+    from auditor.sources.audit_clients import clients_for
     from tests.functional.cw_support import TEST_CONFIG
 
     member = clients_for(_member_session(env.endpoint), "eu-west-1")

@@ -334,7 +334,7 @@ def test_handler_posts_the_sample_event_redacted(aws_reset: str, slack: SlackStu
 
     result = lambda_handler(event, FakeContext())
 
-    assert result == {"delivered": 1, "text_only": 0, "from_message": 0, "failed": 0}
+    assert result == {"skipped": 0, "delivered": 1, "text_only": 0, "from_message": 0, "failed": 0}
     [post] = slack.posts
     assert b"CUSTOMER#42" not in post.body  # the raw value is nowhere in what left the account
     payload = post.json()

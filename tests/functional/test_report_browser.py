@@ -33,7 +33,7 @@ from auditor.engine import analyze_trail
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.report.charts import report_charts
 from auditor.report.model import AuditorUsage, CapacitySeries, IsoWeek, WeeklyReport, build_report_from_findings
-from auditor.report.render import write_report
+from auditor.report.report_pages import write_report
 
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 ACCOUNT, REGION = "111122223333", "us-east-1"

@@ -53,9 +53,9 @@ class Bus:
     def _subscribe(self, name: str, filter_policy: dict[str, Any] | None) -> str:
         url = self.sqs.create_queue(QueueName=name)["QueueUrl"]
         arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        attributes = {"RawMessageDelivery": "false"}
-        if filter_policy is not None:
-            attributes["FilterPolicy"] = orjson.dumps(filter_policy).decode()
+        # Run digests are left out here (tests/unit/test_slack_digest.py and tests/template cover them).
+        policy = {"kind": [{"anything-but": ["digest"]}], **(filter_policy or {})}
+        attributes = {"RawMessageDelivery": "false", "FilterPolicy": orjson.dumps(policy).decode()}
         self.sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=arn, Attributes=attributes)
         return url
 

@@ -19,7 +19,7 @@ from auditor.config import get_settings
 from auditor.exceptions import ConfigurationError
 from auditor.models.dynamodb_size import item_size, stream_record_size_bytes
 from auditor.models.finding import FindingKind, Severity
-from auditor.service.item_size import ItemSizeConfig, StreamItemSizeBatch
+from auditor.service.stream_item_size import ItemSizeConfig, StreamItemSizeBatch
 from auditor.sinks import keys
 from auditor.sinks.item_history import ItemHistoryStore, history_pk
 from auditor.sources.streams import StreamStats, parse_stream_record

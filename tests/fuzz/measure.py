@@ -153,7 +153,7 @@ def measure_resources(code: str | None, tmp: Path) -> list[tuple[str, int | None
     ):
         path = tmp / "billing.json"
         path.write_bytes(data)
-        rc, _, secs, mb = run(["billing", str(path), "--format", "json"], code)
+        rc, _, secs, mb = run(["billing", "--input", str(path), "--format", "json"], code)
         rows.append((label, rc, secs, mb))
     return rows
 

@@ -195,28 +195,46 @@ def expand_for_each(section: Mapping[str, Any], params: Mapping[str, Any]) -> di
     return out
 
 
-def _resolve_node(node: Any, condition: Callable[[str], bool]) -> Any:
+def _resolve_node(
+    node: Any, condition: Callable[[str], bool], find_in_map: Callable[[list[Any]], Any] | None = None
+) -> Any:
     if isinstance(node, dict):
         if node == {"Ref": "AWS::NoValue"}:
             return _NO_VALUE
         if len(node) == 1 and "Fn::If" in node:
             name, when_true, when_false = node["Fn::If"]
-            return _resolve_node(when_true if condition(name) else when_false, condition)
+            return _resolve_node(when_true if condition(name) else when_false, condition, find_in_map)
+        if len(node) == 1 and "Fn::FindInMap" in node and find_in_map is not None:
+            return find_in_map(node["Fn::FindInMap"])
         out = {}
         for key, child in node.items():
-            resolved = _resolve_node(child, condition)
+            resolved = _resolve_node(child, condition, find_in_map)
             if resolved is not _NO_VALUE:
                 out[key] = resolved
         return out
     if isinstance(node, list):
-        return [r for r in (_resolve_node(item, condition) for item in node) if r is not _NO_VALUE]
+        return [r for r in (_resolve_node(item, condition, find_in_map) for item in node) if r is not _NO_VALUE]
     return node
+
+
+def _map_finder(template: Mapping[str, Any], params: Mapping[str, Any]) -> Callable[[list[Any]], Any]:
+    """``Fn::FindInMap`` with literal or ``Ref``-to-parameter arguments."""
+
+    def value(arg: Any) -> Any:
+        return params[arg["Ref"]] if isinstance(arg, dict) and set(arg) == {"Ref"} else arg
+
+    def find(args: list[Any]) -> Any:
+        name, top, second = (value(a) for a in args)
+        return copy.deepcopy(template["Mappings"][name][str(top)][str(second)])
+
+    return find
 
 
 def resolve(template: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[str, Any]:
     """The stack CloudFormation would deploy with these parameter values (see the module docstring)."""
     params = parameter_values(template, overrides)
     condition = _condition_evaluator(template, params)
+    finder = _map_finder(template, params)
     out: dict[str, Any] = {}
     for section, body in template.items():
         if section == "Conditions":
@@ -227,7 +245,7 @@ def resolve(template: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[s
                 if "Condition" in item and not condition(item["Condition"]):
                     continue
                 item = {k: v for k, v in item.items() if k != "Condition"}
-                kept[name] = _resolve_node(item, condition)
+                kept[name] = _resolve_node(item, condition, finder)
             out[section] = kept
         elif section == "Parameters":
             parameters = copy.deepcopy(body)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from auditor.detectors.base import MetricsInput
 from auditor.detectors.metrics import idle_table, ttl_not_expiring
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
 from auditor.models.inventory import Capacity, IndexProfile, TableProfile
@@ -58,7 +59,7 @@ def activity(
 
 def test_an_idle_provisioned_table_costs_its_capacity_and_storage() -> None:
     p = profile()
-    [f] = idle_table.detect(p, activity(p))
+    [f] = idle_table.detect(MetricsInput(p, activity(p)))
     assert f.kind is FindingKind.IDLE_TABLE
     assert set(REQUIRED_EVIDENCE[FindingKind.IDLE_TABLE]) <= set(f.evidence)
     capacity = 730 * (110 * 0.00013 + 60 * 0.00065)
@@ -76,28 +77,28 @@ def test_an_idle_provisioned_table_costs_its_capacity_and_storage() -> None:
 def test_traffic_anywhere_means_not_idle() -> None:
     p = profile()
     for where in [(None, CONSUMED["read"]), (None, CONSUMED["write"]), ("ByDate", CONSUMED["read"])]:
-        assert idle_table.detect(p, activity(p, {where: {START + 3 * DAY: 1.0}})) == []
+        assert idle_table.detect(MetricsInput(p, activity(p, {where: {START + 3 * DAY: 1.0}}))) == []
 
 
 def test_idle_needs_a_whole_period_an_old_enough_table_and_known_series() -> None:
     p = profile()
-    assert idle_table.detect(p, activity(p, days=20)) == []
+    assert idle_table.detect(MetricsInput(p, activity(p, days=20))) == []
     young = profile(created="2026-11-20T00:00:00+00:00")
-    assert idle_table.detect(young, activity(young)) == []
-    assert idle_table.detect(profile(created=None), activity(p)) == []
+    assert idle_table.detect(MetricsInput(young, activity(young))) == []
+    assert idle_table.detect(MetricsInput(profile(created=None), activity(p))) == []
     unknown = activity(p)
     unknown.resource("ByDate").unavailable.add(CONSUMED["read"])
-    assert idle_table.detect(p, unknown) == []
+    assert idle_table.detect(MetricsInput(p, unknown)) == []
 
 
 def test_an_idle_on_demand_table_pays_only_storage_and_tiny_costs_are_ignored() -> None:
     p = profile(billing_mode="PAY_PER_REQUEST", capacity=Capacity(), indexes=())
-    [f] = idle_table.detect(p, activity(p))
+    [f] = idle_table.detect(MetricsInput(p, activity(p)))
     assert f.evidence["monthly_capacity_cost"] == 0 and f.evidence["monthly_cost"] == pytest.approx(1.0)
     assert f.evidence["options"] == ["export_to_s3_and_delete", "backup_and_delete"]
     assert f.severity is Severity.LOW
     small = profile(billing_mode="PAY_PER_REQUEST", capacity=Capacity(), indexes=(), size_bytes=1024**2)
-    assert idle_table.detect(small, activity(small)) == []
+    assert idle_table.detect(MetricsInput(small, activity(small))) == []
 
 
 def ttl_profile(**kw: object) -> TableProfile:
@@ -115,7 +116,7 @@ def ttl_profile(**kw: object) -> TableProfile:
 def test_ttl_that_deletes_nothing_while_writes_go_on() -> None:
     p = ttl_profile()
     writes = {START + d * DAY: 5_000.0 for d in range(30)}
-    [f] = ttl_not_expiring.detect(p, activity(p, {(None, CONSUMED["write"]): writes}))
+    [f] = ttl_not_expiring.detect(MetricsInput(p, activity(p, {(None, CONSUMED["write"]): writes})))
     assert f.kind is FindingKind.TTL_NOT_EXPIRING
     assert set(REQUIRED_EVIDENCE[FindingKind.TTL_NOT_EXPIRING]) <= set(f.evidence)
     assert f.evidence["ttl_attribute"] == "expiresAt"
@@ -128,16 +129,18 @@ def test_ttl_that_deletes_nothing_while_writes_go_on() -> None:
 def test_ttl_is_quiet_when_it_deletes_or_nothing_is_written_or_data_is_missing() -> None:
     p = ttl_profile()
     writes = {(None, CONSUMED["write"]): {START: 10.0}}
-    assert ttl_not_expiring.detect(p, activity(p, {**writes, (None, TTL_DELETED): {START + DAY: 3.0}})) == []
-    assert ttl_not_expiring.detect(p, activity(p)) == []  # no writes: nothing new to expire
-    assert ttl_not_expiring.detect(p, activity(p, writes, days=5)) == []  # too short a window
+    assert (
+        ttl_not_expiring.detect(MetricsInput(p, activity(p, {**writes, (None, TTL_DELETED): {START + DAY: 3.0}}))) == []
+    )
+    assert ttl_not_expiring.detect(MetricsInput(p, activity(p))) == []  # no writes: nothing new to expire
+    assert ttl_not_expiring.detect(MetricsInput(p, activity(p, writes, days=5))) == []  # too short a window
     off = profile(ttl_status="DISABLED")
-    assert ttl_not_expiring.detect(off, activity(off, writes)) == []
+    assert ttl_not_expiring.detect(MetricsInput(off, activity(off, writes))) == []
     young = ttl_profile(created="2026-11-25T00:00:00+00:00")
-    assert ttl_not_expiring.detect(young, activity(young, writes)) == []
+    assert ttl_not_expiring.detect(MetricsInput(young, activity(young, writes))) == []
     unknown = activity(p, writes)
     unknown.resource(None).unavailable.add(TTL_DELETED)
-    assert ttl_not_expiring.detect(p, unknown) == []
+    assert ttl_not_expiring.detect(MetricsInput(p, unknown)) == []
     # TTL enabled after the read was planned (no TTL series read): unknown, not zero.
     not_read = activity(profile(), writes)
-    assert ttl_not_expiring.detect(p, not_read) == []
+    assert ttl_not_expiring.detect(MetricsInput(p, not_read)) == []

@@ -145,7 +145,8 @@ def test_a_one_day_history_is_a_low_confidence_low_severity_finding() -> None:
     assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
     assert f.evidence["days_analyzed"] == 1.0
     assert f.evidence["confidence"] == pytest.approx(1 / 14, abs=0.001)
-    assert f.severity is Severity.LOW
+    # and under 7 days of data: preliminary (info, never alerted, not in savings figures)
+    assert f.severity is Severity.INFO and f.evidence["preliminary"] is True
     assert "confidence low" in f.summary
 
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from auditor.billing import reference
 from auditor.billing.decide import analyze_billing, decide_table
 from auditor.billing.pricing import bundled_prices
 from auditor.billing.simulate import EvaluatorParams, ScalingPolicy
 from auditor.models.billing import BillingConfig, BillingInput
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
+from tests import billing_reference as reference
 
 DAY = 1440
 DAYS = 14
@@ -308,7 +308,8 @@ def test_confidence_follows_the_days_covered() -> None:
     # Monthly figures use 730 h whatever the window: 3 days of $2.16/day on demand.
     assert r.monthly_cost_on_demand == pytest.approx(on_demand_monthly(100, 20), rel=1e-9)
     (finding,) = short.findings
-    assert finding.severity == Severity.LOW
+    assert finding.severity == Severity.INFO  # 3 days: preliminary (under the 7 days a recommendation needs)
+    assert finding.evidence["preliminary"] is True
 
 
 def test_five_minute_periods_are_spread_over_their_minutes() -> None:

@@ -15,7 +15,7 @@ import pytest
 from auditor.cli import main
 from auditor.config import AnalysisConfig
 from auditor.demo.generator import demo_workload, write_log_file, write_trail
-from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set
+from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set, period_totals
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
 from auditor.sources.cloudtrail import Deduper, discover
 from auditor.sources.stats import IngestStats
@@ -132,6 +132,7 @@ def _split_and_merge(tmp_path: Path, records: list[dict], cfg: AnalysisConfig) -
         merged.merge(part_aggs)
     spans = merged.spans()
     findings, errors = evaluate(spans, cfg)
+    findings = period_totals(findings, merged, cfg)
     assert not errors
     assert access_patterns(spans) == single.access_patterns
     return findings, single.findings, single

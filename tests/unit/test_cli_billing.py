@@ -1,4 +1,4 @@
-"""``ddb-audit billing``: the SPEC.md input and output shapes, formats, exit codes and input errors."""
+"""``ddb-audit billing``: the docs/contract.md input and output shapes, formats, exit codes and input errors."""
 
 from __future__ import annotations
 
@@ -292,7 +292,7 @@ def test_region_prices_come_from_the_pricing_api_or_a_labelled_fallback(
 ) -> None:
     from botocore.exceptions import NoCredentialsError
 
-    from auditor.billing import pricing
+    from auditor.sources import pricing_api as pricing
 
     asked: list[str] = []
 

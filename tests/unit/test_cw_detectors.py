@@ -7,12 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from auditor.detectors.base import InsightsInput, MetricsInput
 from auditor.detectors.findings import correlate
 from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.detectors.metrics import scan as cw_scan
 from auditor.detectors.metrics import throttling as cw_throttling
 from auditor.detectors.metrics import unused_index
-from auditor.detectors.metrics.common import CW_DETECTORS, longest_run
+from auditor.detectors.metrics.common import longest_run
+from auditor.detectors.registry import all_detectors
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.models.inventory import Capacity, ContributorInsights, IndexProfile, TableProfile
 from auditor.models.metrics import (
@@ -145,7 +147,7 @@ def test_each_cause_metric_names_its_cause(cause: str, access: str) -> None:
     tm = metrics(p)
     put(tm, CAUSE_METRICS[cause][access], range(10, 15), 40)
     put(tm, "ReadThrottleEvents" if access == "read" else "WriteThrottleEvents", range(10, 15), 40)
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.kind == FindingKind.THROTTLING and f.index is None
     assert f.evidence["cause"] == cause
     assert f.evidence["cause_source"] == "cause_metrics"
@@ -163,10 +165,10 @@ def test_two_causes_in_one_table_give_two_findings_with_distinct_stable_ids() ->
     tm = metrics(p)
     put(tm, CAUSE_METRICS["key_range"]["write"], range(0, 4), 10)
     put(tm, CAUSE_METRICS["provisioned"]["read"], range(20, 26), 7)
-    found = cw_throttling.detect(p, tm)
+    found = cw_throttling.detect(MetricsInput(p, tm))
     assert sorted(f.evidence["cause"] for f in found) == ["key_range", "provisioned"]
     assert len({f.id for f in found}) == 2
-    assert [f.id for f in cw_throttling.detect(p, tm)] == [f.id for f in found]
+    assert [f.id for f in cw_throttling.detect(MetricsInput(p, tm))] == [f.id for f in found]
     # never the same id as a CloudTrail throttling finding of the same cause
     trail_id = fingerprint(FindingKind.THROTTLING, p.account, p.region, p.name, None, "key_range")
     assert trail_id not in {f.id for f in found}
@@ -178,9 +180,9 @@ def test_a_quiet_table_has_no_finding() -> None:
     put(tm, "ConsumedReadCapacityUnits", range(0, 60), 1200)
     put(tm, "ConsumedWriteCapacityUnits", range(0, 60), 600, index="byStatus")
     put(tm, "ConsumedReadCapacityUnits", range(0, 60), 60, index="byStatus")
-    assert cw_throttling.detect(p, tm) == []
-    assert cw_scan.detect(p, tm) == []
-    assert unused_index.detect(p, metrics(p, seconds=2 * 86_400)) == []
+    assert cw_throttling.detect(MetricsInput(p, tm)) == []
+    assert cw_scan.detect(MetricsInput(p, tm)) == []
+    assert unused_index.detect(MetricsInput(p, metrics(p, seconds=2 * 86_400))) == []
 
 
 # ---------------------------------------------------------------- persistence
@@ -191,7 +193,7 @@ def test_a_one_minute_blip_is_not_a_finding() -> None:
     tm = metrics(p)
     put(tm, "WriteThrottleEvents", {30: 5000})
     put(tm, CAUSE_METRICS["provisioned"]["write"], {30: 5000})
-    assert cw_throttling.detect(p, tm) == []
+    assert cw_throttling.detect(MetricsInput(p, tm)) == []
 
 
 @pytest.mark.parametrize(("minutes", "expected"), [(2, 0), (3, 1)])
@@ -199,32 +201,32 @@ def test_persistence_threshold_in_minutes(minutes: int, expected: int) -> None:
     p = profile()
     tm = metrics(p)
     put(tm, CAUSE_METRICS["provisioned"]["write"], {m * 7: 3 for m in range(minutes)})  # not even consecutive
-    assert len(cw_throttling.detect(p, tm)) == expected
+    assert len(cw_throttling.detect(MetricsInput(p, tm))) == expected
 
 
 def test_persistence_is_configurable_and_needs_two_periods_on_five_minute_data() -> None:
     p = profile()
     tm = metrics(p, seconds=6 * HOUR, period=300)
     put(tm, CAUSE_METRICS["key_range"]["read"], {0: 50}, period=300)
-    assert cw_throttling.detect(p, tm) == []  # one 5-minute period: could be a blip
+    assert cw_throttling.detect(MetricsInput(p, tm)) == []  # one 5-minute period: could be a blip
     put(tm, CAUSE_METRICS["key_range"]["read"], {0: 50, 5: 50}, period=300)
-    assert only(cw_throttling.detect(p, tm)).evidence["throttled_minutes"] == 10
+    assert only(cw_throttling.detect(MetricsInput(p, tm))).evidence["throttled_minutes"] == 10
     tm1 = metrics(p)
     put(tm1, CAUSE_METRICS["key_range"]["read"], range(0, 5), 1)
     strict = cw_throttling.CwThrottlingConfig(min_throttled_minutes=10)
-    assert cw_throttling.detect(p, tm1, strict) == []
+    assert cw_throttling.detect(MetricsInput(p, tm1), strict) == []
 
 
 def test_severity_grows_with_persistence_and_volume() -> None:
     p = profile()
     tm = metrics(p)
     put(tm, CAUSE_METRICS["key_range"]["write"], range(0, 5), 1)
-    assert only(cw_throttling.detect(p, tm)).severity == Severity.MEDIUM
+    assert only(cw_throttling.detect(MetricsInput(p, tm))).severity == Severity.MEDIUM
     put(tm, CAUSE_METRICS["key_range"]["write"], range(0, 40), 1)
-    assert only(cw_throttling.detect(p, tm)).severity == Severity.HIGH
+    assert only(cw_throttling.detect(MetricsInput(p, tm))).severity == Severity.HIGH
     tm2 = metrics(p)
     put(tm2, CAUSE_METRICS["key_range"]["write"], range(0, 3), 5000)
-    assert only(cw_throttling.detect(p, tm2)).severity == Severity.HIGH
+    assert only(cw_throttling.detect(MetricsInput(p, tm2))).severity == Severity.HIGH
 
 
 # ---------------------------------------------------------------- inference without cause metrics
@@ -236,7 +238,7 @@ def test_provisioned_table_throttled_far_below_capacity_is_a_hot_partition() -> 
     put(tm, "WriteThrottleEvents", range(0, 10), 20)
     put(tm, "ConsumedWriteCapacityUnits", range(0, 60), 600)  # 10 WCU/s of 100 provisioned
     put(tm, "ProvisionedWriteCapacityUnits", {0: 100}, stat="Average", period=300)
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.evidence["cause"] == "key_range"
     assert f.evidence["cause_source"] == "inferred_low_utilisation"
     assert f.evidence["median_utilisation_when_throttled"] == pytest.approx(0.1)
@@ -247,7 +249,7 @@ def test_provisioned_table_throttled_at_capacity_is_provisioned() -> None:
     tm = metrics(p)
     put(tm, "ReadThrottleEvents", range(0, 10), 20)
     put(tm, "ConsumedReadCapacityUnits", range(0, 60), 2940)  # 49 RCU/s of 50
-    f = only(cw_throttling.detect(p, tm))  # no provisioned series: DescribeTable's 50 is used
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))  # no provisioned series: DescribeTable's 50 is used
     assert f.evidence["cause"] == "provisioned"
     assert f.evidence["cause_source"] == "inferred_high_utilisation"
     assert f.evidence["median_utilisation_when_throttled"] == pytest.approx(0.98)
@@ -259,7 +261,7 @@ def test_cause_metrics_take_precedence_and_only_the_rest_is_inferred() -> None:
     put(tm, "WriteThrottleEvents", range(0, 5), 30)
     put(tm, CAUSE_METRICS["provisioned"]["write"], range(0, 5), 10)
     put(tm, "ConsumedWriteCapacityUnits", range(0, 5), 600)
-    found = {f.evidence["cause"]: f for f in cw_throttling.detect(p, tm)}
+    found = {f.evidence["cause"]: f for f in cw_throttling.detect(MetricsInput(p, tm))}
     assert found["provisioned"].evidence["write_throttle_events"] == 50
     assert found["key_range"].evidence["write_throttle_events"] == 100
     assert found["key_range"].evidence["cause_source"] == "inferred_low_utilisation"
@@ -270,7 +272,7 @@ def test_on_demand_table_is_never_compared_with_provisioned_zero() -> None:
     tm = metrics(p)
     put(tm, "ConsumedWriteCapacityUnits", range(0, 60), 60_000)  # 1,000 WRU/s, far below every on-demand limit
     put(tm, "WriteThrottleEvents", range(30, 35), 15)
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.evidence["cause"] == "key_range"
     assert f.evidence["cause_source"] == "inferred_below_on_demand_limits"
     assert f.evidence["capacity_mode"] == "PAY_PER_REQUEST"
@@ -282,7 +284,7 @@ def test_on_demand_table_at_its_own_maximum_is_on_demand_max() -> None:
     tm = metrics(p)
     put(tm, "ConsumedWriteCapacityUnits", range(0, 60), 5940)  # 99 WRU/s of a 100 maximum
     put(tm, "WriteThrottleEvents", range(10, 14), 8)
-    assert only(cw_throttling.detect(p, tm)).evidence["cause"] == "on_demand_max"
+    assert only(cw_throttling.detect(MetricsInput(p, tm))).evidence["cause"] == "on_demand_max"
 
 
 def test_on_demand_table_near_the_account_quota_is_account_limit() -> None:
@@ -290,7 +292,7 @@ def test_on_demand_table_near_the_account_quota_is_account_limit() -> None:
     tm = metrics(p)
     put(tm, "ConsumedReadCapacityUnits", range(0, 60), 39_000 * 60)
     put(tm, "ReadThrottleEvents", range(10, 14), 8)
-    assert only(cw_throttling.detect(p, tm)).evidence["cause"] == "account_limit"
+    assert only(cw_throttling.detect(MetricsInput(p, tm))).evidence["cause"] == "account_limit"
 
 
 def test_on_demand_traffic_more_than_doubling_its_peak_is_unknown_not_a_hot_partition() -> None:
@@ -302,7 +304,7 @@ def test_on_demand_traffic_more_than_doubling_its_peak_is_unknown_not_a_hot_part
         dict.fromkeys(range(0, 30), 3000 * 60) | dict.fromkeys(range(30, 36), 7000 * 60),
     )
     put(tm, "WriteThrottleEvents", range(30, 36), 100)
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.evidence["cause"] == "unknown"
     assert f.evidence["cause_source"] == "inferred_on_demand_ramp"
 
@@ -311,7 +313,7 @@ def test_no_capacity_data_and_unknown_billing_mode_gives_unknown() -> None:
     p = TableProfile(name="Denied")  # DescribeTable was denied
     tm = metrics(p)
     put(tm, "ReadThrottleEvents", range(0, 5), 3)
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.evidence["cause"] == "unknown"
     assert f.evidence["cause_source"] == "no_capacity_data"
 
@@ -326,7 +328,7 @@ def test_gsi_write_throttling_is_back_pressure_naming_the_index() -> None:
     put(tm, "WriteThrottleEvents", range(5, 12), 25, index="byStatus")
     put(tm, "WriteThrottleEvents", range(5, 12), 25)  # the base-table writes it throttled
     put(tm, "ConsumedWriteCapacityUnits", range(0, 60), 60)  # the table itself is nearly idle
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert f.evidence["cause"] == "gsi_backpressure"
     assert f.index == "byStatus"
     assert "byStatus" in f.title
@@ -339,7 +341,7 @@ def test_gsi_read_throttling_stays_on_the_index_with_its_own_cause() -> None:
     p = profile(gsis=("byStatus",))
     tm = metrics(p)
     put(tm, CAUSE_METRICS["key_range"]["read"], range(0, 6), 9, index="byStatus")
-    f = only(cw_throttling.detect(p, tm))
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
     assert (f.index, f.evidence["cause"]) == ("byStatus", "key_range")
 
 
@@ -348,7 +350,7 @@ def test_key_range_recommendation_suggests_contributor_insights_only_when_off() 
     for p, expected in ((p_off, True), (p_on, False)):
         tm = metrics(p)
         put(tm, CAUSE_METRICS["key_range"]["write"], range(0, 5), 10)
-        assert ("THROTTLED_KEYS" in only(cw_throttling.detect(p, tm)).recommendation) is expected
+        assert ("THROTTLED_KEYS" in only(cw_throttling.detect(MetricsInput(p, tm))).recommendation) is expected
 
 
 # ---------------------------------------------------------------- scans
@@ -360,7 +362,7 @@ def test_scan_volume_from_sample_count_and_returned_items() -> None:
     put(tm, "SuccessfulRequestLatency", range(0, 60), 2, operation="Scan", stat="SampleCount")
     put(tm, "ReturnedItemCount", range(0, 60), 50, operation="Scan")
     put(tm, "ConsumedReadCapacityUnits", range(0, 60), 512)
-    f = only(cw_scan.detect(p, tm))
+    f = only(cw_scan.detect(MetricsInput(p, tm)))
     assert f.kind == FindingKind.SCAN and f.severity == Severity.HIGH
     assert f.evidence["source"] == "cloudwatch"
     assert (f.evidence["principal"], f.evidence["operation"], f.evidence["count"]) == (None, "Scan", 120)
@@ -374,10 +376,10 @@ def test_rare_scans_are_low_and_a_couple_are_nothing() -> None:
     p = profile()
     tm = metrics(p, seconds=24 * HOUR)
     put(tm, "SuccessfulRequestLatency", {0: 1, 600: 1, 1200: 1}, operation="Scan", stat="SampleCount")
-    assert only(cw_scan.detect(p, tm)).severity == Severity.LOW
+    assert only(cw_scan.detect(MetricsInput(p, tm))).severity == Severity.LOW
     tm2 = metrics(p)
     put(tm2, "SuccessfulRequestLatency", {0: 2}, operation="Scan", stat="SampleCount")
-    assert cw_scan.detect(p, tm2) == []
+    assert cw_scan.detect(MetricsInput(p, tm2)) == []
 
 
 # ---------------------------------------------------------------- unused indexes
@@ -390,7 +392,7 @@ def test_gsi_written_and_never_read_is_a_review_finding_with_its_monthly_cost() 
     put(tm, "ConsumedReadCapacityUnits", range(0, 100), 0, index="byStatus")  # emitted, all zeros
     put(tm, "ConsumedWriteCapacityUnits", range(0, 100), 10, index="byDate")
     put(tm, "ConsumedReadCapacityUnits", {50: 1}, index="byDate")
-    f = only(unused_index.detect(p, tm))
+    f = only(unused_index.detect(MetricsInput(p, tm)))
     assert f.kind == FindingKind.UNUSED_INDEX and f.index == "byStatus"
     assert f.evidence["reads"] == 0 and f.evidence["writes"] == 700_000_000
     assert f.evidence["days_analyzed"] == 7
@@ -406,7 +408,7 @@ def test_provisioned_unused_index_costs_its_capacity() -> None:
     p = profile(gsis=("byStatus",), table_class="STANDARD_INFREQUENT_ACCESS")
     tm = metrics(p, seconds=2 * 86_400)
     put(tm, "ConsumedWriteCapacityUnits", {0: 5}, index="byStatus")
-    f = only(unused_index.detect(p, tm))
+    f = only(unused_index.detect(MetricsInput(p, tm)))
     assert f.evidence["monthly_write_cost"] == pytest.approx(50 * 730 * 0.00081, abs=0.006)
     assert f.evidence["monthly_read_capacity_cost"] == pytest.approx(50 * 730 * 0.00016, abs=0.006)
     assert f.severity == Severity.LOW  # only two days of data
@@ -416,11 +418,11 @@ def test_unused_index_needs_known_reads_and_a_long_enough_window() -> None:
     p = profile(gsis=("byStatus",))
     short = metrics(p, seconds=HOUR)
     put(short, "ConsumedWriteCapacityUnits", {0: 5}, index="byStatus")
-    assert unused_index.detect(p, short) == []
+    assert unused_index.detect(MetricsInput(p, short)) == []
     denied = metrics(p, seconds=2 * 86_400)
     put(denied, "ConsumedWriteCapacityUnits", {0: 5}, index="byStatus")
     denied.resource("byStatus").unavailable.add("ConsumedReadCapacityUnits")
-    assert unused_index.detect(p, denied) == []
+    assert unused_index.detect(MetricsInput(p, denied)) == []
 
 
 # ---------------------------------------------------------------- Contributor Insights hot keys
@@ -447,7 +449,7 @@ def report(kind: str, contributors: list[tuple[tuple[str, ...], float, float]], 
 
 def test_throttled_keys_rule_names_the_hot_key() -> None:
     reports = [report("PKT", [(("USER#1",), 800, 120), (("USER#2",), 150, 20), (("USER#3",), 50, 5)])]
-    found = ci_hot_key.detect(reports, {"Orders": profile()})
+    found = ci_hot_key.detect(InsightsInput(reports, {"Orders": profile()}))
     assert len(found) == 2  # USER#3 is below 10% of the throttles
     top = found[0]
     assert top.kind == FindingKind.HOT_KEY and top.severity == Severity.HIGH
@@ -464,7 +466,7 @@ def test_throttled_keys_rule_names_the_hot_key() -> None:
 def test_accessed_keys_rule_severity_follows_partition_saturation() -> None:
     # 180,000 ConsumedThroughputUnits in one minute = the key alone saturated a partition for the minute
     reports = [report("PKC", [(("HOT",), 400_000, 180_000), (("WARM",), 300_000, 40_000), (("COLD",), 300_000, 100)])]
-    found = {f.evidence["key"]["pk"]: f for f in ci_hot_key.detect(reports, {})}
+    found = {f.evidence["key"]["pk"]: f for f in ci_hot_key.detect(InsightsInput(reports, {}))}
     assert found["HOT"].severity == Severity.CRITICAL
     assert found["HOT"].evidence["saturation"] == 1.0
     assert found["WARM"].severity == Severity.MEDIUM  # 22% of a partition: headroom 4.5x
@@ -476,7 +478,7 @@ def test_item_rules_attach_to_the_partition_key_finding() -> None:
         report("PKT", [(("USER#1",), 900, 100)]),
         report("SKT", [(("USER#1", "CART"), 700, 80), (("USER#9", "X"), 200, 30)]),
     ]
-    found = ci_hot_key.detect(reports, {"Orders": profile()})
+    found = ci_hot_key.detect(InsightsInput(reports, {"Orders": profile()}))
     by_key = {tuple(f.evidence["key"].values()): f for f in found}
     assert by_key[("USER#1",)].evidence["hot_items"] == [{"key": {"pk": "USER#1", "sk": "CART"}, "requests": 700}]
     assert ("USER#9", "X") in by_key  # not flagged by the partition-key rule: reported on its own
@@ -486,7 +488,7 @@ def test_gsi_reports_are_findings_on_the_index_with_the_index_key_names() -> Non
     p = profile(gsis=("byStatus",))
     r = report("PKT", [(("OPEN",), 500, 50)], index="byStatus")
     r = InsightReport(**{**{s: getattr(r, s) for s in r.__slots__}, "key_labels": ()})  # type: ignore[attr-defined]
-    f = only(ci_hot_key.detect([r], {"Orders": p}))
+    f = only(ci_hot_key.detect(InsightsInput([r], {"Orders": p})))
     assert f.index == "byStatus"
     assert f.evidence["key"] == {"status": "OPEN"}
 
@@ -521,7 +523,7 @@ def cw_throttle(cause: str, table: str = "Orders") -> Finding:
     p = profile(name=table)
     tm = metrics(p)
     put(tm, CAUSE_METRICS[cause]["write"], range(0, 5), 10)
-    return only(cw_throttling.detect(p, tm))
+    return only(cw_throttling.detect(MetricsInput(p, tm)))
 
 
 def test_hot_key_and_key_range_throttles_on_one_table_raise_and_link_both() -> None:
@@ -543,7 +545,7 @@ def test_no_correlation_across_tables_or_with_other_causes() -> None:
 
 
 def test_every_cloudwatch_detector_declares_metadata() -> None:
-    assert {"cw_throttling", "cw_scan", "unused_index", "ci_hot_key", "correlate"} <= set(CW_DETECTORS)
+    assert {"cw_throttling", "cw_scan", "unused_index", "ci_hot_key", "correlate"} <= {d.id for d in all_detectors()}
     assert set(cw_throttling.RECOMMENDATIONS) == set(cw_throttling.CAUSES)
 
 
@@ -557,7 +559,7 @@ def test_large_writes_are_estimated_from_consumed_wcu_per_write() -> None:
     tm = metrics(p)
     put(tm, CONSUMED["write"], range(60), 12_000.0)  # 720,000 WCU in the hour
     put(tm, SCAN_REQUESTS, range(60), 100.0, operation="PutItem", stat="SampleCount")  # 6,000 puts
-    [f] = large_write_estimate(p, tm, AuditConfig().large_writes)
+    [f] = large_write_estimate(p, tm, AuditConfig().detector_config("large_item"))
     assert f.kind is FindingKind.LARGE_ITEM and f.evidence["key"] is None
     assert f.evidence["method"] == "consumed_wcu_per_write"
     assert f.evidence["writes"] == 6000  # 120 WCU per write: items of about 120 KB
@@ -571,9 +573,9 @@ def test_batch_requests_count_their_maximum_items_so_the_estimate_is_a_lower_bou
     put(tm, CONSUMED["write"], range(60), 12_000.0)
     # 100 BatchWriteItem requests a minute could be 2,500 items: at most ~4.8 WCU each, so no finding.
     put(tm, SCAN_REQUESTS, range(60), 100.0, operation="BatchWriteItem", stat="SampleCount")
-    assert large_write_estimate(p, tm, AuditConfig().large_writes) == []
+    assert large_write_estimate(p, tm, AuditConfig().detector_config("large_item")) == []
     # Small writes (1 WCU each) are not flagged either.
     tm2 = metrics(p)
     put(tm2, CONSUMED["write"], range(60), 100.0)
     put(tm2, SCAN_REQUESTS, range(60), 100.0, operation="PutItem", stat="SampleCount")
-    assert large_write_estimate(p, tm2, AuditConfig().large_writes) == []
+    assert large_write_estimate(p, tm2, AuditConfig().detector_config("large_item")) == []

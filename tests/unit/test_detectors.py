@@ -5,6 +5,7 @@ import random
 import pytest
 
 from auditor.config import AnalysisConfig
+from auditor.detectors.base import DetectorInput
 from auditor.detectors.registry import all_detectors, get
 from auditor.detectors.trail import hot_key, item_size_exceeded, low_cardinality_key, scan, throttling
 from auditor.models.finding import FindingKind, Severity
@@ -18,7 +19,7 @@ ALICE = "arn:aws:iam::111122223333:user/alice"
 
 
 def test_registry_declares_every_detector_with_metadata() -> None:
-    ids = [d.metadata.id for d in all_detectors()]
+    ids = [d.metadata.id for d in all_detectors(DetectorInput.TRAIL_WINDOW)]
     assert ids == sorted(ids) == ["hot_key", "item_size_exceeded", "low_cardinality_key", "scan", "throttling"]
     for det in all_detectors():
         meta = det.metadata

@@ -85,7 +85,8 @@ def test_first_sighting_is_new_and_published() -> None:
     assert change.state.opened_at == now and change.state.resolved_at is None
     assert (change.state.first_seen, change.state.last_seen) == (f.first_seen, f.last_seen)
     assert change.event is not None and change.event.kind is EventKind.NEW
-    assert change.event.finding == f and change.event.at == now
+    assert change.event.finding.model_copy(update={"totals": None}) == f and change.event.at == now
+    assert change.event.finding.totals == f.sighting_totals()  # a sighting without totals counts its own evidence
     assert change.muted_event is None
 
 

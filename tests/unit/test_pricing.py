@@ -17,20 +17,22 @@ import pytest
 from botocore.stub import Stubber
 
 from auditor.billing.pricing import (
+    PricingError,
+    RegionPrices,
+    bundled_prices,
+    known_regions,
+    load_price_file,
+)
+from auditor.exceptions import InputError
+from auditor.sources.pricing_api import (
     ON_DEMAND_FAMILY,
     PROVISIONED_FAMILY,
     STORAGE_FAMILY,
     PriceBook,
-    PricingError,
-    RegionPrices,
-    bundled_prices,
     fetch_prices,
-    known_regions,
-    load_price_file,
     pricing_api_region,
     pricing_client,
 )
-from auditor.exceptions import InputError
 
 # -------------------------------------------------------------------------------------------------- bundled
 

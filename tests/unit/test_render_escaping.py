@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from markdown_it import MarkdownIt
 
+from auditor.findings_text import render_markdown, render_table
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.render import render_markdown, render_table
 
 HOSTILE_TABLES = [
     "<script>alert(1)</script>",

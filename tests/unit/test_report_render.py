@@ -16,7 +16,7 @@ from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.report.charts import Bar, Line, bar_chart, line_chart, nice_ticks, report_charts
 from auditor.report.model import AuditorUsage, CapacitySeries, IsoWeek, WeeklyReport, build_report_from_findings
-from auditor.report.render import md, md_code, render_html, render_markdown, write_report
+from auditor.report.report_pages import md, md_code, render_html, render_markdown, write_report
 
 W49 = IsoWeek(year=2026, week=49)
 MON = datetime(2026, 11, 30, tzinfo=UTC)
@@ -358,7 +358,8 @@ def test_markdown_has_the_same_content_with_tables_for_charts() -> None:
     assert "| Time (UTC) | Mean consumed RCU/s | Peak consumed RCU/s | Provisioned RCU/s |" in text
     assert "| Mon 30 Nov |" in text and "| Sun 06 Dec |" in text
     assert (
-        "| Orders | Billing mode: PROVISIONED → **PAY_PER_REQUEST** | $300.00 | $100.00 | **$200.00** | new |" in text
+        "| Orders | Billing mode: PROVISIONED → **PAY_PER_REQUEST** | $300.00 | $100.00 | **$200.00** "
+        "| 14.0 | — | new |" in text  # 14 days analysed; no confidence stated by this finding
     )
     assert "[AWS documentation](https://docs.aws.amazon.com/" in text
     assert "<svg" not in text
@@ -490,3 +491,31 @@ def test_report_files_drop_control_and_bidi_characters() -> None:
         assert not bad, sorted(set(bad))
         # the printable rest of the name is still shown
         assert "31mers" in text and "evil" in text
+
+
+def test_cli_report_merges_several_findings_files_deduplicated_by_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    findings = every_kind("Orders")
+    half = len(findings) // 2
+    first, second = findings[: half + 2], findings[half:]  # two findings in both files
+    paths = []
+    for name, part in (("a.json", first), ("b.json", second)):
+        p = tmp_path / name
+        p.write_bytes(orjson.dumps({"findings": [f.model_dump(mode="json") for f in part], "stats": {"files_read": 1}}))
+        paths.append(p)
+    code, _, err = run(
+        ["report", "--findings", str(paths[0]), "--findings", str(paths[1]), "--out", str(tmp_path / "r")], capsys
+    )
+    assert code == 0, err
+    md_text = (tmp_path / "r" / "report.md").read_text()
+    for f in findings:
+        assert md_text.count(f.id) >= 1
+    code, _, err = run(["report", "--findings", str(paths[0]), "--out", str(tmp_path / "one")], capsys)
+    one = (tmp_path / "one" / "report.md").read_text()
+    assert all(f.id not in one for f in findings[half + 2 :])
+    from auditor.report.model import merge_findings_documents, parse_findings_document
+
+    merged = merge_findings_documents([parse_findings_document(orjson.loads(p.read_bytes()), str(p)) for p in paths])
+    assert sorted(fi.finding.id for fi in merged.findings) == sorted(f.id for f in findings)
+    assert merged.stats == {"files_read": 2}

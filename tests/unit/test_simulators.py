@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from auditor.billing import reference
 from auditor.billing.decide import evaluator_label
 from auditor.billing.simulate import (
     AwsBehaviour,
@@ -25,6 +24,7 @@ from auditor.billing.simulate import (
     simulate_aws,
     simulate_evaluator,
 )
+from tests import billing_reference as reference
 
 DAY = 1440
 START = 20_000 * DAY  # an epoch minute at 00:00 UTC

@@ -37,8 +37,8 @@ from auditor.sinks.slack import (
 from tests.factories import call, span
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-#: Slack's own syntax we emit on purpose inside mrkdwn: date tokens. Anything else in <...> is user text.
-_SLACK_TOKEN = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>]*>")
+#: What may legitimately be inside ``<…>`` in our mrkdwn: date tokens and https links we build (console, report).
+_SLACK_TOKEN = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>]*>|<https://[^<>|\s!]+\|[^<>|]*>")
 _BAD_AMP = re.compile(r"&(?!amp;|lt;|gt;)")
 
 
@@ -198,8 +198,9 @@ def test_escaping_of_slack_control_characters() -> None:
     mrkdwn = [b for b in payload["blocks"] if b["type"] != "header"]
     assert "<script>" not in _all_text({"b": mrkdwn}) and "<!channel>" not in _all_text({"b": mrkdwn})
     assert "<!channel>" not in payload["text"]
-    # The header is plain_text: Slack shows it literally, so it is not escaped (escaping would show "&amp;").
-    assert payload["blocks"][0]["text"]["text"].endswith(nasty)
+    # The header is plain_text: Slack shows it literally, so it is not entity-escaped (that would show "&amp;"),
+    # but < and > become look-alikes so no <!channel> mention or link can form.
+    assert payload["blocks"][0]["text"]["text"].endswith(nasty.replace("<", "\u2039").replace(">", "\u203a"))
 
 
 def test_truncation_never_splits_an_escape() -> None:

@@ -365,7 +365,7 @@ def test_hot_key_and_low_cardinality_findings_state_their_headroom() -> None:
 def test_weekly_report_lists_what_throttles_first() -> None:
     from auditor.detectors.trail import hot_key, low_cardinality_key
     from auditor.report.model import build_report_from_findings
-    from auditor.report.render import render_html, render_markdown
+    from auditor.report.report_pages import render_html, render_markdown
 
     hot_calls = [call("PutItem", key={"pk": "CUSTOMER|42"}, at=60 + i / 550) for i in range(33_000)]  # 550/s
     hot_calls += [call("PutItem", key={"pk": f"C{n}"}, at=120 + n * 1.5) for n in range(400)]

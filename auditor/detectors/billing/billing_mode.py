@@ -8,7 +8,16 @@ it directly.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
+from auditor.detectors.base import (
+    BillingResultInput,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    Table,
+    make_finding,
+)
+from auditor.detectors.billing.gate import MIN_DAYS, preliminary_reason
+from auditor.detectors.registry import register
 from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -36,6 +45,9 @@ class BillingModeConfig(DetectorConfig):
     min_monthly_savings: float = 0.0
     medium_monthly_savings: float = 100.0
     high_monthly_savings: float = 1000.0
+    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
+    min_days: float = MIN_DAYS
+    require_weekend: bool = True
 
 
 def _settings(cap: CapacityRecommendation) -> str:
@@ -65,10 +77,11 @@ def _recommendation(result: BillingResult) -> str:
     return text
 
 
-def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, account: str | None = None) -> list[Finding]:
+@register(METADATA, BillingModeConfig, DetectorInput.BILLING_RESULT)
+def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
     """One finding when the decision recommends a change worth at least ``min_monthly_savings``."""
-    cfg = cfg or BillingModeConfig()
-    if not cfg.enabled or result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
+    result, account = data.result, data.account
+    if result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = result.monthly_savings
     if savings >= cfg.high_monthly_savings:
@@ -79,6 +92,15 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
         severity = Severity.LOW
     if result.confidence_label == "low" and severity.rank > Severity.LOW.rank:
         severity = Severity.LOW
+    preliminary = preliminary_reason(
+        result.days_analyzed,
+        result.window_start,
+        result.window_end,
+        min_days=cfg.min_days,
+        require_weekend=cfg.require_weekend,
+    )
+    if preliminary:
+        severity = Severity.INFO
     change = {
         "switch_to_on_demand": "switch to on-demand",
         "switch_to_provisioned": "switch to provisioned",
@@ -103,20 +125,24 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
             else round(result.monthly_cost_provisioned_current, 2)
         ),
         "confidence": result.confidence,
+        "confidence_label": result.confidence_label,
+        "preliminary": preliminary is not None,
+        "preliminary_reason": preliminary,
         "throttled_share": throttle.throttled_share,
         "capacity": [c.model_dump(mode="json") for c in result.capacity] if provisioned else [],
         "pricing": result.pricing,
         "indexes": [s.index for s in result.series if s.index],
     }
     return [
-        Finding.create(
-            METADATA.kind,
-            account=account,
-            region=result.region,
-            table=result.table,
+        make_finding(
+            METADATA,
+            Table(account, result.region, result.table),
             discriminator="billing_mode",
             severity=severity,
-            title=f"{result.table}: {change} saves ${savings:,.2f}/month",
+            title=(
+                f"{'Preliminary: ' if preliminary else ''}{result.table}: {change} "
+                f"{'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
+            ),
             summary=(
                 f"{result.table} ({result.current_mode}, table plus {len(result.series) - 1} GSI(s)) costs "
                 f"${result.monthly_cost_current:,.2f}/month for throughput; "
@@ -124,10 +150,11 @@ def detect(result: BillingResult, cfg: BillingModeConfig | None = None, *, accou
                 f" would cost ${result.monthly_cost_recommended:,.2f}/month ({result.reason}). "
                 f"Based on {result.days_analyzed:.1f} days ({result.simulation} simulation, confidence "
                 f"{result.confidence_label})."
+                + (f" Preliminary ({preliminary}): not alerted, not counted in savings." if preliminary else "")
             ),
             recommendation=_recommendation(result),
             evidence=evidence,
-            first_seen=result.window_start,
-            last_seen=result.window_end,
+            first=result.window_start,
+            last=result.window_end,
         )
     ]

@@ -6,8 +6,16 @@ table size is known) and returns at most one finding. Not in the traffic-detecto
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.models.billing import BillingResult
+from auditor.detectors.base import (
+    BillingResultInput,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    Table,
+    make_finding,
+)
+from auditor.detectors.billing.gate import MIN_DAYS, preliminary_reason
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(
@@ -33,13 +41,17 @@ class TableClassConfig(DetectorConfig):
     min_monthly_savings: float = 0.0
     medium_monthly_savings: float = 100.0
     high_monthly_savings: float = 1000.0
+    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
+    min_days: float = MIN_DAYS
+    require_weekend: bool = True
 
 
-def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, account: str | None = None) -> list[Finding]:
+@register(METADATA, TableClassConfig, DetectorInput.BILLING_RESULT)
+def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
     """One finding when the other table class is cheaper by the decision's margin."""
-    cfg = cfg or TableClassConfig()
+    result, account = data.result, data.account
     hint = result.table_class_hint
-    if not cfg.enabled or hint is None or hint.recommended_class == hint.current_class:
+    if hint is None or hint.recommended_class == hint.current_class:
         return []
     if hint.monthly_savings < cfg.min_monthly_savings:
         return []
@@ -50,6 +62,15 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
         severity = Severity.MEDIUM
     else:
         severity = Severity.LOW
+    preliminary = preliminary_reason(
+        result.days_analyzed,
+        result.window_start,
+        result.window_end,
+        min_days=cfg.min_days,
+        require_weekend=cfg.require_weekend,
+    )
+    if preliminary:
+        severity = Severity.INFO
     to_ia = hint.recommended_class == "STANDARD_INFREQUENT_ACCESS"
     why = (
         f"storage is {hint.storage_share:.0%} of its Standard-class cost"
@@ -57,14 +78,15 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
         else f"storage is only {hint.storage_share:.0%} of its Standard-class cost"
     )
     return [
-        Finding.create(
-            METADATA.kind,
-            account=account,
-            region=result.region,
-            table=result.table,
+        make_finding(
+            METADATA,
+            Table(account, result.region, result.table),
             discriminator="table_class",
             severity=severity,
-            title=f"{result.table}: {'Standard-IA' if to_ia else 'Standard'} table class saves ${savings:,.2f}/month",
+            title=(
+                f"{'Preliminary: ' if preliminary else ''}{result.table}: {'Standard-IA' if to_ia else 'Standard'} "
+                f"table class {'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
+            ),
             summary=(
                 f"{result.table} holds {hint.storage_gb:,.1f} GB and {why}: Standard costs "
                 f"${hint.monthly_cost_standard:,.2f}/month, Standard-IA ${hint.monthly_cost_standard_ia:,.2f}/month "
@@ -78,6 +100,10 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
                 "current_class": hint.current_class,
                 "recommended_class": hint.recommended_class,
                 "monthly_savings": round(savings, 2),
+                "days_analyzed": round(result.days_analyzed, 3),
+                "confidence": result.confidence,
+                "preliminary": preliminary is not None,
+                "preliminary_reason": preliminary,
                 "storage_gb": round(hint.storage_gb, 3),
                 "storage_share": round(hint.storage_share, 4),
                 "monthly_cost_standard": round(hint.monthly_cost_standard, 2),
@@ -85,7 +111,7 @@ def detect(result: BillingResult, cfg: TableClassConfig | None = None, *, accoun
                 "billing_mode": result.recommended_mode,
                 "pricing": result.pricing,
             },
-            first_seen=result.window_start,
-            last_seen=result.window_end,
+            first=result.window_start,
+            last=result.window_end,
         )
     ]

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import declare
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
 __all__ = ["METADATA", "CorrelateConfig", "correlate"]
 
-METADATA = declare(
-    DetectorMetadata(
-        id="correlate",
-        kind=FindingKind.HOT_KEY,
-        default_severity=Severity.HIGH,
-        title="Hot key confirmed by key-range throttling",
-        risk="A key that takes a large share of the traffic on a partition that throttles is an incident in waiting.",
-        remediation="Spread the hot key; adding capacity does not lift a partition's limit.",
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html",
-    )
+METADATA = DetectorMetadata(
+    id="correlate",
+    kind=FindingKind.HOT_KEY,
+    default_severity=Severity.HIGH,
+    title="Hot key confirmed by key-range throttling",
+    risk="A key that takes a large share of the traffic on a partition that throttles is an incident in waiting.",
+    remediation="Spread the hot key; adding capacity does not lift a partition's limit.",
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html",
 )
 
 RULE = "hot_key+key_range_throttling"
@@ -51,11 +49,9 @@ def _same_resource(a: Finding, b: Finding) -> bool:
     )
 
 
-def correlate(findings: Sequence[Finding], cfg: CorrelateConfig | None = None) -> list[Finding]:
-    """``findings`` in the same order, with correlated pairs raised and linked."""
-    cfg = cfg or CorrelateConfig()
-    if not cfg.enabled:
-        return list(findings)
+@register(METADATA, CorrelateConfig, DetectorInput.FINDINGS)
+def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding]:
+    """``findings`` in the same order, with correlated pairs raised and linked (unchanged when disabled)."""
     hot = [f for f in findings if f.kind == FindingKind.HOT_KEY]
     throttled = [f for f in findings if f.kind == FindingKind.THROTTLING and f.evidence.get("cause") == "key_range"]
     related: dict[str, set[str]] = {}

@@ -1,8 +1,4 @@
-"""The item-size detectors that run on stream observations (not on traffic windows), and the merge with CloudTrail.
-
-``large_item`` and ``item_growth`` are not in :mod:`auditor.detectors.registry`: that registry runs on
-``TableWindow`` traffic aggregates, and these take an :class:`~auditor.sources.streams.ItemSizeObservation` (and a
-size history). :data:`ITEM_SIZE_DETECTORS` lists their metadata and config models for catalogues and docs.
+"""The item-size story told by two sources: CloudTrail (writes rejected) and Streams (the item's measured size).
 
 :func:`link_item_size_findings` joins the two sources of one story: an ``item_size_exceeded`` finding (CloudTrail:
 writes already rejected) and a ``large_item``/``item_growth`` finding (Streams: the item's measured size) on the same
@@ -12,32 +8,17 @@ table and key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from pydantic import BaseModel
-
-from auditor.detectors.base import DetectorMetadata
-from auditor.detectors.stream import item_growth, large_item
 from auditor.models.finding import Finding, FindingKind
 from auditor.models.stream import canonical_key
 
-__all__ = ["ITEM_SIZE_DETECTORS", "RELATED_IDS", "ItemSizeDetector", "link_item_size_findings"]
+__all__ = ["RELATED_IDS", "link_item_size_findings"]
 
 #: Evidence field listing the ids of the findings that tell the same story.
 RELATED_IDS = "related_finding_ids"
 
 _STREAM_KINDS = frozenset({FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH})
-
-
-class ItemSizeDetector(NamedTuple):
-    metadata: DetectorMetadata
-    config_model: type[BaseModel]
-
-
-ITEM_SIZE_DETECTORS: tuple[ItemSizeDetector, ...] = (
-    ItemSizeDetector(large_item.METADATA, large_item.Config),
-    ItemSizeDetector(item_growth.METADATA, item_growth.Config),
-)
 
 
 def _key_of(finding: Finding) -> str | None:

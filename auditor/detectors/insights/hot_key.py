@@ -14,12 +14,11 @@ partition-key rule did not flag that key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import cw_finding, declare
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, InsightsInput, make_finding
+from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import severity_for_headroom
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
@@ -27,23 +26,21 @@ from auditor.models.metrics import InsightContributor, InsightReport
 
 __all__ = ["METADATA", "CiHotKeyConfig", "detect"]
 
-METADATA = declare(
-    DetectorMetadata(
-        id="ci_hot_key",
-        kind=FindingKind.HOT_KEY,
-        default_severity=Severity.MEDIUM,
-        title="Hot key named by Contributor Insights",
-        risk=(
-            "All requests for one partition key go to one partition, which serves at most 3,000 read units and "
-            "1,000 write units per second whatever the table's capacity. Contributor Insights shows which keys were "
-            "throttled or took the most throughput."
-        ),
-        remediation=(
-            "Spread the key: write-shard it (suffix 0..N-1 and read all shards), choose a higher-cardinality "
-            "partition key, or cache hot reads (DAX or an application cache)."
-        ),
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/contributorinsights_HowItWorks.html",
-    )
+METADATA = DetectorMetadata(
+    id="ci_hot_key",
+    kind=FindingKind.HOT_KEY,
+    default_severity=Severity.MEDIUM,
+    title="Hot key named by Contributor Insights",
+    risk=(
+        "All requests for one partition key go to one partition, which serves at most 3,000 read units and "
+        "1,000 write units per second whatever the table's capacity. Contributor Insights shows which keys were "
+        "throttled or took the most throughput."
+    ),
+    remediation=(
+        "Spread the key: write-shard it (suffix 0..N-1 and read all shards), choose a higher-cardinality "
+        "partition key, or cache hot reads (DAX or an application cache)."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/contributorinsights_HowItWorks.html",
 )
 
 
@@ -100,15 +97,10 @@ def _assess(report: InsightReport, c: InsightContributor, cfg: CiHotKeyConfig) -
     return severity_for_headroom(1 / saturation if saturation > 0 else None), saturation
 
 
-def detect(
-    reports: Sequence[InsightReport],
-    profiles: Mapping[str, TableProfile],
-    cfg: CiHotKeyConfig | None = None,
-) -> list[Finding]:
+@register(METADATA, CiHotKeyConfig, DetectorInput.CONTRIBUTOR_INSIGHTS)
+def detect(data: InsightsInput, cfg: CiHotKeyConfig) -> list[Finding]:
     """Hot-key findings from Contributor Insights reports (``profiles`` by table name)."""
-    cfg = cfg or CiHotKeyConfig()
-    if not cfg.enabled:
-        return []
+    reports, profiles = data.reports, data.profiles
     candidates: dict[tuple[str, str | None, bool, str], _Candidate] = {}
     # Partition-key rules first, so item-level rules attach to them.
     for report in sorted(reports, key=lambda r: (r.with_sort_key, r.table, r.index or "", r.rule_name)):
@@ -159,8 +151,8 @@ def _finding(profile: TableProfile, cand: _Candidate, cfg: CiHotKeyConfig) -> Fi
         )
     headroom = 1 / cand.saturation if cand.saturation else None
     times = [t for t, _ in c.datapoints]
-    return cw_finding(
-        FindingKind.HOT_KEY,
+    return make_finding(
+        METADATA,
         profile,
         severity=cand.severity,
         discriminator={"key": cand.key, "source": "contributor_insights", "throttled": r.throttled},

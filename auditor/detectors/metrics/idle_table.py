@@ -12,35 +12,34 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import created_epoch, cw_finding, declare, iso
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import created_epoch, iso
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.models.inventory import PROVISIONED, TableProfile
-from auditor.models.metrics import CONSUMED, TableMetrics
+from auditor.models.inventory import PROVISIONED
+from auditor.models.metrics import CONSUMED
 
 __all__ = ["METADATA", "IdleTableConfig", "detect"]
 
 HOURS_PER_MONTH = 730.0
 _GIB = 1024**3
 
-METADATA = declare(
-    DetectorMetadata(
-        id="idle_table",
-        kind=FindingKind.IDLE_TABLE,
-        default_severity=Severity.LOW,
-        title="Table without traffic that still costs money",
-        risk=(
-            "A table nothing reads or writes still pays for its provisioned read and write capacity (and that of its "
-            "GSIs) every hour, and for its storage every month. Forgotten tables of old features, migrations and "
-            "tests add up."
-        ),
-        remediation=(
-            "Confirm with the owner that nothing uses it (including jobs that run less often than the period). Then "
-            "switch it to on-demand (no traffic, no throughput cost), or export it to S3 and delete it, or take an "
-            "on-demand backup and delete it."
-        ),
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CostOptimization_UnusedResources.html",
-    )
+METADATA = DetectorMetadata(
+    id="idle_table",
+    kind=FindingKind.IDLE_TABLE,
+    default_severity=Severity.LOW,
+    title="Table without traffic that still costs money",
+    risk=(
+        "A table nothing reads or writes still pays for its provisioned read and write capacity (and that of its "
+        "GSIs) every hour, and for its storage every month. Forgotten tables of old features, migrations and "
+        "tests add up."
+    ),
+    remediation=(
+        "Confirm with the owner that nothing uses it (including jobs that run less often than the period). Then "
+        "switch it to on-demand (no traffic, no throughput cost), or export it to S3 and delete it, or take an "
+        "on-demand backup and delete it."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CostOptimization_UnusedResources.html",
 )
 
 
@@ -61,11 +60,12 @@ class IdleTableConfig(DetectorConfig):
     storage_gb_month_price_ia: float = 0.10
 
 
-def detect(profile: TableProfile, activity: TableMetrics, cfg: IdleTableConfig | None = None) -> list[Finding]:
+@register(METADATA, IdleTableConfig, DetectorInput.TABLE_ACTIVITY)
+def detect(data: MetricsInput, cfg: IdleTableConfig) -> list[Finding]:
     """One finding when the table and its GSIs had no consumed capacity over the whole activity window."""
-    cfg = cfg or IdleTableConfig()
+    profile, activity = data.profile, data.metrics
     created = created_epoch(profile)
-    if not cfg.enabled or activity.days < cfg.idle_days or created is None or created > activity.start:
+    if activity.days < cfg.idle_days or created is None or created > activity.start:
         return []
     resources = [None, *(g.name for g in profile.gsis)]
     for index in resources:
@@ -112,8 +112,8 @@ def detect(profile: TableProfile, activity: TableMetrics, cfg: IdleTableConfig |
         f"{name}-final, then aws dynamodb delete-table --table-name {name}); backup storage is billed per GB-month"
     )
     return [
-        cw_finding(
-            FindingKind.IDLE_TABLE,
+        make_finding(
+            METADATA,
             profile,
             severity=Severity.MEDIUM if total >= cfg.medium_monthly_cost else METADATA.default_severity,
             discriminator={"source": "cloudwatch_activity"},

@@ -9,31 +9,29 @@ which bounds the read capacity scans can have used.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import cw_finding, declare, iso
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import iso
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.models.inventory import TableProfile
-from auditor.models.metrics import CONSUMED, RETURNED_ITEMS, SCAN_REQUESTS, TableMetrics
+from auditor.models.metrics import CONSUMED, RETURNED_ITEMS, SCAN_REQUESTS
 
 __all__ = ["METADATA", "CwScanConfig", "detect"]
 
-METADATA = declare(
-    DetectorMetadata(
-        id="cw_scan",
-        kind=FindingKind.SCAN,
-        default_severity=Severity.MEDIUM,
-        title="Scan request volume (CloudWatch)",
-        risk=(
-            "A Scan reads every item and pays for every item read, however few it returns. Repeated scans grow with "
-            "the table, burn read capacity, and concentrate on one partition at a time, throttling the requests "
-            "that share it."
-        ),
-        remediation=(
-            "Serve the access pattern with a Query on a key or GSI designed for it; keep Scans for exports and "
-            "one-off jobs, off-peak, with a small Limit. `ddb-audit analyze-trail` names the principals that scan."
-        ),
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-query-scan.html",
-    )
+METADATA = DetectorMetadata(
+    id="cw_scan",
+    kind=FindingKind.SCAN,
+    default_severity=Severity.MEDIUM,
+    title="Scan request volume (CloudWatch)",
+    risk=(
+        "A Scan reads every item and pays for every item read, however few it returns. Repeated scans grow with "
+        "the table, burn read capacity, and concentrate on one partition at a time, throttling the requests "
+        "that share it."
+    ),
+    remediation=(
+        "Serve the access pattern with a Query on a key or GSI designed for it; keep Scans for exports and "
+        "one-off jobs, off-peak, with a small Limit. `ddb-audit analyze-trail` names the principals that scan."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-query-scan.html",
 )
 
 
@@ -49,11 +47,10 @@ class CwScanConfig(DetectorConfig):
     read_units_per_page: float = 128.0
 
 
-def detect(profile: TableProfile, metrics: TableMetrics, cfg: CwScanConfig | None = None) -> list[Finding]:
+@register(METADATA, CwScanConfig, DetectorInput.TABLE_METRICS)
+def detect(data: MetricsInput, cfg: CwScanConfig) -> list[Finding]:
     """At most one finding per table: how often it was scanned, and what that can have cost."""
-    cfg = cfg or CwScanConfig()
-    if not cfg.enabled:
-        return []
+    profile, metrics = data.profile, data.metrics
     res = metrics.resources.get(None)
     if res is None:
         return []
@@ -91,8 +88,8 @@ def detect(profile: TableProfile, metrics: TableMetrics, cfg: CwScanConfig | Non
         fix += " At this frequency the scan is on a request path: every call reads the whole table (or a page of it)."
     fix += " Run `ddb-audit analyze-trail` on the table's CloudTrail data events to see which principal scans."
     return [
-        cw_finding(
-            FindingKind.SCAN,
+        make_finding(
+            METADATA,
             profile,
             severity=severity,
             discriminator={"operation": "Scan", "source": "cloudwatch"},

@@ -30,8 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from statistics import median
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import cw_finding, declare, iso, longest_run
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import iso, longest_run
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Capacity, TableProfile
 from auditor.models.metrics import CAUSE_METRICS, CONSUMED, THROTTLE_EVENTS, ResourceMetrics, TableMetrics
@@ -39,20 +40,18 @@ from auditor.models.metrics import PROVISIONED as PROVISIONED_UNITS
 
 __all__ = ["CAUSES", "METADATA", "RECOMMENDATIONS", "CwThrottlingConfig", "detect"]
 
-METADATA = declare(
-    DetectorMetadata(
-        id="cw_throttling",
-        kind=FindingKind.THROTTLING,
-        default_severity=Severity.MEDIUM,
-        title="Throttle events by cause (CloudWatch)",
-        risk=(
-            "Throttled requests are retried by the SDK, adding latency, and fail once retries run out. CloudWatch "
-            "counts every throttled event, including those the SDK retried successfully. The cause decides the fix: "
-            "a hot partition is not solved by adding capacity."
-        ),
-        remediation="Fix the cause named in the finding (see the recommendation).",
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-diagnosing-workflow.html",
-    )
+METADATA = DetectorMetadata(
+    id="cw_throttling",
+    kind=FindingKind.THROTTLING,
+    default_severity=Severity.MEDIUM,
+    title="Throttle events by cause (CloudWatch)",
+    risk=(
+        "Throttled requests are retried by the SDK, adding latency, and fail once retries run out. CloudWatch "
+        "counts every throttled event, including those the SDK retried successfully. The cause decides the fix: "
+        "a hot partition is not solved by adding capacity."
+    ),
+    remediation="Fix the cause named in the finding (see the recommendation).",
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-diagnosing-workflow.html",
 )
 
 CAUSES = ("key_range", "provisioned", "account_limit", "on_demand_max", "gsi_backpressure", "unknown")
@@ -199,11 +198,10 @@ def _split(res: ResourceMetrics, access: str, t: int) -> tuple[dict[str, float],
     return {c: n for c, n in by_cause.items() if n > 0}, total - explained
 
 
-def detect(profile: TableProfile, metrics: TableMetrics, cfg: CwThrottlingConfig | None = None) -> list[Finding]:
+@register(METADATA, CwThrottlingConfig, DetectorInput.TABLE_METRICS)
+def detect(data: MetricsInput, cfg: CwThrottlingConfig) -> list[Finding]:
     """Throttling findings of one table and its GSIs (one per resource and cause that persisted)."""
-    cfg = cfg or CwThrottlingConfig()
-    if not cfg.enabled:
-        return []
+    profile, metrics = data.profile, data.metrics
     mode = profile.billing_mode
     buckets: dict[tuple[str | None, str], _Bucket] = {}
 
@@ -325,8 +323,8 @@ def _finding(
         "window_end": iso(metrics.end),
         "gaps": profile.gap_lines(),
     }
-    return cw_finding(
-        FindingKind.THROTTLING,
+    return make_finding(
+        METADATA,
         profile,
         severity=severity,
         discriminator={"cause": cause, "source": "cloudwatch"},

@@ -15,33 +15,31 @@ or whose items legitimately live longer than the window, can be reported; the ev
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import created_epoch, cw_finding, declare, iso
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import created_epoch, iso
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.models.inventory import TableProfile
-from auditor.models.metrics import CONSUMED, TTL_DELETED, TableMetrics
+from auditor.models.metrics import CONSUMED, TTL_DELETED
 
 __all__ = ["METADATA", "TtlConfig", "detect"]
 
 _GIB = 1024**3
 
-METADATA = declare(
-    DetectorMetadata(
-        id="ttl_not_expiring",
-        kind=FindingKind.TTL_NOT_EXPIRING,
-        default_severity=Severity.LOW,
-        title="Time to Live is enabled but deletes nothing",
-        risk=(
-            "Items that were meant to expire stay: the table grows without bound, pays for storage it was meant to "
-            "free, and reads and scans return stale items. TTL silently ignores items whose TTL attribute is "
-            "missing, not a Number, or not in epoch seconds."
-        ),
-        remediation=(
-            "Write the TTL attribute on every item as a Number in epoch seconds (10 digits today, not milliseconds), "
-            "set to the time the item should expire; fix existing items with a one-off backfill."
-        ),
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html",
-    )
+METADATA = DetectorMetadata(
+    id="ttl_not_expiring",
+    kind=FindingKind.TTL_NOT_EXPIRING,
+    default_severity=Severity.LOW,
+    title="Time to Live is enabled but deletes nothing",
+    risk=(
+        "Items that were meant to expire stay: the table grows without bound, pays for storage it was meant to "
+        "free, and reads and scans return stale items. TTL silently ignores items whose TTL attribute is "
+        "missing, not a Number, or not in epoch seconds."
+    ),
+    remediation=(
+        "Write the TTL attribute on every item as a Number in epoch seconds (10 digits today, not milliseconds), "
+        "set to the time the item should expire; fix existing items with a one-off backfill."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html",
 )
 
 
@@ -55,10 +53,11 @@ class TtlConfig(DetectorConfig):
     storage_gb_month_price_ia: float = 0.10
 
 
-def detect(profile: TableProfile, activity: TableMetrics, cfg: TtlConfig | None = None) -> list[Finding]:
+@register(METADATA, TtlConfig, DetectorInput.TABLE_ACTIVITY)
+def detect(data: MetricsInput, cfg: TtlConfig) -> list[Finding]:
     """One finding when TTL is enabled and deleted nothing over the window while the table took writes."""
-    cfg = cfg or TtlConfig()
-    if not cfg.enabled or profile.ttl_status != "ENABLED" or activity.days < cfg.min_days:
+    profile, activity = data.profile, data.metrics
+    if profile.ttl_status != "ENABLED" or activity.days < cfg.min_days:
         return []
     created = created_epoch(profile)
     if created is None or created > activity.start:
@@ -84,8 +83,8 @@ def detect(profile: TableProfile, activity: TableMetrics, cfg: TtlConfig | None 
         f'--expression-attribute-names \'{{"#t": "{attr}"}}\''
     )
     return [
-        cw_finding(
-            FindingKind.TTL_NOT_EXPIRING,
+        make_finding(
+            METADATA,
             profile,
             severity=(
                 Severity.MEDIUM if storage_cost >= cfg.medium_monthly_storage_cost else METADATA.default_severity

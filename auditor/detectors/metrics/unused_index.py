@@ -11,8 +11,9 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata
-from auditor.detectors.metrics.common import cw_finding, declare, iso
+from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import iso
+from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, IndexProfile, TableProfile
 from auditor.models.metrics import CONSUMED, PROVISIONED, ResourceMetrics, TableMetrics
@@ -22,23 +23,21 @@ __all__ = ["HOURS_PER_MONTH", "METADATA", "UnusedIndexConfig", "detect"]
 HOURS_PER_MONTH = 730.0
 _GIB = 1024**3
 
-METADATA = declare(
-    DetectorMetadata(
-        id="unused_index",
-        kind=FindingKind.UNUSED_INDEX,
-        default_severity=Severity.LOW,
-        title="Global secondary index written but never read",
-        risk=(
-            "Every table write that touches the index's keys is also written to the index and paid for again "
-            "(write capacity and storage). An index no query uses is pure cost, and its write capacity can throttle "
-            "the table (GSI back-pressure)."
-        ),
-        remediation=(
-            "Confirm no access pattern needs the index (including monthly or quarterly jobs the window may not "
-            "cover), then delete it; or keep it and project fewer attributes to make its writes cheaper."
-        ),
-        docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general.html",
-    )
+METADATA = DetectorMetadata(
+    id="unused_index",
+    kind=FindingKind.UNUSED_INDEX,
+    default_severity=Severity.LOW,
+    title="Global secondary index written but never read",
+    risk=(
+        "Every table write that touches the index's keys is also written to the index and paid for again "
+        "(write capacity and storage). An index no query uses is pure cost, and its write capacity can throttle "
+        "the table (GSI back-pressure)."
+    ),
+    remediation=(
+        "Confirm no access pattern needs the index (including monthly or quarterly jobs the window may not "
+        "cover), then delete it; or keep it and project fewer attributes to make its writes cheaper."
+    ),
+    docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general.html",
 )
 
 
@@ -69,10 +68,11 @@ def _average_provisioned(res: ResourceMetrics, access: str, fallback: int) -> fl
     return float(fallback)
 
 
-def detect(profile: TableProfile, metrics: TableMetrics, cfg: UnusedIndexConfig | None = None) -> list[Finding]:
+@register(METADATA, UnusedIndexConfig, DetectorInput.TABLE_METRICS)
+def detect(data: MetricsInput, cfg: UnusedIndexConfig) -> list[Finding]:
     """One finding per GSI with writes and no reads over the window."""
-    cfg = cfg or UnusedIndexConfig()
-    if not cfg.enabled or metrics.days < cfg.min_days:
+    profile, metrics = data.profile, data.metrics
+    if metrics.days < cfg.min_days:
         return []
     findings: list[Finding] = []
     for gsi in profile.gsis:
@@ -141,8 +141,8 @@ def _finding(
         f"read it rarely, project fewer attributes (projection now: {gsi.projection or 'unknown'}) to cut its write "
         "cost. The auditor never deletes an index."
     )
-    return cw_finding(
-        FindingKind.UNUSED_INDEX,
+    return make_finding(
+        METADATA,
         profile,
         severity=severity,
         discriminator={"source": "cloudwatch"},

@@ -29,11 +29,18 @@ from typing import Any
 
 from pydantic import Field
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
+from auditor.detectors.base import (
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    HistoryInput,
+    epoch_to_dt,
+    make_finding,
+)
+from auditor.detectors.registry import register
 from auditor.detectors.stream.large_item import recommendation
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.models.stream import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "GrowthFit", "days_to_limit", "detect", "fit_growth", "theil_sen_slope"]
 
@@ -147,16 +154,11 @@ def is_steady(fit: GrowthFit, cfg: Config) -> bool:
     )
 
 
-def detect(
-    obs: ItemSizeObservation,
-    samples: Sequence[Sample],
-    cfg: Config | None = None,
-    *,
-    driver: str | None = None,
-) -> list[Finding]:
+@register(METADATA, Config, DetectorInput.ITEM_HISTORY)
+def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
     """An ``item_growth`` finding when ``samples`` (the item's history, ``obs`` included) rise steadily."""
-    cfg = cfg or Config()
-    if not cfg.enabled or len(samples) < cfg.min_samples:
+    obs, samples, driver = data.observation, data.samples, data.driver
+    if len(samples) < cfg.min_samples:
         return []
     fit = fit_growth(samples)
     if fit is None or not is_steady(fit, cfg):
@@ -197,18 +199,16 @@ def detect(
         "source": "dynamodb_streams",
     }
     return [
-        Finding.create(
-            METADATA.kind,
-            account=obs.account,
-            region=obs.region,
-            table=obs.table,
+        make_finding(
+            METADATA,
+            obs,
             discriminator=key,
             severity=severity,
             title=f"Item of {obs.table} reaches 400 KB in {days:.0f} days ({label:.60})",
             summary=summary,
             recommendation=recommendation(obs.table, attribute, growing=True),
             evidence=evidence,
-            first_seen=epoch_to_dt(first),
-            last_seen=epoch_to_dt(obs.time),
+            first=first,
+            last=obs.time,
         )
     ]

@@ -24,10 +24,17 @@ from typing import Any
 
 from pydantic import Field
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt
+from auditor.detectors.base import (
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    ObservationInput,
+    Table,
+    make_finding,
+)
+from auditor.detectors.registry import register
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity, utc
-from auditor.models.stream import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "detect", "estimate_large_writes", "insufficient_view_type", "severity_for"]
 
@@ -96,11 +103,10 @@ def recommendation(table: str, attribute: str | None, *, growing: bool) -> str:
     )
 
 
-def detect(obs: ItemSizeObservation, cfg: Config | None = None, *, first_seen: float | None = None) -> list[Finding]:
+@register(METADATA, Config, DetectorInput.STREAM_OBSERVATION)
+def detect(data: ObservationInput, cfg: Config) -> list[Finding]:
     """A ``large_item`` finding for an observed item at or above the threshold, else nothing."""
-    cfg = cfg or Config()
-    if not cfg.enabled:
-        return []
+    obs, first_seen = data.observation, data.first_seen
     severity = severity_for(obs.size_bytes, cfg)
     if severity is None:
         return []
@@ -130,19 +136,17 @@ def detect(obs: ItemSizeObservation, cfg: Config | None = None, *, first_seen: f
         "method": "stream_new_image",
     }
     return [
-        Finding.create(
-            METADATA.kind,
-            account=obs.account,
-            region=obs.region,
-            table=obs.table,
+        make_finding(
+            METADATA,
+            obs,
             discriminator=key,
             severity=severity,
             title=f"Item of {obs.table} at {pct:.0f}% of the 400 KB limit ({label:.60})",
             summary=summary,
             recommendation=recommendation(obs.table, driver, growing=grown is not None),
             evidence=evidence,
-            first_seen=epoch_to_dt(min(first_seen, obs.time) if first_seen is not None else obs.time),
-            last_seen=epoch_to_dt(obs.time),
+            first=min(first_seen, obs.time) if first_seen is not None else obs.time,
+            last=obs.time,
         )
     ]
 
@@ -173,11 +177,9 @@ def estimate_large_writes(
     avg_bytes = round(min(wcu_per_write * _WCU_BYTES, ITEM_SIZE_LIMIT))
     pct = 100.0 * avg_bytes / ITEM_SIZE_LIMIT
     start, end = utc(window[0]), utc(window[1])
-    return Finding.create(
-        METADATA.kind,
-        account=account,
-        region=region,
-        table=table,
+    return make_finding(
+        METADATA,
+        Table(account, region, table),
         discriminator=None,
         severity=Severity.HIGH if pct >= cfg.threshold_pct else Severity.MEDIUM,
         title=f"Writes to {table} average {wcu_per_write:,.0f} WCU (items of about {_kb(avg_bytes)})",
@@ -201,18 +203,16 @@ def estimate_large_writes(
             "upper_bound": True,
             "source": "cloudwatch",
         },
-        first_seen=start,
-        last_seen=end,
+        first=start,
+        last=end,
     )
 
 
 def insufficient_view_type(account: str | None, region: str | None, table: str, view_type: str, at: float) -> Finding:
     """``info``: the table's stream cannot show item sizes (no ``NewImage``)."""
-    return Finding.create(
-        METADATA.kind,
-        account=account,
-        region=region,
-        table=table,
+    return make_finding(
+        METADATA,
+        Table(account, region, table),
         discriminator={"stream_view_type": True},
         severity=Severity.INFO,
         title=f"Item sizes of {table} cannot be watched: stream view type {view_type}",
@@ -234,6 +234,6 @@ def insufficient_view_type(account: str | None, region: str | None, table: str, 
             "method": "stream_view_type_insufficient",
             "source": "dynamodb_streams",
         },
-        first_seen=epoch_to_dt(at),
-        last_seen=epoch_to_dt(at),
+        first=at,
+        last=at,
     )

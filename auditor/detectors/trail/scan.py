@@ -74,6 +74,12 @@ def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | No
     return found, pk, source
 
 
+def _minutes(seconds: int) -> str:
+    """``1 minute``, ``15 minutes`` (a rate per hour is stated only when an hour or more was observed)."""
+    m = max(1, seconds // 60)
+    return f"{m} minute{'s' if m != 1 else ''}"
+
+
 @register(METADATA, ScanConfig)
 def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     """One finding per principal and operation that scanned the table (allowlisted principals excepted)."""

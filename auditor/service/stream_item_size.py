@@ -39,16 +39,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.config import Settings
+from auditor.detectors.base import HistoryInput, ObservationInput
 from auditor.detectors.findings.item_size_link import link_item_size_findings
+from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import item_growth, large_item
-from auditor.detectors.stream.item_growth import Config as ItemGrowthConfig
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
 from auditor.lifecycle import TableKey, table_key
@@ -85,25 +86,34 @@ class ItemSizeConfig(BaseModel):
     max_samples: int = Field(default=DEFAULT_MAX_SAMPLES, ge=8, le=400)
     #: A history not written for this long expires (TTL).
     history_retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=400)
-    large_item: LargeItemConfig = Field(default_factory=LargeItemConfig)
-    item_growth: ItemGrowthConfig = Field(default_factory=ItemGrowthConfig)
+    #: The detector tree (``large_item`` and ``item_growth`` settings, per table where given).
+    detectors: DetectorSettings = Field(default_factory=DetectorSettings)
+
+    def detector_config(self, detector_id: str, table: str) -> Any:
+        """One detector's settings on ``table``."""
+        return self.detectors.detector_config(detector_id, table)
 
 
 def item_size_config(settings: Settings) -> ItemSizeConfig:
-    """The watcher's config from the process settings (floor and ``large_item`` threshold are configurable).
+    """The watcher's config from the process settings: the history floor, and the detector tree of
+    ``ANALYSIS_CONFIG_JSON`` with the ``large_item`` threshold of ``LARGE_ITEM_THRESHOLD_PCT`` under it (the tree's
+    ``detectors.large_item`` and ``tables.<table>.large_item`` win).
 
     A threshold above the default ``high_pct`` (85%) or ``critical_pct`` (95%) moves that level up with it, so the
     first finding is then high (or critical).
     """
     threshold = settings.large_item_threshold_pct
     defaults = LargeItemConfig()
+    tree = settings.analysis_config()
+    large_item_settings = {
+        "threshold_pct": threshold,
+        "high_pct": max(defaults.high_pct, threshold),
+        "critical_pct": max(defaults.critical_pct, threshold),
+        **tree.detectors.get("large_item", {}),
+    }
     return ItemSizeConfig(
         history_floor_bytes=settings.item_size_history_floor_bytes,
-        large_item=LargeItemConfig(
-            threshold_pct=threshold,
-            high_pct=max(defaults.high_pct, threshold),
-            critical_pct=max(defaults.critical_pct, threshold),
-        ),
+        detectors=DetectorSettings(detectors={**tree.detectors, "large_item": large_item_settings}, tables=tree.tables),
     )
 
 
@@ -234,10 +244,9 @@ class StreamItemSizeBatch:
                 self._updates += 1
             else:
                 self._duplicates += 1
-            found += item_growth.detect(
-                obs, update.history.samples, self.config.item_growth, driver=update.history.driver
-            )
-        found += large_item.detect(obs, self.config.large_item)
+            history = HistoryInput(obs, update.history.samples, update.history.driver)
+            found += item_growth.detect(history, self.config.detector_config("item_growth", obs.table))
+        found += large_item.detect(ObservationInput(obs), self.config.detector_config("large_item", obs.table))
         for finding in found:
             self._keep(finding)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from auditor.findings_text import findings_table, render_columns
 from auditor.models.billing import BillingResult, CapacityRecommendation, DimensionResult
 from auditor.models.finding import Finding
-from auditor.render import findings_table, render_columns
 
 _ACTIONS = {
     "keep": "keep the current configuration",

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from auditor.detectors.findings.item_size_link import ITEM_SIZE_DETECTORS, RELATED_IDS, link_item_size_findings
-from auditor.detectors.registry import all_detectors
+from auditor.detectors.base import DetectorInput, HistoryInput, ObservationInput
+from auditor.detectors.findings.item_size_link import RELATED_IDS, link_item_size_findings
+from auditor.detectors.registry import all_detectors, get
 from auditor.detectors.stream import item_growth, large_item
 from auditor.detectors.trail import item_size_exceeded
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
@@ -51,10 +52,11 @@ def obs(
 
 
 def test_stream_detectors_are_declared_but_not_in_the_traffic_registry() -> None:
+    ITEM_SIZE_DETECTORS = [get("large_item"), get("item_growth")]  # noqa: N806
     ids = [d.metadata.id for d in ITEM_SIZE_DETECTORS]
     assert ids == ["large_item", "item_growth"]
     assert [d.metadata.kind for d in ITEM_SIZE_DETECTORS] == [FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH]
-    assert not {"large_item", "item_growth"} & {d.metadata.id for d in all_detectors()}
+    assert not {"large_item", "item_growth"} & {d.metadata.id for d in all_detectors(DetectorInput.TRAIL_WINDOW)}
     for det in ITEM_SIZE_DETECTORS:
         assert det.config_model().model_dump()["enabled"] is True
         assert str(det.metadata.docs_url).startswith("https://docs.aws.amazon.com/")
@@ -76,13 +78,13 @@ def test_stream_detectors_are_declared_but_not_in_the_traffic_registry() -> None
     ],
 )
 def test_large_item_thresholds(size: int, severity: Severity | None) -> None:
-    found = large_item.detect(obs(size))
+    found = large_item.detect(ObservationInput(obs(size)))
     assert [f.severity for f in found] == ([severity] if severity else [])
 
 
 def test_large_item_finding_shape_and_stable_id() -> None:
     grown = (AttributeGrowth("events", 300_000, 301_079),)
-    (finding,) = large_item.detect(obs(320_530, growth=grown))
+    (finding,) = large_item.detect(ObservationInput(obs(320_530, growth=grown)))
     assert finding.missing_evidence() == []
     assert finding.evidence["key"] == {"pk": "DEVICE#7f3a", "sk": "TIMELINE"}
     assert finding.evidence["size_bytes"] == 320_530
@@ -100,8 +102,10 @@ def test_large_item_finding_shape_and_stable_id() -> None:
     )
     assert finding.last_seen == datetime.fromtimestamp(T0, UTC)
     # the same key keeps its id as the item grows; another key gets another id
-    (bigger,) = large_item.detect(obs(400_000, at=T0 + 60))
-    (other,) = large_item.detect(obs(320_530, key={"pk": {"S": "DEVICE#0001"}, "sk": {"S": "TIMELINE"}}))
+    (bigger,) = large_item.detect(ObservationInput(obs(400_000, at=T0 + 60)))
+    (other,) = large_item.detect(
+        ObservationInput(obs(320_530, key={"pk": {"S": "DEVICE#0001"}, "sk": {"S": "TIMELINE"}}))
+    )
     assert bigger.id == finding.id != other.id
     # the recommendation names the growing attribute and the two fixes
     assert '"events" keeps growing' in finding.recommendation
@@ -112,14 +116,15 @@ def test_large_item_finding_shape_and_stable_id() -> None:
 
 def test_large_item_config_threshold_and_disable() -> None:
     # 325,000 bytes is 79.3% of the limit, 330,000 is 80.6%
-    assert large_item.detect(obs(325_000), large_item.Config(threshold_pct=80)) == []
-    assert [f.severity for f in large_item.detect(obs(330_000), large_item.Config(threshold_pct=80))] == [
-        Severity.MEDIUM
-    ]
-    assert [f.severity for f in large_item.detect(obs(330_000), large_item.Config(threshold_pct=70, high_pct=80))] == [
-        Severity.HIGH
-    ]
-    assert large_item.detect(obs(400_000), large_item.Config(enabled=False)) == []
+    assert large_item.detect(ObservationInput(obs(325_000)), large_item.Config(threshold_pct=80)) == []
+    assert [
+        f.severity for f in large_item.detect(ObservationInput(obs(330_000)), large_item.Config(threshold_pct=80))
+    ] == [Severity.MEDIUM]
+    assert [
+        f.severity
+        for f in large_item.detect(ObservationInput(obs(330_000)), large_item.Config(threshold_pct=70, high_pct=80))
+    ] == [Severity.HIGH]
+    assert large_item.detect(ObservationInput(obs(400_000)), large_item.Config(enabled=False)) == []
 
 
 def test_insufficient_view_type_is_an_info_finding() -> None:
@@ -208,7 +213,7 @@ def test_steady_growth_is_reported_with_days_to_limit() -> None:
     assert fit.largest_step_share == pytest.approx(13 / 49)  # steps 12, 6, 13, 9, 9
     assert fit.span_seconds == 5 * DAY and fit.samples == 6
     latest = obs(149_000, at=T0 + 5 * DAY)
-    (finding,) = item_growth.detect(latest, STEADY, driver="events")
+    (finding,) = item_growth.detect(HistoryInput(latest, STEADY, driver="events"))
     # (409,600 - 149,000) / 9,500 = 27.4316 days -> high (<= 30 days)
     assert finding.evidence["days_to_limit"] == pytest.approx(27.43, abs=0.005)
     assert finding.evidence["bytes_per_day"] == 9_500.0
@@ -236,12 +241,12 @@ def test_a_one_off_jump_is_not_steady_growth() -> None:
     assert fit is not None
     assert fit.bytes_per_day > 0  # the median slope alone would call it growth...
     assert fit.largest_step_share > 0.99  # ...but one step carries it all
-    assert item_growth.detect(obs(260_000, at=T0 + 7 * DAY), jump) == []
+    assert item_growth.detect(HistoryInput(obs(260_000, at=T0 + 7 * DAY), jump)) == []
 
 
 def test_shrinking_or_oscillating_items_are_not_growth() -> None:
     shrinking = days([(d, 300 - 5 * d) for d in range(8)])
-    assert item_growth.detect(obs(265_000, at=T0 + 7 * DAY), shrinking) == []
+    assert item_growth.detect(HistoryInput(obs(265_000, at=T0 + 7 * DAY), shrinking)) == []
     # a ~50 KB value attached and removed day after day: the median slope is positive (2.5 KB/day) and no single
     # step dominates, but a third of the pairs fall
     swings = days(list(enumerate([200, 260, 205, 255, 210, 250, 215, 262, 220, 258])))
@@ -250,14 +255,17 @@ def test_shrinking_or_oscillating_items_are_not_growth() -> None:
     assert fit.bytes_per_day == pytest.approx(2_500.0)
     assert fit.largest_step_share < 0.5
     assert fit.rising_pair_share == pytest.approx(2 / 3)
-    assert item_growth.detect(obs(258_000, at=T0 + 9 * DAY), swings) == []
+    assert item_growth.detect(HistoryInput(obs(258_000, at=T0 + 9 * DAY), swings)) == []
 
 
 def test_too_few_samples_or_too_short_a_span_is_not_reported() -> None:
-    assert item_growth.detect(obs(149_000, at=T0 + 5 * DAY), STEADY[:5]) == []
+    assert item_growth.detect(HistoryInput(obs(149_000, at=T0 + 5 * DAY), STEADY[:5])) == []
     hours = [(T0 + h * 1200, 100_000 + h * 2_000) for h in range(8)]  # 8 samples over 2h20m
-    assert item_growth.detect(obs(114_000, at=hours[-1][0]), hours) == []
-    assert item_growth.detect(obs(114_000, at=hours[-1][0]), hours, item_growth.Config(min_span_hours=2)) != []
+    assert item_growth.detect(HistoryInput(obs(114_000, at=hours[-1][0]), hours)) == []
+    assert (
+        item_growth.detect(HistoryInput(obs(114_000, at=hours[-1][0]), hours), item_growth.Config(min_span_hours=2))
+        != []
+    )
 
 
 def test_days_to_limit_math() -> None:
@@ -280,14 +288,19 @@ def test_days_to_limit_math() -> None:
 )
 def test_severity_by_days_to_limit(size: int, per_day: float, severity: Severity | None) -> None:
     samples = [(T0 + d * DAY, size - (7 - d) * per_day) for d in range(8)]
-    found = item_growth.detect(obs(size, at=samples[-1][0]), samples)
+    found = item_growth.detect(HistoryInput(obs(size, at=samples[-1][0]), samples))
     assert [f.severity for f in found] == ([severity] if severity else [])
 
 
 def test_growth_beyond_max_days_is_not_reported() -> None:
     samples = [(T0 + d * DAY, 10_000 + d * 1_100) for d in range(8)]  # 1.1 KB/day from 17.7 KB: 356 days
-    assert item_growth.detect(obs(17_700, at=samples[-1][0]), samples) != []
-    assert item_growth.detect(obs(17_700, at=samples[-1][0]), samples, item_growth.Config(max_days_to_limit=300)) == []
+    assert item_growth.detect(HistoryInput(obs(17_700, at=samples[-1][0]), samples)) != []
+    assert (
+        item_growth.detect(
+            HistoryInput(obs(17_700, at=samples[-1][0]), samples), item_growth.Config(max_days_to_limit=300)
+        )
+        == []
+    )
 
 
 # ----------------------------------------------------------------------------- link with CloudTrail
@@ -303,11 +316,15 @@ def exceeded(key: dict[str, Any], table: str = "Timelines") -> Finding:
 def test_link_joins_cloudtrail_and_stream_findings_on_the_same_key() -> None:
     # Given a CloudTrail rejection and stream findings on the same key, plus unrelated findings
     rejected = exceeded({"pk": "DEVICE#7f3a", "sk": "TIMELINE"})
-    (large,) = large_item.detect(obs(400_000))
+    (large,) = large_item.detect(ObservationInput(obs(400_000)))
     samples = [(T0 + d * DAY, 380_000 + d * 2_000) for d in range(8)]
-    (growth,) = item_growth.detect(obs(394_000, at=samples[-1][0]), samples)
-    (other_key,) = large_item.detect(obs(400_000, key={"pk": {"S": "DEVICE#0001"}, "sk": {"S": "TIMELINE"}}))
-    (other_table,) = large_item.detect(obs(400_000, ref=TableRef("111122223333", "us-east-1", "Archive")))
+    (growth,) = item_growth.detect(HistoryInput(obs(394_000, at=samples[-1][0]), samples))
+    (other_key,) = large_item.detect(
+        ObservationInput(obs(400_000, key={"pk": {"S": "DEVICE#0001"}, "sk": {"S": "TIMELINE"}}))
+    )
+    (other_table,) = large_item.detect(
+        ObservationInput(obs(400_000, ref=TableRef("111122223333", "us-east-1", "Archive")))
+    )
     no_key = large_item.estimate_large_writes("Timelines", 150_000.0, 1_000, WINDOW)
     assert no_key is not None
     findings = [rejected, large, growth, other_key, other_table, no_key]
@@ -331,7 +348,7 @@ def test_link_joins_cloudtrail_and_stream_findings_on_the_same_key() -> None:
 def test_link_raises_severity_one_step_and_matches_numeric_keys() -> None:
     key = {"id": {"N": "1000"}}
     rejected = exceeded({"id": 1000}, table="Timelines")
-    (large,) = large_item.detect(obs(310_000, key=key))
+    (large,) = large_item.detect(ObservationInput(obs(310_000, key=key)))
     assert large.severity == Severity.MEDIUM
     linked = link_item_size_findings([large, rejected])
     assert linked[0].severity == Severity.HIGH
@@ -341,7 +358,9 @@ def test_link_raises_severity_one_step_and_matches_numeric_keys() -> None:
 
 def test_link_needs_the_same_account_when_both_are_known() -> None:
     rejected = exceeded({"pk": "DEVICE#7f3a", "sk": "TIMELINE"})  # account 111122223333
-    (elsewhere,) = large_item.detect(obs(310_000, ref=TableRef("999988887777", "us-east-1", "Timelines")))
-    (unknown_account,) = large_item.detect(obs(310_000, ref=TableRef(None, "us-east-1", "Timelines")))
+    (elsewhere,) = large_item.detect(
+        ObservationInput(obs(310_000, ref=TableRef("999988887777", "us-east-1", "Timelines")))
+    )
+    (unknown_account,) = large_item.detect(ObservationInput(obs(310_000, ref=TableRef(None, "us-east-1", "Timelines"))))
     assert link_item_size_findings([rejected, elsewhere])[1] is elsewhere
     assert RELATED_IDS in link_item_size_findings([rejected, unknown_account])[1].evidence

@@ -1,0 +1,53 @@
+"""When a billing or table-class recommendation is trusted enough to act on.
+
+A recommendation built from less than :data:`MIN_DAYS` days of 1-minute data, or from data that holds no
+Saturday or Sunday, is **preliminary**: it is still recorded and shown in the report (with the days analysed and the
+confidence), but with severity ``info``, ``"preliminary": true`` in its evidence, no weight in any savings headline,
+and it is never alerted (the lifecycle stores it muted, see :func:`auditor.lifecycle.transition`). Weekday-only
+traffic misses the weekly low that decides whether provisioned capacity pays off, and an hour or a day says little
+about a month's bill.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from auditor.models.finding import utc
+
+#: Days of 1-minute data a billing recommendation needs (configurable per detector: ``min_days``).
+MIN_DAYS = 7.0
+#: The reason stored on a preliminary recommendation (the lifecycle mutes it with this reason).
+PRELIMINARY_REASON = "preliminary billing recommendation: too little data to act on"
+
+
+def includes_weekend(start: datetime, end: datetime) -> bool:
+    """Whether [start, end) holds any part of a Saturday or Sunday (UTC)."""
+    start, end = utc(start), utc(end)
+    if end <= start:
+        return False
+    if end - start >= timedelta(days=7):
+        return True
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    while day < end:  # at most 8 iterations: the span is under 7 days
+        if day.weekday() >= 5:
+            return True
+        day += timedelta(days=1)
+    return False
+
+
+def preliminary_reason(
+    days_analyzed: float, start: datetime, end: datetime, *, min_days: float = MIN_DAYS, require_weekend: bool = True
+) -> str | None:
+    """Why a recommendation from this data is preliminary (None: it is not)."""
+    missing = []
+    if days_analyzed < min_days:
+        missing.append(f"{days_analyzed:.1f} of the {min_days:g} days of 1-minute data it needs")
+    if require_weekend and not includes_weekend(start, end):
+        missing.append("no weekend in the data")
+    return "; ".join(missing) or None
+
+
+def is_preliminary(evidence: dict[str, Any]) -> bool:
+    """A billing or table-class finding's evidence says it is preliminary."""
+    return evidence.get("preliminary") is True

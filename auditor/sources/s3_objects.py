@@ -1,0 +1,178 @@
+"""CloudTrail log objects in S3: the S3 event notifications that name them, and reading them.
+
+- :func:`parse_s3_notification`: the body of an SQS message is an S3 event notification (``{"Records": [{"eventSource":
+  "aws:s3", "eventName": "ObjectCreated:Put", "s3": {...}}]}``), possibly wrapped in an SNS envelope (S3 -> SNS ->
+  SQS without raw delivery). ``s3:TestEvent`` messages name no object. Keys are URL-decoded (``unquote_plus``: S3
+  encodes a space as ``+``). Anything else raises :class:`NotificationError`.
+- :func:`is_trail_log_key`: digest and Insights files and objects that are not ``.json``/``.json.gz`` are not logs.
+- :func:`trail_object`: the object as an :class:`~auditor.sources.cloudtrail.InputSource` streamed from S3 (never
+  read whole into memory); a missing object, or a stream that breaks off, raises :class:`ObjectUnreadableError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote_plus
+
+import orjson
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from auditor.exceptions import AuditorError, InputError
+from auditor.sources.cloudtrail import InputSource
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = [
+    "NotificationError",
+    "ObjectUnreadableError",
+    "S3ObjectRef",
+    "TrailObject",
+    "is_trail_log_key",
+    "parse_s3_notification",
+    "trail_object",
+]
+
+_SKIPPED_FOLDERS = frozenset({"CloudTrail-Digest", "CloudTrail-Insight"})
+_LOG_SUFFIXES = (".json.gz", ".json")
+_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket"})
+
+
+class NotificationError(InputError):
+    """An SQS message body is not an S3 event notification (the message fails and goes to the DLQ)."""
+
+
+class ObjectUnreadableError(AuditorError):
+    """A CloudTrail object cannot be read (missing, corrupt); nothing was stored and the message is retried."""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# S3 event notifications
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _S3Bucket(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(min_length=1)
+
+
+class _S3Object(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    key: str = Field(min_length=1)
+    size: int | None = None
+    etag: str | None = Field(default=None, alias="eTag")
+
+
+class _S3Entity(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    bucket: _S3Bucket
+    obj: _S3Object = Field(alias="object")
+
+
+class _S3Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    event_source: Literal["aws:s3"] = Field(alias="eventSource")
+    event_name: str = Field(alias="eventName")
+    s3: _S3Entity
+
+
+class _S3Notification(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    records: list[_S3Record] = Field(alias="Records")
+
+
+@dataclass(frozen=True, slots=True)
+class S3ObjectRef:
+    """One object named by an S3 event notification (``key`` already URL-decoded)."""
+
+    bucket: str
+    key: str
+    event_name: str
+    size: int | None = None
+    etag: str | None = None
+
+
+def parse_s3_notification(body: str | bytes) -> list[S3ObjectRef]:
+    """The objects of one S3 event notification (an SQS message body); ``[]`` for an ``s3:TestEvent``.
+
+    Accepts the S3 -> SQS format and the same wrapped in an SNS notification envelope. Raises
+    :class:`NotificationError` for anything else (not JSON, or not shaped like a notification).
+    """
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise NotificationError(f"message body is not JSON: {exc}") from exc
+    if isinstance(doc, dict) and doc.get("Type") == "Notification" and isinstance(doc.get("Message"), str):
+        return parse_s3_notification(doc["Message"])  # S3 -> SNS -> SQS
+    if isinstance(doc, dict) and doc.get("Event") == "s3:TestEvent":
+        return []
+    try:
+        note = _S3Notification.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise NotificationError(f"not an S3 event notification: {loc}: {err['msg']}") from exc
+    return [
+        S3ObjectRef(
+            bucket=r.s3.bucket.name,
+            key=unquote_plus(r.s3.obj.key),
+            event_name=r.event_name,
+            size=r.s3.obj.size,
+            etag=r.s3.obj.etag,
+        )
+        for r in note.records
+    ]
+
+
+def is_trail_log_key(key: str) -> bool:
+    """True for a CloudTrail log object: ``.json``/``.json.gz``, not a digest or Insights file."""
+    parts = key.split("/")
+    if any(p in _SKIPPED_FOLDERS for p in parts[:-1]):
+        return False
+    name = parts[-1]
+    if "_CloudTrail-Digest_" in name or "_CloudTrail-Insight_" in name:
+        return False
+    return name.endswith(_LOG_SUFFIXES)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Reading an object
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrailObject:
+    """One S3 object open for reading: the input source (named ``s3://bucket/key``) and its ETag."""
+
+    source: InputSource
+    etag: str | None
+
+
+def _open_object(s3: S3Client, bucket: str, key: str) -> tuple[Any, str | None]:
+    """(streaming body, ETag) of an object; a missing object raises ``ObjectUnreadableError``."""
+    try:
+        resp = s3.get_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _MISSING_CODES:
+            raise ObjectUnreadableError(f"s3://{bucket}/{key}: object not found ({code})") from exc
+        raise
+    return resp["Body"], resp.get("ETag")
+
+
+@contextmanager
+def trail_object(s3: S3Client, bucket: str, key: str) -> Iterator[TrailObject]:
+    """The object streamed from S3, closed on exit. A missing object, or a stream that breaks off while it is read
+    (timeout, connection reset, short read), raises :class:`ObjectUnreadableError`."""
+    source_id = f"s3://{bucket}/{key}"
+    body, etag = _open_object(s3, bucket, key)
+    try:
+        yield TrailObject(InputSource(name=source_id, open=lambda: body), etag)
+    except BotoCoreError as exc:
+        raise ObjectUnreadableError(f"{source_id}: read error: {exc}") from exc
+    finally:
+        body.close()

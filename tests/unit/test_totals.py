@@ -1,0 +1,171 @@
+"""Period totals on findings: exact sums over many windows (analyze-trail) and ISO weeks (the service lifecycle)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from auditor.engine import analyze_trail
+from auditor.lifecycle import FindingState, FindingStatus, add_sightings, iso_week, reconcile, transition
+from auditor.models.finding import Finding, FindingKind, Severity, Totals, window_totals
+from auditor.report.model import IsoWeek
+from auditor.service.weekly_report import build_weekly_report
+
+ROLE = "arn:aws:iam::111122223333:assumed-role/cleaner/session-cleaner"
+
+
+def _scan(at: datetime, n: int) -> dict[str, Any]:
+    return {
+        "eventVersion": "1.09",
+        "userIdentity": {"type": "AssumedRole", "arn": ROLE, "accountId": "111122223333"},
+        "eventTime": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "eventSource": "dynamodb.amazonaws.com",
+        "eventName": "Scan",
+        "awsRegion": "us-east-1",
+        "requestParameters": {"tableName": "Sessions"},
+        "eventID": f"scan-{at.timestamp()}-{n}",
+        "eventType": "AwsApiCall",
+        "eventCategory": "Data",
+        "recipientAccountId": "111122223333",
+        "readOnly": True,
+        "managementEvent": False,
+    }
+
+
+def _write(path: Path, times: list[datetime]) -> Path:
+    path.write_text(json.dumps({"Records": [_scan(t, i) for i, t in enumerate(times)]}))
+    return path
+
+
+T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday
+
+
+def test_analyze_trail_totals_sum_every_window_of_the_input(tmp_path: Path) -> None:
+    # 6 scans in 10:00-10:15, none in 10:15-10:30, 12 in 10:30-10:45, 3 in 11:00-11:15.
+    times = [T0 + timedelta(minutes=2 * i) for i in range(6)]
+    times += [T0 + timedelta(minutes=30, seconds=60 * i) for i in range(12)]
+    times += [T0 + timedelta(minutes=61 + i) for i in range(3)]
+    result = analyze_trail([str(_write(tmp_path / "t.json", times))])
+    (scan,) = [f for f in result.findings if f.kind is FindingKind.SCAN]
+    assert scan.evidence["count"] == 21
+    assert scan.totals == Totals(
+        count=21,
+        windows=3,
+        first_seen=T0,
+        last_seen=T0 + timedelta(minutes=63),
+        peak_per_hour=48.0,  # 12 scans in the busiest 15-minute window
+        period_start=T0,
+        period_end=T0 + timedelta(minutes=75),
+    )
+    doc = result.to_dict()["findings"][0]
+    assert doc["totals"] == {  # type: ignore[index]
+        "count": 21,
+        "windows": 3,
+        "first_seen": "2026-11-30T10:00:00Z",
+        "last_seen": "2026-11-30T11:03:00Z",
+        "peak_per_hour": 48.0,
+        "period_start": "2026-11-30T10:00:00Z",
+        "period_end": "2026-11-30T11:15:00Z",
+    }
+
+
+def test_under_an_hour_observed_there_is_no_rate_per_hour(tmp_path: Path) -> None:
+    times = [T0 + timedelta(minutes=i) for i in range(10)]
+    result = analyze_trail([str(_write(tmp_path / "t.json", times))])
+    (scan,) = result.findings
+    assert scan.totals is not None
+    assert scan.totals.count == 10
+    assert scan.totals.peak_per_hour is None
+    assert scan.totals.rate_text("scan calls") == "10 scan calls in 15 minutes"
+
+
+def _sighting(start: datetime, count: int, *, seconds: int = 900) -> Finding:
+    """A scan finding of one window starting at ``start``, as the evaluator sees it."""
+    evidence = {"principal": ROLE, "operation": "Scan", "count": count, "source": "cloudtrail"}
+    first, last = start + timedelta(seconds=1), start + timedelta(seconds=seconds - 1)
+    f = Finding.create(
+        FindingKind.SCAN,
+        account="111122223333",
+        region="us-east-1",
+        table="Sessions",
+        discriminator=[ROLE, "Scan"],
+        severity=Severity.MEDIUM if count < 10 else Severity.HIGH,
+        title="Scans on Sessions",
+        summary="s",
+        recommendation="r",
+        evidence=evidence,
+        first_seen=first,
+        last_seen=last,
+    )
+    totals = window_totals(f.kind, evidence, first, last, start, start + timedelta(seconds=seconds))
+    return f.model_copy(update={"totals": totals})
+
+
+def test_lifecycle_sums_windows_per_iso_week_and_never_counts_a_window_twice() -> None:
+    sunday_late = datetime(2026, 12, 6, 23, 30, tzinfo=UTC)  # the last half hour of ISO week 2026-W49
+    runs = [
+        [_sighting(sunday_late, 4), _sighting(sunday_late + timedelta(minutes=15), 8)],  # W49: 12 scans
+        [_sighting(sunday_late + timedelta(minutes=30), 5)],  # Monday 00:00, W50
+        [_sighting(sunday_late + timedelta(minutes=30), 5)],  # the same window evaluated again (a retry)
+        [_sighting(sunday_late + timedelta(minutes=45), 20), _sighting(sunday_late + timedelta(hours=2), 1)],
+    ]
+    states: dict[str, FindingState] = {}
+    now = sunday_late + timedelta(hours=3)
+    for run in runs:
+        result = reconcile(states, run, now, (), 86_400, {})
+        states.update(result.states)
+    (state,) = states.values()
+    assert sorted(state.weekly_totals) == ["2026-W49", "2026-W50"]
+    w49, w50 = state.weekly_totals["2026-W49"], state.weekly_totals["2026-W50"]
+    assert (w49.count, w49.windows, w49.peak_per_hour) == (12, 2, 32.0)
+    assert (w50.count, w50.windows, w50.peak_per_hour) == (26, 3, 80.0)
+    assert w50.first_seen == sunday_late + timedelta(minutes=30, seconds=1)
+    assert state.finding.totals == w50  # the finding carries its latest week's totals
+
+    # The weekly report of W49 states W49's totals over the whole week, not the latest window's evidence.
+    report = build_weekly_report([state], IsoWeek.parse("2026-W49"), now)
+    (rf,) = report.findings
+    assert rf.finding.totals is not None
+    assert rf.finding.totals.count == 12
+    assert rf.finding.totals.period_start == datetime(2026, 11, 30, tzinfo=UTC)
+    assert rf.finding.totals.period_end == datetime(2026, 12, 7, tzinfo=UTC)
+    assert report.scanners[0].count == 12
+
+
+def test_a_state_stored_without_totals_loads_and_counts_from_the_next_sighting() -> None:
+    old = _sighting(T0, 9).model_dump(mode="json")
+    del old["totals"]
+    stored_json = json.dumps(
+        {
+            "finding": old,
+            "status": "ongoing",
+            "opened_at": "2026-11-30T10:00:00Z",
+            "updated_at": "2026-11-30T10:20:00Z",
+            "published_severity": "medium",
+        }
+    )
+    stored = FindingState.model_validate_json(stored_json)
+    assert stored.finding.totals is None
+    assert stored.weekly_totals == {}
+    change = transition(
+        stored,
+        _sighting(T0 + timedelta(minutes=15), 3),
+        now=T0 + timedelta(minutes=40),
+        resolve_after_seconds=86_400,
+        horizon=None,
+    )
+    assert change is not None
+    assert change.state.status is FindingStatus.ONGOING
+    assert change.state.weekly_totals[iso_week(T0)].count == 3  # the stored window's 9 are not known, not guessed
+
+
+def test_add_sightings_keeps_only_the_most_recent_weeks() -> None:
+    weekly: dict[str, Totals] = {}
+    for week in range(12):
+        f = _sighting(T0 + timedelta(weeks=week), 1)
+        assert f.totals is not None
+        weekly = add_sightings(weekly, [f.totals])
+    assert len(weekly) == 8
+    assert min(weekly) == iso_week(T0 + timedelta(weeks=4))
