@@ -329,7 +329,7 @@ class ServiceDemo:
         read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
         low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
         """
-        from auditor.demo.extras import MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_tables_and_metrics
+        from auditor.demo.extras import plant_tables_and_metrics
         from handlers import metrics_audit
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
@@ -337,19 +337,7 @@ class ServiceDemo:
         self.say(
             "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
         )
-        member = plant_member_account(self.stack.endpoint, now)
-        self.say(
-            f"  CloudWatch  member account {MEMBER_ACCOUNT} in {MEMBER_REGION}: {', '.join(member)}, scanned every "
-            "minute; the audit assumes its member role there"
-        )
-        billing = {
-            "BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour),
-            "BILLING_LOOKBACK_DAYS": "1",
-            # two accounts x two Regions, through the read-only member role (templates/member-role.yaml)
-            "AUDIT_ACCOUNTS": f"{ACCOUNT},{MEMBER_ACCOUNT}",
-            "AUDIT_REGIONS": f"{REGION},{MEMBER_REGION}",
-            "MEMBER_ROLE_NAME": "DdbTrafficAuditorMember",
-        }
+        billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
         with _environment(billing):
             result: dict[str, Any] = dict(
                 metrics_audit.lambda_handler(
