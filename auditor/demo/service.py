@@ -104,6 +104,26 @@ def _cold_start() -> None:
 
 
 @contextmanager
+def _probe_without_waiting(handler_module: Any) -> Iterator[None]:
+    """Run the capture controller's probe without its real wait.
+
+    A deployed controller keeps a burst probe's selectors for ``probe_seconds`` (60 s) before it puts the
+    selectors back; the demo's clock is simulated, so the handler's controller gets a sleep that returns at once
+    (every other step, the selector puts included, is the real code against the local endpoint).
+    """
+    from functools import partial
+
+    from auditor.service.capture import run_controller
+
+    saved = handler_module.run_controller
+    handler_module.run_controller = partial(run_controller, sleep=lambda _seconds: None)
+    try:
+        yield
+    finally:
+        handler_module.run_controller = saved
+
+
+@contextmanager
 def _environment(values: dict[str, str]) -> Iterator[None]:
     """Set the functions' environment for the handlers (and restore the caller's afterwards)."""
     saved = {k: os.environ.get(k) for k in values}
@@ -395,7 +415,10 @@ class ServiceDemo:
         rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-capture-controller"
         hour = now.replace(minute=0, second=5, microsecond=0)
         plans: list[dict[str, Any]] = []
-        with _environment({"CAPTURE_TRAIL_NAME": trail, "AUDIT_BUDGET_PERCENT": "1"}):
+        with (
+            _environment({"CAPTURE_TRAIL_NAME": trail, "AUDIT_BUDGET_PERCENT": "1"}),
+            _probe_without_waiting(capture_controller),
+        ):
             for n, at in enumerate((hour, hour + timedelta(minutes=5))):
                 if n == 1:
                     plant_write_burst(self.stack.endpoint, "Orders", at, units_per_second=700)
