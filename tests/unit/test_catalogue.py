@@ -26,6 +26,7 @@ HELPERS = {
     "auditor.detectors.metrics.common",
     "auditor.detectors.findings.item_size_link",
     "auditor.detectors.trail.timebucket",
+    "auditor.detectors.billing.gate",
 }
 
 
