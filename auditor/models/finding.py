@@ -8,7 +8,15 @@ from enum import StrEnum
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_serializer,
+)
 
 
 class Severity(StrEnum):
@@ -169,13 +177,28 @@ def measure(kind: FindingKind, evidence: dict[str, Any]) -> int:
     return 1
 
 
+def measure_base(kind: FindingKind, evidence: dict[str, Any]) -> int | None:
+    """The denominator of the finding's share in one sighting, counted over the same window as :func:`measure`.
+
+    ``hot_key``: the table's key-identified requests (``key_requests``), so a share over a period is the key's
+    requests over the table's requests in the same windows. None for kinds that state no share.
+    """
+    if kind is FindingKind.HOT_KEY:
+        value = evidence.get("key_requests")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 class Totals(BaseModel):
     """A finding's measure summed over a period (SPEC.md ``totals``).
 
     ``count`` sums the finding's own :func:`measure` over the windows in which it was seen within
     [``period_start``, ``period_end``); ``windows`` is how many such windows; ``first_seen``/``last_seen`` the
     first and last event among them; ``peak_per_hour`` the busiest window's rate per hour, null when less than an
-    hour was observed or the kind is not a rate.
+    hour was observed or the kind is not a rate. ``share_base`` is, for a kind stated as a share (``hot_key``), the
+    denominator summed over the same windows as ``count`` (the table's key-identified requests), so the share over
+    the period is ``count / share_base``; null for other kinds and for totals stored before it existed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -187,6 +210,7 @@ class Totals(BaseModel):
     peak_per_hour: float | None = None
     period_start: datetime
     period_end: datetime
+    share_base: int | None = Field(default=None, ge=0)
 
     @field_validator("first_seen", "last_seen", "period_start", "period_end")
     @classmethod
@@ -196,6 +220,21 @@ class Totals(BaseModel):
     @field_serializer("first_seen", "last_seen", "period_start", "period_end")
     def _ser_time(self, value: datetime) -> str:
         return isoformat_z(value)
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
+        out: dict[str, Any] = handler(self)
+        if out.get("share_base") is None:
+            out.pop("share_base", None)
+        return out
+
+    @property
+    def share(self) -> float | None:
+        """``count / share_base`` over the period (0..1), None when the kind states no share."""
+        if not self.share_base:
+            return None
+        return min(1.0, self.count / self.share_base)
 
     @property
     def observed_seconds(self) -> float:
@@ -215,6 +254,9 @@ class Totals(BaseModel):
         peaks = [p for p in (self.peak_per_hour, other.peak_per_hour) if p is not None]
         start = min(self.period_start, other.period_start)
         end = max(self.period_end, other.period_end)
+        base = None
+        if self.share_base is not None and other.share_base is not None:
+            base = self.share_base + other.share_base
         return Totals(
             count=self.count + other.count,
             windows=self.windows + other.windows,
@@ -223,6 +265,7 @@ class Totals(BaseModel):
             peak_per_hour=max(peaks) if peaks else None,
             period_start=start,
             period_end=end,
+            share_base=base,
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:
@@ -256,6 +299,7 @@ def window_totals(
         peak_per_hour=peak,
         period_start=period_start,
         period_end=period_end,
+        share_base=measure_base(kind, evidence),
     )
 
 

@@ -576,7 +576,13 @@ def hot_key_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
             f"{r.table}: {r.key}",
             r.share,
             SEVERITY_COLORS[r.severity],
-            f"{r.table}, {r.key}: {percent(r.share)} of {r.requests:,} key-identified requests ({r.severity.value})",
+            (
+                f"{r.table}, {r.key}: {r.requests:,} of {r.share_base:,} key-identified requests, {percent(r.share)}"
+                f" ({r.severity.value})"
+                if r.share_base
+                else f"{r.table}, {r.key}: {r.requests:,} requests, {percent(r.share)} of the table's key-identified"
+                f" requests in the window it was found in ({r.severity.value})"
+            ),
         )
         for r in rows
     ]

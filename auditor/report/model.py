@@ -332,8 +332,12 @@ class HotKeyRow(BaseModel):
     table: str
     index: str | None
     key: str
+    #: The key's share of the table's key-identified requests over the report's period (``totals``), else the
+    #: share in the window it was found in (a finding stored before totals carried the denominator).
     share: float
     requests: int
+    #: The table's key-identified requests over the same period as ``share`` (None: only the window's share known).
+    share_base: int | None = None
     headroom_factor: float | None
     severity: Severity
     status: Status
@@ -757,6 +761,14 @@ def period_count(finding: Finding) -> int:
     return measure(finding.kind, finding.evidence)
 
 
+def period_share(finding: Finding) -> float:
+    """A share-stated finding's share over the report's period (totals' count over their denominator), else (stored
+    without the denominator) its window's share from the evidence."""
+    if finding.totals is not None and (share := finding.totals.share) is not None:
+        return share
+    return min(1.0, max(0.0, _number(finding.evidence.get("share")) or 0.0))
+
+
 def period_per_hour(finding: Finding) -> float | None:
     """The busiest window's rate per hour in the period (None: under an hour observed, or no totals)."""
     return finding.totals.peak_per_hour if finding.totals is not None else None
@@ -981,8 +993,9 @@ def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
                 table=f.table,
                 index=f.index,
                 key=format_key(f.evidence.get("key")),
-                share=min(1.0, max(0.0, _number(f.evidence.get("share")) or 0.0)),
+                share=period_share(f),
                 requests=period_count(f),
+                share_base=f.totals.share_base if f.totals is not None else None,
                 headroom_factor=_number(f.evidence.get("headroom_factor")),
                 severity=f.severity,
                 status=rf.status,

@@ -169,3 +169,102 @@ def test_add_sightings_keeps_only_the_most_recent_weeks() -> None:
         weekly = add_sightings(weekly, [f.totals])
     assert len(weekly) == 8
     assert min(weekly) == iso_week(T0 + timedelta(weeks=4))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Shares over the period: a hot key's share is its requests over the table's requests in the same windows
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _put(at: datetime, pk: str, n: int) -> dict[str, Any]:
+    record = _scan(at, n)
+    record.update(
+        eventName="PutItem",
+        readOnly=False,
+        eventID=f"put-{at.timestamp()}-{n}",
+        requestParameters={"tableName": "Orders", "key": {"pk": pk, "sk": f"ORDER#{n}"}, "item": ["pk", "sk"]},
+    )
+    return record
+
+
+def test_hot_key_share_over_the_input_is_requests_over_the_same_windows_requests(tmp_path: Path) -> None:
+    # Window 10:00-10:15: the key takes 400 of 1,000 requests (40 %). Window 10:30-10:45: 300 of 1,500 (20 %).
+    # Over both windows: 700 of 2,500 = 28 %, not the last window's 20 % nor the first's 40 %. (50 other keys: few
+    # enough for the heavy-hitter sketch to count exactly.)
+    records = []
+    for w, (hot, cold) in enumerate([(400, 600), (300, 1200)]):
+        start = T0 + timedelta(minutes=30 * w)
+        records += [_put(start + timedelta(seconds=i * 0.5), "CUSTOMER#42", w * 10_000 + i) for i in range(hot)]
+        records += [
+            _put(start + timedelta(seconds=i * 0.5), f"CUSTOMER#{1000 + i % 50}", w * 10_000 + hot + i)
+            for i in range(cold)
+        ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"Records": records}))
+    result = analyze_trail([str(path)])
+    (hot_key,) = [f for f in result.findings if f.kind is FindingKind.HOT_KEY]
+    assert hot_key.totals is not None
+    assert (hot_key.totals.count, hot_key.totals.share_base, hot_key.totals.windows) == (700, 2500, 2)
+    assert hot_key.totals.share == 0.28
+    doc = next(d for d in result.to_dict()["findings"] if d["kind"] == "hot_key")  # type: ignore[union-attr]
+    assert doc["totals"]["share_base"] == 2500  # type: ignore[index]
+
+
+def test_share_base_sums_with_the_counts_and_is_dropped_when_a_sighting_lacks_it() -> None:
+    def hot(at: datetime, requests: int, key_requests: int | None) -> Totals:
+        evidence: dict[str, Any] = {"requests": requests}
+        if key_requests is not None:
+            evidence["key_requests"] = key_requests
+        return window_totals(FindingKind.HOT_KEY, evidence, at, at, at, at + timedelta(minutes=15))
+
+    a, b = hot(T0, 400, 1000), hot(T0 + timedelta(minutes=30), 300, 1500)
+    assert a.merged(b).share_base == 2500
+    assert a.merged(b).share == 0.28
+    legacy = hot(T0 + timedelta(hours=1), 300, None)  # a sighting stored before the denominator existed
+    assert a.merged(legacy).share_base is None
+    assert a.merged(legacy).share is None
+    # kinds that state no share carry none, and their JSON keeps the contract's seven keys
+    scan = window_totals(FindingKind.SCAN, {"count": 5}, T0, T0, T0, T0 + timedelta(minutes=15))
+    assert scan.share_base is None
+    assert set(scan.model_dump(mode="json")) == {
+        "count",
+        "windows",
+        "first_seen",
+        "last_seen",
+        "peak_per_hour",
+        "period_start",
+        "period_end",
+    }
+    assert Totals.model_validate(a.model_dump(mode="json")) == a  # round-trips through the state table's JSON
+
+
+def test_weekly_report_shows_the_hot_key_share_of_the_week() -> None:
+    from auditor.report.model import period_share
+
+    def finding(share_base: int | None) -> Finding:
+        totals = Totals(
+            count=700,
+            windows=2,
+            first_seen=T0,
+            last_seen=T0 + timedelta(minutes=40),
+            period_start=T0,
+            period_end=T0 + timedelta(days=7),
+            share_base=share_base,
+        )
+        return Finding.create(
+            FindingKind.HOT_KEY,
+            account="111122223333",
+            region="us-east-1",
+            table="Orders",
+            discriminator={"pk": "CUSTOMER#42"},
+            severity=Severity.HIGH,
+            title="Hot key",
+            summary="s",
+            recommendation="r",
+            evidence={"key": {"pk": "CUSTOMER#42"}, "share": 0.2, "requests": 300},
+            first_seen=T0,
+            last_seen=T0,
+        ).model_copy(update={"totals": totals})
+
+    assert period_share(finding(2500)) == 0.28  # the week's share, from the week's totals
+    assert period_share(finding(None)) == 0.2  # stored without the denominator: the window's share
