@@ -201,7 +201,10 @@ def build_weekly_report(
     the totals of that week."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
-    return build_report_from_findings(current, now, week=week, previous_findings=previous, title=title)
+    legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
+    return build_report_from_findings(
+        current, now, week=week, previous_findings=previous, title=title, stored_without_totals=legacy
+    )
 
 
 def worst_open_severity(report: WeeklyReport) -> Severity:
