@@ -162,3 +162,10 @@ def test_apply_capture_keeps_the_share_of_a_hot_key() -> None:
     assert f.totals.share == pytest.approx(900 / 1200, abs=0.01)
     assert f.totals.count == pytest.approx(2700, rel=0.01)
     assert apply_capture(f, 900, 900) is f
+
+
+def test_the_reports_hot_key_chart_says_about_for_an_estimate() -> None:
+    from auditor.report.charts import _about
+
+    assert _about(2700, 120) == "about 2,700 (±120)"
+    assert _about(2700, None) == "2,700"
