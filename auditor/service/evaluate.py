@@ -9,10 +9,12 @@ One run (:func:`run_evaluation`):
    late files have arrived). At most ``max_windows_per_run`` per run; the rest is left for the next runs
    (``backlog`` in the result).
 3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
-   **each table window alone** (findings are per window; the lifecycle merges sightings of one id). With a capture
-   controller, each window first learns from the recorded capture plans how much of its table's traffic the trail
-   logged (:func:`auditor.cost.plan.captured_seconds`): counts found in a partly captured window are estimates
-   with their margin, scan findings stay exact (:mod:`auditor.cost.sampling`).
+   **each table window alone** (findings are per window; the lifecycle merges sightings of one id). The tables of
+   this account and region are described once per run (DescribeTable) so the PartiQL full-scan decision knows
+   their key schemas (``decided_by: key_schema_inventory``). With a capture controller, each window first learns
+   from the recorded capture plans how much of its table's traffic the trail logged
+   (:func:`auditor.cost.plan.captured_seconds`): counts found in a partly captured window are estimates with their
+   margin, scan findings stay exact (:mod:`auditor.cost.sampling`).
 4. Reconcile with the stored states and write the changes (:func:`auditor.service.record.apply_lifecycle`, shared
    with the other sources): the open findings of every evaluated table (GSI1) plus the stored state of every id
    seen (strongly consistent). Open **CloudTrail** findings of evaluated tables not seen for
@@ -41,7 +43,7 @@ import structlog
 from auditor.aggregates.window import TableWindow
 from auditor.config import AnalysisConfig, Settings
 from auditor.cost.plan import captured_seconds
-from auditor.engine import evaluate
+from auditor.engine import TableSchemas, evaluate
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
@@ -74,6 +76,13 @@ class CapturePlans(Protocol):
     def plans(self, start: int, end: int) -> list[dict[str, Any]]:
         """The slice plans with ``start <= slice_start < end``."""
         ...
+
+
+class DescribeTables(Protocol):
+    """The tables' descriptions by (account, region, table), where they can be read
+    (:func:`auditor.sources.inventory.describe_tables`); the rest are left out."""
+
+    def __call__(self, tables: set[tuple[str | None, str | None, str]], /) -> TableSchemas: ...
 
 
 class WindowLoader(Protocol):
@@ -174,13 +183,18 @@ def mark_captured(windows: Sequence[TableWindow], plans: Sequence[dict[str, Any]
 
 
 def _evaluate_windows(
-    windows: Sequence[TableWindow], params: EvaluationParams, result: EvaluationResult
+    windows: Sequence[TableWindow],
+    params: EvaluationParams,
+    result: EvaluationResult,
+    describe: DescribeTables | None = None,
 ) -> tuple[list[Finding], dict[TableKey, datetime]]:
-    """Findings of every table window alone, and each table's horizon (end of its latest window)."""
+    """Findings of every table window alone, and each table's horizon (end of its latest window). ``describe``
+    gives the tables' descriptions (their key schemas), read once per run for the tables of these windows."""
     findings: list[Finding] = []
     horizons: dict[TableKey, datetime] = {}
+    schemas = describe({(tw.account, tw.region, tw.table) for tw in windows}) if describe and windows else None
     for tw in windows:
-        found, errors = evaluate([tw], params.analysis)
+        found, errors = evaluate([tw], params.analysis, schemas)
         findings.extend(found)
         result.detector_errors.extend(errors)
         end = datetime.fromtimestamp(tw.window_start + params.analysis.window_seconds, tz=UTC)
@@ -195,6 +209,7 @@ def run_evaluation(
     sns: SNSClient,
     params: EvaluationParams,
     now: datetime,
+    describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
 ) -> EvaluationResult:
     """Evaluate the windows closed since the last run, store the findings' changes and publish them.
@@ -214,7 +229,7 @@ def run_evaluation(
     )
     result.window_starts = starts
     if starts:
-        _evaluate_and_store(window_store, findings_store, params, now, starts, result, capture)
+        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture)
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
@@ -232,6 +247,7 @@ def _evaluate_and_store(
     now: datetime,
     starts: list[int],
     result: EvaluationResult,
+    describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
 ) -> None:
     windows = window_store.load_windows(starts)
@@ -241,7 +257,7 @@ def _evaluate_and_store(
             windows,
             capture.plans(starts[0] - PLAN_LOOKBACK_SECONDS, starts[-1] + params.analysis.window_seconds),
         )
-    findings, horizons = _evaluate_windows(windows, params, result)
+    findings, horizons = _evaluate_windows(windows, params, result, describe)
     result.tables = len(horizons)
     # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).
     recorded = apply_lifecycle(
