@@ -155,3 +155,29 @@ def test_serialised_aggregate_stays_bounded_with_many_hot_keys_and_scans() -> No
     assert size < MAX_SERIALIZED_BYTES
     back = TableWindow.from_dict(orjson.loads(agg.to_json()))
     assert back.second_peaks() == TableWindow.from_dict(orjson.loads(back.to_json())).second_peaks()
+
+
+def test_partiql_key_schema_precedence_config_then_description_then_trail() -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import apply_key_schema
+    from auditor.models.inventory import IndexProfile, TableProfile
+
+    agg = span([call("GetItem", "Orders", {"pk": "A"})])
+    profile = TableProfile(
+        name="Orders",
+        account="111122223333",
+        region="us-east-1",
+        partition_key="orderId",
+        indexes=(IndexProfile(name="byCustomer", type="GSI", partition_key="customerId"),),
+    )
+    schemas = {("111122223333", "us-east-1", "Orders"): profile}
+    apply_key_schema(agg, AnalysisConfig(key_schema={"Orders": "pk"}), schemas)
+    assert (agg.schema_hint, agg.schema_source) == ("pk", "config")  # the user's word wins
+    apply_key_schema(agg, AnalysisConfig(), schemas)
+    assert (agg.schema_hint, agg.schema_source, agg.index_schema) == (
+        "orderId",
+        "inventory",
+        {"byCustomer": "customerId"},
+    )
+    apply_key_schema(agg, AnalysisConfig(), {("444455556666", "us-east-1", "Orders"): profile})  # another account's
+    assert (agg.schema_hint, agg.schema_source, agg.index_schema) == (None, None, {})
