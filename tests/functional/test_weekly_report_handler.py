@@ -367,6 +367,6 @@ def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env
     assert result["coverage_gaps"] == 1
     markdown = env.s3.get_object(Bucket=BUCKET, Key=MD_KEY)["Body"].read().decode()
     html = env.s3.get_object(Bucket=BUCKET, Key=HTML_KEY)["Body"].read().decode()
-    line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03:00"
+    line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03"
     assert line in markdown and line in html
     assert "555566667777" not in markdown
