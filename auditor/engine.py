@@ -21,6 +21,7 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
+from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
 from auditor.detectors.registry import all_detectors, guarded
@@ -276,8 +277,10 @@ def evaluate(
 ) -> tuple[list[Finding], list[str]]:
     """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
     logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`).
-    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`). ``schemas`` are the
-    tables' descriptions where the caller read them (the service's evaluator), see :func:`apply_table_facts`."""
+    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`); in a window the trail
+    captured only in part (``captured_seconds``) they are estimates (:func:`auditor.cost.sampling.apply_capture`).
+    ``schemas`` are the tables' descriptions where the caller read them (the service's evaluator), see
+    :func:`apply_table_facts`."""
     findings: list[Finding] = []
     errors: list[str] = []
     detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
@@ -286,7 +289,10 @@ def evaluate(
         for det in detectors:
             cfg = config.detector_config(det.id, agg.table)
             found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
-            findings.extend(_with_totals(f, agg, config.window_seconds) for f in found)
+            found = [_with_totals(f, agg, config.window_seconds) for f in found]
+            if agg.captured_seconds is not None:  # sampled capture: counts scaled, scans stated exact
+                found = [apply_capture(f, agg.observed_seconds, agg.window_seconds) for f in found]
+            findings.extend(found)
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))

@@ -363,6 +363,10 @@ class TableWindow:
     #: engine before detection), where it came from (``config`` or ``inventory``), and the indexes' partition keys
     #: from the description (index name -> attribute).
     schema_hint: str | None = field(default=None, compare=False)
+    #: Seconds of the window in which the trail logged *all* of the table's data events, from the capture plans
+    #: (not serialised; set by the evaluator). None: no capture plan, the trail logs everything. Scans and PartiQL
+    #: are logged all the time whatever the plan (the always-on selector).
+    captured_seconds: float | None = field(default=None, compare=False)
     schema_source: str | None = field(default=None, compare=False)
     index_schema: dict[str, str] = field(default_factory=dict, compare=False)
     #: The table's typical item size in bytes and where it comes from (``config``, or ``inventory``: the table's
@@ -371,6 +375,18 @@ class TableWindow:
     item_size_source: str | None = field(default=None, compare=False)
     #: windows merged into this one (for span aggregates: distinct window starts)
     windows: set[int] = field(default_factory=set)
+
+    @property
+    def observed_seconds(self) -> float:
+        """The seconds whose key traffic this window holds: the captured ones, or the whole window."""
+        if self.captured_seconds is None:
+            return float(self.window_seconds)
+        return max(0.0, min(float(self.window_seconds), self.captured_seconds))
+
+    @property
+    def captured_fraction(self) -> float:
+        """The fraction of the window's (non-scan) traffic the trail logged: 1.0 without a capture plan."""
+        return self.observed_seconds / self.window_seconds if self.window_seconds > 0 else 1.0
 
     def __post_init__(self) -> None:
         self._hot = HeavyHitters(self.sketch_capacity)

@@ -245,8 +245,8 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "requests": k.requests,
         "reads": k.requests - k.writes,
         "writes": k.writes,
-        "reads_per_second": round(per_second(k.requests - k.writes, agg.window_seconds), 3),
-        "writes_per_second": round(per_second(k.writes, agg.window_seconds), 3),
+        "reads_per_second": round(per_second(k.requests - k.writes, agg.observed_seconds), 3),
+        "writes_per_second": round(per_second(k.writes, agg.observed_seconds), 3),
         "peak_reads_per_second": round(r, 3),
         "peak_writes_per_second": round(w, 3),
         "peak_read_units_per_second": round(ru, 3),
@@ -262,6 +262,14 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "partition_utilisation": round(1 / h, 4) if h else None,
         "throttled_calls": k.throttles,
     }
+
+
+def _minutes(agg: TableWindow) -> str:
+    """The time the shares were measured over: the window, or only its captured minutes (sampled capture)."""
+    whole = agg.window_seconds // 60
+    if agg.captured_seconds is None or agg.observed_seconds >= agg.window_seconds:
+        return f"{whole} minutes"
+    return f"the {agg.observed_seconds / 60:g} captured minutes of {whole}"
 
 
 @register(METADATA, HotKeyConfig)
@@ -307,7 +315,7 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                 else ""
             )
             + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
-            + f" It took {k.share:.0%} of the {total} key-identified requests in {agg.window_seconds // 60} minutes."
+            + f" It took {k.share:.0%} of the {total} key-identified requests in {_minutes(agg)}."
         )
         summary += headroom_sentence(h)
         if h is not None and h >= cfg.huge_headroom:
