@@ -354,6 +354,39 @@ def test_handler_rejects_an_event_that_is_not_a_schedule(handler_env: Env) -> No
     assert handler_env.findings.get_cursor() is None
 
 
+# ---------------------------------------------------------------------------------------------------- sampled capture
+
+
+def test_capture_plans_make_counts_estimates_and_keep_scans_exact(env: Env) -> None:
+    """The controller's plans in the state table: Orders was captured 5 of the 15 minutes of window 10:00."""
+    from auditor.sinks.capture_store import CaptureStore
+
+    store = CaptureStore(env.ddb, TABLE, "audit-trail")
+    start = int(T0.timestamp())
+    for n, captures in enumerate(([{"table": "Orders", "reason": "rotation", "seconds": None}], [], [])):
+        plan = {"slice_start": start + 300 * n, "slice_seconds": 300, "captures": captures}
+        assert store.record(n, {"n": n}, plan, start + 300 * n, at(5 * n))
+    assert [p["slice_start"] for p in store.plans(start - 3600, start + 900)] == [start, start + 300, start + 600]
+    pte = "ProvisionedThroughputExceededException"
+    msg = "The level of configured provisioned throughput for the table was exceeded."
+    env.put(
+        [
+            *[f.call("PutItem", "Orders", {"pk": f"C#{i % 30}"}, at=i, error=pte, message=msg) for i in range(150)],
+            *[f.call("Scan", "Orders", None, at=400 + 20 * i, principal=ALICE, event_id=f"os{i}") for i in range(12)],
+        ]
+    )
+    result = run_evaluation(env.windows, env.findings, env.sns, env.params(), at(35), capture=store)
+    assert result.new == 2
+    by_kind = {m["kind"]: m["finding"] for m in env.published()}
+    thr = by_kind["throttling"]
+    assert thr["totals"]["count"] == 450 and thr["totals"]["margin"] > 0
+    assert thr["evidence"]["capture"]["observed"] == 150
+    assert "Sampled: the trail captured 5 of 15 minutes" in thr["summary"]
+    scan = by_kind["scan"]
+    assert scan["totals"]["count"] == 12 and "margin" not in scan["totals"]
+    assert scan["evidence"]["capture"]["basis"].startswith("exact")
+
+
 # ------------------------------------------------------------------- key schema from the table's description (PartiQL)
 
 
