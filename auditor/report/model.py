@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from auditor.cost.model import LedgerSummary
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
@@ -517,6 +518,9 @@ class WeeklyReport(BaseModel):
     findings_outside_week: int
     #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
+    #: The service's cost ledger for the week: the auditor's cost next to the audited DynamoDB cost, per table and in
+    #: total (:func:`auditor.cost.ledger.week_ledger`); None when no ledger was kept.
+    ledger: LedgerSummary | None = None
 
     def by_status(self, status: Status) -> list[ReportFinding]:
         return [f for f in self.findings if f.status == status]
@@ -1219,6 +1223,7 @@ def build_report_from_findings(
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
     coverage_gaps: Sequence[str] = (),
+    ledger: LedgerSummary | None = None,
 ) -> WeeklyReport:
     """Build the weekly report.
 
@@ -1293,6 +1298,7 @@ def build_report_from_findings(
         coverage_gaps=list(coverage_gaps),
         findings_outside_week=len(parsed) - len(in_week),
         what_if=_what_if(report_findings),
+        ledger=ledger,
     )
 
 

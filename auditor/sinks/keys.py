@@ -25,6 +25,9 @@ the capture controller's state                     GetItem; conditional Put (``v
                                                    ``pk=CAPTURE#{trail}``, ``sk=STATE``
 a slice's capture plan (before it takes effect)    Put in the state's transaction ``pk=CAPTURE#{trail}``,
                                                    ``sk=PLAN#{slice_start:012d}`` (TTL)
+one table's day in the cost ledger                 UpdateItem (a map entry per hour and per window)
+                                                   ``pk=LEDGER#{YYYY-MM-DD}``, ``sk={acct}#{region}#{table}``;
+                                                   a week: Query each day's ``pk``
 =================================================  ====================================================
 
 No partition takes every write: window items spread over (table, window), the window index over
@@ -34,7 +37,7 @@ windows, findings over ids, and the outbox over ``OUTBOX_SHARDS`` shards.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import date, datetime
 
 PK = "pk"
 SK = "sk"
@@ -126,3 +129,8 @@ CAPTURE_STATE_SK = "STATE"
 def capture_plan_sk(slice_start: int) -> str:
     """Sort key of one slice's capture plan (zero-padded: plans sort by time)."""
     return f"PLAN#{slice_start:012d}"
+
+
+def ledger_pk(day: date) -> str:
+    """Partition of one UTC day of the cost ledger (one item per audited table)."""
+    return f"LEDGER#{day.isoformat()}"
