@@ -21,6 +21,7 @@ from botocore.config import Config
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.capture_store import CaptureStore
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.ledger_store import LedgerStore
@@ -62,5 +63,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         now=schedule.time,
         ledger=LedgerStore(ddb, table),
         capture=CaptureStore(ddb, table, settings.capture_trail_name) if settings.capture_trail_name else None,
+        coverage=AuditCycleStore(ddb, table),
     )
     return result.as_dict()

@@ -328,6 +328,9 @@ class TableWindow:
     key_requests: int = 0
     key_reads: int = 0
     key_writes: int = 0
+    #: key-identified reads whose record logs ``consistentRead: false`` (half a read unit each); reads without the
+    #: field are taken as strongly consistent (a full unit), the conservative reading
+    key_reads_eventual: int = 0
     # The key sketches are read through properties (``hot``, ``hot_writes``, ``minutes``, ``distinct``,
     # ``key_attrs``) that first fold the pending batch in (see :meth:`flush`).
     _hot: HeavyHitters = field(init=False, repr=False)
@@ -366,6 +369,10 @@ class TableWindow:
     captured_seconds: float | None = field(default=None, compare=False)
     schema_source: str | None = field(default=None, compare=False)
     index_schema: dict[str, str] = field(default_factory=dict, compare=False)
+    #: The table's typical item size in bytes and where it comes from (``config``, or ``inventory``: the table's
+    #: size over its item count); not serialised, set by the engine before detection. None: unknown.
+    item_size_bytes: int | None = field(default=None, compare=False)
+    item_size_source: str | None = field(default=None, compare=False)
     #: windows merged into this one (for span aggregates: distinct window starts)
     windows: set[int] = field(default_factory=set)
 
@@ -562,6 +569,8 @@ class TableWindow:
                     bufs[2].append(int(epoch) * 2 + 1)
                 else:
                     self.key_reads += 1
+                    if call.consistent_read is False:
+                        self.key_reads_eventual += 1
                     bufs[2].append(int(epoch) * 2)
                 self._pending_attrs.append(attr if item.statement is None else "")
                 template = key_template(key) or ""
@@ -702,6 +711,7 @@ class TableWindow:
         self.key_requests += other.key_requests
         self.key_reads += other.key_reads
         self.key_writes += other.key_writes
+        self.key_reads_eventual += other.key_reads_eventual
         self.hot.merge(other.hot)
         self.hot_writes.merge(other.hot_writes)
         for minute, (m_all, m_writes) in other.minutes.items():
@@ -854,6 +864,7 @@ class TableWindow:
             "key_requests": self.key_requests,
             "key_reads": self.key_reads,
             "key_writes": self.key_writes,
+            "key_reads_eventual": self.key_reads_eventual,
             "hot": self.hot.to_dict(limit=_sketch_limit(self.hot)),
             "hot_writes": self.hot_writes.to_dict(limit=_sketch_limit(self.hot_writes)),
             "minutes": [
@@ -895,6 +906,7 @@ class TableWindow:
         tw.key_requests = int(d["key_requests"])
         tw.key_reads = int(d["key_reads"])
         tw.key_writes = int(d["key_writes"])
+        tw.key_reads_eventual = int(d.get("key_reads_eventual", 0))  # absent in contributions stored before it
         tw.hot = HeavyHitters.from_dict(d["hot"])
         tw.hot_writes = HeavyHitters.from_dict(d["hot_writes"])
         tw.minutes = {

@@ -11,7 +11,7 @@ events ingested per table and the service's own Lambda, state-table and S3 use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -252,3 +252,48 @@ def week_ledger(entries: Iterable[LedgerEntry], *, controller: bool) -> LedgerSu
     tables = len({(e.account, e.region, e.table) for e in stored if e.table != SHARED})
     shared = [shared_day_entry(d, tables, controller=controller) for d in days]
     return summarise([*stored, *shared])
+
+
+def combine_ledgers(parts: Sequence[tuple[str | None, str | None, Mapping[str, Any] | None]]) -> dict[str, Any] | None:
+    """The ledgers of several account/Region pairs (each :meth:`AuditResult.cost_summary`) as one document.
+
+    ``parts`` are ``(account, region, ledger)``; a pair without a ledger (no table priced) is left out. The result has
+    every table row with its ``account`` and ``region``, one ``targets`` row per pair (its total), and the ``total``
+    over all pairs: the sums of both sides and of the auditor lines, the ratio recomputed from the sums (never an
+    average of ratios). None when no pair has a ledger.
+    """
+    kept = [(account, region, ledger) for account, region, ledger in parts if ledger is not None]
+    if not kept:
+        return None
+    lines: dict[str, float] = {}
+    auditor = dynamodb = shared = 0.0
+    days = 0
+    for _, _, ledger in kept:
+        total = ledger["total"]
+        auditor += float(total["auditor_usd"])
+        dynamodb += float(total["dynamodb_usd"])
+        shared += float(ledger.get("shared_usd", 0.0))
+        days = max(days, int(total["days"]))
+        for name, value in total.get("auditor_lines", {}).items():
+            lines[name] = lines.get(name, 0.0) + float(value)
+    return {
+        "start": min(str(ledger["start"]) for _, _, ledger in kept),
+        "end": max(str(ledger["end"]) for _, _, ledger in kept),
+        "window_days": max(float(ledger.get("window_days", 0.0)) for _, _, ledger in kept),
+        "auditor_source": kept[0][2].get("auditor_source"),
+        "tables": [
+            {"account": account, "region": region, **row}
+            for account, region, ledger in kept
+            for row in ledger["tables"]
+        ],
+        "targets": [{"account": account, "region": region, **ledger["total"]} for account, region, ledger in kept],
+        "total": {
+            "table": "total",
+            "days": days,
+            "auditor_usd": round(auditor, 9),
+            "dynamodb_usd": round(dynamodb, 9),
+            "ratio": round(auditor / dynamodb, 9) if dynamodb > 0 else None,
+            "auditor_lines": {k: round(v, 9) for k, v in lines.items()},
+        },
+        "shared_usd": round(shared, 6),
+    }
