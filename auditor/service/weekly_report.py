@@ -214,6 +214,7 @@ def build_weekly_report(
     cost ledger when one was kept."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
+    legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
     return build_report_from_findings(
         current,
         now,
@@ -222,6 +223,7 @@ def build_weekly_report(
         title=title,
         coverage_gaps=[coverage_line(g) for g in coverage_gaps],
         ledger=ledger,
+        stored_without_totals=legacy,
     )
 
 
