@@ -23,6 +23,7 @@ from auditor.observability import configure_logging
 from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
 from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.window_store import RETRY_CONFIG
 from auditor.sources.audit_clients import AuditClients, build_clients
 
@@ -63,5 +64,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         params,
         now=schedule.time,
         time_left=time_left,
+        ledger=LedgerStore(state_ddb, settings.require("state_table_name")),
     )
     return result.as_dict()

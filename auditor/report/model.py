@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from auditor.cost.model import LedgerSummary
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
@@ -537,6 +538,9 @@ class WeeklyReport(BaseModel):
     stored_without_totals: int = 0
     #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
+    #: The service's cost ledger for the week: the auditor's cost next to the audited DynamoDB cost, per table and in
+    #: total (:func:`auditor.cost.ledger.week_ledger`); None when no ledger was kept.
+    ledger: LedgerSummary | None = None
 
     def by_status(self, status: Status) -> list[ReportFinding]:
         return [f for f in self.findings if f.status == status]
@@ -1268,6 +1272,7 @@ def build_report_from_findings(
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
     coverage_gaps: Sequence[str] = (),
+    ledger: LedgerSummary | None = None,
     stored_without_totals: Collection[str] = (),
     audited_tables: Collection[str] = (),
 ) -> WeeklyReport:
@@ -1346,6 +1351,7 @@ def build_report_from_findings(
         findings_outside_week=len(parsed) - len(in_week),
         stored_without_totals=sum(1 for rf in report_findings if rf.finding.id in stored_without_totals),
         what_if=_what_if(report_findings),
+        ledger=ledger,
     )
 
 
