@@ -60,7 +60,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         return org.run(
             boto3.Session(), store, cycles, sns, params, schedule.time, time_left=time_left, ledger=ledger
         ).as_dict()
-    result = run_metrics_audit(
-        audit_clients, store, sns, params, now=schedule.time, time_left=time_left, ledger=ledger
-    )
+    result = run_metrics_audit(audit_clients, store, sns, params, now=schedule.time, time_left=time_left, ledger=ledger)
     return result.as_dict()
