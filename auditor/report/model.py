@@ -541,6 +541,9 @@ class WeeklyReport(BaseModel):
     #: The service's cost ledger for the week: the auditor's cost next to the audited DynamoDB cost, per table and in
     #: total (:func:`auditor.cost.ledger.week_ledger`); None when no ledger was kept.
     ledger: LedgerSummary | None = None
+    #: Findings whose counts are estimates from sampled capture (``totals.margin`` set): their numbers in the tables
+    #: above are estimates too, stated with their margin in each finding's text.
+    sampled_findings: int = 0
 
     def by_status(self, status: Status) -> list[ReportFinding]:
         return [f for f in self.findings if f.status == status]
@@ -1352,6 +1355,9 @@ def build_report_from_findings(
         stored_without_totals=sum(1 for rf in report_findings if rf.finding.id in stored_without_totals),
         what_if=_what_if(report_findings),
         ledger=ledger,
+        sampled_findings=sum(
+            1 for rf in report_findings if rf.finding.totals is not None and rf.finding.totals.margin is not None
+        ),
     )
 
 
