@@ -395,7 +395,8 @@ class ServiceDemo:
             f"({cycle.get('remaining', 0)} left for a later invocation): {_counts(result)}"
         )
         for pair in result.get("per_target", []):
-            self.say(f"    {pair['account']}/{pair['region']}: {pair['tables']} tables, {pair['findings']} findings")
+            counts = f"{_n(pair['tables'], 'table')}, {_n(pair['findings'], 'finding')}"
+            self.say(f"    {pair['account']}/{pair['region']}: {counts}")
         for gap in result.get("coverage_gaps", []):
             self.say(f"    not audited: {gap['account']}/{gap['region']}: {gap['reason']} ({gap['error_code']})")
         self.say(

@@ -74,7 +74,8 @@ def detect(data: MetricsInput, cfg: CwScanConfig) -> list[Finding]:
     active = requests.nonzero()
     share = round(min(1.0, bound / consumed), 3) if consumed > 0 else None
     summary = (
-        f"{count} Scan requests on {profile.name} in {hours:g} hours ({per_hour:.1f} per hour, in {len(active)} "
+        f"{count} Scan requests on {profile.name} in {hours:g} hour{'' if hours == 1 else 's'} "
+        f"({per_hour:.1f} per hour, in {len(active)} "
         f"distinct {metrics.period // 60 or 1}-minute periods), returning {returned} items "
         f"({returned / count:.1f} per request)."
     )

@@ -295,7 +295,8 @@ def _finding(
         why = f"cause: {cause.replace('_', ' ')}"
     summary = (
         f"{round(events)} throttle events on {where} ({round(b.read)} reads, {round(b.write)} writes) "
-        f"in {minutes:g} throttled minutes of the {metrics.seconds / 3600:g} hours audited, the longest run "
+        f"in {minutes:g} throttled minute{'' if minutes == 1 else 's'} of the {metrics.seconds / 3600:g} "
+        f"hour{'' if metrics.seconds == 3600 else 's'} audited, the longest run "
         f"{run:g} minutes; peak {peak_n} events at {iso(peak_t)}; {why}."
     )
     recommendation = RECOMMENDATIONS[cause]
