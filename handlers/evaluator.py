@@ -20,6 +20,7 @@ from auditor.observability import configure_logging
 from auditor.service.evaluate import EvaluationParams, run_evaluation
 from auditor.sinks.capture_store import CaptureStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.window_store import RETRY_CONFIG, WindowStore
 from auditor.sources.inventory import describe_tables
 
@@ -56,5 +57,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         now=schedule.time,
         capture=CaptureStore(ddb, table, trail) if trail else None,
         describe=describe,
+        ledger=LedgerStore(ddb, table),
     )
     return result.as_dict()

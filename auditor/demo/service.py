@@ -91,7 +91,15 @@ class DemoResult:
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import capture_controller, evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
+    from handlers import (
+        capture_controller,
+        evaluator,
+        metrics_audit,
+        notifier,
+        stream_item_size,
+        trail_ingest,
+        weekly_report,
+    )
 
     capture_controller._clients.cache_clear()
     trail_ingest._clients.cache_clear()
@@ -99,6 +107,7 @@ def _cold_start() -> None:
     metrics_audit._clients.cache_clear()
     stream_item_size._client.cache_clear()
     notifier.secrets_client.cache_clear()
+    weekly_report._clients.cache_clear()
     forget_slack_secret()
     get_settings.cache_clear()
 
@@ -504,9 +513,13 @@ def _write_report(
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
+    from auditor.service.weekly_report import load_week_ledger
+    from auditor.sinks.capture_store import CaptureStore
+    from auditor.sinks.ledger_store import LedgerStore
     from auditor.sinks.window_store import WindowStore
 
-    store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    ddb = aws_client("dynamodb", stack.endpoint)
+    store = WindowStore(ddb, stack.table_name)
     step = 900
     first = int(start.timestamp()) // step * step
     windows = store.load_windows(range(first, int(end.timestamp()), step))
@@ -521,6 +534,12 @@ def _write_report(
         access_patterns=access_patterns(spans),
         usage=AuditorUsage(cloudtrail_data_events=sum(tw.calls for tw in windows)),
         title="DynamoDB weekly audit (demo)",
+        # the daily ledger the evaluator and the metrics audit kept in the state table, as the weekly report shows it
+        ledger=load_week_ledger(
+            LedgerStore(ddb, stack.table_name),
+            IsoWeek.of(end),
+            CaptureStore(ddb, stack.table_name, f"{stack.table_name}-dynamodb-data-events"),
+        ),
     )
     html, md = write_report(report, out)
     return [html, md]

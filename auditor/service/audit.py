@@ -267,7 +267,8 @@ class AuditResult:
         if summary is None:
             return None
         return summary.to_dict() | {
-            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested)",
+            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested) and Contributor "
+            "Insights where enabled ($0.50 per rule-month, $0.03 per million events)",
             "window_days": round((self.end - self.start) / 86_400, 3),
         }
 

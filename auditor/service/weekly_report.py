@@ -36,12 +36,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 import structlog
 
+from auditor.cost.ledger import week_ledger
+from auditor.cost.model import LedgerEntry, LedgerSummary
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
@@ -204,12 +206,15 @@ def build_weekly_report(
     now: datetime,
     *,
     title: str = "DynamoDB weekly audit",
+    ledger: LedgerSummary | None = None,
     coverage_gaps: Sequence[StoredGap] = (),
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
-    the totals of that week, and the account/Region pairs the scheduled audit could not read that week."""
+    the totals of that week, the account/Region pairs the scheduled audit could not read that week, and the week's
+    cost ledger when one was kept."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
+    legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
     return build_report_from_findings(
         current,
         now,
@@ -217,6 +222,8 @@ def build_weekly_report(
         previous_findings=previous,
         title=title,
         coverage_gaps=[coverage_line(g) for g in coverage_gaps],
+        ledger=ledger,
+        stored_without_totals=legacy,
     )
 
 
@@ -229,6 +236,31 @@ def coverage_line(gap: StoredGap) -> str:
         f"{where}: {gap.reason.replace('_', ' ')} ({gap.call or '-'}: {gap.error_code or '-'}) in {cycles}, "
         f"last {gap.last_seen}"
     )
+
+
+class LedgerLoader(Protocol):
+    """The service's daily cost ledger (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
+
+    def entries(self, days: Iterable[date]) -> list[LedgerEntry]: ...
+
+
+class ControllerRuns(Protocol):
+    """Whether the capture controller ran (:class:`auditor.sinks.capture_store.CaptureStore`)."""
+
+    def any_plan(self, start: int, end: int) -> bool: ...
+
+
+def load_week_ledger(
+    ledger: LedgerLoader, week: IsoWeek, capture: ControllerRuns | None = None
+) -> LedgerSummary | None:
+    """The week's ledger: the stored days, plus each day's shared costs (with the controller's runs when it ran
+    that week). None when nothing was stored for the week."""
+    days = [(week.start + timedelta(days=i)).date() for i in range(7)]
+    entries = ledger.entries(days)
+    if not entries:
+        return None
+    ran = capture is not None and capture.any_plan(int(week.start.timestamp()), int(week.end.timestamp()))
+    return week_ledger(entries, controller=ran)
 
 
 def worst_open_severity(report: WeeklyReport) -> Severity:
@@ -355,6 +387,8 @@ def run_weekly_report(
     now: datetime,
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ledger: LedgerLoader | None = None,
+    capture: ControllerRuns | None = None,
     coverage: AuditCycleStore | None = None,
 ) -> WeeklyReportResult:
     """Build last week's report from the state table, put it in S3 and announce it once (see the module docstring).
@@ -366,8 +400,9 @@ def run_weekly_report(
     now = utc(now)
     week = report_week(now)
     states = load_states(store, week, now)
+    costs = load_week_ledger(ledger, week, capture) if ledger is not None else None
     gaps = coverage.week_gaps(week.start) if coverage is not None else []
-    report = build_weekly_report(states, week, now, title=params.title, coverage_gaps=gaps)
+    report = build_weekly_report(states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps)
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)
     files.put(html_key, render_html(report), "text/html; charset=utf-8", week)

@@ -473,3 +473,31 @@ def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_
         ("Accounts", "key_schema_inventory", 20)
     ]
     assert scans[0]["evidence"]["operation"] == "ExecuteStatement"
+
+
+def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: Env) -> None:
+    from auditor.cost.model import AuditorRates
+    from auditor.report.model import IsoWeek
+    from auditor.report.report_pages import render_markdown
+    from auditor.service.weekly_report import build_weekly_report, load_week_ledger
+    from auditor.sinks.ledger_store import LedgerStore
+
+    ledger = LedgerStore(env.ddb, TABLE)
+    env.put([*sessions_traffic(0, 20), *alice_scans(0, 3)])
+    env.put(sessions_traffic(15, 10))
+    run_evaluation(env.windows, env.findings, env.sns, env.params(), at(50), ledger=ledger)
+    # evaluated again (a crash before the cursor moved): the same windows overwrite their own entries
+    env.ddb.delete_item(TableName=TABLE, Key={"pk": {"S": "CURSOR"}, "sk": {"S": "evaluator"}})
+    run_evaluation(env.windows, env.findings, env.sns, env.params(), at(50), ledger=ledger)
+    (entry,) = ledger.entries([T0.date()])
+    assert entry.table == "Sessions"
+    assert entry.auditor.lines["cloudtrail_data_events"] == pytest.approx(33 * AuditorRates().data_event)
+    assert entry.auditor.lines["lambda"] > 0 and entry.auditor.lines["s3"] > 0
+    # the week's report shows it, next to the audited cost (none booked here: no metrics audit ran)
+    week = IsoWeek.of(T0)
+    summary = load_week_ledger(ledger, week)
+    assert summary is not None
+    assert [r.table for r in summary.rows] == ["Sessions"]
+    assert summary.total.auditor_usd > summary.rows[0].auditor_usd  # the shared runs are in the total only
+    md = render_markdown(build_weekly_report([], week, at(60 * 24 * 7), ledger=summary))
+    assert "What the audit cost" in md and "| Sessions |" in md and "| **Total** |" in md

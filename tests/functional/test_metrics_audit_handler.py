@@ -365,3 +365,40 @@ def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env
     assert result.runs == []
     assert sorted((g.account, g.reason) for g in result.gaps) == [(ACCOUNT, "deferred"), (MEMBER, "deferred")]
     assert env.states() == {}
+
+
+# ------------------------------------------------------------------------------------------------ the daily ledger
+
+
+def test_each_run_books_its_hour_in_the_daily_ledger_once(env: Env) -> None:
+    from auditor.billing.pricing import bundled_prices
+    from auditor.sinks.ledger_store import LedgerStore
+
+    first = env.invoke()
+    env.invoke()  # a retried event: the same hour, overwritten
+    ledger = LedgerStore(client("dynamodb", env.endpoint), STATE)
+    end = int(env.now.timestamp()) // 60 * 60
+    day = datetime.fromtimestamp(end - 1, UTC).date()
+    entries = {e.table: e for e in ledger.entries([day])}
+    assert {"hot-partition", "under-provisioned", "quiet", STATE} <= set(entries)
+    hot = entries["hot-partition"]
+    prices = bundled_prices(REGION).standard
+    # provisioned 1,000 RCU and 1,000 WCU in force (DescribeTable; moto publishes no Provisioned* series) for one hour
+    assert hot.dynamodb.lines["reads"] == pytest.approx(1000 * prices.rcu_hour)
+    assert hot.dynamodb.lines["writes"] == pytest.approx(1000 * prices.wcu_hour)
+    assert hot.auditor.lines["cloudwatch_metrics"] > 0
+    assert "cloudtrail_data_events" not in hot.auditor.lines  # no window evaluated: no data events booked
+    booked = sum(e.auditor.lines.get("cloudwatch_metrics", 0.0) for e in entries.values())
+    assert booked == pytest.approx(first["metrics_requested"] * 0.01 / 1000)  # every metric read, booked once
+    items = client("dynamodb", env.endpoint).query(
+        TableName=STATE,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": f"LEDGER#{day.isoformat()}"}},
+    )["Items"]
+    hot_item = next(i for i in items if i["sk"]["S"] == f"{ACCOUNT}#{REGION}#hot-partition#H")
+    assert [k for k in hot_item if k.startswith("hour_")] == [f"hour_{end - 3600}"]
+    # The next hour is a second entry of the same day (or the next day's first)
+    env.invoke(env.now + timedelta(hours=1))
+    day2 = datetime.fromtimestamp(end + 3600 - 1, UTC).date()
+    later = [e for e in ledger.entries(sorted({day, day2})) if e.table == "hot-partition"]
+    assert sum(e.dynamodb.lines["writes"] for e in later) == pytest.approx(2 * 1000 * prices.wcu_hour)
