@@ -18,7 +18,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.evaluate import EvaluationParams, run_evaluation
+from auditor.sinks.capture_store import CaptureStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.window_store import RETRY_CONFIG, WindowStore
 from auditor.sources.inventory import describe_tables
 
@@ -44,6 +46,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     schedule = parse(event=event, model=EventBridgeModel)
     structlog.contextvars.bind_contextvars(schedule_event_id=schedule.id)
     table = settings.require("state_table_name")
+    trail = settings.capture_trail_name  # the capture controller's plans, when the stack owns its trail
     own_account = context.invoked_function_arn.split(":")[4]
     describe = partial(describe_tables, ddb, account=own_account, region=ddb.meta.region_name)
     result = run_evaluation(
@@ -52,6 +55,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         sns,
         EvaluationParams.from_settings(settings),
         now=schedule.time,
+        capture=CaptureStore(ddb, table, trail) if trail else None,
         describe=describe,
+        ledger=LedgerStore(ddb, table),
     )
     return result.as_dict()

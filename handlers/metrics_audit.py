@@ -20,8 +20,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
+from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
+from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.window_store import RETRY_CONFIG
 from auditor.sources.audit_clients import AuditClients, build_clients
 
@@ -52,11 +54,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     params = MetricsAuditParams.from_settings(settings)
     org = OrgScope.from_settings(settings)
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
-    if org.enabled:  # several accounts and/or Regions, each through the member role
-        factory, targets = org.plan(boto3.Session())
-        return run_org_metrics_audit(
-            factory, targets, store, sns, params, schedule.time, concurrency=org.concurrency, time_left=time_left
-        ).as_dict()
+    if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
+        cycles = AuditCycleStore(state_ddb, store.table_name, retention_days=settings.finding_retention_days)
+        return org.run(boto3.Session(), store, cycles, sns, params, schedule.time, time_left=time_left).as_dict()
     result = run_metrics_audit(
         audit_clients,
         store,
@@ -64,5 +64,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         params,
         now=schedule.time,
         time_left=time_left,
+        ledger=LedgerStore(state_ddb, settings.require("state_table_name")),
     )
     return result.as_dict()

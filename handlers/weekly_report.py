@@ -21,7 +21,10 @@ from botocore.config import Config
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+from auditor.sinks.audit_cycle import AuditCycleStore
+from auditor.sinks.capture_store import CaptureStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.report_store import ReportAnnouncements
 from auditor.sinks.window_store import RETRY_CONFIG
 
@@ -58,5 +61,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         ReportAnnouncements(ddb, table),
         WeeklyReportParams.from_settings(settings),
         now=schedule.time,
+        ledger=LedgerStore(ddb, table),
+        capture=CaptureStore(ddb, table, settings.capture_trail_name) if settings.capture_trail_name else None,
+        coverage=AuditCycleStore(ddb, table),
     )
     return result.as_dict()
