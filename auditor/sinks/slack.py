@@ -796,12 +796,23 @@ def forget_slack_secret(secret_arn: str | None = None) -> None:
 class SlackDeliveryError(AuditorError):
     """Slack did not accept the message (``retryable``: a later retry may succeed)."""
 
-    def __init__(self, message: str, *, status: int | None, attempts: int, retryable: bool, body: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None,
+        attempts: int,
+        retryable: bool,
+        body: str = "",
+        result: NotifyResult | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.attempts = attempts
         self.retryable = retryable
         self.body = body
+        #: What the whole batch did (set on the error :func:`notify_slack` raises at the end).
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -1015,6 +1026,7 @@ def notify_slack(
             attempts=first.attempts,
             retryable=any(e.retryable for e in errors),
             body=first.body,
+            result=result,
         )
     return result
 
