@@ -87,7 +87,7 @@ class DemoResult:
     out: Path
     files: list[Path] = field(default_factory=list)
     #: The handlers' health metrics (embedded metric format lines): per name, the unit and the sum (counts) or the
-    #: largest value (seconds).
+    #: last value (seconds: the lag and the outbox age are states, the last one is the state after the demo).
     health: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
@@ -101,7 +101,7 @@ def _health(lines: list[str]) -> dict[str, tuple[str, float]]:
                 name, unit = metric["Name"], metric["Unit"]
                 values = blob[name] if isinstance(blob[name], list) else [blob[name]]
                 _, before = out.get(name, (unit, 0.0))
-                value = max(before, *values) if unit == "Seconds" else before + sum(values)
+                value = values[-1] if unit == "Seconds" else before + sum(values)
                 out[name] = (unit, value)
     return out
 
@@ -631,7 +631,8 @@ def summary_text(result: DemoResult) -> str:
             for name, (unit, value) in sorted(result.health.items())
         ]
         lines.append(
-            "The auditor's own health (CloudWatch EMF, namespace DdbTrafficAuditor, summed; seconds: the largest):"
+            "The auditor's own health (CloudWatch EMF, namespace DdbTrafficAuditor; "
+            "counts summed, seconds the last value):"
         )
         lines += ["  " + ", ".join(shown[i : i + 5]) for i in range(0, len(shown), 5)]
     if result.slack_posts:
