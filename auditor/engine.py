@@ -21,6 +21,7 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
+from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
 from auditor.detectors.registry import all_detectors, guarded
@@ -251,11 +252,17 @@ def _with_totals(finding: Finding, agg: TableWindow, window_seconds: int) -> Fin
 TableSchemas = Mapping[tuple[str | None, str | None, str], TableProfile]
 
 
-def apply_key_schema(agg: TableWindow, config: AnalysisConfig, schemas: TableSchemas | None = None) -> None:
-    """Tell ``agg`` its partition key before detection: ``--config``'s ``key_schema`` first (the user's word),
-    else the table's description (DescribeTable, in the service), with the indexes' partition keys. Without either
-    the detectors fall back to the key names the trail itself logs."""
+def apply_table_facts(agg: TableWindow, config: AnalysisConfig, schemas: TableSchemas | None = None) -> None:
+    """Tell ``agg`` what the trail cannot, before detection: its partition key, ``--config``'s ``key_schema`` first
+    (the user's word), else the table's description (DescribeTable, in the service), with the indexes' partition
+    keys (without either the detectors fall back to the key names the trail itself logs); and its typical item
+    size, ``item_size_bytes`` from the config, else the description's size over its item count."""
     profile = (schemas or {}).get((agg.account, agg.region, agg.table))
+    agg.item_size_bytes, agg.item_size_source = None, None
+    if (size := config.item_size_bytes.get(agg.table)) is not None:
+        agg.item_size_bytes, agg.item_size_source = size, "config"
+    elif profile is not None and profile.size_bytes and profile.item_count:
+        agg.item_size_bytes, agg.item_size_source = max(1, round(profile.size_bytes / profile.item_count)), "inventory"
     agg.index_schema = {i.name: i.partition_key for i in profile.indexes if i.partition_key} if profile else {}
     if (hint := config.key_schema.get(agg.table)) is not None:
         agg.schema_hint, agg.schema_source = hint, "config"
@@ -270,17 +277,22 @@ def evaluate(
 ) -> tuple[list[Finding], list[str]]:
     """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
     logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`).
-    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`). ``schemas`` are the
-    tables' descriptions where the caller read them (the service's evaluator), see :func:`apply_key_schema`."""
+    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`); in a window the trail
+    captured only in part (``captured_seconds``) they are estimates (:func:`auditor.cost.sampling.apply_capture`).
+    ``schemas`` are the tables' descriptions where the caller read them (the service's evaluator), see
+    :func:`apply_table_facts`."""
     findings: list[Finding] = []
     errors: list[str] = []
     detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
-        apply_key_schema(agg, config, schemas)
+        apply_table_facts(agg, config, schemas)
         for det in detectors:
             cfg = config.detector_config(det.id, agg.table)
             found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
-            findings.extend(_with_totals(f, agg, config.window_seconds) for f in found)
+            found = [_with_totals(f, agg, config.window_seconds) for f in found]
+            if agg.captured_seconds is not None:  # sampled capture: counts scaled, scans stated exact
+                found = [apply_capture(f, agg.observed_seconds, agg.window_seconds) for f in found]
+            findings.extend(found)
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))

@@ -12,6 +12,8 @@ from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service import health
 from auditor.service.evaluate import EvaluationParams, run_evaluation
+from auditor.sinks.capture_store import CaptureStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sources.inventory import describe_tables
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
@@ -19,11 +21,18 @@ from handlers.runtime import Invocation, lambda_runtime
 
 @lambda_runtime(EventBridgeModel)
 def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, object]:
-    ddb = runtime.CLIENTS.dynamodb
+    ddb, table = runtime.CLIENTS.dynamodb, run.state_table()
     params = EvaluationParams.from_settings(run.settings)
-    describe = partial(describe_tables, ddb, account=run.account, region=ddb.meta.region_name)
+    trail = run.settings.capture_trail_name  # the capture controller's plans, when the stack owns its trail
     result = run_evaluation(
-        run.window_store(), run.findings_store(), runtime.CLIENTS.sns, params, now=schedule.time, describe=describe
+        run.window_store(),
+        run.findings_store(),
+        runtime.CLIENTS.sns,
+        params,
+        now=schedule.time,
+        capture=CaptureStore(ddb, table, trail) if trail else None,
+        describe=partial(describe_tables, ddb, account=run.account, region=ddb.meta.region_name),
+        ledger=LedgerStore(ddb, table),
     )
     run.emit(health.evaluation(result, schedule.time, params.analysis.window_seconds))
     return result.as_dict()

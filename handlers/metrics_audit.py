@@ -13,23 +13,31 @@ import boto3
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service import health
-from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
+from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
+from auditor.sinks.audit_cycle import AuditCycleStore
+from auditor.sinks.ledger_store import LedgerStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
 
 @lambda_runtime(EventBridgeModel)
 def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, object]:
-    store, sns = run.findings_store(), runtime.CLIENTS.sns
+    store, sns, ddb = run.findings_store(), runtime.CLIENTS.sns, runtime.CLIENTS.dynamodb
     params = MetricsAuditParams.from_settings(run.settings)
     org = OrgScope.from_settings(run.settings)
-    if org.enabled:  # several accounts and/or Regions, each through the member role
-        factory, targets = org.plan(boto3.Session())
-        org_result = run_org_metrics_audit(
-            factory, targets, store, sns, params, schedule.time, concurrency=org.concurrency, time_left=run.time_left
-        )
-        run.emit(m for _, target_run in org_result.runs for m in health.recorded(target_run.recorded))
+    if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
+        cycles = AuditCycleStore(ddb, store.table_name, retention_days=run.settings.finding_retention_days)
+        org_result = org.run(boto3.Session(), store, cycles, sns, params, schedule.time, time_left=run.time_left)
+        run.emit(health.org_audit(org_result))
         return org_result.as_dict()
-    result = run_metrics_audit(runtime.CLIENTS.audit, store, sns, params, now=schedule.time, time_left=run.time_left)
+    result = run_metrics_audit(
+        runtime.CLIENTS.audit,
+        store,
+        sns,
+        params,
+        now=schedule.time,
+        time_left=run.time_left,
+        ledger=LedgerStore(ddb, store.table_name),
+    )
     run.emit(health.recorded(result.recorded))
     return result.as_dict()

@@ -11,6 +11,9 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+from auditor.sinks.audit_cycle import AuditCycleStore
+from auditor.sinks.capture_store import CaptureStore
+from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.report_store import ReportAnnouncements
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
@@ -18,13 +21,17 @@ from handlers.runtime import Invocation, lambda_runtime
 
 @lambda_runtime(EventBridgeModel)
 def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, object]:
-    clients = runtime.CLIENTS
+    clients, table, trail = runtime.CLIENTS, run.state_table(), run.settings.capture_trail_name
+    ddb = clients.dynamodb
     result = run_weekly_report(
         run.findings_store(),
         clients.s3,
         clients.sns,
-        ReportAnnouncements(clients.dynamodb, run.state_table()),
+        ReportAnnouncements(ddb, table),
         WeeklyReportParams.from_settings(run.settings),
         now=schedule.time,
+        ledger=LedgerStore(ddb, table),
+        capture=CaptureStore(ddb, table, trail) if trail else None,
+        coverage=AuditCycleStore(ddb, table),
     )
     return result.as_dict()

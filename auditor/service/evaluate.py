@@ -11,7 +11,10 @@ One run (:func:`run_evaluation`):
 3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
    **each table window alone** (findings are per window; the lifecycle merges sightings of one id). The tables of
    this account and region are described once per run (DescribeTable) so the PartiQL full-scan decision knows
-   their key schemas (``decided_by: key_schema_inventory``).
+   their key schemas (``decided_by: key_schema_inventory``). With a capture controller, each window first learns
+   from the recorded capture plans how much of its table's traffic the trail logged
+   (:func:`auditor.cost.plan.captured_seconds`): counts found in a partly captured window are estimates with their
+   margin, scan findings stay exact (:mod:`auditor.cost.sampling`).
 4. Reconcile with the stored states and write the changes (:func:`auditor.service.record.apply_lifecycle`, shared
    with the other sources): the open findings of every evaluated table (GSI1) plus the stored state of every id
    seen (strongly consistent). Open **CloudTrail** findings of evaluated tables not seen for
@@ -32,13 +35,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from auditor.aggregates.window import TableWindow
 from auditor.config import AnalysisConfig, Settings
+from auditor.cost.plan import captured_seconds
 from auditor.engine import TableSchemas, evaluate
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
@@ -59,6 +63,27 @@ DEFAULT_MAX_WINDOWS = 32
 DEFAULT_LOOKBACK_SECONDS = 86_400
 #: Outbox entries published per invocation.
 DEFAULT_PUBLISH_LIMIT = 200
+
+
+#: How far before the first evaluated window the capture plans are read (a slice without a plan of its own keeps
+#: what the latest earlier plan left on the trail).
+PLAN_LOOKBACK_SECONDS = 3600
+
+
+class CapturePlans(Protocol):
+    """The capture controller's recorded plans (:class:`auditor.sinks.capture_store.CaptureStore`)."""
+
+    def plans(self, start: int, end: int) -> list[dict[str, Any]]:
+        """The slice plans with ``start <= slice_start < end``."""
+        ...
+
+
+class WindowLedger(Protocol):
+    """The daily cost ledger's trail side (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
+
+    def put_window(
+        self, day: date, account: str | None, region: str | None, table: str, window_start: int, data_events: int
+    ) -> None: ...
 
 
 class DescribeTables(Protocol):
@@ -157,6 +182,14 @@ def closed_window_starts(
     return starts, False
 
 
+def mark_captured(windows: Sequence[TableWindow], plans: Sequence[dict[str, Any]]) -> None:
+    """Set each window's ``captured_seconds`` from the recorded capture plans (left None without a plan)."""
+    if not plans:
+        return
+    for tw in windows:
+        tw.captured_seconds = captured_seconds(plans, tw.table, tw.window_start, tw.window_start + tw.window_seconds)
+
+
 def _evaluate_windows(
     windows: Sequence[TableWindow],
     params: EvaluationParams,
@@ -185,8 +218,13 @@ def run_evaluation(
     params: EvaluationParams,
     now: datetime,
     describe: DescribeTables | None = None,
+    capture: CapturePlans | None = None,
+    ledger: WindowLedger | None = None,
 ) -> EvaluationResult:
-    """Evaluate the windows closed since the last run, store the findings' changes and publish them."""
+    """Evaluate the windows closed since the last run, store the findings' changes and publish them.
+
+    ``capture``: the capture controller's plans (None: the trail logs everything). ``ledger``: the daily cost
+    ledger, which gets each evaluated window's data events per table."""
     now = utc(now)
     result = EvaluationResult()
     cursor = findings_store.get_cursor()
@@ -201,7 +239,7 @@ def run_evaluation(
     )
     result.window_starts = starts
     if starts:
-        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe)
+        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture, ledger)
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
@@ -220,9 +258,20 @@ def _evaluate_and_store(
     starts: list[int],
     result: EvaluationResult,
     describe: DescribeTables | None = None,
+    capture: CapturePlans | None = None,
+    ledger: WindowLedger | None = None,
 ) -> None:
     windows = window_store.load_windows(starts)
     result.table_windows = len(windows)
+    if ledger is not None:  # the data events ingested per table and window (a window evaluated again overwrites)
+        for tw in windows:
+            day = datetime.fromtimestamp(tw.window_start, UTC).date()
+            ledger.put_window(day, tw.account, tw.region, tw.table, tw.window_start, tw.calls)
+    if capture is not None and windows:
+        mark_captured(
+            windows,
+            capture.plans(starts[0] - PLAN_LOOKBACK_SECONDS, starts[-1] + params.analysis.window_seconds),
+        )
     findings, horizons = _evaluate_windows(windows, params, result, describe)
     result.tables = len(horizons)
     # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).

@@ -36,6 +36,7 @@ from auditor.models.finding import utc
 if TYPE_CHECKING:
     from auditor.service.evaluate import EvaluationResult
     from auditor.service.ingest import EventsResult, ObjectResult
+    from auditor.service.metrics_audit import OrgMetricsAuditResult
     from auditor.service.record import RecordResult
     from auditor.service.stream_item_size import StreamBatchResult
     from auditor.sinks.slack import NotifyResult
@@ -125,6 +126,19 @@ def recorded(result: RecordResult) -> list[HealthMetric]:
         HealthMetric("OutboxPending", result.outbox_pending, gauge=True),
         HealthMetric("OutboxAge", result.outbox_age_seconds, "Seconds", gauge=True),
     ]
+
+
+def org_audit(result: OrgMetricsAuditResult) -> list[HealthMetric]:
+    """An organisation audit: every target's lifecycle counts, and its one outbox drain after them."""
+    metrics = [m for _, run in result.runs for m in recorded(run.recorded) if not m.gauge]
+    if result.publish is not None:
+        metrics = [m for m in metrics if m.name != "PublishFailures"]
+        metrics += [
+            HealthMetric("PublishFailures", result.publish.failed),
+            HealthMetric("OutboxPending", result.publish.left, gauge=True),
+            HealthMetric("OutboxAge", result.publish.oldest_left_seconds, "Seconds", gauge=True),
+        ]
+    return metrics
 
 
 def evaluation(result: EvaluationResult, now: datetime, window_seconds: int) -> list[HealthMetric]:

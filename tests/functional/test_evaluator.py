@@ -371,6 +371,39 @@ def test_handler_rejects_an_event_that_is_not_a_schedule(handler_env: Env) -> No
     assert handler_env.findings.get_cursor() is None
 
 
+# ---------------------------------------------------------------------------------------------------- sampled capture
+
+
+def test_capture_plans_make_counts_estimates_and_keep_scans_exact(env: Env) -> None:
+    """The controller's plans in the state table: Orders was captured 5 of the 15 minutes of window 10:00."""
+    from auditor.sinks.capture_store import CaptureStore
+
+    store = CaptureStore(env.ddb, TABLE, "audit-trail")
+    start = int(T0.timestamp())
+    for n, captures in enumerate(([{"table": "Orders", "reason": "rotation", "seconds": None}], [], [])):
+        plan = {"slice_start": start + 300 * n, "slice_seconds": 300, "captures": captures}
+        assert store.record(n, {"n": n}, plan, start + 300 * n, at(5 * n))
+    assert [p["slice_start"] for p in store.plans(start - 3600, start + 900)] == [start, start + 300, start + 600]
+    pte = "ProvisionedThroughputExceededException"
+    msg = "The level of configured provisioned throughput for the table was exceeded."
+    env.put(
+        [
+            *[f.call("PutItem", "Orders", {"pk": f"C#{i % 30}"}, at=i, error=pte, message=msg) for i in range(150)],
+            *[f.call("Scan", "Orders", None, at=400 + 20 * i, principal=ALICE, event_id=f"os{i}") for i in range(12)],
+        ]
+    )
+    result = run_evaluation(env.windows, env.findings, env.sns, env.params(), at(35), capture=store)
+    assert result.new == 2
+    by_kind = {m["kind"]: m["finding"] for m in env.published()}
+    thr = by_kind["throttling"]
+    assert thr["totals"]["count"] == 450 and thr["totals"]["margin"] > 0
+    assert thr["evidence"]["capture"]["observed"] == 150
+    assert "Sampled: the trail captured 5 of 15 minutes" in thr["summary"]
+    scan = by_kind["scan"]
+    assert scan["totals"]["count"] == 12 and "margin" not in scan["totals"]
+    assert scan["evidence"]["capture"]["basis"].startswith("exact")
+
+
 # ------------------------------------------------------------------- key schema from the table's description (PartiQL)
 
 
@@ -457,3 +490,31 @@ def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_
         ("Accounts", "key_schema_inventory", 20)
     ]
     assert scans[0]["evidence"]["operation"] == "ExecuteStatement"
+
+
+def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: Env) -> None:
+    from auditor.cost.model import AuditorRates
+    from auditor.report.model import IsoWeek
+    from auditor.report.report_pages import render_markdown
+    from auditor.service.weekly_report import build_weekly_report, load_week_ledger
+    from auditor.sinks.ledger_store import LedgerStore
+
+    ledger = LedgerStore(env.ddb, TABLE)
+    env.put([*sessions_traffic(0, 20), *alice_scans(0, 3)])
+    env.put(sessions_traffic(15, 10))
+    run_evaluation(env.windows, env.findings, env.sns, env.params(), at(50), ledger=ledger)
+    # evaluated again (a crash before the cursor moved): the same windows overwrite their own entries
+    env.ddb.delete_item(TableName=TABLE, Key={"pk": {"S": "CURSOR"}, "sk": {"S": "evaluator"}})
+    run_evaluation(env.windows, env.findings, env.sns, env.params(), at(50), ledger=ledger)
+    (entry,) = ledger.entries([T0.date()])
+    assert entry.table == "Sessions"
+    assert entry.auditor.lines["cloudtrail_data_events"] == pytest.approx(33 * AuditorRates().data_event)
+    assert entry.auditor.lines["lambda"] > 0 and entry.auditor.lines["s3"] > 0
+    # the week's report shows it, next to the audited cost (none booked here: no metrics audit ran)
+    week = IsoWeek.of(T0)
+    summary = load_week_ledger(ledger, week)
+    assert summary is not None
+    assert [r.table for r in summary.rows] == ["Sessions"]
+    assert summary.total.auditor_usd > summary.rows[0].auditor_usd  # the shared runs are in the total only
+    md = render_markdown(build_weekly_report([], week, at(60 * 24 * 7), ledger=summary))
+    assert "What the audit cost" in md and "| Sessions |" in md and "| **Total** |" in md

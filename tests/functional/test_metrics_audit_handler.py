@@ -303,22 +303,35 @@ def test_accounts_and_regions_from_the_environment_are_each_audited_and_attribut
         ("under-provisioned", "throttling"): (ACCOUNT, "us-east-1"),
         ("member-throttled", "throttling"): (MEMBER, "eu-west-1"),
     }
-    assert {(m["table"], m["status"]) for m in env.inbox.messages()} == {
+    messages = env.inbox.messages()
+    assert {(m["table"], m["status"]) for m in messages if m["kind"] != "digest"} == {
         ("hot-partition", "new"),
         ("under-provisioned", "new"),
         ("member-throttled", "new"),
     }
-
-
-def test_pairs_that_cannot_start_in_time_are_deferred_and_the_next_hour_starts_elsewhere() -> None:
-    from auditor.service.metrics_audit import rotated
-    from auditor.sources.org import Target
-
-    pairs = [Target(f"{i:012d}", "us-east-1") for i in range(48)]
-    hour = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-    firsts = {rotated(pairs, hour + timedelta(hours=h))[0] for h in range(24)}
-    assert len(firsts) == 24  # every hour starts somewhere else: a 24th of the list per run covers all in a day
-    assert sorted(rotated(pairs, hour)) == sorted(pairs)
+    # every pair recorded its findings, and the invocation drained the outbox once: one digest for the three
+    # (the inbox's per-finding subscription filters digests out)
+    assert (result["published"], result["digests"]) == (3, 1)
+    # the cost ledger of each pair with tables, and the total over them
+    cost = result["cost"]
+    pairs = {(p["account"], p["region"]) for p in cost["targets"]}
+    assert pairs == {(ACCOUNT, "us-east-1"), (MEMBER, "eu-west-1")}
+    assert {(r["account"], r["region"], r["table"]) for r in cost["tables"]} >= {
+        (MEMBER, "eu-west-1", "member-throttled"),
+        (ACCOUNT, "us-east-1", "hot-partition"),
+    }
+    assert cost["total"]["auditor_usd"] == pytest.approx(sum(p["auditor_usd"] for p in cost["targets"]))
+    assert cost["total"]["dynamodb_usd"] == pytest.approx(sum(p["dynamodb_usd"] for p in cost["targets"]))
+    assert cost["total"]["dynamodb_usd"] > 0
+    total = cost["total"]
+    assert total["ratio"] == pytest.approx(total["auditor_usd"] / total["dynamodb_usd"], abs=1e-9)
+    # the pairs are listed in a fixed order (account, Region), whatever order they ran in
+    assert [(p["account"], p["region"]) for p in result["per_target"]] == sorted(
+        (p["account"], p["region"]) for p in result["per_target"]
+    )
+    # the cycle is stored and finished; the next hour's invocation begins a new one
+    assert result["cycle"]["pairs"] == 4 and result["cycle"]["remaining"] == 0
+    assert result["cycle"]["resumed"] is False
 
 
 def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env: Env) -> None:
@@ -326,12 +339,12 @@ def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env
 
     from auditor.service.metrics_audit import MetricsAuditParams, run_org_metrics_audit
     from auditor.service.record import LifecycleParams
-    from auditor.sources.org import SessionFactory, targets
+    from auditor.sources.org import SessionFactory
 
     params = MetricsAuditParams(lifecycle=LifecycleParams(topic_arn=env.inbox.topic_arn))
     result = run_org_metrics_audit(
         SessionFactory(boto3.Session(region_name=REGION), "DdbTrafficAuditorMember", own_account=ACCOUNT),
-        targets([ACCOUNT, MEMBER], [REGION]),
+        lambda: ([ACCOUNT, MEMBER], [REGION]),
         env.store,
         env.inbox.sns,
         params,
@@ -341,3 +354,40 @@ def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env
     assert result.runs == []
     assert sorted((g.account, g.reason) for g in result.gaps) == [(ACCOUNT, "deferred"), (MEMBER, "deferred")]
     assert env.states() == {}
+
+
+# ------------------------------------------------------------------------------------------------ the daily ledger
+
+
+def test_each_run_books_its_hour_in_the_daily_ledger_once(env: Env) -> None:
+    from auditor.billing.pricing import bundled_prices
+    from auditor.sinks.ledger_store import LedgerStore
+
+    first = env.invoke()
+    env.invoke()  # a retried event: the same hour, overwritten
+    ledger = LedgerStore(client("dynamodb", env.endpoint), STATE)
+    end = int(env.now.timestamp()) // 60 * 60
+    day = datetime.fromtimestamp(end - 1, UTC).date()
+    entries = {e.table: e for e in ledger.entries([day])}
+    assert {"hot-partition", "under-provisioned", "quiet", STATE} <= set(entries)
+    hot = entries["hot-partition"]
+    prices = bundled_prices(REGION).standard
+    # provisioned 1,000 RCU and 1,000 WCU in force (DescribeTable; moto publishes no Provisioned* series) for one hour
+    assert hot.dynamodb.lines["reads"] == pytest.approx(1000 * prices.rcu_hour)
+    assert hot.dynamodb.lines["writes"] == pytest.approx(1000 * prices.wcu_hour)
+    assert hot.auditor.lines["cloudwatch_metrics"] > 0
+    assert "cloudtrail_data_events" not in hot.auditor.lines  # no window evaluated: no data events booked
+    booked = sum(e.auditor.lines.get("cloudwatch_metrics", 0.0) for e in entries.values())
+    assert booked == pytest.approx(first["metrics_requested"] * 0.01 / 1000)  # every metric read, booked once
+    items = client("dynamodb", env.endpoint).query(
+        TableName=STATE,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": f"LEDGER#{day.isoformat()}"}},
+    )["Items"]
+    hot_item = next(i for i in items if i["sk"]["S"] == f"{ACCOUNT}#{REGION}#hot-partition#H")
+    assert [k for k in hot_item if k.startswith("hour_")] == [f"hour_{end - 3600}"]
+    # The next hour is a second entry of the same day (or the next day's first)
+    env.invoke(env.now + timedelta(hours=1))
+    day2 = datetime.fromtimestamp(end + 3600 - 1, UTC).date()
+    later = [e for e in ledger.entries(sorted({day, day2})) if e.table == "hot-partition"]
+    assert sum(e.dynamodb.lines["writes"] for e in later) == pytest.approx(2 * 1000 * prices.wcu_hour)

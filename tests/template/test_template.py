@@ -214,6 +214,7 @@ WEEKLY_REPORT_DDB_TABLE = frozenset(
         "dynamodb:GetItem",  # ReportAnnouncements.status (claim taken)
         "dynamodb:UpdateItem",  # ReportAnnouncements.mark_published
         "dynamodb:DeleteItem",  # ReportAnnouncements.release (publish failed)
+        "dynamodb:Query",  # LedgerStore.entries (the week's LEDGER#{day}), CaptureStore.any_plan
     }
 )
 NOTIFIER_OWN = frozenset(

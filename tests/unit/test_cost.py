@@ -247,3 +247,53 @@ def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> Non
     assert 0 < small < large
     # 100 tables: the metrics audit's reads and the controller's polls dominate (about $2.28 + $3.06).
     assert 5.0 < large < 9.0
+
+
+# ---------------------------------------------------------------- the service's daily ledger
+
+
+def test_day_entry_adds_the_hours_and_prices_the_windows_data_events() -> None:
+    from auditor.cost.ledger import day_entry
+    from auditor.cost.model import FIXED_MODEL, AuditorRates
+
+    hours = {
+        "hour_1": {"dynamodb": {"reads": "0.5", "writes": "1.25"}, "auditor": {"cloudwatch_metrics": "0.001"}},
+        "hour_2": {"dynamodb": {"reads": "0.5", "bogus": "x"}, "auditor": {"contributor_insights": "0.002"}},
+    }
+    e = day_entry(date(2026, 12, 1), "1", "us-east-1", "Orders", hours, {"window_1": 600_000, "window_2": 400_000})
+    assert e.dynamodb.lines == {"reads": 1.0, "writes": 1.25}
+    r = AuditorRates()
+    assert e.auditor.lines["cloudtrail_data_events"] == pytest.approx(1_000_000 * r.data_event)  # $1.00
+    gb_s = FIXED_MODEL["lambda_gb_s_per_million_events"]
+    assert e.auditor.lines["lambda"] == pytest.approx(gb_s * r.lambda_gb_second)
+    assert e.auditor.lines["cloudwatch_metrics"] == pytest.approx(0.001)
+    assert e.auditor.lines["contributor_insights"] == pytest.approx(0.002)
+    none = day_entry(date(2026, 12, 1), None, None, "Quiet", {}, {})
+    assert none.auditor.total == 0 and none.dynamodb.total == 0
+
+
+def test_week_ledger_adds_each_days_shared_costs_to_the_total_only() -> None:
+    from auditor.cost.ledger import shared_day_entry, week_ledger
+
+    days = [date(2026, 11, 30), date(2026, 12, 1)]
+    entries = [
+        LedgerEntry(
+            day=d,
+            table=t,
+            dynamodb=Spend(lines={"reads": 10.0}),
+            auditor=Spend(lines={"cloudtrail_data_events": 0.01}),
+        )
+        for d in days
+        for t in ("A", "B")
+    ]
+    summary = week_ledger(entries, controller=True)
+    assert summary is not None
+    assert [(r.table, r.days, r.auditor_usd, r.dynamodb_usd) for r in summary.rows] == [
+        ("A", 2, pytest.approx(0.02), 20.0),
+        ("B", 2, pytest.approx(0.02), 20.0),
+    ]
+    shared = shared_day_entry(days[0], 2, controller=True).auditor.total
+    assert shared > shared_day_entry(days[0], 2, controller=False).auditor.total  # the controller's own runs
+    assert summary.shared_usd == pytest.approx(2 * shared)
+    assert summary.total.auditor_usd == pytest.approx(0.04 + 2 * shared)
+    assert summary.total.ratio == pytest.approx((0.04 + 2 * shared) / 40.0)
