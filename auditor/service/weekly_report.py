@@ -395,6 +395,12 @@ def summary_text(
     ]
     if compared:
         lines.append(f"Since last week:   {'; '.join(compared)}")
+    if report.coverage_gaps:
+        gaps = len(report.coverage_gaps)
+        lines.append(
+            f"Not audited:       {gaps} account/Region pair{'' if gaps == 1 else 's'} the audit could not read "
+            "(coverage gaps, listed in the report)"
+        )
     lines += ["", "The most important actions:"]
     if not report.actions:
         lines.append("   Nothing to do: no open findings.")

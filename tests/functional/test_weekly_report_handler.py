@@ -370,6 +370,9 @@ def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env
     line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03"
     assert line in markdown and line in html
     assert "555566667777" not in markdown
+    # and the announcement says how many pairs the findings do not cover
+    (envelope,) = env.inbox.envelopes()
+    assert "Not audited:       1 account/Region pair the audit could not read" in envelope["Message"]
 
 
 def test_the_announcement_states_the_links_real_lifetime(env: Env) -> None:
