@@ -25,19 +25,16 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     store, sns, ddb = run.findings_store(), runtime.CLIENTS.sns, runtime.CLIENTS.dynamodb
     params = MetricsAuditParams.from_settings(run.settings)
     org = OrgScope.from_settings(run.settings)
+    ledger = LedgerStore(ddb, store.table_name)
     if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
         cycles = AuditCycleStore(ddb, store.table_name, retention_days=run.settings.finding_retention_days)
-        org_result = org.run(boto3.Session(), store, cycles, sns, params, schedule.time, time_left=run.time_left)
+        org_result = org.run(
+            boto3.Session(), store, cycles, sns, params, schedule.time, time_left=run.time_left, ledger=ledger
+        )
         run.emit(health.org_audit(org_result))
         return org_result.as_dict()
     result = run_metrics_audit(
-        runtime.CLIENTS.audit,
-        store,
-        sns,
-        params,
-        now=schedule.time,
-        time_left=run.time_left,
-        ledger=LedgerStore(ddb, store.table_name),
+        runtime.CLIENTS.audit, store, sns, params, now=schedule.time, time_left=run.time_left, ledger=ledger
     )
     run.emit(health.recorded(result.recorded))
     return result.as_dict()

@@ -529,9 +529,13 @@ def _write_report(
     from auditor.engine import access_patterns
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
+    from auditor.service.weekly_report import load_week_ledger
+    from auditor.sinks.capture_store import CaptureStore
+    from auditor.sinks.ledger_store import LedgerStore
     from auditor.sinks.window_store import WindowStore
 
-    store = WindowStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    ddb = aws_client("dynamodb", stack.endpoint)
+    store = WindowStore(ddb, stack.table_name)
     step = 900
     first = int(start.timestamp()) // step * step
     windows = store.load_windows(range(first, int(end.timestamp()), step))
@@ -546,6 +550,12 @@ def _write_report(
         access_patterns=access_patterns(spans),
         usage=AuditorUsage(cloudtrail_data_events=sum(tw.calls for tw in windows)),
         title="DynamoDB weekly audit (demo)",
+        # the daily ledger the evaluator and the metrics audit kept in the state table, as the weekly report shows it
+        ledger=load_week_ledger(
+            LedgerStore(ddb, stack.table_name),
+            IsoWeek.of(end),
+            CaptureStore(ddb, stack.table_name, f"{stack.table_name}-dynamodb-data-events"),
+        ),
     )
     html, md = write_report(report, out)
     return [html, md]

@@ -389,6 +389,10 @@ class WeeklySummary(BaseModel):
     actions: list[SummaryAction] = Field(default_factory=list)
     url: str | None = None
     url_expires_at: str | None = None
+    #: False (and absent in older messages): the link may stop before ``url_expires_at`` (temporary credentials).
+    url_expiry_known: bool = False
+    #: The report's S3 console page (AWS sign-in needed; works as long as the report is kept).
+    console_url: str | None = None
     bucket: str | None = None
     html_key: str | None = None
 
@@ -503,8 +507,16 @@ def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
                 },
             }
         )
-        if summary.url_expires_at:
+        if summary.url_expires_at and summary.url_expiry_known:
             context.append(f"The link expires {_slack_date(summary.url_expires_at)}")
+        elif summary.url_expires_at:
+            context.append(
+                f"The link works until {_slack_date(summary.url_expires_at)} at the latest, and stops sooner when the "
+                "temporary credentials that signed it expire (usually within a few hours)"
+            )
+        if summary.console_url and summary.console_url.startswith("https://console.aws.amazon.com/"):
+            link = summary.console_url.replace("&", "&amp;").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
+            context.append(f"<{link}|Open it in the S3 console> any time (AWS sign-in needed)")
     else:
         context.append("No usable link to the report in this message: see the e-mail or the reports bucket.")
     if summary.bucket and summary.html_key:

@@ -190,7 +190,7 @@ def test_the_report_lands_in_s3_and_is_announced_once_with_a_working_link(env: E
     assert "2. [MEDIUM] scan on Sessions\n" in text
     assert "Since last week:   open findings 2 -> 2; critical and high findings 0 -> 1" in text
     # whose presigned link really downloads the HTML from the endpoint, and expires as configured
-    (url,) = [line for line in text.splitlines() if line.startswith("http")]
+    (url,) = [line for line in text.splitlines() if line.startswith("http") and "console.aws" not in line]
     query = parse_qs(urlsplit(url).query)
     assert query["X-Amz-Expires"] == ["3600"] and query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"]
     with urllib.request.urlopen(url, timeout=10) as response:
@@ -359,3 +359,54 @@ def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env
     line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03"
     assert line in markdown and line in html
     assert "555566667777" not in markdown
+    # and the announcement says how many pairs the findings do not cover
+    (envelope,) = env.inbox.envelopes()
+    assert "Not audited:       1 account/Region pair the audit could not read" in envelope["Message"]
+
+
+def test_the_announcement_states_the_links_real_lifetime(env: Env) -> None:
+    # Lambda hands its role's session over without its expiry (here: static test credentials, no expiry either)
+    result = env.invoke()
+    assert result["url_expiry_known"] is False
+    (envelope,) = env.inbox.envelopes()
+    text = envelope["Message"]
+    # the requested hour is stated as the latest moment, with the reason it may stop sooner, never as a promise
+    assert "at the latest, and stops sooner when the report function's temporary credentials" in text
+    (console,) = [line for line in text.splitlines() if line.startswith("https://console.aws.amazon.com/s3/")]
+    assert f"/s3/object/{BUCKET}?region=us-east-1&prefix=" in console and "2026-W49%2Freport.html" in console
+    summary = json.loads(envelope["MessageAttributes"]["report_json"]["Value"])
+    assert summary["url_expiry_known"] is False and summary["console_url"] == console
+    # and the Slack summary says the same
+    payload = json.dumps(render_weekly_summary(WeeklySummary.model_validate(summary)))
+    assert "at the latest" in payload and "Open it in the S3 console" in payload
+    assert "The link expires" not in payload
+
+
+def test_a_link_signed_with_credentials_of_known_expiry_states_that_time(env: Env) -> None:
+    import botocore.session
+    from botocore.credentials import RefreshableCredentials
+
+    from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+    from auditor.sinks.report_store import ReportAnnouncements
+
+    # an assumed role's session that ends in two hours signs a link asked for 7 days
+    ends = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
+    metadata = {"access_key": "testing", "secret_key": "testing", "token": "t", "expiry_time": ends.isoformat()}
+    session = botocore.session.get_session()
+    session._credentials = RefreshableCredentials.create_from_metadata(
+        metadata, refresh_using=lambda: metadata, method="assume-role"
+    )
+    s3 = session.create_client("s3", region_name="us-east-1", endpoint_url=env.endpoint)
+    params = WeeklyReportParams(bucket=BUCKET, topic_arn=env.inbox.topic_arn, link_expiry_seconds=604_800)
+    result = run_weekly_report(
+        env.store,
+        s3,
+        env.inbox.sns,
+        ReportAnnouncements(env.ddb, STATE),
+        params,
+        now=datetime(2026, 12, 7, 7, tzinfo=UTC),
+    )
+    assert result.url_expiry_known and result.url_expires_at == ends
+    (envelope,) = env.inbox.envelopes()
+    assert f"This link works until {ends:%Y-%m-%d %H:%M} UTC." in envelope["Message"]
+    assert "at the latest" not in envelope["Message"]
