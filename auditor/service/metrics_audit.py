@@ -44,7 +44,7 @@ from auditor.cost.ledger import audit_entries
 from auditor.cost.model import LedgerEntry
 from auditor.detectors.findings import correlate
 from auditor.lifecycle import TableKey
-from auditor.models.finding import Finding, FindingKind, utc
+from auditor.models.finding import Finding, FindingKind, isoformat_z, utc
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
 from auditor.service.record import (
     SOURCE_CLOUDTRAIL,
@@ -406,6 +406,7 @@ class OrgScope:
         now: datetime,
         *,
         time_left: Callable[[], float] | None = None,
+        ledger: HourLedger | None = None,
     ) -> OrgMetricsAuditResult:
         """One scheduled invocation over this scope (:func:`run_org_metrics_audit` with the cycle cursor)."""
         factory = self.sessions(session)
@@ -419,6 +420,7 @@ class OrgScope:
             cycles=cycles,
             concurrency=self.concurrency,
             time_left=time_left,
+            ledger=ledger,
         )
 
 
@@ -495,7 +497,7 @@ def _current_cycle(
     """The cycle to work on, and whether it was begun earlier: the stored one while unfinished, else a new one at
     ``now`` (a retried schedule event whose cycle is already finished finds nothing left to do)."""
     stored = cycles.load() if cycles is not None else None
-    if stored is not None and (not stored.finished or stored.now == now):
+    if stored is not None and (not stored.finished or stored.id == isoformat_z(now)):
         return stored, True
     accounts, regions = plan()
     cycle = AuditCycle(now, tuple(accounts), tuple(regions))
@@ -519,6 +521,7 @@ def run_org_metrics_audit(
     concurrency: int = 8,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    ledger: HourLedger | None = None,
 ) -> OrgMetricsAuditResult:
     """:func:`run_metrics_audit` in every account/Region pair (member role assumed), ``concurrency`` at a time.
 
@@ -526,9 +529,11 @@ def run_org_metrics_audit(
     continues the stored cycle where the last one stopped, claims each pair before it starts it, starts no pair in
     the last :data:`TARGET_TIME_RESERVE_SECONDS` and leaves the rest to the next invocation: every pair of a cycle is
     audited once, all over the cycle's window (its schedule time). Without ``cycles`` every invocation is a new cycle
-    and the pairs it cannot start are ``deferred`` gaps. A pair that cannot be read is a coverage gap (logged, in
-    the result, and counted per ISO week in the state table). Every pair records its findings; the outbox is drained
-    once at the end, so one invocation sends one digest.
+    and the pairs it cannot start are ``deferred`` gaps. With ``ledger`` each pair books the last hour of the
+    cycle's window in the daily ledger (a cycle that takes more than an hour books one hour per pair, not all of
+    them). A pair that cannot be read is a coverage gap (logged, in the result, and counted per ISO week in the
+    state table). Every pair records its findings; the outbox is drained once at the end, so one invocation sends
+    one digest.
     """
     from auditor.sources.audit_clients import clients_for
     from auditor.sources.org import targets
@@ -549,6 +554,7 @@ def run_org_metrics_audit(
                 time_left=time_left,
                 sleep=sleep,
                 quiet_empty=True,
+                ledger=ledger,
             )
         except AuditError as exc:  # nothing readable in that pair: its coverage gap
             raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc

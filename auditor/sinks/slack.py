@@ -389,6 +389,10 @@ class WeeklySummary(BaseModel):
     actions: list[SummaryAction] = Field(default_factory=list)
     url: str | None = None
     url_expires_at: str | None = None
+    #: False (and absent in older messages): the link may stop before ``url_expires_at`` (temporary credentials).
+    url_expiry_known: bool = False
+    #: The report's S3 console page (AWS sign-in needed; works as long as the report is kept).
+    console_url: str | None = None
     bucket: str | None = None
     html_key: str | None = None
 
@@ -503,8 +507,16 @@ def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
                 },
             }
         )
-        if summary.url_expires_at:
+        if summary.url_expires_at and summary.url_expiry_known:
             context.append(f"The link expires {_slack_date(summary.url_expires_at)}")
+        elif summary.url_expires_at:
+            context.append(
+                f"The link works until {_slack_date(summary.url_expires_at)} at the latest, and stops sooner when the "
+                "temporary credentials that signed it expire (usually within a few hours)"
+            )
+        if summary.console_url and summary.console_url.startswith("https://console.aws.amazon.com/"):
+            link = summary.console_url.replace("&", "&amp;").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
+            context.append(f"<{link}|Open it in the S3 console> any time (AWS sign-in needed)")
     else:
         context.append("No usable link to the report in this message: see the e-mail or the reports bucket.")
     if summary.bucket and summary.html_key:
@@ -796,12 +808,23 @@ def forget_slack_secret(secret_arn: str | None = None) -> None:
 class SlackDeliveryError(AuditorError):
     """Slack did not accept the message (``retryable``: a later retry may succeed)."""
 
-    def __init__(self, message: str, *, status: int | None, attempts: int, retryable: bool, body: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None,
+        attempts: int,
+        retryable: bool,
+        body: str = "",
+        result: NotifyResult | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.attempts = attempts
         self.retryable = retryable
         self.body = body
+        #: What the whole batch did (set on the error :func:`notify_slack` raises at the end).
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -1015,6 +1038,7 @@ def notify_slack(
             attempts=first.attempts,
             retryable=any(e.retryable for e in errors),
             body=first.body,
+            result=result,
         )
     return result
 

@@ -297,3 +297,28 @@ def test_week_ledger_adds_each_days_shared_costs_to_the_total_only() -> None:
     assert summary.shared_usd == pytest.approx(2 * shared)
     assert summary.total.auditor_usd == pytest.approx(0.04 + 2 * shared)
     assert summary.total.ratio == pytest.approx((0.04 + 2 * shared) / 40.0)
+
+
+def test_contributor_insights_rules_and_events_by_mode() -> None:
+    from auditor.cost.ledger import insights_usage
+    from auditor.models.inventory import ContributorInsights, IndexProfile, TableProfile
+    from auditor.models.metrics import MetricSeries, SeriesKey, TableMetrics
+
+    def metrics() -> TableMetrics:
+        tm = TableMetrics("T", 0, 7200)
+        for index in (None, "G"):
+            for metric, value in (("WriteThrottleEvents", 10.0), ("ConsumedReadCapacityUnits", 600.0)):
+                key = SeriesKey(metric, "T", index)
+                tm.resource(index).series[key.name] = MetricSeries(key, {0: value, 3600: value})
+        return tm
+
+    throttled = ContributorInsights(status="ENABLED", mode="THROTTLED_KEYS")
+    accessed = ContributorInsights(status="ENABLED", mode="ACCESSED_AND_THROTTLED_KEYS")
+    gsi = IndexProfile(name="G", type="GSI", partition_key="g", contributor_insights=accessed)
+    p = TableProfile(name="T", sort_key="sk", contributor_insights=throttled, indexes=(gsi,))
+    rules, events = insights_usage(p, metrics(), since=3600)
+    # table: throttled-keys with a sort key = 2 rules, 10 throttled events x 2; GSI without a sort key in
+    # accessed-and-throttled mode = 2 rules, 10 throttled + 600 consumed units (items) in the last hour
+    assert (rules, events) == (4, 20 + 610)
+    off = TableProfile(name="T", contributor_insights=ContributorInsights(status="DISABLED"))
+    assert insights_usage(off, metrics(), since=0) == (0, 0)
