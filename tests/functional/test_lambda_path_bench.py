@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from auditor.config import get_settings
 from auditor.demo.generator import write_large_log_file
 from auditor.models.dynamodb_size import item_size, write_capacity_units
 from benchmarks import lambda_path
-from handlers import trail_ingest
+from handlers import runtime
 from tests.functional.conftest import client
 from tests.template.variants import load_template
 
@@ -28,11 +27,9 @@ RECORDS = 3_000
 @pytest.fixture
 def handler_env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("STATE_TABLE_NAME", lambda_path.TABLE)
-    get_settings.cache_clear()
-    trail_ingest._clients.cache_clear()
+    runtime.reset()
     yield aws_reset
-    get_settings.cache_clear()
-    trail_ingest._clients.cache_clear()
+    runtime.reset()
 
 
 def _items(endpoint: str) -> list[dict[str, Any]]:
