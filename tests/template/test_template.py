@@ -1196,7 +1196,7 @@ def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_
         assert out.returncode == 0, out.stderr
         assert f"{tmp_path / name}" in out.stdout, out.stdout
         if res["Type"] == "AWS::Serverless::LayerVersion":  # the dependencies, under python/, without the project
-            assert f"{tmp_path / name}/python" in out.stdout and "/python/\"auditor" in out.stdout, out.stdout
+            assert f"{tmp_path / name}/python" in out.stdout and '/python/"auditor' in out.stdout, out.stdout
         else:  # the project's code only
             assert "cp -a .aws-sam/lambda-package/auditor .aws-sam/lambda-package/handlers" in out.stdout, out.stdout
 
