@@ -1,7 +1,7 @@
 """Notifier Lambda: SNS finding events and run digests -> Slack incoming webhook (``auditor.service.notify``).
 
 The weekly report's announcement comes through the same topic (message attribute ``kind`` = ``weekly_report``) and
-is posted as a compact summary with a button to the report (``auditor.sinks.slack.render_weekly_summary``).
+is posted as a compact summary with a button to the report (``auditor.sinks.slack_blocks.render_weekly_summary``).
 
 Failure policy. SNS invokes this function asynchronously, one message per invocation. The notifier retries the
 webhook itself (``SLACK_MAX_ATTEMPTS`` attempts of ``SLACK_TIMEOUT_SECONDS``, backoff with jitter, within the

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import orjson
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry, LedgerSummary
 from auditor.cost.ledger import week_ledger
-from auditor.cost.model import LedgerEntry, LedgerSummary
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings

@@ -493,7 +493,7 @@ def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_
 
 
 def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: Env) -> None:
-    from auditor.cost.model import AuditorRates
+    from auditor.cost.cost_model import AuditorRates
     from auditor.report.model import IsoWeek
     from auditor.report.report_pages import render_markdown
     from auditor.service.weekly_report import build_weekly_report, load_week_ledger

@@ -34,13 +34,13 @@ from auditor.service.weekly_report import (
     report_week,
 )
 from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.slack import (
+from auditor.sinks.slack import forget_slack_secret
+from auditor.sinks.slack_blocks import (
     REPORT_MESSAGE_KIND,
     FindingNotification,
     SummaryAction,
     WeeklySummary,
     build_message,
-    forget_slack_secret,
     render_weekly_summary,
 )
 from handlers import notifier, runtime, weekly_report

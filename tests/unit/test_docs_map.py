@@ -32,3 +32,25 @@ def test_every_source_sink_and_handler_module_is_on_the_map() -> None:
         if m.name != "__init__.py" and m.relative_to(ROOT).as_posix() not in PATHS and m.name not in SIBLINGS
     )
     assert not unnamed, f"add these modules to docs/architecture.md: {unnamed}"
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    """No code, doc or configuration line names a file outside the repository or a machine path."""
+    files = [
+        *ROOT.glob("*.md"),
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "auditor").rglob("*.py"),
+        *(ROOT / "handlers").rglob("*.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+        ROOT / "template.yaml",
+        ROOT / "Makefile",
+        ROOT / "pyproject.toml",
+    ]
+    pattern = re.compile(r"SPEC\.md|DESIGN\.md|\.\./shared|/work/|/home/\w")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in files
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, found
