@@ -540,7 +540,7 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
     from auditor.whatif.capacity import capacity_from_audit
     from auditor.whatif.limits import what_if
     from auditor.whatif.loadtest import load_profile
-    from auditor.whatif.render import render_what_if
+    from auditor.whatif.whatif_text import render_what_if
 
     config = load_analysis_config(args.config or get_settings().audit_config)
     if args.jobs is not None and args.jobs < 1:

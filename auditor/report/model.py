@@ -37,7 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from auditor.cost.model import LedgerSummary
+from auditor.cost.cost_model import LedgerSummary
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import audit_entries
-from auditor.cost.model import LedgerEntry
 from auditor.detectors.findings import correlate
 from auditor.lifecycle import TableKey
 from auditor.models.finding import Finding, FindingKind, isoformat_z, utc

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import orjson
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry, LedgerSummary
 from auditor.cost.ledger import week_ledger
-from auditor.cost.model import LedgerEntry, LedgerSummary
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
@@ -395,6 +395,12 @@ def summary_text(
     ]
     if compared:
         lines.append(f"Since last week:   {'; '.join(compared)}")
+    if report.coverage_gaps:
+        gaps = len(report.coverage_gaps)
+        lines.append(
+            f"Not audited:       {gaps} account/Region pair{'' if gaps == 1 else 's'} the audit could not read "
+            "(coverage gaps, listed in the report)"
+        )
     lines += ["", "The most important actions:"]
     if not report.actions:
         lines.append("   Nothing to do: no open findings.")
