@@ -23,6 +23,7 @@ from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
+from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
@@ -259,6 +260,8 @@ def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple
             cfg = config.detector_config(det.id, agg.table)
             found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
             findings.extend(_with_totals(f, agg, config.window_seconds) for f in found)
+    # The throttling findings of one table or index (one per cause) are one story (its causes with their shares).
+    findings = merge_throttling(findings)
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))
