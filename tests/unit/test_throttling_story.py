@@ -81,11 +81,8 @@ def test_throttling_seen_by_cloudwatch_and_cloudtrail_is_one_finding_with_each_s
     assert "CloudWatch counted 2,160 throttle events" in story.summary
     assert "CloudTrail logged 42 throttled calls" in story.summary
     # CloudWatch's per-cause metric decided the cause, and the finding says so.
-    assert (ev["cause"], ev["cause_decided_by"], ev["cause_source"]) == (
-        "key_range",
-        "cloudwatch_cause_metrics",
-        "cloudwatch",
-    )
+    decided = (ev["cause"], ev["cause_decided_by"], ev["cause_decided_in"], ev["cause_source"])
+    assert decided == ("key_range", "cloudwatch_cause_metrics", "cloudwatch", "cause_metrics")
     assert ev["causes"] == [{"cause": "key_range", "events": 2160, "share": 1.0, "decided_by": "cause_metrics"}]
     assert "decided by CloudWatch's per-cause throttle metrics" in story.summary
     assert not story.missing_evidence()
@@ -105,7 +102,7 @@ def test_cloudtrail_error_details_decide_over_cloudwatch_inference() -> None:
     assert [f.evidence["cause_source"] for f in ct] == ["throttling_reasons"]
     story = only_throttling(throttling_story.merge_throttling([*cw, *ct]))
     assert (story.evidence["cause"], story.evidence["cause_decided_by"]) == ("provisioned", "cloudtrail_error_details")
-    assert story.evidence["cause_source"] == "cloudtrail"
+    assert (story.evidence["cause_decided_in"], story.evidence["cause_source"]) == ("cloudtrail", "throttling_reasons")
     # The counts still come from CloudWatch, which counts every throttled request.
     assert (story.evidence["source"], story.evidence["write_throttle_events"]) == ("cloudwatch", 150)
     assert story.evidence["sources"]["cloudwatch"]["causes"] == {"key_range": 150}
@@ -119,7 +116,10 @@ def test_between_inferences_cloudtrails_keys_decide_over_cloudwatchs_utilisation
     cw = cw_throttling.detect(MetricsInput(p, tm))
     story = only_throttling(throttling_story.merge_throttling([*cw, *ct_hot_partition()]))
     assert (story.evidence["cause"], story.evidence["cause_decided_by"]) == ("key_range", "inference")
-    assert story.evidence["cause_source"] == "cloudtrail"
+    assert (story.evidence["cause_decided_in"], story.evidence["cause_source"]) == (
+        "cloudtrail",
+        "concentrated_on_keys",
+    )
     assert story.evidence["sources"]["cloudwatch"]["causes"] == {"provisioned": 150}
 
 

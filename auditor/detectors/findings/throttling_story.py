@@ -13,8 +13,9 @@ keys. They are views of the same throttled requests, so :func:`merge_throttling`
 * The cause is decided with precedence: CloudWatch's per-cause throttle metrics, then CloudTrail's error details
   (``ThrottlingReasons``, the error code), then inference (CloudTrail's key distribution before CloudWatch's
   capacity utilisation). ``evidence.cause_decided_by`` says which (``cloudwatch_cause_metrics``,
-  ``cloudtrail_error_details``, ``inference``) and ``evidence.cause_source`` from which source; ``evidence.causes``
-  lists that source's causes with their shares.
+  ``cloudtrail_error_details``, ``inference``), ``evidence.cause_decided_in`` in which source, and
+  ``evidence.cause_source`` how that source's detector decided (``cause_metrics``, ``throttling_reasons``,
+  ``inferred_low_utilisation``, ...); ``evidence.causes`` lists that source's causes with their shares.
 * ``read_throttle_events``/``write_throttle_events`` and ``source`` are those of one source: CloudWatch when it saw
   the problem, else CloudTrail (:data:`auditor.models.finding.SOURCE_PRECEDENCE`); so are the top-level
   ``totals``, and ``totals.by_source`` keeps each source's own.
@@ -276,14 +277,15 @@ def _build(
         "cause": cause,
         "causes": shares,
         "cause_decided_by": _DECIDED_BY.get(rank, "undecided"),
-        "cause_source": decider,
+        "cause_decided_in": decider,
+        "cause_source": (decision.get("cause_sources") or {}).get(cause, "none"),
         "read_throttle_events": _int(counts.get("read")),
         "write_throttle_events": _int(counts.get("write")),
         "source": count_source,
         "sources": {s: blocks[s] for s in order},
     }
     top_details = (counts.get("details") or {}).get(next(iter(counts.get("causes") or {"-": 0})), {})
-    for key in ("window_seconds", "top_keys", "contributor_insights", "capacity_mode"):
+    for key in ("window_seconds", "top_keys", "contributor_insights", "capacity_mode", "index_cause"):
         if key in top_details:
             evidence[key] = top_details[key]
     first = min(_when(b, "first_seen") for b in blocks.values())
