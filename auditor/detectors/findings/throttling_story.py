@@ -366,8 +366,8 @@ def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -
 
     A stored source joins when it was last seen no more than ``max_age_seconds`` before the sighting ends (an
     older one is history: the problem no longer shows there). The sighting's own sources and its totals are kept;
-    the severity does not drop below the sighting's (a correlation may have raised it), and a correlation sentence
-    of the sighting's summary is kept.
+    the severity does not drop below the sighting's nor, while stored parts are carried, below the stored one (a
+    correlation may have raised either), and a correlation sentence of the sighting's summary is kept.
     """
     if stored is None or not is_story(seen) or not is_story(stored) or stored.id != seen.id:
         return seen
@@ -390,5 +390,7 @@ def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -
     tail = seen.summary.find(" Confirmed by")
     if tail >= 0:
         summary += seen.summary[tail:]
-    severity = max(story.severity, seen.severity, key=lambda s: s.rank)
+    # The stored severity was decided with the parts carried over (a correlation may have raised it): it holds
+    # while they are current.
+    severity = max(story.severity, seen.severity, stored.severity, key=lambda s: s.rank)
     return story.model_copy(update={"evidence": evidence, "summary": summary, "severity": severity})
