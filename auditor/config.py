@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -158,6 +158,10 @@ class AnalysisConfig(DetectorSettings):
     sketch_capacity: int = Field(default=512, ge=16, le=4096)
     #: Partition-key attribute per table, when the key names do not make it obvious.
     key_schema: dict[str, str] = Field(default_factory=dict)
+    #: Typical item size in bytes per table (CloudTrail logs no sizes): hot-key rates count read and write units
+    #: from it (a read of up to 4 KB is one unit, a write of up to 1 KB is one). The service also takes it from the
+    #: table's description (size / item count); without either, one unit per request.
+    item_size_bytes: dict[str, Annotated[int, Field(ge=1, le=409_600)]] = Field(default_factory=dict)
 
 
 def load_analysis_config(path: str | Path | None) -> AnalysisConfig:

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import re
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -21,6 +21,7 @@ import structlog
 
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
+from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
 from auditor.detectors.findings.throttling_story import merge_throttling
@@ -28,6 +29,7 @@ from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, Totals, window_totals
+from auditor.models.inventory import TableProfile
 from auditor.sources.cloudtrail import Deduper, InputSource, Shard, discover, read_calls
 from auditor.sources.stats import IngestStats
 
@@ -247,19 +249,51 @@ def _with_totals(finding: Finding, agg: TableWindow, window_seconds: int) -> Fin
     return finding.model_copy(update={"totals": totals})
 
 
-def evaluate(aggregates: Sequence[TableWindow], config: AnalysisConfig) -> tuple[list[Finding], list[str]]:
+#: A table's description as the service's inventory read it, by (account, region, table).
+TableSchemas = Mapping[tuple[str | None, str | None, str], TableProfile]
+
+
+def apply_table_facts(agg: TableWindow, config: AnalysisConfig, schemas: TableSchemas | None = None) -> None:
+    """Tell ``agg`` what the trail cannot, before detection: its partition key, ``--config``'s ``key_schema`` first
+    (the user's word), else the table's description (DescribeTable, in the service), with the indexes' partition
+    keys (without either the detectors fall back to the key names the trail itself logs); and its typical item
+    size, ``item_size_bytes`` from the config, else the description's size over its item count."""
+    profile = (schemas or {}).get((agg.account, agg.region, agg.table))
+    agg.item_size_bytes, agg.item_size_source = None, None
+    if (size := config.item_size_bytes.get(agg.table)) is not None:
+        agg.item_size_bytes, agg.item_size_source = size, "config"
+    elif profile is not None and profile.size_bytes and profile.item_count:
+        agg.item_size_bytes, agg.item_size_source = max(1, round(profile.size_bytes / profile.item_count)), "inventory"
+    agg.index_schema = {i.name: i.partition_key for i in profile.indexes if i.partition_key} if profile else {}
+    if (hint := config.key_schema.get(agg.table)) is not None:
+        agg.schema_hint, agg.schema_source = hint, "config"
+    elif profile is not None and profile.partition_key:
+        agg.schema_hint, agg.schema_source = profile.partition_key, "inventory"
+    else:
+        agg.schema_hint, agg.schema_source = None, None
+
+
+def evaluate(
+    aggregates: Sequence[TableWindow], config: AnalysisConfig, schemas: TableSchemas | None = None
+) -> tuple[list[Finding], list[str]]:
     """Run every enabled traffic detector on every aggregate (with the table's settings); a failing detector is
     logged and reported, never fatal (:func:`auditor.detectors.registry.guarded`).
-    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`)."""
+    Each finding carries the totals of the aggregate it was found in (:func:`_with_totals`); in a window the trail
+    captured only in part (``captured_seconds``) they are estimates (:func:`auditor.cost.sampling.apply_capture`).
+    ``schemas`` are the tables' descriptions where the caller read them (the service's evaluator), see
+    :func:`apply_table_facts`."""
     findings: list[Finding] = []
     errors: list[str] = []
     detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
-        agg.schema_hint = config.key_schema.get(agg.table)
+        apply_table_facts(agg, config, schemas)
         for det in detectors:
             cfg = config.detector_config(det.id, agg.table)
             found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
-            findings.extend(_with_totals(f, agg, config.window_seconds) for f in found)
+            found = [_with_totals(f, agg, config.window_seconds) for f in found]
+            if agg.captured_seconds is not None:  # sampled capture: counts scaled, scans stated exact
+                found = [apply_capture(f, agg.observed_seconds, agg.window_seconds) for f in found]
+            findings.extend(found)
     # The throttling findings of one table or index (one per cause) are one story (its causes with their shares).
     findings = merge_throttling(findings)
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links

@@ -29,10 +29,19 @@ normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` a
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
 scan job when a ``scan`` finding names its table and principal. Hot keys are evaluated minute by minute (windows of
 60 seconds; a detector's shares and per-minute peaks do not depend on uncaptured minutes), stopping at the first
-minute that finds the key. Throttling causes are not simulated: they come from CloudWatch's per-cause metrics in all
-three strategies, whatever the capture.
+minute that finds the key.
 
-The last line reads ``governor ratio=<float> hot_key_recall=<float> scan_recall=<float>``.
+Planted throttling episodes (a hot partition, exhausted provisioned capacity, an on-demand maximum; half of them in a
+Region or period without DynamoDB's per-cause throttle metrics, where the cause is inferred) are measured the same
+way: the CloudWatch series the metrics audit would read (consumed and provisioned capacity from the traffic model,
+throttle events, the per-cause counters where published) go through the real CloudWatch throttling detector, and
+each strategy's captured throttled calls (with the ``ThrottlingReasons`` message DynamoDB returns) through the
+CloudTrail one. A cause counts as found when a throttling finding on the table names it; the throttled key counts as
+named (hot-partition episodes) when a CloudTrail throttling finding lists it. CloudWatch does not depend on the
+capture, so the cause recall is the same for every strategy; naming the key does.
+
+The last line reads ``governor ratio=<float> hot_key_recall=<float> scan_recall=<float>`` (the line before it
+adds the throttling recalls).
 It exits 0 whatever the numbers: it reports, it does not gate.
 """
 
@@ -70,9 +79,14 @@ from auditor.cost.plan import (
     selectors_match,
     tables_to_poll,
 )
+from auditor.detectors.base import MetricsInput
+from auditor.detectors.metrics import throttling as cw_throttling
 from auditor.engine import evaluate
 from auditor.models.api_call import Access, ApiCall, ItemAccess
 from auditor.models.finding import FindingKind
+from auditor.models.inventory import Capacity, ContributorInsights, TableProfile
+from auditor.models.metrics import CAUSE_METRICS, CONSUMED, PROVISIONED, THROTTLE_EVENTS, MetricSeries, SeriesKey
+from auditor.models.metrics import TableMetrics as CwTableMetrics
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -126,10 +140,26 @@ class ScanJob:
 
 
 @dataclass(slots=True)
+class Throttle:
+    """A planted throttling episode: ``events_per_minute`` throttle events on table ``table`` for ``minutes``."""
+
+    table: int
+    start: int
+    minutes: int
+    cause: str  # key_range | provisioned | on_demand_max
+    write: bool
+    events_per_minute: int
+    #: DynamoDB published the per-cause throttle metrics (else the detector infers the cause).
+    cause_metrics: bool
+    key: str
+
+
+@dataclass(slots=True)
 class Account:
     tables: list[Table]
     bursts: list[Burst]
     scans: list[ScanJob]
+    throttles: list[Throttle] = field(default_factory=list)
     by_table: dict[int, list[Burst]] = field(default_factory=dict)
 
     def units(self, i: int, minute: int) -> tuple[float, float]:
@@ -213,7 +243,24 @@ def build_account(seed: int) -> Account:
                 minutes=minutes,
             )
         )
-    acct = Account(tables=tables, bursts=bursts, scans=scans)
+    throttles = []
+    provisioned = [i for i in busy if tables[i].mode == "PROVISIONED"]
+    on_demand = [i for i in busy if tables[i].mode == "PAY_PER_REQUEST"]
+    for n, cause in enumerate(("key_range", "provisioned", "on_demand_max", "key_range") * 2):
+        pool = provisioned if cause == "provisioned" else on_demand if cause == "on_demand_max" else busy
+        throttles.append(
+            Throttle(
+                table=rng.choice(pool),
+                start=rng.randrange(60, MINUTES - 300),
+                minutes=rng.randint(10, 90),
+                cause=cause,
+                write=rng.random() < 0.7,
+                events_per_minute=rng.randint(60, 3000),
+                cause_metrics=n % 2 == 0,
+                key=f"THROTTLED#{n}",
+            )
+        )
+    acct = Account(tables=tables, bursts=bursts, scans=scans, throttles=throttles)
     for b in bursts:
         acct.by_table.setdefault(b.table, []).append(b)
     return acct
@@ -474,6 +521,115 @@ def scan_found(acct: Account, job: ScanJob, capture: Capture) -> bool:
     return found
 
 
+#: The reason DynamoDB returns in ``ThrottlingReasons`` for each cause (the trail logs it in ``errorMessage``).
+_REASON = {
+    "key_range": "KeyRangeThroughput",
+    "provisioned": "ProvisionedThroughput",
+    "on_demand_max": "MaxOnDemandThroughput",
+}
+
+
+def _cw_series(tm: CwTableMetrics, metric: str, points: dict[int, float], stat: str = "Sum", period: int = 60) -> None:
+    key = SeriesKey(metric, tm.table, None, None, stat, period)
+    tm.resource(None).series[key.name] = MetricSeries(key, points)
+
+
+def throttling_found(acct: Account, th: Throttle, capture: Capture, rng: random.Random) -> tuple[bool, bool]:
+    """(cause found, throttled key named) for one planted episode: CloudWatch series through the CloudWatch detector,
+    the captured throttled calls through the CloudTrail one."""
+    t = acct.tables[th.table]
+    access = "write" if th.write else "read"
+    lo, hi = th.start - 30, th.start + th.minutes + 30
+    start, end = EPOCH0 + lo * 60, EPOCH0 + hi * 60
+    consumed: dict[int, float] = {}
+    throttled: dict[int, float] = {}
+    for m in range(lo, hi):
+        reads, writes = acct.units(th.table, m)
+        rate = writes if th.write else reads
+        if th.start <= m < th.start + th.minutes:
+            throttled[EPOCH0 + m * 60] = float(th.events_per_minute)
+        consumed[EPOCH0 + m * 60] = rate * 60
+    peak = max(consumed.values()) / 60
+    # Provisioned tables: at capacity while throttled by it, far above it (30 % used) when a partition throttles.
+    provisioned = 0
+    if t.mode == "PROVISIONED":
+        provisioned = max(1, math.ceil(peak / (0.99 if th.cause == "provisioned" else 0.3)))
+        if th.cause == "provisioned":  # consumption pinned at the capacity while throttled
+            for when in throttled:
+                consumed[when] = provisioned * 60.0
+    od_max = max(1, math.ceil(peak)) if th.cause == "on_demand_max" else None
+    if od_max is not None:
+        for when in throttled:
+            consumed[when] = od_max * 60.0
+    cap = Capacity(
+        provisioned_read=provisioned if not th.write else 0,
+        provisioned_write=provisioned if th.write else 0,
+        on_demand_max_read=od_max if not th.write else None,
+        on_demand_max_write=od_max if th.write else None,
+    )
+    if t.mode == "PROVISIONED":  # the other dimension's capacity is irrelevant here, but present
+        cap = cap.model_copy(update={f"provisioned_{'read' if th.write else 'write'}": max(1, provisioned)})
+    profile = TableProfile(
+        name=t.name,
+        account=ACCOUNT,
+        region=REGION,
+        arn=t.arn,
+        billing_mode=t.mode,  # type: ignore[arg-type]
+        partition_key="pk",
+        capacity=cap,
+        contributor_insights=ContributorInsights(status="DISABLED"),
+    )
+    tm = CwTableMetrics(t.name, start, end, 60)
+    _cw_series(tm, CONSUMED[access], consumed)
+    _cw_series(tm, THROTTLE_EVENTS[access], throttled)
+    if th.cause_metrics:
+        _cw_series(tm, CAUSE_METRICS[th.cause][access], throttled)
+    if t.mode == "PROVISIONED":
+        _cw_series(tm, PROVISIONED[access], {w: float(provisioned) for w in range(start, end, 300)}, "Average", 300)
+    causes = {f.evidence.get("cause") for f in cw_throttling.detect(MetricsInput(profile, tm))}
+    # The trail: the captured throttled calls, minute by minute (a hot partition's come from one key).
+    app = f"arn:aws:iam::{ACCOUNT}:role/app"
+    op, acc = ("PutItem", Access.WRITE) if th.write else ("GetItem", Access.READ)
+    reason = f"Table{'Write' if th.write else 'Read'}{_REASON[th.cause]}Exceeded"
+    message = f"Throughput exceeds the current capacity of your table or index. ThrottlingReasons: [{reason}]"
+    code = "ProvisionedThroughputExceededException" if t.mode == "PROVISIONED" else "ThrottlingException"
+    named = False
+    for minute in range(th.start, th.start + th.minutes):
+        if not _mode(acct, capture, th.table, minute, op, not th.write):
+            continue
+        epoch0 = EPOCH0 + minute * 60
+        tw = TableWindow(ACCOUNT, REGION, t.name, epoch0, 60)
+        n = min(th.events_per_minute, 600)  # enough calls to decide; the detector reads shares and counts
+        for k in range(n):
+            key = th.key if th.cause == "key_range" else f"USER#{rng.randrange(200_000)}"
+            item = ItemAccess(table=t.name, operation=op, access=acc, key={"pk": key})
+            call = ApiCall(
+                event_id="",
+                time=datetime.fromtimestamp(epoch0 + k * 60 / n, UTC),
+                operation=op,
+                access=acc,
+                account=ACCOUNT,
+                region=REGION,
+                tables=(t.name,),
+                items=(item,),
+                principal=app,
+                error_code=code,
+                error_message=message,
+            )
+            tw.add(call, call.items, epoch0 + k * 60 / n)
+        tw.flush()
+        findings, _ = evaluate([tw], AnalysisConfig(window_seconds=60))
+        for f in findings:
+            if f.kind != FindingKind.THROTTLING:
+                continue
+            causes.add(f.evidence.get("cause"))
+            keys = [k.get("key") for k in f.evidence.get("top_keys") or []]
+            named = named or {"pk": th.key} in keys
+        if th.cause in causes and (named or th.cause != "key_range"):
+            break
+    return th.cause in causes, named
+
+
 def _plan_of(tables: frozenset[int], acct: Account) -> list[dict[str, Any]]:
     """The selectors of a slice that captures no table (the always-on selector alone)."""
     empty = CapturePlan(0, SLICE, (), 0.0, 0.0, 0.0, 0.0, 0.0, PlanState())
@@ -491,6 +647,8 @@ class Result:
     hot_found: int
     scans_found: int
     generated: int
+    throttle_causes_found: int = 0
+    throttled_keys_named: int = 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -533,12 +691,19 @@ def main(argv: list[str] | None = None) -> int:
             hot += ok
             generated += n
         scans = sum(scan_found(acct, j, capture) for j in acct.scans)
-        results.append(Result(name, events, auditor_spend(usage).total, hot, scans, generated))
+        causes = named = 0
+        for th in acct.throttles:
+            cause_ok, key_ok = throttling_found(acct, th, capture, rng)
+            causes += cause_ok
+            named += key_ok
+        results.append(Result(name, events, auditor_spend(usage).total, hot, scans, generated, causes, named))
 
     print(
         f"reference account: {TABLES} tables, {total_requests / 1e9:.2f} billion requests/month "
         f"({write_events / total_requests:.0%} writes), DynamoDB bill ${bill:,.2f}/month; "
-        f"planted: {len(acct.bursts)} hot keys above half a partition's limit, {len(acct.scans)} scan jobs"
+        f"planted: {len(acct.bursts)} hot keys above half a partition's limit, {len(acct.scans)} scan jobs, "
+        f"{len(acct.throttles)} throttling episodes ({sum(th.cause == 'key_range' for th in acct.throttles)} hot "
+        f"partitions; {sum(th.cause_metrics for th in acct.throttles)} with DynamoDB's per-cause metrics)"
     )
     print(
         f"governor: budget {args.budget_percent:g}% = ${bill * args.budget_percent / 100:,.2f}/month; "
@@ -548,15 +713,23 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{'strategy':<12} {'data events':>14} {'auditor $/mo':>13} {'DynamoDB $/mo':>14} {'ratio':>9} "
-        f"{'hot-key recall':>15} {'scan recall':>12} {'events simulated':>17}"
+        f"{'hot-key recall':>15} {'scan recall':>12} {'throttling-cause recall':>24} {'throttled key named':>20} "
+        f"{'events simulated':>17}"
     )
+    key_range = sum(th.cause == "key_range" for th in acct.throttles)
     for r in results:
         print(
             f"{r.name:<12} {r.events:>14,.0f} {r.auditor_usd:>13,.2f} {bill:>14,.2f} {r.auditor_usd / bill:>9.2%} "
-            f"{r.hot_found / len(acct.bursts):>15.2f} {r.scans_found / len(acct.scans):>12.2f} {r.generated:>17,}"
+            f"{r.hot_found / len(acct.bursts):>15.2f} {r.scans_found / len(acct.scans):>12.2f} "
+            f"{r.throttle_causes_found / len(acct.throttles):>24.2f} {r.throttled_keys_named / key_range:>20.2f} "
+            f"{r.generated:>17,}"
         )
     print(f"\n(run took {time.perf_counter() - t0:.0f} s)")
     g = results[-1]
+    print(
+        f"governor throttling_cause_recall={g.throttle_causes_found / len(acct.throttles):.4f} "
+        f"throttled_key_named={g.throttled_keys_named / key_range:.4f}"
+    )
     print(
         f"governor ratio={g.auditor_usd / bill:.6f} hot_key_recall={g.hot_found / len(acct.bursts):.4f} "
         f"scan_recall={g.scans_found / len(acct.scans):.4f}"

@@ -17,9 +17,10 @@ go through ``analyze_trail`` exactly as the CLI runs it, and every finding is ma
 
 Scenarios: per-key bursts at absolute rates in a long trail, a busy table's second key at 63% of a partition, five
 identical bursts, throttles concentrated on a key (provisioned and on-demand), a table-wide on-demand spike, spread
-provisioned throttles, paginated and parallel scans, a Limit-1 probe, PartiQL with redacted non-key equalities, a
-day-bucket partition key, a uniform table and a tiny configuration table (negative controls), and one table in two
-regions. ``--scale`` shrinks the rates and durations' record counts (1.0 is the full size of the issue's cases).
+provisioned throttles, a burst hot only in write units (large items, their size given as ``--config`` gives it),
+paginated and parallel scans, a Limit-1 probe, PartiQL with redacted non-key equalities, a day-bucket partition key,
+a uniform table and a tiny configuration table (negative controls), and one table in two regions. ``--scale``
+shrinks the rates and durations' record counts (1.0 is the full size of the issue's cases).
 It prints one line per kind and exits 0: it reports, it does not gate.
 """
 
@@ -66,6 +67,8 @@ class Workload:
     logical_scans: dict[tuple[str, str, str], int] = field(default_factory=dict)
     #: (kind, identity) -> the severities accepted
     severities: dict[tuple[str, tuple[Any, ...]], set[str]] = field(default_factory=dict)
+    #: What the analysis is told that CloudTrail does not log (``--config``): typical item size per table.
+    item_size_bytes: dict[str, int] = field(default_factory=dict)
 
     def expect(self, kind: str, ident: tuple[Any, ...], severities: set[str] | None = None) -> None:
         self.expected.setdefault(kind, set()).add(ident)
@@ -212,6 +215,18 @@ def build(scale: float = 1.0, seed: int = 7) -> Workload:
         put("Clicks", t, {"clickId": f"K#{g.rng.randrange(1_000_000)}"}, error=(TE, TE_MESSAGE))
     w.expect("throttling", ("Clicks", "on_demand_max"))
     w.forbidden.setdefault("hot_key", set()).add(("Clicks", "*"))
+
+    # 4d. Large items: 220 writes/s for 10 s on one key of a table of 5 KB items is 1,100 WCU/s (past a partition's
+    #     limit), although 220 requests/s alone would be 22%; its share of the hour is under 10%. Only the item size
+    #     given in --config (CloudTrail logs none) makes it hot. A 1 KB table with the same burst stays quiet.
+    w.item_size_bytes["Documents"] = 5000
+    for table in ("Documents", "Notes"):
+        for t in g.spread(1500, dur(10), int(220 * dur(10))):
+            put(table, t, {"docId": "DOC#big"})
+        for t in g.spread(0, hour, int(14 * 220 * dur(10))):  # the burst is 1/15 of the table's hour
+            put(table, t, {"docId": f"DOC#{g.rng.randrange(1_000_000)}"})
+    w.expect("hot_key", ("Documents", "DOC#big"), {"critical"})
+    w.forbidden.setdefault("hot_key", set()).add(("Notes", "*"))
 
     # 4d. Provisioned, throttles spread over keys in proportion to traffic -> provisioned.
     for t in g.spread(900, dur(60), int(200 * dur(60))):
@@ -382,6 +397,7 @@ def logical_errors(workload: Workload, findings: list[dict[str, Any]]) -> list[s
 
 def run(scale: float, seed: int) -> tuple[Workload, dict[str, Any], float]:
     """Generate, analyse (as ``analyze-trail`` does) and return (workload, JSON document, seconds)."""
+    from auditor.config import AnalysisConfig
     from auditor.engine import analyze_trail
 
     workload = build(scale, seed)
@@ -389,7 +405,7 @@ def run(scale: float, seed: int) -> tuple[Workload, dict[str, Any], float]:
         path = Path(tmp) / "trail.json"
         path.write_bytes(orjson.dumps({"Records": workload.records}))
         started = time.perf_counter()
-        result = analyze_trail([str(path)])
+        result = analyze_trail([str(path)], AnalysisConfig(item_size_bytes=workload.item_size_bytes))
         elapsed = time.perf_counter() - started
     return workload, result.to_dict(), elapsed
 

@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
+from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import RETRY_CONFIG
 from auditor.sources.audit_clients import AuditClients, build_clients
@@ -52,10 +53,22 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     params = MetricsAuditParams.from_settings(settings)
     org = OrgScope.from_settings(settings)
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
-    if org.enabled:  # several accounts and/or Regions, each through the member role
-        factory, targets = org.plan(boto3.Session())
+    if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
+        session = boto3.Session()
+        factory = org.sessions(session)
+        cycles = AuditCycleStore(
+            state_ddb, settings.require("state_table_name"), retention_days=settings.finding_retention_days
+        )
         return run_org_metrics_audit(
-            factory, targets, store, sns, params, schedule.time, concurrency=org.concurrency, time_left=time_left
+            factory,
+            lambda: org.plan(session, factory.own_account),
+            store,
+            sns,
+            params,
+            schedule.time,
+            cycles=cycles,
+            concurrency=org.concurrency,
+            time_left=time_left,
         ).as_dict()
     result = run_metrics_audit(
         audit_clients,

@@ -21,6 +21,7 @@ from botocore.config import Config
 from auditor.config import get_settings
 from auditor.observability import configure_logging
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.report_store import ReportAnnouncements
 from auditor.sinks.window_store import RETRY_CONFIG
@@ -58,5 +59,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
         ReportAnnouncements(ddb, table),
         WeeklyReportParams.from_settings(settings),
         now=schedule.time,
+        coverage=AuditCycleStore(ddb, table),
     )
     return result.as_dict()

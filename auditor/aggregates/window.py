@@ -328,6 +328,9 @@ class TableWindow:
     key_requests: int = 0
     key_reads: int = 0
     key_writes: int = 0
+    #: key-identified reads whose record logs ``consistentRead: false`` (half a read unit each); reads without the
+    #: field are taken as strongly consistent (a full unit), the conservative reading
+    key_reads_eventual: int = 0
     # The key sketches are read through properties (``hot``, ``hot_writes``, ``minutes``, ``distinct``,
     # ``key_attrs``) that first fold the pending batch in (see :meth:`flush`).
     _hot: HeavyHitters = field(init=False, repr=False)
@@ -356,10 +359,34 @@ class TableWindow:
     statements: dict[tuple[str, str, str, str], StatementStats] = field(default_factory=dict)
     #: (encoded key, second * 2 + is_write) -> requests, for the busiest seconds of candidate keys
     seconds: dict[tuple[str, int], int] = field(default_factory=dict)
-    #: The partition-key attribute from the analysis config (not serialised; set by the engine before detection).
+    #: The partition-key attribute from the analysis config or the table's description (not serialised; set by the
+    #: engine before detection), where it came from (``config`` or ``inventory``), and the indexes' partition keys
+    #: from the description (index name -> attribute).
     schema_hint: str | None = field(default=None, compare=False)
+    #: Seconds of the window in which the trail logged *all* of the table's data events, from the capture plans
+    #: (not serialised; set by the evaluator). None: no capture plan, the trail logs everything. Scans and PartiQL
+    #: are logged all the time whatever the plan (the always-on selector).
+    captured_seconds: float | None = field(default=None, compare=False)
+    schema_source: str | None = field(default=None, compare=False)
+    index_schema: dict[str, str] = field(default_factory=dict, compare=False)
+    #: The table's typical item size in bytes and where it comes from (``config``, or ``inventory``: the table's
+    #: size over its item count); not serialised, set by the engine before detection. None: unknown.
+    item_size_bytes: int | None = field(default=None, compare=False)
+    item_size_source: str | None = field(default=None, compare=False)
     #: windows merged into this one (for span aggregates: distinct window starts)
     windows: set[int] = field(default_factory=set)
+
+    @property
+    def observed_seconds(self) -> float:
+        """The seconds whose key traffic this window holds: the captured ones, or the whole window."""
+        if self.captured_seconds is None:
+            return float(self.window_seconds)
+        return max(0.0, min(float(self.window_seconds), self.captured_seconds))
+
+    @property
+    def captured_fraction(self) -> float:
+        """The fraction of the window's (non-scan) traffic the trail logged: 1.0 without a capture plan."""
+        return self.observed_seconds / self.window_seconds if self.window_seconds > 0 else 1.0
 
     def __post_init__(self) -> None:
         self._hot = HeavyHitters(self.sketch_capacity)
@@ -542,6 +569,8 @@ class TableWindow:
                     bufs[2].append(int(epoch) * 2 + 1)
                 else:
                     self.key_reads += 1
+                    if call.consistent_read is False:
+                        self.key_reads_eventual += 1
                     bufs[2].append(int(epoch) * 2)
                 self._pending_attrs.append(attr if item.statement is None else "")
                 template = key_template(key) or ""
@@ -682,6 +711,7 @@ class TableWindow:
         self.key_requests += other.key_requests
         self.key_reads += other.key_reads
         self.key_writes += other.key_writes
+        self.key_reads_eventual += other.key_reads_eventual
         self.hot.merge(other.hot)
         self.hot_writes.merge(other.hot_writes)
         for minute, (m_all, m_writes) in other.minutes.items():
@@ -834,6 +864,7 @@ class TableWindow:
             "key_requests": self.key_requests,
             "key_reads": self.key_reads,
             "key_writes": self.key_writes,
+            "key_reads_eventual": self.key_reads_eventual,
             "hot": self.hot.to_dict(limit=_sketch_limit(self.hot)),
             "hot_writes": self.hot_writes.to_dict(limit=_sketch_limit(self.hot_writes)),
             "minutes": [
@@ -875,6 +906,7 @@ class TableWindow:
         tw.key_requests = int(d["key_requests"])
         tw.key_reads = int(d["key_reads"])
         tw.key_writes = int(d["key_writes"])
+        tw.key_reads_eventual = int(d.get("key_reads_eventual", 0))  # absent in contributions stored before it
         tw.hot = HeavyHitters.from_dict(d["hot"])
         tw.hot_writes = HeavyHitters.from_dict(d["hot_writes"])
         tw.minutes = {

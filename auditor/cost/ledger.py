@@ -9,8 +9,9 @@ Lambda, the state table and S3.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from auditor.billing.pricing import RegionPrices, bundled_prices
 from auditor.cost.model import (
@@ -111,3 +112,48 @@ def ledger_lines(summary: LedgerSummary, *, markdown: bool = False) -> list[str]
     from auditor.findings_text import render_columns
 
     return render_columns(rows, header).rstrip("\n").split("\n")
+
+
+def combine_ledgers(parts: Sequence[tuple[str | None, str | None, Mapping[str, Any] | None]]) -> dict[str, Any] | None:
+    """The ledgers of several account/Region pairs (each :meth:`AuditResult.cost_summary`) as one document.
+
+    ``parts`` are ``(account, region, ledger)``; a pair without a ledger (no table priced) is left out. The result has
+    every table row with its ``account`` and ``region``, one ``targets`` row per pair (its total), and the ``total``
+    over all pairs: the sums of both sides and of the auditor lines, the ratio recomputed from the sums (never an
+    average of ratios). None when no pair has a ledger.
+    """
+    kept = [(account, region, ledger) for account, region, ledger in parts if ledger is not None]
+    if not kept:
+        return None
+    lines: dict[str, float] = {}
+    auditor = dynamodb = shared = 0.0
+    days = 0
+    for _, _, ledger in kept:
+        total = ledger["total"]
+        auditor += float(total["auditor_usd"])
+        dynamodb += float(total["dynamodb_usd"])
+        shared += float(ledger.get("shared_usd", 0.0))
+        days = max(days, int(total["days"]))
+        for name, value in total.get("auditor_lines", {}).items():
+            lines[name] = lines.get(name, 0.0) + float(value)
+    return {
+        "start": min(str(ledger["start"]) for _, _, ledger in kept),
+        "end": max(str(ledger["end"]) for _, _, ledger in kept),
+        "window_days": max(float(ledger.get("window_days", 0.0)) for _, _, ledger in kept),
+        "auditor_source": kept[0][2].get("auditor_source"),
+        "tables": [
+            {"account": account, "region": region, **row}
+            for account, region, ledger in kept
+            for row in ledger["tables"]
+        ],
+        "targets": [{"account": account, "region": region, **ledger["total"]} for account, region, ledger in kept],
+        "total": {
+            "table": "total",
+            "days": days,
+            "auditor_usd": round(auditor, 9),
+            "dynamodb_usd": round(dynamodb, 9),
+            "ratio": round(auditor / dynamodb, 9) if dynamodb > 0 else None,
+            "auditor_lines": {k: round(v, 9) for k, v in lines.items()},
+        },
+        "shared_usd": round(shared, 6),
+    }

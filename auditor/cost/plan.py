@@ -368,3 +368,47 @@ def selectors_match(selectors: Sequence[dict[str, Any]], event_name: str, arn: s
         if ok:
             return True
     return False
+
+
+def captured_seconds(plans: Sequence[dict[str, Any]], table: str, start: int, end: int) -> float | None:
+    """Seconds of ``[start, end)`` in which the trail logged all of ``table``'s data events, from the recorded plans
+    (:meth:`CapturePlan.to_dict` documents, any order).
+
+    A slice is captured for the seconds its own plan gives the table (``seconds``: a burst probe; None: the whole
+    slice). A slice without a plan of its own (the controller did not run) keeps what the latest earlier plan left on
+    the trail: its whole-slice captures, not its probes. None when no plan starts at or before ``start``: no
+    controller manages the trail, which logs everything (the stack's initial full-capture selector).
+    """
+    by_start: dict[int, dict[str, Any]] = {}
+    for p in plans:
+        try:
+            by_start[int(p["slice_start"])] = p
+        except (KeyError, TypeError, ValueError):
+            continue
+    starts = sorted(by_start)
+    if not starts or starts[0] > start:
+        return None
+    total = 0.0
+    i = 0
+    t = start
+    while t < end:
+        while i + 1 < len(starts) and starts[i + 1] <= t:
+            i += 1
+        plan = by_start[starts[i]]
+        length = int(plan.get("slice_seconds") or 300)
+        slice_start = starts[i] if starts[i] + length > t else t - (t - starts[i]) % length
+        slice_end = min(end, slice_start + length)
+        if i + 1 < len(starts):
+            slice_end = min(slice_end, starts[i + 1])
+        own = slice_start == starts[i]
+        for c in plan.get("captures") or []:
+            if not isinstance(c, dict) or c.get("table") != table:
+                continue
+            seconds = c.get("seconds")
+            if seconds is None:
+                total += slice_end - t
+            elif own:
+                total += max(0.0, min(float(slice_end), slice_start + float(seconds)) - t)
+            break
+        t = slice_end
+    return min(total, float(end - start))

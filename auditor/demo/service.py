@@ -349,7 +349,7 @@ class ServiceDemo:
         read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
         low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
         """
-        from auditor.demo.extras import plant_tables_and_metrics
+        from auditor.demo.extras import MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_tables_and_metrics
         from handlers import metrics_audit
 
         tables = plant_tables_and_metrics(self.stack.endpoint, now)
@@ -357,7 +357,19 @@ class ServiceDemo:
         self.say(
             "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
         )
-        billing = {"BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour), "BILLING_LOOKBACK_DAYS": "1"}
+        member = plant_member_account(self.stack.endpoint, now)
+        self.say(
+            f"  CloudWatch  member account {MEMBER_ACCOUNT} in {MEMBER_REGION}: {', '.join(member)}, scanned every "
+            "minute; the audit assumes its member role there"
+        )
+        billing = {
+            "BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour),
+            "BILLING_LOOKBACK_DAYS": "1",
+            # two accounts x two Regions, through the read-only member role (templates/member-role.yaml)
+            "AUDIT_ACCOUNTS": f"{ACCOUNT},{MEMBER_ACCOUNT}",
+            "AUDIT_REGIONS": f"{REGION},{MEMBER_REGION}",
+            "MEMBER_ROLE_NAME": "DdbTrafficAuditorMember",
+        }
         with _environment(billing):
             result: dict[str, Any] = dict(
                 metrics_audit.lambda_handler(
@@ -368,7 +380,11 @@ class ServiceDemo:
             )
         summary.evaluation = result
         read = result.get("billing") or {}
-        self.say(f"  metrics audit  {_counts(result)}")
+        cycle = result.get("cycle") or {}
+        self.say(
+            f"  metrics audit  {cycle.get('pairs', 0)} account/Region pairs in one cycle "
+            f"({cycle.get('remaining', 0)} left for a later invocation): {_counts(result)}"
+        )
         for pair in result.get("per_target", []):
             self.say(f"    {pair['account']}/{pair['region']}: {pair['tables']} tables, {pair['findings']} findings")
         for gap in result.get("coverage_gaps", []):
@@ -380,16 +396,20 @@ class ServiceDemo:
         cost = result.get("cost")
         if isinstance(cost, dict):
             total = cost["total"]
-            ratio = "-" if total["ratio"] is None else f"{total['ratio']:.4%}"
             self.say(
                 f"  ledger  the audited window ({cost['window_days']:g} days): auditor ${total['auditor_usd']:.6f} "
-                f"(this run's CloudWatch reads) vs audited DynamoDB ${total['dynamodb_usd']:.4f}: ratio {ratio}"
+                f"(this run's CloudWatch reads) vs audited DynamoDB ${total['dynamodb_usd']:.4f}: "
+                f"ratio {_ratio(total['ratio'])}"
             )
+            for pair in sorted(cost.get("targets", []), key=lambda p: (p["account"] or "", p["region"] or "")):
+                self.say(
+                    f"    {pair['account']}/{pair['region']:<10} auditor ${pair['auditor_usd']:.6f}  "
+                    f"DynamoDB ${pair['dynamodb_usd']:.4f}  ratio {_ratio(pair['ratio'])}"
+                )
             for row in cost["tables"][:3]:
-                r = "-" if row["ratio"] is None else f"{row['ratio']:.4%}"
                 self.say(
                     f"    {row['table']:<12} auditor ${row['auditor_usd']:.6f}  DynamoDB ${row['dynamodb_usd']:.4f}  "
-                    f"ratio {r}"
+                    f"ratio {_ratio(row['ratio'])}  ({row['account']}/{row['region']})"
                 )
 
     def capture_controller(self, now: datetime) -> None:
@@ -464,6 +484,10 @@ class ServiceDemo:
         self.evaluate(summary, now)
         self.notify(summary)
         return summary
+
+
+def _ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.4%}"
 
 
 def _counts(result: dict[str, Any]) -> str:
@@ -575,11 +599,25 @@ def summary_text(result: DemoResult) -> str:
     from auditor.findings_text import render_columns
 
     rows = [
-        (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])
+        (
+            f["severity"],
+            str(f.get("status", "")),
+            f["kind"],
+            f"{f.get('account') or '-'}/{f.get('region') or '-'}",
+            f["table"],
+            f["title"][:70],
+        )
         for f in sorted(result.findings, key=lambda f: (-_RANK.get(f["severity"], 0), f["table"], f["kind"]))
     ]
-    lines = ["", f"Findings in the state table ({len(rows)}):", ""]
-    lines.append(render_columns(rows, ("severity", "status", "kind", "table", "title")).rstrip("\n"))
+    accounts = sorted({f.get("account") or "-" for f in result.findings})
+    regions = sorted({f.get("region") or "-" for f in result.findings})
+    lines = [
+        "",
+        f"Findings in the state table ({len(rows)}, in {len(accounts)} accounts and {len(regions)} Regions: "
+        f"each attributed to its own account and Region):",
+        "",
+    ]
+    lines.append(render_columns(rows, ("severity", "status", "kind", "account/region", "table", "title")).rstrip("\n"))
     first, second = result.runs[0], result.runs[1]
     lines += [
         "",

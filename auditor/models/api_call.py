@@ -94,6 +94,8 @@ class ApiCall:
     scan_filter: str | None = None
     #: True when a data-plane operation's record says ``eventCategory: Management`` (analysed all the same).
     management_labelled: bool = False
+    #: A read's logged ``consistentRead`` (GetItem, Query, Scan); None when the record does not log it.
+    consistent_read: bool | None = None
 
     @property
     def table(self) -> str | None:

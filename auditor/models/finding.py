@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -212,6 +213,7 @@ class Totals(BaseModel):
     period_start: datetime
     period_end: datetime
     share_base: int | None = Field(default=None, ge=0)
+    margin: int | None = Field(default=None, ge=0)
     #: For a finding several sources saw (a throttling story): each source's own totals, never added together; the
     #: top-level fields are those of the first source of :data:`SOURCE_PRECEDENCE` present. None for other findings.
     by_source: dict[str, Totals] | None = None
@@ -229,10 +231,9 @@ class Totals(BaseModel):
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
         out: dict[str, Any] = handler(self)
-        if out.get("share_base") is None:
-            out.pop("share_base", None)
-        if out.get("by_source") is None:
-            out.pop("by_source", None)
+        for optional in ("share_base", "margin", "by_source"):
+            if out.get(optional) is None:
+                out.pop(optional, None)
         return out
 
     @property
@@ -261,9 +262,16 @@ class Totals(BaseModel):
         """Length of the period."""
         return max(0.0, (self.period_end - self.period_start).total_seconds())
 
+    def count_text(self, unit: str) -> str:
+        """``N unit``, or ``about N (±M) unit`` for an estimate from sampled capture."""
+        if self.margin is None:
+            return f"{self.count:,} {unit}"
+        return f"about {self.count:,} (±{self.margin:,}) {unit}"
+
     def rate_text(self, unit: str) -> str:
-        """``N unit in M minutes`` below an hour observed, else ``N unit (X per hour at peak)``."""
-        n = f"{self.count:,} {unit}"
+        """``N unit in M minutes`` below an hour observed, else ``N unit (X per hour at peak)`` (``about N (±M)``
+        for an estimate)."""
+        n = self.count_text(unit)
         if self.observed_seconds < HOUR or self.peak_per_hour is None:
             minutes = max(1, round(self.observed_seconds / 60))
             return f"{n} in {minutes} minute{'s' if minutes != 1 else ''}"
@@ -288,6 +296,9 @@ class Totals(BaseModel):
         base = None
         if self.share_base is not None and other.share_base is not None:
             base = self.share_base + other.share_base
+        margin = None
+        if self.margin is not None or other.margin is not None:  # independent estimates: variances add
+            margin = math.ceil(math.hypot(self.margin or 0, other.margin or 0))
         return Totals(
             count=self.count + other.count,
             windows=self.windows + other.windows,
@@ -297,6 +308,7 @@ class Totals(BaseModel):
             period_start=start,
             period_end=end,
             share_base=base,
+            margin=margin,
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:

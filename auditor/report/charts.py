@@ -578,6 +578,11 @@ def scanner_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
     )
 
 
+def _about(n: int, margin: int | None) -> str:
+    """``n``, or ``about n (±margin)`` for a count estimated from sampled capture."""
+    return f"{n:,}" if margin is None else f"about {n:,} (±{margin:,})"
+
+
 def hot_key_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart | None:
     rows = [r for r in report.hot_keys if r.status != "resolved"][:limit]
     if not rows:
@@ -588,10 +593,12 @@ def hot_key_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
             r.share,
             SEVERITY_COLORS[r.severity],
             (
-                f"{r.table}, {r.key}: {r.requests:,} of {r.share_base:,} key-identified requests, {percent(r.share)}"
-                f" ({r.severity.value})"
+                f"{r.table}, {r.key}: {_about(r.requests, r.margin)} of {'about ' if r.margin is not None else ''}"
+                f"{r.share_base:,} key-identified requests, "
+                f"{percent(r.share)} ({r.severity.value})"
                 if r.share_base
-                else f"{r.table}, {r.key}: {r.requests:,} requests, {percent(r.share)} of the table's key-identified"
+                else f"{r.table}, {r.key}: {_about(r.requests, r.margin)} requests, {percent(r.share)} of the table's "
+                "key-identified"
                 f" requests in the window it was found in ({r.severity.value})"
             ),
         )

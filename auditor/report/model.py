@@ -348,6 +348,8 @@ class HotKeyRow(BaseModel):
     requests: int
     #: The table's key-identified requests over the same period as ``share`` (None: only the window's share known).
     share_base: int | None = None
+    #: Half-width of the 95 % interval of ``requests`` when it is estimated from sampled capture (None: exact).
+    margin: int | None = None
     headroom_factor: float | None
     severity: Severity
     status: Status
@@ -1017,6 +1019,7 @@ def _hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
                 share=period_share(f),
                 requests=period_count(f),
                 share_base=f.totals.share_base if f.totals is not None else None,
+                margin=f.totals.margin if f.totals is not None else None,
                 headroom_factor=_number(f.evidence.get("headroom_factor")),
                 severity=f.severity,
                 status=rf.status,

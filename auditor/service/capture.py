@@ -25,12 +25,11 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
-from botocore.exceptions import ClientError
 
 from auditor.billing.pricing import bundled_prices
 from auditor.cost.model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend, fixed_monthly_usd
@@ -47,6 +46,9 @@ from auditor.cost.plan import (
     tables_to_poll,
 )
 from auditor.sinks import keys
+from auditor.sinks.capture_store import PLAN_RETENTION_DAYS, CaptureStore
+from auditor.sinks.trail_selectors import put_selectors
+from auditor.sources.capture_inputs import list_tables, read_peaks, read_selectors
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
@@ -58,7 +60,7 @@ log = structlog.get_logger(__name__)
 #: Selectors the controller manages: its own two, and the stack's initial all-tables selector it replaces.
 MANAGED_NAMES = (ALWAYS_ON_NAME, SLICE_NAME, "DynamoDB table data events")
 PUT_ATTEMPTS = 4
-PLAN_RETENTION_DAYS = 14
+__all__ = ["PLAN_RETENTION_DAYS", "CaptureClients", "ControllerResult", "run_controller"]
 
 
 @dataclass(slots=True)
@@ -107,86 +109,6 @@ def _managed(selectors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _others(selectors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in selectors if s.get("Name") not in MANAGED_NAMES]
-
-
-def _load_state(ddb: DynamoDBClient, table: str, trail: str) -> tuple[int, dict[str, Any]]:
-    item = ddb.get_item(
-        TableName=table, Key={keys.PK: {"S": state_pk(trail)}, keys.SK: {"S": STATE_SK}}, ConsistentRead=True
-    ).get("Item")
-    if not item:
-        return 0, {}
-    return int(item["version"]["N"]), orjson.loads(item["state"]["S"])
-
-
-def _list_tables(ddb: DynamoDBClient, skip: str) -> list[dict[str, Any]]:
-    """Every table of the Region but ``skip`` (the state table), described."""
-    names: list[str] = []
-    kwargs: dict[str, Any] = {}
-    while True:
-        page = ddb.list_tables(**kwargs)
-        names += page.get("TableNames", [])
-        if not page.get("LastEvaluatedTableName"):
-            break
-        kwargs["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]
-    out = []
-    for name in names:
-        if name == skip:
-            continue
-        try:
-            out.append(dict(ddb.describe_table(TableName=name)["Table"]))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-                raise
-            # deleted between ListTables and DescribeTable: it is gone, leave it out
-    return out
-
-
-def _read_peaks(cw: CloudWatchClient, names: list[str], start: int, end: int) -> dict[str, tuple[float, float, float]]:
-    """Per table: (peak read units/s, peak write units/s, average units/s) over [start, end) at 1-minute periods."""
-    out: dict[str, tuple[float, float, float]] = {}
-    if not names or end - start < 60:
-        return out
-    queries = []
-    for i, name in enumerate(names):
-        for j, metric in enumerate(("ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits")):
-            queries.append(
-                {
-                    "Id": f"m{i}_{j}",
-                    "MetricStat": {
-                        "Metric": {
-                            "Namespace": "AWS/DynamoDB",
-                            "MetricName": metric,
-                            "Dimensions": [{"Name": "TableName", "Value": name}],
-                        },
-                        "Period": 60,
-                        "Stat": "Sum",
-                    },
-                    "ReturnData": True,
-                }
-            )
-    values: dict[str, list[float]] = {}
-    for k in range(0, len(queries), 500):
-        kwargs: dict[str, Any] = {
-            "MetricDataQueries": queries[k : k + 500],
-            "StartTime": datetime.fromtimestamp(start, UTC),
-            "EndTime": datetime.fromtimestamp(end, UTC),
-        }
-        while True:
-            resp = cw.get_metric_data(**kwargs)
-            for r in resp.get("MetricDataResults", []):
-                values.setdefault(r["Id"], []).extend(float(v) for v in r.get("Values", []))
-            if not resp.get("NextToken"):
-                break
-            kwargs["NextToken"] = resp["NextToken"]
-    minutes = max(1, (end - start) // 60)
-    for i, name in enumerate(names):
-        reads, writes = values.get(f"m{i}_0", []), values.get(f"m{i}_1", [])
-        out[name] = (
-            max(reads, default=0.0) / 60,
-            max(writes, default=0.0) / 60,
-            (sum(reads) + sum(writes)) / (minutes * 60),
-        )
-    return out
 
 
 def _monthly_usd(desc: dict[str, Any], rate: float) -> float:
@@ -238,19 +160,17 @@ def run_controller(
     epoch = int(now.timestamp())
     slice_index = epoch // cfg.slice_seconds
     slice_start = slice_index * cfg.slice_seconds
-    ct, ddb = clients.cloudtrail, clients.dynamodb
+    store = CaptureStore(clients.dynamodb, state_table, trail)
 
-    version, state = _load_state(ddb, state_table, trail)
-    try:
-        current = ct.get_event_selectors(TrailName=trail)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in ("TrailNotFoundException", "InvalidTrailNameException"):
-            log.warning("capture_trail_missing", trail=trail)
-            return ControllerResult("trail_missing", slice_start, detail=f"{code}: the trail is gone; nothing done")
-        raise
-    selectors = [dict(s) for s in current.get("AdvancedEventSelectors", [])]
-    if current.get("EventSelectors") and not selectors:
+    version, state = store.load_state()
+    current = read_selectors(clients.cloudtrail, trail)
+    if current.missing:
+        log.warning("capture_trail_missing", trail=trail)
+        return ControllerResult(
+            "trail_missing", slice_start, detail=f"{current.missing}: the trail is gone; nothing done"
+        )
+    selectors = current.advanced
+    if current.basic:
         return ControllerResult(
             "trail_changed", slice_start, detail="the trail uses basic event selectors now: left as it is"
         )
@@ -264,7 +184,7 @@ def run_controller(
             "them; left as they are (delete the controller's state item to hand the trail back)",
         )
 
-    tables = _list_tables(ddb, state_table)
+    tables = list_tables(clients.dynamodb, state_table)
     last_ratio: dict[str, float] = dict(state.get("last_ratio", {}))
     last_read: dict[str, int] = {k: int(v) for k, v in state.get("last_read", {}).items()}
     rates: dict[str, float] = {k: float(v) for k, v in state.get("rates", {}).items()}
@@ -285,7 +205,7 @@ def run_controller(
     peaks: dict[str, tuple[float, float, float]] = {}
     for name in poll:
         start = max(last_read.get(name, end - 3600), end - 3600)
-        peaks |= _read_peaks(clients.cloudwatch, [name], start, end)
+        peaks |= read_peaks(clients.cloudwatch, [name], start, end)
     traffic: list[TableTraffic] = []
     for tt in base:
         if tt.table in peaks:
@@ -322,7 +242,7 @@ def run_controller(
         "last_good": state.get("last_good"),
     }
     plan_doc = _plan_document(plan, slice_start)
-    if not _record(ddb, state_table, trail, version, new_state, plan_doc, slice_start, now):
+    if not store.record(version, new_state, plan_doc, slice_start, now):
         return ControllerResult("lost_race", slice_start, detail="another run recorded this slice first")
 
     result = ControllerResult("applied", slice_start, plan=plan_doc, notes=list(plan.notes))
@@ -330,19 +250,19 @@ def run_controller(
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"
     else:
-        ok, detail = _put(ct, trail, desired, result, sleep)
+        ok, detail = _put(clients.cloudtrail, trail, desired, result, sleep)
         if ok and plan.probe_seconds is not None:
             sleep(float(plan.probe_seconds))
-            ok, detail = _put(ct, trail, after_probe, result, sleep)
+            ok, detail = _put(clients.cloudtrail, trail, after_probe, result, sleep)
         if not ok:
             result.status, result.detail = "fallback", detail
-            final = _fallback(ct, trail, selectors, state.get("last_good"), result, sleep)
+            final = _fallback(clients.cloudtrail, trail, selectors, state.get("last_good"), result, sleep)
     new_state["applied"] = _digest(_managed(final)) if final is not None else applied
     if final is not None and result.status in ("applied", "unchanged"):
         new_state["last_good"] = _managed(final)
     if final is None:
         result.status = "failed"
-    _record(ddb, state_table, trail, version + 1, new_state, None, slice_start, now)
+    store.record(version + 1, new_state, None, slice_start, now)
     log.info("capture_plan", **result.as_dict())
     return result
 
@@ -356,60 +276,6 @@ def _plan_document(plan: CapturePlan, slice_start: int) -> dict[str, Any]:
     return doc
 
 
-def _record(
-    ddb: DynamoDBClient,
-    table: str,
-    trail: str,
-    version: int,
-    state: dict[str, Any],
-    plan: dict[str, Any] | None,
-    slice_start: int,
-    now: datetime,
-) -> bool:
-    """Write the state (version ``version`` -> ``version + 1``) and the plan's history item, atomically."""
-    condition = "attribute_not_exists(#pk)" if version == 0 else "#v = :v"
-    put_state: dict[str, Any] = {
-        "Put": {
-            "TableName": table,
-            "Item": {
-                keys.PK: {"S": state_pk(trail)},
-                keys.SK: {"S": STATE_SK},
-                "version": {"N": str(version + 1)},
-                "state": {"S": orjson.dumps(state).decode()},
-                "updated_at": {"S": now.isoformat()},
-            },
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": {"#v": "version"} if version else {"#pk": keys.PK},
-            **({"ExpressionAttributeValues": {":v": {"N": str(version)}}} if version else {}),
-        }
-    }
-    items: list[Any] = [put_state]
-    if plan is not None:
-        items.append(
-            {
-                "Put": {
-                    "TableName": table,
-                    "Item": {
-                        keys.PK: {"S": state_pk(trail)},
-                        keys.SK: {"S": plan_sk(slice_start)},
-                        "plan": {"S": orjson.dumps(plan).decode()},
-                        keys.TTL_ATTR: {"N": str(int(now.timestamp()) + PLAN_RETENTION_DAYS * 86_400)},
-                    },
-                }
-            }
-        )
-    try:
-        ddb.transact_write_items(TransactItems=items)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in (
-            "TransactionCanceledException",
-            "ConditionalCheckFailedException",
-        ):
-            return False
-        raise
-    return True
-
-
 def _put(
     ct: CloudTrailClient,
     trail: str,
@@ -420,17 +286,14 @@ def _put(
     """Put the selectors, retrying throttling with exponential backoff; (succeeded, error detail)."""
     detail = ""
     for attempt in range(PUT_ATTEMPTS):
-        try:
-            result.puts += 1
-            ct.put_event_selectors(TrailName=trail, AdvancedEventSelectors=selectors)  # type: ignore[arg-type]
+        result.puts += 1
+        outcome = put_selectors(ct, trail, selectors)
+        if outcome.ok:
             return True, ""
-        except ClientError as exc:
-            err = exc.response.get("Error", {})
-            code = err.get("Code", "")
-            detail = f"{code}: {err.get('Message', '')}"
-            if code not in ("ThrottlingException", "TooManyRequestsException", "Throttling"):
-                return False, detail
-            sleep(min(8.0, 1.0 * math.pow(2, attempt)))
+        detail = outcome.detail
+        if not outcome.throttled:
+            return False, detail
+        sleep(min(8.0, 1.0 * math.pow(2, attempt)))
     return False, detail
 
 

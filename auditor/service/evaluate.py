@@ -9,7 +9,12 @@ One run (:func:`run_evaluation`):
    late files have arrived). At most ``max_windows_per_run`` per run; the rest is left for the next runs
    (``backlog`` in the result).
 3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
-   **each table window alone** (findings are per window; the lifecycle merges sightings of one id).
+   **each table window alone** (findings are per window; the lifecycle merges sightings of one id). The tables of
+   this account and region are described once per run (DescribeTable) so the PartiQL full-scan decision knows
+   their key schemas (``decided_by: key_schema_inventory``). With a capture controller, each window first learns
+   from the recorded capture plans how much of its table's traffic the trail logged
+   (:func:`auditor.cost.plan.captured_seconds`): counts found in a partly captured window are estimates with their
+   margin, scan findings stay exact (:mod:`auditor.cost.sampling`).
 4. Reconcile with the stored states and write the changes (:func:`auditor.service.record.apply_lifecycle`, shared
    with the other sources): the open findings of every evaluated table (GSI1) plus the stored state of every id
    seen (strongly consistent). Open **CloudTrail** findings of evaluated tables not seen for
@@ -31,13 +36,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from auditor.aggregates.window import TableWindow
 from auditor.config import AnalysisConfig, Settings
-from auditor.engine import evaluate
+from auditor.cost.plan import captured_seconds
+from auditor.engine import TableSchemas, evaluate
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
@@ -57,6 +63,26 @@ DEFAULT_MAX_WINDOWS = 32
 DEFAULT_LOOKBACK_SECONDS = 86_400
 #: Outbox entries published per invocation.
 DEFAULT_PUBLISH_LIMIT = 200
+
+
+#: How far before the first evaluated window the capture plans are read (a slice without a plan of its own keeps
+#: what the latest earlier plan left on the trail).
+PLAN_LOOKBACK_SECONDS = 3600
+
+
+class CapturePlans(Protocol):
+    """The capture controller's recorded plans (:class:`auditor.sinks.capture_store.CaptureStore`)."""
+
+    def plans(self, start: int, end: int) -> list[dict[str, Any]]:
+        """The slice plans with ``start <= slice_start < end``."""
+        ...
+
+
+class DescribeTables(Protocol):
+    """The tables' descriptions by (account, region, table), where they can be read
+    (:func:`auditor.sources.inventory.describe_tables`); the rest are left out."""
+
+    def __call__(self, tables: set[tuple[str | None, str | None, str]], /) -> TableSchemas: ...
 
 
 class WindowLoader(Protocol):
@@ -148,14 +174,27 @@ def closed_window_starts(
     return starts, False
 
 
+def mark_captured(windows: Sequence[TableWindow], plans: Sequence[dict[str, Any]]) -> None:
+    """Set each window's ``captured_seconds`` from the recorded capture plans (left None without a plan)."""
+    if not plans:
+        return
+    for tw in windows:
+        tw.captured_seconds = captured_seconds(plans, tw.table, tw.window_start, tw.window_start + tw.window_seconds)
+
+
 def _evaluate_windows(
-    windows: Sequence[TableWindow], params: EvaluationParams, result: EvaluationResult
+    windows: Sequence[TableWindow],
+    params: EvaluationParams,
+    result: EvaluationResult,
+    describe: DescribeTables | None = None,
 ) -> tuple[list[Finding], dict[TableKey, datetime]]:
-    """Findings of every table window alone, and each table's horizon (end of its latest window)."""
+    """Findings of every table window alone, and each table's horizon (end of its latest window). ``describe``
+    gives the tables' descriptions (their key schemas), read once per run for the tables of these windows."""
     findings: list[Finding] = []
     horizons: dict[TableKey, datetime] = {}
+    schemas = describe({(tw.account, tw.region, tw.table) for tw in windows}) if describe and windows else None
     for tw in windows:
-        found, errors = evaluate([tw], params.analysis)
+        found, errors = evaluate([tw], params.analysis, schemas)
         findings.extend(found)
         result.detector_errors.extend(errors)
         end = datetime.fromtimestamp(tw.window_start + params.analysis.window_seconds, tz=UTC)
@@ -170,8 +209,12 @@ def run_evaluation(
     sns: SNSClient,
     params: EvaluationParams,
     now: datetime,
+    describe: DescribeTables | None = None,
+    capture: CapturePlans | None = None,
 ) -> EvaluationResult:
-    """Evaluate the windows closed since the last run, store the findings' changes and publish them."""
+    """Evaluate the windows closed since the last run, store the findings' changes and publish them.
+
+    ``capture``: the capture controller's plans (None: the trail logs everything)."""
     now = utc(now)
     result = EvaluationResult()
     cursor = findings_store.get_cursor()
@@ -186,7 +229,7 @@ def run_evaluation(
     )
     result.window_starts = starts
     if starts:
-        _evaluate_and_store(window_store, findings_store, params, now, starts, result)
+        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture)
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
@@ -204,10 +247,17 @@ def _evaluate_and_store(
     now: datetime,
     starts: list[int],
     result: EvaluationResult,
+    describe: DescribeTables | None = None,
+    capture: CapturePlans | None = None,
 ) -> None:
     windows = window_store.load_windows(starts)
     result.table_windows = len(windows)
-    findings, horizons = _evaluate_windows(windows, params, result)
+    if capture is not None and windows:
+        mark_captured(
+            windows,
+            capture.plans(starts[0] - PLAN_LOOKBACK_SECONDS, starts[-1] + params.analysis.window_seconds),
+        )
+    findings, horizons = _evaluate_windows(windows, params, result, describe)
     result.tables = len(horizons)
     # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).
     recorded = apply_lifecycle(

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,9 @@ from auditor.service.record import (
     ResolveScope,
     finding_source,
 )
+from auditor.sinks.audit_cycle import AuditCycle, AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.sns import PublishResult, publish_pending
 from auditor.sources.inventory import TableSelector
 from auditor.sources.org import CoverageGap, SessionFactory, Target, TargetError, fan_out
 
@@ -73,7 +75,6 @@ __all__ = [
     "OrgScope",
     "audit_scope",
     "correlate_with_stored",
-    "rotated",
     "run_metrics_audit",
     "run_org_metrics_audit",
 ]
@@ -178,10 +179,15 @@ class MetricsAuditResult:
 
 
 def _ledger_head(cost: dict[str, Any] | None, n: int = 10) -> dict[str, Any] | None:
+    """The ledger with its ``n`` costliest tables (and, across pairs, ``n`` costliest pairs) and their counts."""
     if cost is None:
         return None
     tables = sorted(cost["tables"], key=lambda r: -r["dynamodb_usd"])
-    return {**cost, "tables": tables[:n], "tables_count": len(tables)}
+    head = {**cost, "tables": tables[:n], "tables_count": len(tables)}
+    if "targets" in cost:
+        pairs = sorted(cost["targets"], key=lambda r: -r["dynamodb_usd"])
+        head |= {"targets": pairs[:n], "targets_count": len(pairs)}
+    return head
 
 
 def _failed(errors: Sequence[str], table: str, detector: str | None = None) -> bool:
@@ -360,43 +366,53 @@ class OrgScope:
             accounts, settings.audit_organization, regions, settings.member_role_name, settings.audit_concurrency
         )
 
-    def plan(self, session: Any) -> tuple[SessionFactory, list[Target]]:
-        """The session factory and the (account, Region) pairs: the Organization's accounts are listed now
-        (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
-        from auditor.sources.org import caller_account, session_organization_accounts, targets
+    def sessions(self, session: Any) -> SessionFactory:
+        """The session factory: the member role in other accounts, ``session`` itself in its own account
+        (``sts:GetCallerIdentity`` names it)."""
+        from auditor.sources.org import caller_account
 
-        own = caller_account(session)
-        accounts: list[str | None] = [*self.accounts] or [own]
+        return SessionFactory(session, self.role_name, own_account=caller_account(session))
+
+    def plan(self, session: Any, own_account: str | None) -> tuple[list[str], list[str]]:
+        """The accounts and Regions of a new cycle: the Organization's accounts are listed now
+        (``organizations:ListAccounts``); no account named means the function's own; no Region its own."""
+        from auditor.sources.org import session_organization_accounts
+
+        accounts = [*self.accounts] or ([own_account] if own_account else [])
         if self.organization:
             accounts = [*session_organization_accounts(session)]
         regions = [*self.regions] or [session.region_name]
-        factory = SessionFactory(session, self.role_name, own_account=own)
-        return factory, targets(accounts, regions)
-
-
-def rotated(items: Sequence[Target], now: datetime) -> list[Target]:
-    """``items`` starting at a different point each hour: it moves by ``len // 24`` (at least 1) per hour, so a run
-    that fits at least a 24th of the pairs in its time audits every pair at least once a day."""
-    if not items:
-        return []
-    step = max(1, len(items) // 24)
-    start = (int(utc(now).timestamp()) // 3600 * step) % len(items)
-    return [*items[start:], *items[:start]]
+        return accounts, regions
 
 
 @dataclass(slots=True)
 class OrgMetricsAuditResult:
-    """One scheduled run over many accounts and Regions."""
+    """One scheduled invocation over many accounts and Regions."""
 
     runs: list[tuple[Target, MetricsAuditResult]]
     gaps: list[CoverageGap]
     assume_role_calls: int
+    #: The one outbox drain after every pair was recorded (None when publishing is off).
+    publish: PublishResult | None = None
+    #: The cycle this invocation worked on (see :mod:`auditor.sinks.audit_cycle`).
+    cycle: AuditCycle | None = None
+    #: Whether it continued a cycle an earlier invocation began.
+    resumed: bool = False
+    #: Index of the cycle's first pair this invocation took, and of the first pair it left for the next one.
+    first: int = 0
+    next: int = 0
+    #: State-table writes for the cursor and the coverage gaps.
+    state_writes: int = 0
 
     def as_dict(self) -> dict[str, object]:
-        """The runs' counts summed (tables, findings, new, published, API calls...), per-pair counts, the gaps."""
+        """The runs' counts summed (tables, findings, new, API calls...), the one drain's publish counts, per-pair
+        counts and the combined cost ledger (pairs sorted by account and Region), the gaps and the cycle."""
+        from auditor.cost.ledger import combine_ledgers
+
+        runs = sorted(self.runs, key=lambda tr: (tr[0].account or "", tr[0].region))
         totals: dict[str, float] = {}
         billing: dict[str, float] = {}
-        for _, run in self.runs:
+        for _, run in runs:
             doc = run.as_dict()
             for key, value in doc.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
@@ -405,39 +421,85 @@ class OrgMetricsAuditResult:
             if isinstance(read, dict):
                 billing["tables_decided"] = billing.get("tables_decided", 0) + int(read.get("tables_decided", 0))
                 billing["days"] = max(billing.get("days", 0.0), float(read.get("days", 0.0)))
+        publish = self.publish or PublishResult()
+        cycle = self.cycle
         return {
             **totals,
+            "published": publish.sent,
+            "publish_failed": publish.failed,
+            "digests": publish.digests,
             "api_calls": int(totals.get("api_calls", 0)) + self.assume_role_calls,
             "estimated_cost_usd": round(totals.get("estimated_cost_usd", 0.0), 6),
             "billing": billing or None,
             "targets": len(self.runs) + len(self.gaps),
             "targets_audited": len(self.runs),
             "per_target": [
-                {"account": t.account, "region": t.region, "tables": r.tables, "findings": r.findings}
-                for t, r in self.runs
+                {"account": t.account, "region": t.region, "tables": r.tables, "findings": r.findings} for t, r in runs
             ],
-            "coverage_gaps": [g.to_dict() for g in self.gaps],
+            "coverage_gaps": [g.to_dict() for g in sorted(self.gaps, key=lambda g: (g.account or "", g.region or ""))],
+            "cost": _ledger_head(combine_ledgers([(t.account, t.region, r.cost) for t, r in runs])),
+            "cycle": None
+            if cycle is None
+            else {
+                "id": cycle.id,
+                "pairs": cycle.total,
+                "resumed": self.resumed,
+                "first": self.first,
+                "next": self.next,
+                "remaining": max(0, cycle.total - self.next),
+                "state_writes": self.state_writes,
+            },
         }
+
+
+def _current_cycle(
+    cycles: AuditCycleStore | None, plan: Callable[[], tuple[Sequence[str], Sequence[str]]], now: datetime
+) -> tuple[AuditCycle, bool]:
+    """The cycle to work on, and whether it was begun earlier: the stored one while unfinished, else a new one at
+    ``now`` (a retried schedule event whose cycle is already finished finds nothing left to do)."""
+    stored = cycles.load() if cycles is not None else None
+    if stored is not None and (not stored.finished or stored.now == now):
+        return stored, True
+    accounts, regions = plan()
+    cycle = AuditCycle(now, tuple(accounts), tuple(regions))
+    if cycles is not None and not cycles.start(cycle, at=datetime.now(UTC)):
+        # another invocation began a cycle meanwhile: continue that one
+        stored = cycles.load()
+        if stored is not None:
+            return stored, True
+    return cycle, False
 
 
 def run_org_metrics_audit(
     factory: SessionFactory,
-    targets: Sequence[Target],
+    plan: Callable[[], tuple[Sequence[str], Sequence[str]]],
     findings_store: FindingsStore,
     sns: SNSClient,
     params: MetricsAuditParams,
     now: datetime,
     *,
+    cycles: AuditCycleStore | None = None,
     concurrency: int = 8,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> OrgMetricsAuditResult:
     """:func:`run_metrics_audit` in every account/Region pair (member role assumed), ``concurrency`` at a time.
 
-    A pair that cannot be read is a coverage gap (logged, in the result); the pairs not started before the time
-    reserve are ``deferred`` gaps, and the next hour's run starts elsewhere in the list (:func:`rotated`).
+    ``plan`` lists the accounts and Regions when a new cycle begins. With ``cycles`` (the state table) an invocation
+    continues the stored cycle where the last one stopped, claims each pair before it starts it, starts no pair in
+    the last :data:`TARGET_TIME_RESERVE_SECONDS` and leaves the rest to the next invocation: every pair of a cycle is
+    audited once, all over the cycle's window (its schedule time). Without ``cycles`` every invocation is a new cycle
+    and the pairs it cannot start are ``deferred`` gaps. A pair that cannot be read is a coverage gap (logged, in
+    the result, and counted per ISO week in the state table). Every pair records its findings; the outbox is drained
+    once at the end, so one invocation sends one digest.
     """
     from auditor.sources.audit_clients import clients_for
+    from auditor.sources.org import targets
+
+    cycle, resumed = _current_cycle(cycles, plan, utc(now))
+    pairs = targets(cycle.accounts, cycle.regions)
+    first = min(cycle.next, len(pairs))
+    recording = replace(params, lifecycle=replace(params.lifecycle, publish_limit=0))
 
     def one(target: Target, session: Any) -> MetricsAuditResult:
         try:
@@ -445,8 +507,8 @@ def run_org_metrics_audit(
                 clients_for(session, target.region),
                 findings_store,
                 sns,
-                params,
-                now,
+                recording,
+                cycle.now,
                 time_left=time_left,
                 sleep=sleep,
                 quiet_empty=True,
@@ -457,11 +519,38 @@ def run_org_metrics_audit(
     def should_start() -> bool:
         return time_left is None or time_left() > TARGET_TIME_RESERVE_SECONDS
 
-    outcomes = fan_out(rotated(targets, now), factory, one, max_workers=concurrency, should_start=should_start)
+    claim = None if cycles is None else (lambda i: cycles.claim(cycle, first + i, at=datetime.now(UTC)))
+    outcomes = fan_out(pairs[first:], factory, one, max_workers=concurrency, should_start=should_start, claim=claim)
+    started = [o for o in outcomes if o.gap is None or o.gap.reason != "deferred"]
+    gaps = [o.gap for o in (started if cycles is not None else outcomes) if o.gap is not None]
+    if cycles is not None:
+        stamp = datetime.now(UTC)
+        for gap in gaps:
+            cycles.record_gap(
+                week_of=cycle.now,
+                account=gap.account,
+                region=gap.region,
+                reason=gap.reason,
+                call=gap.call,
+                error_code=gap.error_code,
+                message=gap.message,
+                at=stamp,
+            )
+    publish = None
+    if params.lifecycle.publish_limit > 0:
+        publish = publish_pending(
+            findings_store, sns, params.lifecycle.topic_arn, params.lifecycle.publish_limit, now=utc(now)
+        )
     result = OrgMetricsAuditResult(
         runs=[(o.target, o.result) for o in outcomes if o.result is not None],
-        gaps=[o.gap for o in outcomes if o.gap is not None],
+        gaps=gaps,
         assume_role_calls=factory.assume_calls,
+        publish=publish,
+        cycle=cycle,
+        resumed=resumed,
+        first=first,
+        next=first + len(started),
+        state_writes=(cycles.writes + len(gaps)) if cycles is not None else 0,
     )
     log.info("org_metrics_audit_finished", **result.as_dict())
     return result

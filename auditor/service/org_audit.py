@@ -114,6 +114,13 @@ class OrgAuditResult:
             calls["sts:AssumeRole"] = self.assume_role_calls
         return dict(sorted(calls.items()))
 
+    def cost_summary(self) -> dict[str, Any] | None:
+        """The audited window's ledger over every pair: each table with its account and Region, each pair's total,
+        and the total (:func:`auditor.cost.ledger.combine_ledgers`)."""
+        from auditor.cost.ledger import combine_ledgers
+
+        return combine_ledgers([(t.account or _own(r), t.region, r.cost_summary()) for t, r in self.results])
+
     def to_dict(self) -> dict[str, Any]:
         ids = {f.id for f in self.findings}
         targets = []
@@ -139,6 +146,7 @@ class OrgAuditResult:
             "errors": [f"{t.describe()}: {e}" for t, r in self.results for e in r.errors],
             "targets": targets,
             "coverage_gaps": [g.to_dict() for g in self.coverage_gaps],
+            "cost": self.cost_summary(),
             "stats": {
                 "targets": len(self.outcomes),
                 "targets_audited": len(targets),
@@ -225,6 +233,8 @@ def render_org_audit(result: OrgAuditResult, fmt: str) -> str:
         f"{st['seconds']:.1f} s"
     )
     gaps = [g.describe() for g in result.coverage_gaps]
+    ledger = _ledger_rows(doc.get("cost"))
+    ledger_header = ("account", "region", "table", "auditor cost", "audited DynamoDB cost", "ratio")
     if fmt == "markdown":
         out = ["# DynamoDB live audit (accounts and Regions)", "", "## Findings", ""]
         if result.findings:
@@ -240,14 +250,44 @@ def render_org_audit(result: OrgAuditResult, fmt: str) -> str:
         out += ["| " + " | ".join(r) + " |" for r in rows]
         if gaps:
             out += ["", "## Coverage gaps (not audited)", ""] + [f"- {_md(g)}" for g in gaps]
+        if ledger:
+            out += ["", "## Cost ledger", "", "The audited window; auditor cost = this audit's CloudWatch reads.", ""]
+            out += ["| " + " | ".join(ledger_header) + " |", "|---|---|---|---:|---:|---:|"]
+            out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in ledger]
         out += ["", "## Cost of this run", "", cost, ""]
         return "\n".join(out)
     lines = ["Findings", "========", *findings_table(result.findings), "", "Targets", "======="]
     lines += render_columns(rows, header).rstrip("\n").split("\n") if rows else ["No target audited."]
     if gaps:
         lines += ["", "Coverage gaps (not audited)", "===========================", *gaps]
+    if ledger:
+        title = "Cost ledger (the audited window; auditor cost = this audit's CloudWatch reads)"
+        lines += ["", title, "=" * len(title)]
+        lines += render_columns(ledger, ledger_header).rstrip("\n").split("\n")
     lines += ["", f"Cost: {cost}"]
     return "\n".join(lines) + "\n"
+
+
+def _own(result: AuditResult) -> str | None:
+    """The account of a pair audited with the caller's own credentials (its tables' ARNs name it)."""
+    return next((t.account for t in result.inventory.tables if t.account), None)
+
+
+def _ledger_rows(cost: dict[str, Any] | None) -> list[tuple[str, ...]]:
+    """Each table's row (account, Region, table, both costs, ratio), then each pair's total, then the total."""
+    if not cost:
+        return []
+
+    def money(row: dict[str, Any]) -> tuple[str, str, str]:
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2%}"
+        return f"${row['auditor_usd']:,.4f}", f"${row['dynamodb_usd']:,.4f}", ratio
+
+    rows: list[tuple[str, ...]] = [
+        (r["account"] or "own", r["region"] or "", r["table"], *money(r)) for r in cost["tables"]
+    ]
+    rows += [(p["account"] or "own", p["region"] or "", "(pair total)", *money(p)) for p in cost["targets"]]
+    rows.append(("", "", "total", *money(cost["total"])))
+    return rows
 
 
 def _md(text: str) -> str:

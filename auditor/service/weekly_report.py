@@ -46,6 +46,7 @@ from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import headline, money, render_html, render_markdown
+from auditor.sinks.audit_cycle import AuditCycleStore, StoredGap
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.report_store import (
     CLAIM_STALE_SECONDS,
@@ -144,6 +145,8 @@ class WeeklyReportResult:
     url_expires_at: datetime
     announcement: Announcement
     message_id: str | None = None
+    #: Account/Region pairs (per reason) the scheduled audit could not read in the week.
+    coverage_gaps: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary, without the URL."""
@@ -158,6 +161,7 @@ class WeeklyReportResult:
             "url_expires_at": isoformat_z(self.url_expires_at),
             "announcement": self.announcement,
             "message_id": self.message_id,
+            "coverage_gaps": self.coverage_gaps,
         }
 
 
@@ -195,13 +199,36 @@ def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
 
 
 def build_weekly_report(
-    states: Sequence[FindingState], week: IsoWeek, now: datetime, *, title: str = "DynamoDB weekly audit"
+    states: Sequence[FindingState],
+    week: IsoWeek,
+    now: datetime,
+    *,
+    title: str = "DynamoDB weekly audit",
+    coverage_gaps: Sequence[StoredGap] = (),
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
-    the totals of that week."""
+    the totals of that week, and the account/Region pairs the scheduled audit could not read that week."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
-    return build_report_from_findings(current, now, week=week, previous_findings=previous, title=title)
+    return build_report_from_findings(
+        current,
+        now,
+        week=week,
+        previous_findings=previous,
+        title=title,
+        coverage_gaps=[coverage_line(g) for g in coverage_gaps],
+    )
+
+
+def coverage_line(gap: StoredGap) -> str:
+    """``444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last
+    2026-12-03T10:00:00Z`` (the report escapes it for its format)."""
+    where = f"{gap.account or 'own account'}/{gap.region or '-'}"
+    cycles = f"{gap.cycles} audit cycle{'' if gap.cycles == 1 else 's'}"
+    return (
+        f"{where}: {gap.reason.replace('_', ' ')} ({gap.call or '-'}: {gap.error_code or '-'}) in {cycles}, "
+        f"last {gap.last_seen}"
+    )
 
 
 def worst_open_severity(report: WeeklyReport) -> Severity:
@@ -328,16 +355,19 @@ def run_weekly_report(
     now: datetime,
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    coverage: AuditCycleStore | None = None,
 ) -> WeeklyReportResult:
     """Build last week's report from the state table, put it in S3 and announce it once (see the module docstring).
 
     ``now`` is the schedule time (it picks the week and stamps the report); ``clock`` is the wall clock (the link's
-    expiry and the announcement marker).
+    expiry and the announcement marker). ``coverage`` (the state table) gives the week's coverage gaps of the
+    scheduled organisation audit: the accounts and Regions the report's findings do not cover.
     """
     now = utc(now)
     week = report_week(now)
     states = load_states(store, week, now)
-    report = build_weekly_report(states, week, now, title=params.title)
+    gaps = coverage.week_gaps(week.start) if coverage is not None else []
+    report = build_weekly_report(states, week, now, title=params.title, coverage_gaps=gaps)
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)
     files.put(html_key, render_html(report), "text/html; charset=utf-8", week)
@@ -357,6 +387,7 @@ def run_weekly_report(
         url=url,
         url_expires_at=expires_at,
         announcement="published",
+        coverage_gaps=len(gaps),
     )
     token = uuid.uuid4().hex
     if not announcements.claim(week, token, signed_at):

@@ -25,6 +25,10 @@ the capture controller's state                     GetItem; conditional Put (``v
                                                    ``pk=CAPTURE#{trail}``, ``sk=STATE``
 a slice's capture plan (before it takes effect)    Put in the state's transaction ``pk=CAPTURE#{trail}``,
                                                    ``sk=PLAN#{slice_start:012d}`` (TTL)
+the organisation audit's cycle cursor               GetItem; conditional Put/Update ``pk=CURSOR``,
+                                                   ``sk=metrics-audit`` (:mod:`auditor.sinks.audit_cycle`)
+a pair's coverage gap in an ISO week               Update ``pk=COVERAGE#{week}``, ``sk={acct}#{region}#{reason}``;
+                                                   Query GSI2 ``gsi2pk=COVERAGE#{week}`` (the weekly report)
 =================================================  ====================================================
 
 No partition takes every write: window items spread over (table, window), the window index over

@@ -445,3 +445,32 @@ def _add_contributor_insights(
         )
         updated.append(p.model_copy(update={"contributor_insights": ci, "indexes": idx, "gaps": tuple(table_gaps)}))
     return updated
+
+
+#: A table as (account, region, name): the key the evaluator's windows and these descriptions share.
+TableRef = tuple[str | None, str | None, str]
+
+
+def describe_tables(
+    ddb: DynamoDBClient, tables: Iterable[TableRef], *, account: str | None, region: str
+) -> dict[TableRef, TableProfile]:
+    """One DescribeTable per distinct table of ``account`` and ``region`` (the caller's own), for the key schema
+    the PartiQL full-scan decision needs (``dynamodb:DescribeTable`` on this region's tables, metadata only).
+
+    Tables of other accounts or regions (an organisation trail) cannot be described with this client and are left
+    out, as is a table whose call fails (deleted, access denied, throttled): their key schema then comes from
+    ``key_schema`` in the analysis config or from the key names the trail logs. A window with no account is taken
+    as the caller's. At most one call per distinct table in ``tables``.
+    """
+    out: dict[TableRef, TableProfile] = {}
+    for ref in sorted(set(tables), key=lambda r: (r[0] or "", r[1] or "", r[2])):
+        ref_account, ref_region, name = ref
+        if (ref_account not in (None, account)) or (ref_region not in (None, region)):
+            continue
+        try:
+            out[ref] = profile_from_description(dict(ddb.describe_table(TableName=name)["Table"]))
+        except ClientError as exc:
+            log.warning("describe_table_failed", table=name, error=exc.response.get("Error", {}).get("Code"))
+        except (KeyError, TypeError, ValueError) as exc:  # a description without the fields the profile needs
+            log.warning("describe_table_unreadable", table=name, error=type(exc).__name__)
+    return out

@@ -755,7 +755,7 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
             table = key = None
         if type(table) is str and table and key is not None:
             item = ItemAccess(table, name, access, None, key if type(key) is dict else None)
-            return ApiCall(
+            single = ApiCall(
                 event_id,
                 time,
                 name,
@@ -773,6 +773,9 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
                 error_code,
                 error_message,
             )
+            if name == "GetItem":
+                _consistency(single, raw)
+            return single
         request = _read_request(record, raw, False, _SINGLE, name)
     else:
         fast = None
@@ -807,7 +810,24 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
     )
     if name == "Scan":
         _scan_page(call, raw)
+    if name in _CONSISTENCY_LOGGED:
+        _consistency(call, raw)
     return call
+
+
+#: Single-table reads whose ``consistentRead`` request parameter CloudTrail logs as sent.
+_CONSISTENCY_LOGGED = frozenset({"GetItem", "Query", "Scan"})
+
+
+def _consistency(call: ApiCall, raw: Mapping[str, Any] | None) -> None:
+    """Set the read's logged ``consistentRead`` (any spelling); a non-boolean value leaves it unknown."""
+    if raw is None:
+        return
+    consistent = raw.get("consistentRead")
+    if consistent is None and not _is_camel(raw):
+        consistent = _ci(raw).get("consistentread")
+    if type(consistent) is bool:
+        call.consistent_read = consistent
 
 
 def _scan_page(call: ApiCall, raw: Mapping[str, Any] | None) -> None:
@@ -909,6 +929,8 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
         call.management_labelled = True
     if kind == _SCAN:
         _scan_page(call, raw)
+    if name in _CONSISTENCY_LOGGED:
+        _consistency(call, raw)
     return call
 
 

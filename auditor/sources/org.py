@@ -272,39 +272,74 @@ def fan_out(
     max_workers: int = DEFAULT_CONCURRENCY,
     should_start: Callable[[], bool] | None = None,
     on_done: Callable[[TargetOutcome[R]], None] | None = None,
+    claim: Callable[[int], bool] | None = None,
 ) -> list[TargetOutcome[R]]:
     """Run ``work(target, session)`` for every target, at most ``max_workers`` at once; outcomes in input order.
 
     A failure (AssumeRole, a client error, an unreachable endpoint, or a :class:`TargetError` the work raises) is the
-    target's coverage gap. ``should_start`` is asked before each target starts: once it says no, the remaining
-    targets are ``deferred`` gaps (not started, nothing known). ``on_done`` sees each outcome as it finishes
-    (progress).
+    target's coverage gap. Targets start strictly in input order, one decision at a time: before each start
+    ``should_start`` (time left in a Lambda invocation) and then ``claim(index)`` (a stored cursor) are asked; once
+    either says no, no further target starts, so the started targets are always a prefix of ``items``. The rest
+    are ``deferred`` gaps (not started, nothing known). ``on_done`` sees each outcome as it finishes (progress).
+    An exception from ``should_start`` or ``claim`` stops the starts and is raised once the started targets end.
     """
     todo = list(items)
     if not 1 <= max_workers <= MAX_CONCURRENCY:
         raise InputError(f"concurrency must be 1..{MAX_CONCURRENCY}, got {max_workers}")
-    stop = threading.Event()
+    outcomes: list[TargetOutcome[R] | None] = [None] * len(todo)
+    lock = threading.Lock()
+    state = {"next": 0, "stopped": False}
 
-    def one(target: Target) -> TargetOutcome[R]:
-        if stop.is_set() or (should_start is not None and not should_start()):
-            stop.set()
-            gap = CoverageGap(target.account, target.region, "deferred", "-", "TimeBudget", "not started: time budget")
-            outcome: TargetOutcome[R] = TargetOutcome(target, gap=gap)
-        else:
-            call = "sts:AssumeRole"
+    def take() -> int | None:
+        with lock:
+            index = state["next"]
+            if state["stopped"] or index >= len(todo):
+                return None
             try:
-                session = factory.session(target.account)
-                call = "audit"
-                outcome = TargetOutcome(target, result=work(target, session))
-            except (ClientError, BotoCoreError, TargetError) as exc:
-                gap = classify_failure(target, exc, call)
-                log.warning("target_not_covered", **gap.to_dict())
-                outcome = TargetOutcome(target, gap=gap)
+                go = (should_start is None or should_start()) and (claim is None or claim(index))
+            except BaseException:
+                state["stopped"] = True
+                raise
+            if not go:
+                state["stopped"] = True
+                return None
+            state["next"] = index + 1
+            return index
+
+    def run(index: int) -> None:
+        target = todo[index]
+        call = "sts:AssumeRole"
+        try:
+            session = factory.session(target.account)
+            call = "audit"
+            outcome: TargetOutcome[R] = TargetOutcome(target, result=work(target, session))
+        except (ClientError, BotoCoreError, TargetError) as exc:
+            gap = classify_failure(target, exc, call)
+            log.warning("target_not_covered", **gap.to_dict())
+            outcome = TargetOutcome(target, gap=gap)
+        outcomes[index] = outcome
         if on_done is not None:
             on_done(outcome)
-        return outcome
 
-    if max_workers == 1 or len(todo) <= 1:
-        return [one(t) for t in todo]
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(todo)), thread_name_prefix="target") as pool:
-        return list(pool.map(one, todo))
+    def worker() -> None:
+        while (index := take()) is not None:
+            run(index)
+
+    workers = min(max_workers, len(todo))
+    if workers <= 1:
+        worker()
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="target") as pool:
+            futures = [pool.submit(worker) for _ in range(workers)]
+        for future in futures:
+            future.result()
+    done: list[TargetOutcome[R]] = []
+    for index, outcome in enumerate(outcomes):
+        if outcome is None:
+            target = todo[index]
+            gap = CoverageGap(target.account, target.region, "deferred", "-", "TimeBudget", "not started: time budget")
+            outcome = TargetOutcome(target, gap=gap)
+            if on_done is not None:
+                on_done(outcome)
+        done.append(outcome)
+    return done

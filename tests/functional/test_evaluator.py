@@ -352,3 +352,124 @@ def test_handler_rejects_an_event_that_is_not_a_schedule(handler_env: Env) -> No
     with pytest.raises(ValidationError):
         evaluator.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
     assert handler_env.findings.get_cursor() is None
+
+
+# ---------------------------------------------------------------------------------------------------- sampled capture
+
+
+def test_capture_plans_make_counts_estimates_and_keep_scans_exact(env: Env) -> None:
+    """The controller's plans in the state table: Orders was captured 5 of the 15 minutes of window 10:00."""
+    from auditor.sinks.capture_store import CaptureStore
+
+    store = CaptureStore(env.ddb, TABLE, "audit-trail")
+    start = int(T0.timestamp())
+    for n, captures in enumerate(([{"table": "Orders", "reason": "rotation", "seconds": None}], [], [])):
+        plan = {"slice_start": start + 300 * n, "slice_seconds": 300, "captures": captures}
+        assert store.record(n, {"n": n}, plan, start + 300 * n, at(5 * n))
+    assert [p["slice_start"] for p in store.plans(start - 3600, start + 900)] == [start, start + 300, start + 600]
+    pte = "ProvisionedThroughputExceededException"
+    msg = "The level of configured provisioned throughput for the table was exceeded."
+    env.put(
+        [
+            *[f.call("PutItem", "Orders", {"pk": f"C#{i % 30}"}, at=i, error=pte, message=msg) for i in range(150)],
+            *[f.call("Scan", "Orders", None, at=400 + 20 * i, principal=ALICE, event_id=f"os{i}") for i in range(12)],
+        ]
+    )
+    result = run_evaluation(env.windows, env.findings, env.sns, env.params(), at(35), capture=store)
+    assert result.new == 2
+    by_kind = {m["kind"]: m["finding"] for m in env.published()}
+    thr = by_kind["throttling"]
+    assert thr["totals"]["count"] == 450 and thr["totals"]["margin"] > 0
+    assert thr["evidence"]["capture"]["observed"] == 150
+    assert "Sampled: the trail captured 5 of 15 minutes" in thr["summary"]
+    scan = by_kind["scan"]
+    assert scan["totals"]["count"] == 12 and "margin" not in scan["totals"]
+    assert scan["evidence"]["capture"]["basis"].startswith("exact")
+
+
+# ------------------------------------------------------------------- key schema from the table's description (PartiQL)
+
+
+def _statement_record(n: int, statement: str, table: str) -> dict[str, Any]:
+    """An ExecuteStatement data event as AWS's sample logs it (statement only; ``resources`` names the table)."""
+    return {
+        "eventVersion": "1.09",
+        "userIdentity": {
+            "type": "AssumedRole",
+            "principalId": "AROAEXAMPLE:reporting-session",
+            "arn": "arn:aws:sts::111122223333:assumed-role/reporting/reporting-session",
+            "accountId": "111122223333",
+            "sessionContext": {
+                "sessionIssuer": {
+                    "type": "Role",
+                    "arn": REPORTING,
+                    "accountId": "111122223333",
+                    "userName": "reporting",
+                }
+            },
+        },
+        "eventTime": at(n * 0.5).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "eventSource": "dynamodb.amazonaws.com",
+        "eventName": "ExecuteStatement",
+        "awsRegion": "us-east-1",
+        "sourceIPAddress": "10.0.0.1",
+        "userAgent": "aws-sdk-java/2.25.0",
+        "requestParameters": {"statement": statement},
+        "responseElements": None,
+        "requestID": f"REQ{n:06d}{table}",
+        "eventID": f"00000000-0000-4000-8000-{n:06d}{len(table):06d}",
+        "readOnly": False,
+        "resources": [
+            {
+                "accountId": "111122223333",
+                "type": "AWS::DynamoDB::Table",
+                "ARN": f"arn:aws:dynamodb:us-east-1:111122223333:table/{table}",
+            }
+        ],
+        "eventType": "AwsApiCall",
+        "managementEvent": False,
+        "recipientAccountId": "111122223333",
+        "eventCategory": "Data",
+    }
+
+
+def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_env: Env, tmp_path: Path) -> None:
+    # Accounts is keyed by accountId, with a GSI byTier keyed by tier. The trail only holds PartiQL statements, so it
+    # cannot tell the key schema; `tier = ?` hides its value. Only DescribeTable can decide.
+    handler_env.ddb.create_table(
+        TableName="Accounts",
+        KeySchema=[{"AttributeName": "accountId", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "accountId", "AttributeType": "S"},
+            {"AttributeName": "tier", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "byTier",
+                "KeySchema": [{"AttributeName": "tier", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    records = [_statement_record(i, 'SELECT * FROM "Accounts" WHERE "tier" = ?', "Accounts") for i in range(20)]
+    # the same equality on the index keyed by tier is a key lookup, not a scan
+    records += [
+        _statement_record(100 + i, 'SELECT * FROM "Accounts"."byTier" WHERE "tier" = ?', "Accounts") for i in range(20)
+    ]
+    # a table this account cannot describe (deleted since): no schema, no decision, no failure
+    records += [_statement_record(200 + i, 'SELECT * FROM "Gone" WHERE "tier" = ?', "Gone") for i in range(20)]
+    path = tmp_path / "trail.json"
+    path.write_text(json.dumps({"Records": records}))
+    aggs = ingest_source(InputSource(str(path), lambda: path.open("rb")), AnalysisConfig(), Deduper(), IngestStats())
+    assert aggs is not None
+    handler_env.windows.put_contributions(f"s3://trail/{path.name}", aggs, at(70))
+
+    event = schedule_event()
+    while evaluator.lambda_handler(event, LambdaContext())["backlog"]:  # type: ignore[arg-type]
+        pass
+    scans = [m["finding"] for m in handler_env.published() if m["kind"] == "scan"]
+    assert [(s["table"], s["evidence"]["decided_by"], s["evidence"]["count"]) for s in scans] == [
+        ("Accounts", "key_schema_inventory", 20)
+    ]
+    assert scans[0]["evidence"]["operation"] == "ExecuteStatement"

@@ -314,22 +314,35 @@ def test_accounts_and_regions_from_the_environment_are_each_audited_and_attribut
         ("under-provisioned", "throttling"): (ACCOUNT, "us-east-1"),
         ("member-throttled", "throttling"): (MEMBER, "eu-west-1"),
     }
-    assert {(m["table"], m["status"]) for m in env.inbox.messages()} == {
+    messages = env.inbox.messages()
+    assert {(m["table"], m["status"]) for m in messages if m["kind"] != "digest"} == {
         ("hot-partition", "new"),
         ("under-provisioned", "new"),
         ("member-throttled", "new"),
     }
-
-
-def test_pairs_that_cannot_start_in_time_are_deferred_and_the_next_hour_starts_elsewhere() -> None:
-    from auditor.service.metrics_audit import rotated
-    from auditor.sources.org import Target
-
-    pairs = [Target(f"{i:012d}", "us-east-1") for i in range(48)]
-    hour = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-    firsts = {rotated(pairs, hour + timedelta(hours=h))[0] for h in range(24)}
-    assert len(firsts) == 24  # every hour starts somewhere else: a 24th of the list per run covers all in a day
-    assert sorted(rotated(pairs, hour)) == sorted(pairs)
+    # every pair recorded its findings, and the invocation drained the outbox once: one digest for the three
+    # (the inbox's per-finding subscription filters digests out)
+    assert (result["published"], result["digests"]) == (3, 1)
+    # the cost ledger of each pair with tables, and the total over them
+    cost = result["cost"]
+    pairs = {(p["account"], p["region"]) for p in cost["targets"]}
+    assert pairs == {(ACCOUNT, "us-east-1"), (MEMBER, "eu-west-1")}
+    assert {(r["account"], r["region"], r["table"]) for r in cost["tables"]} >= {
+        (MEMBER, "eu-west-1", "member-throttled"),
+        (ACCOUNT, "us-east-1", "hot-partition"),
+    }
+    assert cost["total"]["auditor_usd"] == pytest.approx(sum(p["auditor_usd"] for p in cost["targets"]))
+    assert cost["total"]["dynamodb_usd"] == pytest.approx(sum(p["dynamodb_usd"] for p in cost["targets"]))
+    assert cost["total"]["dynamodb_usd"] > 0
+    total = cost["total"]
+    assert total["ratio"] == pytest.approx(total["auditor_usd"] / total["dynamodb_usd"], abs=1e-9)
+    # the pairs are listed in a fixed order (account, Region), whatever order they ran in
+    assert [(p["account"], p["region"]) for p in result["per_target"]] == sorted(
+        (p["account"], p["region"]) for p in result["per_target"]
+    )
+    # the cycle is stored and finished; the next hour's invocation begins a new one
+    assert result["cycle"]["pairs"] == 4 and result["cycle"]["remaining"] == 0
+    assert result["cycle"]["resumed"] is False
 
 
 def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env: Env) -> None:
@@ -337,12 +350,12 @@ def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env
 
     from auditor.service.metrics_audit import MetricsAuditParams, run_org_metrics_audit
     from auditor.service.record import LifecycleParams
-    from auditor.sources.org import SessionFactory, targets
+    from auditor.sources.org import SessionFactory
 
     params = MetricsAuditParams(lifecycle=LifecycleParams(topic_arn=env.inbox.topic_arn))
     result = run_org_metrics_audit(
         SessionFactory(boto3.Session(region_name=REGION), "DdbTrafficAuditorMember", own_account=ACCOUNT),
-        targets([ACCOUNT, MEMBER], [REGION]),
+        lambda: ([ACCOUNT, MEMBER], [REGION]),
         env.store,
         env.inbox.sns,
         params,

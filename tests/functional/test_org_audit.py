@@ -194,6 +194,21 @@ def test_cli_audit_over_accounts_and_regions_reports_coverage_gaps(
     assert doc["stats"]["targets_audited"] == 4
     assert doc["coverage_gaps"] == []
     assert doc["stats"]["api_calls"]["sts:AssumeRole"] == 1
+    # the cost ledger over both accounts: each table with its account and Region, each pair's total, the total
+    cost = doc["cost"]
+    assert {(r["account"], r["region"], r["table"]) for r in cost["tables"]} == {
+        (OWN, "us-east-1", "orders"),
+        (MEMBER, "eu-west-1", "payments-eu"),
+    }
+    assert {(p["account"], p["region"]) for p in cost["targets"]} == {(OWN, "us-east-1"), (MEMBER, "eu-west-1")}
+    assert cost["total"]["dynamodb_usd"] == pytest.approx(sum(p["dynamodb_usd"] for p in cost["targets"]))
+    assert cost["total"]["auditor_usd"] == pytest.approx(sum(p["auditor_usd"] for p in cost["targets"]))
+    # and in the table output
+    assert main(["audit", "--accounts", f"{OWN},{MEMBER}", "--role-name", ROLE, "--regions", "us-east-1,eu-west-1",
+                 "--days", "0.05", "--billing-days", "0"]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    ledger = text[text.index("Cost ledger") :]
+    assert f"{MEMBER}  eu-west-1  payments-eu" in ledger and "(pair total)" in ledger and "total" in ledger
 
 
 @pytest.mark.parametrize(

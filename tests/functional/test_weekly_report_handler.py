@@ -344,3 +344,29 @@ def test_the_summary_stays_within_slack_limits_whatever_the_text() -> None:
     assert not any("accessory" in b for b in payload["blocks"])
     assert "No usable link" in json.dumps(payload)
     assert json.dumps(payload).count(":red_circle: *") == 3  # the three most important actions only
+
+
+def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env: Env) -> None:
+    # Given the scheduled organisation audit could not assume the role in one member account on three cycles of the
+    # report week, and met a Region that was not enabled the week after
+    from auditor.sinks.audit_cycle import AuditCycleStore
+
+    cycles = AuditCycleStore(env.ddb, STATE)
+    for hour in (1, 2, 3):
+        cycles.record_gap(
+            week_of=day(3, hour), account="444455556666", region="eu-west-1", reason="role_missing",
+            call="sts:AssumeRole", error_code="AccessDenied", message="not authorized | <b>", at=day(3, hour),
+        )  # fmt: skip
+    cycles.record_gap(
+        week_of=day(8), account="555566667777", region="ap-east-1", reason="region_not_enabled",
+        call="audit", error_code="UnrecognizedClientException", message="token", at=day(8),
+    )  # fmt: skip
+    # When the report of that week is built
+    result = env.invoke()
+    # Then it lists the report week's gap (once, with how many cycles met it), not the next week's
+    assert result["coverage_gaps"] == 1
+    markdown = env.s3.get_object(Bucket=BUCKET, Key=MD_KEY)["Body"].read().decode()
+    html = env.s3.get_object(Bucket=BUCKET, Key=HTML_KEY)["Body"].read().decode()
+    line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03"
+    assert line in markdown and line in html
+    assert "555566667777" not in markdown

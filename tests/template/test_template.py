@@ -255,9 +255,11 @@ NEEDS: dict[str, Needs] = {
         kms_via=frozenset({"sqs", "dynamodb"}),
     ),
     "EvaluatorFunction": Needs(
-        actions=LOGS | XRAY | EVALUATOR_DDB_TABLE | {"sns:Publish"} | KMS_THROUGH_SERVICES,
+        # DescribeTable: the key schemas of the evaluated windows' tables (PartiQL full-scan decision)
+        actions=LOGS | XRAY | EVALUATOR_DDB_TABLE | {"sns:Publish", "dynamodb:DescribeTable"} | KMS_THROUGH_SERVICES,
         dynamodb={"table": EVALUATOR_DDB_TABLE, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings (GSI1)
         kms_via=frozenset({"sns", "dynamodb"}),
+        audited=frozenset({"dynamodb:DescribeTable"}),
     ),
     "NotifierFunction": Needs(
         actions=LOGS | XRAY | NOTIFIER_OWN,

@@ -353,6 +353,23 @@ def test_key_range_recommendation_suggests_contributor_insights_only_when_off() 
         assert ("THROTTLED_KEYS" in only(cw_throttling.detect(MetricsInput(p, tm))).recommendation) is expected
 
 
+def test_throttled_keys_mode_is_recommended_with_its_price() -> None:
+    p = profile(ci="DISABLED")
+    tm = metrics(p)  # an hour
+    put(tm, CAUSE_METRICS["key_range"]["write"], range(0, 5), 1000)  # 5,000 throttled events in the hour
+    f = only(cw_throttling.detect(MetricsInput(p, tm)))
+    # 5,000/h x 730 h = 3.65 M events: $0.11, plus one rule (no sort key) at $0.50
+    assert f.evidence["contributor_insights_throttled_keys_price"] == {
+        "rules": 1.0,
+        "events_per_month": 3_650_000,
+        "usd_month": 0.61,
+    }
+    assert "1 rule at $0.50 a month plus $0.03 per million throttled events" in f.recommendation
+    assert "about $0.61 a month" in f.recommendation
+    price = cw_throttling.throttled_keys_price(5000, 3600, sort_key=True, cfg=cw_throttling.CwThrottlingConfig())
+    assert price == {"rules": 2.0, "events_per_month": 7_300_000, "usd_month": 1.22}  # x2 events and rules
+
+
 # ---------------------------------------------------------------- scans
 
 

@@ -155,3 +155,109 @@ def test_serialised_aggregate_stays_bounded_with_many_hot_keys_and_scans() -> No
     assert size < MAX_SERIALIZED_BYTES
     back = TableWindow.from_dict(orjson.loads(agg.to_json()))
     assert back.second_peaks() == TableWindow.from_dict(orjson.loads(back.to_json())).second_peaks()
+
+
+def test_partiql_key_schema_precedence_config_then_description_then_trail() -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import apply_table_facts
+    from auditor.models.inventory import IndexProfile, TableProfile
+
+    agg = span([call("GetItem", "Orders", {"pk": "A"})])
+    profile = TableProfile(
+        name="Orders",
+        account="111122223333",
+        region="us-east-1",
+        partition_key="orderId",
+        indexes=(IndexProfile(name="byCustomer", type="GSI", partition_key="customerId"),),
+    )
+    schemas = {("111122223333", "us-east-1", "Orders"): profile}
+    apply_table_facts(agg, AnalysisConfig(key_schema={"Orders": "pk"}), schemas)
+    assert (agg.schema_hint, agg.schema_source) == ("pk", "config")  # the user's word wins
+    apply_table_facts(agg, AnalysisConfig(), schemas)
+    assert (agg.schema_hint, agg.schema_source, agg.index_schema) == (
+        "orderId",
+        "inventory",
+        {"byCustomer": "customerId"},
+    )
+    apply_table_facts(agg, AnalysisConfig(), {("444455556666", "us-east-1", "Orders"): profile})  # another account's
+    assert (agg.schema_hint, agg.schema_source, agg.index_schema) == (None, None, {})
+
+
+def _reads(key: str, rate: int, seconds: int, consistent: bool | None) -> list[ApiCall]:
+    calls = _burst(key, rate, seconds, op="GetItem")
+    for c in calls:
+        c.consistent_read = consistent
+    return calls
+
+
+def test_item_size_turns_requests_into_write_units() -> None:
+    # 300 writes/s on one key: 30 % of a partition's 1,000 WCU for items up to 1 KB, 90 % for 3 KB items.
+    calls = _burst("HOT", 300, 5)
+    [small] = hot_key.detect(span(calls), hot_key.HotKeyConfig())
+    assert small.evidence["peak_write_units_per_second"] == 300
+    assert small.evidence["headroom_factor"] == 3.33
+    assert small.severity is Severity.MEDIUM
+    agg = span(calls)
+    agg.item_size_bytes, agg.item_size_source = 3000, "config"
+    [large] = hot_key.detect(agg, hot_key.HotKeyConfig())
+    assert (large.evidence["write_units_per_write"], large.evidence["peak_write_units_per_second"]) == (3.0, 900.0)
+    assert large.evidence["headroom_factor"] == 1.11
+    assert large.severity is Severity.HIGH
+    assert large.evidence["item_size_source"] == "config"
+    assert "3,000 bytes (from the config)" in large.evidence["assumption"]
+    assert "900 WCU/s" in large.summary
+    assert large.evidence["suggested_shards"] == 2  # 900 WCU/s, each shard at most half a partition
+
+
+def test_read_consistency_halves_the_units_of_eventually_consistent_reads() -> None:
+    # 1,000 reads/s of 8 KB items: 2 RCU each strongly consistent (2,000 RCU/s, headroom 1.5), 1 eventually (3x).
+    strong = span(_reads("HOT", 1000, 3, True))
+    strong.item_size_bytes, strong.item_size_source = 8192, "inventory"
+    [s] = hot_key.detect(strong, hot_key.HotKeyConfig())
+    assert (s.evidence["read_units_per_read"], s.evidence["headroom_factor"]) == (2.0, 1.5)
+    assert s.severity is Severity.HIGH
+    eventual = span(_reads("HOT", 1000, 3, False))
+    eventual.item_size_bytes, eventual.item_size_source = 8192, "inventory"
+    [e] = hot_key.detect(eventual, hot_key.HotKeyConfig())
+    assert (e.evidence["read_units_per_read"], e.evidence["headroom_factor"]) == (1.0, 3.0)
+    assert e.severity is Severity.MEDIUM
+    assert "100% of reads logged eventually consistent" in e.evidence["assumption"]
+    # a read whose record does not log consistentRead counts as strongly consistent (the conservative reading)
+    unknown = span(_reads("HOT", 1000, 3, None))
+    unknown.item_size_bytes, unknown.item_size_source = 8192, "inventory"
+    [u] = hot_key.detect(unknown, hot_key.HotKeyConfig())
+    assert u.evidence["read_units_per_read"] == 2.0
+
+
+def test_eventual_read_count_survives_merge_and_serialisation() -> None:
+    calls = _reads("A", 10, 2, False) + _reads("B", 10, 1, True) + _reads("C", 10, 1, None)
+    parts = [AggregateSet(900) for _ in range(2)]
+    for i, c in enumerate(calls):
+        parts[i % 2].add(c)
+    parts[0].merge(parts[1])
+    [tw] = parts[0].spans()
+    assert (tw.key_reads, tw.key_reads_eventual) == (40, 20)
+    back = type(tw).from_dict(tw.to_dict())
+    assert back.key_reads_eventual == 20
+    old = tw.to_dict()
+    del old["key_reads_eventual"]  # a contribution stored before the field existed
+    assert type(tw).from_dict(old).key_reads_eventual == 0
+
+
+def test_item_size_from_config_or_the_tables_description() -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import apply_table_facts
+    from auditor.models.inventory import TableProfile
+
+    agg = span([call("GetItem", "Orders", {"pk": "A"})])
+    profile = TableProfile(
+        name="Orders", account="111122223333", region="us-east-1", size_bytes=3_000_000, item_count=1_000
+    )
+    schemas = {("111122223333", "us-east-1", "Orders"): profile}
+    apply_table_facts(agg, AnalysisConfig(), schemas)
+    assert (agg.item_size_bytes, agg.item_size_source) == (3000, "inventory")
+    apply_table_facts(agg, AnalysisConfig(item_size_bytes={"Orders": 500}), schemas)
+    assert (agg.item_size_bytes, agg.item_size_source) == (500, "config")
+    empty = profile.model_copy(update={"item_count": 0})
+    apply_table_facts(agg, AnalysisConfig(), {("111122223333", "us-east-1", "Orders"): empty})
+    assert (agg.item_size_bytes, agg.item_size_source) == (None, None)

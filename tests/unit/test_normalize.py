@@ -963,3 +963,22 @@ def test_usual_records_never_reach_the_general_path(
         assert call.tables == expected.tables
         assert call.items == expected.items
         assert call.error_code == "E"
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("GetItem", {"tableName": "T", "key": {"pk": "a"}, "consistentRead": True}, True),
+        ("GetItem", {"tableName": "T", "key": {"pk": "a"}, "consistentRead": False}, False),
+        ("GetItem", {"tableName": "T", "key": {"pk": "a"}}, None),  # not logged: unknown
+        ("GetItem", {"TableName": "T", "Key": {"pk": "a"}, "ConsistentRead": False}, False),  # another spelling
+        ("GetItem", {"tableName": "T", "key": {"pk": "a"}, "consistentRead": "false"}, None),  # not a boolean
+        ("Query", {"tableName": "T", "keyConditionExpression": "#p = :v", "consistentRead": True}, True),
+        ("Scan", {"tableName": "T", "consistentRead": False}, False),
+        ("PutItem", {"tableName": "T", "key": {"pk": "a"}, "consistentRead": True}, None),  # not a read
+    ],
+)
+def test_consistent_read_is_taken_as_logged(name: str, params: dict[str, Any], expected: bool | None) -> None:
+    call = norm(minimal(name, params))
+    assert call.consistent_read is expected
+    _assert_paths_agree(minimal(name, params))

@@ -42,8 +42,18 @@ def finding(
     title: str | None = None,
 ) -> Finding:
     defaults: dict[str, dict[str, Any]] = {
-        "scan": {"principal": "arn:aws:iam::111122223333:role/job", "operation": "Scan", "count": 10, "source": "cloudtrail"},
-        "throttling": {"cause": "key_range", "read_throttle_events": 3, "write_throttle_events": 4, "source": "cloudtrail"},
+        "scan": {
+            "principal": "arn:aws:iam::111122223333:role/job",
+            "operation": "Scan",
+            "count": 10,
+            "source": "cloudtrail",
+        },
+        "throttling": {
+            "cause": "key_range",
+            "read_throttle_events": 3,
+            "write_throttle_events": 4,
+            "source": "cloudtrail",
+        },
         "hot_key": {"key": {"pk": "K"}, "share": 0.4, "requests": 100, "window_seconds": 900, "source": "cloudtrail"},
         "billing_mode": {
             "current_mode": "PROVISIONED",

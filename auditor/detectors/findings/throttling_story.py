@@ -27,6 +27,7 @@ when they were seen within ``max_age_seconds`` of it, so the stored finding keep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -311,7 +312,9 @@ def _build(
 def _same_window(parts: Sequence[Totals]) -> Totals:
     """One source's totals of several causes seen in the same window(s): their events add, their windows do not."""
     peaks = [p.peak_per_hour for p in parts]
+    margins = [p.margin for p in parts if p.margin is not None]
     return Totals(
+        margin=math.ceil(math.hypot(*margins)) if margins else None,
         count=sum(p.count for p in parts),
         windows=max(p.windows for p in parts),
         first_seen=min(p.first_seen for p in parts),

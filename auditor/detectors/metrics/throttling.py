@@ -110,6 +110,11 @@ class CwThrottlingConfig(DetectorConfig):
     on_demand_initial_write: float = 4_000.0
     #: On-demand tables absorb up to twice their peak of this many previous minutes.
     doubling_window_minutes: int = 30
+    #: Contributor Insights for DynamoDB (us-east-1, the CloudWatch pricing page as third-party summaries read it):
+    #: per rule and month, and per million events. Throttled-keys mode has 1 rule (2 with a sort key) per table or
+    #: GSI, and counts only throttled requests (x2 with a sort key).
+    ci_rule_usd_month: float = 0.50
+    ci_usd_per_million_events: float = 0.03
 
 
 @dataclass(slots=True)
@@ -257,6 +262,16 @@ def detect(data: MetricsInput, cfg: CwThrottlingConfig) -> list[Finding]:
     return findings
 
 
+def throttled_keys_price(events: float, seconds: float, *, sort_key: bool, cfg: CwThrottlingConfig) -> dict[str, float]:
+    """Monthly price of Contributor Insights in throttled-keys mode on one table or GSI that throttles ``events``
+    times in ``seconds`` (the rate held for a 730-hour month): its rules plus the throttled events."""
+    rules = 2.0 if sort_key else 1.0
+    per_month = events / seconds * 730 * 3600 if seconds > 0 else 0.0
+    billed = per_month * (2 if sort_key else 1)
+    usd = rules * cfg.ci_rule_usd_month + billed / 1e6 * cfg.ci_usd_per_million_events
+    return {"rules": rules, "events_per_month": round(billed), "usd_month": round(usd, 2)}
+
+
 def _finding(
     profile: TableProfile, metrics: TableMetrics, index: str | None, cause: str, b: _Bucket, cfg: CwThrottlingConfig
 ) -> Finding:
@@ -284,14 +299,20 @@ def _finding(
         f"{run:g} minutes; peak {peak_n} events at {iso(peak_t)}; {why}."
     )
     recommendation = RECOMMENDATIONS[cause]
+    ci_price: dict[str, float] | None = None
     if cause == "key_range" and not ci.enabled:
         state = "could not be read" if ci.status == "unknown" else f"is {ci.status.lower()}"
+        ci_price = throttled_keys_price(events, metrics.seconds, sort_key=profile.sort_key is not None, cfg=cfg)
         recommendation += (
             f" Contributor Insights {state} on {where}: enable it in throttled-keys mode to name the "
-            f"throttled keys (aws dynamodb update-contributor-insights --table-name {profile.name}"
+            f"throttled keys continuously, whatever the trail captures (aws dynamodb update-contributor-insights "
+            f"--table-name {profile.name}"
             + (f" --index-name {index}" if index else "")
-            + " --contributor-insights-action ENABLE --contributor-insights-mode THROTTLED_KEYS; billed per "
-            "throttled request only)."
+            + " --contributor-insights-action ENABLE --contributor-insights-mode THROTTLED_KEYS). It bills only "
+            f"throttled requests: {ci_price['rules']:g} rule{'s' if ci_price['rules'] != 1 else ''} at "
+            f"${cfg.ci_rule_usd_month:.2f} a month plus "
+            f"${cfg.ci_usd_per_million_events:.2f} per million throttled events; at this window's rate about "
+            f"${ci_price['usd_month']:,.2f} a month."
         )
     if cause in ("provisioned", "gsi_backpressure"):
         scaling = profile.capacity_of(index).scaling("write" if cause == "gsi_backpressure" or b.write else "read")
@@ -319,6 +340,7 @@ def _finding(
         "capacity_mode": mode,
         "median_utilisation_when_throttled": util,
         "contributor_insights": ci.status,
+        "contributor_insights_throttled_keys_price": ci_price,
         "window_start": iso(metrics.start),
         "window_end": iso(metrics.end),
         "gaps": profile.gap_lines(),

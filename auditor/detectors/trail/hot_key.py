@@ -11,6 +11,7 @@ Throttles observed on a key raise its severity.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,47 @@ ASSUMPTION = (
     "CloudTrail does not log item sizes or consumed capacity: rates assume 1 RCU per read and 1 WCU per write (items "
     "up to 4 KB read strongly consistent, 1 KB written). Larger items reach the partition limit sooner."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class UnitCosts:
+    """Capacity units per request on this table: ``ceil(size / 4 KB)`` read units per strongly consistent read
+    (half for an eventually consistent one) and ``ceil(size / 1 KB)`` write units per write, from the typical
+    item size where it is known (else 1 and 1) and the share of reads logged ``consistentRead: false``."""
+
+    read: float = 1.0
+    write: float = 1.0
+    item_size_bytes: int | None = None
+    item_size_source: str | None = None
+    eventual_read_share: float = 0.0
+
+    @classmethod
+    def of(cls, agg: TableWindow) -> UnitCosts:
+        size = agg.item_size_bytes
+        eventual = agg.key_reads_eventual / agg.key_reads if agg.key_reads else 0.0
+        size_read = math.ceil(size / 4096) if size else 1
+        return cls(
+            read=size_read * (1.0 - 0.5 * eventual),
+            write=float(math.ceil(size / 1024)) if size else 1.0,
+            item_size_bytes=size,
+            item_size_source=agg.item_size_source if size else None,
+            eventual_read_share=eventual,
+        )
+
+    def assumption(self) -> str:
+        """What the rates in units rest on, in words."""
+        if self.item_size_bytes is None and self.eventual_read_share == 0:
+            return ASSUMPTION
+        size = (
+            f"items of about {self.item_size_bytes:,} bytes (from the {self.item_size_source})"
+            if self.item_size_bytes
+            else "items of up to 4 KB read and 1 KB written (CloudTrail logs no sizes)"
+        )
+        return (
+            f"Rates in capacity units assume {size}: {self.read:g} RCU per read "
+            f"({self.eventual_read_share:.0%} of reads logged eventually consistent, at half a unit; reads without "
+            f"consistentRead count as strongly consistent) and {self.write:g} WCU per write."
+        )
 
 
 class HotKeyConfig(DetectorConfig):
@@ -106,6 +148,12 @@ class KeyRates:
     second_writes: int = 0
     second_writes_at: int = 0
     throttles: int = 0
+    costs: UnitCosts = UnitCosts()
+
+    def peak_units(self, cfg: HotKeyConfig) -> tuple[float, float]:
+        """(peak read units/s, peak write units/s): :meth:`peak_rates` weighted by the table's :class:`UnitCosts`."""
+        r, w = self.peak_rates(cfg)
+        return r * self.costs.read, w * self.costs.write
 
     def peak_rates(self, cfg: HotKeyConfig) -> tuple[float, float]:
         """(peak reads/s, peak writes/s): the busiest minute's average, or the busiest second if it is busier."""
@@ -125,16 +173,19 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
     minutes = agg.minute_peaks(min_requests=max(1, minute_floor))
     seconds = agg.second_peaks()
     hot_writes = agg.hot_writes.counts
+    costs = UnitCosts.of(agg)
+    read_limit = cfg.partition_read_units_per_second / costs.read  # requests per second at the limit
+    write_limit = cfg.partition_write_units_per_second / costs.write
     candidates: set[str] = set()
     for encoded, (r, _, w, _) in minutes.items():
-        if r / 60 / cfg.partition_read_units_per_second >= cfg.min_utilisation:
+        if r / 60 / read_limit >= cfg.min_utilisation:
             candidates.add(encoded)
-        if w / 60 / cfg.partition_write_units_per_second >= cfg.min_utilisation:
+        if w / 60 / write_limit >= cfg.min_utilisation:
             candidates.add(encoded)
     for encoded, (r, _, w, _) in seconds.items():
-        if r >= cfg.min_peak_second_requests and r / cfg.partition_read_units_per_second >= cfg.min_utilisation:
+        if r >= cfg.min_peak_second_requests and r / read_limit >= cfg.min_utilisation:
             candidates.add(encoded)
-        if w >= cfg.min_peak_second_requests and w / cfg.partition_write_units_per_second >= cfg.min_utilisation:
+        if w >= cfg.min_peak_second_requests and w / write_limit >= cfg.min_utilisation:
             candidates.add(encoded)
     if total >= cfg.min_key_requests:
         distinct = max(1, agg.distinct.estimate())
@@ -147,6 +198,7 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
     for encoded in candidates:
         count = agg.hot.counts.get(encoded, 0)
         rates = KeyRates(encoded, count, min(count, hot_writes.get(encoded, 0)), count / total if total else 0.0)
+        rates.costs = costs
         if encoded in minutes:
             rates.minute_reads, rates.minute_reads_at, rates.minute_writes, rates.minute_writes_at = minutes[encoded]
         else:
@@ -160,8 +212,7 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
         out.append(rates)
 
     def order(k: KeyRates) -> tuple[float, int, str]:
-        r, w = k.peak_rates(cfg)
-        h = headroom(r, w, cfg)
+        h = headroom(*k.peak_units(cfg), cfg)
         return (h if h is not None else float("inf"), -k.requests, k.encoded)
 
     out.sort(key=order)
@@ -185,7 +236,8 @@ def _stamp(epoch: int) -> str | None:
 
 def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str, Any]:
     r, w = k.peak_rates(cfg)
-    h = headroom(r, w, cfg)
+    ru, wu = k.peak_units(cfg)
+    h = headroom(ru, wu, cfg)
     key = decode_key(k.encoded)
     return {
         "key": key,
@@ -193,10 +245,12 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "requests": k.requests,
         "reads": k.requests - k.writes,
         "writes": k.writes,
-        "reads_per_second": round(per_second(k.requests - k.writes, agg.window_seconds), 3),
-        "writes_per_second": round(per_second(k.writes, agg.window_seconds), 3),
+        "reads_per_second": round(per_second(k.requests - k.writes, agg.observed_seconds), 3),
+        "writes_per_second": round(per_second(k.writes, agg.observed_seconds), 3),
         "peak_reads_per_second": round(r, 3),
         "peak_writes_per_second": round(w, 3),
+        "peak_read_units_per_second": round(ru, 3),
+        "peak_write_units_per_second": round(wu, 3),
         "peak_second_reads": k.second_reads,
         "peak_second_reads_at": _stamp(k.second_reads_at),
         "peak_second_writes": k.second_writes,
@@ -208,6 +262,14 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "partition_utilisation": round(1 / h, 4) if h else None,
         "throttled_calls": k.throttles,
     }
+
+
+def _minutes(agg: TableWindow) -> str:
+    """The time the shares were measured over: the window, or only its captured minutes (sampled capture)."""
+    whole = agg.window_seconds // 60
+    if agg.captured_seconds is None or agg.observed_seconds >= agg.window_seconds:
+        return f"{whole} minutes"
+    return f"the {agg.observed_seconds / 60:g} captured minutes of {whole}"
 
 
 @register(METADATA, HotKeyConfig)
@@ -224,7 +286,11 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
         "key_requests": total,
         "distinct_partition_keys": distinct,
         "estimate_error": agg.hot.error,
-        "assumption": ASSUMPTION,
+        "assumption": keys[0].costs.assumption(),
+        "read_units_per_read": round(keys[0].costs.read, 3),
+        "write_units_per_write": keys[0].costs.write,
+        "item_size_bytes": keys[0].costs.item_size_bytes,
+        "item_size_source": keys[0].costs.item_size_source,
     }
     if len(keys) > cfg.max_findings_per_table:
         return [_grouped(agg, keys, cfg, common)]
@@ -235,14 +301,21 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
         severity = _severity(k, h, cfg)
         attr, value = next(iter(ev["key"].items()))
         r, w = ev["peak_reads_per_second"], ev["peak_writes_per_second"]
+        ru, wu = ev["peak_read_units_per_second"], ev["peak_write_units_per_second"]
         period = bucket_of(value)
         summary = (
             f"{attr}={value!s:.80} on {agg.table} peaked at {r:.0f} reads/s and {w:.0f} writes/s "
             f"(busiest second {k.second_reads} reads / {k.second_writes} writes; busiest minute "
             f"{k.minute_reads / 60:.0f} reads/s / {k.minute_writes / 60:.0f} writes/s) against one partition's "
             f"{cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU"
+            + (
+                f" ({ru:,.0f} RCU/s and {wu:,.0f} WCU/s at {k.costs.read:g} RCU per read and {k.costs.write:g} WCU "
+                "per write)"
+                if (k.costs.read, k.costs.write) != (1.0, 1.0)
+                else ""
+            )
             + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
-            + f" It took {k.share:.0%} of the {total} key-identified requests in {agg.window_seconds // 60} minutes."
+            + f" It took {k.share:.0%} of the {total} key-identified requests in {_minutes(agg)}."
         )
         summary += headroom_sentence(h)
         if h is not None and h >= cfg.huge_headroom:
@@ -251,9 +324,9 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
             summary += f" {k.throttles} calls on this key were throttled."
         shards: int | None
         if period is not None:
-            recommendation, shards = shard_advice(attr, str(value), period, w, r)
+            recommendation, shards = shard_advice(attr, str(value), period, wu, ru)
         else:
-            shards = shards_needed(w, cfg.partition_write_units_per_second) if w else None
+            shards = shards_needed(wu, cfg.partition_write_units_per_second) if w else None
             recommendation = (
                 f"Spread {attr}={value!s:.60}: "
                 + (
@@ -290,7 +363,9 @@ def _grouped(agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: 
     attr = next(iter(first["key"]))
     periods = {p for ev in listed if (p := bucket_of(next(iter(ev["key"].values())))) is not None}
     peak_w = max(ev["peak_writes_per_second"] for ev in listed)
-    shards = shards_needed(peak_w, cfg.partition_write_units_per_second)
+    shards = shards_needed(
+        max(ev["peak_write_units_per_second"] for ev in listed), cfg.partition_write_units_per_second
+    )
     requests = sum(ev["requests"] for ev in listed)
     return make_finding(
         METADATA,

@@ -53,8 +53,8 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
     busiest = top[0][1] if top else 0
     busiest_writes = agg.hot_writes.counts.get(top[0][0], 0) if top else 0
     h = headroom(
-        per_second(busiest - busiest_writes, agg.window_seconds),
-        per_second(busiest_writes, agg.window_seconds),
+        per_second(busiest - busiest_writes, agg.observed_seconds),
+        per_second(busiest_writes, agg.observed_seconds),
         HotKeyConfig(),
     )
     # The busiest value's peak minute (not its period average) is how close the table came to a partition's limit.
@@ -69,7 +69,7 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
         severity = Severity.LOW  # a few keys far below the partition limits: a design note, not a risk
     else:
         severity = Severity.MEDIUM
-    rate = per_second(total, agg.window_seconds)
+    rate = per_second(total, agg.observed_seconds)
     period = bucket_of(values[0]["value"]) if values else None
     return [
         make_finding(
@@ -90,7 +90,9 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
                 + headroom_sentence(h)
             ),
             recommendation=(
-                shard_advice(attr, str(values[0]["value"]), period, busiest_writes / max(1, agg.window_seconds), 0.0)[0]
+                shard_advice(
+                    attr, str(values[0]["value"]), period, busiest_writes / max(1.0, agg.observed_seconds), 0.0
+                )[0]
                 if period is not None
                 else (
                     f"Use a high-cardinality attribute (for example the entity id) as the partition key and keep "

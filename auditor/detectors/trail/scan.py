@@ -46,9 +46,10 @@ class ScanConfig(DetectorConfig):
 
 
 def _partition_key(agg: TableWindow) -> tuple[str | None, str | None]:
-    """(partition-key attribute, where it comes from): the analysis config, else the trail's classic key names."""
+    """(partition-key attribute, where it comes from): the analysis config or the table's description (the
+    service's inventory), else the key names the trail's item-level calls log."""
     if agg.schema_hint:
-        return agg.schema_hint, "config"
+        return agg.schema_hint, agg.schema_source or "config"
     learned = agg.partition_key_attr
     return (learned, "trail") if learned else (None, None)
 
@@ -60,7 +61,9 @@ def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | No
     if pk is None:
         return found, None, None
     for (principal, _verb, index, constrained), st in agg.statements.items():
-        if pk in constrained.split(","):
+        # a statement on an index is decided by the index's partition key where the description gives it
+        key = agg.index_schema.get(index, pk) if index else pk
+        if key in constrained.split(","):
             continue
         mine = found.setdefault(principal, ScanStats())
         mine.count += st.count

@@ -179,7 +179,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                 index=index or None,
                 title=f"Throttling on {where} ({cause.replace('_', ' ')})",
                 summary=(
-                    f"{total} calls to {agg.table} were throttled in {agg.window_seconds // 60} minutes "
+                    f"{total} calls to {agg.table} were throttled in {agg.observed_seconds / 60:g} minutes "
                     f"({counts['read']} reads, {counts['write']} writes; {total / max(1, agg.calls):.1%} of calls); "
                     f"cause: {cause}." + (f" Undecided: {missing[(cause, index)]}." if missing[(cause, index)] else "")
                 ),
