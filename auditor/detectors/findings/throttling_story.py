@@ -145,6 +145,8 @@ def _block(source: str, members: Sequence[Finding]) -> dict[str, Any]:
     how: dict[str, str] = {}
     details: dict[str, dict[str, Any]] = {}
     recommendations: dict[str, str] = {}
+    notes: list[str] = []
+    captures: list[dict[str, Any]] = []
     read = write = 0
     for m in sorted(members, key=lambda m: str(m.evidence.get("cause"))):
         cause = str(m.evidence.get("cause") or "unknown")
@@ -152,8 +154,14 @@ def _block(source: str, members: Sequence[Finding]) -> dict[str, Any]:
         read, write = read + r, write + w
         causes[cause] = causes.get(cause, 0) + r + w
         how[cause] = str(m.evidence.get("cause_source") or "none")
-        details[cause] = {k: v for k, v in m.evidence.items() if k not in _OWN}
+        details[cause] = {**{k: v for k, v in m.evidence.items() if k not in _OWN}, "summary": m.summary}
         recommendations[cause] = m.recommendation
+        sampled = m.summary.find(" Sampled: ")
+        if sampled >= 0:  # a partly captured window (auditor.cost.sampling): its estimate, as the detector said it
+            notes.append((f"{_cause_label(cause)}: " if len(members) > 1 else "") + m.summary[sampled + 1 :].strip())
+        capture = m.evidence.get("capture")
+        if isinstance(capture, dict) and str(capture.get("basis", "")).startswith("sampled"):
+            captures.append(capture)
     block.update(
         events=read + write,
         read=read,
@@ -164,7 +172,23 @@ def _block(source: str, members: Sequence[Finding]) -> dict[str, Any]:
         recommendations=recommendations,
         details=details,
     )
+    if notes:
+        block["sampled_notes"] = notes
+    if captures:
+        block["capture"] = _combined_capture(captures)
     return block
+
+
+def _combined_capture(captures: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One source's sampling of several causes in the same window(s): observed and estimated counts add, margins
+    add as independent estimates."""
+    if len(captures) == 1:
+        return dict(captures[0])
+    out = dict(captures[0])
+    for key in ("observed", "estimated"):
+        out[key] = sum(_int(c.get(key)) for c in captures)
+    out["margin"] = math.ceil(math.hypot(*(_int(c.get("margin")) for c in captures)))
+    return out
 
 
 def _block_rank(source: str, block: Mapping[str, Any]) -> int:
@@ -200,10 +224,14 @@ def _source_sentence(source: str, block: Mapping[str, Any]) -> str:
         )
     noun = "throttle events" if source == CLOUDWATCH else "throttled calls"
     verb = "counted" if source == CLOUDWATCH else "logged"
-    return (
+    text = (
         f"{_LABEL[source]} {verb} {events:,} {noun} ({_int(block.get('read')):,} reads, "
         f"{_int(block.get('write')):,} writes) {_period_text(block)}"
     )
+    notes = block.get("sampled_notes")
+    if isinstance(notes, list) and notes:
+        text += " (" + " ".join(str(n).rstrip(".") + "." for n in notes).rstrip(".") + ")"
+    return text
 
 
 def _key_text(key: Any) -> str:
@@ -289,6 +317,8 @@ def _build(
     for key in ("window_seconds", "top_keys", "contributor_insights", "capacity_mode", "index_cause"):
         if key in top_details:
             evidence[key] = top_details[key]
+    if isinstance(counts.get("capture"), dict):
+        evidence["capture"] = counts["capture"]
     first = min(_when(b, "first_seen") for b in blocks.values())
     last = max(_when(b, "last_seen") for b in blocks.values())
     story = Finding.create(
