@@ -745,6 +745,10 @@ def _compact(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
+#: The scanner row of a CloudWatch scan count (CloudWatch does not log who scanned).
+CLOUDWATCH_SCANNER = "(not logged: CloudWatch's count)"
+
+
 def principal_name(principal: str | None) -> str:
     """``arn:aws:iam::1:role/x`` -> ``role/x``; anything else unchanged; None -> ``(unknown principal)``."""
     if not principal:
@@ -989,10 +993,13 @@ def _scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
             continue
         principal = f.evidence.get("principal")
         principal = principal if isinstance(principal, str) else None
+        # CloudWatch counts a table's Scan requests without saying who sent them (a table whose scans CloudTrail
+        # attributes has that count on the attributed findings instead, see _attach_scan_volume).
+        name = CLOUDWATCH_SCANNER if principal is None and f.evidence.get("source") == "cloudwatch" else None
         rows.append(
             ScannerRow(
                 principal=principal,
-                principal_name=principal_name(principal),
+                principal_name=name or principal_name(principal),
                 table=f.table,
                 operation=str(f.evidence.get("operation") or "Scan"),
                 count=period_count(f),

@@ -343,7 +343,7 @@ def test_weekly_report_shows_no_unknown_principal_for_attributed_scans_and_state
     assert "Scan calls in findings" not in deltas
     # Without CloudTrail's scanners the CloudWatch count stays, labelled as CloudWatch's.
     alone = build_report_from_findings([cw], REPORT_AT)
-    assert [r.principal_name for r in alone.scanners] == ["(unknown principal)"]
+    assert [r.principal_name for r in alone.scanners] == ["(not logged: CloudWatch's count)"]
     assert {d.metric: d.current for d in alone.deltas}["Scan requests (CloudWatch)"] == 720
 
 
@@ -353,3 +353,24 @@ def test_merging_keeps_other_findings_and_their_order() -> None:
     merged = throttling_story.merge_throttling([ct[0], *cw, ct[1]])
     assert [f.kind for f in merged] == [FindingKind.SCAN, FindingKind.THROTTLING, FindingKind.SCAN]
     assert merged[1].severity in (Severity.MEDIUM, Severity.HIGH)
+
+
+def test_each_window_is_its_own_sighting_and_the_period_sums_them() -> None:
+    """Windows evaluated together (analyze-trail's per-window pass) each give their own story sighting; the input's
+    story totals sum them, as the service sums its windows."""
+    from auditor.aggregates.window import AggregateSet
+    from auditor.engine import period_totals
+
+    cfg = AnalysisConfig()
+    aggs = AggregateSet(cfg.window_seconds)
+    for start in (0, 3600):  # two windows an hour apart, 12 and 30 throttled calls
+        for i in range(12 if start == 0 else 30):
+            aggs.add(call("PutItem", key={"pk": f"K{i}"}, at=start + i, error=PTE, message=REASON_PTE))
+    per_window, _ = evaluate(list(aggs.windows.values()), cfg)
+    stories = [f for f in per_window if f.kind is FindingKind.THROTTLING]
+    assert len(stories) == 2 and len({f.id for f in stories}) == 1
+    assert sorted(f.evidence["sources"]["cloudtrail"]["events"] for f in stories) == [12, 30]
+    whole, _ = evaluate(aggs.spans(), cfg)
+    [story] = period_totals([f for f in whole if f.kind is FindingKind.THROTTLING], aggs, cfg)
+    assert story.totals is not None and (story.totals.count, story.totals.windows) == (42, 2)
+    assert story.totals.by_source is not None and story.totals.by_source["cloudtrail"].windows == 2
