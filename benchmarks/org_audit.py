@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.org_audit [--accounts 200] [--regions us-east-1,eu-west-1,ap-southeast-2] [--tables 2]
-                                   [--concurrency 1,8,16]
+                                   [--concurrency 1,8,16] [--latency-ms 40] [--scheduled [--limit-seconds 900]]
 
 It starts a moto server (real HTTP), creates ``--tables`` provisioned tables in each account and Region (moto
 attributes requests made with assumed-role credentials to that account), then runs
@@ -12,6 +12,14 @@ once per account, then inventory, CloudWatch metrics and Contributor Insights pe
 prints the calls by operation, the wall time, and the time per target, so the reader can judge the Lambda limit
 (900 s) for a larger Organization. The baseline is the first concurrency listed (1 by default), measured in the
 same process.
+
+With ``--scheduled`` it runs the deployed service's hourly metrics audit instead
+(:func:`auditor.service.metrics_audit.run_org_metrics_audit`, the Lambda's code path): every pair is audited *and
+recorded* (open findings read, findings and outbox written to a state table on the same server, one SNS drain), with
+the cycle cursor in the state table. Each simulated invocation gets ``--limit-seconds`` of wall time (900, the Lambda
+limit); invocations follow each other until the cycle is finished, so a cycle that does not fit shows how many
+invocations it needs. Every AWS call is counted, the state table and SNS included (a botocore ``before-call`` hook).
+
 It exits 0 whatever the results: it reports, it does not gate.
 """
 
@@ -21,6 +29,7 @@ import argparse
 import logging
 import os
 import time
+from functools import partial
 from typing import Any
 
 
@@ -38,6 +47,24 @@ def _session(endpoint: str, account: str | None) -> Any:
     )
 
 
+class CallCounter:
+    """Counts every AWS call of the sessions it is attached to, by ``service:Operation`` (thread-safe)."""
+
+    def __init__(self) -> None:
+        import threading
+        from collections import Counter
+
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def attach(self, events: Any) -> None:
+        events.register("before-call", self._count)
+
+    def _count(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls[f"{model.service_model.endpoint_prefix}:{model.name}"] += 1
+
+
 def _latent_factory() -> Any:
     from auditor.sources.org import SessionFactory
 
@@ -45,15 +72,95 @@ def _latent_factory() -> Any:
         """Sessions whose every request first waits ``latency`` seconds (the network time of a real endpoint)."""
 
         latency = 0.0
+        counter: CallCounter | None = None
 
         def session(self, account: str | None) -> Any:
             session = super().session(account)
-            if self.latency and not getattr(session, "_bench_latency", False):
-                session.events.register("before-send", lambda **_: time.sleep(self.latency))
-                session._bench_latency = True
+            if not getattr(session, "_bench_hooked", False):
+                if self.latency:
+                    session.events.register("before-send", lambda **_: time.sleep(self.latency))
+                if self.counter is not None:
+                    self.counter.attach(session.events)
+                session._bench_hooked = True
             return session
 
     return LatentFactory
+
+
+def _seconds_to(deadline: float) -> float:
+    return deadline - time.monotonic()
+
+
+def _scheduled(endpoint: str, accounts: list[str], regions: list[str], concurrency: int, args: Any) -> None:
+    """The scheduled metrics audit's cycle over every pair, invocation after invocation (see the module docstring)."""
+    from datetime import UTC, datetime
+
+    import boto3
+
+    from auditor.demo.stack import create_state_table
+    from auditor.service.metrics_audit import MetricsAuditParams, run_org_metrics_audit
+    from auditor.service.record import LifecycleParams
+    from auditor.sinks.audit_cycle import AuditCycleStore
+    from auditor.sinks.findings_store import FindingsStore
+
+    counter = CallCounter()
+    base = boto3.Session(region_name="us-east-1")
+    ddb, sns = base.client("dynamodb"), base.client("sns")
+    sts = base.client("sts")  # the factory's AssumeRole client (counted from factory.assume_calls)
+    for client in (ddb, sns):
+        counter.attach(client.meta.events)
+        if args.latency_ms:
+            client.meta.events.register("before-send", lambda **_: time.sleep(args.latency_ms / 1000))
+    state = f"bench-state-{concurrency}"
+    create_state_table(ddb, state)
+    topic = sns.create_topic(Name=f"bench-findings-{concurrency}")["TopicArn"]
+    counter.calls.clear()
+    params = MetricsAuditParams(lifecycle=LifecycleParams(topic_arn=topic), lookback_seconds=3_600)
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    cycles = AuditCycleStore(ddb, state)
+    store = FindingsStore(ddb, state)
+    invocations, began, pairs, gaps = 0, time.perf_counter(), 0, 0
+    longest = 0.0
+    while True:
+        factory = _latent_factory()(base, "DdbTrafficAuditorMember", own_account="123456789012", sts=sts)
+        factory.latency = args.latency_ms / 1000
+        factory.counter = counter
+        invocations += 1
+        started = time.monotonic()
+        deadline = started + args.limit_seconds
+        result = run_org_metrics_audit(
+            factory,
+            lambda: (accounts, regions),
+            store,
+            sns,
+            params,
+            now,
+            cycles=cycles,
+            concurrency=concurrency,
+            time_left=partial(_seconds_to, deadline),
+        )
+        longest = max(longest, time.monotonic() - started)
+        pairs += len(result.runs)
+        gaps += len(result.gaps)
+        counter.calls["sts:AssumeRole"] += factory.assume_calls  # made by the factory's own STS client
+        doc = result.as_dict()
+        cycle = doc["cycle"]
+        print(
+            f"  invocation {invocations}: pairs {cycle['first']}..{cycle['next'] - 1} of {cycle['pairs']}, "
+            f"{time.monotonic() - started:.1f} s, {cycle['remaining']} left"
+        )
+        if cycle["remaining"] == 0 or invocations >= 20:
+            break
+    seconds = time.perf_counter() - began
+    total = sum(counter.calls.values())
+    print(
+        f"\nscheduled, concurrency {concurrency} (+{args.latency_ms:g} ms per call, {args.limit_seconds:g} s per "
+        f"invocation): {pairs} pairs audited and recorded, {gaps} coverage gaps, in {invocations} invocation(s) "
+        f"(longest {longest:.1f} s); {total} AWS calls ({total / max(1, pairs):.1f} per pair); {seconds:.1f} s "
+        f"({1000 * seconds / max(1, pairs):.0f} ms per pair)"
+    )
+    for call, n in sorted(counter.calls.items()):
+        print(f"  {call:45s} {n:7d}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         help="added to every AWS call of the audit (a botocore before-send hook): moto answers in about a "
         "millisecond of CPU, AWS in tens of milliseconds of network wait, which is what concurrency overlaps",
     )
+    parser.add_argument("--scheduled", action="store_true", help="the deployed hourly metrics audit (see above)")
+    parser.add_argument("--limit-seconds", type=float, default=900.0, help="--scheduled: wall time per invocation")
     args = parser.parse_args(argv)
 
     from botocore.config import Config
@@ -120,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         end = now - now % 60
         baseline: float | None = None
         for concurrency in [int(c) for c in args.concurrency.split(",")]:
+            if args.scheduled:
+                _scheduled(endpoint, accounts, regions, concurrency, args)
+                continue
             factory = _LatentFactory(_session(endpoint, None), "DdbTrafficAuditorMember", own_account="123456789012")
             factory.latency = args.latency_ms / 1000
             result = run_org_audit(

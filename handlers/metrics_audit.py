@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from auditor.config import get_settings
 from auditor.observability import configure_logging
-from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit, run_org_metrics_audit
+from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
 from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import RETRY_CONFIG
@@ -54,22 +54,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, o
     org = OrgScope.from_settings(settings)
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
     if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
-        session = boto3.Session()
-        factory = org.sessions(session)
-        cycles = AuditCycleStore(
-            state_ddb, settings.require("state_table_name"), retention_days=settings.finding_retention_days
-        )
-        return run_org_metrics_audit(
-            factory,
-            lambda: org.plan(session, factory.own_account),
-            store,
-            sns,
-            params,
-            schedule.time,
-            cycles=cycles,
-            concurrency=org.concurrency,
-            time_left=time_left,
-        ).as_dict()
+        cycles = AuditCycleStore(state_ddb, store.table_name, retention_days=settings.finding_retention_days)
+        return org.run(boto3.Session(), store, cycles, sns, params, schedule.time, time_left=time_left).as_dict()
     result = run_metrics_audit(
         audit_clients,
         store,

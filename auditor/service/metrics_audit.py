@@ -384,6 +384,31 @@ class OrgScope:
         regions = [*self.regions] or [session.region_name]
         return accounts, regions
 
+    def run(
+        self,
+        session: Any,
+        findings_store: FindingsStore,
+        cycles: AuditCycleStore,
+        sns: SNSClient,
+        params: MetricsAuditParams,
+        now: datetime,
+        *,
+        time_left: Callable[[], float] | None = None,
+    ) -> OrgMetricsAuditResult:
+        """One scheduled invocation over this scope (:func:`run_org_metrics_audit` with the cycle cursor)."""
+        factory = self.sessions(session)
+        return run_org_metrics_audit(
+            factory,
+            lambda: self.plan(session, factory.own_account),
+            findings_store,
+            sns,
+            params,
+            now,
+            cycles=cycles,
+            concurrency=self.concurrency,
+            time_left=time_left,
+        )
+
 
 @dataclass(slots=True)
 class OrgMetricsAuditResult:

@@ -90,3 +90,68 @@ def test_the_report_lists_the_audits_coverage_gaps(tmp_path: Path) -> None:
     line = "222233334444/ap-east-1: role missing (sts:AssumeRole: AccessDenied)"
     assert line in (out / "report.md").read_text()
     assert f"<li>{line}</li>" in (out / "report.html").read_text()
+
+
+def _pairs(n: int) -> list[Target]:
+    return [Target(f"{100000000000 + i:012d}", "us-east-1") for i in range(n)]
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_fan_out_starts_a_prefix_and_defers_the_rest_when_told_to_stop(workers: int) -> None:
+    # Given workers that audit slowly at different speeds, and a budget that allows 37 starts
+    import random
+    import threading
+    import time
+
+    from auditor.sources.org import SessionFactory, fan_out
+
+    items, started, lock = _pairs(100), [], threading.Lock()
+    rng = random.Random(7)
+    delays = [rng.random() / 500 for _ in items]
+
+    def work(target: Target, _session: object) -> str:
+        time.sleep(delays[items.index(target)])
+        return target.account or ""
+
+    def should_start() -> bool:
+        with lock:
+            started.append(1)
+            return len(started) <= 37
+
+    claims: list[int] = []
+    outcomes = fan_out(
+        items, SessionFactory(boto3.Session(region_name="us-east-1"), None), work, max_workers=workers,
+        should_start=should_start, claim=lambda i: claims.append(i) is None,
+    )  # fmt: skip
+    # Then exactly the first 37 ran, in order of their claims, and the others are deferred gaps
+    assert [o.result is not None for o in outcomes] == [True] * 37 + [False] * 63
+    assert claims == list(range(37))
+    assert {o.gap.reason for o in outcomes[37:] if o.gap is not None} == {"deferred"}
+
+
+def test_fan_out_stops_where_a_claim_is_refused() -> None:
+    from auditor.sources.org import SessionFactory, fan_out
+
+    outcomes = fan_out(
+        _pairs(10), SessionFactory(boto3.Session(region_name="us-east-1"), None), lambda t, _s: t.account,
+        max_workers=4, claim=lambda i: i < 6,
+    )  # fmt: skip
+    assert [o.result is not None for o in outcomes] == [True] * 6 + [False] * 4
+
+
+def test_fan_out_raises_a_claim_failure_after_the_started_targets_end() -> None:
+    from auditor.sources.org import SessionFactory, fan_out
+
+    finished: list[str | None] = []
+
+    def claim(i: int) -> bool:
+        if i == 3:
+            raise RuntimeError("state table unavailable")
+        return True
+
+    with pytest.raises(RuntimeError, match="state table unavailable"):
+        fan_out(
+            _pairs(10), SessionFactory(boto3.Session(region_name="us-east-1"), None),
+            lambda t, _s: finished.append(t.account), max_workers=3, claim=claim,
+        )  # fmt: skip
+    assert sorted(finished) == [p.account for p in _pairs(3)]

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from auditor.detectors.base import (
     BillingResultInput,
-    DetectorConfig,
     DetectorInput,
     DetectorMetadata,
     Table,
     make_finding,
 )
-from auditor.detectors.billing.gate import MIN_DAYS, preliminary_reason
+from auditor.detectors.billing.gate import SavingsConfig, savings_severity
 from auditor.detectors.registry import register
 from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -39,15 +38,9 @@ METADATA = DetectorMetadata(
 )
 
 
-class BillingModeConfig(DetectorConfig):
-    """Severity by monthly savings (USD). The decision itself already applied the margin gates."""
-
-    min_monthly_savings: float = 0.0
-    medium_monthly_savings: float = 100.0
-    high_monthly_savings: float = 1000.0
-    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
-    min_days: float = MIN_DAYS
-    require_weekend: bool = True
+class BillingModeConfig(SavingsConfig):
+    """Severity by monthly savings (USD); the decision itself already applied the margin gates. Preliminary below
+    ``min_days`` of data or without a weekend."""
 
 
 def _settings(cap: CapacityRecommendation) -> str:
@@ -84,23 +77,7 @@ def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
     if result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = result.monthly_savings
-    if savings >= cfg.high_monthly_savings:
-        severity = Severity.HIGH
-    elif savings >= cfg.medium_monthly_savings:
-        severity = Severity.MEDIUM
-    else:
-        severity = Severity.LOW
-    if result.confidence_label == "low" and severity.rank > Severity.LOW.rank:
-        severity = Severity.LOW
-    preliminary = preliminary_reason(
-        result.days_analyzed,
-        result.window_start,
-        result.window_end,
-        min_days=cfg.min_days,
-        require_weekend=cfg.require_weekend,
-    )
-    if preliminary:
-        severity = Severity.INFO
+    severity, preliminary = savings_severity(savings, result, cfg, at_most_low=result.confidence_label == "low")
     change = {
         "switch_to_on_demand": "switch to on-demand",
         "switch_to_provisioned": "switch to provisioned",

@@ -13,7 +13,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from auditor.models.finding import utc
+from auditor.detectors.base import DetectorConfig
+from auditor.models.billing import BillingResult
+from auditor.models.finding import Severity, utc
 
 #: Days of 1-minute data a billing recommendation needs (configurable per detector: ``min_days``).
 MIN_DAYS = 7.0
@@ -51,3 +53,38 @@ def preliminary_reason(
 def is_preliminary(evidence: dict[str, Any]) -> bool:
     """A billing or table-class finding's evidence says it is preliminary."""
     return evidence.get("preliminary") is True
+
+
+class SavingsConfig(DetectorConfig):
+    """What the two billing detectors share: severity by monthly savings (USD) and the data a trusted
+    recommendation needs."""
+
+    min_monthly_savings: float = 0.0
+    medium_monthly_savings: float = 100.0
+    high_monthly_savings: float = 1000.0
+    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
+    min_days: float = MIN_DAYS
+    require_weekend: bool = True
+
+
+def savings_severity(
+    savings: float, result: BillingResult, cfg: SavingsConfig, *, at_most_low: bool = False
+) -> tuple[Severity, str | None]:
+    """(severity, why the recommendation is preliminary or None): high, medium or low by ``savings`` (at most low
+    when ``at_most_low``), and info whatever the savings when the data is too little to act on."""
+    if savings >= cfg.high_monthly_savings:
+        severity = Severity.HIGH
+    elif savings >= cfg.medium_monthly_savings:
+        severity = Severity.MEDIUM
+    else:
+        severity = Severity.LOW
+    if at_most_low and severity.rank > Severity.LOW.rank:
+        severity = Severity.LOW
+    preliminary = preliminary_reason(
+        result.days_analyzed,
+        result.window_start,
+        result.window_end,
+        min_days=cfg.min_days,
+        require_weekend=cfg.require_weekend,
+    )
+    return (Severity.INFO if preliminary else severity), preliminary

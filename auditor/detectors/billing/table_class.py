@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from auditor.detectors.base import (
     BillingResultInput,
-    DetectorConfig,
     DetectorInput,
     DetectorMetadata,
     Table,
     make_finding,
 )
-from auditor.detectors.billing.gate import MIN_DAYS, preliminary_reason
+from auditor.detectors.billing.gate import SavingsConfig, savings_severity
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -35,15 +34,8 @@ METADATA = DetectorMetadata(
 )
 
 
-class TableClassConfig(DetectorConfig):
-    """Severity by monthly savings (USD)."""
-
-    min_monthly_savings: float = 0.0
-    medium_monthly_savings: float = 100.0
-    high_monthly_savings: float = 1000.0
-    #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
-    min_days: float = MIN_DAYS
-    require_weekend: bool = True
+class TableClassConfig(SavingsConfig):
+    """Severity by monthly savings (USD); preliminary below ``min_days`` of data or without a weekend."""
 
 
 @register(METADATA, TableClassConfig, DetectorInput.BILLING_RESULT)
@@ -56,21 +48,7 @@ def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
     if hint.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = hint.monthly_savings
-    if savings >= cfg.high_monthly_savings:
-        severity = Severity.HIGH
-    elif savings >= cfg.medium_monthly_savings:
-        severity = Severity.MEDIUM
-    else:
-        severity = Severity.LOW
-    preliminary = preliminary_reason(
-        result.days_analyzed,
-        result.window_start,
-        result.window_end,
-        min_days=cfg.min_days,
-        require_weekend=cfg.require_weekend,
-    )
-    if preliminary:
-        severity = Severity.INFO
+    severity, preliminary = savings_severity(savings, result, cfg)
     to_ia = hint.recommended_class == "STANDARD_INFREQUENT_ACCESS"
     why = (
         f"storage is {hint.storage_share:.0%} of its Standard-class cost"
