@@ -15,7 +15,7 @@ from auditor.detectors.metrics import throttling as cw_throttling
 from auditor.detectors.trail import scan, throttling
 from auditor.engine import evaluate
 from auditor.lifecycle import add_sightings, iso_week, transition
-from auditor.models.finding import Finding, FindingKind, Severity
+from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z
 from auditor.models.metrics import CAUSE_METRICS, SCAN_REQUESTS, InsightContributor, InsightReport
 from auditor.report.model import build_report_from_findings
 from auditor.service.record import carry_over
@@ -301,6 +301,9 @@ def test_cloudwatch_scan_volume_is_attached_to_the_principals_cloudtrail_names()
     volume = cleaner.evidence["cloudwatch_scans"]
     assert volume["count"] == 720
     assert volume["attributed_pages"] == 702
+    # Each count with its own period: CloudTrail's is the findings' window (here the whole hour of calls).
+    assert volume["attributed_start"] == isoformat_z(min(f.first_seen for f in ct))
+    assert volume["attributed_end"] == isoformat_z(max(f.last_seen for f in ct))
     assert [p["principal"] for p in volume["principals"]] == [CLEANER, ALICE]
     assert "CloudWatch counted 720 Scan requests on the table" in cleaner.summary
     assert "CloudTrail attributes 702 Scan requests to session-cleaner (700) and alice (2)" in cleaner.summary

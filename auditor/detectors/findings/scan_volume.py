@@ -4,7 +4,8 @@ CloudWatch counts a table's Scan requests (``cw_scan``: ``SuccessfulRequestLaten
 ``Operation=Scan``) but not who sent them; CloudTrail's ``scan`` findings name the principals. When a table has
 both, :func:`attach_scan_volume` puts CloudWatch's count on each CloudTrail ``Scan`` finding of that table
 (``evidence.cloudwatch_scans``, and a sentence in the summary: "CloudWatch counted X Scan requests ...; CloudTrail
-attributes Y Scan requests to A and B ...", each count with its own period) and drops the CloudWatch finding, which
+attributes Y Scan requests to A and B ...", each count with its own period: CloudWatch's audited window, and the
+CloudTrail findings' latest windows, whose ``pages`` they count) and drops the CloudWatch finding, which
 would otherwise be a scanner without a principal. A table that CloudTrail does not show scanning keeps its
 CloudWatch finding. :func:`with_stored` keeps the attachment on a later CloudTrail sighting of the same finding while
 CloudWatch's count is current.
@@ -13,7 +14,7 @@ CloudWatch's count is current.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from auditor.models.finding import Finding, FindingKind, isoformat_z, utc
@@ -65,6 +66,14 @@ def _pages(f: Finding) -> int:
     return _int(f.evidence.get("pages")) or _int(f.evidence.get("count"))
 
 
+def _window(f: Finding) -> tuple[datetime, datetime]:
+    """The period ``evidence.pages`` counts: the finding's latest window (a stored finding's first_seen is its whole
+    history's), at most ``window_seconds`` before its last_seen."""
+    seconds = _int(f.evidence.get("window_seconds"))
+    start = max(f.first_seen, f.last_seen - timedelta(seconds=seconds)) if seconds else f.first_seen
+    return start, f.last_seen
+
+
 def _when(text: Any) -> datetime:
     return utc(datetime.fromisoformat(str(text).replace("Z", "+00:00")))
 
@@ -108,8 +117,8 @@ def attach_scan_volume(findings: Sequence[Finding]) -> list[Finding]:
             "period_end": window_end if isinstance(window_end, str) else isoformat_z(v.last_seen),
             "returned_items": _int(v.evidence.get("returned_items")),
             "attributed_pages": sum(_pages(s) for s in scanners),
-            "attributed_start": isoformat_z(min(s.first_seen for s in scanners)),
-            "attributed_end": isoformat_z(max(s.last_seen for s in scanners)),
+            "attributed_start": isoformat_z(min(_window(s)[0] for s in scanners)),
+            "attributed_end": isoformat_z(max(_window(s)[1] for s in scanners)),
             "principals": [
                 {"principal": s.evidence["principal"], "pages": _pages(s)}
                 for s in sorted(scanners, key=lambda s: (-_pages(s), str(s.evidence["principal"])))
