@@ -300,6 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="audit-demo", metavar="DIR", help="output directory (default: ./audit-demo)")
     demo.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
+    demo.add_argument(
+        "--trail",
+        nargs="+",
+        metavar="PATH",
+        help="replay these CloudTrail files (files, directories, - for stdin) through the pipeline instead of the "
+        "generated traffic; windows follow the records' event times",
+    )
     _add_output_options(demo)
     debug_help = "on an internal error, log the full traceback (JSON on stderr; never local variables)"
     parser.add_argument("--debug", action="store_true", help=debug_help)
@@ -490,7 +497,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     # The narrative is the demo's output; with --format json it goes to stderr and stdout carries the findings.
     narrate = sys.stderr if args.format == "json" else sys.stdout
-    result = run_service_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=narrate, flush=True))
+    if args.trail:
+        from auditor.demo.replay import replay_summary_text, run_replay
+
+        result = run_replay(args.trail, Path(args.out), announce=lambda m: print(m, file=narrate, flush=True))
+        summary_text = replay_summary_text
+    else:
+        result = run_service_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=narrate, flush=True))
     findings = [Finding.model_validate({k: v for k, v in f.items() if k != "status"}) for f in result.findings]
 
     def native(kept: list[Finding], muted: list[Muted] | None) -> str:

@@ -91,7 +91,15 @@ class DemoResult:
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import capture_controller, evaluator, metrics_audit, notifier, stream_item_size, trail_ingest
+    from handlers import (
+        capture_controller,
+        evaluator,
+        metrics_audit,
+        notifier,
+        stream_item_size,
+        trail_ingest,
+        weekly_report,
+    )
 
     capture_controller._clients.cache_clear()
     trail_ingest._clients.cache_clear()
@@ -99,6 +107,7 @@ def _cold_start() -> None:
     metrics_audit._clients.cache_clear()
     stream_item_size._client.cache_clear()
     notifier.secrets_client.cache_clear()
+    weekly_report._clients.cache_clear()
     forget_slack_secret()
     get_settings.cache_clear()
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
@@ -223,6 +223,12 @@ class AuditorCost(BaseModel):
     total_usd: float
 
 
+def _usd(value: float) -> str:
+    """A unit price for people: ``$0.10``, ``$13.33`` (never ``$1.33334e-05``: tiny prices are stated per a larger
+    quantity by the caller)."""
+    return f"${value:,.2f}" if value >= 0.01 else f"${value:,.4f}"
+
+
 def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -> AuditorCost:
     """Price the auditor's own usage: CloudTrail data events, CloudWatch GetMetricData metrics, Lambda."""
     r = rates or CostRates()
@@ -231,28 +237,28 @@ def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -
             item="CloudTrail data events delivered",
             quantity=usage.cloudtrail_data_events,
             unit="events",
-            rate=f"${r.cloudtrail_per_100k_data_events:g} per 100,000",
+            rate=f"{_usd(r.cloudtrail_per_100k_data_events)} per 100,000 events",
             usd=usage.cloudtrail_data_events / 100_000 * r.cloudtrail_per_100k_data_events,
         ),
         CostLine(
             item="CloudWatch GetMetricData",
             quantity=usage.cloudwatch_metrics_requested,
             unit="metrics requested",
-            rate=f"${r.cloudwatch_per_1k_metrics:g} per 1,000",
+            rate=f"{_usd(r.cloudwatch_per_1k_metrics)} per 1,000 metrics",
             usd=usage.cloudwatch_metrics_requested / 1_000 * r.cloudwatch_per_1k_metrics,
         ),
         CostLine(
             item="Lambda compute",
             quantity=usage.lambda_gb_seconds,
             unit="GB-seconds",
-            rate=f"${r.lambda_per_gb_second:g} per GB-s",
+            rate=f"{_usd(r.lambda_per_gb_second * 1_000_000)} per million GB-seconds",
             usd=usage.lambda_gb_seconds * r.lambda_per_gb_second,
         ),
         CostLine(
             item="Lambda requests",
             quantity=usage.lambda_requests,
             unit="invocations",
-            rate=f"${r.lambda_per_million_requests:g} per million",
+            rate=f"{_usd(r.lambda_per_million_requests)} per million invocations",
             usd=usage.lambda_requests / 1_000_000 * r.lambda_per_million_requests,
         ),
     ]
@@ -417,6 +423,15 @@ class BillingRow(BaseModel):
     #: The recommendation's own savings estimate (``monthly_savings`` is 0 for a preliminary one).
     estimated_savings: float | None = None
 
+    @property
+    def change(self) -> str:
+        """``PAY_PER_REQUEST → PROVISIONED``; a recommendation that keeps the mode or class says what it changes."""
+        if self.current != self.recommended:
+            return f"{self.current} → {self.recommended}"
+        if self.kind == FindingKind.BILLING_MODE:
+            return f"keep {self.current}, re-size its auto scaling"
+        return f"keep {self.current}"
+
 
 class PatternTable(BaseModel):
     """Efficient vs inefficient requests of one table (from the access-pattern catalogue)."""
@@ -525,6 +540,9 @@ class WeeklyReport(BaseModel):
     #: Accounts/Regions the input could not audit (``coverage_gaps`` of ``ddb-audit audit``), one line each.
     coverage_gaps: list[str] = Field(default_factory=list)
     findings_outside_week: int
+    #: Findings of the week stored by a version without period totals: their numbers are their latest window's
+    #: (from the evidence); their totals start from their next sighting.
+    stored_without_totals: int = 0
     #: Nearest limits first (from the open findings that measured a headroom); see :func:`_what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
 
@@ -1280,6 +1298,7 @@ def build_report_from_findings(
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
     coverage_gaps: Sequence[str] = (),
+    stored_without_totals: Collection[str] = (),
 ) -> WeeklyReport:
     """Build the weekly report.
 
@@ -1287,7 +1306,8 @@ def build_report_from_findings(
     ``status``); ``now`` is the generation time, and the report covers ``week`` (default: the ISO week that
     contains ``now``). ``previous_findings`` (last week's) enable the week-over-week deltas and resolution by
     absence. ``throttles`` (e.g. CloudWatch per-cause counts) replace the throttle counts taken from the
-    throttling findings. ``usage`` prices the auditor's own consumption with ``rates``.
+    throttling findings. ``usage`` prices the auditor's own consumption with ``rates``. ``stored_without_totals``
+    are the ids of findings stored by a version without totals (the report says how their numbers are counted).
     """
     now = utc(now)
     week = week or IsoWeek.of(now)
@@ -1353,6 +1373,7 @@ def build_report_from_findings(
         input_stats=dict(input_stats or {}),
         coverage_gaps=list(coverage_gaps),
         findings_outside_week=len(parsed) - len(in_week),
+        stored_without_totals=sum(1 for rf in report_findings if rf.finding.id in stored_without_totals),
         what_if=_what_if(report_findings),
     )
 

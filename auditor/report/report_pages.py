@@ -122,6 +122,89 @@ def value_text(d: Delta, value: float | None) -> str:
 # ------------------------------------------------------------------------------------------------ evidence
 
 
+#: Evidence field -> the label a person reads (other fields: the name with spaces, capitalised).
+EVIDENCE_LABELS: dict[str, str] = {
+    "size_bytes": "Item size",
+    "limit_bytes": "Size limit",
+    "bytes_per_day": "Growth per day (bytes)",
+    "days_to_limit": "Days to the limit",
+    "window_seconds": "Window",
+    "mean_interval_seconds": "Mean interval between calls",
+    "per_hour": "Calls per hour",
+    "count": "Calls",
+    "requests": "Requests",
+    "key_requests": "Key-identified requests",
+    "distinct_partition_keys": "Distinct partition keys",
+    "headroom_factor": "Headroom (traffic multiplier before the limit)",
+    "busiest_value_headroom_factor": "Busiest value's headroom (traffic multiplier)",
+    "read_throttle_events": "Throttled reads",
+    "write_throttle_events": "Throttled writes",
+    "throttled_share": "Share of calls throttled",
+    "cause_source": "Cause decided by",
+    "missing_to_decide": "Missing to decide the cause",
+    "top_keys": "Most throttled keys",
+    "error_codes": "Error codes",
+    "sample_messages": "Sample error messages",
+    "related_finding_ids": "Related findings",
+    "current_mode": "Billing mode now",
+    "recommended_mode": "Recommended billing mode",
+    "current_class": "Table class now",
+    "recommended_class": "Recommended table class",
+    "monthly_cost_current": "Cost now (per month)",
+    "monthly_cost_recommended": "Cost after the change (per month)",
+    "monthly_savings": "Saving (per month)",
+    "monthly_cost_on_demand": "Cost on demand (per month)",
+    "monthly_cost_provisioned_current": "Cost as provisioned now (per month)",
+    "monthly_cost_provisioned_simulated": "Cost with auto scaling, simulated (per month)",
+    "days_analyzed": "Days of data analysed",
+    "confidence": "Confidence",
+    "preliminary": "Preliminary (too little data to alert)",
+    "peak_minute": "Busiest minute",
+    "peak_minute_requests": "Requests in the busiest minute",
+    "peak_reads_per_second": "Reads per second in the busiest minute",
+    "peak_writes_per_second": "Writes per second in the busiest minute",
+    "reads_per_second": "Reads per second",
+    "writes_per_second": "Writes per second",
+    "requests_per_second": "Requests per second",
+    "estimate_error": "Estimate error (requests)",
+    "rising_pair_share": "Share of rising samples",
+    "largest_step_share": "Largest single step's share",
+    "span_days": "Days sampled",
+    "samples": "Samples",
+    "projected_limit_at": "Reaches the limit around",
+    "growth_attribute": "Growing attribute",
+    "method": "Method",
+    "simulation": "Simulation",
+    "pricing": "Prices",
+    "source": "Source",
+    "principal": "Principal",
+    "operation": "Operation",
+    "key": "Key",
+    "share": "Share",
+    "key_attribute": "Key attribute",
+    "values": "Values",
+}
+
+
+def _duration(seconds: float) -> str:
+    """``15 minutes``, ``1 hour``, ``2.5 hours``, ``45 seconds``."""
+    if seconds < 60:
+        n, unit = seconds, "second"
+    elif seconds < 3600:
+        n, unit = seconds / 60, "minute"
+    elif seconds < 172_800:
+        n, unit = seconds / 3600, "hour"
+    else:
+        n, unit = seconds / 86_400, "day"
+    text = f"{n:,.1f}".removesuffix(".0")
+    return f"{text} {unit}{'' if text == '1' else 's'}"
+
+
+def evidence_label(name: str) -> str:
+    """The label of an evidence field."""
+    return EVIDENCE_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
 def _plain(value: Any, name: str = "") -> str:
     """Nested evidence as readable text: ``a: 1, b: 2`` for objects, ``x; y`` for lists of objects."""
     if value is None:
@@ -130,6 +213,10 @@ def _plain(value: Any, name: str = "") -> str:
         return format_key(value)
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, (int, float)) and name.endswith("_seconds") and value >= 0:
+        return _duration(float(value))
+    if isinstance(value, (int, float)) and name == "confidence" and 0 <= value <= 1:
+        return pct(float(value))
     if isinstance(value, float):
         if name in ("share", "throttled_share") and 0 <= value <= 1:
             return pct(value)
@@ -163,7 +250,7 @@ def evidence_items(finding: Finding) -> list[tuple[str, str]]:
     required = REQUIRED_EVIDENCE.get(FindingKind(finding.kind), ())
     optional = sorted(n for n in ev if n not in required and ev[n] not in (None, [], {}, ""))
     names = [n for n in required if n in ev] + optional
-    return [(n.replace("_", " ").capitalize(), _evidence_value(n, ev[n])) for n in names]
+    return [(evidence_label(n), _evidence_value(n, ev[n])) for n in names]
 
 
 def headline(report: WeeklyReport) -> str:

@@ -210,6 +210,7 @@ def build_weekly_report(
     the totals of that week, and the account/Region pairs the scheduled audit could not read that week."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
+    legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
     return build_report_from_findings(
         current,
         now,
@@ -217,6 +218,7 @@ def build_weekly_report(
         previous_findings=previous,
         title=title,
         coverage_gaps=[coverage_line(g) for g in coverage_gaps],
+        stored_without_totals=legacy,
     )
 
 

@@ -519,3 +519,44 @@ def test_cli_report_merges_several_findings_files_deduplicated_by_id(
     merged = merge_findings_documents([parse_findings_document(orjson.loads(p.read_bytes()), str(p)) for p in paths])
     assert sorted(fi.finding.id for fi in merged.findings) == sorted(f.id for f in findings)
     assert merged.stats == {"files_read": 2}
+
+
+def test_numbers_labels_and_unchanged_modes_read_as_a_person_would_say_them() -> None:
+    keep = make(
+        "billing_mode",
+        "low",
+        "Orders",
+        {
+            "current_mode": "PROVISIONED",
+            "recommended_mode": "PROVISIONED",
+            "monthly_cost_current": 1148.29,
+            "monthly_cost_recommended": 623.78,
+            "monthly_savings": 524.51,
+            "days_analyzed": 14.0,
+            "confidence": 0.003,
+            "source": "cloudwatch_billing",
+        },
+    )
+    scan = make(
+        "scan",
+        "high",
+        "Sessions",
+        {
+            "principal": "arn:aws:iam::1:role/job",
+            "operation": "Scan",
+            "count": 120,
+            "source": "cloudtrail",
+            "window_seconds": 900,
+            "size_bytes": 2048,
+        },
+    )
+    report = build([keep, scan])
+    for text in (render_markdown(report), render_html(report)):
+        assert "PROVISIONED → " not in text and "PROVISIONED →" not in text
+        assert "keep PROVISIONED, re-size its auto scaling" in text
+        assert not re.search(r"\d\.\d+e[-+]\d\d", text)  # no scientific notation anywhere
+        assert "$13.33 per million GB-seconds" in text  # Lambda's price per GB-second, stated per million
+        assert "Window seconds" not in text and "Size bytes" not in text and "Monthly cost current" not in text
+        assert "15 minutes" in text  # window_seconds 900
+        assert "Cost now (per month)" in text
+        assert "0.3%" in text  # confidence 0.003, a share, not "0"

@@ -268,3 +268,34 @@ def test_weekly_report_shows_the_hot_key_share_of_the_week() -> None:
 
     assert period_share(finding(2500)) == 0.28  # the week's share, from the week's totals
     assert period_share(finding(None)) == 0.2  # stored without the denominator: the window's share
+
+
+def test_the_report_says_which_findings_were_stored_without_totals() -> None:
+    from auditor.report.report_pages import render_html, render_markdown
+
+    old = _sighting(T0, 9).model_dump(mode="json")
+    del old["totals"]
+    legacy = FindingState.model_validate(
+        {"finding": old, "status": "ongoing", "opened_at": T0, "updated_at": T0 + timedelta(minutes=20)}
+    )
+    week = IsoWeek.parse(iso_week(T0))
+    now = week.end + timedelta(hours=7)
+    report = build_weekly_report([legacy], week, now)
+    (rf,) = report.findings
+    assert rf.finding.totals is None and report.stored_without_totals == 1
+    assert report.scanners[0].count == 9  # the stored window's evidence is all that is known
+    note = "1 finding was stored by an earlier version without period totals"
+    assert note in render_markdown(report) and note in render_html(report)
+
+    # The next sighting starts its totals: the week's count is that sighting's alone, and the note is gone.
+    change = transition(
+        legacy,
+        _sighting(T0 + timedelta(minutes=15), 3),
+        now=T0 + timedelta(minutes=40),
+        resolve_after_seconds=86_400,
+        horizon=None,
+    )
+    assert change is not None
+    report = build_weekly_report([change.state], week, now)
+    assert report.stored_without_totals == 0 and report.scanners[0].count == 3
+    assert "without period totals" not in render_markdown(report)

@@ -1,0 +1,337 @@
+"""``ddb-audit demo --trail PATH...``: the user's own CloudTrail files through the deployed pipeline, offline.
+
+The same local stack as the demo (:mod:`auditor.demo.stack`, moto server) and the same real handlers, in the order
+AWS runs them, on the given files instead of generated traffic:
+
+1. **S3.** Each CloudTrail log file (a ``{"Records": [...]}`` document, gzipped or not) is put into the trail bucket
+   under ``AWSLogs/{account}/CloudTrail/{region}/{yyyy}/{mm}/{dd}/``, so S3's notification lands in the trail queue.
+   Files that are no CloudTrail log document (digests, JSON lines, EventBridge events) are counted and left out.
+2. **Trail ingest** drains the queue, ten messages per invocation (:meth:`ServiceDemo.ingest`).
+3. **Window evaluator**, on the schedule: one scheduled event for every window that holds records, at the moment it
+   closes (``window start + window + evaluation delay``), so the windows follow the records' event times: a trail
+   from last week replays as last week. A tick that finds a backlog is run again at the same time (as the next
+   scheduled invocations would). Each tick's digest goes through SNS and the Slack subscription's filter to the
+   Slack notifier.
+4. **Weekly report**, once per ISO week the records touch, at the Monday 07:00 UTC schedule after that week; the
+   rendered files are read back from the reports bucket.
+
+Outputs in ``OUT``: ``findings.json`` (every stored finding, its ``totals`` summed over the whole input, the period
+being the input's first window to its last, as ``analyze-trail`` states them), ``report.html`` and ``report.md``
+(the latest week's report) and, for a trail spanning several weeks, ``weeks/{YYYY-Www}/report.{html,md}`` for each.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import tempfile
+import time
+import urllib.request
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from auditor.config import get_settings
+from auditor.demo.service import (
+    Announce,
+    DemoResult,
+    RunSummary,
+    ServiceDemo,
+    _environment,
+    lambda_context,
+    scheduled_event,
+)
+from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
+from auditor.exceptions import InputError
+from auditor.lifecycle import FindingState
+from auditor.models.finding import Totals
+from auditor.report.model import IsoWeek
+from auditor.sources.cloudtrail import InputSource, discover
+
+__all__ = ["ReplayInput", "read_trail_files", "replay_findings", "run_replay"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+#: A CloudTrail log file is at most a few MB; a file over this is read no further (it is no log file).
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class TrailFile:
+    """One CloudTrail log file of the input, ready to be put into the trail bucket."""
+
+    name: str
+    body: bytes
+    gzipped: bool
+    account: str
+    region: str
+    first: datetime
+    records: int
+
+
+@dataclass
+class ReplayInput:
+    """The CloudTrail log files of the input and the windows their records fall in."""
+
+    files: list[TrailFile] = field(default_factory=list)
+    window_starts: set[int] = field(default_factory=set)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(f.records for f in self.files)
+
+
+def _read_all(source: InputSource) -> bytes:
+    with source.open() as stream:
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"over {MAX_FILE_BYTES // (1024 * 1024)} MB")
+    return data
+
+
+def _event_time(record: Any) -> datetime | None:
+    value = record.get("eventTime") if isinstance(record, dict) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def _trail_file(source: InputSource, window_seconds: int, out: ReplayInput) -> None:
+    """Add ``source`` to ``out`` when it is a CloudTrail log document, else note why it is left out."""
+    try:
+        raw = _read_all(source)
+        gzipped = raw[:2] == _GZIP_MAGIC
+        text = gzip.decompress(raw) if gzipped else raw
+        doc = orjson.loads(text)
+    except (OSError, ValueError, EOFError, zlib.error) as exc:
+        out.skipped.append(f"{source.name}: {exc}")
+        return
+    records = doc.get("Records") if isinstance(doc, dict) else None
+    if not isinstance(records, list):
+        out.skipped.append(f"{source.name}: not a CloudTrail log file (no Records list)")
+        return
+    times = [t for t in (_event_time(r) for r in records) if t is not None]
+    if not times:
+        out.skipped.append(f"{source.name}: no record with an eventTime")
+        return
+    first = next((r for r in records if isinstance(r, dict)), {})
+    account = str(first.get("recipientAccountId") or (first.get("userIdentity") or {}).get("accountId") or ACCOUNT)
+    region = str(first.get("awsRegion") or REGION)
+    out.window_starts.update(int(t.timestamp()) // window_seconds * window_seconds for t in times)
+    out.files.append(TrailFile(source.name, raw, gzipped, account, region, min(times), len(records)))
+
+
+def read_trail_files(paths: list[str], window_seconds: int) -> ReplayInput:
+    """The CloudTrail log files under ``paths`` (the path forms of ``analyze-trail``).
+
+    Raises :class:`InputError` (exit code 2) when a path does not exist or no CloudTrail log file is found.
+    """
+    found = ReplayInput()
+    for source in discover(paths):
+        _trail_file(source, window_seconds, found)
+    if not found.files:
+        why = f" ({found.skipped[0]})" if len(found.skipped) == 1 else ""
+        raise InputError(f"{', '.join(paths)}: no CloudTrail log files to replay{why}")
+    return found
+
+
+def _object_key(n: int, f: TrailFile) -> str:
+    stem = Path(f.name).name
+    for suffix in (".json.gz", ".gz", ".json"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return (
+        f"AWSLogs/{f.account}/CloudTrail/{f.region}/{f.first:%Y/%m/%d}/"
+        f"{n:06d}_{stem or 'trail'}{'.json.gz' if f.gzipped else '.json'}"
+    )
+
+
+def replay_findings(states: list[FindingState], period: tuple[datetime, datetime]) -> list[dict[str, Any]]:
+    """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input."""
+    out = []
+    for s in sorted(states, key=lambda s: (s.finding.table, s.finding.kind, s.id)):
+        total: Totals | None = None
+        for week in sorted(s.weekly_totals):
+            t = s.weekly_totals[week]
+            total = t if total is None else total.merged(t)
+        finding = s.finding.model_copy(update={"totals": None if total is None else total.over(*period)})
+        out.append(finding.model_dump(mode="json") | {"status": s.status})
+    return out
+
+
+def _weeks(starts: set[int]) -> list[IsoWeek]:
+    return sorted({IsoWeek.of(datetime.fromtimestamp(s, tz=UTC)) for s in starts}, key=lambda w: w.start)
+
+
+class _Replay(ServiceDemo):
+    def put_files(self, found: ReplayInput) -> int:
+        for n, f in enumerate(found.files):
+            self.s3.put_object(Bucket=self.stack.bucket, Key=_object_key(n, f), Body=f.body)
+        self.say(
+            f"  S3      put {len(found.files):,} CloudTrail log files, {found.records:,} records"
+            + (f" ({len(found.skipped):,} other files left out)" if found.skipped else "")
+        )
+        return len(found.files)
+
+    def weekly_report(self, week: IsoWeek, reports_bucket: str, out: Path) -> tuple[Path, Path]:
+        from handlers import weekly_report
+
+        at = week.end + timedelta(hours=7)  # the default schedule: Monday 07:00 UTC after the week
+        result = dict(
+            weekly_report.lambda_handler(
+                scheduled_event(at, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-weekly-report"),
+                lambda_context("weekly-report"),
+            )
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for key_name, file_name in (("html_key", "report.html"), ("markdown_key", "report.md")):
+            body = self.s3.get_object(Bucket=reports_bucket, Key=str(result[key_name]))["Body"].read()
+            path = out / file_name
+            path.write_bytes(body)
+            paths.append(path)
+        self.say(
+            f"  weekly report {week.label}: {result['open_findings']} open findings "
+            f"(worst {result['worst_severity']}), announced: {result['announcement']}"
+        )
+        return paths[0], paths[1]
+
+
+def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: None) -> DemoResult:
+    """Replay the CloudTrail files under ``paths`` through the local stack; writes the outputs to ``out``."""
+    from moto.server import ThreadedMotoServer
+
+    from auditor.sinks.findings_store import FindingsStore
+
+    began = time.perf_counter()
+    settings = get_settings()
+    window = settings.analysis_config().window_seconds
+    delay = timedelta(seconds=settings.evaluation_delay_seconds)
+    found = read_trail_files(paths, window)  # before anything starts: a bad path is a one-line error
+    weeks = _weeks(found.window_starts)
+    first_start, last_start = min(found.window_starts), max(found.window_starts)
+    period = (
+        datetime.fromtimestamp(first_start, tz=UTC),
+        datetime.fromtimestamp(last_start + window, tz=UTC),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="ddb-audit-replay-"))
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    catcher = SlackCatcher().start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10):
+            pass
+        stack: Stack = create_stack(endpoint, catcher.url)
+        reports_bucket = f"ddb-auditor-demo-reports-{ACCOUNT}"
+        aws_client("s3", endpoint).create_bucket(Bucket=reports_bucket)
+        announce(
+            f"replay: {len(found.files):,} CloudTrail files, {found.records:,} records, "
+            f"{period[0]:%Y-%m-%d %H:%M} to {period[1]:%Y-%m-%d %H:%M} UTC ({', '.join(w.label for w in weeks)})"
+        )
+        for line in found.skipped[:5]:
+            announce(f"  left out: {line}")
+        demo = _Replay(stack, catcher, work, announce, work / "trail")
+        env = stack.environment() | {"REPORTS_BUCKET": reports_bucket}
+        ingest, evaluation = RunSummary(), RunSummary()
+        with _environment(env):
+            ingest.objects = demo.put_files(found)
+            demo.ingest(ingest)
+            ticks = sorted({datetime.fromtimestamp(s + window, tz=UTC) + delay for s in found.window_starts})
+            totals: dict[str, int] = {}
+            quiet = _Quiet()
+            for tick in ticks:
+                run = RunSummary()
+                demo.say = quiet
+                demo.evaluate(run, tick)
+                demo.notify(run)
+                demo.say = announce
+                for k, v in run.evaluation.items():
+                    totals[k] = totals.get(k, 0) + int(v)
+                evaluation.sns_messages += run.sns_messages
+                evaluation.slack_posts += run.slack_posts
+            if ticks:  # a gap longer than one tick's backlog: the schedule keeps running until it is worked off
+                for _ in range((last_start - first_start) // window + 1):
+                    run = RunSummary()
+                    demo.say = quiet
+                    demo.evaluate(run, ticks[-1])
+                    demo.notify(run)
+                    demo.say = announce
+                    if not run.evaluation.get("windows"):
+                        break
+                    for k, v in run.evaluation.items():
+                        totals[k] = totals.get(k, 0) + int(v)
+                    evaluation.slack_posts += run.slack_posts
+            evaluation.evaluation = totals
+            announce(
+                f"  evaluate {len(ticks):,} scheduled evaluations at the windows' closing times: "
+                f"{totals.get('table_windows', 0):,} table windows with traffic; {totals.get('new', 0)} new, "
+                f"{totals.get('worsened', 0)} worsened, {totals.get('resolved', 0)} resolved; "
+                f"{totals.get('published', 0)} published to SNS"
+            )
+            announce(f"  Slack   {evaluation.slack_posts:,} digests received")
+            report_files: list[Path] = []
+            for week in weeks:
+                folder = out / "weeks" / week.label if len(weeks) > 1 else out
+                report_files += demo.weekly_report(week, reports_bucket, folder)
+            if len(weeks) > 1:
+                for p in report_files[-2:]:
+                    shutil.copyfile(p, out / p.name)
+                report_files += [out / "report.html", out / "report.md"]
+            weekly = RunSummary()
+            demo.notify(weekly)
+            store = FindingsStore(aws_client("dynamodb", endpoint), stack.table_name)
+            states: dict[str, FindingState] = {}
+            moment = weeks[0].start
+            while moment < weeks[-1].end:
+                for state in store.week_findings(moment):
+                    states[state.id] = state
+                moment += timedelta(days=7)
+        findings = replay_findings(list(states.values()), period)
+        findings_path = out / "findings.json"
+        findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
+        files = [findings_path, *(report_files[-2:])]
+        announce(f"report: {', '.join(str(p) for p in files[1:])}")
+        return DemoResult(
+            [ingest, evaluation, weekly], findings, list(catcher.posts), time.perf_counter() - began, out, files
+        )
+    finally:
+        catcher.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class _Quiet:
+    """Swallows the per-tick narration (a long trail has one evaluation per window)."""
+
+    def __call__(self, _message: str) -> None:
+        return None
+
+
+def replay_summary_text(result: DemoResult) -> str:
+    """What the replay found, for a person to read."""
+    from auditor.demo.service import _RANK
+    from auditor.findings_text import render_columns
+
+    rows = [
+        (f["severity"], str(f.get("status", "")), f["kind"], f["table"], f["title"][:70])
+        for f in sorted(result.findings, key=lambda f: (-_RANK.get(f["severity"], 0), f["table"], f["kind"]))
+    ]
+    lines = ["", f"Findings in the state table ({len(rows)}):", ""]
+    if rows:
+        lines.append(render_columns(rows, ("severity", "status", "kind", "table", "title")).rstrip("\n"))
+    else:
+        lines.append("None.")
+    lines += [f"Files: {p}" for p in result.files]
+    lines.append(f"Finished in {result.seconds:.1f} s.")
+    return "\n".join(lines) + "\n"
