@@ -37,7 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from auditor.detectors.findings import scan_volume
+from auditor.detectors.findings import scan_volume, throttling_story
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
@@ -696,7 +696,9 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
     """Several findings documents as one (``report --findings A --findings B``).
 
     Findings are deduplicated by id: the sighting seen last wins (its totals are that input's; two inputs of the
-    same period should not be merged). Access patterns are kept from every input and input counters are added.
+    same period should not be merged). A throttling story in two inputs (``audit``'s CloudWatch part and
+    ``analyze-trail``'s CloudTrail part) becomes one with both parts, each source's totals its own. Access patterns
+    are kept from every input and input counters are added.
     """
     if len(docs) == 1:
         return docs[0]
@@ -704,7 +706,12 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
     for doc in docs:
         for fi in doc.findings:
             seen = by_id.get(fi.finding.id)
-            if seen is None or fi.finding.last_seen >= seen.finding.last_seen:
+            if seen is not None and throttling_story.is_story(seen.finding) and throttling_story.is_story(fi.finding):
+                # one throttling problem told by two outputs (audit: CloudWatch; analyze-trail: CloudTrail)
+                older, newer = sorted((seen, fi), key=lambda x: x.finding.last_seen)
+                fi = newer.model_copy(update={"finding": throttling_story.combine(older.finding, newer.finding)})
+                by_id[fi.finding.id] = fi
+            elif seen is None or fi.finding.last_seen >= seen.finding.last_seen:
                 by_id[fi.finding.id] = fi
     stats: dict[str, int] = {}
     for doc in docs:

@@ -377,3 +377,18 @@ def test_each_window_is_its_own_sighting_and_the_period_sums_them() -> None:
     [story] = period_totals([f for f in whole if f.kind is FindingKind.THROTTLING], aggs, cfg)
     assert story.totals is not None and (story.totals.count, story.totals.windows) == (42, 2)
     assert story.totals.by_source is not None and story.totals.by_source["cloudtrail"].windows == 2
+
+
+def test_report_merges_an_audit_and_an_analyze_trail_output_into_one_story() -> None:
+    """``report --findings audit.json --findings trail.json``: one throttling finding with both sources' parts."""
+    from auditor.report.model import FindingInput, FindingsDocument, merge_findings_documents
+
+    cw = only_throttling(throttling_story.merge_throttling(cw_key_range()))
+    ct = only_throttling(throttling_story.merge_throttling(ct_hot_partition()))
+    merged = merge_findings_documents([FindingsDocument(findings=[FindingInput(finding=f)]) for f in (cw, ct)]).findings
+    assert len(merged) == 1
+    story = merged[0].finding
+    assert set(story.evidence["sources"]) == {"cloudwatch", "cloudtrail"}
+    assert story.totals is not None and story.totals.by_source is not None
+    assert {s: t.count for s, t in story.totals.by_source.items()} == {"cloudwatch": 2160, "cloudtrail": 42}
+    assert story.totals.count == 2160

@@ -48,6 +48,7 @@ __all__ = [
     "CLOUDTRAIL",
     "CLOUDWATCH",
     "CONTRIBUTOR_INSIGHTS",
+    "combine",
     "is_story",
     "merge_throttling",
     "story_id",
@@ -427,3 +428,16 @@ def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -
     # while they are current.
     severity = max(story.severity, seen.severity, stored.severity, key=lambda s: s.rank)
     return story.model_copy(update={"evidence": evidence, "summary": summary, "severity": severity})
+
+
+def combine(older: Finding, newer: Finding) -> Finding:
+    """Two outputs' stories of one problem as one (``report --findings audit.json --findings trail.json``): every
+    source's part, ``newer``'s where both have one, and each source's own totals (never added)."""
+    if not (is_story(older) and is_story(newer)) or older.id != newer.id:
+        return newer
+    story = with_stored(older, newer, float("inf"))
+    parts: dict[str, Totals] = {}
+    for f in (older, newer):
+        if f.totals is not None:
+            parts.update(f.totals.by_source or {f.evidence.get("source") or "unknown": f.totals})
+    return story.model_copy(update={"totals": Totals.of_sources(parts) if parts else story.totals})
