@@ -22,8 +22,8 @@ Three strategies, side by side in one run:
 
 For each it prints the auditor's monthly cost (CloudTrail data events counted from the traffic model; Lambda,
 state table, CloudWatch reads, S3 from the per-run and per-event estimates of
-:data:`auditor.cost.model.FIXED_MODEL`, the same the controller's budget uses), the audited
-DynamoDB bill (:func:`auditor.cost.model.dynamodb_spend`), the ratio, and the recall of the planted problems.
+:data:`auditor.cost.cost_model.FIXED_MODEL`, the same the controller's budget uses), the audited
+DynamoDB bill (:func:`auditor.cost.cost_model.dynamodb_spend`), the ratio, and the recall of the planted problems.
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
 normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` and passed to the real detectors
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
@@ -59,7 +59,7 @@ from typing import Any
 from auditor.aggregates.window import TableWindow
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
     AuditorUsage,
     DynamoDBUsage,
     auditor_spend,
@@ -724,8 +724,21 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.throttle_causes_found / len(acct.throttles):>24.2f} {r.throttled_keys_named / key_range:>20.2f} "
             f"{r.generated:>17,}"
         )
-    print(f"\n(run took {time.perf_counter() - t0:.0f} s)")
+    # Contributor Insights in throttled-keys mode, enabled (as the throttling findings recommend) on the tables whose
+    # CloudWatch throttling is a hot partition: it names every throttled key whatever the capture, at one rule per
+    # table (no sort key in the model) and $0.03 per million throttled events.
+    ci_cfg = cw_throttling.CwThrottlingConfig()
+    hot_partitions = [th for th in acct.throttles if th.cause == "key_range"]
+    ci_tables = {th.table for th in hot_partitions}
+    ci_events = sum(th.events_per_minute * th.minutes for th in hot_partitions)
+    ci_usd = len(ci_tables) * ci_cfg.ci_rule_usd_month + ci_events / 1e6 * ci_cfg.ci_usd_per_million_events
     g = results[-1]
+    print(
+        f"governor + Contributor Insights (THROTTLED_KEYS) on the {len(ci_tables)} tables with hot-partition "
+        f"throttling: +${ci_usd:,.2f}/month, ratio {(g.auditor_usd + ci_usd) / bill:.2%}, throttled key named 1.00 "
+        f"(the governor alone: {g.throttled_keys_named / key_range:.2f})"
+    )
+    print(f"\n(run took {time.perf_counter() - t0:.0f} s)")
     print(
         f"governor throttling_cause_recall={g.throttle_causes_found / len(acct.throttles):.4f} "
         f"throttled_key_named={g.throttled_keys_named / key_range:.4f}"

@@ -1,41 +1,100 @@
 """The ledger of one live audit: each table's DynamoDB spend over the audited window next to what auditing it cost.
 
 The DynamoDB side comes from the audit's own CloudWatch read (consumed capacity, provisioned units in force, billing
-mode, table class, DescribeTable size: :func:`auditor.cost.model.usage_from_history`). The auditor side of a CLI
-audit is the audit's own CloudWatch reads: one metric requested per series read for the table (its GSIs included),
-at $0.01 per 1,000; the deployed service's ledger (:mod:`auditor.sinks.ledger_store`) adds CloudTrail data events,
-Lambda, the state table and S3.
+mode, table class, DescribeTable size: :func:`auditor.cost.cost_model.usage_from_history`). The auditor side of an audit
+is its own CloudWatch reads (one metric requested per series read for the table, its GSIs included, at $0.01 per
+1,000) and Contributor Insights where it is enabled (its rules for the period, and its events: throttled requests,
+plus the items read and written in accessed-and-throttled mode, estimated from consumed units). The deployed
+service keeps a daily ledger (:mod:`auditor.sinks.ledger_store`, :func:`day_entries`) that adds the CloudTrail data
+events ingested per table and the service's own Lambda, state-table and S3 use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditor.billing.pricing import RegionPrices, bundled_prices
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
+    DAYS_PER_MONTH,
+    FIXED_MODEL,
     SHARED,
     AuditorRates,
     AuditorUsage,
     LedgerEntry,
     LedgerSummary,
+    Spend,
     auditor_spend,
+    data_event_usage,
     dynamodb_spend,
+    fixed_monthly_usage,
     summarise,
     usage_from_history,
 )
+from auditor.models.inventory import TableProfile
+from auditor.models.metrics import CONSUMED, THROTTLE_EVENTS, TableMetrics
 
 if TYPE_CHECKING:
     from auditor.service.audit import AuditResult
+
+
+def _last(history: dict[str, Any], seconds: int) -> dict[str, Any]:
+    """The capacity history's last ``seconds`` only (every per-period list cut to its tail)."""
+    n = max(1, seconds // int(history.get("period_seconds") or 60))
+    series = [{k: v[-n:] if isinstance(v, list) else v for k, v in s.items()} for s in history.get("series", [])]
+    return {**history, "series": series}
+
+
+def insights_usage(profile: TableProfile, tm: TableMetrics, since: int) -> tuple[int, int]:
+    """(rules, events since ``since``) of Contributor Insights on the table and its GSIs.
+
+    Throttled-keys mode: 1 rule (2 with a sort key) per table or GSI, and its throttled requests (x2 with a sort
+    key). Accessed-and-throttled mode (also when the mode is not reported): 2 rules (4 with a sort key), and every
+    item read or written as well, estimated here from the consumed capacity units (an item up to 1 KB written or
+    4 KB read is one unit, so larger items over-count).
+    """
+    rules = events = 0
+    for index, sort_key in [(None, profile.sort_key), *((g.name, g.sort_key) for g in profile.gsis)]:
+        ci = profile.insights_of(index)
+        if not ci.enabled:
+            continue
+        both = 2 if sort_key else 1
+        throttled_only = ci.mode == "THROTTLED_KEYS"
+        rules += both if throttled_only else 2 * both
+        res = tm.resources.get(index)
+        if res is None:
+            continue
+        names = [*THROTTLE_EVENTS.values(), *([] if throttled_only else CONSUMED.values())]
+        for name in names:
+            series = res.get(name)
+            if series is not None:
+                events += int(sum(v for t, v in series.points.items() if t >= since)) * both
+    return rules, events
 
 
 def audit_ledger(
     result: AuditResult, prices: RegionPrices | None = None, rates: AuditorRates | None = None
 ) -> LedgerSummary | None:
     """Per audited table: DynamoDB spend over the window and this audit's reads for it; None when nothing priced."""
-    days = max((result.end - result.start) / 86_400, 1 / 1440)
-    day = datetime.fromtimestamp(result.end, UTC).date()
+    return summarise(audit_entries(result, prices, rates))
+
+
+def audit_entries(
+    result: AuditResult,
+    prices: RegionPrices | None = None,
+    rates: AuditorRates | None = None,
+    last_seconds: int | None = None,
+) -> list[LedgerEntry]:
+    """The ledger entries of an audit: one per table, plus the ``(shared)`` reads no table accounts for.
+
+    ``last_seconds``: the DynamoDB side (and Contributor Insights) over the window's last seconds only (the service's
+    hourly run reads a day but books its hour); the audit's reads are all booked to that period.
+    """
+    seconds = result.end - result.start if last_seconds is None else min(last_seconds, result.end - result.start)
+    days = max(seconds / 86_400, 1 / 1440)
+    # a period ending at midnight belongs to the day before (the service books each hour to its own day)
+    day = datetime.fromtimestamp(result.end - (1 if last_seconds is not None else 0), UTC).date()
     entries: list[LedgerEntry] = []
     counted = 0
     for profile in result.inventory.tables:
@@ -43,6 +102,8 @@ def audit_ledger(
         tm = result.table_metrics(profile.name)
         if history is None or tm is None:
             continue
+        if last_seconds is not None:
+            history = _last(history, seconds)
         usage = usage_from_history(history, days)
         if usage.billing_mode == "PROVISIONED" and usage.rcu_hours == 0 and usage.wcu_hours == 0:
             # No Provisioned* series in the window (CloudWatch publishes them every 5 minutes, and not for a table
@@ -58,6 +119,7 @@ def audit_ledger(
         book = prices or bundled_prices(str(history.get("region") or "us-east-1"))
         series = sum(len(r.series) for r in tm.resources.values())
         counted += series
+        ci_rules, ci_events = insights_usage(profile, tm, result.end - seconds)
         entries.append(
             LedgerEntry(
                 day=day,
@@ -65,11 +127,13 @@ def audit_ledger(
                 region=profile.region,
                 table=profile.name,
                 dynamodb=dynamodb_spend(usage, book.for_class(usage.table_class)),
-                auditor=auditor_spend(AuditorUsage(days=days, metrics_requested=series), rates),
+                auditor=auditor_spend(
+                    AuditorUsage(days=days, metrics_requested=series, ci_rules=ci_rules, ci_events=ci_events), rates
+                ),
             )
         )
     if not entries:
-        return None
+        return []
     # Metrics requested that no table's series account for (a series listed but empty, the billing read).
     rest = max(0, result.stats.metrics_requested - counted)
     if result.billing is not None:
@@ -86,7 +150,7 @@ def audit_ledger(
                 auditor=auditor_spend(AuditorUsage(days=days, metrics_requested=rest), rates),
             )
         )
-    return summarise(entries)
+    return entries
 
 
 def ledger_lines(summary: LedgerSummary, *, markdown: bool = False) -> list[str]:
@@ -112,6 +176,83 @@ def ledger_lines(summary: LedgerSummary, *, markdown: bool = False) -> list[str]
     from auditor.findings_text import render_columns
 
     return render_columns(rows, header).rstrip("\n").split("\n")
+
+
+# ------------------------------------------------------------------------------------------ the service's daily ledger
+
+
+def _spend(lines: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in lines.items():
+        try:
+            out[str(k)] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def day_entry(
+    day: date,
+    account: str | None,
+    region: str | None,
+    table: str,
+    hours: Mapping[str, Mapping[str, Any]],
+    windows: Mapping[str, Any],
+    rates: AuditorRates | None = None,
+) -> LedgerEntry:
+    """One table's day from what the service stored (:mod:`auditor.sinks.ledger_store`).
+
+    ``hours``: the hourly metrics audit's entries (``dynamodb`` and ``auditor`` lines of its hour, summed);
+    ``windows``: the data events ingested per evaluated window (the evaluator's count of the window's calls), which
+    cost the CloudTrail data-event price, the ingest function's GB-seconds and the compressed trail files' S3 storage
+    (:func:`auditor.cost.cost_model.data_event_usage`, the monthly figures scaled to a day).
+    """
+    dynamodb: dict[str, float] = {}
+    auditor: dict[str, float] = {}
+    for doc in hours.values():
+        for k, v in _spend(doc.get("dynamodb") or {}).items():
+            dynamodb[k] = dynamodb.get(k, 0.0) + v
+        for k, v in _spend(doc.get("auditor") or {}).items():
+            auditor[k] = auditor.get(k, 0.0) + v
+    events = sum(int(v) for v in windows.values() if isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+    if events:
+        usage = data_event_usage(events).model_copy(update={"days": 1.0})
+        # data_event_usage's storage is the month's average; a day of events keeps its bytes for the rest of the month
+        usage = usage.model_copy(update={"s3_bytes_stored": events * FIXED_MODEL["compressed_bytes_per_event"]})
+        for k, v in auditor_spend(usage, rates).lines.items():
+            auditor[k] = auditor.get(k, 0.0) + v
+    return LedgerEntry(
+        day=day,
+        account=account,
+        region=region,
+        table=table,
+        dynamodb=Spend(lines=dynamodb),
+        auditor=Spend(lines=auditor),
+    )
+
+
+def shared_day_entry(day: date, tables: int, *, controller: bool, rates: AuditorRates | None = None) -> LedgerEntry:
+    """The service's own costs of a day that belong to no table (an estimate,
+    :data:`auditor.cost.cost_model.FIXED_MODEL`): the scheduled functions' Lambda runs, the state-table reads and
+    writes of ingest and evaluation, the trail files' S3 requests. The CloudWatch reads are measured per table, so
+    they are not in this line."""
+    usage = fixed_monthly_usage(tables, controller=controller).model_copy(update={"metrics_requested": 0})
+    monthly = auditor_spend(usage, rates).lines
+    return LedgerEntry(
+        day=day,
+        table=SHARED,
+        dynamodb=Spend(lines={}),
+        auditor=Spend(lines={k: v / DAYS_PER_MONTH for k, v in monthly.items()}),
+    )
+
+
+def week_ledger(entries: Iterable[LedgerEntry], *, controller: bool) -> LedgerSummary | None:
+    """The stored days' entries plus each day's shared costs, summed per table and in total."""
+    stored = list(entries)
+    days = sorted({e.day for e in stored})
+    tables = len({(e.account, e.region, e.table) for e in stored if e.table != SHARED})
+    shared = [shared_day_entry(d, tables, controller=controller) for d in days]
+    return summarise([*stored, *shared])
 
 
 def combine_ledgers(parts: Sequence[tuple[str | None, str | None, Mapping[str, Any] | None]]) -> dict[str, Any] | None:

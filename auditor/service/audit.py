@@ -251,7 +251,13 @@ class AuditResult:
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "tables": [
-                t.summary() | {"findings": counts.get(t.name, 0), "capacity": self._capacity(t)}
+                t.summary()
+                | {
+                    "findings": counts.get(t.name, 0),
+                    "capacity": self._capacity(t),
+                    # the consumed/provisioned series read, for the report's capacity charts (billing --input form)
+                    "capacity_history": self.capacity_history(t.name),
+                }
                 for t in self.inventory.tables
             ],
             "gaps": [g.model_dump() for g in self.gaps],
@@ -268,7 +274,8 @@ class AuditResult:
         if summary is None:
             return None
         return summary.to_dict() | {
-            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested)",
+            "auditor_source": "this audit's CloudWatch reads ($0.01 per 1,000 metrics requested) and Contributor "
+            "Insights where enabled ($0.50 per rule-month, $0.03 per million events)",
             "window_days": round((self.end - self.start) / 86_400, 3),
         }
 

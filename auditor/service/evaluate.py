@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -76,6 +76,14 @@ class CapturePlans(Protocol):
     def plans(self, start: int, end: int) -> list[dict[str, Any]]:
         """The slice plans with ``start <= slice_start < end``."""
         ...
+
+
+class WindowLedger(Protocol):
+    """The daily cost ledger's trail side (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
+
+    def put_window(
+        self, day: date, account: str | None, region: str | None, table: str, window_start: int, data_events: int
+    ) -> None: ...
 
 
 class DescribeTables(Protocol):
@@ -211,10 +219,12 @@ def run_evaluation(
     now: datetime,
     describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
+    ledger: WindowLedger | None = None,
 ) -> EvaluationResult:
     """Evaluate the windows closed since the last run, store the findings' changes and publish them.
 
-    ``capture``: the capture controller's plans (None: the trail logs everything)."""
+    ``capture``: the capture controller's plans (None: the trail logs everything). ``ledger``: the daily cost
+    ledger, which gets each evaluated window's data events per table."""
     now = utc(now)
     result = EvaluationResult()
     cursor = findings_store.get_cursor()
@@ -229,13 +239,13 @@ def run_evaluation(
     )
     result.window_starts = starts
     if starts:
-        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture)
+        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture, ledger)
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
             log.warning("cursor_moved_by_another_evaluator", expected=cursor, wanted=starts[-1])
     published = publish_pending(findings_store, sns, params.topic_arn, params.publish_limit, now=now)
-    result.published, result.publish_failed = published.sent, published.failed
+    result.take_publish(published)
     log.info("evaluation_finished", **result.as_dict())
     return result
 
@@ -249,9 +259,14 @@ def _evaluate_and_store(
     result: EvaluationResult,
     describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
+    ledger: WindowLedger | None = None,
 ) -> None:
     windows = window_store.load_windows(starts)
     result.table_windows = len(windows)
+    if ledger is not None:  # the data events ingested per table and window (a window evaluated again overwrites)
+        for tw in windows:
+            day = datetime.fromtimestamp(tw.window_start, UTC).date()
+            ledger.put_window(day, tw.account, tw.region, tw.table, tw.window_start, tw.calls)
     if capture is not None and windows:
         mark_captured(
             windows,

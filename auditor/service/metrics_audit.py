@@ -25,6 +25,9 @@ One run (:func:`run_metrics_audit`):
    billing run only, billing findings (``source: "cloudwatch_billing"``) of tables whose billing series were all read
    and decided without error. So an hourly run that did not decide billing leaves the billing findings as they are.
    It never resolves a CloudTrail or Streams finding.
+4. The daily cost ledger (when given): the last hour of the audited window, per table, its DynamoDB spend and this
+   run's own CloudWatch reads and Contributor Insights (:func:`auditor.cost.ledger.audit_entries`), booked to that
+   hour (``hour_{start}`` of the table's day item, :mod:`auditor.sinks.ledger_store`).
 
 The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
 nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the
@@ -37,13 +40,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry
+from auditor.cost.ledger import audit_entries
 from auditor.detectors.findings import correlate, scan_volume
 from auditor.lifecycle import TableKey
-from auditor.models.finding import Finding, FindingKind, utc
+from auditor.models.finding import Finding, FindingKind, isoformat_z, utc
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
 from auditor.service.record import (
     SOURCE_CLOUDTRAIL,
@@ -254,6 +259,16 @@ def correlate_with_stored(
     return mine, updated
 
 
+#: The ledger books each run's period: the last hour of its window (runs are hourly; a retry books the same hour).
+LEDGER_PERIOD_SECONDS = 3600
+
+
+class HourLedger(Protocol):
+    """The daily cost ledger's hourly side (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
+
+    def put_hour(self, entry: LedgerEntry, hour_start: int) -> None: ...
+
+
 def run_metrics_audit(
     clients: AuditClients,
     findings_store: FindingsStore,
@@ -264,6 +279,7 @@ def run_metrics_audit(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     quiet_empty: bool = False,
+    ledger: HourLedger | None = None,
 ) -> MetricsAuditResult:
     """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish.
 
@@ -327,6 +343,10 @@ def run_metrics_audit(
         billing=audit.billing.as_dict(per_table=False) if audit.billing is not None else None,
         cost=audit.cost_summary(),
     )
+    if ledger is not None:  # the daily ledger: this run's hour of DynamoDB spend and its own reads, per table
+        period = min(LEDGER_PERIOD_SECONDS, audit.end - audit.start)
+        for entry in audit_entries(audit, last_seconds=period):
+            ledger.put_hour(entry, audit.end - period)
     log.info("metrics_audit_finished", **result.as_dict())
     return result
 
@@ -394,6 +414,7 @@ class OrgScope:
         now: datetime,
         *,
         time_left: Callable[[], float] | None = None,
+        ledger: HourLedger | None = None,
     ) -> OrgMetricsAuditResult:
         """One scheduled invocation over this scope (:func:`run_org_metrics_audit` with the cycle cursor)."""
         factory = self.sessions(session)
@@ -407,6 +428,7 @@ class OrgScope:
             cycles=cycles,
             concurrency=self.concurrency,
             time_left=time_left,
+            ledger=ledger,
         )
 
 
@@ -483,7 +505,7 @@ def _current_cycle(
     """The cycle to work on, and whether it was begun earlier: the stored one while unfinished, else a new one at
     ``now`` (a retried schedule event whose cycle is already finished finds nothing left to do)."""
     stored = cycles.load() if cycles is not None else None
-    if stored is not None and (not stored.finished or stored.now == now):
+    if stored is not None and (not stored.finished or stored.id == isoformat_z(now)):
         return stored, True
     accounts, regions = plan()
     cycle = AuditCycle(now, tuple(accounts), tuple(regions))
@@ -507,6 +529,7 @@ def run_org_metrics_audit(
     concurrency: int = 8,
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    ledger: HourLedger | None = None,
 ) -> OrgMetricsAuditResult:
     """:func:`run_metrics_audit` in every account/Region pair (member role assumed), ``concurrency`` at a time.
 
@@ -514,9 +537,11 @@ def run_org_metrics_audit(
     continues the stored cycle where the last one stopped, claims each pair before it starts it, starts no pair in
     the last :data:`TARGET_TIME_RESERVE_SECONDS` and leaves the rest to the next invocation: every pair of a cycle is
     audited once, all over the cycle's window (its schedule time). Without ``cycles`` every invocation is a new cycle
-    and the pairs it cannot start are ``deferred`` gaps. A pair that cannot be read is a coverage gap (logged, in
-    the result, and counted per ISO week in the state table). Every pair records its findings; the outbox is drained
-    once at the end, so one invocation sends one digest.
+    and the pairs it cannot start are ``deferred`` gaps. With ``ledger`` each pair books the last hour of the
+    cycle's window in the daily ledger (a cycle that takes more than an hour books one hour per pair, not all of
+    them). A pair that cannot be read is a coverage gap (logged, in the result, and counted per ISO week in the
+    state table). Every pair records its findings; the outbox is drained once at the end, so one invocation sends
+    one digest.
     """
     from auditor.sources.audit_clients import clients_for
     from auditor.sources.org import targets
@@ -537,6 +562,7 @@ def run_org_metrics_audit(
                 time_left=time_left,
                 sleep=sleep,
                 quiet_empty=True,
+                ledger=ledger,
             )
         except AuditError as exc:  # nothing readable in that pair: its coverage gap
             raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc

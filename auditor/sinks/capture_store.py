@@ -104,6 +104,22 @@ class CaptureStore:
             raise
         return True
 
+    def any_plan(self, start: int, end: int) -> bool:
+        """Whether the controller recorded a plan with ``start <= slice_start < end`` (one item read at most)."""
+        page = self._ddb.query(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :a AND :b",
+            ExpressionAttributeNames={"#pk": keys.PK, "#sk": keys.SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": self._pk},
+                ":a": {"S": keys.capture_plan_sk(max(0, start))},
+                ":b": {"S": keys.capture_plan_sk(max(0, end - 1))},
+            },
+            ProjectionExpression="#pk",
+            Limit=1,
+        )
+        return bool(page.get("Items"))
+
     def plans(self, start: int, end: int) -> list[dict[str, Any]]:
         """The recorded slice plans with ``start <= slice_start < end``, oldest first (an unreadable one skipped)."""
         out: list[dict[str, Any]] = []

@@ -29,6 +29,10 @@ the organisation audit's cycle cursor               GetItem; conditional Put/Upd
                                                    ``sk=metrics-audit`` (:mod:`auditor.sinks.audit_cycle`)
 a pair's coverage gap in an ISO week               Update ``pk=COVERAGE#{week}``, ``sk={acct}#{region}#{reason}``;
                                                    Query GSI2 ``gsi2pk=COVERAGE#{week}`` (the weekly report)
+one table's day in the cost ledger                 UpdateItem (an attribute per hour and per window)
+                                                   ``pk=LEDGER#{YYYY-MM-DD}``,
+                                                   ``sk={acct}#{region}#{table}#H`` (or ``#W``);
+                                                   a week: Query each day's ``pk``
 =================================================  ====================================================
 
 No partition takes every write: window items spread over (table, window), the window index over
@@ -38,7 +42,7 @@ windows, findings over ids, and the outbox over ``OUTBOX_SHARDS`` shards.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import date, datetime
 
 PK = "pk"
 SK = "sk"
@@ -130,3 +134,8 @@ CAPTURE_STATE_SK = "STATE"
 def capture_plan_sk(slice_start: int) -> str:
     """Sort key of one slice's capture plan (zero-padded: plans sort by time)."""
     return f"PLAN#{slice_start:012d}"
+
+
+def ledger_pk(day: date) -> str:
+    """Partition of one UTC day of the cost ledger (one item per audited table)."""
+    return f"LEDGER#{day.isoformat()}"

@@ -229,3 +229,17 @@ def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:
     report = (demo.out / "report.md").read_text()
     section = report[report.index("## What throttles first") :]
     assert "| `pk=CUSTOMER#42` | Orders | partition |" in section.split("\n## ")[0]
+
+
+def test_the_demo_report_shows_the_weekly_cost_ledger(demo: DemoResult) -> None:
+    """The evaluator and the metrics audit kept the daily ledger in the state table; the report shows the week."""
+    report = (demo.out / "report.md").read_text()
+    assert "What the audit cost" in report
+    section = report[report.index("What the audit cost") :]
+    rows = [line for line in section.split("\n") if line.startswith("| ")][2:]
+    tables = {line.split(" | ")[0].removeprefix("| ") for line in rows}
+    assert {"Orders", "**Total**"} <= tables
+    orders = next(line for line in rows if line.startswith("| Orders |"))
+    assert "$0.00 |" not in orders.split(" | ")[2] + " |"  # the metrics audit booked its hour of DynamoDB spend
+    total = next(line for line in rows if line.startswith("| **Total**"))
+    assert total.count("$") == 2 and total.rstrip(" |").endswith("%**")

@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from auditor.billing.pricing import bundled_prices
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
     DAYS_PER_MONTH,
     SHARED,
     AuditorUsage,
@@ -240,10 +240,85 @@ def test_tables_to_poll() -> None:
 
 
 def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> None:
-    from auditor.cost.model import controller_poll_metrics, fixed_monthly_usd
+    from auditor.cost.cost_model import controller_poll_metrics, fixed_monthly_usd
 
     assert controller_poll_metrics(100, 50, 3) == 2 * (100 * 730 + 50 * 8760 // 3 + 5 * 8760)
     small, large = fixed_monthly_usd(10, 5), fixed_monthly_usd(100, 50)
     assert 0 < small < large
     # 100 tables: the metrics audit's reads and the controller's polls dominate (about $2.28 + $3.06).
     assert 5.0 < large < 9.0
+
+
+# ---------------------------------------------------------------- the service's daily ledger
+
+
+def test_day_entry_adds_the_hours_and_prices_the_windows_data_events() -> None:
+    from auditor.cost.cost_model import FIXED_MODEL, AuditorRates
+    from auditor.cost.ledger import day_entry
+
+    hours = {
+        "hour_1": {"dynamodb": {"reads": "0.5", "writes": "1.25"}, "auditor": {"cloudwatch_metrics": "0.001"}},
+        "hour_2": {"dynamodb": {"reads": "0.5", "bogus": "x"}, "auditor": {"contributor_insights": "0.002"}},
+    }
+    e = day_entry(date(2026, 12, 1), "1", "us-east-1", "Orders", hours, {"window_1": 600_000, "window_2": 400_000})
+    assert e.dynamodb.lines == {"reads": 1.0, "writes": 1.25}
+    r = AuditorRates()
+    assert e.auditor.lines["cloudtrail_data_events"] == pytest.approx(1_000_000 * r.data_event)  # $1.00
+    gb_s = FIXED_MODEL["lambda_gb_s_per_million_events"]
+    assert e.auditor.lines["lambda"] == pytest.approx(gb_s * r.lambda_gb_second)
+    assert e.auditor.lines["cloudwatch_metrics"] == pytest.approx(0.001)
+    assert e.auditor.lines["contributor_insights"] == pytest.approx(0.002)
+    none = day_entry(date(2026, 12, 1), None, None, "Quiet", {}, {})
+    assert none.auditor.total == 0 and none.dynamodb.total == 0
+
+
+def test_week_ledger_adds_each_days_shared_costs_to_the_total_only() -> None:
+    from auditor.cost.ledger import shared_day_entry, week_ledger
+
+    days = [date(2026, 11, 30), date(2026, 12, 1)]
+    entries = [
+        LedgerEntry(
+            day=d,
+            table=t,
+            dynamodb=Spend(lines={"reads": 10.0}),
+            auditor=Spend(lines={"cloudtrail_data_events": 0.01}),
+        )
+        for d in days
+        for t in ("A", "B")
+    ]
+    summary = week_ledger(entries, controller=True)
+    assert summary is not None
+    assert [(r.table, r.days, r.auditor_usd, r.dynamodb_usd) for r in summary.rows] == [
+        ("A", 2, pytest.approx(0.02), 20.0),
+        ("B", 2, pytest.approx(0.02), 20.0),
+    ]
+    shared = shared_day_entry(days[0], 2, controller=True).auditor.total
+    assert shared > shared_day_entry(days[0], 2, controller=False).auditor.total  # the controller's own runs
+    assert summary.shared_usd == pytest.approx(2 * shared)
+    assert summary.total.auditor_usd == pytest.approx(0.04 + 2 * shared)
+    assert summary.total.ratio == pytest.approx((0.04 + 2 * shared) / 40.0)
+
+
+def test_contributor_insights_rules_and_events_by_mode() -> None:
+    from auditor.cost.ledger import insights_usage
+    from auditor.models.inventory import ContributorInsights, IndexProfile, TableProfile
+    from auditor.models.metrics import MetricSeries, SeriesKey, TableMetrics
+
+    def metrics() -> TableMetrics:
+        tm = TableMetrics("T", 0, 7200)
+        for index in (None, "G"):
+            for metric, value in (("WriteThrottleEvents", 10.0), ("ConsumedReadCapacityUnits", 600.0)):
+                key = SeriesKey(metric, "T", index)
+                tm.resource(index).series[key.name] = MetricSeries(key, {0: value, 3600: value})
+        return tm
+
+    throttled = ContributorInsights(status="ENABLED", mode="THROTTLED_KEYS")
+    accessed = ContributorInsights(status="ENABLED", mode="ACCESSED_AND_THROTTLED_KEYS")
+    gsi = IndexProfile(name="G", type="GSI", partition_key="g", contributor_insights=accessed)
+    p = TableProfile(name="T", sort_key="sk", contributor_insights=throttled, indexes=(gsi,))
+    rules, events = insights_usage(p, metrics(), since=3600)
+    # table: throttled-keys with a sort key = 2 rules, 10 throttled events x 2; GSI without a sort key in
+    # accessed-and-throttled mode = 2 rules, 10 throttled + 600 consumed units (items) in the last hour
+    assert (rules, events) == (4, 20 + 610)
+    off = TableProfile(name="T", contributor_insights=ContributorInsights(status="DISABLED"))
+    assert insights_usage(off, metrics(), since=0) == (0, 0)

@@ -170,3 +170,18 @@ def test_the_reports_hot_key_chart_says_about_for_an_estimate() -> None:
 
     assert _about(2700, 120) == "about 2,700 (±120)"
     assert _about(2700, None) == "2,700"
+
+
+def test_the_report_says_how_many_findings_count_sampled_traffic() -> None:
+    from auditor.report.model import IsoWeek, build_report_from_findings
+    from auditor.report.report_pages import render_html, render_markdown
+
+    findings, _ = evaluate([_window(300.0)], AnalysisConfig())  # type: ignore[list-item]
+    report = build_report_from_findings(findings, T0, week=IsoWeek.of(T0))
+    assert report.sampled_findings == 1  # the throttling finding; the scan finding is exact
+    text = "1 finding counted traffic that the capture controller logged only in part: its counts are estimates"
+    assert text in render_markdown(report)
+    assert text in render_html(report)
+    exact, _ = evaluate([_window(None)], AnalysisConfig())  # type: ignore[list-item]
+    plain = build_report_from_findings(exact, T0, week=IsoWeek.of(T0))
+    assert plain.sampled_findings == 0 and "logged only in part" not in render_markdown(plain)

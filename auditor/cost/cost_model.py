@@ -317,6 +317,9 @@ FIXED_MODEL: dict[str, float] = {
     "metrics_audit_metrics_per_table": 3.0,  # consumed read/write, plus provisioned on provisioned tables
     "lambda_gb_s_per_million_events": 40.0,  # the 1 GB ingest function at about 25,000 records/s
     "compressed_bytes_per_event": 150.0,
+    # the daily cost ledger: 96 window updates (an item of about 2 KB: 2 write units) and 24 hour updates (about
+    # 4 KB: 4 units) per table and day (auditor.sinks.ledger_store)
+    "ledger_write_units_per_table_day": 96 * 2 + 24 * 4,
 }
 CONTROLLER_RUNS_PER_MONTH = 8_760
 
@@ -335,7 +338,8 @@ def fixed_monthly_usage(tables: int, controller_metrics: int = 0, *, controller:
         lambda_requests=requests,
         state_read_units=2_920 * m["state_read_units_per_evaluation"],
         state_write_units=m["trail_objects_per_month"] * m["state_write_units_per_object"]
-        + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0),
+        + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0)
+        + tables * m["ledger_write_units_per_table_day"] * DAYS_PER_MONTH,
         # the metrics audit hourly, plus its daily billing read
         metrics_requested=int(tables * m["metrics_audit_metrics_per_table"] * (730 + 30)) + controller_metrics,
         s3_puts=int(m["trail_objects_per_month"]),
