@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench clean tools template-check build fuzz
+.PHONY: venv test lint typecheck unit demo bench bench-lambda clean tools template-check build fuzz
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -40,6 +40,10 @@ demo: venv $(DEMO_STAMP)
 
 bench: venv
 	$(BIN)/python -m benchmarks.ingest
+
+# The trail-ingest handler on a moto server: CPU, memory, GB-seconds and dollars per million records.
+bench-lambda: venv
+	$(BIN)/python -m benchmarks.lambda_path
 
 # The long fuzz run (make test runs the same suite with fewer examples, about a minute), then the figures in the
 # hostile-input table form (child process per case: crashes, hangs, exit codes, lost records, peak memory).
@@ -95,16 +99,21 @@ template-check: venv tools
 build: tools
 	$(SAM_ENV) $(SAM) build $(SAM_FLAGS) --build-in-source --template template.yaml
 
-# One package for every function (SAM's makefile builder calls build-<LogicalId> with ARTIFACTS_DIR set): the
-# project's wheel (auditor/ and handlers/ only, without the demo) plus its dependencies from pyproject.toml, as Linux wheels for
-# the template's runtime and architecture (python3.12, arm64). No tests/, events/ or dev tools ride along. The
-# package is built once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and copied.
-LAMBDA_FUNCTIONS := TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
+# The functions share one layer (DependenciesLayer: every dependency from pyproject.toml, under python/) and each
+# function's own artifact is only the project's code (auditor/ and handlers/, without the demo), so the dependencies
+# are built, uploaded and stored once instead of once per function. SAM's makefile builder calls build-<LogicalId>
+# with ARTIFACTS_DIR set. Everything is installed from Linux wheels for the template's runtime and architecture
+# (python3.12, arm64); no tests/, events/ or dev tools ride along (the test oracle lives in tests/). The install is
+# done once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and split into the two parts.
+LAMBDA_FUNCTIONS := DependenciesLayer \
+                    TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
                     StreamItemSizeFunction MetricsAuditFunction WeeklyReportFunction CaptureControllerFunction
 LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package
 LAMBDA_SOURCES   := pyproject.toml README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*')
+#: What a function's own artifact holds (the project and its metadata; the rest of $(LAMBDA_PACKAGE) is the layer).
+LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 
 # The wheel is built from a clean copy of the sources (no stale build/ directory can leak deleted modules in).
 $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
@@ -120,8 +129,15 @@ $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 	@touch $@
 
 .PHONY: $(addprefix build-,$(LAMBDA_FUNCTIONS))
-$(addprefix build-,$(LAMBDA_FUNCTIONS)): $(LAMBDA_PACKAGE)/.built
+# The layer: every installed dependency, under python/ (Lambda adds /opt/python to sys.path).
+build-DependenciesLayer: $(LAMBDA_PACKAGE)/.built
+	@test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (run it through sam build)" >&2; exit 2; }
+	mkdir -p "$(ARTIFACTS_DIR)/python"
+	cp -a $(LAMBDA_PACKAGE)/. "$(ARTIFACTS_DIR)/python/"
+	rm -rf "$(ARTIFACTS_DIR)/python/.built" $(addprefix "$(ARTIFACTS_DIR)/python/",$(LAMBDA_OWN))
+
+# A function: the project's code only.
+$(addprefix build-,$(filter-out DependenciesLayer,$(LAMBDA_FUNCTIONS))): $(LAMBDA_PACKAGE)/.built
 	@test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (run it through sam build)" >&2; exit 2; }
 	mkdir -p "$(ARTIFACTS_DIR)"
-	cp -a $(LAMBDA_PACKAGE)/. "$(ARTIFACTS_DIR)/"
-	rm -f "$(ARTIFACTS_DIR)/.built"
+	cp -a $(addprefix $(LAMBDA_PACKAGE)/,$(LAMBDA_OWN)) "$(ARTIFACTS_DIR)/"

@@ -167,7 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.csv",
         help="billing --trace-out file to chart (simulated capacity as provisioned; the table is the file's name)",
     )
-    report.add_argument("--week", metavar="YYYY-Www", help="ISO week to report (default: the latest finding's week)")
+    report.add_argument(
+        "--week",
+        metavar="YYYY-Www",
+        help="ISO week to report (default: the last complete ISO week, or the latest finding's week when the input "
+        "has no finding in it)",
+    )
 
     audit = sub.add_parser(
         "audit",
@@ -460,14 +465,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     doc = model.merge_findings_documents([model.parse_findings_document(_read_json(p), p) for p in args.findings])
     previous = model.parse_findings_document(_read_json(args.previous), args.previous) if args.previous else None
-    capacity = [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
+    capacity = [*doc.capacity]  # the series an audit read, then the ones given with --capacity
+    capacity += [s for p in args.capacity for s in model.capacity_from_billing_input(_read_json(p), p)]
     if args.trace:
         from auditor.billing.trace import read_trace
 
         for path in args.trace:
             capacity += model.capacity_from_billing_input(read_trace(path, Path(path).stem), path)
     now = datetime.now(UTC)
-    week = model.IsoWeek.parse(args.week) if args.week else model.latest_week(doc.findings) or model.IsoWeek.of(now)
+    week = model.IsoWeek.parse(args.week) if args.week else model.default_week(doc.findings, now)
     usage = model.AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
     report = model.build_report_from_findings(
         doc.findings,
@@ -479,6 +485,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         usage=usage,
         input_stats=doc.stats,
         coverage_gaps=doc.coverage_gaps,
+        audited_tables=doc.audited_tables,
     )
     try:
         html_path, md_path = write_report(report, args.out)
@@ -533,7 +540,7 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
     from auditor.whatif.capacity import capacity_from_audit
     from auditor.whatif.limits import what_if
     from auditor.whatif.loadtest import load_profile
-    from auditor.whatif.render import render_what_if
+    from auditor.whatif.whatif_text import render_what_if
 
     config = load_analysis_config(args.config or get_settings().audit_config)
     if args.jobs is not None and args.jobs < 1:

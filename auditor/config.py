@@ -25,6 +25,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: The ``service`` dimension of the auditor's health metrics (template.yaml: the stack name, so two stacks in one
+    #: account keep their own numbers; Powertools reads the same variable).
+    powertools_service_name: str = Field(default="ddb-traffic-auditor", min_length=1, max_length=255)
     #: Where the CLI's ``analyze-trail`` looks for an analysis config when ``--config`` is not given.
     audit_config: Path | None = None
 

@@ -22,8 +22,8 @@ Three strategies, side by side in one run:
 
 For each it prints the auditor's monthly cost (CloudTrail data events counted from the traffic model; Lambda,
 state table, CloudWatch reads, S3 from the per-run and per-event estimates of
-:data:`auditor.cost.model.FIXED_MODEL`, the same the controller's budget uses), the audited
-DynamoDB bill (:func:`auditor.cost.model.dynamodb_spend`), the ratio, and the recall of the planted problems.
+:data:`auditor.cost.cost_model.FIXED_MODEL`, the same the controller's budget uses), the audited
+DynamoDB bill (:func:`auditor.cost.cost_model.dynamodb_spend`), the ratio, and the recall of the planted problems.
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
 normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` and passed to the real detectors
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
@@ -59,7 +59,7 @@ from typing import Any
 from auditor.aggregates.window import TableWindow
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
     AuditorUsage,
     DynamoDBUsage,
     auditor_spend,

@@ -8,61 +8,30 @@ invocation fails and Lambda's asynchronous retry runs it again.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import TYPE_CHECKING, Any
-
-import boto3
-import structlog
-from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.config import Config
 
-from auditor.config import get_settings
-from auditor.observability import configure_logging
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
 from auditor.sinks.audit_cycle import AuditCycleStore
 from auditor.sinks.capture_store import CaptureStore
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.ledger_store import LedgerStore
 from auditor.sinks.report_store import ReportAnnouncements
-from auditor.sinks.window_store import RETRY_CONFIG
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_s3 import S3Client
-    from mypy_boto3_sns import SNSClient
-
-#: Presigned URLs are signed with SigV4 (its 7-day limit is the one REPORT_LINK_EXPIRY_SECONDS is bounded by).
-S3_CONFIG = Config(signature_version="s3v4", retries={"mode": "standard"})
+from handlers import runtime
+from handlers.runtime import Invocation, lambda_runtime
 
 
-@cache
-def _clients() -> tuple[DynamoDBClient, S3Client, SNSClient]:
-    """Built on first use (after the environment is set), reused while the container is warm."""
-    configure_logging(get_settings().log_level)
-    return boto3.client("dynamodb", config=RETRY_CONFIG), boto3.client("s3", config=S3_CONFIG), boto3.client("sns")
-
-
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, object]:
-    settings = get_settings()
-    ddb, s3, sns = _clients()
-    structlog.contextvars.clear_contextvars()
-    structlog.contextvars.bind_contextvars(
-        function_name=context.function_name, function_request_id=context.aws_request_id
-    )
-    schedule = parse(event=event, model=EventBridgeModel)
-    structlog.contextvars.bind_contextvars(schedule_event_id=schedule.id)
-    table = settings.require("state_table_name")
+@lambda_runtime(EventBridgeModel)
+def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, object]:
+    clients, table, trail = runtime.CLIENTS, run.state_table(), run.settings.capture_trail_name
+    ddb = clients.dynamodb
     result = run_weekly_report(
-        FindingsStore(ddb, table, retention_days=settings.finding_retention_days),
-        s3,
-        sns,
+        run.findings_store(),
+        clients.s3,
+        clients.sns,
         ReportAnnouncements(ddb, table),
-        WeeklyReportParams.from_settings(settings),
+        WeeklyReportParams.from_settings(run.settings),
         now=schedule.time,
         ledger=LedgerStore(ddb, table),
-        capture=CaptureStore(ddb, table, settings.capture_trail_name) if settings.capture_trail_name else None,
+        capture=CaptureStore(ddb, table, trail) if trail else None,
         coverage=AuditCycleStore(ddb, table),
     )
     return result.as_dict()

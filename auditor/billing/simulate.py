@@ -5,7 +5,7 @@ Both take the CloudWatch ``Sum`` of ``Consumed{Read|Write}CapacityUnits`` per mi
 unit totals that :mod:`auditor.billing.decide` multiplies by a price table.
 
 Both are event-driven and O(n) per series. Capacity only changes where a rule fires, so from each minute they
-find the next minute where one might (:func:`auditor.billing.scan.earliest`: searches over the raw values with
+find the next minute where one might (:func:`auditor.billing.series_search.earliest`: searches over the raw values with
 C-speed ``max``/``min`` over slices, sampled where a window is involved, with thresholds derived from the current
 capacity and a margin on the safe side), append the minutes before it in one step, and run every rule on that
 minute only; where changes come every few minutes (a rising load) they step minute by minute instead of searching.
@@ -59,7 +59,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from auditor.billing.scan import Search, earliest, first_at_least
+from auditor.billing.series_search import Search, earliest, first_at_least
 
 MINUTES_PER_DAY = 1440
 #: The evaluator's scale-in window: the busiest of the previous 15 datapoints.
@@ -302,7 +302,7 @@ def simulate_evaluator(
         read_minutes, write_minutes: the epoch minute of each datapoint, when there are gaps.
         trace: keep the per-minute capacity in the result.
 
-    How it stays fast: from each datapoint, :func:`~auditor.billing.scan.earliest` finds the next one where a
+    How it stays fast: from each datapoint, :func:`~auditor.billing.series_search.earliest` finds the next one where a
     scale-out, a scale-in (once the quota allows one) or the midnight counter reset can change anything (searches
     of :func:`_evaluator_searches`, at C speed over the raw values); the datapoints before it keep the capacity and
     are appended in one step, and that datapoint runs every rule (and more after it where changes come every few
@@ -659,7 +659,7 @@ def simulate_aws(
         start_minute: epoch minute (UTC) of the first value (for the UTC-day quota reset and clock hours).
         trace: keep the per-minute capacity in the result.
 
-    How it stays fast: from each minute, :func:`~auditor.billing.scan.earliest` finds the next one where the
+    How it stays fast: from each minute, :func:`~auditor.billing.series_search.earliest` finds the next one where the
     capacity can change: a high alarm (n_out minutes above target, on demand, which bounds what was served), a low
     alarm that could lower the capacity while the decrease quota allows it, a change in flight taking effect, a new
     UTC day. The minutes before it keep the capacity and are served from it and the burst bank in one step

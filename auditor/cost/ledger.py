@@ -1,7 +1,7 @@
 """The ledger of one live audit: each table's DynamoDB spend over the audited window next to what auditing it cost.
 
 The DynamoDB side comes from the audit's own CloudWatch read (consumed capacity, provisioned units in force, billing
-mode, table class, DescribeTable size: :func:`auditor.cost.model.usage_from_history`). The auditor side of an audit
+mode, table class, DescribeTable size: :func:`auditor.cost.cost_model.usage_from_history`). The auditor side of an audit
 is its own CloudWatch reads (one metric requested per series read for the table, its GSIs included, at $0.01 per
 1,000) and Contributor Insights where it is enabled (its rules for the period, and its events: throttled requests,
 plus the items read and written in accessed-and-throttled mode, estimated from consumed units). The deployed
@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditor.billing.pricing import RegionPrices, bundled_prices
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
     DAYS_PER_MONTH,
     FIXED_MODEL,
     SHARED,
@@ -205,7 +205,7 @@ def day_entry(
     ``hours``: the hourly metrics audit's entries (``dynamodb`` and ``auditor`` lines of its hour, summed);
     ``windows``: the data events ingested per evaluated window (the evaluator's count of the window's calls), which
     cost the CloudTrail data-event price, the ingest function's GB-seconds and the compressed trail files' S3 storage
-    (:func:`auditor.cost.model.data_event_usage`, the monthly figures scaled to a day).
+    (:func:`auditor.cost.cost_model.data_event_usage`, the monthly figures scaled to a day).
     """
     dynamodb: dict[str, float] = {}
     auditor: dict[str, float] = {}
@@ -232,9 +232,10 @@ def day_entry(
 
 
 def shared_day_entry(day: date, tables: int, *, controller: bool, rates: AuditorRates | None = None) -> LedgerEntry:
-    """The service's own costs of a day that belong to no table (an estimate, :data:`auditor.cost.model.FIXED_MODEL`):
-    the scheduled functions' Lambda runs, the state-table reads and writes of ingest and evaluation, the trail files'
-    S3 requests. The CloudWatch reads are measured per table, so they are not in this line."""
+    """The service's own costs of a day that belong to no table (an estimate,
+    :data:`auditor.cost.cost_model.FIXED_MODEL`): the scheduled functions' Lambda runs, the state-table reads and
+    writes of ingest and evaluation, the trail files' S3 requests. The CloudWatch reads are measured per table, so
+    they are not in this line."""
     usage = fixed_monthly_usage(tables, controller=controller).model_copy(update={"metrics_requested": 0})
     monthly = auditor_spend(usage, rates).lines
     return LedgerEntry(

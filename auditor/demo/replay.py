@@ -42,6 +42,8 @@ from auditor.demo.service import (
     RunSummary,
     ServiceDemo,
     _environment,
+    _health,
+    _metrics_to,
     lambda_context,
     scheduled_event,
 )
@@ -244,7 +246,8 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
         demo = _Replay(stack, catcher, work, announce, work / "trail")
         env = stack.environment() | {"REPORTS_BUCKET": reports_bucket}
         ingest, evaluation = RunSummary(), RunSummary()
-        with _environment(env):
+        emf: list[str] = []
+        with _environment(env), _metrics_to(emf.append):
             ingest.objects = demo.put_files(found)
             demo.ingest(ingest)
             ticks = sorted({datetime.fromtimestamp(s + window, tz=UTC) + delay for s in found.window_starts})
@@ -303,7 +306,13 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
         files = [findings_path, *(report_files[-2:])]
         announce(f"report: {', '.join(str(p) for p in files[1:])}")
         return DemoResult(
-            [ingest, evaluation, weekly], findings, list(catcher.posts), time.perf_counter() - began, out, files
+            [ingest, evaluation, weekly],
+            findings,
+            list(catcher.posts),
+            time.perf_counter() - began,
+            out,
+            files,
+            _health(emf),
         )
     finally:
         catcher.stop()

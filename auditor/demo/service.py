@@ -86,28 +86,32 @@ class DemoResult:
     seconds: float
     out: Path
     files: list[Path] = field(default_factory=list)
+    #: The handlers' health metrics (embedded metric format lines): per name, the unit and the sum (counts) or the
+    #: last value (seconds: the lag and the outbox age are states, the last one is the state after the demo).
+    health: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+
+def _health(lines: list[str]) -> dict[str, tuple[str, float]]:
+    """The EMF lines the handlers wrote, per metric name (see :attr:`DemoResult.health`)."""
+    out: dict[str, tuple[str, float]] = {}
+    for line in lines:
+        blob = orjson.loads(line)
+        for directive in blob["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                name, unit = metric["Name"], metric["Unit"]
+                values = blob[name] if isinstance(blob[name], list) else [blob[name]]
+                _, before = out.get(name, (unit, 0.0))
+                value = values[-1] if unit == "Seconds" else before + sum(values)
+                out[name] = (unit, value)
+    return out
 
 
 def _cold_start() -> None:
     """Forget what the handlers keep per container (clients, the Slack secret), as a new container would."""
     from auditor.sinks.slack import forget_slack_secret
-    from handlers import (
-        capture_controller,
-        evaluator,
-        metrics_audit,
-        notifier,
-        stream_item_size,
-        trail_ingest,
-        weekly_report,
-    )
+    from handlers import runtime
 
-    capture_controller._clients.cache_clear()
-    trail_ingest._clients.cache_clear()
-    evaluator._clients.cache_clear()
-    metrics_audit._clients.cache_clear()
-    stream_item_size._client.cache_clear()
-    notifier.secrets_client.cache_clear()
-    weekly_report._clients.cache_clear()
+    runtime.reset()
     forget_slack_secret()
     get_settings.cache_clear()
 
@@ -130,6 +134,18 @@ def _probe_without_waiting(handler_module: Any) -> Iterator[None]:
         yield
     finally:
         handler_module.run_controller = saved
+
+
+@contextmanager
+def _metrics_to(write: Callable[[str], None]) -> Iterator[None]:
+    """Collect the handlers' embedded-metric-format lines (a deployed function writes them to its log)."""
+    from handlers import runtime
+
+    previous = runtime.set_metrics_writer(write)
+    try:
+        yield
+    finally:
+        runtime.set_metrics_writer(previous)
 
 
 @contextmanager
@@ -584,7 +600,8 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         trail_dir = out / "trail"
         shutil.rmtree(trail_dir, ignore_errors=True)  # only this run's files: analyze-trail reads the whole folder
         demo = ServiceDemo(stack, catcher, work, announce, trail_dir)
-        with _environment(stack.environment()):
+        emf: list[str] = []
+        with _environment(stack.environment()), _metrics_to(emf.append):
             announce("run 1: an hour of production traffic with planted problems")
             start1 = hour - timedelta(hours=3)
             first = demo.run("run1", start1, seed, start1 + timedelta(hours=1) + delay, redeliver=True)
@@ -605,7 +622,13 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         files = [findings_path, *_write_report(stack, out, findings, start1, end)]
         announce(f"report: {', '.join(str(p) for p in files[1:])}; CloudTrail files: {trail_dir}")
         return DemoResult(
-            [first, second, third], findings, list(catcher.posts), time.perf_counter() - began, out, files
+            [first, second, third],
+            findings,
+            list(catcher.posts),
+            time.perf_counter() - began,
+            out,
+            files,
+            _health(emf),
         )
     finally:
         catcher.stop()
@@ -650,6 +673,16 @@ def summary_text(result: DemoResult) -> str:
             f"Run 3 (metrics audit and Streams watcher, one digest each) sent Slack "
             f"{_n(third.slack_posts, 'more digest')}."
         )
+    if result.health:
+        shown = [
+            f"{name} {value:,.0f}{' s' if unit == 'Seconds' else ''}"
+            for name, (unit, value) in sorted(result.health.items())
+        ]
+        lines.append(
+            "The auditor's own health (CloudWatch EMF, namespace DdbTrafficAuditor; "
+            "counts summed, seconds the last value):"
+        )
+        lines += ["  " + ", ".join(shown[i : i + 5]) for i in range(0, len(shown), 5)]
     if result.slack_posts:
         lines.append(f"First Slack digest: {result.slack_posts[0].get('text', '')[:160]}")
     lines += [f"Files: {p}" for p in result.files]

@@ -192,7 +192,7 @@ def measure_base(kind: FindingKind, evidence: dict[str, Any]) -> int | None:
 
 
 class Totals(BaseModel):
-    """A finding's measure summed over a period (SPEC.md ``totals``).
+    """A finding's measure summed over a period (docs/contract.md ``totals``).
 
     ``count`` sums the finding's own :func:`measure` over the windows in which it was seen within
     [``period_start``, ``period_end``); ``windows`` is how many such windows; ``first_seen``/``last_seen`` the

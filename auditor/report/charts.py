@@ -483,15 +483,16 @@ def capacity_chart(panel: CapacityPanel, chart_id: str) -> Chart | None:
         key = t.strftime("%a %d %b") if (end - t0).total_seconds() > 2 * 86_400 else t.strftime("%Y-%m-%d %H:%M")
         by_day.setdefault(key, []).append(i)
     rows = []
+    provisioned_table = any(p is not None for p in panel.provisioned)
     for key, idx in by_day.items():
-        cons = [panel.consumed[i] for i in idx]
+        cons = [c for c in (panel.consumed[i] for i in idx) if c is not None]
         provs = [p for p in (panel.provisioned[i] for i in idx) if p is not None]
         rows.append(
             (
                 key,
-                compact(sum(cons) / len(cons)),
-                compact(max(cons)),
-                compact(max(provs)) if provs else "on-demand",
+                compact(sum(cons) / len(cons)) if cons else "no data",
+                compact(max(cons)) if cons else "no data",
+                compact(max(provs)) if provs else ("no data" if provisioned_table else "on-demand"),
             )
         )
     return line_chart(

@@ -37,7 +37,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from auditor.cost.model import LedgerSummary
+from auditor.cost.cost_model import LedgerSummary
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
@@ -136,10 +136,11 @@ class CapacitySeries(BaseModel):
     index: str | None = None
     start: datetime
     period_seconds: int = Field(default=60, ge=1)
-    consumed_read: list[float] = Field(default_factory=list)
-    consumed_write: list[float] = Field(default_factory=list)
-    provisioned_read: list[float] | None = None
-    provisioned_write: list[float] | None = None
+    #: ``null`` is a missing datapoint (CloudWatch returned nothing for that period), as in the billing input.
+    consumed_read: list[float | None] = Field(default_factory=list)
+    consumed_write: list[float | None] = Field(default_factory=list)
+    provisioned_read: list[float | None] | None = None
+    provisioned_write: list[float | None] | None = None
 
     @field_validator("start")
     @classmethod
@@ -448,17 +449,18 @@ class CapacityPanel(BaseModel):
     dimension: Literal["read", "write"]
     bucket_seconds: int
     times: list[datetime]
-    consumed: list[float]
+    #: None: no datapoint in the bucket (a gap in the chart, never a zero).
+    consumed: list[float | None]
     provisioned: list[float | None]
 
     @property
     def peak_consumed(self) -> float:
-        return max(self.consumed, default=0.0)
+        return max((c for c in self.consumed if c is not None), default=0.0)
 
     @property
     def peak_utilisation(self) -> float | None:
         """The highest consumed/provisioned ratio over the buckets (None for on-demand)."""
-        ratios = [c / p for c, p in zip(self.consumed, self.provisioned, strict=True) if p]
+        ratios = [c / p for c, p in zip(self.consumed, self.provisioned, strict=True) if p and c is not None]
         return max(ratios) if ratios else None
 
 
@@ -645,6 +647,27 @@ class FindingsDocument(BaseModel):
     access_patterns: list[AccessPattern] = Field(default_factory=list)
     stats: dict[str, int] = Field(default_factory=dict)
     coverage_gaps: list[str] = Field(default_factory=list)
+    #: The tables an ``audit`` read (its ``tables`` block), findings or not.
+    audited_tables: list[str] = Field(default_factory=list)
+    #: The capacity series an ``audit`` read (``tables[].capacity_history``), for the capacity charts.
+    capacity: list[CapacitySeries] = Field(default_factory=list)
+
+
+def _audit_tables(document: Mapping[str, Any], source: str) -> tuple[list[str], list[CapacitySeries]]:
+    """The audited tables' names and capacity series of an ``audit`` output (nothing for other documents)."""
+    tables = document.get("tables")
+    if not isinstance(tables, list):
+        return [], []
+    names: list[str] = []
+    capacity: list[CapacitySeries] = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, Mapping) or not isinstance(t.get("table"), str):
+            continue
+        names.append(t["table"])
+        history = t.get("capacity_history")
+        if history is not None:
+            capacity += capacity_from_billing_input(history, f"{source}: tables[{i}].capacity_history")
+    return names, capacity
 
 
 def parse_findings_document(document: Any, source: str = "findings") -> FindingsDocument:
@@ -679,7 +702,15 @@ def parse_findings_document(document: Any, source: str = "findings") -> Findings
     )
     gaps = document.get("coverage_gaps") if isinstance(document, Mapping) else None
     coverage = [_coverage_line(g) for g in gaps if isinstance(g, Mapping)] if isinstance(gaps, list) else []
-    return FindingsDocument(findings=findings, access_patterns=patterns, stats=stats, coverage_gaps=coverage)
+    audited, capacity = _audit_tables(document, source) if isinstance(document, Mapping) else ([], [])
+    return FindingsDocument(
+        findings=findings,
+        access_patterns=patterns,
+        stats=stats,
+        coverage_gaps=coverage,
+        audited_tables=audited,
+        capacity=capacity,
+    )
 
 
 def _coverage_line(gap: Mapping[str, Any]) -> str:
@@ -711,6 +742,9 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
         findings=list(by_id.values()),
         access_patterns=[p for doc in docs for p in doc.access_patterns],
         stats=stats,
+        coverage_gaps=[g for doc in docs for g in doc.coverage_gaps],
+        audited_tables=sorted({t for doc in docs for t in doc.audited_tables}),
+        capacity=[c for doc in docs for c in doc.capacity],
     )
 
 
@@ -1168,25 +1202,22 @@ def resample_capacity(series: CapacitySeries, max_points: int = 168) -> list[Cap
         per_bucket = math.ceil(per_bucket / hour) * hour
     bucket_seconds = per_bucket * series.period_seconds
     panels = []
-    dims: tuple[tuple[Literal["read", "write"], list[float], list[float] | None], ...] = (
+    dims: tuple[tuple[Literal["read", "write"], list[float | None], list[float | None] | None], ...] = (
         ("read", series.consumed_read, series.provisioned_read),
         ("write", series.consumed_write, series.provisioned_write),
     )
     for dim, consumed, provisioned in dims:
-        if not consumed:
+        if all(v is None for v in consumed):  # nothing read for this dimension: no chart
             continue
         times: list[datetime] = []
-        cons: list[float] = []
+        cons: list[float | None] = []
         prov: list[float | None] = []
         for b in range(0, len(consumed), per_bucket):
-            chunk = consumed[b : b + per_bucket]
+            chunk = [v for v in consumed[b : b + per_bucket] if v is not None]  # the periods with a datapoint
             times.append(series.start + timedelta(seconds=b * series.period_seconds))
-            cons.append(sum(chunk) / (len(chunk) * series.period_seconds))
-            if provisioned is None:
-                prov.append(None)
-            else:
-                pchunk = provisioned[b : b + per_bucket]
-                prov.append(sum(pchunk) / len(pchunk))
+            cons.append(sum(chunk) / (len(chunk) * series.period_seconds) if chunk else None)
+            pchunk = [] if provisioned is None else [v for v in provisioned[b : b + per_bucket] if v is not None]
+            prov.append(sum(pchunk) / len(pchunk) if pchunk else None)
         panels.append(
             CapacityPanel(
                 table=series.table,
@@ -1246,6 +1277,7 @@ def build_report_from_findings(
     coverage_gaps: Sequence[str] = (),
     ledger: LedgerSummary | None = None,
     stored_without_totals: Collection[str] = (),
+    audited_tables: Collection[str] = (),
 ) -> WeeklyReport:
     """Build the weekly report.
 
@@ -1293,7 +1325,7 @@ def build_report_from_findings(
         ongoing=sum(1 for rf in report_findings if rf.status == "ongoing"),
         resolved=sum(1 for rf in report_findings if rf.status == "resolved"),
         tables_with_findings=sum(1 for t in tables if t.open_findings),
-        tables_seen=len(tables),
+        tables_seen=len({t.table for t in tables} | set(audited_tables)),
         monthly_savings=sum(rf.monthly_savings for rf in open_),
         auditor_cost_usd=None if cost is None else cost.total_usd,
     )
@@ -1327,6 +1359,17 @@ def build_report_from_findings(
             1 for rf in report_findings if rf.finding.totals is not None and rf.finding.totals.margin is not None
         ),
     )
+
+
+def default_week(findings: Iterable[FindingInput], now: datetime) -> IsoWeek:
+    """The week ``report`` shows without ``--week``: the last complete ISO week before ``now`` when the input has
+    findings in it, else the latest finding's week (a trail of this week still gives a report, marked in progress),
+    else the last complete week."""
+    items = list(findings)
+    last_complete = IsoWeek.of(utc(now)).previous()
+    if any(_active_in(fi, last_complete) for fi in items):
+        return last_complete
+    return latest_week(items) or last_complete
 
 
 def latest_week(findings: Iterable[FindingInput]) -> IsoWeek | None:

@@ -341,7 +341,8 @@ def _context(report: WeeklyReport, charts: ReportCharts) -> dict[str, Any]:
         "report": report,
         "charts": charts,
         "svg": _svg_markup,
-        "period": f"{day(report.week.start)} to {day(report.week.end - timedelta(days=1))}",
+        "period": f"{day(report.week.start)} to {day(report.week.end - timedelta(days=1))}"
+        + (" (week in progress)" if report.generated_at < report.week.end else ""),
         "deltas": {d.metric: d for d in report.deltas},
     }
 

@@ -250,7 +250,13 @@ class AuditResult:
         return {
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "tables": [
-                t.summary() | {"findings": counts.get(t.name, 0), "capacity": self._capacity(t)}
+                t.summary()
+                | {
+                    "findings": counts.get(t.name, 0),
+                    "capacity": self._capacity(t),
+                    # the consumed/provisioned series read, for the report's capacity charts (billing --input form)
+                    "capacity_history": self.capacity_history(t.name),
+                }
                 for t in self.inventory.tables
             ],
             "gaps": [g.model_dump() for g in self.gaps],

@@ -32,7 +32,7 @@ import orjson
 import structlog
 
 from auditor.billing.pricing import bundled_prices
-from auditor.cost.model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend, fixed_monthly_usd
+from auditor.cost.cost_model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend, fixed_monthly_usd
 from auditor.cost.plan import (
     ALWAYS_ON_NAME,
     SLICE_NAME,
@@ -153,8 +153,8 @@ def run_controller(
     """One controller run for the slice that contains ``now`` (see the module docstring).
 
     ``table_arns`` limits the audited tables (the trail's ``TrailTableArns``); ``fixed_usd_month`` is the auditor's
-    monthly cost outside data events, which the budget pays first (None: :func:`auditor.cost.model.fixed_monthly_usd`
-    for the tables listed).
+    monthly cost outside data events, which the budget pays first (None:
+    :func:`auditor.cost.cost_model.fixed_monthly_usd` for the tables listed).
     """
     cfg = config or PlannerConfig()
     epoch = int(now.timestamp())

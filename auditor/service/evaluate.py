@@ -245,7 +245,7 @@ def run_evaluation(
         else:
             log.warning("cursor_moved_by_another_evaluator", expected=cursor, wanted=starts[-1])
     published = publish_pending(findings_store, sns, params.topic_arn, params.publish_limit, now=now)
-    result.published, result.publish_failed = published.sent, published.failed
+    result.take_publish(published)
     log.info("evaluation_finished", **result.as_dict())
     return result
 

@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import audit_entries
-from auditor.cost.model import LedgerEntry
 from auditor.detectors.findings import correlate
 from auditor.lifecycle import TableKey
-from auditor.models.finding import Finding, FindingKind, utc
+from auditor.models.finding import Finding, FindingKind, isoformat_z, utc
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
 from auditor.service.record import (
     SOURCE_CLOUDTRAIL,
@@ -497,7 +497,7 @@ def _current_cycle(
     """The cycle to work on, and whether it was begun earlier: the stored one while unfinished, else a new one at
     ``now`` (a retried schedule event whose cycle is already finished finds nothing left to do)."""
     stored = cycles.load() if cycles is not None else None
-    if stored is not None and (not stored.finished or stored.now == now):
+    if stored is not None and (not stored.finished or stored.id == isoformat_z(now)):
         return stored, True
     accounts, regions = plan()
     cycle = AuditCycle(now, tuple(accounts), tuple(regions))

@@ -3,9 +3,10 @@
 What reaches the notifier is decided by the Slack subscription's filter policy (template.yaml): by default the run
 digests (one per evaluation or audit run, kind ``digest``) at ``SlackMinSeverity`` or above and the weekly report
 announcements; with ``SlackMessages=finding`` every finding event at ``SlackMinSeverity`` or above instead. This
-module turns the parsed SNS records into :class:`auditor.sinks.slack.FindingNotification` and hands them to the Slack
-sink, which renders each one (a digest lists only findings at the minimum severity and posts nothing when none
-reaches it) and delivers it with retries (:func:`auditor.sinks.slack.notify_slack`).
+module turns the parsed SNS records into :class:`auditor.sinks.slack_blocks.FindingNotification` and hands them to
+the Slack sink, which renders each one (:mod:`auditor.sinks.slack_blocks`: a digest lists only findings at the
+minimum severity and posts nothing when none reaches it) and delivers it with retries
+(:func:`auditor.sinks.slack.notify_slack`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from auditor.sinks.slack import FindingNotification, NotifyResult, notify_slack
+from auditor.sinks.slack import NotifyResult, notify_slack
+from auditor.sinks.slack_blocks import FindingNotification
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient

@@ -63,7 +63,7 @@ from auditor.lifecycle import (
 )
 from auditor.models.finding import Finding, FindingKind, utc
 from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.sns import publish_pending
+from auditor.sinks.sns import PublishResult, publish_pending
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -185,6 +185,9 @@ class RecordResult:
     conflicts: int = 0
     published: int = 0
     publish_failed: int = 0
+    #: Events still in the outbox after the drain (up to the drain's limit), and the oldest one's age in seconds.
+    outbox_pending: int = 0
+    outbox_age_seconds: float = 0.0
     publish_errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -192,6 +195,11 @@ class RecordResult:
         data = asdict(self)
         data.pop("publish_errors")
         return data
+
+    def take_publish(self, published: PublishResult) -> None:
+        """Take an outbox drain's counters (sent, failed, what it left behind)."""
+        self.published, self.publish_failed, self.publish_errors = published.sent, published.failed, published.errors
+        self.outbox_pending, self.outbox_age_seconds = published.left, round(published.oldest_left_seconds, 3)
 
     def take_counts(self, other: RecordResult) -> None:
         """Copy ``other``'s recording counters (not the publish ones) into this result."""
@@ -358,7 +366,6 @@ def record_findings(
     )
     if publish_limit > 0 and (publish_when_idle or result.events_queued):
         published = publish_pending(findings_store, sns, topic_arn, publish_limit, now=utc(now))
-        result.published, result.publish_failed = published.sent, published.failed
-        result.publish_errors = published.errors
+        result.take_publish(published)
     log.info("findings_recorded", **result.as_dict())
     return result

@@ -15,9 +15,14 @@ One run (:func:`run_weekly_report`):
    (``text/markdown; charset=utf-8``). With ``REPORTS_KMS_KEY_ID`` the objects are encrypted with that key
    (``aws:kms``); without it the bucket's default encryption applies. A re-run overwrites them (same keys).
 4. **Link.** A presigned ``GetObject`` URL of the HTML, valid ``REPORT_LINK_EXPIRY_SECONDS`` (at most 7 days, the
-   SigV4 limit). A presigned URL stops working when the credentials that signed it expire: signed with the
-   function's role credentials it lasts at most as long as the role session (typically hours), whatever the
-   expiry asks for.
+   SigV4 limit) *or until the credentials that signed it expire, whichever comes first*. The function signs with its
+   role's temporary session, which Lambda hands over without its expiry and which ends within hours (12 at most),
+   so the announcement states the requested expiry as the latest moment, says that the link stops sooner, and adds
+   the report's S3 console link (AWS sign-in needed; it works as long as the report is kept). Where the signing
+   credentials' expiry is known (an assumed role, a container profile) the stated time is the earlier of the two
+   and exact. A link that really lasts 7 days would need long-term credentials (an IAM user's access key) to sign
+   it; the service does not create one: a leaked long-term key is a standing risk, while a lost link costs a
+   sign-in.
 5. **Announcement**, once per week. A marker item ``pk=REPORT#{YYYY-Www}``, ``sk=PUBLISHED`` in the state table is
    *claimed* with a conditional put before publishing, and marked ``published`` (with the SNS message id) after.
    A retried or concurrent invocation finds the claim and does not announce again; it still re-renders and
@@ -42,8 +47,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import orjson
 import structlog
 
+from auditor.cost.cost_model import LedgerEntry, LedgerSummary
 from auditor.cost.ledger import week_ledger
-from auditor.cost.model import LedgerEntry, LedgerSummary
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
@@ -144,9 +149,12 @@ class WeeklyReportResult:
     open_findings: int
     worst_severity: str
     url: str
+    #: When the link stops working at the latest (``url_expiry_known``: exactly then).
     url_expires_at: datetime
     announcement: Announcement
     message_id: str | None = None
+    #: False when the signing credentials' own expiry is unknown (in Lambda): the link may stop sooner.
+    url_expiry_known: bool = False
     #: Account/Region pairs (per reason) the scheduled audit could not read in the week.
     coverage_gaps: int = 0
 
@@ -161,6 +169,7 @@ class WeeklyReportResult:
             "open_findings": self.open_findings,
             "worst_severity": self.worst_severity,
             "url_expires_at": isoformat_z(self.url_expires_at),
+            "url_expiry_known": self.url_expiry_known,
             "announcement": self.announcement,
             "message_id": self.message_id,
             "coverage_gaps": self.coverage_gaps,
@@ -284,7 +293,15 @@ def _action_keys(report: WeeklyReport, ids: Iterable[str]) -> list[Any]:
 
 
 def summary_document(
-    report: WeeklyReport, *, url: str, url_expires_at: datetime, bucket: str, html_key: str, markdown_key: str
+    report: WeeklyReport,
+    *,
+    url: str,
+    url_expires_at: datetime,
+    bucket: str,
+    html_key: str,
+    markdown_key: str,
+    url_expiry_known: bool = False,
+    console_url: str | None = None,
 ) -> dict[str, Any]:
     """The compact summary carried in the ``report_json`` attribute (what the Slack notifier renders).
 
@@ -327,13 +344,34 @@ def summary_document(
         ],
         "url": url,
         "url_expires_at": isoformat_z(url_expires_at),
+        "url_expiry_known": url_expiry_known,
+        "console_url": console_url,
         "bucket": bucket,
         "html_key": html_key,
         "markdown_key": markdown_key,
     }
 
 
-def summary_text(report: WeeklyReport, *, url: str, url_expires_at: datetime, bucket: str, html_key: str) -> str:
+def link_lifetime_text(expires_at: datetime, *, known: bool) -> str:
+    """The link's real lifetime, in one sentence."""
+    if known:
+        return f"This link works until {expires_at:%Y-%m-%d %H:%M} UTC."
+    return (
+        f"This link works until {expires_at:%Y-%m-%d %H:%M} UTC at the latest, and stops sooner when the report "
+        "function's temporary credentials that signed it expire (usually within a few hours)."
+    )
+
+
+def summary_text(
+    report: WeeklyReport,
+    *,
+    url: str,
+    url_expires_at: datetime,
+    bucket: str,
+    html_key: str,
+    url_expiry_known: bool = False,
+    console_url: str | None = None,
+) -> str:
     """The readable announcement (e-mail subscriptions): headline, top numbers, top actions and the link."""
     s = report.summary
     week = report.week
@@ -357,6 +395,12 @@ def summary_text(report: WeeklyReport, *, url: str, url_expires_at: datetime, bu
     ]
     if compared:
         lines.append(f"Since last week:   {'; '.join(compared)}")
+    if report.coverage_gaps:
+        gaps = len(report.coverage_gaps)
+        lines.append(
+            f"Not audited:       {gaps} account/Region pair{'' if gaps == 1 else 's'} the audit could not read "
+            "(coverage gaps, listed in the report)"
+        )
     lines += ["", "The most important actions:"]
     if not report.actions:
         lines.append("   Nothing to do: no open findings.")
@@ -369,9 +413,11 @@ def summary_text(report: WeeklyReport, *, url: str, url_expires_at: datetime, bu
         "",
         "Full report (HTML, charts and every finding with its evidence and fix):",
         url,
-        f"This link works until {url_expires_at:%Y-%m-%d %H:%M} UTC. The report and its Markdown version stay in "
-        f"s3://{bucket}/{html_key.rsplit('/', 1)[0]}/.",
+        link_lifetime_text(url_expires_at, known=url_expiry_known),
     ]
+    if console_url:
+        lines += ["After that, open it in the S3 console (AWS sign-in needed):", console_url]
+    lines.append(f"The report and its Markdown version stay in s3://{bucket}/{html_key.rsplit('/', 1)[0]}/.")
     return "\n".join(lines)
 
 
@@ -410,6 +456,10 @@ def run_weekly_report(
     signed_at = utc(clock())
     url = files.link(html_key, params.link_expiry_seconds)
     expires_at = signed_at + timedelta(seconds=params.link_expiry_seconds)
+    credentials_end = files.credentials_expire_at()
+    if credentials_end is not None:
+        expires_at = min(expires_at, credentials_end)
+    console_url = files.console_link(html_key, s3.meta.region_name or "us-east-1")
     worst = worst_open_severity(report)
     result = WeeklyReportResult(
         week=week.label,
@@ -423,21 +473,22 @@ def run_weekly_report(
         url_expires_at=expires_at,
         announcement="published",
         coverage_gaps=len(gaps),
+        url_expiry_known=credentials_end is not None,
     )
     token = uuid.uuid4().hex
     if not announcements.claim(week, token, signed_at):
         result.announcement = "already_published" if announcements.status(week) == "published" else "in_progress"
         log.info("weekly_report_not_announced_again", **result.as_dict())
         return result
-    document = summary_document(
-        report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key, markdown_key=md_key
-    )
+    link: dict[str, Any] = {"url": url, "url_expires_at": expires_at, "bucket": params.bucket, "html_key": html_key}
+    link |= {"url_expiry_known": result.url_expiry_known, "console_url": console_url}
+    document = summary_document(report, markdown_key=md_key, **link)
     try:
         result.message_id = publish_announcement(
             sns,
             params.topic_arn,
             subject=f"{params.title} {week.label}"[:99],
-            message=summary_text(report, url=url, url_expires_at=expires_at, bucket=params.bucket, html_key=html_key),
+            message=summary_text(report, **link),
             attributes={
                 "kind": MESSAGE_KIND,
                 "severity": worst.value,

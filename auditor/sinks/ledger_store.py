@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import day_entry
-from auditor.cost.model import LedgerEntry
 from auditor.sinks import keys
 
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@ The use case that decides what to write is :mod:`auditor.service.weekly_report`.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import structlog
 from botocore.exceptions import ClientError
@@ -69,9 +70,26 @@ class ReportFiles:
         )
 
     def link(self, key: str, expires_in: int) -> str:
-        """A presigned GET link to ``key``, valid ``expires_in`` seconds (SigV4: at most 7 days)."""
+        """A presigned GET link to ``key``, valid ``expires_in`` seconds (SigV4: at most 7 days) or until the signing
+        credentials expire, whichever comes first (see :meth:`credentials_expire_at`)."""
         return self._s3.generate_presigned_url(
             "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_in
+        )
+
+    def credentials_expire_at(self) -> datetime | None:
+        """When the credentials that sign the links expire, where botocore knows it (credentials from an assumed
+        role, a container or instance profile); None when it does not (Lambda hands its role's session to the
+        function as environment variables, without their expiry)."""
+        signer = getattr(self._s3, "_request_signer", None)
+        expiry = getattr(getattr(signer, "_credentials", None), "_expiry_time", None)
+        return expiry.astimezone(UTC) if isinstance(expiry, datetime) else None
+
+    def console_link(self, key: str, region: str) -> str:
+        """The object's page in the S3 console: it needs an AWS sign-in with read access to the bucket, and works as
+        long as the report is kept (``ReportRetentionDays``)."""
+        return (
+            f"https://console.aws.amazon.com/s3/object/{quote(self._bucket)}?region={quote(region)}"
+            f"&prefix={quote(key, safe='')}"
         )
 
 

@@ -113,6 +113,9 @@ class PublishResult:
     #: Digest messages published (0 or 1 per drain) and refused.
     digests: int = 0
     digest_failed: int = 0
+    #: Entries still pending after the drain (counted up to ``limit``) and the age of the oldest, in seconds.
+    left: int = 0
+    oldest_left_seconds: float = 0.0
 
 
 #: The ``kind`` attribute of a run digest.
@@ -293,7 +296,9 @@ def publish_pending(
     stamp = utc(now) if now is not None else datetime.now(UTC)
     result = PublishResult()
     sent: list[OutboxEntry] = []
-    for entry in store.pending(limit):
+    kept: list[OutboxEntry] = []
+    drained = store.pending(limit)
+    for entry in drained:
         try:
             message_id = publish_one(sns, topic_arn, entry)
         except (ClientError, BotoCoreError) as exc:
@@ -307,12 +312,19 @@ def publish_pending(
                 attempts=entry.attempts + 1,
             )
             store.mark_failed(entry, error, stamp)
+            kept.append(entry)
             continue
         store.mark_sent(entry)
         sent.append(entry)
         result.sent += 1
         log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
     _publish_digest(sns, topic_arn, sent, result)
+    # A drain shorter than the limit emptied the outbox but for its failures; a full one may have left more behind.
+    left = store.pending(limit) if limit > 0 and len(drained) == limit else kept
+    result.left = len(left)
+    if left:
+        oldest = min(datetime.fromisoformat(e.created) for e in left)
+        result.oldest_left_seconds = max(0.0, (stamp - oldest).total_seconds())
     return result
 
 

@@ -144,7 +144,7 @@ class LimitItem:
         )
 
     def to_dict(self, growth: float) -> dict[str, Any]:
-        """The SPEC.md item, with the peak, the limit and where they come from."""
+        """The contract's item (docs/contract.md ``what-if``), with the peak, the limit and where they come from."""
         return {
             "table": self.table,
             "index": self.index,
@@ -433,7 +433,7 @@ class WhatIfResult:
         return [i for i in self.items if i.throttles_at(self.growth)]
 
     def to_dict(self) -> dict[str, Any]:
-        """The SPEC.md ``what-if`` JSON document."""
+        """The ``what-if`` JSON document (docs/contract.md)."""
         return {"growth": self.growth, "items": [i.to_dict(self.growth) for i in self.items]}
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
+from auditor.report.model import IsoWeek
 from tests.functional.cw_support import aws, create_table, dims, minutes, put_data, put_points
 
 
@@ -287,3 +288,28 @@ def test_audit_shows_the_cost_ledger(planted: int, capsys: pytest.CaptureFixture
     code, text, _ = run(capsys, "--days", "1", "--billing-days", "0")
     assert "Cost ledger" in text
     assert "under-provisioned" in text.split("Cost ledger")[1]
+
+
+def test_the_report_draws_capacity_charts_from_the_audit_output_and_counts_every_audited_table(
+    planted: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "--format", "json", "--days", "1", "--billing-days", "0", "--idle-days", "0")
+    assert code == 0, err
+    doc = json.loads(out)
+    tables = {t["table"]: t for t in doc["tables"]}
+    history = tables["under-provisioned"]["capacity_history"]
+    assert history["table"] == "under-provisioned" and history["series"][0]["index"] is None
+    consumed = [v for v in history["series"][0]["consumed_read"] if v is not None]
+    assert consumed and max(consumed) == pytest.approx(600)  # the planted 600 RCU a minute, as CloudWatch summed it
+    audit_file = tmp_path / "audit.json"
+    audit_file.write_text(out)
+    week = IsoWeek.of(datetime.fromtimestamp(planted, UTC)).label
+    assert main(["report", "--findings", str(audit_file), "--out", str(tmp_path / "r"), "--week", week]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "No CloudWatch capacity series in this input." not in text
+    assert "_under-provisioned: read capacity, consumed vs provisioned._" in text
+    # ten tables audited; the summary's "of N" counts them all, not only the ones with findings
+    with_findings = len({f["table"] for f in doc["findings"]})
+    assert with_findings < 10
+    assert f"| {with_findings} of 10 |" in text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 import orjson
 import pytest
 import structlog
-from pydantic import ValidationError
 
 from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig, get_settings
@@ -25,9 +23,11 @@ from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import WindowStore
 from auditor.sources.cloudtrail import Deduper, InputSource
 from auditor.sources.stats import IngestStats
-from handlers import evaluator
+from handlers import evaluator, runtime
 from tests import factories as f
+from tests.emf import emitted
 from tests.functional.conftest import PER_FINDING_SUBSCRIPTION, client, create_state_table
+from tests.lambda_context import FakeLambdaContext, lambda_context
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TABLE = "auditor-state"
@@ -35,23 +35,11 @@ T0 = f.T0  # 2026-12-01T10:00Z, a window boundary
 ALICE = "arn:aws:iam::111122223333:user/alice"
 REPORTING = "arn:aws:iam::111122223333:role/reporting"
 
+CONTEXT = lambda_context("window-evaluator", account="111122223333")
+
 
 def at(minutes: float) -> datetime:
     return T0 + timedelta(minutes=minutes)
-
-
-@dataclass
-class LambdaContext:
-    function_name: str = "window-evaluator"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:111122223333:function:window-evaluator"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-000000000009"
-    log_group_name: str = "/aws/lambda/window-evaluator"
-    log_stream_name: str = "2026/12/01/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
 
 
 class Env:
@@ -313,10 +301,10 @@ def handler_env(env: Env, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", env.topic_arn)
     get_settings.cache_clear()
-    evaluator._clients.cache_clear()
+    runtime.reset()
     yield env
     get_settings.cache_clear()
-    evaluator._clients.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -332,25 +320,54 @@ def test_handler_runs_on_the_sample_schedule_event(handler_env: Env) -> None:
     # A fresh deployment starts 24 h back and reads at most 32 windows per invocation.
     results = []
     for _ in range(5):
-        results.append(evaluator.lambda_handler(event, LambdaContext()))  # type: ignore[arg-type]
+        results.append(evaluator.lambda_handler(event, CONTEXT))
         if not results[-1]["backlog"]:
             break
     assert [r["windows"] for r in results] == [32, 32, 30]
     assert results[-1]["last_window"] == int(datetime(2026, 12, 1, 11, 15, tzinfo=UTC).timestamp())
     assert sum(int(r["published"]) for r in results) == 1  # type: ignore[call-overload]
     assert [m["status"] for m in handler_env.published()] == ["new"]
-    assert structlog.contextvars.get_contextvars()["function_request_id"] == LambdaContext.aws_request_id
+    assert structlog.contextvars.get_contextvars()["function_request_id"] == FakeLambdaContext.aws_request_id
 
     # The same scheduled event again (an asynchronous retry): nothing to do.
-    again = evaluator.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+    again = evaluator.lambda_handler(event, CONTEXT)
     assert (again["windows"], again["published"]) == (0, 0)
+
+
+def test_handler_health_metrics_lag_and_outbox(
+    handler_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler_env.put([*sessions_traffic(0), *alice_scans(0, 2)])
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", handler_env.topic_arn + "-gone")  # every publish fails
+    get_settings.cache_clear()
+    event = schedule_event()  # 12:00: the windows up to 11:15-11:30 are closed
+    while evaluator.lambda_handler(event, CONTEXT)["backlog"]:
+        pass
+    runs = emitted(capsys.readouterr().out)
+    assert sum(r["FindingsOpened"] for r in runs) == 1 and sum(r["PublishFailures"] for r in runs) == 1
+    assert (runs[-1]["EvaluationLag"], runs[-1]["OutboxPending"], runs[-1]["OutboxAge"]) == (1800, 1, 0)
+
+    # Half an hour later the event is still unpublished (30 min old); the two windows closed since were evaluated.
+    event["time"] = "2026-12-01T12:30:00Z"
+    evaluator.lambda_handler(event, CONTEXT)
+    [run] = emitted(capsys.readouterr().out)
+    assert (run["EvaluationLag"], run["OutboxPending"], run["OutboxAge"], run["PublishFailures"]) == (1800, 1, 1800, 1)
+
+    # The topic is back: the outbox drains.
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", handler_env.topic_arn)
+    get_settings.cache_clear()
+    event["time"] = "2026-12-01T12:45:00Z"
+    evaluator.lambda_handler(event, CONTEXT)
+    [run] = emitted(capsys.readouterr().out)
+    assert (run["OutboxPending"], run["OutboxAge"], run["PublishFailures"]) == (0, 0, 0)
+    assert [m["status"] for m in handler_env.published()] == ["new"]
 
 
 def test_handler_rejects_an_event_that_is_not_a_schedule(handler_env: Env) -> None:
     event = schedule_event()
     del event["time"]
-    with pytest.raises(ValidationError):
-        evaluator.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="evaluator expects an EventBridge scheduled event: time: Field required"):
+        evaluator.lambda_handler(event, CONTEXT)
     assert handler_env.findings.get_cursor() is None
 
 
@@ -466,7 +483,7 @@ def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_
     handler_env.windows.put_contributions(f"s3://trail/{path.name}", aggs, at(70))
 
     event = schedule_event()
-    while evaluator.lambda_handler(event, LambdaContext())["backlog"]:  # type: ignore[arg-type]
+    while evaluator.lambda_handler(event, CONTEXT)["backlog"]:
         pass
     scans = [m["finding"] for m in handler_env.published() if m["kind"] == "scan"]
     assert [(s["table"], s["evidence"]["decided_by"], s["evidence"]["count"]) for s in scans] == [
@@ -476,7 +493,7 @@ def test_handler_decides_partiql_full_scans_from_the_tables_description(handler_
 
 
 def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: Env) -> None:
-    from auditor.cost.model import AuditorRates
+    from auditor.cost.cost_model import AuditorRates
     from auditor.report.model import IsoWeek
     from auditor.report.report_pages import render_markdown
     from auditor.service.weekly_report import build_weekly_report, load_week_ledger

@@ -6,7 +6,6 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,10 @@ from auditor.demo.generator import demo_workload
 from auditor.service.ingest import process_events
 from auditor.sinks.window_store import WindowStore
 from auditor.sources.normalize import normalize_record
-from handlers import events_ingest
+from handlers import events_ingest, runtime
+from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table
+from tests.lambda_context import FakeLambdaContext, lambda_context
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TABLE = "auditor-state"
@@ -31,32 +32,20 @@ T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 SAMPLE_START = int(datetime(2024, 5, 1, 10, 0, tzinfo=UTC).timestamp())  # GetItem on Orders in the sample
 MUSIC_START = int(datetime(2019, 1, 19, 15, 30, tzinfo=UTC).timestamp())  # PutItem on Music in the sample
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "events-ingest"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:111122223333:function:events-ingest"
-    memory_limit_in_mb: int = 256
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-000000000002"
-    log_group_name: str = "/aws/lambda/events-ingest"
-    log_stream_name: str = "2026/12/01/[$LATEST]def"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+CONTEXT = lambda_context("events-ingest", account="111122223333", remaining_ms=60_000)
 
 
 @pytest.fixture
 def ddb(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
     get_settings.cache_clear()
-    events_ingest._client.cache_clear()
+    runtime.reset()
     ddb = client("dynamodb", aws_reset)
     create_state_table(ddb, TABLE)
-    events_ingest._client()  # the cold start (it configures logging: tests capture logs after it)
+    runtime.prepare()  # the cold start (it configures logging: tests capture logs after it)
     yield ddb
     get_settings.cache_clear()
-    events_ingest._client.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -100,7 +89,7 @@ def eventbridge(record: dict[str, Any], n: int = 0) -> dict[str, Any]:
 
 
 def invoke(event: dict[str, Any]) -> list[str]:
-    response = events_ingest.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+    response = events_ingest.lambda_handler(event, CONTEXT)
     return [f["itemIdentifier"] for f in response["batchItemFailures"]]
 
 
@@ -136,7 +125,7 @@ def test_sample_event_is_ingested(ddb: Any) -> None:
     assert count_items(ddb, "EVT#") == 2
     [line] = [e for e in logs if e["event"] == "events_batch_ingested"]
     assert (line["received"], line["committed"], line["duplicates"], line["transactions"]) == (2, 2, 0, 1)
-    assert structlog.contextvars.get_contextvars()["function_request_id"] == LambdaContext.aws_request_id
+    assert structlog.contextvars.get_contextvars()["function_request_id"] == FakeLambdaContext.aws_request_id
 
 
 def test_duplicated_event_counts_once(ddb: Any) -> None:
@@ -272,4 +261,14 @@ def test_a_poison_event_is_the_only_failure(ddb: Any, monkeypatch: pytest.Monkey
 
 def test_an_event_of_another_shape_is_a_clear_error(ddb: Any) -> None:
     with pytest.raises(ValueError, match="events_ingest expects an SQS batch event: Records"):
-        events_ingest.lambda_handler({"detail-type": "Scheduled Event"}, LambdaContext())  # type: ignore[arg-type]
+        events_ingest.lambda_handler({"detail-type": "Scheduled Event"}, CONTEXT)
+
+
+def test_health_metrics_count_ingested_duplicate_and_malformed_events(
+    ddb: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    get_item, put_item = sample_events()
+    capsys.readouterr()
+    assert invoke(sqs_event(get_item, get_item, put_item, "{not json")) == []
+    [metrics] = emitted(capsys.readouterr().out)
+    assert metrics == {"RecordsIngested": 2, "RecordsFailed": 1, "DuplicatesDropped": 1}

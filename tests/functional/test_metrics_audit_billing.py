@@ -38,12 +38,12 @@ from auditor.sources.cloudwatch import (
     read_billing_metrics,
 )
 from auditor.sources.inventory import TableSelector
-from handlers import metrics_audit
+from handlers import metrics_audit, runtime
 from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, dims, minutes, put_data, put_points
 from tests.functional.moto_metric_data import Served, install
-from tests.functional.test_metrics_audit_handler import LambdaContext
+from tests.lambda_context import lambda_context
 
 EVENT = Path(__file__).resolve().parents[2] / "events" / "metrics_audit_schedule.json"
 STATE = "auditor-state"
@@ -63,7 +63,7 @@ class Env:
     def invoke(self, at: datetime | None = None) -> dict[str, Any]:
         event = json.loads(EVENT.read_text())
         event["time"] = (at or self.now).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return metrics_audit.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+        return metrics_audit.lambda_handler(event, lambda_context("metrics-audit"))
 
     def seed(self, *findings: Finding) -> None:
         record_findings(
@@ -101,11 +101,11 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("BILLING_AUDIT_HOUR_UTC", str(now.hour))
     monkeypatch.setenv("BILLING_LOOKBACK_DAYS", "14")
     get_settings.cache_clear()
-    metrics_audit._clients.cache_clear()
+    runtime.reset()
     store = FindingsStore(client("dynamodb", aws_reset), STATE, sleep=lambda _s: None)
     yield Env(aws_reset, inbox, store, served, now, int(now.timestamp()))
     get_settings.cache_clear()
-    metrics_audit._clients.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 

@@ -22,27 +22,16 @@ from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.audit import AuditError
 from auditor.service.record import ResolveScope, record_findings
 from auditor.sinks.findings_store import FindingsStore
-from handlers import metrics_audit
+from handlers import metrics_audit, runtime
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, minutes, put_points
+from tests.lambda_context import lambda_context
 
 EVENT = Path(__file__).resolve().parents[2] / "events" / "metrics_audit_schedule.json"
 STATE = "auditor-state"
 ACCOUNT, REGION = "123456789012", "us-east-1"  # moto's account: the tables' ARNs carry it
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "metrics-audit"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:metrics-audit"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-00000000000a"
-    log_group_name: str = "/aws/lambda/metrics-audit"
-    log_stream_name: str = "2026/12/01/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
+CONTEXT = lambda_context("metrics-audit")
 
 
 @dataclass
@@ -55,7 +44,7 @@ class Env:
     def invoke(self, at: datetime | None = None) -> dict[str, Any]:
         event = json.loads(EVENT.read_text())
         event["time"] = (at or self.now).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return metrics_audit.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+        return metrics_audit.lambda_handler(event, CONTEXT)
 
     def states(self) -> dict[tuple[str, str], Any]:
         """Stored findings by (table, kind) (one per pair in these tests)."""
@@ -103,11 +92,11 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     # Billing is decided in one hour of the day (tests/functional/test_metrics_audit_billing.py): not in these runs
     monkeypatch.setenv("BILLING_AUDIT_HOUR_UTC", str((datetime.fromtimestamp(now, UTC).hour + 12) % 24))
     get_settings.cache_clear()
-    metrics_audit._clients.cache_clear()
+    runtime.reset()
     store = FindingsStore(client("dynamodb", aws_reset), STATE, sleep=lambda _s: None)
     yield Env(aws_reset, inbox, store, datetime.fromtimestamp(now, UTC))
     get_settings.cache_clear()
-    metrics_audit._clients.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -230,7 +219,7 @@ def test_an_unreadable_table_list_fails_the_invocation(env: Env) -> None:
     def deny(**_: Any) -> None:
         raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "ListTables")
 
-    audit_clients, _, _ = metrics_audit._clients()
+    audit_clients = runtime.CLIENTS.audit
     audit_clients.dynamodb.meta.events.register("before-parameter-build.dynamodb.ListTables", deny)
     with pytest.raises(AuditError, match="AccessDeniedException"):
         env.invoke()

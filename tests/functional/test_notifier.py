@@ -18,15 +18,12 @@ from structlog.testing import capture_logs
 from auditor.config import Settings, get_settings
 from auditor.exceptions import ConfigurationError
 from auditor.redact import redact_value
-from auditor.sinks.slack import (
-    FindingNotification,
-    SlackDeliveryError,
-    forget_slack_secret,
-    get_slack_secret,
-    notify_slack,
-    post_webhook,
-)
+from auditor.sinks.slack import SlackDeliveryError, forget_slack_secret, get_slack_secret, notify_slack, post_webhook
+from auditor.sinks.slack_blocks import FindingNotification
+from handlers import runtime
+from tests.emf import emitted
 from tests.functional.conftest import client
+from tests.lambda_context import lambda_context
 from tests.unit.test_slack_blocks import assert_valid_message
 
 EVENT_FILE = Path(__file__).resolve().parents[2] / "events" / "notifier_sns.json"
@@ -297,16 +294,6 @@ def test_missing_secret_is_a_clear_configuration_error(aws_reset: str) -> None:
 # ----------------------------------------------------------------------------- notify_slack and the handler
 
 
-@dataclass
-class FakeContext:
-    function_name: str = "notifier"
-    aws_request_id: str = "req-1"
-    remaining_ms: int = 60_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
-
-
 def _sns_event() -> dict[str, Any]:
     return json.loads(EVENT_FILE.read_text())
 
@@ -318,9 +305,8 @@ def _configure(monkeypatch: pytest.MonkeyPatch, endpoint: str, url: str, **env: 
     monkeypatch.setenv("SLACK_MAX_ATTEMPTS", "2")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    from handlers import notifier
 
-    notifier.secrets_client.cache_clear()  # the client binds AWS_ENDPOINT_URL when it is created
+    runtime.reset()  # the client binds AWS_ENDPOINT_URL when it is created
     return arn
 
 
@@ -332,7 +318,7 @@ def test_handler_posts_the_sample_event_redacted(aws_reset: str, slack: SlackStu
     finding = json.loads(event["Records"][0]["Sns"]["MessageAttributes"]["finding_json"]["Value"])
     assert finding["evidence"]["key"] == {"pk": "CUSTOMER#42"}  # the sample carries a raw key
 
-    result = lambda_handler(event, FakeContext())
+    result = lambda_handler(event, lambda_context("notifier", remaining_ms=60_000))
 
     assert result == {"skipped": 0, "delivered": 1, "text_only": 0, "from_message": 0, "failed": 0}
     [post] = slack.posts
@@ -348,7 +334,7 @@ def test_handler_without_redaction_sends_raw_keys(aws_reset: str, slack: SlackSt
     from handlers.notifier import lambda_handler
 
     _configure(monkeypatch, aws_reset, slack.url, REDACT_KEYS="false")
-    lambda_handler(_sns_event(), FakeContext())
+    lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
     assert b"CUSTOMER#42" in slack.posts[0].body
 
 
@@ -358,7 +344,7 @@ def test_handler_falls_back_to_the_message_text(aws_reset: str, slack: SlackStub
     _configure(monkeypatch, aws_reset, slack.url)
     event = _sns_event()
     del event["Records"][0]["Sns"]["MessageAttributes"]["finding_json"]
-    result = lambda_handler(event, FakeContext())
+    result = lambda_handler(event, lambda_context("notifier", remaining_ms=60_000))
     assert result["delivered"] == 1 and result["from_message"] == 1
     payload = slack.posts[0].json()
     assert_valid_message(payload)
@@ -373,9 +359,26 @@ def test_handler_raises_when_slack_keeps_failing(aws_reset: str, slack: SlackStu
     _configure(monkeypatch, aws_reset, slack.url)
     slack.default = Reply(500, b"oops")
     with pytest.raises(SlackDeliveryError) as exc:
-        lambda_handler(_sns_event(), FakeContext())
+        lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
     assert len(slack.posts) == 2  # SLACK_MAX_ATTEMPTS
     assert "1 of 1 Slack message not delivered" in str(exc.value) and TOKEN not in str(exc.value)
+
+
+def test_handler_emits_slack_health_metrics(
+    aws_reset: str, slack: SlackStub, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from handlers.notifier import lambda_handler
+
+    _configure(monkeypatch, aws_reset, slack.url)
+    capsys.readouterr()
+    lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
+    slack.default = Reply(500, b"oops")
+    with pytest.raises(SlackDeliveryError):  # the failure is counted before the invocation fails
+        lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
+    assert emitted(capsys.readouterr().out) == [
+        {"SlackDelivered": 1, "SlackFailures": 0},
+        {"SlackDelivered": 0, "SlackFailures": 1},
+    ]
 
 
 def test_rejected_blocks_degrade_to_plain_text(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
@@ -383,7 +386,7 @@ def test_rejected_blocks_degrade_to_plain_text(aws_reset: str, slack: SlackStub,
 
     _configure(monkeypatch, aws_reset, slack.url)
     slack.respond = lambda post: Reply(400, b"invalid_blocks") if "blocks" in post.json() else Reply()
-    result = lambda_handler(_sns_event(), FakeContext())
+    result = lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
     assert result["delivered"] == 1 and result["text_only"] == 1
     assert [set(p.json()) for p in slack.posts] == [{"text", "blocks"}, {"text"}]
     assert b"CUSTOMER#42" not in slack.posts[1].body
@@ -395,21 +398,21 @@ def test_revoked_webhook_is_reread_from_the_secret_on_the_retry(aws_reset: str, 
     arn = _configure(monkeypatch, aws_reset, slack.url.replace(TOKEN, "revoked"))
     slack.respond = lambda post: Reply(404, b"no_service") if "revoked" in post.path else Reply()
     with pytest.raises(SlackDeliveryError):
-        lambda_handler(_sns_event(), FakeContext())
+        lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
     # The team rotates the URL in the secret; Lambda's async retry in the same container picks it up.
     client("secretsmanager", aws_reset).put_secret_value(SecretId=arn, SecretString=slack.url)
-    assert lambda_handler(_sns_event(), FakeContext())["delivered"] == 1
+    assert lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))["delivered"] == 1
     assert [p.path.endswith(TOKEN) for p in slack.posts] == [False, True]
 
 
 def test_handler_rejects_a_malformed_event(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
-    from aws_lambda_powertools.utilities.parser import ValidationError
-
     from handlers.notifier import lambda_handler
 
     _configure(monkeypatch, aws_reset, slack.url)
-    with pytest.raises(ValidationError):
-        lambda_handler({"Records": [{"EventSource": "aws:sqs"}]}, FakeContext())
+    with pytest.raises(
+        ValueError, match=r"notifier expects an SNS event: Records\.0\.EventSource: Input should be 'aws:sns'"
+    ):
+        lambda_handler({"Records": [{"EventSource": "aws:sqs"}]}, lambda_context("notifier", remaining_ms=60_000))
     assert slack.posts == []
 
 
@@ -458,7 +461,7 @@ def test_worsened_event_from_the_sns_publisher(aws_reset: str, slack: SlackStub,
     )
     sns["Message"] = msg.text
     sns["MessageAttributes"] = {k: {"Type": "String", "Value": v} for k, v in msg.attributes.items()}
-    lambda_handler(event, FakeContext())
+    lambda_handler(event, lambda_context("notifier", remaining_ms=60_000))
     payload = slack.posts[0].json()
     assert_valid_message(payload)
     assert payload["blocks"][0]["text"]["text"].startswith(":red_circle: Worsened: Hot partition key")

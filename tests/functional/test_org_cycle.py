@@ -142,6 +142,9 @@ def test_a_retried_schedule_event_after_its_cycle_finished_audits_nothing_again(
     assert len(org.recorder.calls) == 6
     again = org.invoke(accounts(3), ["us-east-1", "eu-west-1"])  # same schedule time
     assert len(org.recorder.calls) == 6 and again["targets"] == 0
+    # (the stored cycle keeps whole seconds: a schedule time with a fraction of a second is the same cycle)
+    again = org.invoke(accounts(3), ["us-east-1", "eu-west-1"], NOW.replace(microsecond=250_000))
+    assert len(org.recorder.calls) == 6 and again["targets"] == 0
 
 
 def test_two_invocations_at_once_share_a_cycle_without_auditing_a_pair_twice(org: Org) -> None:

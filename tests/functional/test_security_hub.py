@@ -11,14 +11,15 @@ import orjson
 import pytest
 from botocore.stub import Stubber
 
-from auditor.demo.service import lambda_context, sns_event
+from auditor.demo.service import sns_event
 from auditor.formats import asff_finding
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.sinks.security_hub import SecurityHubImportError, asff_from_event, import_findings
 from auditor.sinks.sns import render
-from handlers import security_hub
+from handlers import runtime, security_hub
 from tests.functional.conftest import TopicInbox, client
+from tests.lambda_context import lambda_context
 
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 
@@ -61,7 +62,7 @@ def deliver(inbox: TopicInbox, events: list[FindingEvent]) -> dict[str, Any]:
 
 
 def test_new_worsened_and_resolved_findings_reach_security_hub(aws_reset: str) -> None:
-    security_hub.securityhub_client.cache_clear()
+    runtime.reset()
     hub = client("securityhub", aws_reset)
     hub.enable_security_hub()
     inbox = TopicInbox(aws_reset)
@@ -90,7 +91,7 @@ def test_new_worsened_and_resolved_findings_reach_security_hub(aws_reset: str) -
 
 
 def test_a_finding_without_an_account_takes_the_functions_and_other_messages_are_skipped(aws_reset: str) -> None:
-    security_hub.securityhub_client.cache_clear()
+    runtime.reset()
     hub = client("securityhub", aws_reset)
     hub.enable_security_hub()
     inbox = TopicInbox(aws_reset)

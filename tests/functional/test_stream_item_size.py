@@ -6,7 +6,6 @@ import copy
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,9 @@ from auditor.service.stream_item_size import ItemSizeConfig, StreamItemSizeBatch
 from auditor.sinks import keys
 from auditor.sinks.item_history import ItemHistoryStore, history_pk
 from auditor.sources.streams import StreamStats, parse_stream_record
-from handlers import stream_item_size
+from handlers import runtime, stream_item_size
 from tests.functional.conftest import client, create_state_table
+from tests.lambda_context import FakeLambdaContext, lambda_context
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TABLE = "auditor-state"
@@ -33,19 +33,7 @@ BIG_KEY = {"pk": {"S": "DEVICE#7f3a"}, "sk": {"S": "TIMELINE"}}
 MID_KEY = {"pk": {"S": "DEVICE#9c01"}, "sk": {"S": "TIMELINE"}}
 SIX_HOURS = 6 * 3600
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "stream-item-size"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:stream-item-size"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-000000000006"
-    log_group_name: str = "/aws/lambda/stream-item-size"
-    log_stream_name: str = "2026/11/30/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+CONTEXT = lambda_context("stream-item-size", region="eu-west-1", remaining_ms=60_000)
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -58,22 +46,20 @@ def ddb(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", client("sns", aws_reset).create_topic(Name="findings")["TopicArn"])
     get_settings.cache_clear()
-    stream_item_size._client.cache_clear()
-    stream_item_size._sns_client.cache_clear()
+    runtime.reset()
     dynamodb = client("dynamodb", aws_reset)
     create_state_table(dynamodb, TABLE)
-    stream_item_size._client()  # the cold start (it configures logging: tests capture logs after it)
+    runtime.prepare()  # the cold start (it configures logging: tests capture logs after it)
     yield dynamodb
     get_settings.cache_clear()
-    stream_item_size._client.cache_clear()
-    stream_item_size._sns_client.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
 def invoke(event: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
     """Run the handler; returns the failed item identifiers and the captured log events."""
     with capture_logs() as logs:
-        response = stream_item_size.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+        response = stream_item_size.lambda_handler(event, CONTEXT)
     return [f["itemIdentifier"] for f in response["batchItemFailures"]], logs
 
 
@@ -149,14 +135,14 @@ def test_new_and_old_images_sample_keeps_histories_for_large_items_only(ddb: Any
     assert finding["key"] == {"pk": "DEVICE#7f3a", "sk": "TIMELINE"} and finding["size_bytes"] == 320_530
     stats = summary(logs)
     assert (stats["history_updates"], stats["below_floor"], stats["removes"], stats["findings"]) == (2, 1, 1, 1)
-    assert structlog.contextvars.get_contextvars()["function_request_id"] == LambdaContext.aws_request_id
+    assert structlog.contextvars.get_contextvars()["function_request_id"] == FakeLambdaContext.aws_request_id
 
 
 def test_small_items_cost_no_state_table_request(ddb: Any) -> None:
     # Given a batch with only a small INSERT and a REMOVE
     event = sample("new_and_old")
     event["Records"] = [event["Records"][0], event["Records"][3]]
-    requests = count_requests(stream_item_size._client())
+    requests = count_requests(runtime.CLIENTS.dynamodb)
     # When
     failed, logs = invoke(event)
     # Then nothing was read or written
@@ -235,7 +221,7 @@ def test_one_failing_record_does_not_fail_the_others(ddb: Any) -> None:
                 {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "Rate exceeded"}}, "PutItem"
             )
 
-    stream_item_size._client().meta.events.register("before-parameter-build.dynamodb.PutItem", reject)
+    runtime.CLIENTS.dynamodb.meta.events.register("before-parameter-build.dynamodb.PutItem", reject)
     records = sample("new_and_old")["Records"]
     # When
     failed, logs = invoke(sample("new_and_old"))
@@ -250,7 +236,7 @@ def test_missing_state_table_setting_is_a_clear_error(ddb: Any, monkeypatch: pyt
     monkeypatch.delenv("STATE_TABLE_NAME")
     get_settings.cache_clear()
     with pytest.raises(ConfigurationError, match="STATE_TABLE_NAME is required"):
-        stream_item_size.lambda_handler(sample("keys_only"), LambdaContext())  # type: ignore[arg-type]
+        stream_item_size.lambda_handler(sample("keys_only"), CONTEXT)
 
 
 def test_floor_and_threshold_come_from_the_environment(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:

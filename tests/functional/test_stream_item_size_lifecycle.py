@@ -22,28 +22,17 @@ from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.record import ResolveScope, record_findings
 from auditor.sinks.findings_store import FindingsStore
-from handlers import stream_item_size
+from handlers import runtime, stream_item_size
 from tests import factories as f
 from tests.functional.conftest import TopicInbox, client, create_state_table
+from tests.lambda_context import lambda_context
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TABLE = "auditor-state"
 ACCOUNT, REGION = "123456789012", "eu-west-1"  # the sample stream ARNs' account and region
 BIG_KEY = {"pk": "DEVICE#7f3a", "sk": "TIMELINE"}  # the sample's 78% item on Timelines
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "stream-item-size"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:stream-item-size"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-00000000000b"
-    log_group_name: str = "/aws/lambda/stream-item-size"
-    log_stream_name: str = "2026/11/30/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+CONTEXT = lambda_context("stream-item-size", region="eu-west-1", remaining_ms=60_000)
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -58,7 +47,7 @@ class Env:
 
     def invoke(self, event: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
         with capture_logs() as logs:
-            response = stream_item_size.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+            response = stream_item_size.lambda_handler(event, CONTEXT)
         return [x["itemIdentifier"] for x in response["batchItemFailures"]], logs
 
     def stored(self) -> dict[str, Any]:
@@ -82,15 +71,13 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
     monkeypatch.setenv("FINDINGS_TOPIC_ARN", inbox.topic_arn)
     get_settings.cache_clear()
-    stream_item_size._client.cache_clear()
-    stream_item_size._sns_client.cache_clear()
+    runtime.reset()
     ddb = client("dynamodb", aws_reset)
     create_state_table(ddb, TABLE)
-    stream_item_size._client()  # the cold start configures logging: capture logs after it
+    runtime.prepare()  # the cold start configures logging: capture logs after it
     yield Env(ddb, FindingsStore(ddb, TABLE, sleep=lambda _s: None), inbox)
     get_settings.cache_clear()
-    stream_item_size._client.cache_clear()
-    stream_item_size._sns_client.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -197,7 +184,7 @@ def test_a_failed_store_fails_the_invocation_and_the_retry_counts_once(env: Env)
             "TransactWriteItems",
         )
 
-    events = stream_item_size._client().meta.events
+    events = runtime.CLIENTS.dynamodb.meta.events
     events.register("before-parameter-build.dynamodb.TransactWriteItems", reject)
     # When the batch is processed, the invocation fails (Lambda retries the whole batch)
     with pytest.raises(ClientError, match="ProvisionedThroughputExceeded"):
@@ -217,7 +204,7 @@ def test_a_batch_without_findings_costs_no_findings_request(env: Env) -> None:
     event = sample("new_and_old")
     event["Records"] = [event["Records"][0]]  # a small order: no history, no finding
     seen: list[str] = []
-    stream_item_size._client().meta.events.register("before-call.dynamodb", lambda model, **_: seen.append(model.name))
+    runtime.CLIENTS.dynamodb.meta.events.register("before-call.dynamodb", lambda model, **_: seen.append(model.name))
     failed, _ = env.invoke(event)
     assert failed == [] and seen == []
     assert env.inbox.messages() == []

@@ -7,7 +7,6 @@ import hashlib
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,9 @@ from auditor.sinks import keys
 from auditor.sinks.window_store import WindowStore
 from auditor.sources.cloudtrail import Deduper, InputSource
 from auditor.sources.stats import IngestStats
-from handlers import trail_ingest
+from handlers import runtime, trail_ingest
 from tests.functional.conftest import client, create_state_table
+from tests.lambda_context import FakeLambdaContext, lambda_context
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 BUCKET = "aws-cloudtrail-logs-111122223333-test"
@@ -36,19 +36,7 @@ TABLE = "auditor-state"
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 NOW = datetime(2026, 12, 1, 11, 0, tzinfo=UTC)
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "trail-ingest"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:111122223333:function:trail-ingest"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-000000000001"
-    log_group_name: str = "/aws/lambda/trail-ingest"
-    log_stream_name: str = "2026/12/01/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+CONTEXT = lambda_context("trail-ingest", account="111122223333", remaining_ms=60_000)
 
 
 # ---------------------------------------------------------------------------------------------------------- fixtures
@@ -68,14 +56,14 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, 
     monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
     monkeypatch.setenv("STATE_RETENTION_DAYS", "5")
     get_settings.cache_clear()
-    trail_ingest._clients.cache_clear()
+    runtime.reset()
     s3, ddb = client("s3", aws_reset), client("dynamodb", aws_reset)
     create_state_table(ddb, TABLE)
     s3.create_bucket(Bucket=BUCKET)
-    trail_ingest._clients()  # the cold start (it configures logging: tests capture logs after it)
+    runtime.prepare()  # the cold start (it configures logging: tests capture logs after it)
     yield s3, ddb
     get_settings.cache_clear()
-    trail_ingest._clients.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -109,7 +97,7 @@ def notification(
 
 def invoke(event: dict[str, Any]) -> list[str]:
     """Run the handler; returns the failed message ids."""
-    response = trail_ingest.lambda_handler(event, LambdaContext())  # type: ignore[arg-type]
+    response = trail_ingest.lambda_handler(event, CONTEXT)
     return [f["itemIdentifier"] for f in response["batchItemFailures"]]
 
 
@@ -168,8 +156,9 @@ def test_object_ingested_equals_local_analysis(env: tuple[Any, Any], trail_files
     assert line["event"] == "trail_object_ingested"
     assert (line["key"], line["data_events"], line["windows"]) == (key, stats.data_events, len(local.windows))
     assert structlog.contextvars.get_contextvars() == {
-        "function_request_id": LambdaContext.aws_request_id,
-        "function": "trail-ingest",
+        "function_request_id": FakeLambdaContext.aws_request_id,
+        "function_name": "trail-ingest",
+        "cold_start": True,
         "message_id": "msg-0",
     }
 

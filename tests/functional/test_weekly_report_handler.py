@@ -34,17 +34,18 @@ from auditor.service.weekly_report import (
     report_week,
 )
 from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.slack import (
+from auditor.sinks.slack import forget_slack_secret
+from auditor.sinks.slack_blocks import (
     REPORT_MESSAGE_KIND,
     FindingNotification,
     SummaryAction,
     WeeklySummary,
     build_message,
-    forget_slack_secret,
     render_weekly_summary,
 )
-from handlers import notifier, weekly_report
+from handlers import notifier, runtime, weekly_report
 from tests.functional.conftest import TopicInbox, client, create_state_table
+from tests.lambda_context import lambda_context
 from tests.unit.test_slack_blocks import assert_valid_message
 
 EVENT = Path(__file__).resolve().parents[2] / "events" / "weekly_report_schedule.json"
@@ -53,19 +54,7 @@ ACCOUNT, REGION = "111122223333", "us-east-1"
 WEEK = IsoWeek(year=2026, week=49)  # Mon 2026-11-30 .. Mon 2026-12-07; the sample event fires Mon 12-07 07:00Z
 HTML_KEY, MD_KEY = "reports/2026/2026-W49/report.html", "reports/2026/2026-W49/report.md"
 
-
-@dataclass
-class LambdaContext:
-    function_name: str = "weekly-report"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:111122223333:function:weekly-report"
-    memory_limit_in_mb: int = 1024
-    aws_request_id: str = "5f1c7e1a-0000-4000-8000-00000000000c"
-    log_group_name: str = "/aws/lambda/weekly-report"
-    log_stream_name: str = "2026/12/07/[$LATEST]abc"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
+CONTEXT = lambda_context("weekly-report", account="111122223333")
 
 
 def day(d: int, hour: int = 12) -> datetime:
@@ -135,7 +124,7 @@ class Env:
     ddb: Any
 
     def invoke(self) -> dict[str, Any]:
-        return weekly_report.lambda_handler(json.loads(EVENT.read_text()), LambdaContext())  # type: ignore[arg-type]
+        return weekly_report.lambda_handler(json.loads(EVENT.read_text()), CONTEXT)
 
     def seed(self) -> None:
         """Findings the evaluator stored: a hot key and scans (open), throttling (resolved on Tue), an old one."""
@@ -158,12 +147,12 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("REPORTS_BUCKET", BUCKET)
     monkeypatch.setenv("REPORT_LINK_EXPIRY_SECONDS", "3600")
     get_settings.cache_clear()
-    weekly_report._clients.cache_clear()
+    runtime.reset()
     e = Env(aws_reset, inbox, FindingsStore(ddb, STATE, sleep=lambda _s: None), s3, ddb)
     e.seed()
     yield e
     get_settings.cache_clear()
-    weekly_report._clients.cache_clear()
+    runtime.reset()
     structlog.contextvars.clear_contextvars()
 
 
@@ -201,7 +190,7 @@ def test_the_report_lands_in_s3_and_is_announced_once_with_a_working_link(env: E
     assert "2. [MEDIUM] scan on Sessions\n" in text
     assert "Since last week:   open findings 2 -> 2; critical and high findings 0 -> 1" in text
     # whose presigned link really downloads the HTML from the endpoint, and expires as configured
-    (url,) = [line for line in text.splitlines() if line.startswith("http")]
+    (url,) = [line for line in text.splitlines() if line.startswith("http") and "console.aws" not in line]
     query = parse_qs(urlsplit(url).query)
     assert query["X-Amz-Expires"] == ["3600"] and query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"]
     with urllib.request.urlopen(url, timeout=10) as response:
@@ -288,16 +277,16 @@ def test_the_notifier_posts_a_compact_redacted_summary_with_the_link(env: Env, m
         )
         monkeypatch.setenv("SLACK_SECRET_ARN", secret["ARN"])
         get_settings.cache_clear()
-        notifier.secrets_client.cache_clear()
+        runtime.reset()
         forget_slack_secret()
         # When the notifier runs
-        result = notifier.lambda_handler(sns_event(envelope, f"{env.inbox.topic_arn}:sub"), LambdaContext())  # type: ignore[arg-type]
+        result = notifier.lambda_handler(sns_event(envelope, f"{env.inbox.topic_arn}:sub"), CONTEXT)
         # Then one compact, valid Block Kit message reached the webhook, with the link as a button
         assert result == {"skipped": 0, "delivered": 1, "text_only": 0, "from_message": 0, "failed": 0}
         (post,) = catcher.posts
     finally:
         catcher.stop()
-        notifier.secrets_client.cache_clear()
+        runtime.reset()
         forget_slack_secret()
     assert_valid_message(post)
     assert len(post["blocks"]) <= 8
@@ -370,3 +359,54 @@ def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env
     line = "444455556666/eu-west-1: role missing (sts:AssumeRole: AccessDenied) in 3 audit cycles, last 2026-12-03T03"
     assert line in markdown and line in html
     assert "555566667777" not in markdown
+    # and the announcement says how many pairs the findings do not cover
+    (envelope,) = env.inbox.envelopes()
+    assert "Not audited:       1 account/Region pair the audit could not read" in envelope["Message"]
+
+
+def test_the_announcement_states_the_links_real_lifetime(env: Env) -> None:
+    # Lambda hands its role's session over without its expiry (here: static test credentials, no expiry either)
+    result = env.invoke()
+    assert result["url_expiry_known"] is False
+    (envelope,) = env.inbox.envelopes()
+    text = envelope["Message"]
+    # the requested hour is stated as the latest moment, with the reason it may stop sooner, never as a promise
+    assert "at the latest, and stops sooner when the report function's temporary credentials" in text
+    (console,) = [line for line in text.splitlines() if line.startswith("https://console.aws.amazon.com/s3/")]
+    assert f"/s3/object/{BUCKET}?region=us-east-1&prefix=" in console and "2026-W49%2Freport.html" in console
+    summary = json.loads(envelope["MessageAttributes"]["report_json"]["Value"])
+    assert summary["url_expiry_known"] is False and summary["console_url"] == console
+    # and the Slack summary says the same
+    payload = json.dumps(render_weekly_summary(WeeklySummary.model_validate(summary)))
+    assert "at the latest" in payload and "Open it in the S3 console" in payload
+    assert "The link expires" not in payload
+
+
+def test_a_link_signed_with_credentials_of_known_expiry_states_that_time(env: Env) -> None:
+    import botocore.session
+    from botocore.credentials import RefreshableCredentials
+
+    from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
+    from auditor.sinks.report_store import ReportAnnouncements
+
+    # an assumed role's session that ends in two hours signs a link asked for 7 days
+    ends = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
+    metadata = {"access_key": "testing", "secret_key": "testing", "token": "t", "expiry_time": ends.isoformat()}
+    session = botocore.session.get_session()
+    session._credentials = RefreshableCredentials.create_from_metadata(
+        metadata, refresh_using=lambda: metadata, method="assume-role"
+    )
+    s3 = session.create_client("s3", region_name="us-east-1", endpoint_url=env.endpoint)
+    params = WeeklyReportParams(bucket=BUCKET, topic_arn=env.inbox.topic_arn, link_expiry_seconds=604_800)
+    result = run_weekly_report(
+        env.store,
+        s3,
+        env.inbox.sns,
+        ReportAnnouncements(env.ddb, STATE),
+        params,
+        now=datetime(2026, 12, 7, 7, tzinfo=UTC),
+    )
+    assert result.url_expiry_known and result.url_expires_at == ends
+    (envelope,) = env.inbox.envelopes()
+    assert f"This link works until {ends:%Y-%m-%d %H:%M} UTC." in envelope["Message"]
+    assert "at the latest" not in envelope["Message"]

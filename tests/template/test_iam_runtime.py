@@ -38,7 +38,7 @@ from botocore.validate import validate_parameters
 
 from auditor.config import get_settings
 from auditor.demo.generator import demo_workload, write_trail
-from auditor.demo.service import lambda_context, scheduled_event, sns_event, sqs_event
+from auditor.demo.service import scheduled_event, sns_event, sqs_event
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
 from handlers import (
     capture_controller,
@@ -46,12 +46,14 @@ from handlers import (
     events_ingest,
     metrics_audit,
     notifier,
+    runtime,
     security_hub,
     stream_item_size,
     trail_ingest,
     weekly_report,
 )
 from tests.functional.cw_support import create_table, minutes, put_points
+from tests.lambda_context import lambda_context
 from tests.template.test_template import (
     AUDITED_INDEXES_ARN,
     AUDITED_TABLE_METADATA,
@@ -152,35 +154,24 @@ class Recorder:
             yield f"dynamodb:{operation}", None, None
 
 
-MODULES = (
-    capture_controller,
-    trail_ingest,
-    events_ingest,
-    evaluator,
-    notifier,
-    security_hub,
-    stream_item_size,
-    metrics_audit,
-    weekly_report,
-)
-
-
 class Invoker:
-    """Runs handlers with the function marked current (fresh clients: their caches are cleared first)."""
+    """Runs handlers with the function marked current (fresh clients: their caches are cleared first).
+
+    Each function runs in its own containers: switching to another function starts a new container (the
+    runtime's clients are built again, with the hooks registered on the session by then).
+    """
+
+    last: str | None = None
 
     def clear_caches(self) -> None:
         get_settings.cache_clear()
-        for module in MODULES:
-            for value in vars(module).values():
-                if (
-                    callable(value)
-                    and hasattr(value, "cache_clear")
-                    and getattr(value, "__module__", "") == (module.__name__)
-                ):
-                    value.cache_clear()
+        runtime.reset()
 
     def __call__(self, function: str, module: ModuleType, event: dict[str, Any]) -> Any:
         get_settings.cache_clear()  # the tests change the environment between runs
+        if function != self.last:
+            self.clear_caches()
+            self.last = function
         _current.function = function
         try:
             return module.lambda_handler(event, lambda_context(function))

@@ -443,10 +443,18 @@ def test_runtime_and_build(template: dict[str, Any]) -> None:
     assert glob["Architectures"] == ["arm64"]
     assert glob["CodeUri"] == "."
     assert glob["Tracing"] == "Active"
+    # One layer holds every function's dependencies (built once); no function brings its own.
+    assert glob["Layers"] == [ref("DependenciesLayer")]
+    layer = template["Resources"]["DependenciesLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
+    assert layer["Properties"]["CompatibleRuntimes"] == [glob["Runtime"]]
+    assert layer["Properties"]["CompatibleArchitectures"] == glob["Architectures"]
     for name, res in resources(template).items():
         if res["Type"] == "AWS::Serverless::Function":
             assert res["Metadata"]["BuildMethod"] == "makefile", name
             assert "Runtime" not in res["Properties"] and "Architectures" not in res["Properties"], name
+            assert "Layers" not in res["Properties"], name
 
 
 def test_every_function_has_its_own_explicit_role(stack: dict[str, Any]) -> None:
@@ -923,7 +931,7 @@ def _environment(template: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def test_environment_is_exactly_the_settings_fields(template: dict[str, Any]) -> None:
-    names = {n for n in _environment(template) if not n.startswith("POWERTOOLS_")}
+    names = {n for n in _environment(template) if not n.startswith("POWERTOOLS_") or n.lower() in Settings.model_fields}
     fields = set(Settings.model_fields)
     assert {n.lower() for n in names} <= fields, (
         f"not Settings fields: {sorted(n for n in names if n.lower() not in fields)}"
@@ -1187,6 +1195,10 @@ def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_
         )
         assert out.returncode == 0, out.stderr
         assert f"{tmp_path / name}" in out.stdout, out.stdout
+        if res["Type"] == "AWS::Serverless::LayerVersion":  # the dependencies, under python/, without the project
+            assert f"{tmp_path / name}/python" in out.stdout and '/python/"auditor' in out.stdout, out.stdout
+        else:  # the project's code only
+            assert "cp -a .aws-sam/lambda-package/auditor .aws-sam/lambda-package/handlers" in out.stdout, out.stdout
 
 
 def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> None:

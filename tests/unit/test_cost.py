@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from auditor.billing.pricing import bundled_prices
-from auditor.cost.model import (
+from auditor.cost.cost_model import (
     DAYS_PER_MONTH,
     SHARED,
     AuditorUsage,
@@ -240,7 +240,7 @@ def test_tables_to_poll() -> None:
 
 
 def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> None:
-    from auditor.cost.model import controller_poll_metrics, fixed_monthly_usd
+    from auditor.cost.cost_model import controller_poll_metrics, fixed_monthly_usd
 
     assert controller_poll_metrics(100, 50, 3) == 2 * (100 * 730 + 50 * 8760 // 3 + 5 * 8760)
     small, large = fixed_monthly_usd(10, 5), fixed_monthly_usd(100, 50)
@@ -253,8 +253,8 @@ def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> Non
 
 
 def test_day_entry_adds_the_hours_and_prices_the_windows_data_events() -> None:
+    from auditor.cost.cost_model import FIXED_MODEL, AuditorRates
     from auditor.cost.ledger import day_entry
-    from auditor.cost.model import FIXED_MODEL, AuditorRates
 
     hours = {
         "hour_1": {"dynamodb": {"reads": "0.5", "writes": "1.25"}, "auditor": {"cloudwatch_metrics": "0.001"}},

@@ -560,3 +560,53 @@ def test_numbers_labels_and_unchanged_modes_read_as_a_person_would_say_them() ->
         assert "15 minutes" in text  # window_seconds 900
         assert "Cost now (per month)" in text
         assert "0.3%" in text  # confidence 0.003, a share, not "0"
+
+
+def test_report_capacity_accepts_the_nulls_billing_accepts(tmp_path: Path) -> None:
+    findings = tmp_path / "f.json"
+    findings.write_bytes(orjson.dumps({"findings": [f.model_dump(mode="json") for f in every_kind()]}))
+    # a billing --input document: 4 one-minute periods, CloudWatch returned nothing for the 2nd and the 4th
+    capacity = tmp_path / "cap.json"
+    capacity.write_bytes(
+        orjson.dumps(
+            {
+                "table": "Orders",
+                "start": "2026-12-01T00:00:00Z",
+                "period_seconds": 60,
+                "series": [
+                    {
+                        "index": None,
+                        "consumed_read": [60.0, None, 180.0, None],
+                        "consumed_write": [None, None, None, None],
+                        "provisioned_read": [5.0, None, 5.0, 5.0],
+                        "provisioned_write": None,
+                    }
+                ],
+            }
+        )
+    )
+    out = tmp_path / "out"
+    assert main(["report", "--findings", str(findings), "--capacity", str(capacity), "--out", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    # one row per minute: a minute without a datapoint says so, never reads as zero (nor as on-demand)
+    rows = [line for line in text.splitlines() if line.startswith("| 2026-12-01 00:0")]
+    assert rows[:4] == [
+        "| 2026-12-01 00:00 | 1 | 1 | 5 |",
+        "| 2026-12-01 00:01 | no data | no data | no data |",
+        "| 2026-12-01 00:02 | 3 | 3 | 5 |",
+        "| 2026-12-01 00:03 | no data | no data | 5 |",
+    ]
+
+
+def test_the_default_week_is_the_last_complete_iso_week() -> None:
+    from auditor.report.model import FindingInput, default_week
+
+    now = datetime(2026, 12, 9, 12, tzinfo=UTC)  # Wednesday of 2026-W50
+    last_week = FindingInput(finding=make("scan", "low", "A", {"count": 1}, days=2))  # Wed of W49
+    this_week = FindingInput(finding=make("scan", "low", "B", {"count": 1}, days=8))  # Tue of W50
+    assert default_week([last_week, this_week], now).label == "2026-W49"
+    # an input with findings of this week only still gets a report: that week, marked in progress
+    assert default_week([this_week], now).label == "2026-W50"
+    report = build_report_from_findings([this_week.finding], now, week=IsoWeek(year=2026, week=50))
+    assert "(week in progress)" in render_markdown(report).splitlines()[2]
+    assert "(week in progress)" not in render_markdown(build([last_week.finding])).splitlines()[2]

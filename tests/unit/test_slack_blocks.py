@@ -15,7 +15,8 @@ from auditor.detectors.trail import hot_key
 from auditor.exceptions import ConfigurationError
 from auditor.models.finding import Finding
 from auditor.redact import redact_value
-from auditor.sinks.slack import (
+from auditor.sinks.slack import parse_slack_secret, retry_after_seconds
+from auditor.sinks.slack_blocks import (
     MAX_BLOCKS,
     MAX_CONTEXT_ELEMENTS,
     MAX_FIELD_TEXT,
@@ -27,10 +28,8 @@ from auditor.sinks.slack import (
     build_message,
     escape_mrkdwn,
     parse_finding,
-    parse_slack_secret,
     render_finding,
     render_text_message,
-    retry_after_seconds,
     text_only,
     truncate,
 )
@@ -167,7 +166,7 @@ def test_huge_texts_long_table_name_and_many_evidence_fields_stay_valid() -> Non
 
 def test_block_budget_holds_with_the_maximum_evidence() -> None:
     # Even if the compact cap were lifted, the message would never exceed 50 blocks: check the worst case directly.
-    from auditor.sinks import slack
+    from auditor.sinks import slack_blocks as slack
 
     finding = _finding(evidence={f"f{i}": i for i in range(2000)})
     original = slack.MAX_EVIDENCE_FIELDS

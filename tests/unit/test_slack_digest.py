@@ -9,7 +9,7 @@ import orjson
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.sinks.slack import (
+from auditor.sinks.slack_blocks import (
     DIGEST_MAX_LISTED,
     MAX_BLOCKS,
     FindingNotification,
