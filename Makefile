@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench clean tools template-check build fuzz
+.PHONY: venv test lint typecheck unit demo bench bench-lambda clean tools template-check build fuzz
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -40,6 +40,10 @@ demo: venv $(DEMO_STAMP)
 
 bench: venv
 	$(BIN)/python -m benchmarks.ingest
+
+# The trail-ingest handler on a moto server: CPU, memory, GB-seconds and dollars per million records.
+bench-lambda: venv
+	$(BIN)/python -m benchmarks.lambda_path
 
 # The long fuzz run (make test runs the same suite with fewer examples, about a minute), then the figures in the
 # hostile-input table form (child process per case: crashes, hangs, exit codes, lost records, peak memory).
