@@ -24,6 +24,7 @@ from auditor.config import AnalysisConfig
 from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
+from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.models.access_pattern import AccessPattern
@@ -286,13 +287,17 @@ def evaluate(
     detectors = all_detectors(DetectorInput.TRAIL_WINDOW)
     for agg in aggregates:
         apply_table_facts(agg, config, schemas)
+        mine: list[Finding] = []
         for det in detectors:
             cfg = config.detector_config(det.id, agg.table)
             found = guarded(errors, det.id, agg.table, partial(det.run, agg, cfg))
             found = [_with_totals(f, agg, config.window_seconds) for f in found]
             if agg.captured_seconds is not None:  # sampled capture: counts scaled, scans stated exact
                 found = [apply_capture(f, agg.observed_seconds, agg.window_seconds) for f in found]
-            findings.extend(found)
+            mine.extend(found)
+        # The throttling findings of one table or index in this aggregate (one per cause) are one story (its causes
+        # with their shares); aggregates of other windows stay other sightings.
+        findings.extend(merge_throttling(mine))
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))

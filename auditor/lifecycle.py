@@ -344,6 +344,16 @@ def add_sightings(weekly: Mapping[str, Totals], sightings: Sequence[Totals]) -> 
         stored = out.get(week)
         if stored is None:
             out[week] = t
+        elif t.by_source is not None and stored.by_source is not None:
+            # Several sources (a throttling story): each source's sightings are in time order, not the sources
+            # between them, so each source is checked against its own last sighting and added to its own sum.
+            fresh = {
+                s: part
+                for s, part in t.by_source.items()
+                if s not in stored.by_source or part.first_seen > stored.by_source[s].last_seen
+            }
+            if fresh:
+                out[week] = stored.merged(Totals.of_sources(fresh))
         elif t.first_seen > stored.last_seen:
             out[week] = stored.merged(t)
     return {w: out[w] for w in sorted(out)[-WEEKS_KEPT:]}

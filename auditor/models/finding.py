@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -213,6 +214,9 @@ class Totals(BaseModel):
     period_end: datetime
     share_base: int | None = Field(default=None, ge=0)
     margin: int | None = Field(default=None, ge=0)
+    #: For a finding several sources saw (a throttling story): each source's own totals, never added together; the
+    #: top-level fields are those of the first source of :data:`SOURCE_PRECEDENCE` present. None for other findings.
+    by_source: dict[str, Totals] | None = None
 
     @field_validator("first_seen", "last_seen", "period_start", "period_end")
     @classmethod
@@ -227,10 +231,24 @@ class Totals(BaseModel):
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
         out: dict[str, Any] = handler(self)
-        for optional in ("share_base", "margin"):
+        for optional in ("share_base", "margin", "by_source"):
             if out.get(optional) is None:
                 out.pop(optional, None)
         return out
+
+    @property
+    def source(self) -> str | None:
+        """The source whose counts the top-level fields are (None: a single-source finding's totals)."""
+        return preferred_source(self.by_source) if self.by_source else None
+
+    @classmethod
+    def of_sources(cls, parts: Mapping[str, Totals]) -> Totals:
+        """Totals stating each source's own ``parts`` (never added), the top level being the preferred source's."""
+        if not parts:
+            raise ValueError("of_sources needs at least one source")
+        clean = {s: t.model_copy(update={"by_source": None}) for s, t in sorted(parts.items())}
+        top = clean[preferred_source(clean)]
+        return top.model_copy(update={"by_source": clean})
 
     @property
     def share(self) -> float | None:
@@ -260,7 +278,18 @@ class Totals(BaseModel):
         return f"{n} ({self.peak_per_hour:,.0f} per hour at peak)"
 
     def merged(self, other: Totals) -> Totals:
-        """Both totals added (their windows must not overlap: the caller counts each window once)."""
+        """Both totals added (their windows must not overlap: the caller counts each window once).
+
+        Totals by source add source by source: a source's count is never added to another source's.
+        """
+        if self.by_source is not None or other.by_source is not None:
+            mine = self.by_source or {}
+            theirs = other.by_source or {}
+            parts = {
+                s: mine[s].merged(theirs[s]) if s in mine and s in theirs else (mine.get(s) or theirs[s])
+                for s in set(mine) | set(theirs)
+            }
+            return Totals.of_sources(parts)
         peaks = [p for p in (self.peak_per_hour, other.peak_per_hour) if p is not None]
         start = min(self.period_start, other.period_start)
         end = max(self.period_end, other.period_end)
@@ -288,6 +317,22 @@ class Totals(BaseModel):
         if out.observed_seconds < HOUR:
             out = out.model_copy(update={"peak_per_hour": None})
         return out
+
+
+#: Which source's counts a finding several sources saw states at its top level: CloudWatch counts every request
+#: DynamoDB throttled, CloudTrail the calls its data events logged (a capture may be partial), Contributor Insights
+#: approximates.
+SOURCE_PRECEDENCE = ("cloudwatch", "cloudtrail", "contributor_insights")
+
+
+def preferred_source(sources: Iterable[str]) -> str:
+    """The first of ``sources`` in :data:`SOURCE_PRECEDENCE` (unknown sources last, by name)."""
+    ranked = sorted(
+        sources, key=lambda s: (SOURCE_PRECEDENCE.index(s) if s in SOURCE_PRECEDENCE else len(SOURCE_PRECEDENCE), s)
+    )
+    if not ranked:
+        raise ValueError("no source")
+    return ranked[0]
 
 
 def window_totals(

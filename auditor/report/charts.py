@@ -509,6 +509,9 @@ def capacity_chart(panel: CapacityPanel, chart_id: str) -> Chart | None:
     )
 
 
+_THROTTLE_NOUNS = {"cloudwatch": "throttle events (CloudWatch)", "cloudtrail": "throttled calls (CloudTrail)"}
+
+
 def throttle_chart(report: WeeklyReport, chart_id: str) -> Chart | None:
     rows = report.throttles
     if not rows:
@@ -526,12 +529,20 @@ def throttle_chart(report: WeeklyReport, chart_id: str) -> Chart | None:
     for n, cause in enumerate(causes):
         vals = [float(sum(r.total for r in rows if r.cause == cause and _label(r.table, r.index) == c)) for c in cats]
         segs.append(Segment(cause.replace("_", " "), vals, CAUSE_COLORS.get(cause, PALETTE[n % len(PALETTE)])))
-    total = sum(r.total for r in rows)
+    # Each row is one source's count (CloudWatch's throttle events, else CloudTrail's throttled calls): the totals
+    # are stated per source, never added across sources.
+    by_source: dict[str | None, int] = {}
+    for r in rows:
+        by_source[r.source] = by_source.get(r.source, 0) + r.total
+    stated = " and ".join(
+        f"{n:,} {_THROTTLE_NOUNS.get(src or '', 'throttle events')}"
+        for src, n in sorted(by_source.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+    )
     top = rows[0]
     return stacked_bar_chart(
         chart_id,
         "Throttle events by cause",
-        f"{total:,} throttle events on {len(cats)} tables or indexes; the most on {_label(top.table, top.index)} "
+        f"{stated} on {len(cats)} tables or indexes; the most on {_label(top.table, top.index)} "
         f"({top.total:,}, cause {top.cause.replace('_', ' ')}).",
         cats,
         segs,

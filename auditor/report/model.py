@@ -38,6 +38,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.cost.cost_model import LedgerSummary
+from auditor.detectors.findings import scan_volume, throttling_story
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
@@ -157,6 +158,13 @@ class CapacitySeries(BaseModel):
         return self
 
 
+#: Who counted a throttle row, as the report says it.
+THROTTLE_SOURCES: dict[str | None, str] = {
+    "cloudwatch": "CloudWatch (throttle events)",
+    "cloudtrail": "CloudTrail (throttled calls)",
+}
+
+
 class ThrottleCount(BaseModel):
     """Throttle events of one table (or index) and cause, e.g. from the per-cause CloudWatch metrics."""
 
@@ -167,6 +175,8 @@ class ThrottleCount(BaseModel):
     cause: str
     read_events: int = Field(default=0, ge=0)
     write_events: int = Field(default=0, ge=0)
+    #: Whose count this is (``cloudwatch``: throttle events; ``cloudtrail``: throttled calls); None when not known.
+    source: str | None = None
 
     @property
     def total(self) -> int:
@@ -724,7 +734,9 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
     """Several findings documents as one (``report --findings A --findings B``).
 
     Findings are deduplicated by id: the sighting seen last wins (its totals are that input's; two inputs of the
-    same period should not be merged). Access patterns are kept from every input and input counters are added.
+    same period should not be merged). A throttling story in two inputs (``audit``'s CloudWatch part and
+    ``analyze-trail``'s CloudTrail part) becomes one with both parts, each source's totals its own. Access patterns
+    are kept from every input and input counters are added.
     """
     if len(docs) == 1:
         return docs[0]
@@ -732,7 +744,12 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
     for doc in docs:
         for fi in doc.findings:
             seen = by_id.get(fi.finding.id)
-            if seen is None or fi.finding.last_seen >= seen.finding.last_seen:
+            if seen is not None and throttling_story.is_story(seen.finding) and throttling_story.is_story(fi.finding):
+                # one throttling problem told by two outputs (audit: CloudWatch; analyze-trail: CloudTrail)
+                older, newer = sorted((seen, fi), key=lambda x: x.finding.last_seen)
+                fi = newer.model_copy(update={"finding": throttling_story.combine(older.finding, newer.finding)})
+                by_id[fi.finding.id] = fi
+            elif seen is None or fi.finding.last_seen >= seen.finding.last_seen:
                 by_id[fi.finding.id] = fi
     stats: dict[str, int] = {}
     for doc in docs:
@@ -792,6 +809,10 @@ def format_key(key: Any) -> str:
 
 def _compact(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+#: The scanner row of a CloudWatch scan count (CloudWatch does not log who scanned).
+CLOUDWATCH_SCANNER = "(not logged: CloudWatch's count)"
 
 
 def principal_name(principal: str | None) -> str:
@@ -880,6 +901,17 @@ def _merge_duplicates(items: Iterable[FindingInput]) -> dict[str, FindingInput]:
             }
         )
     return out
+
+
+def _attach_scan_volume(current: dict[str, FindingInput]) -> dict[str, FindingInput]:
+    """CloudWatch's scan volume of a table whose scans CloudTrail findings attribute to principals goes onto those
+    findings, not into a scanner row without a principal (:func:`scan_volume.attach_scan_volume`)."""
+    attached = {f.id: f for f in scan_volume.attach_scan_volume([fi.finding for fi in current.values()])}
+    return {
+        fid: fi if attached[fid] is fi.finding else fi.model_copy(update={"finding": attached[fid]})
+        for fid, fi in current.items()
+        if fid in attached
+    }
 
 
 def _classify(
@@ -1027,10 +1059,13 @@ def _scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
             continue
         principal = f.evidence.get("principal")
         principal = principal if isinstance(principal, str) else None
+        # CloudWatch counts a table's Scan requests without saying who sent them (a table whose scans CloudTrail
+        # attributes has that count on the attributed findings instead, see _attach_scan_volume).
+        name = CLOUDWATCH_SCANNER if principal is None and f.evidence.get("source") == "cloudwatch" else None
         rows.append(
             ScannerRow(
                 principal=principal,
-                principal_name=principal_name(principal),
+                principal_name=name or principal_name(principal),
                 table=f.table,
                 operation=str(f.evidence.get("operation") or "Scan"),
                 count=period_count(f),
@@ -1167,22 +1202,40 @@ def _billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
 
 
 def _throttles_from_findings(findings: Sequence[ReportFinding]) -> list[ThrottleCount]:
-    totals: dict[tuple[str, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+    """Throttle counts by table, index, cause and source, from the period's totals.
+
+    A throttling story (several sources, :mod:`auditor.detectors.findings.throttling_story`) gives the counts of one
+    source only, the one its totals state (CloudWatch when it saw the problem): the sources count the same throttled
+    requests, so they are never added. The period's count is split over the causes as that source's latest
+    sighting split it.
+    """
+    totals: dict[tuple[str, str | None, str, str | None], list[int]] = defaultdict(lambda: [0, 0])
     for rf in findings:
         f = rf.finding
         if f.kind != FindingKind.THROTTLING or not rf.is_open:
             continue
-        t = totals[(f.table, f.index, str(f.evidence.get("cause") or "unknown"))]
+        source = f.evidence.get("source") if isinstance(f.evidence.get("source"), str) else None
+        block = (f.evidence.get("sources") or {}).get(source) if isinstance(f.evidence.get("sources"), dict) else None
+        causes = block.get("causes") if isinstance(block, dict) else None
+        if not isinstance(causes, dict) or not causes:
+            causes = {str(f.evidence.get("cause") or "unknown"): 1}
         reads = _int(f.evidence.get("read_throttle_events")) or 0
         writes = _int(f.evidence.get("write_throttle_events")) or 0
         total = period_count(f)
-        if total != reads + writes:  # the period's total, split as the finding's latest window split it
-            reads = round(total * reads / (reads + writes)) if reads + writes else total
-            writes = total - reads
-        t[0] += reads
-        t[1] += writes
+        weights = {str(c): max(0, _int(n) or 0) for c, n in causes.items()}
+        weight_sum = sum(weights.values()) or 1
+        left = total
+        for i, (cause, weight) in enumerate(sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))):
+            part = left if i == len(weights) - 1 else round(total * weight / weight_sum)
+            left -= part
+            # each cause's share split into reads and writes as the finding's latest sighting split them
+            r = round(part * reads / (reads + writes)) if reads + writes else part
+            t = totals[(f.table, f.index, cause, source)]
+            t[0] += r
+            t[1] += part - r
     return _sorted_throttles(
-        ThrottleCount(table=t, index=i, cause=c, read_events=r, write_events=w) for (t, i, c), (r, w) in totals.items()
+        ThrottleCount(table=t, index=i, cause=c, source=src, read_events=r, write_events=w)
+        for (t, i, c, src), (r, w) in totals.items()
     )
 
 
@@ -1232,15 +1285,30 @@ def resample_capacity(series: CapacitySeries, max_points: int = 168) -> list[Cap
     return panels
 
 
+def source_count(finding: Finding, source: str) -> int:
+    """The finding's period count as ``source`` counted it (0 when that source did not see it)."""
+    totals = finding.totals
+    if totals is not None and totals.by_source is not None:
+        part = totals.by_source.get(source)
+        return part.count if part is not None else 0
+    return period_count(finding) if finding.evidence.get("source") == source else 0
+
+
 def _week_metrics(findings: Sequence[ReportFinding]) -> dict[str, float]:
     open_ = [rf for rf in findings if rf.is_open]
     ev = [rf.finding for rf in open_]
+    scans = [f for f in ev if f.kind == FindingKind.SCAN]
+    throttled = [f for f in ev if f.kind == FindingKind.THROTTLING]
+    # Each total states its source: CloudTrail logs calls, CloudWatch counts requests and throttle events; counts
+    # of one problem by two sources are never added.
     return {
         "Open findings": len(open_),
         "Critical and high findings": sum(1 for f in ev if f.severity.rank >= Severity.HIGH.rank),
         "Tables with findings": len({(f.account, f.region, f.table) for f in ev}),
-        "Scan calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.SCAN),
-        "Throttled calls in findings": sum(period_count(f) for f in ev if f.kind == FindingKind.THROTTLING),
+        "Scan calls (CloudTrail)": sum(source_count(f, "cloudtrail") for f in scans),
+        "Scan requests (CloudWatch)": sum(source_count(f, "cloudwatch") for f in scans),
+        "Throttled calls (CloudTrail)": sum(source_count(f, "cloudtrail") for f in throttled),
+        "Throttle events (CloudWatch)": sum(source_count(f, "cloudwatch") for f in throttled),
         "Hot keys": sum(1 for f in ev if f.kind == FindingKind.HOT_KEY),
         "Writes rejected for item size": sum(period_count(f) for f in ev if f.kind == FindingKind.ITEM_SIZE_EXCEEDED),
         "Potential savings ($/month)": sum(rf.monthly_savings for rf in open_),
@@ -1292,12 +1360,12 @@ def build_report_from_findings(
     week = week or IsoWeek.of(now)
     parsed = [parse_finding(f, f"findings[{i}]") for i, f in enumerate(findings)]
     in_week = [fi for fi in parsed if _active_in(fi, week)]
-    current = _merge_duplicates(in_week)
+    current = _attach_scan_volume(_merge_duplicates(in_week))
     previous: dict[str, FindingInput] | None = None
     if previous_findings is not None:
         prev_week = week.previous()
         prev_parsed = [parse_finding(f, f"previous_findings[{i}]") for i, f in enumerate(previous_findings)]
-        previous = _merge_duplicates(fi for fi in prev_parsed if _active_in(fi, prev_week))
+        previous = _attach_scan_volume(_merge_duplicates(fi for fi in prev_parsed if _active_in(fi, prev_week)))
     report_findings = _report_findings(current, previous, week)
     previous_report = (
         None

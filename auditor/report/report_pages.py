@@ -23,7 +23,7 @@ from markupsafe import Markup
 from auditor.escaping import drop_controls, report_text
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
-from auditor.report.model import STATUSES, WHAT_IF_GROWTHS, Delta, WeeklyReport, format_key
+from auditor.report.model import STATUSES, THROTTLE_SOURCES, WHAT_IF_GROWTHS, Delta, WeeklyReport, format_key
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -292,6 +292,7 @@ def _common(env: Environment) -> Environment:
         value_text=value_text,
         headline=headline,
         WHAT_IF_GROWTHS=WHAT_IF_GROWTHS,
+        THROTTLE_SOURCES=THROTTLE_SOURCES,
     )
     return env
 

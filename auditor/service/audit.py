@@ -38,6 +38,7 @@ from auditor.billing.decide import analyze_billing
 from auditor.billing.pricing import RegionPrices
 from auditor.detectors.base import DetectorInput, InsightsInput, MetricsInput
 from auditor.detectors.findings import correlate
+from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.detectors.settings import DetectorSettings
@@ -723,6 +724,8 @@ def run_audit(
         "*",
         partial(ci_hot_key.detect, InsightsInput(reports, profiles), config.detector_config("ci_hot_key")),
     )
+    # CloudWatch's per-cause throttling findings and Contributor Insights' throttled keys: one story per table/index.
+    findings = merge_throttling(findings)
     own = {f.id for f in findings}
     combined = correlate.correlate([*findings, *related_findings], config.detector_config("correlate"))
     findings = sorted((f for f in combined if f.id in own), key=Finding.sort_key)

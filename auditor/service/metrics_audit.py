@@ -14,7 +14,11 @@ One run (:func:`run_metrics_audit`):
    Read-only; failed calls are gaps, never fatal.
 2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
    part in :func:`auditor.detectors.findings.correlate.correlate`; the ones it raises and links are recorded too
-   (a raised one is announced as ``worsened``).
+   (a raised one is announced as ``worsened``). CloudWatch's scan volume of a table whose scans stored CloudTrail
+   ``scan`` findings attribute to principals is attached to those findings
+   (:func:`auditor.detectors.findings.scan_volume.attach_scan_volume`), not recorded as a finding of its own. The
+   throttling story of a table (one finding whatever the source) keeps the stored CloudTrail part when it is recorded
+   (:func:`auditor.service.record.carry_over`).
 3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
    only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
    whose CloudWatch detectors ran, Contributor Insights findings of tables whose reports were read and, in the
@@ -42,7 +46,7 @@ import structlog
 
 from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import audit_entries
-from auditor.detectors.findings import correlate
+from auditor.detectors.findings import correlate, scan_volume
 from auditor.lifecycle import TableKey
 from auditor.models.finding import Finding, FindingKind, isoformat_z, utc
 from auditor.service.audit import AuditClients, AuditConfig, AuditError, AuditResult, run_audit
@@ -246,6 +250,9 @@ def correlate_with_stored(
         return list(own), []
     ids = {f.id for f in own}
     combined = correlate.correlate([*own, *stored], audit.detector_config("correlate"))
+    # CloudWatch's scan volume goes onto the stored CloudTrail scan findings that name the scanners (and is not a
+    # finding of its own there).
+    combined = scan_volume.attach_scan_volume(combined)
     before = {f.id: f for f in stored}
     mine = [f for f in combined if f.id in ids]
     updated = [f for f in combined if f.id in before and f.id not in ids and f != before[f.id]]
@@ -311,7 +318,8 @@ def run_metrics_audit(
         state.finding
         for profile in inventory.tables
         for state in open_findings.of((profile.account, profile.region, profile.name))
-        if state.finding.kind is FindingKind.HOT_KEY and finding_source(state.finding) == SOURCE_CLOUDTRAIL
+        if state.finding.kind in (FindingKind.HOT_KEY, FindingKind.SCAN)
+        and finding_source(state.finding) == SOURCE_CLOUDTRAIL
     ]
     findings, updated = correlate_with_stored(audit.findings, related, params.audit)
     scope = audit_scope(audit)

@@ -33,6 +33,13 @@ finding's ``last_seen``. Everything else is left exactly as stored. So:
   that is meant to be free for small items. Its findings stay open (and out of later weekly reports once not seen
   for a week) until a source that can see them again says otherwise.
 
+One problem seen by several sources is one finding: a throttling story (one per table or index, see
+:mod:`auditor.detectors.findings.throttling_story`) is sighted by the evaluator (CloudTrail) and by the metrics audit
+(CloudWatch, Contributor Insights). Each run's sighting carries its own sources; :func:`carry_over` adds the stored
+finding's other sources while they are current (seen within ``resolve_after_seconds``), and the weekly totals keep
+each source's own count (:func:`auditor.lifecycle.add_sightings`). Its ``source`` (CloudWatch when it saw the
+problem, else CloudTrail) is the one whose absence resolves it.
+
 A source may still *sight* findings of other sources: correlation raises and links a stored CloudTrail ``hot_key``
 (the metrics audit), and linking adds related ids to a stored ``item_size_exceeded`` (the stream watcher). Such a
 sighting carries the stored ``last_seen``, so it never re-opens a resolved finding; a raised severity is announced as
@@ -48,6 +55,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from auditor.detectors.findings import scan_volume, throttling_story
 from auditor.lifecycle import (
     EventKind,
     FindingState,
@@ -256,6 +264,16 @@ class LifecycleParams:
         )
 
 
+def carry_over(stored: Finding, seen: Finding, max_age_seconds: float) -> Finding:
+    """``seen`` with what other sources told about the same finding in earlier runs, while it is current.
+
+    A throttling story keeps the stored story's other sources (:func:`throttling_story.with_stored`); a CloudTrail
+    scan finding keeps CloudWatch's scan volume attached to it (:func:`scan_volume.with_stored`).
+    """
+    seen = throttling_story.with_stored(stored, seen, max_age_seconds)
+    return scan_volume.with_stored(stored, seen, max_age_seconds)
+
+
 def _previous_states(
     store: FindingsStore, scope: ResolveScope, seen_ids: Iterable[str], open_findings: OpenFindings
 ) -> dict[str, FindingState]:
@@ -292,6 +310,9 @@ def apply_lifecycle(
     previous = _previous_states(store, scope, sightings, open_findings or OpenFindings(store))
 
     def decide(stored: FindingState | None, seen: Finding | None) -> StateChange | None:
+        if seen is not None and stored is not None:
+            # What other sources (other runs) told about the same problem stays on it while it is current.
+            seen = carry_over(stored.finding, seen, resolve_after_seconds)
         subject = seen if seen is not None else stored.finding if stored is not None else None
         change = transition(
             stored,

@@ -25,6 +25,8 @@ HELPERS = {
     "auditor.detectors.settings",
     "auditor.detectors.metrics.common",
     "auditor.detectors.findings.item_size_link",
+    "auditor.detectors.findings.throttling_story",
+    "auditor.detectors.findings.scan_volume",
     "auditor.detectors.trail.timebucket",
     "auditor.detectors.billing.gate",
 }

@@ -42,9 +42,19 @@ def finding(
     title: str | None = None,
 ) -> Finding:
     defaults: dict[str, dict[str, Any]] = {
-        "scan": {"principal": "arn:aws:iam::111122223333:role/job", "operation": "Scan", "count": 10, "source": "x"},
-        "throttling": {"cause": "key_range", "read_throttle_events": 3, "write_throttle_events": 4, "source": "x"},
-        "hot_key": {"key": {"pk": "K"}, "share": 0.4, "requests": 100, "window_seconds": 900, "source": "x"},
+        "scan": {
+            "principal": "arn:aws:iam::111122223333:role/job",
+            "operation": "Scan",
+            "count": 10,
+            "source": "cloudtrail",
+        },
+        "throttling": {
+            "cause": "key_range",
+            "read_throttle_events": 3,
+            "write_throttle_events": 4,
+            "source": "cloudtrail",
+        },
+        "hot_key": {"key": {"pk": "K"}, "share": 0.4, "requests": 100, "window_seconds": 900, "source": "cloudtrail"},
         "billing_mode": {
             "current_mode": "PROVISIONED",
             "recommended_mode": "PAY_PER_REQUEST",
@@ -387,8 +397,9 @@ def test_week_over_week_deltas() -> None:
     assert report.previous_week_available
     assert (deltas["Open findings"].current, deltas["Open findings"].previous) == (2, 2)
     assert deltas["Open findings"].trend == "same"
-    assert deltas["Scan calls in findings"].change == -60
-    assert deltas["Scan calls in findings"].trend == "better"
+    assert deltas["Scan calls (CloudTrail)"].change == -60
+    assert deltas["Scan calls (CloudTrail)"].trend == "better"
+    assert deltas["Scan requests (CloudWatch)"].current == 0
     assert deltas["Hot keys"].change == 1 and deltas["Hot keys"].trend == "worse"
     assert deltas["Critical and high findings"].current == 2
     assert deltas["Potential savings ($/month)"].unit == "usd"
