@@ -284,14 +284,21 @@ def _build(
         title = f"Throttling on {where} ({listed})"
     order = [s for s in SOURCE_PRECEDENCE if s in blocks] + sorted(s for s in blocks if s not in SOURCE_PRECEDENCE)
     sentences = [_source_sentence(s, blocks[s]) for s in order if s in _LABEL]
-    cause_text = "; ".join(
+    cause_text = ", ".join(
         f"{_cause_label(s['cause'])} {s['share']:.0%}" if s["share"] is not None else _cause_label(s["cause"])
         for s in shares
     )
+    of_what = f"{_LABEL.get(decider, decider)}'s {'events' if decider == CLOUDWATCH else 'calls'}"
     summary = (
-        f"Throttling on {where}: " + "; ".join(sentences) + ". "
-        f"Cause: {cause_text} of {_LABEL.get(decider, decider)}'s {'events' if decider == CLOUDWATCH else 'calls'}, "
-        f"decided by {_DECIDED_TEXT.get(rank, _DECIDED_TEXT[4])}."
+        f"Throttling on {where}: "
+        + "; ".join(sentences)
+        + ". "
+        + (
+            f"Cause: {_cause_label(cause)} ({cause_text.rsplit(' ', 1)[-1]} of {of_what})"
+            if len(shares) == 1 and shares[0]["share"] is not None
+            else f"Cause{'s' if len(shares) > 1 else ''}: {cause_text} of {of_what}"
+        )
+        + f", decided by {_DECIDED_TEXT.get(rank, _DECIDED_TEXT[4])}."
     )
     if len([s for s in order if s in _LABEL]) > 1:
         summary += " The sources count the same throttled requests each in their own way: their counts are not added."
