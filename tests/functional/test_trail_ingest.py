@@ -27,6 +27,7 @@ from auditor.sinks.window_store import WindowStore
 from auditor.sources.cloudtrail import Deduper, InputSource
 from auditor.sources.stats import IngestStats
 from handlers import runtime, trail_ingest
+from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table
 from tests.lambda_context import FakeLambdaContext, lambda_context
 
@@ -342,3 +343,24 @@ def test_sample_event_runs_against_its_own_bucket(env: tuple[Any, Any], trail_fi
     s3.put_object(Bucket=rec["bucket"]["name"], Key=rec["object"]["key"], Body=trail_files[3][1])
     assert invoke(event) == []
     assert store(ddb).is_processed(rec["bucket"]["name"], rec["object"]["key"])
+
+
+def test_health_metrics_count_files_records_duplicates_and_failures(
+    env: tuple[Any, Any], trail_files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    s3, _ = env
+    key, body = trail_files[3]
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+    _, stats = local_aggregate(body)
+    gone = key.replace(".json.gz", "-gone.json.gz")
+    capsys.readouterr()
+    # One object read, the same object again (a duplicate), and a missing one (its message fails)
+    assert invoke(sqs_event(notification(key), notification(key), notification(gone))) == ["msg-2"]
+    [metrics] = emitted(capsys.readouterr().out)
+    assert metrics == {
+        "FilesIngested": 1,
+        "RecordsIngested": stats.data_events,
+        "RecordsFailed": 0,
+        "DuplicatesDropped": 1,
+        "FilesFailed": 1,
+    }
