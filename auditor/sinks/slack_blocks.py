@@ -37,7 +37,7 @@ import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind
+from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, isoformat_z
 from auditor.redact import ELLIPSIS, redact_finding, redact_text
 
 log = structlog.get_logger(__name__)
@@ -168,16 +168,16 @@ def _evidence_order(kind: str, evidence: Mapping[str, Any]) -> list[str]:
 
 
 def render_finding(
-    finding: Mapping[str, Any], *, status: str | None = None, previous_severity: str | None = None
+    finding: Finding, *, status: str | None = None, previous_severity: str | None = None
 ) -> dict[str, Any]:
-    """The Slack message (``text`` and ``blocks``) for one Finding JSON dict (already redacted if it must be).
+    """The Slack message (``text`` and ``blocks``) for one typed finding (already redacted if it must be).
 
     ``status`` is the event (``new``, ``worsened``, ``resolved``); ``previous_severity`` is shown for ``worsened``.
     """
-    severity = str(finding.get("severity") or "info")
-    kind = str(finding.get("kind") or "")
-    table = str(finding.get("table") or "")
-    title = str(finding.get("title") or f"{kind} finding on {table}")
+    severity = finding.severity.value
+    kind = finding.kind.value
+    table = finding.table
+    title = finding.title or f"{kind} finding on {table}"
     status_key = (status or "").lower()
     emoji = RESOLVED_EMOJI if status_key == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
     prefix = STATUS_PREFIX.get(status_key, "")
@@ -194,23 +194,23 @@ def render_finding(
             "type": "section",
             "fields": [
                 _code_field("Table", table),
-                _code_field("Index", finding.get("index")),
+                _code_field("Index", finding.index),
                 _field("Kind", kind.replace("_", " ") or "—"),
                 _field("Status", status or "—"),
                 _field("Severity", f"{previous_severity} → {severity}" if previous_severity else severity),
                 *(
-                    [_field("Account / region", f"{finding.get('account') or '—'} / {finding.get('region') or '—'}")]
-                    if finding.get("account") or finding.get("region")
+                    [_field("Account / region", f"{finding.account or '—'} / {finding.region or '—'}")]
+                    if finding.account or finding.region
                     else []
                 ),
             ][:MAX_FIELDS],
         },
     ]
-    summary = str(finding.get("summary") or "")
+    summary = finding.summary
     if summary:
         blocks.append({"type": "section", "text": _mrkdwn(truncate(escape_mrkdwn(summary), MAX_SECTION_TEXT))})
     tail = _tail_blocks(finding)
-    blocks.extend(_evidence_blocks(kind, finding.get("evidence"), MAX_BLOCKS - len(blocks) - len(tail)))
+    blocks.extend(_evidence_blocks(kind, finding.evidence, MAX_BLOCKS - len(blocks) - len(tail)))
     blocks.extend(tail)
     text = f"{severity.upper()} {status_key or 'finding'}: {title} ({table})"
     return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
@@ -243,18 +243,18 @@ def _evidence_blocks(kind: str, evidence: Any, budget: int) -> list[dict[str, An
     return blocks[:budget]
 
 
-def _tail_blocks(finding: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _tail_blocks(finding: Finding) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    fix = str(finding.get("recommendation") or "")
+    fix = finding.recommendation
     if fix:
         head = "*Fix*\n"
         blocks.append(
             {"type": "section", "text": _mrkdwn(head + truncate(escape_mrkdwn(fix), MAX_SECTION_TEXT - len(head)))}
         )
     elements = [
-        f"Finding {_code(truncate(escape_entities(str(finding.get('id') or '—')), 200))}",
-        f"First seen {_slack_date(finding.get('first_seen'))}",
-        f"Last seen {_slack_date(finding.get('last_seen'))}",
+        f"Finding {_code(truncate(escape_entities(finding.id or '—'), 200))}",
+        f"First seen {_slack_date(isoformat_z(finding.first_seen))}",
+        f"Last seen {_slack_date(isoformat_z(finding.last_seen))}",
     ]
     blocks.append(
         {
@@ -643,8 +643,8 @@ class FindingNotification:
     attributes: Mapping[str, str] = field(default_factory=dict)
 
 
-def parse_finding(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """(Finding JSON dict, None) for a valid ``finding_json`` attribute, else (None, why it is unusable).
+def parse_finding(raw: str | None) -> tuple[Finding | None, str | None]:
+    """(the typed finding, None) for a valid ``finding_json`` attribute, else (None, why it is unusable).
 
     Unknown top-level fields are ignored, so a publisher adding fields does not turn messages into fallbacks.
     """
@@ -661,7 +661,7 @@ def parse_finding(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
     except ValidationError as exc:
         err = exc.errors()[0]
         return None, f"finding_json is not a Finding: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-    return finding.model_dump(mode="json"), None
+    return finding, None
 
 
 def build_message(
@@ -688,8 +688,8 @@ def build_message(
         return render_text_message(text, event.attributes), False
     finding, problem = parse_finding(event.attributes.get("finding_json"))
     if finding is not None:
-        if redact:
-            finding = redact_finding(finding, salt)
+        if redact:  # key values out of the evidence and the texts; what remains is still a finding
+            finding = Finding.model_validate(redact_finding(finding.model_dump(mode="json"), salt))
         attrs = event.attributes
         return render_finding(
             finding, status=attrs.get("status"), previous_severity=attrs.get("previous_severity")

@@ -81,7 +81,7 @@ def _assert_mrkdwn(text: str) -> None:
     assert not _BAD_AMP.search(bare), text[:200]  # every & starts a complete escape: no cut in the middle
 
 
-def _finding(**overrides: Any) -> dict[str, Any]:
+def _finding(**overrides: Any) -> Finding:
     base: dict[str, Any] = {
         "id": "hot_key-0123456789abcdef0123",
         "kind": "hot_key",
@@ -98,7 +98,7 @@ def _finding(**overrides: Any) -> dict[str, Any]:
         "last_seen": T0,
     }
     base.update(overrides)
-    return Finding.model_validate(base).model_dump(mode="json")
+    return Finding.model_validate(base)
 
 
 def _all_text(payload: dict[str, Any]) -> str:
@@ -275,9 +275,9 @@ def test_unusable_finding_json_falls_back_to_the_message_text(finding_json: str 
 
 
 def test_extra_top_level_fields_from_the_publisher_are_ignored() -> None:
-    data = _finding() | {"status": "open", "evidence_truncated": True}
+    data = _finding().model_dump(mode="json") | {"status": "open", "evidence_truncated": True}
     finding, why = parse_finding(json.dumps(data))
-    assert why is None and finding is not None and finding["id"] == data["id"]
+    assert why is None and finding is not None and finding.id == data["id"]
 
 
 def test_huge_message_text_fallback_is_valid_and_keeps_what_fits() -> None:

@@ -117,7 +117,20 @@ def test_values_from_traffic_cannot_format_or_mention() -> None:
     escaped = escape_mrkdwn(hostile)
     for ch in "<>*_~`":
         assert ch not in escaped
-    finding = {"id": "scan-1", "kind": "scan", "severity": "high", "table": hostile, "title": hostile}
+    finding = Finding.model_validate(
+        {
+            "id": "scan-1",
+            "kind": "scan",
+            "severity": "high",
+            "table": hostile,
+            "title": hostile,
+            "summary": "",
+            "recommendation": "",
+            "evidence": {},
+            "first_seen": "2026-12-01T00:00:00Z",
+            "last_seen": "2026-12-01T00:00:00Z",
+        }
+    )
     payload = render_finding(finding, status="new")
     assert_valid_message(payload)
     assert "<!channel>" not in payload["blocks"][0]["text"]["text"]  # the plain-text header
