@@ -524,14 +524,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _output(args, findings, native)
 
 
-def _growth(text: str) -> float:
-    try:
-        growth = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < growth <= 1_000_000:
-        raise argparse.ArgumentTypeError("must be more than 0 (3 means three times today's peak)")
-    return growth
+def _number_in(low: float, high: float, why: str, *, include_low: bool = True) -> Callable[[str], float]:
+    """An argparse type: a number in [low, high] (or (low, high] without ``include_low``), else ``why``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not ((low <= value) if include_low else (low < value)) or not value <= high:  # NaN fails both
+            raise argparse.ArgumentTypeError(why)
+        return value
+
+    return parse
+
+
+_growth = _number_in(0, 1_000_000, "must be more than 0 (3 means three times today's peak)", include_low=False)
+_audit_days = _number_in(0, 455, "must be more than 0 and at most 455 (CloudWatch keeps 15 months)", include_low=False)
+_idle_days = _number_in(0, 455, "must be 0 (skip) to 455 (CloudWatch keeps hourly data 15 months)")
+_billing_days = _number_in(0, 15, "must be 0 (no billing) to 15 (CloudWatch keeps 1-minute data 15 days)")
 
 
 def _cmd_what_if(args: argparse.Namespace) -> int:
@@ -564,36 +575,6 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
     sys.stdout.write(text)
     sys.stdout.flush()
     return EXIT_OK
-
-
-def _audit_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < days <= 455:
-        raise argparse.ArgumentTypeError("must be more than 0 and at most 455 (CloudWatch keeps 15 months)")
-    return days
-
-
-def _idle_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= days <= 455:
-        raise argparse.ArgumentTypeError("must be 0 (skip) to 455 (CloudWatch keeps hourly data 15 months)")
-    return days
-
-
-def _billing_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= days <= 15:
-        raise argparse.ArgumentTypeError("must be 0 (no billing) to 15 (CloudWatch keeps 1-minute data 15 days)")
-    return days
 
 
 def _audit_config(args: argparse.Namespace) -> AuditConfig:
