@@ -439,27 +439,22 @@ def input_period(aggs: AggregateSet, window_seconds: int) -> tuple[datetime, dat
 
 
 def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: AnalysisConfig) -> list[Finding]:
-    """The input's findings with totals over the whole input, counted the way the service counts them.
+    """The input's findings with totals and severity over the whole input, judged the way the service judges them.
 
-    The service evaluates each window alone and sums the sightings of a finding (see
-    :func:`auditor.lifecycle.add_sightings`); here every window is evaluated alone too and the same sums are made, so
-    a replay of the same files through the service gives the same totals. A finding of the whole input that no
-    single window shows keeps the totals of the whole input. Every finding's period is the input's.
+    The service evaluates each window alone (:func:`auditor.service.evaluate.run_evaluation`, one table window per
+    :func:`evaluate`) and sums the sightings of a finding (see :func:`auditor.lifecycle.add_sightings`); here every
+    table window is evaluated alone too and the same sums are made, so a replay of the same files through the
+    service gives the same totals, and the same severity: the highest any window reached
+    (:meth:`auditor.models.finding.Finding.over_period` says why). A finding of the whole input that no single
+    window shows keeps the totals and severity of the whole input. Every finding's period is the input's.
     """
     period = input_period(aggs, config.window_seconds)
     if period is None:
         return list(findings)
-    per_window, _ = evaluate(list(aggs.windows.values()), config)
     sums: dict[str, Totals] = {}
-    for f in sorted(per_window, key=lambda f: f.first_seen):
-        if f.totals is None:
-            continue
-        seen = sums.get(f.id)
-        sums[f.id] = f.totals if seen is None else seen.merged(f.totals)
-    out: list[Finding] = []
-    for f in findings:
-        totals = sums.get(f.id) or f.totals
-        if totals is not None:
-            f = f.model_copy(update={"totals": totals.over(*period)})
-        out.append(f)
-    return out
+    for window in sorted(aggs.windows.values(), key=lambda w: w.window_start):
+        found, _ = evaluate([window], config)
+        for f in found:
+            seen = sums.get(f.id)
+            sums[f.id] = f.sighting_totals() if seen is None else seen.merged(f.sighting_totals())
+    return [f.over_period((sums.get(f.id) or f.sighting_totals()).over(*period)) for f in findings]

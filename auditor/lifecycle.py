@@ -333,7 +333,9 @@ def sighting_totals(findings: Iterable[Finding]) -> dict[str, list[Totals]]:
 def add_sightings(weekly: Mapping[str, Totals], sightings: Sequence[Totals]) -> dict[str, Totals]:
     """``weekly`` with ``sightings`` added to the ISO week each one's window starts in.
 
-    A sighting is counted only when it starts after everything already counted that week (its ``first_seen``
+    The week's ``peak_severity`` is the highest its sightings reached (:meth:`Totals.merged`), the finding's
+    severity for that week (:meth:`auditor.models.finding.Finding.over_period`). A sighting is counted only when
+    it starts after everything already counted that week (its ``first_seen``
     after the week's ``last_seen``): windows are evaluated in time order, so a re-evaluated window (a retry, two
     evaluators racing, a correlation that re-sights a stored finding) is never counted twice. Only the
     :data:`WEEKS_KEPT` most recent weeks are kept.
@@ -353,7 +355,8 @@ def add_sightings(weekly: Mapping[str, Totals], sightings: Sequence[Totals]) -> 
                 if s not in stored.by_source or part.first_seen > stored.by_source[s].last_seen
             }
             if fresh:
-                out[week] = stored.merged(Totals.of_sources(fresh))
+                story = Totals.of_sources(fresh).model_copy(update={"peak_severity": t.peak_severity})
+                out[week] = stored.merged(story)
         elif t.first_seen > stored.last_seen:
             out[week] = stored.merged(t)
     return {w: out[w] for w in sorted(out)[-WEEKS_KEPT:]}

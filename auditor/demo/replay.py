@@ -157,14 +157,15 @@ def _object_key(n: int, f: TrailFile) -> str:
 
 
 def replay_findings(states: list[FindingState], period: tuple[datetime, datetime]) -> list[dict[str, Any]]:
-    """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input."""
+    """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input and the
+    severity the highest any of its windows reached (:meth:`auditor.models.finding.Finding.over_period`)."""
     out = []
     for s in sorted(states, key=lambda s: (s.finding.table, s.finding.kind, s.id)):
         total: Totals | None = None
         for week in sorted(s.weekly_totals):
             t = s.weekly_totals[week]
             total = t if total is None else total.merged(t)
-        finding = s.finding.model_copy(update={"totals": None if total is None else total.over(*period)})
+        finding = s.finding.over_period(None if total is None else total.over(*period))
         out.append(finding.model_dump(mode="json") | {"status": s.status})
     return out
 

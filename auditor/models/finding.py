@@ -201,6 +201,8 @@ class Totals(BaseModel):
     hour was observed or the kind is not a rate. ``share_base`` is, for a kind stated as a share (``hot_key``), the
     denominator summed over the same windows as ``count`` (the table's key-identified requests), so the share over
     the period is ``count / share_base``; null for other kinds and for totals stored before it existed.
+    ``peak_severity`` is the highest severity the finding reached in any of those windows: its severity for the
+    period (:meth:`Finding.over_period`); null for totals stored before it existed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -214,6 +216,7 @@ class Totals(BaseModel):
     period_end: datetime
     share_base: int | None = Field(default=None, ge=0)
     margin: int | None = Field(default=None, ge=0)
+    peak_severity: Severity | None = None
     #: For a finding several sources saw (a throttling story): each source's own totals, never added together; the
     #: top-level fields are those of the first source of :data:`SOURCE_PRECEDENCE` present. None for other findings.
     by_source: dict[str, Totals] | None = None
@@ -231,7 +234,7 @@ class Totals(BaseModel):
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
         out: dict[str, Any] = handler(self)
-        for optional in ("share_base", "margin", "by_source"):
+        for optional in ("share_base", "margin", "peak_severity", "by_source"):
             if out.get(optional) is None:
                 out.pop(optional, None)
         return out
@@ -248,7 +251,8 @@ class Totals(BaseModel):
             raise ValueError("of_sources needs at least one source")
         clean = {s: t.model_copy(update={"by_source": None}) for s, t in sorted(parts.items())}
         top = clean[preferred_source(clean)]
-        return top.model_copy(update={"by_source": clean})
+        peak = worst(t.peak_severity for t in clean.values())
+        return top.model_copy(update={"by_source": clean, "peak_severity": peak})
 
     @property
     def share(self) -> float | None:
@@ -280,8 +284,10 @@ class Totals(BaseModel):
     def merged(self, other: Totals) -> Totals:
         """Both totals added (their windows must not overlap: the caller counts each window once).
 
-        Totals by source add source by source: a source's count is never added to another source's.
+        Totals by source add source by source: a source's count is never added to another source's. The peak
+        severity is the higher of the two (:func:`worst`).
         """
+        peak_severity = worst((self.peak_severity, other.peak_severity))
         if self.by_source is not None or other.by_source is not None:
             mine = self.by_source or {}
             theirs = other.by_source or {}
@@ -289,7 +295,7 @@ class Totals(BaseModel):
                 s: mine[s].merged(theirs[s]) if s in mine and s in theirs else (mine.get(s) or theirs[s])
                 for s in set(mine) | set(theirs)
             }
-            return Totals.of_sources(parts)
+            return Totals.of_sources(parts).model_copy(update={"peak_severity": peak_severity})
         peaks = [p for p in (self.peak_per_hour, other.peak_per_hour) if p is not None]
         start = min(self.period_start, other.period_start)
         end = max(self.period_end, other.period_end)
@@ -309,6 +315,7 @@ class Totals(BaseModel):
             period_end=end,
             share_base=base,
             margin=margin,
+            peak_severity=peak_severity,
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:
@@ -317,6 +324,12 @@ class Totals(BaseModel):
         if out.observed_seconds < HOUR:
             out = out.model_copy(update={"peak_per_hour": None})
         return out
+
+
+def worst(severities: Iterable[Severity | None]) -> Severity | None:
+    """The highest of ``severities`` (None when there is none)."""
+    known = [s for s in severities if s is not None]
+    return max(known, key=lambda s: s.rank) if known else None
 
 
 #: Which source's counts a finding several sources saw states at its top level: CloudWatch counts every request
@@ -396,14 +409,41 @@ class Finding(BaseModel):
         return isoformat_z(value)
 
     def sighting_totals(self) -> Totals:
-        """Its totals, or (none yet) the totals of this sighting alone, over its own first..last seen."""
+        """Its totals, or (none yet) the totals of this sighting alone, over its own first..last seen; either way
+        with this sighting's severity as their ``peak_severity`` (a sighting is one window, judged as it stands, a
+        correlation's raise included)."""
         if self.totals is not None:
-            return self.totals
+            return self.totals.model_copy(update={"peak_severity": self.severity})
         seconds = self.evidence.get("window_seconds")
         end = self.last_seen
         if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
             end = max(end, self.first_seen + timedelta(seconds=seconds))
-        return window_totals(self.kind, self.evidence, self.first_seen, self.last_seen, self.first_seen, end)
+        totals = window_totals(self.kind, self.evidence, self.first_seen, self.last_seen, self.first_seen, end)
+        return totals.model_copy(update={"peak_severity": self.severity})
+
+    def over_period(self, totals: Totals | None) -> Finding:
+        """This finding as stated for a period: ``totals`` (the period's, None for none) and, when they know it,
+        the period's severity, ``totals.peak_severity``.
+
+        **The period's severity is the highest severity any window of the period reached.** Every path judges one
+        window at a time, with the detectors' own thresholds: the service's window evaluator (one scheduled
+        evaluation per closed window), ``analyze-trail``'s per-window pass (:func:`auditor.engine.period_totals`,
+        windows on the records' event times, the service's window length) and the replay. Their sightings' totals
+        merge (:meth:`Totals.merged`: counts add, ``peak_severity`` keeps the highest), so the findings file and
+        report of a week, a replay and ``analyze-trail`` on the same records state the same severity.
+
+        Why not judge the whole period at once (one evaluation of the week, or of the whole input)? The detectors'
+        thresholds are rates and shares within a window (a partition's per-second limit, throttled calls per
+        evaluated window, a key's share of the traffic around it): summed over a longer period they grow with its
+        length (125 throttled calls in 3 hours, never more than 17 in 15 minutes, would be "high" like 125 in one
+        window) or dilute (a burst averaged over a week), and the service, which keeps only each window's
+        sightings, could not compute them. The highest window is what the service already alerted on ("new" or
+        "worsened" at that severity), so the report never states less than was announced.
+        """
+        update: dict[str, Any] = {"totals": totals}
+        if totals is not None and totals.peak_severity is not None:
+            update["severity"] = totals.peak_severity
+        return self.model_copy(update=update)
 
     @classmethod
     def create(

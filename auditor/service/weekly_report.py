@@ -203,10 +203,11 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
 
 def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
     """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
-    finding stored by a version without totals, or one not seen that week)."""
+    finding stored by a version without totals, or one not seen that week) and the severity it reached that week
+    (:meth:`auditor.models.finding.Finding.over_period`; its stored one when the week's totals do not know it)."""
     totals = state.totals_for(week.label)
     stated = totals.over(week.start, week.end) if totals is not None else None
-    return state.model_copy(update={"finding": state.finding.model_copy(update={"totals": stated})})
+    return state.model_copy(update={"finding": state.finding.over_period(stated)})
 
 
 def build_weekly_report(

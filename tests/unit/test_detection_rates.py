@@ -112,6 +112,35 @@ def test_key_with_most_traffic_and_all_throttles_is_key_range() -> None:
     assert f.evidence["cause"] == "key_range"
 
 
+def test_a_burst_key_throttled_alone_is_key_range_even_with_most_of_the_traffic() -> None:
+    # A window of a burst: HOT carries 90 % of the traffic, so its share of the throttles cannot exceed its share of
+    # the traffic by the margin. The other keys' 10 % would have brought them ~10 of 100 throttles had the table run
+    # out of capacity: they got none, so the partition of HOT is what throttled.
+    def window(throttled_others: int, throttles: int = 100) -> list[ApiCall]:
+        calls = [call("PutItem", key={"pk": "HOT"}, at=i * 0.01) for i in range(900)]
+        calls += [call("PutItem", key={"pk": f"K{i}"}, at=i * 0.01 + 0.005) for i in range(100)]
+        calls += [
+            call(
+                "PutItem",
+                key={"pk": f"K{i}" if i < throttled_others else "HOT"},
+                at=i * 0.05,
+                error=PTE,
+                message=GENERIC_PTE,
+            )
+            for i in range(throttles)
+        ]
+        return calls
+
+    [alone] = throttling.detect(span(window(0)), throttling.ThrottlingConfig())
+    assert (alone.evidence["cause"], alone.evidence["cause_source"]) == ("key_range", "concentrated_on_keys")
+    # the others got their share of the throttles: they follow the traffic (the table's capacity)
+    [shared] = throttling.detect(span(window(10)), throttling.ThrottlingConfig())
+    assert (shared.evidence["cause"], shared.evidence["cause_source"]) == ("provisioned", "throttles_follow_traffic")
+    # too few throttles for the others' absence to mean anything (their share would have been under 3)
+    [few] = throttling.detect(span(window(0, throttles=20)), throttling.ThrottlingConfig())
+    assert few.evidence["cause"] == "provisioned"
+
+
 def _batch_get(keys: list[str], at: float) -> ApiCall:
     items = tuple(ItemAccess(table="Orders", operation="BatchGetItem", access=Access.READ, key={"pk": k}) for k in keys)
     base = call("GetItem", at=at)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from auditor.demo.replay import replay_findings
 from auditor.engine import analyze_trail
 from auditor.lifecycle import FindingState, FindingStatus, add_sightings, iso_week, reconcile, transition
 from auditor.models.finding import Finding, FindingKind, Severity, Totals, window_totals
@@ -58,7 +59,9 @@ def test_analyze_trail_totals_sum_every_window_of_the_input(tmp_path: Path) -> N
         peak_per_hour=48.0,  # 12 scans in the busiest 15-minute window
         period_start=T0,
         period_end=T0 + timedelta(minutes=75),
+        peak_severity=Severity.MEDIUM,  # 6 and 12 scans (24 and 48 per hour): medium; 3 scans: low
     )
+    assert scan.severity is Severity.MEDIUM
     doc = result.to_dict()["findings"][0]
     assert doc["totals"] == {  # type: ignore[index]
         "count": 21,
@@ -68,6 +71,7 @@ def test_analyze_trail_totals_sum_every_window_of_the_input(tmp_path: Path) -> N
         "peak_per_hour": 48.0,
         "period_start": "2026-11-30T10:00:00Z",
         "period_end": "2026-11-30T11:15:00Z",
+        "peak_severity": "medium",
     }
 
 
@@ -299,3 +303,64 @@ def test_the_report_says_which_findings_were_stored_without_totals() -> None:
     report = build_weekly_report([change.state], week, now)
     assert report.stored_without_totals == 0 and report.scanners[0].count == 3
     assert "without period totals" not in render_markdown(report)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The period's severity: the highest any window of the period reached, in analyze-trail and in the service
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_analyze_trail_states_the_highest_severity_a_window_reached_not_the_inputs_average(tmp_path: Path) -> None:
+    # 15 scans in 10:00-10:15 (60 per hour: high), 1 scan three hours later (info). Judged as one 3-hour block the
+    # 16 scans would be under 5 per hour (medium); the window the service evaluates was high, and so is the input.
+    times = [T0 + timedelta(seconds=50 * i) for i in range(15)] + [T0 + timedelta(hours=3, minutes=5)]
+    result = analyze_trail([str(_write(tmp_path / "t.json", times))])
+    (scan,) = [f for f in result.findings if f.kind is FindingKind.SCAN]
+    assert scan.severity is Severity.HIGH
+    assert scan.totals is not None
+    assert (scan.totals.count, scan.totals.windows, scan.totals.peak_severity) == (16, 2, Severity.HIGH)
+
+
+def _scans(start: datetime, count: int, severity: Severity) -> Finding:
+    f = _sighting(start, count)
+    return f.model_copy(update={"severity": severity})
+
+
+def test_period_severity_across_windows_and_two_iso_weeks_is_exact() -> None:
+    sunday = datetime(2026, 12, 6, 22, 0, tzinfo=UTC)  # the last two hours of ISO week 2026-W49
+    runs = [
+        [_scans(sunday, 4, Severity.LOW), _scans(sunday + timedelta(minutes=15), 12, Severity.HIGH)],
+        [_scans(sunday + timedelta(minutes=30), 6, Severity.MEDIUM)],  # the latest W49 window: medium
+        [_scans(sunday + timedelta(hours=2), 3, Severity.LOW)],  # Monday 00:00, W50
+        [_scans(sunday + timedelta(hours=2), 3, Severity.CRITICAL)],  # the same window again: not counted
+        [_scans(sunday + timedelta(hours=2, minutes=15), 8, Severity.MEDIUM)],
+        [_scans(sunday + timedelta(hours=3), 2, Severity.INFO)],  # the finding's latest sighting
+    ]
+    states: dict[str, FindingState] = {}
+    now = sunday + timedelta(hours=4)
+    for run in runs:
+        states.update(reconcile(states, run, now, (), 86_400, {}).states)
+    (state,) = states.values()
+    w49, w50 = state.weekly_totals["2026-W49"], state.weekly_totals["2026-W50"]
+    assert (w49.count, w49.windows, w49.peak_severity) == (22, 3, Severity.HIGH)
+    assert (w50.count, w50.windows, w50.peak_severity) == (13, 3, Severity.MEDIUM)
+    assert state.finding.severity is Severity.INFO  # the stored finding is its latest sighting ...
+
+    # ... and each week's report states the severity that week reached, with that week's totals
+    for week, severity, count in (("2026-W49", Severity.HIGH, 22), ("2026-W50", Severity.MEDIUM, 13)):
+        (rf,) = build_weekly_report([state], IsoWeek.parse(week), now).findings
+        assert (rf.finding.severity, rf.finding.totals and rf.finding.totals.count) == (severity, count), week
+
+    # ... and over both weeks (a replay's findings.json), the highest of all
+    period = (sunday, sunday + timedelta(hours=3, minutes=15))
+    (doc,) = replay_findings([state], period)
+    assert (doc["severity"], doc["totals"]["count"], doc["totals"]["peak_severity"]) == ("high", 35, "high")
+
+    # a week whose totals were stored before they knew their severity keeps the stored one
+    legacy = state.model_copy(
+        update={
+            "weekly_totals": {w: t.model_copy(update={"peak_severity": None}) for w, t in state.weekly_totals.items()}
+        }
+    )
+    (rf,) = build_weekly_report([legacy], IsoWeek.parse("2026-W49"), now).findings
+    assert rf.finding.severity is Severity.INFO

@@ -42,6 +42,7 @@ from auditor.models.finding import (
     isoformat_z,
     preferred_source,
     utc,
+    worst,
 )
 
 __all__ = [
@@ -360,6 +361,7 @@ def _same_window(parts: Sequence[Totals]) -> Totals:
         peak_per_hour=None if any(p is None for p in peaks) else sum(p for p in peaks if p is not None),
         period_start=min(p.period_start for p in parts),
         period_end=max(p.period_end for p in parts),
+        peak_severity=worst(p.peak_severity for p in parts),
     )
 
 

@@ -70,8 +70,10 @@ class ThrottlingConfig(DetectorConfig):
     key_concentration: float = 0.5
     few_keys_share: float = 0.8
     #: On a provisioned table a concentration is a hot partition (not exhausted table capacity) when the keys'
-    #: share of the throttles exceeds their share of the traffic by this margin, or their peak rate reaches
-    #: ``key_rate_utilisation`` of a partition's limit.
+    #: share of the throttles exceeds their share of the traffic by this margin, or the other keys were spared (they
+    #: got at most this fraction of the throttles their share of the traffic would have brought them, and that would
+    #: have been at least ``min_keyed_throttles``), or the keys' peak rate reaches ``key_rate_utilisation`` of a
+    #: partition's limit.
     concentration_margin: float = 0.15
     key_rate_utilisation: float = 0.8
     #: Fewer keyed throttles than this decide nothing.
@@ -136,6 +138,11 @@ def _resolve(raw_cause: str, agg: TableWindow, cfg: ThrottlingConfig) -> tuple[s
     traffic = sum(agg.hot.counts.get(k, 0) for k in top) / agg.key_requests if agg.key_requests else 0.0
     share = top1 if top1 >= cfg.key_concentration else top3
     if traffic == 0.0 or share >= traffic + cfg.concentration_margin:
+        return "key_range", "concentrated_on_keys", None
+    # Keys that carry most of a window's traffic (a burst) cannot exceed their traffic share by the margin: there the
+    # other keys tell. Had the throttles followed the traffic, the rest would have got their share of them.
+    fair = total * (1.0 - traffic)
+    if fair >= cfg.min_keyed_throttles and total * (1.0 - top3) <= cfg.concentration_margin * fair:
         return "key_range", "concentrated_on_keys", None
     if _peak_utilisation(agg, top, cfg) >= cfg.key_rate_utilisation:
         return "key_range", "key_rate_at_partition_limit", None
