@@ -3,9 +3,12 @@
 The same local stack as the demo (:mod:`auditor.demo.stack`, moto server) and the same real handlers, in the order
 AWS runs them, on the given files instead of generated traffic:
 
-1. **S3.** Each CloudTrail log file (a ``{"Records": [...]}`` document, gzipped or not) is put into the trail bucket
-   under ``AWSLogs/{account}/CloudTrail/{region}/{yyyy}/{mm}/{dd}/``, so S3's notification lands in the trail queue.
-   Files that are no CloudTrail log document (digests, JSON lines, EventBridge events) are counted and left out.
+1. **S3.** The input's records, read by ``analyze-trail``'s reader (every format it accepts: CloudTrail log files,
+   gzipped or not, JSON lines, EventBridge events, JSON arrays), are put into the trail bucket as a trail delivers
+   them: gzipped CloudTrail log files (``{"Records": [...]}``), one account and Region each, under
+   ``AWSLogs/{account}/CloudTrail/{region}/{yyyy}/{mm}/{dd}/``, so S3's notification lands in the trail queue.
+   Files with no CloudTrail record (digests, other JSON) and files that cannot be read whole are counted and left
+   out.
 2. **Trail ingest** drains the queue, ten messages per invocation (:meth:`ServiceDemo.ingest`).
 3. **Window evaluator**, on the schedule: one scheduled event for every window that holds records, at the moment it
    closes (``window start + window + evaluation delay``), so the windows follow the records' event times: a trail
@@ -23,11 +26,11 @@ being the input's first window to its last, as ``analyze-trail`` states them), `
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import tempfile
 import time
 import urllib.request
-import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,26 +51,24 @@ from auditor.demo.service import (
     scheduled_event,
 )
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
-from auditor.exceptions import InputError
+from auditor.exceptions import InputError, SourceReadError
 from auditor.lifecycle import FindingState
 from auditor.models.finding import Totals
 from auditor.report.model import IsoWeek
-from auditor.sources.cloudtrail import InputSource, discover
+from auditor.sources.cloudtrail import InputSource, discover, iter_records
 
 __all__ = ["ReplayInput", "read_trail_files", "replay_findings", "run_replay"]
 
-_GZIP_MAGIC = b"\x1f\x8b"
-#: A CloudTrail log file is at most a few MB; a file over this is read no further (it is no log file).
-MAX_FILE_BYTES = 512 * 1024 * 1024
+#: Records per CloudTrail log file the replay writes (CloudTrail's own files hold a few thousand at most).
+RECORDS_PER_FILE = 5_000
 
 
 @dataclass
 class TrailFile:
-    """One CloudTrail log file of the input, ready to be put into the trail bucket."""
+    """One CloudTrail log file for the trail bucket: records of one account and Region, gzipped as CloudTrail does."""
 
     name: str
     body: bytes
-    gzipped: bool
     account: str
     region: str
     first: datetime
@@ -76,27 +77,21 @@ class TrailFile:
 
 @dataclass
 class ReplayInput:
-    """The CloudTrail log files of the input and the windows their records fall in."""
+    """The CloudTrail log files made from the input, and the windows their records fall in."""
 
     files: list[TrailFile] = field(default_factory=list)
     window_starts: set[int] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
+    #: Records that are no JSON object (counted and left out, as ``analyze-trail`` counts them).
+    malformed: int = 0
 
     @property
     def records(self) -> int:
         return sum(f.records for f in self.files)
 
 
-def _read_all(source: InputSource) -> bytes:
-    with source.open() as stream:
-        data = stream.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"over {MAX_FILE_BYTES // (1024 * 1024)} MB")
-    return data
-
-
-def _event_time(record: Any) -> datetime | None:
-    value = record.get("eventTime") if isinstance(record, dict) else None
+def _event_time(record: dict[str, Any]) -> datetime | None:
+    value = record.get("eventTime")
     if not isinstance(value, str):
         return None
     try:
@@ -105,39 +100,89 @@ def _event_time(record: Any) -> datetime | None:
         return None
 
 
-def _trail_file(source: InputSource, window_seconds: int, out: ReplayInput) -> None:
-    """Add ``source`` to ``out`` when it is a CloudTrail log document, else note why it is left out."""
+def _place(record: dict[str, Any]) -> tuple[str, str]:
+    """The account and Region whose trail delivers ``record``."""
+    identity = record.get("userIdentity")
+    account = record.get("recipientAccountId") or (identity.get("accountId") if isinstance(identity, dict) else None)
+    return str(account or ACCOUNT), str(record.get("awsRegion") or REGION)
+
+
+class _Packer:
+    """Packs one source's records into CloudTrail log files, one account and Region per file, at most
+    :data:`RECORDS_PER_FILE` records each (so memory holds a file's worth of records, plus the gzipped files)."""
+
+    def __init__(self, name: str, window_seconds: int) -> None:
+        self.name = name
+        self.window_seconds = window_seconds
+        self.pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.files: list[TrailFile] = []
+        self.starts: set[int] = set()
+        self.records = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records += 1
+        place = _place(record)
+        batch = self.pending.setdefault(place, [])
+        batch.append(record)
+        if len(batch) >= RECORDS_PER_FILE:
+            self.flush(place)
+
+    def flush(self, place: tuple[str, str]) -> None:
+        batch = self.pending.pop(place, [])
+        times = [t for t in (_event_time(r) for r in batch) if t is not None]
+        if not times:  # no record with an event time: nothing the service would put in a window
+            return
+        self.starts.update(int(t.timestamp()) // self.window_seconds * self.window_seconds for t in times)
+        body = gzip.compress(orjson.dumps({"Records": batch}), compresslevel=1)
+        self.files.append(TrailFile(self.name, body, place[0], place[1], min(times), len(batch)))
+
+    def finish(self) -> None:
+        for place in list(self.pending):
+            self.flush(place)
+
+
+def _trail_files(source: InputSource, window_seconds: int, out: ReplayInput) -> None:
+    """Add the records of ``source`` to ``out`` as CloudTrail log files, else note why it is left out.
+
+    The records are read by ``analyze-trail``'s reader (:func:`auditor.sources.cloudtrail.iter_records`), so every
+    input it accepts replays: CloudTrail log files (gzipped or not), JSON lines, EventBridge events (their ``detail``
+    is the record) and JSON arrays of either. They reach the trail bucket as a trail delivers them, CloudTrail log
+    files (``{"Records": [...]}``, gzipped) per account and Region. A source that cannot be read whole is left out
+    whole (as ``analyze-trail`` counts it as failed).
+    """
+    packer = _Packer(source.name, window_seconds)
+    malformed = 0
     try:
-        raw = _read_all(source)
-        gzipped = raw[:2] == _GZIP_MAGIC
-        text = gzip.decompress(raw) if gzipped else raw
-        doc = orjson.loads(text)
-    except (OSError, ValueError, EOFError, zlib.error) as exc:
-        out.skipped.append(f"{source.name}: {exc}")
+        with source.open() as stream:
+            for record in iter_records(stream, source.name):
+                if type(record) is dict:
+                    packer.add(record)
+                else:
+                    malformed += 1
+        packer.finish()
+    except SourceReadError as exc:
+        out.skipped.append(str(exc))
         return
-    records = doc.get("Records") if isinstance(doc, dict) else None
-    if not isinstance(records, list):
-        out.skipped.append(f"{source.name}: not a CloudTrail log file (no Records list)")
+    except OSError as exc:
+        out.skipped.append(f"{source.name}: cannot open: {exc.strerror or exc}")
         return
-    times = [t for t in (_event_time(r) for r in records) if t is not None]
-    if not times:
-        out.skipped.append(f"{source.name}: no record with an eventTime")
+    out.malformed += malformed
+    if not packer.files:
+        out.skipped.append(f"{source.name}: no CloudTrail record{' with an eventTime' if packer.records else 's'}")
         return
-    first = next((r for r in records if isinstance(r, dict)), {})
-    account = str(first.get("recipientAccountId") or (first.get("userIdentity") or {}).get("accountId") or ACCOUNT)
-    region = str(first.get("awsRegion") or REGION)
-    out.window_starts.update(int(t.timestamp()) // window_seconds * window_seconds for t in times)
-    out.files.append(TrailFile(source.name, raw, gzipped, account, region, min(times), len(records)))
+    out.files += packer.files
+    out.window_starts |= packer.starts
 
 
 def read_trail_files(paths: list[str], window_seconds: int) -> ReplayInput:
-    """The CloudTrail log files under ``paths`` (the path forms of ``analyze-trail``).
+    """The CloudTrail records under ``paths`` (the path forms and input formats of ``analyze-trail``), packed as
+    CloudTrail log files.
 
-    Raises :class:`InputError` (exit code 2) when a path does not exist or no CloudTrail log file is found.
+    Raises :class:`InputError` (exit code 2) when a path does not exist or no CloudTrail record is found.
     """
     found = ReplayInput()
     for source in discover(paths):
-        _trail_file(source, window_seconds, found)
+        _trail_files(source, window_seconds, found)
     if not found.files:
         why = f" ({found.skipped[0]})" if len(found.skipped) == 1 else ""
         raise InputError(f"{', '.join(paths)}: no CloudTrail log files to replay{why}")
@@ -145,15 +190,9 @@ def read_trail_files(paths: list[str], window_seconds: int) -> ReplayInput:
 
 
 def _object_key(n: int, f: TrailFile) -> str:
-    stem = Path(f.name).name
-    for suffix in (".json.gz", ".gz", ".json"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    return (
-        f"AWSLogs/{f.account}/CloudTrail/{f.region}/{f.first:%Y/%m/%d}/"
-        f"{n:06d}_{stem or 'trail'}{'.json.gz' if f.gzipped else '.json'}"
-    )
+    """``AWSLogs/{account}/CloudTrail/{region}/{yyyy}/{mm}/{dd}/{n}_{the input file's name}.json.gz``."""
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(f.name).name.split(".")[0])
+    return f"AWSLogs/{f.account}/CloudTrail/{f.region}/{f.first:%Y/%m/%d}/{n:06d}_{stem or 'trail'}.json.gz"
 
 
 def replay_findings(states: list[FindingState], period: tuple[datetime, datetime]) -> list[dict[str, Any]]:
@@ -178,9 +217,11 @@ class _Replay(ServiceDemo):
     def put_files(self, found: ReplayInput) -> int:
         for n, f in enumerate(found.files):
             self.s3.put_object(Bucket=self.stack.bucket, Key=_object_key(n, f), Body=f.body)
+        left_out = [f"{len(found.skipped):,} other files"] if found.skipped else []
+        left_out += [f"{found.malformed:,} records that are no JSON object"] if found.malformed else []
         self.say(
             f"  S3      put {len(found.files):,} CloudTrail log files, {found.records:,} records"
-            + (f" ({len(found.skipped):,} other files left out)" if found.skipped else "")
+            + (f" ({' and '.join(left_out)} left out)" if left_out else "")
         )
         return len(found.files)
 
