@@ -83,8 +83,12 @@ def ingest_source(
     file_stats = IngestStats()
     aggs = new_aggregate_set(config)
     try:
-        for call in read_calls(source, file_stats, deduper, shard=shard):
-            aggs.add(call)
+        add, add_item = aggs.add, aggs.add_item
+        for call in read_calls(source, file_stats, deduper, shard=shard, light=True):
+            if isinstance(call, tuple):
+                add_item(call)
+            else:
+                add(call)
     except SourceReadError as exc:
         deduper.rollback()
         stats.files_failed += 1

@@ -23,7 +23,7 @@ import orjson
 
 from auditor.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.aggregates.templates import key_template, value_template
-from auditor.models.api_call import Access, ApiCall, ItemAccess, Statement
+from auditor.models.api_call import Access, ApiCall, ItemAccess, SingleItem, Statement
 
 #: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
 MAX_SERIALIZED_BYTES = 300_000
@@ -519,18 +519,10 @@ class TableWindow:
         This is the hot path of every ingest (one call per CloudTrail record): key accesses are only appended to
         the pending batch, which :meth:`flush` folds into the sketches every :data:`PENDING_LIMIT` accesses.
         """
-        self.calls += 1
-        if epoch < self.first_time:
-            self.first_time = epoch
-        if epoch > self.last_time:
-            self.last_time = epoch
-        ops = self.operations
-        op_name = call.operation
-        ops[op_name] = ops.get(op_name, 0) + 1
+        self._count_call(call.operation, epoch)
         error = call.error_code
         if error is not None:
             self._add_error(call, items, error, pk_hint)
-        bufs: tuple[list[str], list[str], list[int]] | None = None
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
         for item in items:
             is_write = item.access is Access.WRITE
@@ -544,35 +536,7 @@ class TableWindow:
                 self._add_scan(call, item, epoch)
                 template = ""
             elif key:
-                if len(key) == 1:
-                    attr, value = next(iter(key.items()))
-                else:
-                    attr = partition_attr(key, pk_hint)
-                    value = key[attr]
-                # inline for short strings (at most 512 characters are at most 2 KB of UTF-8); encode_key caps the rest
-                encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
-                self.key_requests += 1
-                if bufs is None:
-                    minute = int(epoch // 60)
-                    if minute == self._pending_minute:
-                        bufs = self._pending_bufs
-                    else:
-                        bufs = self._pending.get(minute)
-                        if bufs is None:
-                            bufs = self._pending[minute] = ([], [], [])
-                        self._pending_minute = minute
-                        self._pending_bufs = bufs
-                bufs[0].append(encoded)
-                if is_write:
-                    self.key_writes += 1
-                    bufs[1].append(encoded)
-                    bufs[2].append(int(epoch) * 2 + 1)
-                else:
-                    self.key_reads += 1
-                    if call.consistent_read is False:
-                        self.key_reads_eventual += 1
-                    bufs[2].append(int(epoch) * 2)
-                self._pending_attrs.append(attr if item.statement is None else "")
+                self._add_key(key, is_write, call.consistent_read is False, epoch, pk_hint, item.statement is None)
                 template = key_template(key) or ""
             else:
                 template = ""
@@ -592,6 +556,65 @@ class TableWindow:
                 self._count_pattern(pattern, n, error)
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
+
+    def add_item(
+        self, operation: str, is_write: bool, key: dict[str, Any], epoch: float, eventual: bool, pk_hint: str | None
+    ) -> None:
+        """:meth:`add` for one successful single-item call with a logged key (GetItem, PutItem, UpdateItem,
+        DeleteItem), from the fields :func:`auditor.sources.normalize.single_item` reads: the same counts as ``add``
+        with the call's ``ApiCall``, without building one (the ingest hot path; a test holds the two equal)."""
+        self._count_call(operation, epoch)
+        if is_write:
+            self.item_writes += 1
+        else:
+            self.item_reads += 1
+        self._add_key(key, is_write, eventual, epoch, pk_hint, True)
+        self._count_pattern(("", operation, key_template(key) or "", True), 1, None)
+        if len(self._pending_attrs) >= PENDING_LIMIT:
+            self.flush()
+
+    def _count_call(self, operation: str, epoch: float) -> None:
+        self.calls += 1
+        if epoch < self.first_time:
+            self.first_time = epoch
+        if epoch > self.last_time:
+            self.last_time = epoch
+        ops = self.operations
+        ops[operation] = ops.get(operation, 0) + 1
+
+    def _add_key(
+        self, key: dict[str, Any], is_write: bool, eventual: bool, epoch: float, pk_hint: str | None, schema: bool
+    ) -> None:
+        """One access to a logged (non-empty) key, into the pending batch. ``eventual``: a read made eventually
+        consistent on request; ``schema``: the key's attribute names tell the table's key schema (not PartiQL's)."""
+        if len(key) == 1:
+            attr, value = next(iter(key.items()))
+        else:
+            attr = partition_attr(key, pk_hint)
+            value = key[attr]
+        # inline for short strings (at most 512 characters are at most 2 KB of UTF-8); encode_key caps the rest
+        encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
+        self.key_requests += 1
+        minute = int(epoch // 60)
+        if minute == self._pending_minute:
+            bufs = self._pending_bufs
+        else:
+            found = self._pending.get(minute)
+            if found is None:
+                found = self._pending[minute] = ([], [], [])
+            bufs = self._pending_bufs = found
+            self._pending_minute = minute
+        bufs[0].append(encoded)
+        if is_write:
+            self.key_writes += 1
+            bufs[1].append(encoded)
+            bufs[2].append(int(epoch) * 2 + 1)
+        else:
+            self.key_reads += 1
+            if eventual:
+                self.key_reads_eventual += 1
+            bufs[2].append(int(epoch) * 2)
+        self._pending_attrs.append(attr if schema else "")
 
     def _count_pattern(self, pattern: tuple[str, str, str, bool], items: int, error: str | None) -> None:
         """One call (with ``items`` accesses) of an access pattern; its error code, if it failed."""
@@ -1050,6 +1073,16 @@ class AggregateSet:
         for table in call.tables:
             mine = [i for i in items if i.table == table]
             self._window(call.account, call.region, table, start).add(call, mine, epoch, self.key_schema.get(table))
+
+    def add_item(self, item: SingleItem) -> None:
+        """:meth:`add` for a single-item call read by :func:`auditor.sources.normalize.single_item`."""
+        _, operation, _, epoch, account, region, table, key, is_write, eventual = item
+        ws = self.window_seconds
+        start = int(epoch // ws) * ws
+        tw = self.windows.get((account, region, table, start))
+        if tw is None:
+            tw = self._window(account, region, table, start)
+        tw.add_item(operation, is_write, key, epoch, eventual, self.key_schema.get(table))
 
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)

@@ -21,6 +21,13 @@ class Access(StrEnum):
     WRITE = "write"
 
 
+#: The commonest call, read without building an ``ApiCall`` (see ``auditor.sources.normalize.single_item``): a
+#: successful GetItem, PutItem, UpdateItem or DeleteItem as (event id, operation, event time in UTC, its POSIX
+#: timestamp, account, region, table, key, whether it writes, whether it is a read made eventually consistent on
+#: request).
+SingleItem = tuple[str, str, datetime, float, str, str, str, KeyValues, bool, bool]
+
+
 @dataclass(slots=True)
 class Statement:
     """What a PartiQL statement tells us. ``***(Redacted)`` literals are opaque and never used as keys."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from auditor.exceptions import MalformedRecordError
-from auditor.models.api_call import Access, ApiCall, ItemAccess, Statement
+from auditor.models.api_call import Access, ApiCall, ItemAccess, SingleItem, Statement
 from auditor.sources.key_condition import key_condition, key_condition_legacy
 from auditor.sources.partiql import parse_statement
 
@@ -30,6 +30,7 @@ __all__ = [
     "DYNAMODB_EVENT_SOURCE",
     "STREAM_READ_OPERATIONS",
     "normalize_record",
+    "single_item",
 ]
 
 DYNAMODB_EVENT_SOURCE = "dynamodb.amazonaws.com"
@@ -142,6 +143,9 @@ _WRITE = Access.WRITE
 
 _TIME_CACHE: dict[str, datetime] = {}
 _TIME_CACHE_MAX = 8192
+#: The same event times with their POSIX timestamps, for :func:`single_item` (filled and cleared with
+#: ``_TIME_CACHE``: a time is only ever in it after ``_parse_time`` accepted it).
+_STAMP_CACHE: dict[str, tuple[datetime, float]] = {}
 
 #: Session name of an assumed-role ARN (``arn:aws:sts::a:assumed-role/R/S`` -> ``S``). Keyed by the caller's ARN,
 #: never by anything item-specific; cleared when full so memory stays flat.
@@ -192,7 +196,9 @@ def _parse_time(value: Any) -> datetime:
         raise MalformedRecordError(f"eventTime {value[:40]!r} is out of range (years 1970 to 2999)")
     if len(_TIME_CACHE) >= _TIME_CACHE_MAX:
         _TIME_CACHE.clear()
+        _STAMP_CACHE.clear()
     _TIME_CACHE[value] = parsed
+    _STAMP_CACHE[value] = (parsed, parsed.timestamp())
     return parsed
 
 
@@ -813,6 +819,57 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
     if name in _CONSISTENCY_LOGGED:
         _consistency(call, raw)
     return call
+
+
+#: The operations :func:`single_item` reads, and whether each writes.
+_SINGLE_ITEM_WRITES: dict[str, bool] = {"GetItem": False, "PutItem": True, "UpdateItem": True, "DeleteItem": True}
+_CONSISTENT_READ = _reader_keys("consistentRead")[0]
+
+
+def single_item(record: dict[str, Any]) -> SingleItem | None:
+    """The fields the aggregates read from the commonest record, without building its ``ApiCall``.
+
+    That record is a successful GetItem, PutItem, UpdateItem or DeleteItem whose envelope, table, key, account and
+    region are logged as CloudTrail logs them, at an event time already seen (and checked) by ``_parse_time``. For
+    it, the result holds exactly what :func:`normalize_record` would give (same time, account, region, table, key,
+    access and consistency); the caller is not read, because the aggregates do not count the callers of successful
+    single-item calls. ``None`` for every other record, including any that ``normalize_record`` would reject or
+    read differently: the caller then takes ``normalize_record``, the reference.
+    """
+    try:
+        source, category, management, name, event_id, event_time, raw, _, account, region, _, _ = _ENVELOPE(record)
+    except KeyError:
+        return None
+    if (
+        source != DYNAMODB_EVENT_SOURCE
+        or category == "Management"
+        or management is True
+        or type(name) is not str
+        or type(event_id) is not str
+        or not event_id
+        or type(event_time) is not str
+        or type(raw) is not dict
+        or type(account) is not str
+        or not account
+        or type(region) is not str
+        or _ERROR_CODE in record
+    ):
+        return None
+    is_write = _SINGLE_ITEM_WRITES.get(name)
+    stamp = _STAMP_CACHE.get(event_time)
+    if is_write is None or stamp is None:
+        return None
+    table = raw.get(_TABLE_NAME)
+    key = raw.get(_KEY)
+    if type(table) is not str or not table or type(key) is not dict or not key:
+        return None
+    eventual = False
+    if not is_write:  # GetItem: its logged consistentRead (another spelling: the full path reads it)
+        consistent = raw.get(_CONSISTENT_READ)
+        if consistent is None and not _is_camel(raw):
+            return None
+        eventual = consistent is False
+    return event_id, name, stamp[0], stamp[1], account, region, table, key, is_write, eventual
 
 
 #: Single-table reads whose ``consistentRead`` request parameter CloudTrail logs as sent.
