@@ -558,18 +558,28 @@ class TableWindow:
             self.flush()
 
     def add_item(
-        self, operation: str, is_write: bool, key: dict[str, Any], epoch: float, eventual: bool, pk_hint: str | None
+        self,
+        operation: str,
+        index: str | None,
+        key: dict[str, Any] | None,
+        condition: tuple[str, str] | None,
+        is_write: bool,
+        eventual: bool,
+        epoch: float,
+        pk_hint: str | None,
     ) -> None:
-        """:meth:`add` for one successful single-item call with a logged key (GetItem, PutItem, UpdateItem,
-        DeleteItem), from the fields :func:`auditor.sources.normalize.single_item` reads: the same counts as ``add``
-        with the call's ``ApiCall``, without building one (the ingest hot path; a test holds the two equal)."""
+        """:meth:`add` for one successful GetItem, PutItem, UpdateItem, DeleteItem or Query, from the fields
+        :func:`auditor.sources.normalize.single_item` reads: the same counts as ``add`` with the call's ``ApiCall``,
+        without building one (the ingest hot path; a test holds the two equal)."""
         self._count_call(operation, epoch)
         if is_write:
             self.item_writes += 1
         else:
             self.item_reads += 1
-        self._add_key(key, is_write, eventual, epoch, pk_hint, True)
-        self._count_pattern(("", operation, key_template(key) or "", True), 1, None)
+        if key:
+            self._add_key(key, is_write, eventual, epoch, pk_hint, True)
+        template = _query_template(condition, key) if condition is not None else key_template(key) or ""
+        self._count_pattern((index or "", operation, template, True), 1, None)
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
 
@@ -1076,13 +1086,13 @@ class AggregateSet:
 
     def add_item(self, item: SingleItem) -> None:
         """:meth:`add` for a single-item call read by :func:`auditor.sources.normalize.single_item`."""
-        _, operation, _, epoch, account, region, table, key, is_write, eventual = item
+        _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual = item
         ws = self.window_seconds
         start = int(epoch // ws) * ws
         tw = self.windows.get((account, region, table, start))
         if tw is None:
             tw = self._window(account, region, table, start)
-        tw.add_item(operation, is_write, key, epoch, eventual, self.key_schema.get(table))
+        tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table))
 
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)

@@ -21,11 +21,13 @@ class Access(StrEnum):
     WRITE = "write"
 
 
-#: The commonest call, read without building an ``ApiCall`` (see ``auditor.sources.normalize.single_item``): a
-#: successful GetItem, PutItem, UpdateItem or DeleteItem as (event id, operation, event time in UTC, its POSIX
-#: timestamp, account, region, table, key, whether it writes, whether it is a read made eventually consistent on
-#: request).
-SingleItem = tuple[str, str, datetime, float, str, str, str, KeyValues, bool, bool]
+#: The commonest calls, read without building an ``ApiCall`` (see ``auditor.sources.normalize.single_item``): a
+#: successful GetItem, PutItem, UpdateItem, DeleteItem or Query as (event id, operation, event time in UTC, its POSIX
+#: timestamp, account, region, table, index, key, a Query's key condition, whether it writes, whether it is a read
+#: made eventually consistent on request). The key is None only for a Query that does not log one.
+SingleItem = tuple[
+    str, str, datetime, float, str, str, str, str | None, KeyValues | None, tuple[str, str] | None, bool, bool
+]
 
 
 @dataclass(slots=True)

@@ -822,19 +822,26 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
 
 
 #: The operations :func:`single_item` reads, and whether each writes.
-_SINGLE_ITEM_WRITES: dict[str, bool] = {"GetItem": False, "PutItem": True, "UpdateItem": True, "DeleteItem": True}
+_LIGHT_WRITES: dict[str, bool] = {
+    "GetItem": False,
+    "PutItem": True,
+    "UpdateItem": True,
+    "DeleteItem": True,
+    "Query": False,
+}
 _CONSISTENT_READ = _reader_keys("consistentRead")[0]
 
 
 def single_item(record: dict[str, Any]) -> SingleItem | None:
-    """The fields the aggregates read from the commonest record, without building its ``ApiCall``.
+    """The fields the aggregates read from the commonest records, without building their ``ApiCall``.
 
-    That record is a successful GetItem, PutItem, UpdateItem or DeleteItem whose envelope, table, key, account and
-    region are logged as CloudTrail logs them, at an event time already seen (and checked) by ``_parse_time``. For
-    it, the result holds exactly what :func:`normalize_record` would give (same time, account, region, table, key,
-    access and consistency); the caller is not read, because the aggregates do not count the callers of successful
-    single-item calls. ``None`` for every other record, including any that ``normalize_record`` would reject or
-    read differently: the caller then takes ``normalize_record``, the reference.
+    Those records are successful GetItem, PutItem, UpdateItem, DeleteItem and Query calls whose envelope, table,
+    key (or key condition), account and region are logged as CloudTrail logs them, at an event time already seen
+    (and checked) by ``_parse_time``. For them, the result holds exactly what :func:`normalize_record` would give
+    (same time, account, region, table, index, key, key condition, access and consistency); the caller is not read,
+    because the aggregates do not count the callers of successful single-item calls and Queries. ``None`` for every
+    other record, including any that ``normalize_record`` would reject or read differently: the caller then takes
+    ``normalize_record``, the reference.
     """
     try:
         source, category, management, name, event_id, event_time, raw, _, account, region, _, _ = _ENVELOPE(record)
@@ -855,21 +862,34 @@ def single_item(record: dict[str, Any]) -> SingleItem | None:
         or _ERROR_CODE in record
     ):
         return None
-    is_write = _SINGLE_ITEM_WRITES.get(name)
+    is_write = _LIGHT_WRITES.get(name)
     stamp = _STAMP_CACHE.get(event_time)
     if is_write is None or stamp is None:
         return None
-    table = raw.get(_TABLE_NAME)
-    key = raw.get(_KEY)
-    if type(table) is not str or not table or type(key) is not dict or not key:
-        return None
+    index = condition = None
+    table: Any
+    key: Any
+    if name == "Query":
+        try:
+            request = _fast_query(raw, name)
+        except Exception:  # an unforeseen shape: the full reader decides, as in normalize_record
+            return None
+        if request is None:
+            return None
+        access = request[1][0]
+        table, index, key, condition = access.table, access.index, access.key, access.condition
+    else:
+        table = raw.get(_TABLE_NAME)
+        key = raw.get(_KEY)
+        if type(table) is not str or not table or type(key) is not dict or not key:
+            return None
     eventual = False
-    if not is_write:  # GetItem: its logged consistentRead (another spelling: the full path reads it)
+    if not is_write:  # GetItem, Query: the logged consistentRead (another spelling: the full path reads it)
         consistent = raw.get(_CONSISTENT_READ)
         if consistent is None and not _is_camel(raw):
             return None
         eventual = consistent is False
-    return event_id, name, stamp[0], stamp[1], account, region, table, key, is_write, eventual
+    return event_id, name, stamp[0], stamp[1], account, region, table, index, key, condition, is_write, eventual
 
 
 #: Single-table reads whose ``consistentRead`` request parameter CloudTrail logs as sent.

@@ -102,10 +102,34 @@ HANDED_BACK = {
     },
     "event id empty": {"eventID": ""},
     "event time not text": {"eventTime": 1772442005},
-    "other operation": {"eventName": "Query"},
+    "other operation": {"eventName": "Scan"},
+    "Query in PascalCase": {
+        "eventName": "Query",
+        "requestParameters": {"TableName": "Orders", "KeyConditionExpression": "pk = :v"},
+    },
     "other service": {"eventSource": "s3.amazonaws.com"},
     "no user agent field": {"userAgent": _DELETE},
 }
+
+
+#: Query request parameters as CloudTrail logs them: with an index, a logged partition-key value, the legacy
+#: ``keyConditions``, eventual consistency, and a key condition on a name placeholder.
+QUERIES: list[dict[str, Any]] = [
+    {
+        "tableName": "Orders",
+        "keyConditionExpression": "#n0 = :v0",
+        "expressionAttributeNames": {"#n0": "pk"},
+        "key": {"value": "ORDER#7"},
+    },
+    {
+        "tableName": "Orders",
+        "indexName": "by-status",
+        "keyConditionExpression": "status = :s AND createdAt > :t",
+        "consistentRead": False,
+    },
+    {"tableName": "Orders", "keyConditions": {"pk": {"comparisonOperator": "EQ"}}, "limit": 10},
+    {"tableName": "Orders", "keyConditionExpression": "pk = :v", "key": {"pk": "ORDER#9", "sk": "ITEM#1"}},
+]
 
 
 def _variants() -> list[dict[str, Any]]:
@@ -124,6 +148,8 @@ def _variants() -> list[dict[str, Any]]:
     out.append(_get_item(eventID="dup"))  # delivered twice: counted once
     out.append(_get_item(eventID="dup", eventTime="2026-03-02T09:00:06Z"))  # same id, another event
     out.append(_get_item(eventID="single-attr", requestParameters__key={"id": 42}))
+    for i, params in enumerate(QUERIES):
+        out.append(_get_item(eventID=f"q-{i}", eventName="Query", requestParameters=params))
     out.append(_get_item(eventID="long-value", requestParameters__key={"pk": "x" * 600}))
     return out
 
@@ -187,7 +213,7 @@ def test_light_item_holds_what_the_full_reader_reads() -> None:
     assert call is not None
     item = single_item(record)
     assert item is not None
-    event_id, operation, time, epoch, account, region, table, key, is_write, eventual = item
+    event_id, operation, time, epoch, account, region, table, index, key, condition, is_write, eventual = item
     assert (event_id, operation, time, account, region) == (
         call.event_id,
         call.operation,
@@ -196,7 +222,7 @@ def test_light_item_holds_what_the_full_reader_reads() -> None:
         call.region,
     )
     assert epoch == call.time.timestamp()
-    assert (table, key) == (call.items[0].table, call.items[0].key)
+    assert (table, index, key, condition) == (call.items[0].table, None, call.items[0].key, None)
     assert is_write is False and eventual is (call.consistent_read is False) is True
 
 
@@ -206,3 +232,22 @@ def test_an_event_time_never_checked_takes_the_full_reader() -> None:
     assert normalize_record(record) is not None
     assert single_item(record) is not None
     assert single_item(_get_item(eventTime="9999-12-31T23:59:59Z")) is None  # rejected by the full reader
+
+
+@pytest.mark.parametrize("params", QUERIES, ids=["logged key value", "index", "legacy", "logged key"])
+def test_a_light_query_holds_what_the_full_reader_reads(params: dict[str, Any]) -> None:
+    record = _get_item(eventName="Query", requestParameters=params)
+    call = normalize_record(record)
+    item = single_item(record)
+    assert call is not None and item is not None
+    _, operation, _, _, _, _, table, index, key, condition, is_write, eventual = item
+    access = call.items[0]
+    assert (operation, table, index, key, condition) == (
+        "Query",
+        access.table,
+        access.index,
+        access.key,
+        access.condition,
+    )
+    assert condition is not None
+    assert is_write is False and eventual is (call.consistent_read is False)
