@@ -24,6 +24,7 @@ from auditor.config import AnalysisConfig
 from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
+from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
@@ -448,8 +449,9 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
     The service evaluates each window alone (:func:`auditor.service.evaluate.run_evaluation`, one table window per
     :func:`evaluate`) and sums the sightings of a finding (see :func:`auditor.lifecycle.add_sightings`); here every
     table window is evaluated alone too and the same sums are made, so a replay of the same files through the
-    service gives the same totals, and the same severity: the highest any window reached
-    (:meth:`auditor.models.finding.Finding.over_period` says why). A finding of the whole input that no single
+    service gives the same totals, the same severity (the highest any window reached) and, for throttling, the same
+    cause (the one with the most throttled calls over the windows): :func:`auditor.detectors.findings.period.for_period`
+    says why. A finding of the whole input that no single
     window shows keeps the totals and severity of the whole input. Every finding's period is the input's.
     """
     period = input_period(aggs, config.window_seconds)
@@ -461,4 +463,4 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
         for f in found:
             seen = sums.get(f.id)
             sums[f.id] = f.sighting_totals() if seen is None else seen.merged(f.sighting_totals())
-    return [f.over_period((sums.get(f.id) or f.sighting_totals()).over(*period)) for f in findings]
+    return [for_period(f, (sums.get(f.id) or f.sighting_totals()).over(*period)) for f in findings]

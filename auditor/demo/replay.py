@@ -51,6 +51,7 @@ from auditor.demo.service import (
     scheduled_event,
 )
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
+from auditor.detectors.findings.period import for_period
 from auditor.exceptions import InputError, SourceReadError
 from auditor.lifecycle import FindingState
 from auditor.models.finding import Totals
@@ -197,14 +198,14 @@ def _object_key(n: int, f: TrailFile) -> str:
 
 def replay_findings(states: list[FindingState], period: tuple[datetime, datetime]) -> list[dict[str, Any]]:
     """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input and the
-    severity the highest any of its windows reached (:meth:`auditor.models.finding.Finding.over_period`)."""
+    severity and cause they decide (:func:`auditor.detectors.findings.period.for_period`), as ``analyze-trail``."""
     out = []
     for s in sorted(states, key=lambda s: (s.finding.table, s.finding.kind, s.id)):
         total: Totals | None = None
         for week in sorted(s.weekly_totals):
             t = s.weekly_totals[week]
             total = t if total is None else total.merged(t)
-        finding = s.finding.over_period(None if total is None else total.over(*period))
+        finding = for_period(s.finding, None if total is None else total.over(*period))
         out.append(finding.model_dump(mode="json") | {"status": s.status})
     return out
 

@@ -564,12 +564,14 @@ def _write_report(
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON, each
-    with its week's totals and the severity it reached in them (:meth:`auditor.models.finding.Finding.over_period`)."""
+    with its week's totals and what they decide, its severity and cause
+    (:func:`auditor.detectors.findings.period.for_period`)."""
+    from auditor.detectors.findings.period import for_period
     from auditor.sinks.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
     states = store.week(now)
-    return [s.finding.over_period(s.finding.totals).model_dump(mode="json") | {"status": s.status} for s in states]
+    return [for_period(s.finding, s.finding.totals).model_dump(mode="json") | {"status": s.status} for s in states]
 
 
 def _n(count: int, noun: str) -> str:

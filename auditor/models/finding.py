@@ -202,7 +202,10 @@ class Totals(BaseModel):
     denominator summed over the same windows as ``count`` (the table's key-identified requests), so the share over
     the period is ``count / share_base``; null for other kinds and for totals stored before it existed.
     ``peak_severity`` is the highest severity the finding reached in any of those windows: its severity for the
-    period (:meth:`Finding.over_period`); null for totals stored before it existed.
+    period (:meth:`Finding.over_period`); null for totals stored before it existed. ``by_cause`` is, for a
+    throttling finding, ``count`` by the cause decided in each window and by how it was decided there
+    (``{cause: {cause_source: int}}``; null for other kinds and for totals stored before it existed), so the period's
+    cause is the one with the most throttled requests.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -217,6 +220,7 @@ class Totals(BaseModel):
     share_base: int | None = Field(default=None, ge=0)
     margin: int | None = Field(default=None, ge=0)
     peak_severity: Severity | None = None
+    by_cause: dict[str, dict[str, int]] | None = None
     #: For a finding several sources saw (a throttling story): each source's own totals, never added together; the
     #: top-level fields are those of the first source of :data:`SOURCE_PRECEDENCE` present. None for other findings.
     by_source: dict[str, Totals] | None = None
@@ -234,7 +238,7 @@ class Totals(BaseModel):
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
         out: dict[str, Any] = handler(self)
-        for optional in ("share_base", "margin", "peak_severity", "by_source"):
+        for optional in ("share_base", "margin", "peak_severity", "by_cause", "by_source"):
             if out.get(optional) is None:
                 out.pop(optional, None)
         return out
@@ -305,6 +309,13 @@ class Totals(BaseModel):
         margin = None
         if self.margin is not None or other.margin is not None:  # independent estimates: variances add
             margin = math.ceil(math.hypot(self.margin or 0, other.margin or 0))
+        by_cause = None
+        if self.by_cause is not None or other.by_cause is not None:
+            by_cause = {cause: dict(how) for cause, how in (self.by_cause or {}).items()}
+            for cause, how in (other.by_cause or {}).items():
+                into = by_cause.setdefault(cause, {})
+                for decided_by, n in how.items():
+                    into[decided_by] = into.get(decided_by, 0) + n
         return Totals(
             count=self.count + other.count,
             windows=self.windows + other.windows,
@@ -316,6 +327,7 @@ class Totals(BaseModel):
             share_base=base,
             margin=margin,
             peak_severity=peak_severity,
+            by_cause=by_cause,
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:

@@ -49,6 +49,7 @@ import structlog
 
 from auditor.cost.cost_model import LedgerEntry, LedgerSummary
 from auditor.cost.ledger import week_ledger
+from auditor.detectors.findings.period import for_period
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
@@ -203,11 +204,13 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
 
 def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
     """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
-    finding stored by a version without totals, or one not seen that week) and the severity it reached that week
-    (:meth:`auditor.models.finding.Finding.over_period`; its stored one when the week's totals do not know it)."""
+    finding stored by a version without totals, or one not seen that week) and what they decide: the severity it
+    reached that week and a throttling story's cause over the week
+    (:func:`auditor.detectors.findings.period.for_period`;
+    the stored ones when the week's totals do not know them)."""
     totals = state.totals_for(week.label)
     stated = totals.over(week.start, week.end) if totals is not None else None
-    return state.model_copy(update={"finding": state.finding.over_period(stated)})
+    return state.model_copy(update={"finding": for_period(state.finding, stated)})
 
 
 def build_weekly_report(

@@ -72,11 +72,11 @@ def test_replay_and_analyze_trail_agree_on_a_multi_hour_trail(
             assert a == b, ident
         # the period's severity (the highest any window reached) and, for throttling, its cause
         assert mine["severity"] == theirs["severity"] == a["peak_severity"], ident
-        if ident[0] == "throttling":
-            assert mine["evidence"]["cause"] == theirs["evidence"]["cause"], ident
-            assert [c["cause"] for c in mine["evidence"]["causes"]] == [
-                c["cause"] for c in theirs["evidence"]["causes"]
-            ]
+        if ident[0] == "throttling":  # the period's cause: the most throttled calls, each window's under its cause
+            for key in ("cause", "causes", "cause_decided_by", "cause_source"):
+                assert mine["evidence"][key] == theirs["evidence"][key], (ident, key)
+            assert (mine["title"], mine["recommendation"]) == (theirs["title"], theirs["recommendation"]), ident
+            assert sum(sum(n.values()) for n in a["by_cause"].values()) == a["count"], ident
         compared += 1
     assert compared == len(replayed) >= 8
     severities = {ident[:2]: f["severity"] for ident, f in replayed.items() if ident[0] != "scan"}

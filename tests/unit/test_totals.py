@@ -364,3 +364,71 @@ def test_period_severity_across_windows_and_two_iso_weeks_is_exact() -> None:
     )
     (rf,) = build_weekly_report([legacy], IsoWeek.parse("2026-W49"), now).findings
     assert rf.finding.severity is Severity.INFO
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The period's throttling cause: the cause with the most throttled calls, each window's calls under its own decision
+# --------------------------------------------------------------------------------------------------------------------
+
+GENERIC_PTE = "The level of configured provisioned throughput for the table was exceeded."
+
+
+def _throttled(at: datetime, pk: str, n: int) -> dict[str, Any]:
+    record = _put(at, pk, n)
+    record.update(
+        eventID=f"throttled-{at.timestamp()}-{n}",
+        errorCode="ProvisionedThroughputExceededException",
+        errorMessage=GENERIC_PTE,
+        requestParameters={"tableName": "Orders", "key": {"pk": pk, "sk": f"ORDER#{n}"}},
+    )
+    return record
+
+
+def test_period_cause_counts_each_windows_throttles_under_that_windows_cause(tmp_path: Path) -> None:
+    from auditor.config import AnalysisConfig
+    from auditor.engine import evaluate, ingest
+    from auditor.sources.cloudtrail import discover
+
+    # 10:00-10:15: 30 throttles spread over 30 keys (the table's capacity: provisioned). 10:30-10:45: 10 throttles,
+    # all on CUSTOMER#42, which has a tenth of the traffic (a hot partition: key range). Over the whole input the 40
+    # throttles are spread (the top key has a quarter of them): one decision over it would call all 40 provisioned.
+    records = []
+    for i in range(300):
+        records.append(_put(T0 + timedelta(seconds=2 * i + 1), f"CUSTOMER#{1000 + i}", i))
+        records.append(_put(T0 + timedelta(minutes=30, seconds=2 * i + 1), f"CUSTOMER#{2000 + i}", 1000 + i))
+    records += [_put(T0 + timedelta(minutes=30, seconds=20 * i), "CUSTOMER#42", 3000 + i) for i in range(30)]
+    records += [_throttled(T0 + timedelta(seconds=20 * i), f"CUSTOMER#{5000 + i}", i) for i in range(30)]
+    records += [_throttled(T0 + timedelta(minutes=30, seconds=60 * i), "CUSTOMER#42", 100 + i) for i in range(10)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"Records": records}))
+
+    (direct,) = [f for f in analyze_trail([str(path)]).findings if f.kind is FindingKind.THROTTLING]
+    assert direct.evidence["cause"] == "provisioned"
+    assert [(c["cause"], c["events"], c["share"]) for c in direct.evidence["causes"]] == [
+        ("provisioned", 30, 0.75),
+        ("key_range", 10, 0.25),
+    ]
+    assert direct.title == "Throttling on Orders (provisioned 75%, key range 25%)"
+    assert direct.totals is not None and direct.totals.by_cause == {
+        "provisioned": {"spread_over_keys": 30},
+        "key_range": {"concentrated_on_keys": 10},
+    }
+    # 30 throttles: medium; 10 throttles: medium, raised to high in their window, linked with CUSTOMER#42's hot key
+    assert (direct.severity, direct.totals.count, direct.totals.windows) == (Severity.HIGH, 40, 2)
+
+    # The service's way: each window evaluated alone in its own run, the sightings kept by the lifecycle, and the
+    # week's report: the same cause, shares and severity.
+    config = AnalysisConfig()
+    aggs, _ = ingest(discover([str(path)]), config)
+    states: dict[str, FindingState] = {}
+    for window in sorted(aggs.windows.values(), key=lambda w: w.window_start):
+        found, _ = evaluate([window], config)
+        states.update(reconcile(states, found, T0 + timedelta(hours=1), (), 86_400, {}).states)
+    stored = next(s for s in states.values() if s.finding.kind is FindingKind.THROTTLING)
+    assert stored.finding.evidence["cause"] == "key_range"  # the latest window's own decision ...
+    report = build_weekly_report(list(states.values()), IsoWeek.of(T0), T0 + timedelta(days=7))
+    (rf,) = [r for r in report.findings if r.finding.kind is FindingKind.THROTTLING]
+    for key in ("cause", "causes", "cause_decided_by"):  # ... the week's: the period's
+        assert rf.finding.evidence[key] == direct.evidence[key], key
+    assert (rf.finding.title, rf.finding.severity) == (direct.title, direct.severity)
+    assert "key range throttles" in rf.finding.recommendation  # the minority cause's own fix is given too

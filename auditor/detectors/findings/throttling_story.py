@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from auditor.detectors.trail.throttling import RECOMMENDATIONS as _RECOMMENDATIONS
 from auditor.models.finding import (
     SOURCE_PRECEDENCE,
     Finding,
@@ -348,8 +349,15 @@ def _build(
     return story.model_copy(update={"totals": totals}) if totals is not None else story
 
 
-def _same_window(parts: Sequence[Totals]) -> Totals:
-    """One source's totals of several causes seen in the same window(s): their events add, their windows do not."""
+def _same_window(members: Sequence[Finding]) -> Totals:
+    """One source's totals of its findings (one per cause) in the same window(s): their events add, their windows do
+    not; ``by_cause`` keeps each cause's events, under how the cause was decided."""
+    parts = [m.sighting_totals() for m in members]
+    by_cause: dict[str, dict[str, int]] = {}
+    for m, p in zip(members, parts, strict=True):
+        how = by_cause.setdefault(str(m.evidence.get("cause") or "unknown"), {})
+        source = str(m.evidence.get("cause_source") or "none")
+        how[source] = how.get(source, 0) + p.count
     peaks = [p.peak_per_hour for p in parts]
     margins = [p.margin for p in parts if p.margin is not None]
     return Totals(
@@ -362,6 +370,7 @@ def _same_window(parts: Sequence[Totals]) -> Totals:
         period_start=min(p.period_start for p in parts),
         period_end=max(p.period_end for p in parts),
         peak_severity=worst(p.peak_severity for p in parts),
+        by_cause=by_cause,
     )
 
 
@@ -383,11 +392,7 @@ def merge_throttling(findings: Sequence[Finding]) -> list[Finding]:
         if CLOUDWATCH not in by_source and CLOUDTRAIL not in by_source:
             continue  # Contributor Insights alone: its hot_key finding tells it
         blocks = {s: _block(s, members) for s, members in by_source.items()}
-        parts = {
-            s: _same_window([m.sighting_totals() for m in members])
-            for s, members in by_source.items()
-            if s != CONTRIBUTOR_INSIGHTS
-        }
+        parts = {s: _same_window(members) for s, members in by_source.items() if s != CONTRIBUTOR_INSIGHTS}
         stories[place] = _build(*place, blocks, Totals.of_sources(parts))
     out: list[Finding] = []
     for f in findings:
@@ -402,6 +407,62 @@ def merge_throttling(findings: Sequence[Finding]) -> list[Finding]:
         if story.id not in {o.id for o in out}:
             out.append(story)
     return out
+
+
+def over_period(story: Finding) -> Finding:
+    """``story`` (already stated for a period, :meth:`Finding.over_period`) with the period's causes.
+
+    **The period's cause is the one with the most throttled requests over the period**, each window's requests
+    counted under the cause decided in that window (``totals.by_cause``, of the source that decides the story's
+    cause); how a cause was decided is the way that decided most of its requests. A window decides its cause in its
+    own context (the throttled keys against the traffic of the same minutes); summing the windows' decisions keeps
+    that, where one decision over a week or a whole input would set a burst's throttles against the traffic of hours
+    without one. ``analyze-trail``, the replay and the service's report apply this to the same per-window decisions,
+    so they name the same cause. The title, summary, ``cause``, ``causes`` (with their shares over the period) and
+    recommendation follow; the severity stays the period's.
+    A story whose totals have no causes (stored before they existed) is returned as it is.
+    """
+    totals = story.totals
+    if not is_story(story) or totals is None:
+        return story
+    decider = str(story.evidence.get("cause_decided_in") or "")
+    part = (totals.by_source or {}).get(decider) or totals
+    if not part.by_cause:
+        return story
+    sources: dict[str, Any] = story.evidence["sources"]
+    blocks: dict[str, dict[str, Any]] = {s: dict(b) for s, b in sources.items() if isinstance(b, dict)}
+    if decider not in blocks:
+        return story
+    events = {cause: sum(how.values()) for cause, how in part.by_cause.items()}
+    causes = dict(sorted(events.items(), key=lambda kv: (-kv[1], kv[0])))
+    block = blocks[decider]
+    block["causes"] = causes
+    block["cause_sources"] = {
+        c: min(part.by_cause[c].items(), key=lambda kv: (-kv[1], kv[0]))[0] if part.by_cause[c] else "none"
+        for c in causes
+    }
+    block["recommendations"] = {
+        c: (block.get("recommendations") or {}).get(c) or _RECOMMENDATIONS.get(c, _RECOMMENDATIONS["unknown"])
+        for c in causes
+    }
+    period = _build(story.account, story.region, story.table, story.index, blocks, totals)
+    evidence = dict(period.evidence)
+    for key in ("correlation", "related_finding_ids"):
+        if key in story.evidence:
+            evidence[key] = story.evidence[key]
+    summary = period.summary
+    tail = story.summary.find(" Confirmed by")
+    if tail >= 0:
+        summary += story.summary[tail:]
+    return period.model_copy(
+        update={
+            "evidence": evidence,
+            "summary": summary,
+            "severity": story.severity,
+            "first_seen": story.first_seen,
+            "last_seen": story.last_seen,
+        }
+    )
 
 
 def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -> Finding:
