@@ -16,7 +16,9 @@ the whole file.
 - A background thread reads and gunzips the input in chunks of a few MB and hands them over through a bounded
   queue. zlib and file reads release the GIL, so decompression overlaps with parsing on a second core. While a
   reader runs, the interpreter's GIL switch interval is lowered to 0.5 ms (and restored afterwards): with the
-  default 5 ms the reader thread mostly waits for the GIL (see ``_SwitchInterval``).
+  default 5 ms the reader thread mostly waits for the GIL (see ``_SwitchInterval``). A sharded reader (one of several
+  processes reading the same input, see ``Shard``) inflates in line instead: the other shards keep every core busy,
+  so a thread would only add GIL hand-overs.
 - The parser cuts the ``Records`` array into per-record byte slices and ``orjson.loads`` each one: small, short-lived
   trees are much cheaper than one huge tree (no full GC passes over millions of live objects, cache-friendly).
   Cut points come from ``bytes.find`` of a separator learnt from the data: ``}`` + the comma and whitespace between
@@ -329,10 +331,10 @@ def _member_header(data: bytes, read: Callable[[int], bytes]) -> bytes:
     return data
 
 
-def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -> None:
-    """Read ``stream``, gunzip it if it starts with the gzip magic, and ``emit`` chunks of at most ``chunk_size``.
+def _inflate(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+    """Read ``stream``, gunzip it if it starts with the gzip magic, and yield chunks of at most ``chunk_size``.
 
-    Handles multi-member gzip (and zero padding after the last member). Stops early when ``emit`` returns False.
+    Handles multi-member gzip (and zero padding after the last member). Raises ``_ReadFailureError``.
     """
     read = stream.read
     try:
@@ -349,8 +351,7 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
     if not head.startswith(_GZIP_MAGIC):
         data = head
         while data:
-            if not emit(data):
-                return
+            yield data
             try:
                 data = read(chunk_size)
             except OSError as exc:
@@ -377,8 +378,8 @@ def _produce(stream: BinaryIO, chunk_size: int, emit: Callable[[bytes], bool]) -
                     data = _member_header(stripped, read)
                     decomp = _decompressobj(31)
                 out = decomp.decompress(data, chunk_size)
-                if out and not emit(out):
-                    return
+                if out:
+                    yield out
                 if decomp.eof:
                     data = decomp.unused_data
                     decomp = None
@@ -433,8 +434,14 @@ class _SwitchInterval:
 _switch_interval: Final = _SwitchInterval(_SWITCH_INTERVAL)
 
 
-def _chunks(stream: BinaryIO, name: str, chunk_size: int) -> Generator[bytes, None, None]:
-    """The decompressed content of ``stream`` in chunks, produced by a background thread."""
+def _chunks(stream: BinaryIO, name: str, chunk_size: int, threaded: bool = True) -> Generator[bytes, None, None]:
+    """The decompressed content of ``stream`` in chunks, produced by a background thread unless not ``threaded``."""
+    if not threaded:
+        try:
+            yield from _inflate(stream, chunk_size)
+        except _ReadFailureError as exc:
+            raise SourceReadError(name, exc.reason) from exc
+        return
     with _switch_interval.lowered():
         yield from _threaded_chunks(stream, name, chunk_size)
 
@@ -454,7 +461,9 @@ def _threaded_chunks(stream: BinaryIO, name: str, chunk_size: int) -> Generator[
 
     def run() -> None:
         try:
-            _produce(stream, chunk_size, emit)
+            for chunk in _inflate(stream, chunk_size):
+                if not emit(chunk):
+                    return
         except BaseException as exc:  # handed over to the consumer, which re-raises it
             emit(_Failure(exc))
         else:
@@ -1074,8 +1083,8 @@ def iter_records(
     the module docstring). Records are normally dicts, but an element of ``Records`` (or of a top-level array) that is
     not a JSON object is yielded as it is, for the caller to count as malformed.
 
-    While the generator is alive the GIL switch interval is lowered (see the module docstring); it is restored when
-    the generator finishes or is closed.
+    Without ``shard``, while the generator is alive the GIL switch interval is lowered (see the module docstring); it
+    is restored when the generator finishes or is closed.
 
     Raises ``SourceReadError(name, reason)`` when the input cannot be read: corrupt or truncated gzip data, invalid
     JSON or UTF-8 (the reason gives the byte offset in the decompressed data), a JSON document of another shape, or
@@ -1086,7 +1095,9 @@ def iter_records(
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
-    chunks = _chunks(stream, name, chunk_size)
+    # A sharded reader runs beside the other shards' readers, which keep every CPU busy: a reader thread would only
+    # add GIL hand-overs there, so it inflates in line.
+    chunks = _chunks(stream, name, chunk_size, threaded=shard is None)
     try:
         yield from _Parser(chunks, name, shard).records()
     finally:

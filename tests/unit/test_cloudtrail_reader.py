@@ -827,3 +827,50 @@ def test_directory_walk_refuses_specials_and_reports_unreadable_dirs(
     assert stats.records_read == 2
     assert any("b.json" in p and "FIFO" in p for p in stats.problems)
     assert any("locked" in p and "cannot read directory" in p for p in stats.problems)
+
+
+def _outcome(data: bytes, shard: cloudtrail.Shard | None) -> tuple[list[Any], str | None]:
+    """What ``iter_records`` yields for ``data``, and its failure reason."""
+    got: list[Any] = []
+    try:
+        for r in iter_records(io.BytesIO(data), "in.json.gz", chunk_size=4096, shard=shard):
+            got.append(r)
+    except SourceReadError as exc:
+        return got, exc.reason
+    return got, None
+
+
+def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One of several processes (a shard) inflates without a reader thread, with the same records and errors."""
+    whole = gzip.compress(log_file([rec(i) for i in range(3000)]))
+    corrupt = bytearray(whole)
+    for i in range(20, 40):
+        corrupt[i] ^= 0x55
+    inputs = {
+        "whole": whole,
+        "two members": gzip.compress(log_file(RECORDS)) + gzip.compress(log_file(RECORDS)),
+        "truncated": whole[: len(whole) // 2],
+        "cut in the trailer": whole[:-3],
+        "corrupt": bytes(corrupt),
+        "trailing garbage": gzip.compress(log_file(RECORDS)) + b"garbage",
+        "plain": log_file(RECORDS),
+    }
+    threads: list[str] = []
+    started = cloudtrail._threaded_chunks
+
+    def counted(stream: BinaryIO, name: str, chunk_size: int) -> Any:
+        threads.append(name)
+        return started(stream, name, chunk_size)
+
+    monkeypatch.setattr(cloudtrail, "_threaded_chunks", counted)
+    only = cloudtrail.Shard(0, 1)  # owns every record
+    for name, data in inputs.items():
+        threaded, threaded_error = _outcome(data, None)
+        assert len(threads) == 1, name
+        inline, inline_error = _outcome(data, only)
+        assert len(threads) == 1, name  # no reader thread for a shard
+        threads.clear()
+        assert [r for r in inline if r is not cloudtrail.SKIPPED] == threaded, name
+        assert inline_error == threaded_error, name
+    assert _outcome(inputs["truncated"], only)[1] == "corrupt or truncated gzip data"
+    assert _outcome(inputs["trailing garbage"], only)[1] == "trailing garbage after gzip data"
