@@ -309,8 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--trail",
         nargs="+",
         metavar="PATH",
-        help="replay these CloudTrail files (files, directories, - for stdin) through the pipeline instead of the "
-        "generated traffic; windows follow the records' event times",
+        help="replay these CloudTrail files (files, directories, - for stdin; every format analyze-trail reads) "
+        "through the pipeline instead of the generated traffic; windows follow the records' event times",
     )
     _add_output_options(demo)
     debug_help = "on an internal error, log the full traceback (JSON on stderr; never local variables)"
