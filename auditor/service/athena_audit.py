@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from auditor.config import AnalysisConfig
-from auditor.engine import access_patterns, evaluate, new_aggregate_set
+from auditor.engine import access_patterns, evaluate, new_aggregate_set, period_totals
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding
 from auditor.sources.athena import (
@@ -122,6 +122,8 @@ def run_athena_audit(
     aggregate_rows(rows, aggregates, row_stats)
     spans = aggregates.spans()
     findings, errors = evaluate(spans, config)
+    # stated for the scope's period as analyze-trail states them: totals, severity and cause from the windows
+    findings = period_totals(findings, aggregates, config)
     return AthenaAudit(
         scope,
         table_name(scope),
