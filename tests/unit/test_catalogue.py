@@ -27,6 +27,7 @@ HELPERS = {
     "auditor.detectors.findings.item_size_link",
     "auditor.detectors.findings.throttling_story",
     "auditor.detectors.findings.scan_volume",
+    "auditor.detectors.findings.period",
     "auditor.detectors.trail.timebucket",
     "auditor.detectors.billing.gate",
 }
