@@ -124,6 +124,12 @@ def test_a_trail_spanning_two_weeks_replays_into_two_weeks(tmp_path: Path) -> No
     cli = {_identity(json.loads(f.model_dump_json())): f for f in analyze_trail([str(trail)]).findings}
     theirs = cli[_identity(scans[0])].totals
     assert theirs is not None and totals["count"] == theirs.count and totals["windows"] == theirs.windows == 2
+    # over both weeks, every finding's severity (and a throttling story's cause) is the input's, as analyze-trail's
+    replayed = {_identity(f): f for f in result.findings}
+    assert set(replayed) == set(cli)
+    for ident, mine in replayed.items():
+        assert mine["severity"] == cli[ident].severity.value == mine["totals"]["peak_severity"], ident
+        assert mine["evidence"].get("cause") == cli[ident].evidence.get("cause"), ident
 
 
 def test_a_path_without_cloudtrail_files_is_a_one_line_error(
