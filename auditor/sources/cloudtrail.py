@@ -1245,7 +1245,8 @@ def read_calls(
     With ``light``, the commonest calls (successful single-item calls, see
     :func:`auditor.sources.normalize.single_item`) come as ``SingleItem`` tuples instead of ``ApiCall`` objects:
     the same call, read in a fraction of the time, for a consumer that only aggregates
-    (:meth:`auditor.aggregates.window.AggregateSet.add_item`).
+    (:meth:`auditor.aggregates.window.AggregateSet.add_item`). Only with the default ``normalize``: another one
+    sees every record.
 
     Counts ``records_read`` for every record, ``records_skipped`` (with a ``stats.note``) for malformed ones (not
     a JSON object, or ``MalformedRecordError`` from ``normalize``), ``duplicates_dropped`` for DynamoDB data events
@@ -1264,6 +1265,7 @@ def read_calls(
     (:func:`auditor.engine.ingest_parallel`).
     """
     name = source.name
+    light = light and normalize is normalize_record
     try:
         stream = source.open()
     except OSError as exc:

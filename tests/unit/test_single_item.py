@@ -251,3 +251,16 @@ def test_a_light_query_holds_what_the_full_reader_reads(params: dict[str, Any]) 
     )
     assert condition is not None
     assert is_write is False and eventual is (call.consistent_read is False)
+
+
+def test_a_custom_normaliser_sees_every_record() -> None:
+    records = list(benchmark_records(300, 50, seed=8))
+    seen: list[str] = []
+
+    def normalise(record: Any) -> ApiCall | None:
+        seen.append(record["eventID"])
+        return normalize_record(record)
+
+    calls = list(read_calls(_source(records), IngestStats(), Deduper(), normalise, light=True))
+    assert len(seen) == len(records)
+    assert all(isinstance(c, ApiCall) for c in calls) and calls
