@@ -40,6 +40,9 @@ class Settings(BaseModel):
     slack_secret_arn: str | None = None
     #: Bucket for weekly reports.
     reports_bucket: str | None = None
+    #: Bucket for trail objects' event fingerprints (template.yaml: the reports bucket, under ``fingerprints/``); unset:
+    #: no duplicate check across trail objects (an event delivered in two objects then counts twice).
+    fingerprints_bucket: str | None = None
     #: Analysis tuning as inline JSON (the same document as ``--config FILE``); empty means defaults.
     analysis_config_json: str | None = None
     #: A window is evaluated once its end is this far in the past (CloudTrail delivers within ~15 minutes).

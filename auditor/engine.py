@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import structlog
 
+from auditor.aggregates.fingerprints import EventFingerprints
 from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
 from auditor.cost.sampling import apply_capture
@@ -73,8 +74,12 @@ def ingest_source(
     stats: IngestStats,
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
+    fingerprints: EventFingerprints | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
+
+    ``fingerprints``, when given, gets the fingerprint of every event counted (trail ingest keeps them, so that the
+    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`).
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
     forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
@@ -85,11 +90,23 @@ def ingest_source(
     aggs = new_aggregate_set(config)
     try:
         add, add_item = aggs.add, aggs.add_item
-        for call in read_calls(source, file_stats, deduper, shard=shard, light=True):
-            if isinstance(call, tuple):
-                add_item(call)
-            else:
-                add(call)
+        calls = read_calls(source, file_stats, deduper, shard=shard, light=True)
+        if fingerprints is None:
+            for call in calls:
+                if isinstance(call, tuple):
+                    add_item(call)
+                else:
+                    add(call)
+        else:
+            keep = fingerprints.add
+            for call in calls:
+                if isinstance(call, tuple):
+                    add_item(call)
+                    keep(call[0], call[1], call[3])
+                else:
+                    add(call)
+                    if call.event_id:  # an event without an id is never deduplicated, here or anywhere
+                        keep(call.event_id, call.operation, call.time.timestamp())
     except SourceReadError as exc:
         deduper.rollback()
         stats.files_failed += 1

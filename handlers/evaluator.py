@@ -11,7 +11,9 @@ from functools import partial
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service import health
+from auditor.service.dedupe import Deduplication
 from auditor.service.evaluate import EvaluationParams, run_evaluation
+from auditor.service.ingest import reread_objects
 from auditor.sinks.capture_store import CaptureStore
 from auditor.sinks.ledger_store import LedgerStore
 from auditor.sources.inventory import describe_tables
@@ -24,6 +26,8 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     ddb, table = runtime.CLIENTS.dynamodb, run.state_table()
     params = EvaluationParams.from_settings(run.settings)
     trail = run.settings.capture_trail_name  # the capture controller's plans, when the stack owns its trail
+    prints = run.fingerprint_store()  # events delivered in two trail objects count once
+    dedupe = Deduplication(prints.get, reread_objects(runtime.CLIENTS.s3, params.analysis)) if prints else None
     result = run_evaluation(
         run.window_store(),
         run.findings_store(),
@@ -33,6 +37,7 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         capture=CaptureStore(ddb, table, trail) if trail else None,
         describe=partial(describe_tables, ddb, account=run.account, region=ddb.meta.region_name),
         ledger=LedgerStore(ddb, table),
+        dedupe=dedupe,
     )
     run.emit(health.evaluation(result, schedule.time, params.analysis.window_seconds))
     return result.as_dict()

@@ -42,6 +42,7 @@ from auditor.config import Settings, get_settings
 from auditor.observability import configure_logging
 from auditor.service.health import NAMESPACE, SERVICE, HealthMetric
 from auditor.sinks.findings_store import FindingsStore
+from auditor.sinks.fingerprint_store import FingerprintStore
 from auditor.sinks.window_store import RETRY_CONFIG, WindowStore
 from auditor.sources.audit_clients import AuditClients, build_clients
 
@@ -176,6 +177,11 @@ class Invocation:
 
     def window_store(self) -> WindowStore:
         return WindowStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.state_retention_days)
+
+    def fingerprint_store(self) -> FingerprintStore | None:
+        """Where trail objects' event fingerprints go (None: the duplicate check across objects is off)."""
+        bucket = self.settings.fingerprints_bucket
+        return FingerprintStore(CLIENTS.s3, bucket) if bucket else None
 
     def findings_store(self) -> FindingsStore:
         return FindingsStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.finding_retention_days)

@@ -21,11 +21,12 @@ from handlers.runtime import Invocation, lambda_runtime
 
 @lambda_runtime(None)
 def lambda_handler(event: dict[str, Any], run: Invocation) -> PartialItemFailureResponse:
-    store, config = run.window_store(), run.settings.analysis_config()
+    store, config, prints = run.window_store(), run.settings.analysis_config(), run.fingerprint_store()
 
     def record_handler(record: SqsRecordModel) -> None:
         run.bind(message_id=record.messageId)
-        objects = process_trail_message(runtime.CLIENTS.s3, store, str(record.body), config, datetime.now(UTC))
+        body, now = str(record.body), datetime.now(UTC)
+        objects = process_trail_message(runtime.CLIENTS.s3, store, body, config, now, prints)
         run.emit(health.trail_objects(objects))
 
     processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel, raise_on_entire_batch_failure=False)

@@ -278,8 +278,7 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
         with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10):
             pass
         stack: Stack = create_stack(endpoint, catcher.url)
-        reports_bucket = f"ddb-auditor-demo-reports-{ACCOUNT}"
-        aws_client("s3", endpoint).create_bucket(Bucket=reports_bucket)
+        reports_bucket = stack.reports_bucket
         announce(
             f"replay: {len(found.files):,} CloudTrail files, {found.records:,} records, "
             f"{period[0]:%Y-%m-%d %H:%M} to {period[1]:%Y-%m-%d %H:%M} UTC ({', '.join(w.label for w in weeks)})"
@@ -287,7 +286,7 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
         for line in found.skipped[:5]:
             announce(f"  left out: {line}")
         demo = _Replay(stack, catcher, work, announce, work / "trail")
-        env = stack.environment() | {"REPORTS_BUCKET": reports_bucket}
+        env = stack.environment()
         ingest, evaluation = RunSummary(), RunSummary()
         emf: list[str] = []
         with _environment(env), _metrics_to(emf.append):

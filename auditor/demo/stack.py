@@ -135,6 +135,8 @@ class Stack:
     topic_arn: str
     secret_arn: str
     table_name: str
+    #: Weekly reports, and the trail objects' event fingerprints (``fingerprints/``), as in template.yaml.
+    reports_bucket: str
 
     def environment(self) -> dict[str, str]:
         """The environment template.yaml gives the functions, pointed at the local endpoint."""
@@ -147,6 +149,8 @@ class Stack:
             "STATE_TABLE_NAME": self.table_name,
             "FINDINGS_TOPIC_ARN": self.topic_arn,
             "SLACK_SECRET_ARN": self.secret_arn,
+            "REPORTS_BUCKET": self.reports_bucket,
+            "FINGERPRINTS_BUCKET": self.reports_bucket,
             "LOG_LEVEL": "WARNING",
             # The demo plants an hour of CloudWatch metrics: the metrics audit reads that hour (default: a day).
             "AUDIT_LOOKBACK_SECONDS": "3600",
@@ -209,4 +213,6 @@ def create_stack(
         Name=f"{prefix}/slack-webhook", SecretString=json.dumps({"webhook_url": webhook_url})
     )["ARN"]
     table = create_state_table(ddb, f"{prefix}-state")
-    return Stack(endpoint, bucket, trail_url, alerts_url, topic_arn, secret_arn, table)
+    reports = f"{prefix}-reports-{ACCOUNT}"
+    s3.create_bucket(Bucket=reports)
+    return Stack(endpoint, bucket, trail_url, alerts_url, topic_arn, secret_arn, table, reports)

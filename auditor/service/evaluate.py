@@ -46,6 +46,7 @@ from auditor.cost.plan import captured_seconds
 from auditor.engine import TableSchemas, evaluate
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
+from auditor.service.dedupe import Deduplication
 from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import publish_pending
@@ -100,6 +101,10 @@ class WindowLoader(Protocol):
         """One merged aggregate per (account, region, table, start) of the given windows."""
         ...
 
+    def load_window_parts(self, starts: Iterable[int]) -> list[list[tuple[str, TableWindow]]]:
+        """The same contributions, unmerged, with their source ids (for the duplicate check)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class EvaluationParams:
@@ -146,6 +151,9 @@ class EvaluationResult(RecordResult):
     #: More closed windows wait for the next run.
     backlog: bool = False
     detector_errors: list[str] = field(default_factory=list)
+    #: The duplicate check across trail objects: objects read again together, and events two objects both counted.
+    objects_reread: int = 0
+    events_shared: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (window starts as the first and last only)."""
@@ -220,11 +228,13 @@ def run_evaluation(
     describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
     ledger: WindowLedger | None = None,
+    dedupe: Deduplication | None = None,
 ) -> EvaluationResult:
     """Evaluate the windows closed since the last run, store the findings' changes and publish them.
 
     ``capture``: the capture controller's plans (None: the trail logs everything). ``ledger``: the daily cost
-    ledger, which gets each evaluated window's data events per table."""
+    ledger, which gets each evaluated window's data events per table. ``dedupe``: the duplicate check across trail
+    objects (:mod:`auditor.service.dedupe`; None: contributions are merged as they are)."""
     now = utc(now)
     result = EvaluationResult()
     cursor = findings_store.get_cursor()
@@ -239,7 +249,9 @@ def run_evaluation(
     )
     result.window_starts = starts
     if starts:
-        _evaluate_and_store(window_store, findings_store, params, now, starts, result, describe, capture, ledger)
+        _evaluate_and_store(
+            window_store, findings_store, params, now, starts, result, describe, capture, ledger, dedupe
+        )
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
@@ -260,8 +272,13 @@ def _evaluate_and_store(
     describe: DescribeTables | None = None,
     capture: CapturePlans | None = None,
     ledger: WindowLedger | None = None,
+    dedupe: Deduplication | None = None,
 ) -> None:
-    windows = window_store.load_windows(starts)
+    if dedupe is None:
+        windows = window_store.load_windows(starts)
+    else:
+        windows, checked = dedupe.load(window_store, starts)
+        result.objects_reread, result.events_shared = checked.objects_reread, checked.events_shared
     result.table_windows = len(windows)
     if ledger is not None:  # the data events ingested per table and window (a window evaluated again overwrites)
         for tw in windows:

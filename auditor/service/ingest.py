@@ -27,15 +27,17 @@ are not DynamoDB data-plane calls are counted (``ignored``) and skipped; malform
 (``records_skipped``) and skipped; neither is retried. Only a chunk whose commit fails (after the client's retries)
 reports its messages as failed, for SQS to redeliver.
 
-Limitation: an event delivered in two *different* CloudTrail files counts in both (the CLI drops it); per-event
-markers for every trail record would cost one write per API call. CloudTrail duplicates are rare. Do not feed the
-same events through both pipelines.
+An event delivered in two *different* CloudTrail files: each object's ingest also writes the fingerprints of the
+events it counted (:class:`auditor.sinks.fingerprint_store.FingerprintStore`), and the evaluator reads the objects
+that share events again, together, before it merges a window (:mod:`auditor.service.dedupe`), so the event counts
+once, as in the CLI. Per-event markers for every trail record (as the events pipeline has) would cost one write per
+API call. Do not feed the same events through both pipelines: the two are not checked against each other.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,11 +46,13 @@ import orjson
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
+from auditor.aggregates.fingerprints import EventFingerprints
 from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source, new_aggregate_set
 from auditor.exceptions import AuditorError, MalformedRecordError
 from auditor.models.api_call import ApiCall
+from auditor.sinks.fingerprint_store import FingerprintStore
 from auditor.sinks.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
 from auditor.sources.cloudtrail import Deduper
 from auditor.sources.normalize import normalize_record
@@ -131,8 +135,12 @@ def process_trail_object(
     now: datetime,
     *,
     etag: str | None = None,
+    fingerprints: FingerprintStore | None = None,
 ) -> ObjectResult:
     """Ingest one CloudTrail object into the window store, exactly once (see the module docstring).
+
+    With ``fingerprints``, the fingerprints of the events counted are written there first, for the evaluator's
+    duplicate check across objects (:mod:`auditor.service.dedupe`).
 
     Raises :class:`ObjectUnreadableError` when the object is missing or unreadable (nothing is stored).
     """
@@ -142,12 +150,15 @@ def process_trail_object(
         return result
     source_id = f"s3://{bucket}/{key}"
     stats = IngestStats()
+    prints = EventFingerprints(config.window_seconds) if fingerprints is not None else None
     with trail_object(s3, bucket, key) as obj:
-        aggregates = ingest_source(obj.source, config, Deduper(), stats)
+        aggregates = ingest_source(obj.source, config, Deduper(), stats, fingerprints=prints)
     object_etag = obj.etag
     if aggregates is None:
         reason = stats.problems[0] if stats.problems else f"{source_id}: unreadable"
         raise ObjectUnreadableError(reason)
+    if fingerprints is not None and prints is not None:
+        fingerprints.put(source_id, prints)
     items = store.put_contributions(source_id, aggregates, now)
     counters = stats.as_dict()
     marked = store.mark_processed(bucket, key, etag=object_etag or etag, stats=counters, now=now)
@@ -166,8 +177,39 @@ def process_trail_object(
     return result
 
 
+def reread_objects(s3: S3Client, config: AnalysisConfig) -> Callable[[Sequence[str]], AggregateSet | None]:
+    """For the evaluator's duplicate check (:mod:`auditor.service.dedupe`): read CloudTrail objects again, given
+    their source ids (``s3://bucket/key``), together with one deduplicator, as ``analyze-trail`` reads them. None when
+    one of them cannot be read (logged)."""
+
+    def reread(source_ids: Sequence[str]) -> AggregateSet | None:
+        total = new_aggregate_set(config)
+        deduper = Deduper()
+        stats = IngestStats()
+        for source_id in source_ids:
+            bucket, _, key = source_id.removeprefix("s3://").partition("/")
+            try:
+                with trail_object(s3, bucket, key) as obj:
+                    part = ingest_source(obj.source, config, deduper, stats)
+            except ObjectUnreadableError as exc:
+                log.warning("reread_failed", source=source_id, error=str(exc))
+                return None
+            if part is None:
+                log.warning("reread_failed", source=source_id, error=stats.problems[-1:] or "unreadable")
+                return None
+            total.merge(part, take=True)
+        return total
+
+    return reread
+
+
 def process_trail_message(
-    s3: S3Client, store: WindowStore, body: str | bytes, config: AnalysisConfig, now: datetime
+    s3: S3Client,
+    store: WindowStore,
+    body: str | bytes,
+    config: AnalysisConfig,
+    now: datetime,
+    fingerprints: FingerprintStore | None = None,
 ) -> list[ObjectResult]:
     """Handle one SQS message of the trail-ingest queue: every log object it notifies, in order.
 
@@ -192,7 +234,16 @@ def process_trail_message(
         else:
             try:
                 results.append(
-                    process_trail_object(s3, store, ref.bucket, ref.key, config, now, etag=_quoted_etag(ref.etag))
+                    process_trail_object(
+                        s3,
+                        store,
+                        ref.bucket,
+                        ref.key,
+                        config,
+                        now,
+                        etag=_quoted_etag(ref.etag),
+                        fingerprints=fingerprints,
+                    )
                 )
             except ObjectUnreadableError as exc:
                 log.error("trail_object_failed", bucket=ref.bucket, key=ref.key, error=str(exc))

@@ -220,25 +220,25 @@ class WindowStore:
         For each window start: Query the window index, then Query each window partition (paginated). Sorted by
         (table, start, account, region). A contribution that cannot be decoded is logged and skipped.
         """
-        merged: list[TableWindow] = []
+        return merge_parts(self.load_window_parts(starts))
+
+    def load_window_parts(self, starts: Iterable[int]) -> list[list[tuple[str, TableWindow]]]:
+        """The contributions of the given windows, unmerged: for each (account, region, table, start), its
+        (source id, aggregate) pairs. A contribution that cannot be decoded is logged and skipped."""
+        out: list[list[tuple[str, TableWindow]]] = []
         for start in sorted(set(starts)):
             for ref in self._query(keys.window_index_pk(start)):
                 account = ref.get("account", {}).get("S") or None
                 region = ref.get("region", {}).get("S") or None
                 table = ref["table"]["S"]
-                window: TableWindow | None = None
+                parts: list[tuple[str, TableWindow]] = []
                 for item in self._query(keys.window_pk(account, region, table, start)):
                     part = self._decode(item)
-                    if part is None:
-                        continue
-                    if window is None:
-                        window = part
-                    else:
-                        window.merge(part)
-                if window is not None:
-                    merged.append(window)
-        merged.sort(key=lambda w: (w.table, w.window_start, w.account or "", w.region or ""))
-        return merged
+                    if part is not None:
+                        parts.append((str(item.get("source", {}).get("S") or item[keys.SK]["S"]), part))
+                if parts:
+                    out.append(parts)
+        return out
 
     @staticmethod
     def _decode(item: Mapping[str, Any]) -> TableWindow | None:
@@ -369,3 +369,19 @@ def _loads(data: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("aggregate is not a JSON object")
     return value
+
+
+def merge_parts(parts: Iterable[Sequence[tuple[str, TableWindow]]]) -> list[TableWindow]:
+    """One merged ``TableWindow`` per group of contributions, sorted by (table, start, account, region)."""
+    merged: list[TableWindow] = []
+    for group in parts:
+        window: TableWindow | None = None
+        for _, part in group:
+            if window is None:
+                window = part
+            else:
+                window.merge(part)
+        if window is not None:
+            merged.append(window)
+    merged.sort(key=lambda w: (w.table, w.window_start, w.account or "", w.region or ""))
+    return merged

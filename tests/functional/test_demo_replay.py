@@ -21,10 +21,10 @@ START = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 
 
 def _trail(folder: Path, start: datetime, hours: float, seed: int) -> Path:
-    # No duplicated records across files: the service counts a record delivered in two files twice (a documented
-    # limit of the S3 path), analyze-trail once.
+    # Records delivered again in a neighbouring file: the service's duplicate check counts them once, as
+    # analyze-trail does (auditor.service.dedupe).
     records = generate_workload(Workload(hours=hours, seed=seed), start)
-    write_trail(records, folder, seed=seed, duplicates=0, late_fraction=0.0)
+    write_trail(records, folder, seed=seed, duplicates=25, late_fraction=0.0)
     return folder
 
 

@@ -141,6 +141,7 @@ INSIGHT_RULES_ARN = {
     "Fn::Sub": "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:"
     "insight-rule/DynamoDBContributorInsights-*"
 }
+FINGERPRINT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/fingerprints/*"}
 REPORT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/reports/*"}
 
 
@@ -246,7 +247,8 @@ CAPTURE_TRAIL_SELECTORS = frozenset({"cloudtrail:GetEventSelectors", "cloudtrail
 
 NEEDS: dict[str, Needs] = {
     "TrailIngestFunction": Needs(
-        actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
+        # GetObject: the trail objects; PutObject: their event fingerprints (the evaluator's duplicate check)
+        actions=LOGS | XRAY | SQS_CONSUME | {"s3:GetObject", "s3:PutObject"} | TRAIL_INGEST_DDB | KMS_THROUGH_SERVICES,
         dynamodb={"table": TRAIL_INGEST_DDB},
         kms_via=frozenset({"sqs", "s3", "dynamodb"}),
     ),
@@ -257,9 +259,15 @@ NEEDS: dict[str, Needs] = {
     ),
     "EvaluatorFunction": Needs(
         # DescribeTable: the key schemas of the evaluated windows' tables (PartiQL full-scan decision)
-        actions=LOGS | XRAY | EVALUATOR_DDB_TABLE | {"sns:Publish", "dynamodb:DescribeTable"} | KMS_THROUGH_SERVICES,
+        # S3: the trail objects' event fingerprints (GetObject, ListBucket on their prefix) and, for objects that
+        # share events, the objects themselves (GetObject)
+        actions=LOGS
+        | XRAY
+        | EVALUATOR_DDB_TABLE
+        | {"sns:Publish", "dynamodb:DescribeTable", "s3:GetObject", "s3:ListBucket"}
+        | KMS_THROUGH_SERVICES,
         dynamodb={"table": EVALUATOR_DDB_TABLE, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings (GSI1)
-        kms_via=frozenset({"sns", "dynamodb"}),
+        kms_via=frozenset({"sns", "dynamodb", "s3"}),
         audited=frozenset({"dynamodb:DescribeTable"}),
     ),
     "NotifierFunction": Needs(
@@ -551,6 +559,13 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "s3" and name == "WeeklyReportFunction":
                 assert actions == {"s3:PutObject", "s3:GetObject"}, (name, s)
                 assert granted_on == [REPORT_OBJECTS_ARN], f"{name}: only the reports bucket's reports/: {s}"
+            elif service == "s3" and granted_on == [FINGERPRINT_OBJECTS_ARN]:
+                # the event fingerprints of trail objects: ingest writes them, the evaluator reads them
+                expected = {"TrailIngestFunction": {"s3:PutObject"}, "EvaluatorFunction": {"s3:GetObject"}}
+                assert actions == expected.get(name), (name, s)
+            elif service == "s3" and actions == {"s3:ListBucket"}:
+                assert name == "EvaluatorFunction" and granted_on == [getatt("ReportsBucket")], (name, s)
+                assert s["Condition"] == {"StringLike": {"s3:prefix": "fingerprints/*"}}, (name, s)
             elif service == "s3":
                 assert actions == {"s3:GetObject"} and len(granted_on) == 1, (name, s)
                 _assert_trail_objects_only(stack, granted_on[0])
@@ -617,7 +632,9 @@ def _assert_kms_statement(name: str, s: Mapping[str, Any], needs: Needs) -> None
         assert services == needs.kms_via, (name, s)
         assert set(as_list(s["Action"])) <= KMS_THROUGH_SERVICES, (name, s)
     elif s["Resource"] == ref("TrailKmsKeyArn"):
-        assert name == "TrailIngestFunction" and services == {"s3"} and s["Action"] == "kms:Decrypt", s
+        # the trail objects: read by trail ingest, and again by the evaluator when two objects share events
+        assert name in ("TrailIngestFunction", "EvaluatorFunction"), s
+        assert services == {"s3"} and s["Action"] == "kms:Decrypt", s
     elif s["Resource"] == ref("SlackSecretKmsKeyArn"):
         assert name == "NotifierFunction" and services == {"secretsmanager"} and s["Action"] == "kms:Decrypt", s
     else:

@@ -1,0 +1,115 @@
+"""Event fingerprints: which events an ingest counted, per window, so that two inputs can be checked for overlap.
+
+CloudTrail may deliver one event in two different log files. Each file is aggregated on its own (its window
+contributions), so the service would count such an event twice. Trail ingest therefore keeps, for every object, a
+64-bit fingerprint of each event it counted, per window start; the evaluator compares the fingerprints of a
+window's objects and re-reads only the objects that share events, together, with one deduplicator
+(:mod:`auditor.service.dedupe`).
+
+A fingerprint hashes what makes an event one event for the deduplicator (``eventID``, ``eventName`` and the event
+time). Distinct events that collide (about one pair in 2^64 / n^2) only cost an unnecessary re-read, never a wrong
+count: the re-read deduplicates on the full identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterator
+
+import orjson
+
+__all__ = ["EventFingerprints", "fingerprint"]
+
+_MAGIC = b"ddb-audit-fingerprints/1\n"
+
+
+def fingerprint(event_id: str, operation: str, epoch: float) -> int:
+    """The event's 64-bit fingerprint (stable across processes and versions of Python)."""
+    data = f"{event_id}\x1f{operation}\x1f{epoch!r}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+class EventFingerprints:
+    """The fingerprints of the events one input counted, by window start."""
+
+    __slots__ = ("_windows", "window_seconds")
+
+    def __init__(self, window_seconds: int) -> None:
+        if window_seconds <= 0:
+            raise ValueError("window_seconds must be positive")
+        self.window_seconds = window_seconds
+        self._windows: dict[int, array[int]] = {}
+
+    def add(self, event_id: str, operation: str, epoch: float) -> None:
+        """One counted event."""
+        start = int(epoch // self.window_seconds) * self.window_seconds
+        found = self._windows.get(start)
+        if found is None:
+            found = self._windows[start] = array("Q")
+        found.append(fingerprint(event_id, operation, epoch))
+
+    def window(self, start: int) -> array[int]:
+        """The fingerprints of the events in the window starting at ``start`` (empty when none)."""
+        return self._windows.get(start, array("Q"))
+
+    def starts(self) -> list[int]:
+        return sorted(self._windows)
+
+    def __len__(self) -> int:
+        return sum(len(a) for a in self._windows.values())
+
+    def to_bytes(self) -> bytes:
+        """A header line (JSON: window seconds, then each window start with its count) and the fingerprints as
+        little-endian unsigned 64-bit integers, window by window in that order."""
+        starts = self.starts()
+        header = orjson.dumps(
+            {"window_seconds": self.window_seconds, "windows": [[s, len(self._windows[s])] for s in starts]}
+        )
+        body = bytearray(_MAGIC + header + b"\n")
+        for s in starts:
+            values = array("Q", self._windows[s])
+            if values.itemsize != 8:  # pragma: no cover - every supported platform has 64-bit unsigned long long
+                raise RuntimeError("no 64-bit array type")
+            body += values.tobytes() if _LITTLE else _swapped(values)
+        return bytes(body)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> EventFingerprints:
+        """Read :meth:`to_bytes`'s output; ``ValueError`` for anything else (wrong header, wrong length)."""
+        if not data.startswith(_MAGIC):
+            raise ValueError("not an event fingerprint file")
+        end = data.find(b"\n", len(_MAGIC))
+        if end < 0:
+            raise ValueError("fingerprint file without a header")
+        try:
+            header = orjson.loads(data[len(_MAGIC) : end])
+            seconds = int(header["window_seconds"])
+            windows = [(int(s), int(n)) for s, n in header["windows"]]
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad fingerprint header: {exc}") from None
+        out = cls(seconds)
+        pos = end + 1
+        if any(n < 0 for _, n in windows) or pos + 8 * sum(n for _, n in windows) != len(data):
+            raise ValueError("fingerprint file length does not match its header")
+        for start, n in windows:
+            values = array("Q")
+            values.frombytes(data[pos : pos + 8 * n])
+            if not _LITTLE:  # pragma: no cover - big-endian hosts
+                values.byteswap()
+            out._windows[start] = values
+            pos += 8 * n
+        return out
+
+    def __iter__(self) -> Iterator[tuple[int, array[int]]]:
+        for s in self.starts():
+            yield s, self._windows[s]
+
+
+_LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
+
+
+def _swapped(values: array[int]) -> bytes:  # pragma: no cover - big-endian hosts
+    copy = array("Q", values)
+    copy.byteswap()
+    return copy.tobytes()

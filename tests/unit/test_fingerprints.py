@@ -1,0 +1,62 @@
+"""Event fingerprints (what each trail object counted) and the grouping of objects that share events."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditor.aggregates.fingerprints import EventFingerprints, fingerprint
+from auditor.service.dedupe import group_overlaps
+
+EPOCH = 1_764_583_200.0  # 2025-12-01T10:00:00Z, a window start
+
+
+def test_fingerprint_is_the_event_identity() -> None:
+    a = fingerprint("11111111-2222-3333-4444-555555555555", "GetItem", EPOCH + 5)
+    assert a == fingerprint("11111111-2222-3333-4444-555555555555", "GetItem", EPOCH + 5)
+    assert a != fingerprint("11111111-2222-3333-4444-555555555555", "PutItem", EPOCH + 5)
+    assert a != fingerprint("11111111-2222-3333-4444-555555555555", "GetItem", EPOCH + 6)
+    assert 0 <= a < 2**64
+    assert fingerprint("\ud800-lone-surrogate", "GetItem", EPOCH) >= 0  # any str an input can hold
+
+
+def test_round_trip_by_window() -> None:
+    prints = EventFingerprints(900)
+    prints.add("a", "GetItem", EPOCH + 1)
+    prints.add("b", "PutItem", EPOCH + 899.5)
+    prints.add("c", "Query", EPOCH + 900)
+    back = EventFingerprints.from_bytes(prints.to_bytes())
+    assert back.window_seconds == 900 and back.starts() == [int(EPOCH), int(EPOCH) + 900]
+    assert list(back.window(int(EPOCH))) == [
+        fingerprint("a", "GetItem", EPOCH + 1),
+        fingerprint("b", "PutItem", EPOCH + 899.5),
+    ]
+    assert list(back.window(int(EPOCH) + 900)) == [fingerprint("c", "Query", EPOCH + 900)]
+    assert list(back.window(0)) == [] and len(back) == 3
+    assert EventFingerprints.from_bytes(EventFingerprints(60).to_bytes()).starts() == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"something else\n",
+        b"ddb-audit-fingerprints/1\n",
+        b'ddb-audit-fingerprints/1\n{"window_seconds": 900, "windows": [[0, 2]]}\n' + b"\0" * 15,
+        b'ddb-audit-fingerprints/1\n{"window_seconds": 900, "windows": [[0, -1]]}\n',
+        b'ddb-audit-fingerprints/1\n{"window_seconds": 0, "windows": []}\n',
+        b"ddb-audit-fingerprints/1\n[1, 2]\n",
+    ],
+)
+def test_anything_else_is_refused(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        EventFingerprints.from_bytes(data)
+
+
+def test_groups_are_transitive_and_only_of_sharing_sources() -> None:
+    groups, shared = group_overlaps({"s3://b/1": [1, 2, 3], "s3://b/2": [3, 4], "s3://b/3": [4, 5], "s3://b/4": [6, 7]})
+    assert groups == [["s3://b/1", "s3://b/2", "s3://b/3"]]
+    assert shared == 2
+    assert group_overlaps({"s3://b/1": [1], "s3://b/2": [2]}) == ([], 0)
+    assert group_overlaps({}) == ([], 0)
+    groups, shared = group_overlaps({"s3://b/9": [5, 5], "s3://b/1": [5]})  # repeated inside one object too
+    assert groups == [["s3://b/1", "s3://b/9"]] and shared == 1
