@@ -88,6 +88,10 @@ def ingest_source(
     """
     file_stats = IngestStats()
     aggs = new_aggregate_set(config)
+    # Records are parsed into many short-lived objects and the aggregates hold no cycles: the cyclic GC would only
+    # walk the growing aggregates again and again (trail ingest calls this directly, the CLI through ingest()).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         add, add_item = aggs.add, aggs.add_item
         calls = read_calls(source, file_stats, deduper, shard=shard, light=True)
@@ -102,11 +106,11 @@ def ingest_source(
             for call in calls:
                 if isinstance(call, tuple):
                     add_item(call)
-                    keep(call[0], call[1], call[3])
+                    keep(call[0], call[3])
                 else:
                     add(call)
                     if call.event_id:  # an event without an id is never deduplicated, here or anywhere
-                        keep(call.event_id, call.operation, call.time.timestamp())
+                        keep(call.event_id, call.time.timestamp())
     except SourceReadError as exc:
         deduper.rollback()
         stats.files_failed += 1
@@ -115,6 +119,9 @@ def ingest_source(
         if outcomes is not None:
             outcomes.append(None)
         return None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     if outcomes is not None:
         outcomes.append((file_stats.records_seen, file_stats.records_read))
     deduper.commit()

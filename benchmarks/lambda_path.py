@@ -9,11 +9,12 @@ What it does:
 1. Takes the ingest benchmark's cached ``{"Records":[...]}`` ``.json.gz`` file (``benchmarks.ingest``; default
    200,000 records, generated once).
 2. Starts a moto server (``ThreadedMotoServer``, real HTTP) in its own process, and in another process creates the
-   state table (``auditor.demo.stack.create_state_table``, the template's key schema), a bucket, and uploads the
-   file under a CloudTrail log key.
+   state table (``auditor.demo.stack.create_state_table``, the template's key schema), the trail and reports
+   buckets, and uploads the file under a CloudTrail log key.
 3. Runs, ``R`` times (default 3, medians reported), a fresh process that imports ``handlers.trail_ingest`` and calls
    ``lambda_handler`` with an SQS event carrying the S3 notification of that object (the shape of
-   ``events/trail_ingest_sqs.json``): S3 object in, state-table writes out. Each run uses a new object key and an
+   ``events/trail_ingest_sqs.json``): S3 object in, state-table writes and the object's event fingerprints (one S3
+   PUT, ``FINGERPRINTS_BUCKET`` as the template sets it) out. Each run uses a new object key and an
    empty state table, so every run ingests (none is a duplicate). In that process it measures:
 
    - CPU seconds of the invocation (``getrusage``: every thread, the gunzip reader included) and of its main
@@ -27,8 +28,9 @@ What it does:
    or ``--memory-mb``). Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB, so a
    CPU-bound invocation lasts about ``CPU s / (memory / 1769)`` below that; above it, no less than the main
    thread's CPU time. GB-seconds = memory in GB x that duration; arm64 price $0.0000133334 per GB-second (the
-   template's architecture), plus $0.20 per million requests and the state table's $0.625 per million write
-   request units. Network time to S3 and DynamoDB is not modelled (a local moto server answers in microseconds).
+   template's architecture), plus $0.20 per million requests, the state table's $0.625 per million write
+   request units and S3's $0.005 per 1,000 PUTs. Network time to S3 and DynamoDB is not modelled (a local moto
+   server answers in microseconds).
 
 Processes are spawned from this driver, which imports only the standard library and ``benchmarks.ingest`` (a child's
 ``ru_maxrss`` is never below its parent's; see ``benchmarks.ingest``).
@@ -55,11 +57,14 @@ MB_PER_VCPU = 1769
 PRICE_GB_SECOND = 0.0000133334
 PRICE_REQUEST = 0.20 / 1_000_000
 PRICE_WRITE_UNIT = 0.625 / 1_000_000
+PRICE_S3_PUT = 0.005 / 1_000
 #: CloudTrail writes at most 50 MB (compressed) per log file; SQS hands the function up to 5 objects at once.
 MAX_OBJECT_GZ_BYTES = 50 * 1_000_000
 BATCH_SIZE = 5
 
 BUCKET = "aws-cloudtrail-logs-111122223333-bench"
+#: The reports bucket, where trail ingest writes each object's event fingerprints (``FINGERPRINTS_BUCKET``).
+REPORTS = "auditor-reports-bench"
 TABLE = "auditor-state-bench"
 REGION = "us-east-1"
 
@@ -87,6 +92,7 @@ def _env(endpoint: str) -> dict[str, str]:
         AWS_REGION=REGION,
         AWS_ENDPOINT_URL=endpoint,
         STATE_TABLE_NAME=TABLE,
+        FINGERPRINTS_BUCKET=REPORTS,
         LOG_LEVEL="WARNING",
         POWERTOOLS_SERVICE_NAME="trail-ingest",
         POWERTOOLS_METRICS_NAMESPACE="DdbTrafficAuditor",
@@ -123,8 +129,10 @@ def _setup(path: str, key: str) -> int:
     if TABLE in ddb.list_tables()["TableNames"]:
         ddb.delete_table(TableName=TABLE)
     create_state_table(ddb, TABLE)
-    if BUCKET not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
-        s3.create_bucket(Bucket=BUCKET)
+    buckets = [b["Name"] for b in s3.list_buckets().get("Buckets", [])]
+    for bucket in (BUCKET, REPORTS):
+        if bucket not in buckets:
+            s3.create_bucket(Bucket=bucket)
     s3.upload_file(path, BUCKET, key)
     return 0
 
@@ -206,6 +214,12 @@ def _invoke(key: str, size: int) -> int:
 
     for op in ("PutItem", "BatchWriteItem"):
         ddb.meta.events.register(f"before-parameter-build.dynamodb.{op}", count)
+    puts = {"requests": 0}
+
+    def count_put(**_: Any) -> None:
+        puts["requests"] += 1
+
+    runtime.CLIENTS.s3.meta.events.register("before-parameter-build.s3.PutObject", count_put)
     cold = resource.getrusage(resource.RUSAGE_SELF)
     cold_wall = time.perf_counter() - t0
 
@@ -234,6 +248,7 @@ def _invoke(key: str, size: int) -> int:
                 "peak_mb": done.ru_maxrss / 1024,
                 "stats": stats,
                 "writes": writes,
+                "s3_puts": puts["requests"],
             }
         ),
         flush=True,
@@ -312,6 +327,7 @@ def run(args: argparse.Namespace) -> None:
     cold_cpu = statistics.median(r["cold_cpu_s"] for r in good)
     units = statistics.median(r["writes"]["units"] for r in good)
     items = statistics.median(r["writes"]["items"] for r in good)
+    s3_puts = statistics.median(r["s3_puts"] for r in good)
     per_m = 1_000_000 / args.records
     stats = good[0]["stats"]
     print()
@@ -323,6 +339,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"CPU per million records: {cpu * per_m:.2f} s (main thread {main_cpu * per_m:.2f} s)")
     print(f"peak memory: {peak:.0f} MB for a {size / 1e6:.1f} MB gz object (streamed: bounded, not per record)")
     print(f"state-table writes per object: {items:.0f} items, {units:.0f} write request units")
+    print(f"S3 PUTs per object: {s3_puts:.0f} (its event fingerprints)")
     records_max = args.records * MAX_OBJECT_GZ_BYTES / size
     print()
     print(
@@ -333,7 +350,7 @@ def run(args: argparse.Namespace) -> None:
     for mb in sizes:
         duration, gbs = lambda_cost(cpu * per_m, main_cpu * per_m, mb)
         # One invocation per object (BatchSize 5 shares one invocation between up to 5 objects: fewer requests).
-        dollars = gbs * PRICE_GB_SECOND + per_m * PRICE_REQUEST + units * per_m * PRICE_WRITE_UNIT
+        dollars = gbs * PRICE_GB_SECOND + per_m * (PRICE_REQUEST + units * PRICE_WRITE_UNIT + s3_puts * PRICE_S3_PUT)
         biggest, _ = lambda_cost(cpu * records_max / args.records, main_cpu * records_max / args.records, mb)
         mark = "  <- template" if mb == memory else ""
         fits = "" if peak < mb else "  (does not fit: peak memory)"
@@ -342,7 +359,7 @@ def run(args: argparse.Namespace) -> None:
             f"{biggest * BATCH_SIZE:>13.1f}{mark}{fits}"
         )
     duration, gbs = lambda_cost(cpu * per_m, main_cpu * per_m, memory)
-    dollars = gbs * PRICE_GB_SECOND + per_m * PRICE_REQUEST + units * per_m * PRICE_WRITE_UNIT
+    dollars = gbs * PRICE_GB_SECOND + per_m * (PRICE_REQUEST + units * PRICE_WRITE_UNIT + s3_puts * PRICE_S3_PUT)
     print()
     print(
         f"lambda_cpu_s_per_million={cpu * per_m:.3f} peak_mb={peak:.1f} memory_mb={memory} "

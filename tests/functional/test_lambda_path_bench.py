@@ -27,6 +27,7 @@ RECORDS = 3_000
 @pytest.fixture
 def handler_env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("STATE_TABLE_NAME", lambda_path.TABLE)
+    monkeypatch.setenv("FINGERPRINTS_BUCKET", lambda_path.REPORTS)
     runtime.reset()
     yield aws_reset
     runtime.reset()
@@ -58,6 +59,9 @@ def test_invocation_reports_the_records_and_the_write_units_the_table_holds(
     items = _items(handler_env)
     assert out["writes"]["items"] == len(items) > 2
     assert out["writes"]["units"] == sum(write_capacity_units(item_size(item)) for item in items)
+    # One PUT: the object's event fingerprints, as the deployed function writes them (FINGERPRINTS_BUCKET).
+    stored = client("s3", handler_env).list_objects_v2(Bucket=lambda_path.REPORTS).get("Contents", [])
+    assert out["s3_puts"] == len(stored) == 1 and stored[0]["Key"].startswith("fingerprints/")
 
 
 def test_cost_model_follows_lambda_cpu_allocation() -> None:
