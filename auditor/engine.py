@@ -94,23 +94,16 @@ def ingest_source(
     gc.disable()
     try:
         add, add_item = aggs.add, aggs.add_item
-        calls = read_calls(source, file_stats, deduper, shard=shard, light=True)
-        if fingerprints is None:
-            for call in calls:
-                if isinstance(call, tuple):
-                    add_item(call)
-                else:
-                    add(call)
-        else:
-            keep = fingerprints.add
-            for call in calls:
-                if isinstance(call, tuple):
-                    add_item(call)
+        keep = fingerprints.add if fingerprints is not None else None
+        for call in read_calls(source, file_stats, deduper, shard=shard, light=True):
+            if isinstance(call, tuple):
+                add_item(call)
+                if keep is not None:
                     keep(call[0], call[3])
-                else:
-                    add(call)
-                    if call.event_id:  # an event without an id is never deduplicated, here or anywhere
-                        keep(call.event_id, call.time.timestamp())
+            else:
+                add(call)
+                if keep is not None and call.event_id:  # an event without an id is never deduplicated anywhere
+                    keep(call.event_id, call.time.timestamp())
     except SourceReadError as exc:
         deduper.rollback()
         stats.files_failed += 1

@@ -14,15 +14,16 @@ identity (``eventID``, ``eventName``, event time).
 
 from __future__ import annotations
 
+import sys
 import zlib
 from array import array
-from collections.abc import Iterator
 
 import orjson
 
 __all__ = ["EventFingerprints", "fingerprint"]
 
 _MAGIC = b"ddb-audit-fingerprints/2\n"
+_LITTLE = sys.byteorder == "little"
 
 
 def fingerprint(event_id: str) -> int:
@@ -50,8 +51,7 @@ class EventFingerprints:
         found = self._windows.get(start)
         if found is None:
             found = self._windows[start] = array("Q")
-        data = event_id.encode("utf-8", "surrogatepass")
-        found.append(zlib.crc32(data) << 32 | zlib.adler32(data))  # fingerprint(), inline: once per record
+        found.append(fingerprint(event_id))
 
     def window(self, start: int) -> array[int]:
         """The fingerprints of the events in the window starting at ``start`` (empty when none)."""
@@ -72,10 +72,11 @@ class EventFingerprints:
         )
         body = bytearray(_MAGIC + header + b"\n")
         for s in starts:
-            values = array("Q", self._windows[s])
-            if values.itemsize != 8:  # pragma: no cover - every supported platform has 64-bit unsigned long long
-                raise RuntimeError("no 64-bit array type")
-            body += values.tobytes() if _LITTLE else _swapped(values)
+            values = self._windows[s]
+            if not _LITTLE:  # pragma: no cover - big-endian hosts
+                values = array("Q", values)
+                values.byteswap()
+            body += values.tobytes()
         return bytes(body)
 
     @classmethod
@@ -104,16 +105,3 @@ class EventFingerprints:
             out._windows[start] = values
             pos += 8 * n
         return out
-
-    def __iter__(self) -> Iterator[tuple[int, array[int]]]:
-        for s in self.starts():
-            yield s, self._windows[s]
-
-
-_LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
-
-
-def _swapped(values: array[int]) -> bytes:  # pragma: no cover - big-endian hosts
-    copy = array("Q", values)
-    copy.byteswap()
-    return copy.tobytes()

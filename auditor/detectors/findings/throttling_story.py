@@ -446,14 +446,7 @@ def over_period(story: Finding) -> Finding:
         for c in causes
     }
     period = _build(story.account, story.region, story.table, story.index, blocks, totals)
-    evidence = dict(period.evidence)
-    for key in ("correlation", "related_finding_ids"):
-        if key in story.evidence:
-            evidence[key] = story.evidence[key]
-    summary = period.summary
-    tail = story.summary.find(" Confirmed by")
-    if tail >= 0:
-        summary += story.summary[tail:]
+    evidence, summary = _with_correlation(period, story)
     return period.model_copy(
         update={
             "evidence": evidence,
@@ -463,6 +456,20 @@ def over_period(story: Finding) -> Finding:
             "last_seen": story.last_seen,
         }
     )
+
+
+def _with_correlation(rebuilt: Finding, story: Finding) -> tuple[dict[str, Any], str]:
+    """The evidence and summary of ``rebuilt`` (a story built again from its parts) with what a correlation added
+    to ``story``: its evidence keys and the "Confirmed by ..." sentence of its summary."""
+    evidence = dict(rebuilt.evidence)
+    for key in ("correlation", "related_finding_ids"):
+        if key in story.evidence:
+            evidence[key] = story.evidence[key]
+    summary = rebuilt.summary
+    tail = story.summary.find(" Confirmed by")
+    if tail >= 0:
+        summary += story.summary[tail:]
+    return evidence, summary
 
 
 def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -> Finding:
@@ -486,14 +493,7 @@ def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -
     if not added:
         return seen
     story = _build(seen.account, seen.region, seen.table, seen.index, {**mine, **added}, seen.totals)
-    evidence = dict(story.evidence)
-    for key in ("correlation", "related_finding_ids"):
-        if key in seen.evidence:
-            evidence[key] = seen.evidence[key]
-    summary = story.summary
-    tail = seen.summary.find(" Confirmed by")
-    if tail >= 0:
-        summary += seen.summary[tail:]
+    evidence, summary = _with_correlation(story, seen)
     # The stored severity was decided with the parts carried over (a correlation may have raised it): it holds
     # while they are current.
     severity = max(story.severity, seen.severity, stored.severity, key=lambda s: s.rank)
