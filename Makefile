@@ -8,7 +8,11 @@ STAMP  := $(VENV)/.installed-dev
 
 .PHONY: venv test lint typecheck unit demo bench bench-lambda clean tools template-check build fuzz
 
-$(STAMP): pyproject.toml
+# The install compiles the ingest hot path with mypyc (setup.py: COMPILED) next to its sources, so it is redone when
+# one of them changes: an edited module must never run as its older compiled copy (tests/conftest.py checks too).
+COMPILED_SOURCES := $(shell grep -o '"auditor/[a-z_/]*\.py"' setup.py | tr -d '"')
+
+$(STAMP): pyproject.toml setup.py $(COMPILED_SOURCES)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -23,8 +27,16 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# The whole suite runs on the compiled modules (what `pip install` gives the CLI); then the tests of the compiled
+# modules, the fuzz corpus and the ingest handlers run again on their interpreted source (what Lambda runs).
+PURE_TESTS := tests/fuzz $(addprefix tests/unit/test_,$(addsuffix .py, \
+                window templates sketch fingerprints normalize partiql single_item real_shapes edge_dates \
+                key_encoding_limits catalogue detection_rates workloads cloudtrail_reader)) \
+              $(addprefix tests/functional/test_,$(addsuffix .py,trail_ingest window_store cross_object_dedupe evaluator))
+
 unit: venv
 	$(BIN)/pytest -q
+	$(BIN)/python -m pytest -q -p tests.pure_python $(PURE_TESTS)
 
 test: lint typecheck unit template-check
 
@@ -103,7 +115,8 @@ build: tools
 # function's own artifact is only the project's code (auditor/ and handlers/, without the demo), so the dependencies
 # are built, uploaded and stored once instead of once per function. SAM's makefile builder calls build-<LogicalId>
 # with ARTIFACTS_DIR set. Everything is installed from Linux wheels for the template's runtime and architecture
-# (python3.12, arm64); no tests/, events/ or dev tools ride along (the test oracle lives in tests/). The install is
+# (python3.12, arm64), the project itself as pure Python (DDB_AUDIT_COMPILE=0: setup.py's compiler targets this
+# machine, not Lambda); no tests/, events/ or dev tools ride along (the test oracle lives in tests/). The install is
 # done once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and split into the two parts.
 LAMBDA_FUNCTIONS := DependenciesLayer \
                     TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
@@ -111,7 +124,7 @@ LAMBDA_FUNCTIONS := DependenciesLayer \
 LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package
-LAMBDA_SOURCES   := pyproject.toml README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*')
+LAMBDA_SOURCES   := pyproject.toml setup.py README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
 #: What a function's own artifact holds (the project and its metadata; the rest of $(LAMBDA_PACKAGE) is the layer).
 LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 
@@ -119,9 +132,10 @@ LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 	@rm -rf $(LAMBDA_PACKAGE) && mkdir -p $(LAMBDA_PACKAGE)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	mkdir "$$tmp/src" && cp -R pyproject.toml README.md auditor handlers "$$tmp/src/"; \
+	mkdir "$$tmp/src" && cp -R pyproject.toml setup.py README.md auditor handlers "$$tmp/src/"; \
 	find "$$tmp/src" -name __pycache__ -prune -exec rm -rf {} +; \
-	$(PYTHON) -m pip wheel $(PIP_FLAGS) --no-deps --wheel-dir "$$tmp/wheels" "$$tmp/src"; \
+	find "$$tmp/src" -name '*.so' -delete; \
+	DDB_AUDIT_COMPILE=0 $(PYTHON) -m pip wheel $(PIP_FLAGS) --no-deps --wheel-dir "$$tmp/wheels" "$$tmp/src"; \
 	$(PYTHON) -m pip install $(PIP_FLAGS) --no-compile --no-warn-conflicts --only-binary=:all: \
 		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON) \
 		--target $(LAMBDA_PACKAGE) "$$tmp"/wheels/*.whl

@@ -13,7 +13,10 @@ What it does:
 
    (a) the parse floor: read the file, ``gzip.decompress``, ``orjson.loads`` of the whole document, GC disabled;
    (b) the pipeline on one core: ``python -m auditor analyze-trail FILE --format json --jobs 1``;
-   (c) the pipeline as users run it (default ``--jobs``: one process per CPU for a large input).
+   (c) the pipeline as users run it (default ``--jobs``: one process per CPU for a large input);
+   (d) (b) again on the interpreted source alone (:mod:`benchmarks.interpreted`), which is what the Lambda
+       functions run: (b) and (c) run ``analyze-trail`` as installed, with the modules ``pip install`` compiled
+       (setup.py). The first line says how many modules are compiled.
 
    Both pipelines write to /dev/null. For each: wall time (process start to exit, interpreter start-up included
    for all), records/s, CPU time and peak RSS from ``os.wait4`` (the child's own ``ru_maxrss``; with several
@@ -230,8 +233,11 @@ def floor_argv(path: Path) -> list[str]:
     return [sys.executable, "-c", FLOOR, str(path)]
 
 
-def pipeline_argv(path: Path, jobs: int | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "auditor", "analyze-trail", str(path), "--format", "json"]
+def pipeline_argv(path: Path, jobs: int | None = None, *, interpreted: bool = False) -> list[str]:
+    """``analyze-trail`` as installed (compiled modules where ``pip install`` built them), or with ``interpreted``
+    from the source alone (what the Lambda functions run; see :mod:`benchmarks.interpreted`)."""
+    module = "benchmarks.interpreted" if interpreted else "auditor"
+    argv = [sys.executable, "-m", module, "analyze-trail", str(path), "--format", "json"]
     return argv if jobs is None else [*argv, "--jobs", str(jobs)]
 
 
@@ -289,8 +295,20 @@ def run(args: argparse.Namespace) -> None:
         flush=True,
     )
 
+    probe = subprocess.run(
+        [sys.executable, "-c", "from benchmarks.interpreted import compiled_modules; print(len(compiled_modules()))"],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    compiled = probe.stdout.strip() if probe.returncode == 0 else "?"
+    print(f"analyze-trail as installed: {compiled} modules compiled (setup.py; 0: interpreted source)", flush=True)
+
     floors: list[Run] = []
     ones: list[Run] = []
+    sources: list[Run] = []
     pipes: list[Run] = []
     raw_bytes = 0
     for i in range(args.repeat):  # interleaved, so drift (thermal, page cache, other load) hits all alike
@@ -308,15 +326,17 @@ def run(args: argparse.Namespace) -> None:
         ones.append(one)
         p = measure(pipeline_argv(path))
         pipes.append(p)
-        states = ", ".join("ok" if r.ok else r.detail for r in (one, p))
+        src = measure(pipeline_argv(path, jobs=1, interpreted=True))
+        sources.append(src)
+        states = ", ".join("ok" if r.ok else r.detail for r in (one, p, src))
         print(
             f"  run {i + 1}/{args.repeat}: floor {f.wall_s:.2f} s wall {f.cpu_s:.2f} s CPU; --jobs 1 "
-            f"{one.wall_s:.2f} s wall {one.cpu_s:.2f} s CPU; default {p.wall_s:.2f} s wall {p.cpu_s:.2f} s CPU "
-            f"({states})",
+            f"{one.wall_s:.2f} s wall {one.cpu_s:.2f} s CPU; default {p.wall_s:.2f} s wall {p.cpu_s:.2f} s CPU; "
+            f"--jobs 1 interpreted {src.cpu_s:.2f} s CPU ({states})",
             flush=True,
         )
 
-    floor, one_s, pipe = Summary.of(floors), Summary.of(ones), Summary.of(pipes)
+    floor, one_s, pipe, src_s = Summary.of(floors), Summary.of(ones), Summary.of(pipes), Summary.of(sources)
     if raw_bytes:
         print(f"raw JSON: {raw_bytes / 1e6:.1f} MB, {raw_bytes / records:,.0f} bytes per record")
     print()
@@ -324,6 +344,7 @@ def run(args: argparse.Namespace) -> None:
     print(_row("(a) parse floor", floor, records))
     print(_row("(b) analyze-trail --jobs 1", one_s, records))
     print(_row("(c) analyze-trail", pipe, records))
+    print(_row("(d) (b) interpreted source", src_s, records))
     good = [p for p in pipes if p.ok]
     if good:
         print(
@@ -352,6 +373,10 @@ def run(args: argparse.Namespace) -> None:
             f"pipeline / floor peak RSS:      {rss_ratio:.3f}  (target <= {TARGET_RSS_RATIO:.1f})  "
             f"{_verdict(rss_ratio <= TARGET_RSS_RATIO)}"
         )
+        pairs = [(f, d) for f, d in zip(floors, sources, strict=True) if f.ok and d.ok]
+        if pairs:
+            src_ratio = statistics.median(f.cpu_s / d.cpu_s for f, d in pairs)
+            print(f"floor CPU / (d) CPU:            {src_ratio:.2f}  (the interpreted source, as Lambda runs it)")
         print(f"    ({len(triples)} repeats; medians of the per-repeat ratios)")
     else:
         reason = next((r.detail for r in (*pipes, *ones, *floors) if not r.ok), "no run succeeded")

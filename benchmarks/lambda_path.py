@@ -382,6 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.setup:
         return _setup(*args.setup)
     if args.invoke:
+        # The handler runs its interpreted source, as in Lambda (whose package is built pure Python), even where
+        # `pip install` compiled modules here.
+        from benchmarks.interpreted import use_source
+
+        use_source()
         return _invoke(args.invoke[0], int(args.invoke[1]))
     if args.records < 1 or args.repeat < 1:
         parser.error("--records and --repeat must be >= 1")

@@ -186,7 +186,9 @@ class DistinctCounter:
                 self._hll_add(v)
             return
         assert other.registers is not None
-        for i, r in enumerate(other.registers):
+        theirs = other.registers
+        for i in range(len(theirs)):  # not enumerate(): mypyc cannot compile a loop over a bytearray
+            r = theirs[i]
             if r > regs[i]:
                 regs[i] = r
 
@@ -196,7 +198,8 @@ class DistinctCounter:
             return len(self.exact)
         regs = self.registers
         assert regs is not None
-        raw = _HLL_ALPHA * _HLL_M * _HLL_M / sum(2.0**-r for r in regs)
+        # bytes(regs): mypyc cannot compile a loop over a bytearray
+        raw = _HLL_ALPHA * _HLL_M * _HLL_M / sum(2.0**-r for r in bytes(regs))
         zeros = regs.count(0)
         if raw <= 2.5 * _HLL_M and zeros:
             raw = _HLL_M * math.log(_HLL_M / zeros)

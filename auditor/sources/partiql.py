@@ -100,7 +100,7 @@ _UNKNOWN = Statement(verb="UNKNOWN", table=None)
 _PARAM_VALUE: Any = object()
 
 
-def parse_statement(text: str, partition_key: str | None = None) -> Statement:
+def parse_statement(text: object, partition_key: object = None) -> Statement:
     """Parse one PartiQL statement as CloudTrail logs it.
 
     ``partition_key``, when known, makes ``full_scan`` precise: a SELECT/UPDATE/DELETE is a full scan unless
@@ -111,12 +111,10 @@ def parse_statement(text: str, partition_key: str | None = None) -> Statement:
     Never raises: unparseable text gives ``Statement(verb="UNKNOWN", table=None)``. Results are cached, so
     treat the returned ``key_equalities`` dict as read-only.
     """
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # ``object``: logged values are whatever the JSON held
         return _UNKNOWN
-    if partition_key is not None and not isinstance(partition_key, str):
-        partition_key = None
     try:
-        return _parse_cached(text, partition_key)
+        return _parse_cached(text, partition_key if isinstance(partition_key, str) else None)
     except Exception:  # the contract is "never raise on garbage"
         return _UNKNOWN
 

@@ -1,0 +1,88 @@
+"""Build hook: compiles the ingest hot path to C with mypyc where it can; pure Python everywhere else.
+
+Everything about the package is declared in ``pyproject.toml``; this file only adds the optional extension modules.
+The modules in :data:`COMPILED` are the per-record path of ``analyze-trail`` (key templates, window aggregates,
+sketches, the normaliser). They stay plain, strictly typed Python: mypyc compiles the same source, and the
+interpreted and compiled builds give identical results (``make test`` runs their tests both ways).
+
+* ``DDB_AUDIT_COMPILE=0`` builds pure Python. The Lambda package is built that way (``make build``): its wheels are
+  for Linux arm64 and Python 3.12, which a compiler on this machine does not target.
+* Where mypyc or a C compiler is missing, or compiling fails, the build says so and installs pure Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+#: The modules compiled (paths relative to this file). ``auditor.sources.cloudtrail`` (the JSON framing) is left out:
+#: it is mostly calls into C already (``bytes.find``, ``orjson.loads``), and its tests replace its functions.
+COMPILED = [
+    "auditor/aggregates/fingerprints.py",
+    "auditor/aggregates/sketch.py",
+    "auditor/aggregates/templates.py",
+    "auditor/aggregates/window.py",
+    "auditor/sources/key_condition.py",
+    "auditor/sources/normalize.py",
+    "auditor/sources/partiql.py",
+]
+
+#: The type checker's settings for compiling (not the project's ``[tool.mypy]``: a build environment holds only the
+#: build requirements, so the pydantic plugin and third-party packages may be missing; mypyc then treats those
+#: values as ``object``, which is slower, never different).
+_MYPYC_CONFIG = """\
+[mypy]
+ignore_missing_imports = True
+follow_imports = silent
+"""
+
+
+def _say(message: str) -> None:
+    print(f"ddb-traffic-auditor build: {message}", file=sys.stderr)
+
+
+def _extensions() -> list[Any]:
+    if os.environ.get("DDB_AUDIT_COMPILE", "1") == "0":
+        _say("DDB_AUDIT_COMPILE=0: pure Python")
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        _say("mypyc is not installed: pure Python")
+        return []
+    here = Path(__file__).resolve().parent
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "mypyc.ini"
+        config.write_text(_MYPYC_CONFIG)
+        cwd = Path.cwd()
+        os.chdir(here)
+        try:
+            return list(mypycify(["--config-file", str(config), *COMPILED], group_name="ddb_traffic_auditor"))
+        except (Exception, SystemExit) as exc:  # mypy reports a failure by exiting
+            _say(f"mypyc could not compile ({exc!r}): pure Python")
+            return []
+        finally:
+            os.chdir(cwd)
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that falls back to pure Python (and removes what it built) when a module fails to compile:
+    the compiled modules share one library, so it is all of them or none."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler, missing headers, a compiler error
+            _say(f"compiling failed ({exc!r}): pure Python")
+            for output in self.get_outputs():
+                Path(output).unlink(missing_ok=True)
+            self.extensions = []
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -1,0 +1,30 @@
+"""Checks that hold for every test run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.interpreted import compiled_modules
+
+_COMPILED: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No compiled module under test may be older than its source: an edited module must never be tested as its
+    older compiled copy."""
+    _COMPILED[:] = compiled_modules()
+    for name in _COMPILED:
+        built = Path(str(sys.modules[name].__file__))
+        source = built.with_name(name.rsplit(".", 1)[-1] + ".py")
+        if source.stat().st_mtime > built.stat().st_mtime:
+            raise pytest.UsageError(
+                f"{name} runs compiled from {built.name}, which is older than {source.name}: rebuild it with "
+                "`make venv` (or `pip install -e .`), or delete the .so files to run the source"
+            )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"auditor compiled modules: {', '.join(_COMPILED) if _COMPILED else 'none (interpreted source)'}"
