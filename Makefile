@@ -64,7 +64,8 @@ fuzz: venv
 	$(BIN)/python -m tests.fuzz.measure --cases 500
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data
+	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data build
+	find auditor -name '*.so' -delete && rm -f ddb_traffic_auditor__mypyc.*.so
 
 # ---- template.yaml: checks and packaging --------------------------------------------------------------------
 # SAM CLI and checkov pin boto3/pydantic/cfn-lint versions that clash with .venv (and with each other), so each
