@@ -40,14 +40,9 @@ unit: venv
 
 test: lint typecheck unit template-check
 
-# The demo is an optional extra (moto is no runtime dependency): `make demo` installs it.
-DEMO_STAMP := $(VENV)/.installed-demo
-
-$(DEMO_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[demo]'
-	@touch $(DEMO_STAMP)
-
-demo: venv $(DEMO_STAMP)
+# The demo is an optional extra (moto is no runtime dependency). .venv has it: the dev extra holds moto[server] too,
+# and installing `.[demo]` on top would rebuild (and recompile) the project for nothing.
+demo: venv
 	$(BIN)/ddb-audit demo --out audit-demo
 
 bench: venv
