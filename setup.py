@@ -47,15 +47,37 @@ def _say(message: str) -> None:
     print(f"ddb-traffic-auditor build: {message}", file=sys.stderr)
 
 
+def remove_stale(root: Path, modules: list[str]) -> list[Path]:
+    """Delete the compiled copies of ``modules`` (paths relative to ``root``) built before their source was last
+    changed, and return them.
+
+    An editable install compiles in place, next to the sources. When a later build installs pure Python (compiling
+    failed, or ``DDB_AUDIT_COMPILE=0``), those older copies would still be imported ahead of the edited source.
+    """
+    removed = []
+    for module in modules:
+        source = root / module
+        for built in source.parent.glob(f"{source.stem}.*.so"):
+            if source.exists() and built.stat().st_mtime < source.stat().st_mtime:
+                built.unlink()
+                removed.append(built)
+    return removed
+
+
+def _pure_python(why: str) -> list[Any]:
+    _say(f"{why}: pure Python")
+    for built in remove_stale(Path(__file__).resolve().parent, COMPILED):
+        _say(f"removed {built.name}, compiled from an older {built.stem.split('.')[0]}.py")
+    return []
+
+
 def _extensions() -> list[Any]:
     if os.environ.get("DDB_AUDIT_COMPILE", "1") == "0":
-        _say("DDB_AUDIT_COMPILE=0: pure Python")
-        return []
+        return _pure_python("DDB_AUDIT_COMPILE=0")
     try:
         from mypyc.build import mypycify
     except ImportError:
-        _say("mypyc is not installed: pure Python")
-        return []
+        return _pure_python("mypyc is not installed")
     here = Path(__file__).resolve().parent
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "mypyc.ini"
@@ -65,8 +87,7 @@ def _extensions() -> list[Any]:
         try:
             return list(mypycify(["--config-file", str(config), *COMPILED], group_name="ddb_traffic_auditor"))
         except (Exception, SystemExit) as exc:  # mypy reports a failure by exiting
-            _say(f"mypyc could not compile ({exc!r}): pure Python")
-            return []
+            return _pure_python(f"mypyc could not compile ({exc!r})")
         finally:
             os.chdir(cwd)
 
@@ -82,6 +103,7 @@ class OptionalBuildExt(build_ext):
             _say(f"compiling failed ({exc!r}): pure Python")
             for output in self.get_outputs():
                 Path(output).unlink(missing_ok=True)
+            remove_stale(Path(__file__).resolve().parent, COMPILED)
             self.extensions = []
 
 
