@@ -874,3 +874,55 @@ def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch
         assert inline_error == threaded_error, name
     assert _outcome(inputs["truncated"], only)[1] == "corrupt or truncated gzip data"
     assert _outcome(inputs["trailing garbage"], only)[1] == "trailing garbage after gzip data"
+
+
+def test_a_regular_file_is_inflated_in_line_and_a_pipe_by_a_reader_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file never makes the reader wait, so it is read without a thread, with the same records and errors
+    as a threaded read; a pipe (another process writes it) keeps the reader thread."""
+    rec = RECORDS[0]
+    whole = gzip.compress(log_file([{**rec, "eventID": f"id-{i}"} for i in range(3000)]))
+    inputs = {
+        "whole": whole,
+        "two members": gzip.compress(log_file(RECORDS)) + gzip.compress(log_file(RECORDS)),
+        "truncated": whole[: len(whole) // 2],
+        "trailing garbage": gzip.compress(log_file(RECORDS)) + b"garbage",
+        "plain": log_file(RECORDS),
+        "not json": b"{oops",
+    }
+    threads: list[str] = []
+    started = cloudtrail._threaded_chunks
+
+    def counted(stream: BinaryIO, name: str, chunk_size: int) -> Any:
+        threads.append(name)
+        return started(stream, name, chunk_size)
+
+    monkeypatch.setattr(cloudtrail, "_threaded_chunks", counted)
+
+    def from_file(path: Path) -> tuple[list[Any], str | None]:
+        got: list[Any] = []
+        with path.open("rb") as fh:
+            try:
+                got.extend(iter_records(fh, path.name, chunk_size=4096))
+            except SourceReadError as exc:
+                return got, exc.reason
+        return got, None
+
+    for name, data in inputs.items():
+        threaded = _outcome(data, None)  # an in-memory stream: read by the thread
+        assert threads == ["in.json.gz"], name
+        threads.clear()
+        path = tmp_path / "in.json.gz"
+        path.write_bytes(data)
+        assert from_file(path) == threaded, name
+        assert threads == [], name  # no reader thread for a regular file
+
+    expected = _outcome(inputs["plain"], None)[0]
+    threads.clear()
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "wb") as out:  # small enough for the pipe's buffer: written before it is read
+        out.write(inputs["plain"])
+    with os.fdopen(read_end, "rb") as pipe:
+        assert list(iter_records(pipe, "pipe")) == expected
+    assert threads == ["pipe"]
