@@ -57,7 +57,7 @@ STAGES: dict[str, str] = {
     "imports": "",
     "gunzip": """\
 with open(path, "rb") as fh:
-    for chunk in _chunks(fh, path, DEFAULT_CHUNK_SIZE):
+    for chunk in _chunks(fh, path, DEFAULT_CHUNK_SIZE, threaded=False):  # as iter_records reads a regular file
         n += 1
 """,
     "read": """\
