@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench bench-lambda clean tools template-check build fuzz
+.PHONY: venv test lint typecheck unit demo bench bench-lambda bench-stages clean tools template-check build fuzz
 
 # The install compiles the ingest hot path with mypyc (setup.py: COMPILED) next to its sources, so it is redone when
 # one of them changes: an edited module must never run as its older compiled copy (tests/conftest.py checks too).
@@ -51,6 +51,9 @@ bench: venv
 # The trail-ingest handler on a moto server: CPU, memory, GB-seconds and dollars per million records.
 bench-lambda: venv
 	$(BIN)/python -m benchmarks.lambda_path
+
+bench-stages: venv
+	$(BIN)/python -m benchmarks.stages
 
 # The long fuzz run (make test runs the same suite with fewer examples, about a minute), then the figures in the
 # hostile-input table form (child process per case: crashes, hangs, exit codes, lost records, peak memory).
