@@ -37,7 +37,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.ingest import Run, ensure_file, floor_argv, measure, pipeline_argv
+from benchmarks.ingest import Run, ensure_file, floor_argv, measure, pipeline_argv, warm_bytecode
 
 #: Run as ``python -c PRELUDE + STAGE FILE``: what every stage shares (the modules analyze-trail imports, GC off).
 PRELUDE = """\
@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> None:
     records: int = args.records
     path, gen_s = ensure_file(records, max(1, records // 4), args.seed)
     print(f"file: {path.name} ({records:,} records{', generated' if gen_s else ', cached'})", flush=True)
+    print(warm_bytecode(), flush=True)
     runs = measure_stages(path, records, args.repeat)
     print()
     print("\n".join(report(runs)))

@@ -73,3 +73,16 @@ def test_budget_takes_each_repeats_differences_side_by_side() -> None:
     assert "floor CPU / --jobs 1 CPU: 0.44 as it is; 0.53 at most with a decoder that cost nothing" in lines
     table = {line.split()[0]: line.split()[1:3] for line in lines[2:8]}
     assert table["read"] == ["1.60", "0.70"]  # the stage's median CPU, and what it adds to gunzip's median
+
+
+def test_the_benchmarks_measure_with_the_bytecode_caches_an_install_has() -> None:
+    # Whatever PYTHONDONTWRITEBYTECODE says, the measured processes must not compile the project from source.
+    import importlib.util
+
+    from benchmarks.ingest import REPO, warm_bytecode
+
+    assert warm_bytecode() == "bytecode caches: written before measuring, as an install has them"
+    for module in ("auditor/cli.py", "auditor/sources/cloudtrail.py", "benchmarks/stages.py"):
+        cached = Path(importlib.util.cache_from_source(str(REPO / module)))
+        assert cached.is_file(), cached
+        assert cached.stat().st_mtime >= (REPO / module).stat().st_mtime
