@@ -202,6 +202,13 @@ def measure(argv: list[str], *, capture: bool = False) -> Run:
     )
 
 
+def run_child(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a helper process from the repository root, its output captured as text (not measured: see ``measure``)."""
+    return subprocess.run(
+        argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+    )
+
+
 def generator_version() -> str:
     """A short hash of the generator's source: part of the cache key."""
     try:
@@ -221,7 +228,7 @@ def ensure_file(records: int, distinct_keys: int, seed: int) -> tuple[Path, floa
     began = time.perf_counter()
     argv = [sys.executable, "-m", "auditor.demo.generator", "--benchmark", str(records)]
     argv += ["--distinct-keys", str(distinct_keys), "--seed", str(seed), "--file", str(tmp)]
-    done = subprocess.run(argv, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    done = run_child(argv)
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"generation failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -236,14 +243,7 @@ def warm_bytecode() -> str:
     unless ``PYTHONDONTWRITEBYTECODE`` is set (as on some build machines). Without them each measured process would
     compile the project's modules from source again (about 0.1 s), which an installed ``ddb-audit`` does not.
     """
-    done = subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "auditor", "benchmarks"],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_child([sys.executable, "-m", "compileall", "-q", "auditor", "benchmarks"])
     if done.returncode != 0:
         return f"bytecode caches: not written ({(done.stdout + done.stderr).strip()[-200:]})"
     return "bytecode caches: written before measuring, as an install has them"
@@ -316,13 +316,8 @@ def run(args: argparse.Namespace) -> None:
     )
 
     print(warm_bytecode(), flush=True)
-    probe = subprocess.run(
-        [sys.executable, "-c", "from benchmarks.interpreted import compiled_modules; print(len(compiled_modules()))"],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
+    probe = run_child(
+        [sys.executable, "-c", "from benchmarks.interpreted import compiled_modules; print(len(compiled_modules()))"]
     )
     compiled = probe.stdout.strip() if probe.returncode == 0 else "?"
     print(f"analyze-trail as installed: {compiled} modules compiled (setup.py; 0: interpreted source)", flush=True)

@@ -49,7 +49,7 @@ import time
 import uuid
 from typing import Any
 
-from benchmarks.ingest import REPO, ensure_file
+from benchmarks.ingest import REPO, ensure_file, run_child
 
 #: Lambda gives one vCPU at this memory size (MB), and CPU in proportion below it.
 MB_PER_VCPU = 1769
@@ -260,15 +260,7 @@ def _invoke(key: str, size: int) -> int:
 
 
 def _child(args: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.lambda_path", *args],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_child([sys.executable, "-m", "benchmarks.lambda_path", *args], env)
     if done.returncode != 0:
         raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
     return done.stdout

@@ -840,13 +840,13 @@ def _outcome(data: bytes, shard: cloudtrail.Shard | None) -> tuple[list[Any], st
     return got, None
 
 
-def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One of several processes (a shard) inflates without a reader thread, with the same records and errors."""
+def _gzip_inputs() -> dict[str, bytes]:
+    """Whole, multi-member, truncated, corrupt and plain inputs, for reading them by different paths."""
     whole = gzip.compress(log_file([rec(i) for i in range(3000)]))
     corrupt = bytearray(whole)
     for i in range(20, 40):
         corrupt[i] ^= 0x55
-    inputs = {
+    return {
         "whole": whole,
         "two members": gzip.compress(log_file(RECORDS)) + gzip.compress(log_file(RECORDS)),
         "truncated": whole[: len(whole) // 2],
@@ -855,6 +855,10 @@ def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch
         "trailing garbage": gzip.compress(log_file(RECORDS)) + b"garbage",
         "plain": log_file(RECORDS),
     }
+
+
+def _count_reader_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the inputs read by a reader thread from now on (appended as each thread starts)."""
     threads: list[str] = []
     started = cloudtrail._threaded_chunks
 
@@ -863,6 +867,13 @@ def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch
         return started(stream, name, chunk_size)
 
     monkeypatch.setattr(cloudtrail, "_threaded_chunks", counted)
+    return threads
+
+
+def test_a_sharded_reader_inflates_in_line_and_reads_and_fails_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One of several processes (a shard) inflates without a reader thread, with the same records and errors."""
+    inputs = _gzip_inputs()
+    threads = _count_reader_threads(monkeypatch)
     only = cloudtrail.Shard(0, 1)  # owns every record
     for name, data in inputs.items():
         threaded, threaded_error = _outcome(data, None)
@@ -881,24 +892,8 @@ def test_a_regular_file_is_inflated_in_line_and_a_pipe_by_a_reader_thread(
 ) -> None:
     """A regular file never makes the reader wait, so it is read without a thread, with the same records and errors
     as a threaded read; a pipe (another process writes it) keeps the reader thread."""
-    rec = RECORDS[0]
-    whole = gzip.compress(log_file([{**rec, "eventID": f"id-{i}"} for i in range(3000)]))
-    inputs = {
-        "whole": whole,
-        "two members": gzip.compress(log_file(RECORDS)) + gzip.compress(log_file(RECORDS)),
-        "truncated": whole[: len(whole) // 2],
-        "trailing garbage": gzip.compress(log_file(RECORDS)) + b"garbage",
-        "plain": log_file(RECORDS),
-        "not json": b"{oops",
-    }
-    threads: list[str] = []
-    started = cloudtrail._threaded_chunks
-
-    def counted(stream: BinaryIO, name: str, chunk_size: int) -> Any:
-        threads.append(name)
-        return started(stream, name, chunk_size)
-
-    monkeypatch.setattr(cloudtrail, "_threaded_chunks", counted)
+    inputs = {**_gzip_inputs(), "not json": b"{oops"}
+    threads = _count_reader_threads(monkeypatch)
 
     def from_file(path: Path) -> tuple[list[Any], str | None]:
         got: list[Any] = []
