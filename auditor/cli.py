@@ -11,6 +11,8 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -107,30 +109,16 @@ def _add_org_options(p: argparse.ArgumentParser) -> None:
 
 def tool_version() -> str:
     """The installed distribution's version."""
-    # Imported here: importlib.metadata costs ~25 ms at start-up, and only --version and reports read it.
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("ddb-traffic-auditor")
+        return package_version("ddb-traffic-auditor")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
         return "0+unknown"
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: reads the installed version only when asked (every other command starts faster)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
-        print(f"ddb-audit {tool_version()}")
-        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = _Parser(prog="ddb-audit", description="Audit how DynamoDB tables are used, from real traffic.")
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action="version", version=f"ddb-audit {tool_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     trail = sub.add_parser(
