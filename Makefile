@@ -124,6 +124,8 @@ LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package
 LAMBDA_SOURCES   := pyproject.toml setup.py README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
+#: The runtime's interpreter, to write the package's bytecode (see lambda-bytecode); found on PATH.
+LAMBDA_PYTHON_BIN ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
 #: What a function's own artifact holds (the project and its metadata; the rest of $(LAMBDA_PACKAGE) is the layer).
 LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 
@@ -139,7 +141,23 @@ $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON) \
 		--target $(LAMBDA_PACKAGE) "$$tmp"/wheels/*.whl
 	rm -rf $(LAMBDA_PACKAGE)/bin $(LAMBDA_PACKAGE)/auditor/demo
+	@$(MAKE) --no-print-directory lambda-bytecode LAMBDA_BYTECODE_DIR=$(LAMBDA_PACKAGE)
 	@touch $@
+
+# Lambda's file system is read-only, so Python cannot cache the bytecode it compiles: without .pyc files in the
+# package every cold start compiles every module it imports again (measured for the trail-ingest handler with
+# Python 3.12: 1.6 s CPU from source, 0.66 s with the bytecode). The bytecode is written by the runtime's own
+# Python version (it differs between versions) as unchecked-hash .pyc files, which Python uses without comparing
+# timestamps (the zip upload does not keep them); the package is rebuilt whole whenever a source changes. Without
+# that interpreter the package still works, and says it will compile at each cold start.
+.PHONY: lambda-bytecode
+lambda-bytecode:
+	@if [ -n "$(LAMBDA_PYTHON_BIN)" ] && "$(LAMBDA_PYTHON_BIN)" -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(LAMBDA_PYTHON)".split("."))))' 2>/dev/null; then \
+		"$(LAMBDA_PYTHON_BIN)" -m compileall -q -j 0 --invalidation-mode unchecked-hash "$(LAMBDA_BYTECODE_DIR)" >/dev/null \
+			|| echo "lambda-bytecode: some modules did not compile; they compile at each cold start" >&2; \
+	else \
+		echo "lambda-bytecode: no working python$(LAMBDA_PYTHON) on PATH (LAMBDA_PYTHON_BIN): the package has no bytecode, each cold start compiles it" >&2; \
+	fi
 
 .PHONY: $(addprefix build-,$(LAMBDA_FUNCTIONS))
 # The layer: every installed dependency, under python/ (Lambda adds /opt/python to sys.path).
