@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -216,9 +216,16 @@ def test_metrics_audit_records_billing_findings_and_only_a_billing_run_resolves_
     # Then the billing finding stays open: absence in CloudTrail proves nothing about billing
     kept = store.get(over_id)
     assert kept is not None and kept.status is FindingStatus.NEW
-    # And the next billing run sees it again: ongoing, nothing new published
+    # And the next billing run sees it again: ongoing, nothing new published (a minute later, in that minute's hour:
+    # when the data ends in an hour's last minute, the next minute is in the next hour)
+    next_run = now + timedelta(minutes=1)
     again = run_metrics_audit(
-        build_clients(REGION), store, inbox.sns, params, now + timedelta(minutes=1), sleep=lambda _s: None
+        build_clients(REGION),
+        store,
+        inbox.sns,
+        replace(params, billing_hour_utc=next_run.hour),
+        next_run,
+        sleep=lambda _s: None,
     )
     assert (again.recorded.new, again.recorded.resolved) == (0, 0)
     ongoing = store.get(over_id)
