@@ -100,11 +100,9 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # no compiler, missing headers, a compiler error
-            _say(f"compiling failed ({exc!r}): pure Python")
             for output in self.get_outputs():
                 Path(output).unlink(missing_ok=True)
-            remove_stale(Path(__file__).resolve().parent, COMPILED)
-            self.extensions = []
+            self.extensions = _pure_python(f"compiling failed ({exc!r})")
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -10,13 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _lambda_python() -> str:
-    text = (ROOT / "Makefile").read_text()
-    version = next(line.split("=")[-1].strip() for line in text.splitlines() if line.startswith("LAMBDA_PYTHON "))
-    return version
+from tests.template.makefile import ROOT, makefile_var
 
 
 def _interpreter(version: str) -> str | None:
@@ -48,7 +42,7 @@ def _make(directory: Path, interpreter: str) -> subprocess.CompletedProcess[str]
 
 
 def test_the_package_gets_unchecked_hash_bytecode_of_the_runtime_version(tmp_path: Path) -> None:
-    version = _lambda_python()
+    version = makefile_var("LAMBDA_PYTHON")
     python = _interpreter(version)
     if python is None:
         pytest.skip(f"no Python {version} on this machine to write its bytecode")
@@ -88,5 +82,5 @@ def test_without_the_runtime_version_the_package_builds_and_says_it_has_no_bytec
     done = _make(tmp_path, "")
 
     assert done.returncode == 0
-    assert f"no working python{_lambda_python()} on PATH" in done.stderr
+    assert f"no working python{makefile_var('LAMBDA_PYTHON')} on PATH" in done.stderr
     assert not (pkg / "__pycache__").exists()

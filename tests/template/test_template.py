@@ -33,6 +33,7 @@ from cfnlint.api import lint_file
 from auditor.config import Settings, settings_from_env
 from auditor.service.ingest import parse_s3_notification
 from auditor.sinks import keys
+from tests.template.makefile import makefile_list, makefile_var
 from tests.template.variants import (
     DOCUMENTS_STREAM_ARN,
     FOR_EACH,
@@ -1177,30 +1178,15 @@ def test_cfn_lint_is_clean() -> None:
 # ------------------------------------------------------------------------------------------ build and samconfig
 
 
-def _makefile_var(name: str) -> str:
-    text = (ROOT / "Makefile").read_text()
-    match = re.search(rf"^{name}\s*\??:?=\s*(\S+)\s*$", text, re.MULTILINE)
-    assert match, f"Makefile defines no {name}"
-    return match.group(1)
-
-
-def _makefile_list(name: str) -> list[str]:
-    """A Makefile variable holding a list (continuation lines joined)."""
-    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    match = re.search(rf"^{name}\s*\??:?=\s*(.*)$", text, re.MULTILINE)
-    assert match, f"Makefile defines no {name}"
-    return match.group(1).split()
-
-
 def test_makefile_builds_for_the_template_runtime(template: dict[str, Any], tmp_path: Path) -> None:
     glob = template["Globals"]["Function"]
-    assert f"python{_makefile_var('LAMBDA_PYTHON')}" == glob["Runtime"]
+    assert f"python{makefile_var('LAMBDA_PYTHON')}" == glob["Runtime"]
     arch = {"arm64": "aarch64", "x86_64": "x86_64"}[glob["Architectures"][0]]
-    assert _makefile_var("LAMBDA_PLATFORM").endswith(f"_{arch}")
+    assert makefile_var("LAMBDA_PLATFORM").endswith(f"_{arch}")
     make = shutil.which("make")
     assert make, "make is required"
     built = {name for name, res in resources(template).items() if res.get("Metadata", {}).get("BuildMethod")}
-    assert built == set(_makefile_list("LAMBDA_FUNCTIONS")), "LAMBDA_FUNCTIONS lists exactly the template's functions"
+    assert built == set(makefile_list("LAMBDA_FUNCTIONS")), "LAMBDA_FUNCTIONS lists exactly the template's functions"
     for name, res in resources(template).items():
         if res.get("Metadata", {}).get("BuildMethod") != "makefile":
             continue

@@ -8,11 +8,12 @@ and the arithmetic of the budget line.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from auditor.demo.generator import write_large_log_file
 from benchmarks import stages
-from benchmarks.ingest import Run, measure
+from benchmarks.ingest import REPO, Run, measure, warm_bytecode
 
 RECORDS = 2_000
 
@@ -77,10 +78,6 @@ def test_budget_takes_each_repeats_differences_side_by_side() -> None:
 
 def test_the_benchmarks_measure_with_the_bytecode_caches_an_install_has() -> None:
     # Whatever PYTHONDONTWRITEBYTECODE says, the measured processes must not compile the project from source.
-    import importlib.util
-
-    from benchmarks.ingest import REPO, warm_bytecode
-
     assert warm_bytecode() == "bytecode caches: written before measuring, as an install has them"
     for module in ("auditor/cli.py", "auditor/sources/cloudtrail.py", "benchmarks/stages.py"):
         cached = Path(importlib.util.cache_from_source(str(REPO / module)))
