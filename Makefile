@@ -8,9 +8,10 @@ STAMP  := $(VENV)/.installed-dev
 
 .PHONY: venv test lint typecheck unit demo bench bench-lambda bench-stages clean tools template-check build fuzz
 
-# The install compiles the ingest hot path with mypyc (setup.py: COMPILED) next to its sources, so it is redone when
-# one of them changes: an edited module must never run as its older compiled copy (tests/conftest.py checks too).
-COMPILED_SOURCES := $(shell grep -o '"auditor/[a-z_/]*\.py"' setup.py | tr -d '"')
+# The install compiles the ingest hot path (setup.py: COMPILED with mypyc, NATIVE in C) next to its sources, so it is
+# redone when one of them changes: an edited module must never run as its older compiled copy (tests/conftest.py
+# checks too).
+COMPILED_SOURCES := $(shell grep -oE '"auditor/[a-z_/]*\.(py|c)"' setup.py | tr -d '"')
 
 $(STAMP): pyproject.toml setup.py $(COMPILED_SOURCES)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -30,7 +31,7 @@ typecheck: venv
 # The whole suite runs on the compiled modules (what `pip install` gives the CLI); then the tests of the compiled
 # modules, the fuzz corpus and the ingest handlers run again on their interpreted source (what Lambda runs).
 PURE_TESTS := tests/fuzz $(addprefix tests/unit/test_,$(addsuffix .py, \
-                window templates sketch fingerprints normalize partiql single_item real_shapes edge_dates \
+                window templates sketch fingerprints normalize partiql single_item fastrecord real_shapes edge_dates \
                 key_encoding_limits catalogue detection_rates workloads cloudtrail_reader)) \
               $(addprefix tests/functional/test_,$(addsuffix .py,trail_ingest window_store cross_object_dedupe evaluator))
 

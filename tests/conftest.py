@@ -18,7 +18,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _COMPILED[:] = compiled_modules()
     for name in _COMPILED:
         built = Path(str(sys.modules[name].__file__))
-        source = built.with_name(name.rsplit(".", 1)[-1] + ".py")
+        stem = name.rsplit(".", 1)[-1]
+        source = next(s for s in (built.with_name(stem + ".py"), built.with_name(stem + ".c")) if s.exists())
         if source.stat().st_mtime > built.stat().st_mtime:
             raise pytest.UsageError(
                 f"{name} runs compiled from {built.name}, which is older than {source.name}: rebuild it with "

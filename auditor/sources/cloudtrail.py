@@ -61,7 +61,7 @@ import structlog
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
 from auditor.models.api_call import ApiCall, SingleItem
-from auditor.sources.normalize import normalize_record, single_item
+from auditor.sources.normalize import LIGHT_READS, READER_KEYS, normalize_record, single_item
 from auditor.sources.stats import IngestStats
 
 __all__ = [
@@ -140,6 +140,23 @@ _COLON: Final = 0x3A
 
 _loads: Final = orjson.loads
 _JSONDecodeError: Final = orjson.JSONDecodeError
+
+
+def _light_reader() -> Callable[[bytes, int, int], dict[str, Any] | None] | None:
+    """``auditor._fastrecord.light`` set up for :func:`single_item`'s fields, or None where the C module is not built
+    (pure-Python installs, the Lambda package): then every record is decoded in full."""
+    try:
+        from auditor import _fastrecord
+    except ImportError:
+        return None
+    build, present, reject, accept = LIGHT_READS
+    _fastrecord.configure(build, present, reject, accept, READER_KEYS)
+    return _fastrecord.light
+
+
+#: Reads a record slice's :func:`single_item` fields without decoding the rest (see ``auditor/_fastrecord.c``):
+#: a dict of just those fields, or None when the slice must be decoded in full. Only for ``read_calls(light=True)``.
+_LIGHT: Final = _light_reader()
 
 _EVENT_ID_KEY: Final = b'"eventID":"'
 
@@ -582,10 +599,17 @@ class _Parser:
     data take and return indices into the *current* ``buf``: after any call that can pull data, re-read ``buf``.
     """
 
-    def __init__(self, chunks: Iterator[bytes], name: str, shard: Shard | None = None) -> None:
+    def __init__(
+        self,
+        chunks: Iterator[bytes],
+        name: str,
+        shard: Shard | None = None,
+        light: Callable[[bytes, int, int], dict[str, Any] | None] | None = None,
+    ) -> None:
         self._chunks = chunks
         self.name = name
         self.shard = shard
+        self.light = light
         self.buf = b""
         self.pos = 0
         self.base = 0
@@ -868,6 +892,7 @@ class _Parser:
         decode_error = _JSONDecodeError
         window = _WINDOW
         shard = self.shard
+        light = None if unwrap else self.light
         failed: orjson.JSONDecodeError | None = None
         failed_at = -1
         while True:
@@ -884,6 +909,13 @@ class _Parser:
                                 pos = idx + adv
                                 yield SKIPPED
                                 continue
+                            if light is not None:
+                                partial = light(buf, pos, idx + 1)
+                                if partial is not None:
+                                    start = pos
+                                    pos = idx + adv
+                                    yield (partial, buf, start, idx + 1)
+                                    continue
                             try:
                                 obj = loads(buf[pos : idx + 1])
                             except decode_error as exc:
@@ -1084,7 +1116,12 @@ class _Parser:
 
 
 def iter_records(
-    stream: BinaryIO, name: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE, shard: Shard | None = None
+    stream: BinaryIO,
+    name: str,
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    shard: Shard | None = None,
+    light: bool = False,
 ) -> Iterator[Any]:
     """Yield the raw records of one input, streaming with bounded memory.
 
@@ -1103,6 +1140,11 @@ def iter_records(
 
     With ``shard``, records that clearly belong to another shard are not parsed: :data:`SKIPPED` is yielded in
     their place. Other records are yielded as usual, whoever owns them: the caller checks :meth:`Shard.owns`.
+
+    With ``light`` (and the C module built), a record of a ``Records`` array that is valid JSON and may be one
+    :func:`single_item` reads comes as a tuple ``(fields, buf, start, end)``: a dict of only the fields
+    ``single_item`` reads (:data:`auditor.sources.normalize.LIGHT_READS`) and where the record's bytes are
+    (``orjson.loads(buf[start:end])`` decodes it in full). Only :func:`read_calls` asks for them.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -1110,7 +1152,7 @@ def iter_records(
     # makes the reader wait: a reader thread would only add GIL hand-overs there, so those inflate in line.
     chunks = _chunks(stream, name, chunk_size, threaded=shard is None and not _regular_file(stream))
     try:
-        yield from _Parser(chunks, name, shard).records()
+        yield from _Parser(chunks, name, shard, _LIGHT if light else None).records()
     finally:
         chunks.close()
 
@@ -1283,25 +1325,38 @@ def read_calls(
         raise SourceReadError(name, f"cannot open: {exc.strerror or exc}") from exc
     try:
         index = 0
-        for record in iter_records(stream, name, shard=shard):
+        for record in iter_records(stream, name, shard=shard, light=light):
             index += 1
-            if shard is not None and (record is SKIPPED or not shard.owns(record)):
-                continue
-            stats.records_read += 1
-            if type(record) is not dict:
-                stats.records_skipped += 1
-                why = record.reason if type(record) is Malformed else "not a JSON object"
-                stats.note(f"{name}: record {index}: {why}")
-                continue
-            if light:
-                item = single_item(record)
-                if item is not None:
-                    if deduper.seen((item[0], item[1], item[2])):
-                        stats.duplicates_dropped += 1
-                    else:
-                        stats.data_events += 1
-                        yield item
+            if type(record) is tuple:  # only the fields single_item reads (light), then the whole record if need be
+                fields = record[0]
+                if shard is not None and not shard.owns(fields):
                     continue
+                stats.records_read += 1
+                item = single_item(fields)
+                if item is None:
+                    try:
+                        record = _loads(record[1][record[2] : record[3]])
+                    except _JSONDecodeError as exc:  # never, the C module checked it: but one record, not the file
+                        stats.records_skipped += 1
+                        stats.note(f"{name}: record {index}: invalid JSON ({exc})")
+                        continue
+            else:
+                if shard is not None and (record is SKIPPED or not shard.owns(record)):
+                    continue
+                stats.records_read += 1
+                if type(record) is not dict:
+                    stats.records_skipped += 1
+                    why = record.reason if type(record) is Malformed else "not a JSON object"
+                    stats.note(f"{name}: record {index}: {why}")
+                    continue
+                item = single_item(record) if light else None
+            if item is not None:
+                if deduper.seen((item[0], item[1], item[2])):
+                    stats.duplicates_dropped += 1
+                else:
+                    stats.data_events += 1
+                    yield item
+                continue
             try:
                 call = normalize(record)
             except MalformedRecordError as exc:

@@ -1,0 +1,14 @@
+"""Types of the C module ``auditor/_fastrecord.c`` (built by setup.py where a compiler is available)."""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+def light(buf: bytes, start: int, end: int, /) -> dict[str, Any] | None: ...
+def configure(
+    build: Sequence[str],
+    present: Sequence[str],
+    reject: Sequence[str],
+    accept: Mapping[str, Iterable[str]],
+    keys: Sequence[str],
+    /,
+) -> None: ...
