@@ -2,8 +2,8 @@
 
 Everything about the package is declared in ``pyproject.toml``; this file only adds the optional extension modules.
 The modules in :data:`COMPILED` are the per-record path of ``analyze-trail`` (key templates, window aggregates,
-sketches, the normaliser). They stay plain, strictly typed Python: mypyc compiles the same source, and the
-interpreted and compiled builds give identical results (``make test`` runs their tests both ways). One module is C
+sketches, the normaliser, deduplication). They stay plain, strictly typed Python: mypyc compiles the same source, and
+the interpreted and compiled builds give identical results (``make test`` runs their tests both ways). One module is C
 of its own, :data:`NATIVE`: the record reader's partial decoder (``auditor/_fastrecord.c``), which the reader uses
 when it is there and does without when it is not (the interpreted build), with the same results.
 
@@ -30,6 +30,7 @@ COMPILED = [
     "auditor/aggregates/sketch.py",
     "auditor/aggregates/templates.py",
     "auditor/aggregates/window.py",
+    "auditor/sources/deduper.py",
     "auditor/sources/key_condition.py",
     "auditor/sources/normalize.py",
     "auditor/sources/partiql.py",

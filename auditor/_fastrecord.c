@@ -7,14 +7,18 @@
  * only those fields as Python objects; everything else (userIdentity, tlsDetails, resources, ...) is validated and
  * skipped without allocating.
  *
- * Exactness: light() returns a dict only for a slice that is one JSON object which orjson would decode without
- * error, and then the fields it builds are equal to orjson's. It accepts a strict subset of JSON, and returns None
+ * light(buf, start, limit) reads the JSON object that starts at buf[start] (after any whitespace) and ends before
+ * buf[limit], and returns (fields, end): the fields, and the index just after the object's closing brace. What
+ * follows the object is the caller's to check (the reader checks the separator to the next record).
+ *
+ * Exactness: light() returns fields only for an object buf[start:end] which orjson would decode without error,
+ * and then the fields it builds are equal to orjson's. It accepts a strict subset of JSON, and returns None
  * (the caller decodes the slice with orjson, the reference) for everything outside it, whether valid or not:
  *   - any byte >= 0x80 (so no UTF-8 decoding is needed here), any control character in a string;
  *   - a lone or paired surrogate escape (\ud800-\udfff), any other unknown escape;
  *   - a backslash in a key of the record or in a string this module builds;
  *   - a number with a fraction or an exponent, or with more than 18 digits;
- *   - nesting deeper than MAX_DEPTH, a field it builds given twice, anything after the object but whitespace;
+ *   - nesting deeper than MAX_DEPTH, a field it builds given twice, an object that does not close before limit;
  *   - a record rejected early: a field in `reject`, or a value of a field in `accept` outside its allowed values.
  * Every loop is bounded by the slice's length; nothing here depends on a value read from the slice.
  */
@@ -22,6 +26,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_DEPTH 64
 #define MAX_FIELDS 32
@@ -35,6 +42,7 @@ typedef struct {
     PyObject *name;     /* the str put in the result (the caller's own object) */
     const char *bytes;  /* its ASCII bytes (owned by `name`) */
     Py_ssize_t len;
+    uint64_t prefix;    /* its first 8 bytes (zero-padded) */
     int mode;
     PyObject *accept;   /* NULL, or a frozenset of the values allowed (anything else: None) */
 } field;
@@ -85,14 +93,36 @@ static inline int hexval(unsigned char c) {
 
 /* s->p is just after an opening quote. On OK, s->p is after the closing quote, *last is the closing quote's address
  * and *escaped tells whether the string held an escape. */
-static int scan_string(scanner *s, const unsigned char **last, int *escaped) {
+static inline int scan_string(scanner *s, const unsigned char **last, int *escaped) {
     const unsigned char *p = s->p, *end = s->end;
     for (;;) {
+#if defined(__SSE2__)
+        /* 16 bytes at a time: a signed compare below 0x20 flags control characters and bytes >= 0x80 at once. */
+        const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+        while (end - p >= 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)p);
+            __m128i hit = _mm_or_si128(_mm_cmplt_epi8(x, space),
+                                       _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+            int mask = _mm_movemask_epi8(hit);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
         while (end - p >= 8) {
             uint64_t x;
             memcpy(&x, p, 8);
-            if (HAS_LESS(x, 0x20) | (x & HIGHS) | HAS_ZERO(x ^ (ONES * '"')) | HAS_ZERO(x ^ (ONES * '\\')))
+            uint64_t special = HAS_LESS(x, 0x20) | (x & HIGHS) | HAS_ZERO(x ^ (ONES * '"')) | HAS_ZERO(x ^ (ONES * '\\'));
+            if (special) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                /* Each test flags its first matching byte exactly (a borrow only runs above a match), so the
+                 * lowest flag is the first byte that ends the plain run. */
+                p += __builtin_ctzll(special) >> 3;
+#endif
                 break;
+            }
             p += 8;
         }
         while (p < end && plain[*p])
@@ -476,18 +506,26 @@ static int build_value(scanner *s, PyObject **out) {
     }
 }
 
-static field *find_field(const unsigned char *p, Py_ssize_t n) {
-    for (int i = 0; i < n_fields; i++) {
-        if (fields[i].len == n && memcmp(fields[i].bytes, p, (size_t)n) == 0)
-            return &fields[i];
-    }
-    return NULL;
+static inline uint64_t prefix_of(const unsigned char *p, Py_ssize_t n) {
+    uint64_t x = 0;
+    memcpy(&x, p, (size_t)(n < 8 ? n : 8));
+    return x;
 }
 
-/* light(buf, start, end): see the module docstring. */
+static int find_field(const unsigned char *p, Py_ssize_t n) {
+    uint64_t prefix = prefix_of(p, n);
+    for (int i = 0; i < n_fields; i++) {
+        if (fields[i].len == n && fields[i].prefix == prefix &&
+            (n <= 8 || memcmp(fields[i].bytes + 8, p + 8, (size_t)(n - 8)) == 0))
+            return i;
+    }
+    return -1;
+}
+
+/* light(buf, start, limit) -> (fields, end) | None: see the module docstring. */
 static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyBytes_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "light(buf: bytes, start: int, end: int)");
+        PyErr_SetString(PyExc_TypeError, "light(buf: bytes, start: int, limit: int)");
         return NULL;
     }
     Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
@@ -497,18 +535,21 @@ static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t end = PyLong_AsSsize_t(args[2]);
     if (end == -1 && PyErr_Occurred())
         return NULL;
-    if (start < 0 || end < start || end > size) {
+    if (end > size)
+        end = size;
+    if (start < 0 || end < start) {
         PyErr_SetString(PyExc_ValueError, "light(): slice out of range");
         return NULL;
     }
     const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     scanner s = {base + start, base + end, 1};
     int r = FALLBACK;
+    uint32_t seen = 0; /* the fields met so far, by index (MAX_FIELDS <= 32) */
     skip_ws(&s);
     if (s.p >= s.end || *s.p != '{')
         Py_RETURN_NONE;
     s.p++;
-    PyObject *record = PyDict_New();
+    PyObject *record = _PyDict_NewPresized(n_fields);
     if (record == NULL)
         return NULL;
     skip_ws(&s);
@@ -531,17 +572,17 @@ static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             goto fallback;
         s.p++;
         skip_ws(&s);
-        field *f = find_field(key, last - key);
+        int which = find_field(key, last - key);
+        field *f = which < 0 ? NULL : &fields[which];
         if (f == NULL || f->mode == SKIP) {
             if ((r = skip_value(&s)) != OK)
                 goto out;
         } else if (f->mode == REJECT) {
             goto fallback;
         } else {
-            if (PyDict_GetItemWithError(record, f->name) != NULL)
+            if (seen & (1u << which))
                 goto fallback; /* given twice */
-            if (PyErr_Occurred())
-                goto error;
+            seen |= 1u << which;
             PyObject *value;
             if (f->mode == PRESENT) {
                 if ((r = skip_value(&s)) != OK)
@@ -576,11 +617,17 @@ static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         }
         goto fallback;
     }
-done:
-    skip_ws(&s);
-    if (s.p != s.end)
-        goto fallback;
-    return record;
+done: {
+    PyObject *end_index = PyLong_FromSsize_t(s.p - base);
+    PyObject *result = end_index == NULL ? NULL : PyTuple_New(2);
+    if (result == NULL) {
+        Py_XDECREF(end_index);
+        goto error;
+    }
+    PyTuple_SET_ITEM(result, 0, record);
+    PyTuple_SET_ITEM(result, 1, end_index);
+    return result;
+}
 out:
     if (r == ERROR)
         goto error;
@@ -635,6 +682,7 @@ static int add_fields(PyObject *names, int mode, PyObject *accept) {
         f->name = Py_NewRef(name);
         f->bytes = (const char *)PyUnicode_1BYTE_DATA(name);
         f->len = PyUnicode_GET_LENGTH(name);
+        f->prefix = prefix_of(PyUnicode_1BYTE_DATA(name), f->len);
         f->mode = mode;
         f->accept = allowed;
     }
@@ -669,8 +717,8 @@ static PyObject *configure(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"light", (PyCFunction)(void (*)(void))light, METH_FASTCALL,
-     "light(buf, start, end) -> dict | None: the configured fields of the JSON object buf[start:end], or None when "
-     "the slice is outside the subset this module reads (decode it in full instead)."},
+     "light(buf, start, limit) -> (dict, end) | None: the configured fields of the JSON object at buf[start] and the "
+     "index after it, or None when the object is outside the subset this module reads (decode it in full instead)."},
     {"configure", configure, METH_VARARGS, "configure(build, present, reject, accept, keys) -> None"},
     {NULL, NULL, 0, NULL},
 };

@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-def light(buf: bytes, start: int, end: int, /) -> dict[str, Any] | None: ...
+def light(buf: bytes, start: int, limit: int, /) -> tuple[dict[str, Any], int] | None: ...
 def configure(
     build: Sequence[str],
     present: Sequence[str],

@@ -18,11 +18,11 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 _HLL_P = 12
 _HLL_M = 1 << _HLL_P
-_HLL_REST_BITS = 64 - _HLL_P
+_HLL_REST_BITS: Final = 64 - _HLL_P
 _HLL_ALPHA = 0.7213 / (1 + 1.079 / _HLL_M)
 
 

@@ -11,7 +11,7 @@ so free text (names, emails) cannot explode the catalogue.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 MAX_LITERAL = 24
 
@@ -64,12 +64,12 @@ def _part(part: str) -> str:
 #: Templates by digit-blind shape: the value's UTF-8 bytes with every digit 1-9 made 0 (``bytes.translate`` is a
 #: table lookup per byte, several times faster than ``str.translate``; ASCII digits are single bytes in UTF-8, so two
 #: values share a shape exactly when their strings do with the digits replaced).
-_CACHE: dict[bytes, str] = {}
+_CACHE: Final[dict[bytes, str]] = {}
 #: Exact values seen recently (hot keys, constant sort keys repeat a lot), before the shape cache.
-_VALUE_CACHE: dict[str, str] = {}
-_CACHE_LIMIT = 16_384
+_VALUE_CACHE: Final[dict[str, str]] = {}
+_CACHE_LIMIT: Final = 16_384
 #: Every rule above treats all digits alike, so values with the same digit-blind shape share a template.
-_DIGIT_SHAPE = bytes.maketrans(b"123456789", b"000000000")
+_DIGIT_SHAPE: Final = bytes.maketrans(b"123456789", b"000000000")
 
 
 def value_template(value: Any) -> str:

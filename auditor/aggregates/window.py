@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -33,12 +33,14 @@ GENERIC_PROVISIONED = "provisioned_or_key_range"
 #: Internal cause of a ThrottlingException on a data-plane call without ``ThrottlingReasons`` (on-demand tables).
 GENERIC_ON_DEMAND = "on_demand_or_key_range"
 
-THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
-SIZE_EXCEEDED_PREFIXES = ("Item size has exceeded", "Item size to update has exceeded")
+THROTTLE_CODES: Final = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+SIZE_EXCEEDED_PREFIXES: Final = ("Item size has exceeded", "Item size to update has exceeded")
 
 #: Partition-key and sort-key attribute names recognised when the key schema is not configured.
-_PK_NAMES = frozenset({"pk", "partitionkey", "partition_key", "hashkey", "hash_key", "pk1", "gsi1pk"})
-_SK_NAMES = frozenset({"sk", "sortkey", "sort_key", "rangekey", "range_key", "sk1", "gsi1sk"})
+_PK_NAMES: Final = frozenset({"pk", "partitionkey", "partition_key", "hashkey", "hash_key", "pk1", "gsi1pk"})
+_SK_NAMES: Final = frozenset({"sk", "sortkey", "sort_key", "rangekey", "range_key", "sk1", "gsi1sk"})
 
 _REASON = re.compile(
     r"(Table|Index)(Read|Write)(KeyRangeThroughput|ProvisionedThroughput|AccountLimit|MaxOnDemandThroughput)Exceeded"
@@ -52,34 +54,34 @@ _LIMIT_CAUSE = {
 }
 
 MINUTE_SERIALIZED_KEYS = 8
-MAX_SCANNERS = 100
+MAX_SCANNERS: Final = 100
 #: Scan pages are grouped into logical scans by time: the seconds in which pages started a scan, and starts at most
 #: :data:`SCAN_GAP_SECONDS` apart belong to one logical scan (see :meth:`ScanStats.logical`).
-SCAN_GAP_SECONDS = 2
-MAX_SCAN_RUNS = 512
+SCAN_GAP_SECONDS: Final = 2
+MAX_SCAN_RUNS: Final = 512
 #: A 1 MB Scan page of items up to 4 KB read eventually consistent: 256 items x 0.5 RCU.
-RCU_PER_FULL_PAGE = 128.0
+RCU_PER_FULL_PAGE: Final = 128.0
 #: PartiQL statements kept per table for the key-schema decision at detection time.
-MAX_STATEMENTS = 50
+MAX_STATEMENTS: Final = 50
 #: Error codes kept per access-pattern row.
-MAX_ROW_ERRORS = 10
+MAX_ROW_ERRORS: Final = 10
 #: Per-second counts are kept for keys with at least this many requests in their minute (candidates), at most
 #: :data:`SECONDS_PER_KEY` seconds per key (the busiest) and :data:`MAX_PEAK_KEYS` keys.
-PEAK_MIN_PER_MINUTE = 20
-SECONDS_PER_KEY = 8
-MAX_PEAK_KEYS = 256
-MAX_SECOND_ENTRIES = 8192
+PEAK_MIN_PER_MINUTE: Final = 20
+SECONDS_PER_KEY: Final = 8
+MAX_PEAK_KEYS: Final = 256
+MAX_SECOND_ENTRIES: Final = 8192
 SERIALIZED_PEAK_KEYS = 64
-MAX_SEGMENTS = 64
-MAX_PATTERNS = 200
-MAX_ERROR_CODES = 50
-MAX_THROTTLE_KEYS = 20
-MAX_SIZE_KEYS = 50
-OTHER = "(other)"
+MAX_SEGMENTS: Final = 64
+MAX_PATTERNS: Final = 200
+MAX_ERROR_CODES: Final = 50
+MAX_THROTTLE_KEYS: Final = 20
+MAX_SIZE_KEYS: Final = 50
+OTHER: Final = "(other)"
 #: Key accesses a window batches before folding them into its sketches (:meth:`TableWindow.flush`).
-PENDING_LIMIT = 4096
+PENDING_LIMIT: Final = 4096
 #: Partition-key attribute names a window tracks.
-MAX_KEY_ATTRS = 8
+MAX_KEY_ATTRS: Final = 8
 
 
 def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | None]:
@@ -1038,7 +1040,7 @@ def partition_attr(key: dict[str, Any], hint: str | None) -> str:
     return found
 
 
-_PK_CACHE: dict[tuple[str, ...], str] = {}
+_PK_CACHE: Final[dict[tuple[str, ...], str]] = {}
 
 
 def _guess_partition_attr(key: tuple[str, ...]) -> str:

@@ -50,8 +50,7 @@ import stat
 import sys
 import threading
 import zlib
-from array import array
-from collections.abc import Callable, Generator, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal, overload
@@ -61,6 +60,7 @@ import structlog
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
 from auditor.models.api_call import ApiCall, SingleItem
+from auditor.sources.deduper import Deduper
 from auditor.sources.normalize import LIGHT_READS, READER_KEYS, normalize_record, single_item
 from auditor.sources.stats import IngestStats
 
@@ -142,7 +142,7 @@ _loads: Final = orjson.loads
 _JSONDecodeError: Final = orjson.JSONDecodeError
 
 
-def _light_reader() -> Callable[[bytes, int, int], dict[str, Any] | None] | None:
+def _light_reader() -> Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None:
     """``auditor._fastrecord.light`` set up for :func:`single_item`'s fields, or None where the C module is not built
     (pure-Python installs, the Lambda package): then every record is decoded in full."""
     try:
@@ -154,8 +154,9 @@ def _light_reader() -> Callable[[bytes, int, int], dict[str, Any] | None] | None
     return _fastrecord.light
 
 
-#: Reads a record slice's :func:`single_item` fields without decoding the rest (see ``auditor/_fastrecord.c``):
-#: a dict of just those fields, or None when the slice must be decoded in full. Only for ``read_calls(light=True)``.
+#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/_fastrecord.c``):
+#: ``light(buf, start, limit)`` gives a dict of just those fields and where the record ends, or None when the record
+#: must be decoded in full. Only for ``read_calls(light=True)``.
 _LIGHT: Final = _light_reader()
 
 _EVENT_ID_KEY: Final = b'"eventID":"'
@@ -604,7 +605,7 @@ class _Parser:
         chunks: Iterator[bytes],
         name: str,
         shard: Shard | None = None,
-        light: Callable[[bytes, int, int], dict[str, Any] | None] | None = None,
+        light: Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None = None,
     ) -> None:
         self._chunks = chunks
         self.name = name
@@ -903,18 +904,26 @@ class _Parser:
                 pos = self.pos
                 try:
                     while True:
+                        if light is not None and shard is None:
+                            # The partial decoder finds the record's end itself; the separator must follow it.
+                            got = light(buf, pos, pos + window)
+                            if got is not None:
+                                end = got[1]
+                                if buf.startswith(sep, end - 1):
+                                    yield (got[0], buf, pos, end)
+                                    pos = end - 1 + adv
+                                    continue
                         idx = find(sep, pos, pos + window)
                         if idx >= 0:
-                            if shard is not None and not _raw_owned(buf, pos, idx + 1, shard):
-                                pos = idx + adv
-                                yield SKIPPED
-                                continue
-                            if light is not None:
-                                partial = light(buf, pos, idx + 1)
-                                if partial is not None:
-                                    start = pos
+                            if shard is not None:
+                                if not _raw_owned(buf, pos, idx + 1, shard):
                                     pos = idx + adv
-                                    yield (partial, buf, start, idx + 1)
+                                    yield SKIPPED
+                                    continue
+                                got = None if light is None else light(buf, pos, idx + 1)
+                                if got is not None and got[1] == idx + 1:
+                                    yield (got[0], buf, pos, idx + 1)
+                                    pos = idx + adv
                                     continue
                             try:
                                 obj = loads(buf[pos : idx + 1])
@@ -1155,104 +1164,6 @@ def iter_records(
         yield from _Parser(chunks, name, shard, _LIGHT if light else None).records()
     finally:
         chunks.close()
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Deduplication
-# --------------------------------------------------------------------------------------------------------------------
-
-
-class Deduper:
-    """Drops repeated ``eventID`` s across a run, with bounded memory.
-
-    It keeps ``hash(event_id)`` (process-local, 64 bits: collisions are negligible), not the ids, in an
-    open-addressing table with linear probing backed by an ``array`` (8 bytes a slot, at most half full: 17 MB for
-    1M ids, ~38 MB at peak while the table doubles, against ~70 MB for a ``set`` of int objects). One probe sequence
-    per ``seen`` (~0.5 us, about a ``set`` lookup plus add). ``capacity`` is the number of ids before the first
-    doubling (the default table takes 4 MB).
-
-    Ids first seen in the current file are inserted at once and their slots logged (8 bytes each): ``commit()`` (the
-    file was read in full) just forgets the log, ``rollback()`` (the file failed and its records are discarded)
-    empties those slots again. Emptying them is safe with linear probing because every slot taken after the last
-    commit belongs to the current file: no committed id's probe sequence can run through one of them.
-    """
-
-    __slots__ = ("_limit", "_mask", "_pending", "_table", "_used")
-
-    def __init__(self, capacity: int = 1 << 18) -> None:
-        size = 1 << max(4, (capacity * 2 - 1).bit_length())
-        self._table = array("q", [0]) * size
-        self._mask = size - 1
-        self._limit = size // 2
-        self._used = 0
-        #: Slots filled since the last commit (the current file's new ids), 8 bytes each.
-        self._pending = array("q")
-
-    def __len__(self) -> int:
-        """Ids remembered (committed or pending)."""
-        return self._used
-
-    def seen(self, event_id: Hashable) -> bool:
-        """True if ``event_id`` was seen before (committed, or earlier in the current file); else remember it.
-
-        Any hashable identity works: :func:`read_calls` passes ``(eventID, eventName, eventTime)``.
-        """
-        key = hash(event_id) or 1  # 0 marks an empty slot
-        table = self._table
-        mask = self._mask
-        i = key & mask
-        v = table[i]
-        while v:
-            if v == key:
-                return True
-            i = (i + 1) & mask
-            v = table[i]
-        table[i] = key
-        self._pending.append(i)
-        self._used += 1
-        if self._used > self._limit:
-            self._grow()
-        return False
-
-    def _grow(self) -> None:
-        """Double the table: committed ids are placed first, then the pending ones (whose slots are re-logged)."""
-        old = self._table
-        pending_keys = array("q")
-        for i in self._pending:
-            pending_keys.append(old[i])
-            old[i] = 0
-        size = len(old) * 2
-        table = array("q", [0]) * size
-        mask = size - 1
-        for key in old:  # the committed ids
-            if key:
-                i = key & mask
-                while table[i]:
-                    i = (i + 1) & mask
-                table[i] = key
-        slots = array("q")
-        for key in pending_keys:
-            i = key & mask
-            while table[i]:
-                i = (i + 1) & mask
-            table[i] = key
-            slots.append(i)
-        self._table = table
-        self._mask = mask
-        self._limit = size // 2
-        self._pending = slots
-
-    def commit(self) -> None:
-        """Keep the current file's ids."""
-        self._pending = array("q")
-
-    def rollback(self) -> None:
-        """Forget the current file's ids."""
-        table = self._table
-        for i in self._pending:
-            table[i] = 0
-        self._used -= len(self._pending)
-        self._pending = array("q")
 
 
 # --------------------------------------------------------------------------------------------------------------------

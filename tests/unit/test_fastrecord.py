@@ -81,14 +81,20 @@ def _strict(a: Any, b: Any) -> bool:
 
 
 def check(data: bytes) -> dict[str, Any] | None:
-    """``light`` on ``data`` (also inside a larger buffer), and the decoder's promises when it returns fields."""
+    """``light`` on ``data`` (also inside a larger buffer), and the decoder's promises when it returns fields: the
+    fields when ``data`` is one object the decoder read (as the reader takes it), else None."""
     assert light is not None
-    fields = light(data, 0, len(data))
+    got = light(data, 0, len(data))
     padded = b"  ,[" + data + b"]x"
-    assert _strict(light(padded, 4, 4 + len(data)), fields)  # only the slice is read
-    if fields is None:
+    inside = light(padded, 4, 4 + len(data))  # only the slice is read
+    both = got is not None and inside is not None
+    assert (got is None and inside is None) or (both and _strict(got[0], inside[0]) and got[1] + 4 == inside[1])
+    assert light(data, 0, len(data) + 100) == got or got is None  # a limit past the end is the end
+    if got is None:
         return None
-    full = orjson.loads(data)  # never raises for a slice the decoder accepted
+    fields, end = got
+    assert 0 < end <= len(data) and data[end - 1 : end] == b"}"
+    full = orjson.loads(data[:end])  # never raises for an object the decoder read
     assert type(full) is dict
     for name in BUILD:
         assert (name in fields) == (name in full)
@@ -103,7 +109,7 @@ def check(data: bytes) -> dict[str, Any] | None:
     with contextlib.suppress(Exception):
         normalize_record(full)
     assert single_item(fields) == single_item(full)
-    return fields
+    return fields if not data[end:].strip(b" \t\r\n") else None  # what follows is the reader's to check
 
 
 def _with(text: bytes, old: bytes, new: bytes) -> bytes:
@@ -267,10 +273,11 @@ def test_the_reader_gives_the_same_calls_with_and_without_the_decoder(monkeypatc
     parts[10] = HANDED_BACK["lone surrogate escape"]  # malformed for orjson: skipped by both
     parts[11] = HANDED_BACK["escaped key given after the real one"]
     parts[12] = READ["escapes in skipped values"].replace(b"111111", b"999999")
+    parts[13] = orjson.dumps(records[13]) + b" \t "  # another gap after this record than after the others
     data = b'{"Records":[' + b",\n".join(parts) + b"]}"
     with_decoder = _read_all(data)
     monkeypatch.setattr(cloudtrail, "_LIGHT", None)
     without = _read_all(data)
     assert with_decoder == without
-    assert with_decoder[1].records_skipped == 1
+    assert with_decoder[1].records_skipped >= 1
     assert with_decoder[1].duplicates_dropped == 1
