@@ -522,36 +522,21 @@ static int find_field(const unsigned char *p, Py_ssize_t n) {
     return -1;
 }
 
-/* light(buf, start, limit) -> (fields, end) | None: see the module docstring. */
-static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyBytes_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "light(buf: bytes, start: int, limit: int)");
-        return NULL;
-    }
-    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    if (start == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred())
-        return NULL;
-    if (end > size)
-        end = size;
-    if (start < 0 || end < start) {
-        PyErr_SetString(PyExc_ValueError, "light(): slice out of range");
-        return NULL;
-    }
-    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    scanner s = {base + start, base + end, 1};
+/* The configured fields of the JSON object at base[start] (after any whitespace) that ends before base[limit]:
+ * OK with *out the dict and *end_at the index after its closing brace; FALLBACK (outside the subset); ERROR (a
+ * Python error is set). */
+static int read_one(const unsigned char *base, Py_ssize_t start, Py_ssize_t limit, PyObject **out,
+                    Py_ssize_t *end_at) {
+    scanner s = {base + start, base + limit, 1};
     int r = FALLBACK;
     uint32_t seen = 0; /* the fields met so far, by index (MAX_FIELDS <= 32) */
     skip_ws(&s);
     if (s.p >= s.end || *s.p != '{')
-        Py_RETURN_NONE;
+        return FALLBACK;
     s.p++;
     PyObject *record = _PyDict_NewPresized(n_fields);
     if (record == NULL)
-        return NULL;
+        return ERROR;
     skip_ws(&s);
     if (s.p < s.end && *s.p == '}') {
         s.p++;
@@ -617,25 +602,124 @@ static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         }
         goto fallback;
     }
-done: {
-    PyObject *end_index = PyLong_FromSsize_t(s.p - base);
-    PyObject *result = end_index == NULL ? NULL : PyTuple_New(2);
-    if (result == NULL) {
-        Py_XDECREF(end_index);
-        goto error;
-    }
-    PyTuple_SET_ITEM(result, 0, record);
-    PyTuple_SET_ITEM(result, 1, end_index);
-    return result;
-}
+done:
+    *out = record;
+    *end_at = s.p - base;
+    return OK;
 out:
     if (r == ERROR)
         goto error;
 fallback:
     Py_DECREF(record);
-    Py_RETURN_NONE;
+    return FALLBACK;
 error:
     Py_DECREF(record);
+    return ERROR;
+}
+
+/* start and limit of buf as a slice (limit clamped to the end), or -1 with a Python error set. */
+static int slice_args(PyObject *const *args, Py_ssize_t size, Py_ssize_t *start, Py_ssize_t *limit) {
+    *start = PyLong_AsSsize_t(args[0]);
+    if (*start == -1 && PyErr_Occurred())
+        return -1;
+    *limit = PyLong_AsSsize_t(args[1]);
+    if (*limit == -1 && PyErr_Occurred())
+        return -1;
+    if (*limit > size)
+        *limit = size;
+    if (*start < 0 || *limit < *start) {
+        PyErr_SetString(PyExc_ValueError, "slice out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* light(buf, start, limit) -> (fields, end) | None: see the module docstring. */
+static PyObject *light(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "light(buf: bytes, start: int, limit: int)");
+        return NULL;
+    }
+    Py_ssize_t start, limit, end;
+    if (slice_args(args + 1, PyBytes_GET_SIZE(args[0]), &start, &limit) < 0)
+        return NULL;
+    PyObject *record;
+    int r = read_one((const unsigned char *)PyBytes_AS_STRING(args[0]), start, limit, &record, &end);
+    if (r == ERROR)
+        return NULL;
+    if (r == FALLBACK)
+        Py_RETURN_NONE;
+    PyObject *end_index = PyLong_FromSsize_t(end);
+    PyObject *result = end_index == NULL ? NULL : PyTuple_New(2);
+    if (result == NULL) {
+        Py_XDECREF(end_index);
+        Py_DECREF(record);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, record);
+    PyTuple_SET_ITEM(result, 1, end_index);
+    return result;
+}
+
+/* run(buf, start, limit, sep, advance, window, most) -> (runs, next): light() over consecutive records of an array.
+ *
+ * From `start`, reads records while each is one light() reads (ending before min(its start + window, limit)) and
+ * `sep` follows its closing brace (sep[0] is that brace); the next record starts at its end - 1 + advance. Stops at
+ * the first record that is not, at `limit`, or after `most` records. Returns the records read, as a list of
+ * (fields, start, end) tuples, and where the first one not read starts. Each step is one light() call's: the same
+ * records, fields and ends as the caller's loop over light() and bytes.startswith(sep, end - 1) would give. */
+static PyObject *run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "run(buf: bytes, start: int, limit: int, sep: bytes, advance: int, window: int, most: int)");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t pos, limit;
+    if (slice_args(args + 1, size, &pos, &limit) < 0)
+        return NULL;
+    Py_ssize_t advance = PyLong_AsSsize_t(args[4]);
+    Py_ssize_t window = advance == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[5]);
+    Py_ssize_t most = window == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[6]);
+    if (most == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t sep_len = PyBytes_GET_SIZE(args[3]);
+    const char *sep = PyBytes_AS_STRING(args[3]);
+    if (advance < 1 || window < 1 || most < 0 || sep_len < 1 || sep[0] != '}') {
+        PyErr_SetString(PyExc_ValueError, "run(): advance and window must be positive, sep must start with '}'");
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    PyObject *runs = PyList_New(0);
+    if (runs == NULL)
+        return NULL;
+    /* Each record read moves pos forward by at least 1 (end - 1 >= pos + 1, advance >= 1): at most limit - start
+     * iterations, whatever `most` says. */
+    for (Py_ssize_t n = 0; n < most && pos < limit; n++) {
+        Py_ssize_t stop = window < limit - pos ? pos + window : limit;
+        Py_ssize_t end;
+        PyObject *record;
+        int r = read_one(base, pos, stop, &record, &end);
+        if (r == ERROR)
+            goto error;
+        if (r == FALLBACK)
+            break;
+        if (end - 1 + sep_len > size || memcmp(base + end - 1, sep, (size_t)sep_len) != 0) {
+            Py_DECREF(record);
+            break;
+        }
+        PyObject *item = Py_BuildValue("(Nnn)", record, pos, end);
+        if (item == NULL)
+            goto error;
+        int failed = PyList_Append(runs, item);
+        Py_DECREF(item);
+        if (failed)
+            goto error;
+        pos = end - 1 + advance;
+    }
+    return Py_BuildValue("(Nn)", runs, pos);
+error:
+    Py_DECREF(runs);
     return NULL;
 }
 
@@ -719,6 +803,9 @@ static PyMethodDef methods[] = {
     {"light", (PyCFunction)(void (*)(void))light, METH_FASTCALL,
      "light(buf, start, limit) -> (dict, end) | None: the configured fields of the JSON object at buf[start] and the "
      "index after it, or None when the object is outside the subset this module reads (decode it in full instead)."},
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(buf, start, limit, sep, advance, window, most) -> ([(dict, start, end), ...], next): light() over "
+     "consecutive records of an array separated by sep."},
     {"configure", configure, METH_VARARGS, "configure(build, present, reject, accept, keys) -> None"},
     {NULL, NULL, 0, NULL},
 };

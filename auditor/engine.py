@@ -93,10 +93,15 @@ def ingest_source(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        add, add_item = aggs.add, aggs.add_item
+        add, add_item, add_items = aggs.add, aggs.add_item, aggs.add_items
         keep = fingerprints.add if fingerprints is not None else None
-        for call in read_calls(source, file_stats, deduper, shard=shard, light=True):
-            if isinstance(call, tuple):
+        for call in read_calls(source, file_stats, deduper, shard=shard, light=True, runs=True):
+            if isinstance(call, list):
+                add_items(call)
+                if keep is not None:
+                    for item in call:
+                        keep(item[0], item[3])
+            elif isinstance(call, tuple):
                 add_item(call)
                 if keep is not None:
                     keep(call[0], call[3])

@@ -11,12 +11,12 @@ and interleaved ``R`` times (default 3), medians reported:
 1. ``imports``: the interpreter and every module ``analyze-trail`` imports, nothing read;
 2. ``gunzip``: (1), then the input decompressed by the reader's own inflater (``_chunks``);
 3. ``read``: (1), then the real reader (:func:`auditor.sources.cloudtrail.iter_records`) as ingest runs it
-   (``light=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light path reads,
-   with the C partial decoder ``auditor._fastrecord`` where it is built, else the whole record with ``orjson``),
-   nothing else;
-4. ``calls``: (1), then :func:`auditor.sources.cloudtrail.read_calls` as ingest runs it (``light=True``): (3) plus
-   normalising each record (:func:`auditor.sources.normalize.single_item` or ``normalize_record``) and
-   deduplicating;
+   (``light=True, runs=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
+   path reads, with the C partial decoder ``auditor._fastrecord`` where it is built, else the whole record with
+   ``orjson``), nothing else;
+4. ``calls``: (1), then :func:`auditor.sources.cloudtrail.read_calls` as ingest runs it (``light=True,
+   runs=True``): (3) plus normalising each record (:func:`auditor.sources.normalize.single_item` or
+   ``normalize_record``) and deduplicating;
 5. ``aggregate``: (1), then :func:`auditor.engine.ingest_source`: (4) plus the aggregates, with the pending key
    batches folded into the sketches at the end;
 6. ``analyze-trail --jobs 1`` as users run it: (5) plus merging, detection and the JSON output.
@@ -49,7 +49,8 @@ import sys
 import auditor.cli, auditor.engine
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source
-from auditor.sources.cloudtrail import DEFAULT_CHUNK_SIZE, Deduper, _chunks, discover, iter_records, read_calls
+from auditor.sources.cloudtrail import DEFAULT_CHUNK_SIZE, Deduper, LightRun, _chunks, discover
+from auditor.sources.cloudtrail import iter_records, read_calls
 from auditor.sources.stats import IngestStats
 path = sys.argv[1]
 n = 0
@@ -64,12 +65,12 @@ with open(path, "rb") as fh:
 """,
     "read": """\
 with open(path, "rb") as fh:
-    for record in iter_records(fh, path, light=True):
-        n += 1
+    for record in iter_records(fh, path, light=True, runs=True):
+        n += len(record.records) if type(record) is LightRun else 1
 """,
     "calls": """\
 stats = IngestStats()
-for call in read_calls(discover([path])[0], stats, Deduper(), light=True):
+for call in read_calls(discover([path])[0], stats, Deduper(), light=True, runs=True):
     n += 1
 n = stats.records_read
 """,

@@ -1096,6 +1096,11 @@ class AggregateSet:
             tw = self._window(account, region, table, start)
         tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table))
 
+    def add_items(self, items: list[SingleItem]) -> None:
+        """:meth:`add_item` for each of ``items``, in order."""
+        for item in items:
+            self.add_item(item)
+
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)
         tw = self.windows.get(wk)

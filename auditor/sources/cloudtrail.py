@@ -142,8 +142,8 @@ _loads: Final = orjson.loads
 _JSONDecodeError: Final = orjson.JSONDecodeError
 
 
-def _light_reader() -> Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None:
-    """``auditor._fastrecord.light`` set up for :func:`single_item`'s fields, or None where the C module is not built
+def _light_reader() -> Any:
+    """``auditor._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
     (pure-Python installs, the Lambda package): then every record is decoded in full."""
     try:
         from auditor import _fastrecord
@@ -151,13 +151,35 @@ def _light_reader() -> Callable[[bytes, int, int], tuple[dict[str, Any], int] | 
         return None
     build, present, reject, accept = LIGHT_READS
     _fastrecord.configure(build, present, reject, accept, READER_KEYS)
-    return _fastrecord.light
+    return _fastrecord
 
+
+_FASTRECORD: Final = _light_reader()
 
 #: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/_fastrecord.c``):
 #: ``light(buf, start, limit)`` gives a dict of just those fields and where the record ends, or None when the record
 #: must be decoded in full. Only for ``read_calls(light=True)``.
-_LIGHT: Final = _light_reader()
+_LIGHT: Final[Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None] = (
+    None if _FASTRECORD is None else _FASTRECORD.light
+)
+#: ``run(buf, start, limit, sep, advance, window, most)``: ``light`` over consecutive records of an array in one
+#: call, giving ``([(fields, start, end), ...], next start)``; used with :data:`_LIGHT` only.
+_LIGHT_RUN: Final[Callable[[bytes, int, int, bytes, int, int, int], tuple[list[Any], int]] | None] = (
+    None if _FASTRECORD is None else _FASTRECORD.run
+)
+#: The most records of one :class:`LightRun` (a batch of small dicts: bounded memory whatever the input).
+_RUN_MOST: Final = 1024
+
+
+@dataclass(slots=True)
+class LightRun:
+    """Consecutive records of a ``Records`` array read by the partial decoder (``iter_records(light=True,
+    runs=True)``): ``records`` holds ``(fields, start, end)`` for each, as :data:`_LIGHT` reads them, and ``buf``
+    their bytes (``orjson.loads(buf[start:end])`` decodes one in full)."""
+
+    buf: bytes
+    records: list[tuple[dict[str, Any], int, int]]
+
 
 _EVENT_ID_KEY: Final = b'"eventID":"'
 
@@ -606,11 +628,13 @@ class _Parser:
         name: str,
         shard: Shard | None = None,
         light: Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None = None,
+        run: Callable[[bytes, int, int, bytes, int, int, int], tuple[list[Any], int]] | None = None,
     ) -> None:
         self._chunks = chunks
         self.name = name
         self.shard = shard
         self.light = light
+        self.run = run if light is not None and shard is None else None
         self.buf = b""
         self.pos = 0
         self.base = 0
@@ -894,6 +918,7 @@ class _Parser:
         window = _WINDOW
         shard = self.shard
         light = None if unwrap else self.light
+        run = None if unwrap else self.run
         failed: orjson.JSONDecodeError | None = None
         failed_at = -1
         while True:
@@ -904,7 +929,15 @@ class _Parser:
                 pos = self.pos
                 try:
                     while True:
-                        if light is not None and shard is None:
+                        if run is not None:
+                            # Records the partial decoder reads, as many as it can in one call (see
+                            # _fastrecord.run); the first one it does not read takes the paths below.
+                            done, pos = run(buf, pos, len(buf), sep, adv, window, _RUN_MOST)
+                            if done:
+                                yield LightRun(buf, done)
+                                if len(done) == _RUN_MOST:
+                                    continue
+                        elif light is not None and shard is None:
                             # The partial decoder finds the record's end itself; the separator must follow it.
                             got = light(buf, pos, pos + window)
                             if got is not None:
@@ -1131,6 +1164,7 @@ def iter_records(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     shard: Shard | None = None,
     light: bool = False,
+    runs: bool = False,
 ) -> Iterator[Any]:
     """Yield the raw records of one input, streaming with bounded memory.
 
@@ -1153,7 +1187,8 @@ def iter_records(
     With ``light`` (and the C module built), a record of a ``Records`` array that is valid JSON and may be one
     :func:`single_item` reads comes as a tuple ``(fields, buf, start, end)``: a dict of only the fields
     ``single_item`` reads (:data:`auditor.sources.normalize.LIGHT_READS`) and where the record's bytes are
-    (``orjson.loads(buf[start:end])`` decodes it in full). Only :func:`read_calls` asks for them.
+    (``orjson.loads(buf[start:end])`` decodes it in full). Only :func:`read_calls` asks for them. With ``runs`` too
+    (and no ``shard``), consecutive such records come together as one :class:`LightRun` instead.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -1161,7 +1196,8 @@ def iter_records(
     # makes the reader wait: a reader thread would only add GIL hand-overs there, so those inflate in line.
     chunks = _chunks(stream, name, chunk_size, threaded=shard is None and not _regular_file(stream))
     try:
-        yield from _Parser(chunks, name, shard, _LIGHT if light else None).records()
+        reader = _LIGHT if light else None
+        yield from _Parser(chunks, name, shard, reader, _LIGHT_RUN if reader is not None and runs else None).records()
     finally:
         chunks.close()
 
@@ -1192,7 +1228,21 @@ def read_calls(
     shard: Shard | None = ...,
     *,
     light: Literal[True],
+    runs: Literal[False] = ...,
 ) -> Iterator[ApiCall | SingleItem]: ...
+
+
+@overload
+def read_calls(
+    source: InputSource,
+    stats: IngestStats,
+    deduper: Deduper,
+    normalize: Callable[[Mapping[str, Any]], ApiCall | None] = ...,
+    shard: Shard | None = ...,
+    *,
+    light: Literal[True],
+    runs: Literal[True],
+) -> Iterator[ApiCall | SingleItem | list[SingleItem]]: ...
 
 
 def read_calls(
@@ -1203,14 +1253,16 @@ def read_calls(
     shard: Shard | None = None,
     *,
     light: bool = False,
-) -> Iterator[ApiCall] | Iterator[ApiCall | SingleItem]:
+    runs: bool = False,
+) -> Iterator[ApiCall] | Iterator[ApiCall | SingleItem] | Iterator[ApiCall | SingleItem | list[SingleItem]]:
     """Yield the DynamoDB data-plane calls of one source, counting into ``stats``.
 
     With ``light``, the commonest calls (successful single-item calls, see
     :func:`auditor.sources.normalize.single_item`) come as ``SingleItem`` tuples instead of ``ApiCall`` objects:
     the same call, read in a fraction of the time, for a consumer that only aggregates
     (:meth:`auditor.aggregates.window.AggregateSet.add_item`). Only with the default ``normalize``: another one
-    sees every record.
+    sees every record. With ``runs`` too, consecutive ``SingleItem`` calls may come together in a list (in input
+    order, like everything else), which saves a generator step per call on the ingest hot path.
 
     Counts ``records_read`` for every record, ``records_skipped`` (with a ``stats.note``) for malformed ones (not
     a JSON object, or ``MalformedRecordError`` from ``normalize``), ``duplicates_dropped`` for DynamoDB data events
@@ -1230,13 +1282,78 @@ def read_calls(
     """
     name = source.name
     light = light and normalize is normalize_record
+    seen = deduper.seen
+
+    def full(record: Any, index: int) -> ApiCall | None:
+        """The call of one record decoded in full (None: not a data-plane call, a duplicate or a bad record)."""
+        if type(record) is not dict:
+            stats.records_skipped += 1
+            why = record.reason if type(record) is Malformed else "not a JSON object"
+            stats.note(f"{name}: record {index}: {why}")
+            return None
+        try:
+            call = normalize(record)
+        except MalformedRecordError as exc:
+            stats.records_skipped += 1
+            stats.note(f"{name}: record {index}: {exc}")
+            return None
+        except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
+            # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what
+            # a key can hold, nesting too deep): one bad record. Only the type is noted, not the value.
+            stats.records_skipped += 1
+            stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
+            return None
+        if call is None:
+            return None
+        # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event
+        # twice, while records that only share an id (as the AWS documentation samples do) are distinct.
+        if call.event_id and seen((call.event_id, call.operation, call.time)):
+            stats.duplicates_dropped += 1
+            return None
+        if call.management_labelled:
+            stats.note(
+                f"{name}: record {index}: data-plane {call.operation} labelled eventCategory Management "
+                "(analysed as a data event)"
+            )
+        stats.data_events += 1
+        return call
+
+    def reparse(buf: bytes, start: int, end: int) -> Any:
+        try:
+            return _loads(buf[start:end])
+        except _JSONDecodeError as exc:  # never, the C module checked it: but one record, not the file
+            return Malformed(f"invalid JSON ({exc})")
+
     try:
         stream = source.open()
     except OSError as exc:
         raise SourceReadError(name, f"cannot open: {exc.strerror or exc}") from exc
     try:
         index = 0
-        for record in iter_records(stream, name, shard=shard, light=light):
+        for record in iter_records(stream, name, shard=shard, light=light, runs=runs):
+            if type(record) is LightRun:  # records the C module read (no shard): a batch of single-item calls
+                buf = record.buf
+                batch: list[SingleItem] = []
+                for fields, start, end in record.records:
+                    index += 1
+                    stats.records_read += 1
+                    item = single_item(fields)
+                    if item is not None:
+                        if seen((item[0], item[1], item[2])):
+                            stats.duplicates_dropped += 1
+                        else:
+                            stats.data_events += 1
+                            batch.append(item)
+                        continue
+                    call = full(reparse(buf, start, end), index)
+                    if call is not None:
+                        if batch:
+                            yield batch
+                            batch = []
+                        yield call
+                if batch:
+                    yield batch
+                continue
             index += 1
             if type(record) is tuple:  # only the fields single_item reads (light), then the whole record if need be
                 fields = record[0]
@@ -1245,55 +1362,22 @@ def read_calls(
                 stats.records_read += 1
                 item = single_item(fields)
                 if item is None:
-                    try:
-                        record = _loads(record[1][record[2] : record[3]])
-                    except _JSONDecodeError as exc:  # never, the C module checked it: but one record, not the file
-                        stats.records_skipped += 1
-                        stats.note(f"{name}: record {index}: invalid JSON ({exc})")
-                        continue
+                    record = reparse(record[1], record[2], record[3])
             else:
                 if shard is not None and (record is SKIPPED or not shard.owns(record)):
                     continue
                 stats.records_read += 1
-                if type(record) is not dict:
-                    stats.records_skipped += 1
-                    why = record.reason if type(record) is Malformed else "not a JSON object"
-                    stats.note(f"{name}: record {index}: {why}")
-                    continue
-                item = single_item(record) if light else None
+                item = single_item(record) if light and type(record) is dict else None
             if item is not None:
-                if deduper.seen((item[0], item[1], item[2])):
+                if seen((item[0], item[1], item[2])):
                     stats.duplicates_dropped += 1
                 else:
                     stats.data_events += 1
                     yield item
                 continue
-            try:
-                call = normalize(record)
-            except MalformedRecordError as exc:
-                stats.records_skipped += 1
-                stats.note(f"{name}: record {index}: {exc}")
-                continue
-            except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
-                # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what
-                # a key can hold, nesting too deep): one bad record. Only the type is noted, not the value.
-                stats.records_skipped += 1
-                stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
-                continue
-            if call is None:
-                continue
-            # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event
-            # twice, while records that only share an id (as the AWS documentation samples do) are distinct.
-            if call.event_id and deduper.seen((call.event_id, call.operation, call.time)):
-                stats.duplicates_dropped += 1
-                continue
-            if call.management_labelled:
-                stats.note(
-                    f"{name}: record {index}: data-plane {call.operation} labelled eventCategory Management "
-                    "(analysed as a data event)"
-                )
-            stats.data_events += 1
-            yield call
+            call = full(record, index)
+            if call is not None:
+                yield call
         stats.records_seen += index
     finally:
         try:

@@ -281,3 +281,109 @@ def test_the_reader_gives_the_same_calls_with_and_without_the_decoder(monkeypatc
     assert with_decoder == without
     assert with_decoder[1].records_skipped >= 1
     assert with_decoder[1].duplicates_dropped == 1
+
+
+# -- run(): light() over consecutive records in one call -----------------------------------------------------------
+
+run = cloudtrail._LIGHT_RUN
+
+
+def _run_reference(
+    buf: bytes, pos: int, limit: int, sep: bytes, advance: int, window: int, most: int
+) -> tuple[list[Any], int]:
+    """What ``run`` must give: the reader's loop over ``light`` and the separator check, one record at a time."""
+    assert light is not None
+    done: list[Any] = []
+    while len(done) < most and pos < limit:
+        got = light(buf, pos, min(pos + window, limit))
+        if got is None or not buf.startswith(sep, got[1] - 1):
+            break
+        done.append((got[0], pos, got[1]))
+        pos = got[1] - 1 + advance
+    return done, pos
+
+
+def _same_run(a: tuple[list[Any], int], b: tuple[list[Any], int]) -> bool:
+    return (
+        a[1] == b[1]
+        and len(a[0]) == len(b[0])
+        and all(_strict(x[0], y[0]) and x[1:] == y[1:] for x, y in zip(a[0], b[0], strict=True))
+    )
+
+
+@needs_module
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.integers(0, len(_REAL) - 1), min_size=1, max_size=8),
+    mutate=st.none() | st.tuples(st.integers(0, 7), st.floats(0, 1), st.binary(max_size=4)),
+    gap=st.sampled_from([b",", b",\n", b", ", b",\n\t "]),
+    window=st.integers(1, 4000),
+    most=st.integers(0, 9),
+    tail=st.sampled_from([b"]}", b"", b",", b',{"a":1}]}']),
+)
+def test_a_run_reads_what_the_loop_over_light_reads(
+    picks: list[int], mutate: tuple[int, float, bytes] | None, gap: bytes, window: int, most: int, tail: bytes
+) -> None:
+    assert run is not None
+    parts = [_REAL[i] for i in picks]
+    if mutate is not None and mutate[0] < len(parts):
+        text = parts[mutate[0]]
+        at = int(mutate[1] * len(text))
+        parts[mutate[0]] = text[:at] + mutate[2] + text[at + 1 :]
+    buf = b'{"Records":[' + gap.join(parts) + tail
+    sep = b"}" + gap + b'{"'
+    for limit in (len(buf), len(buf) // 2, len(buf) + 50):
+        args = (buf, 12, limit, sep, len(gap) + 1, window, most)
+        assert _same_run(run(*args), _run_reference(*args))
+
+
+@needs_module
+def test_a_run_stops_at_most_and_at_the_first_record_it_does_not_read() -> None:
+    assert run is not None
+    parts = [orjson.dumps(r) for r in benchmark_records(50, 10, seed=5)]
+    parts[30] = HANDED_BACK["lone surrogate escape"]
+    buf = b'{"Records":[' + b",".join(parts) + b"]}"
+    done, pos = run(buf, 12, len(buf), b'},{"', 2, 1 << 20, 1000)
+    assert [r[1] for r in done][:1] == [12] and len(done) <= 30
+    assert buf.startswith(parts[len(done)], pos)  # where the first record not read starts
+    first, after = run(buf, 12, len(buf), b'},{"', 2, 1 << 20, 3)
+    assert len(first) == 3 and after == done[3][1]
+
+
+@needs_module
+@pytest.mark.parametrize(
+    "args",
+    [
+        (b"{}", 0, 2, b"x", 1, 10, 1),  # the separator must start with the closing brace
+        (b"{}", 0, 2, b"}", 0, 10, 1),  # advance must be positive: every step moves forward
+        (b"{}", 0, 2, b"}", 1, 0, 1),
+        (b"{}", 0, 2, b"}", 1, 10, -1),
+        (b"{}", 3, 2, b"}", 1, 10, 1),
+    ],
+)
+def test_a_run_refuses_arguments_that_could_not_move_forward(args: tuple[Any, ...]) -> None:
+    assert run is not None
+    with pytest.raises(ValueError):
+        run(*args)
+
+
+@needs_module
+def test_the_reader_gives_the_same_calls_in_runs_as_one_by_one() -> None:
+    records: list[Any] = [*benchmark_records(1500, 200, seed=4), GET_ITEM, GET_ITEM]
+    parts = [orjson.dumps(r) for r in records]
+    parts[40] = HANDED_BACK["lone surrogate escape"]
+    parts[41] = orjson.dumps(records[41]) + b" \t "
+    data = b'{"Records":[' + b",\n".join(parts) + b"]}"
+    one_by_one = _read_all(data)
+    stats = IngestStats()
+    source = InputSource(name="t.json", open=lambda: io.BytesIO(data))
+    flat: list[Any] = []
+    in_batches = 0
+    for got in read_calls(source, stats, Deduper(), light=True, runs=True):
+        if type(got) is list:
+            in_batches += len(got)
+            flat.extend(got)
+        else:
+            flat.append(got)
+    assert (flat, stats) == one_by_one  # the same calls in the same order, the same counts
+    assert in_batches > len(flat) / 2  # runs did carry most of the calls
