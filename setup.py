@@ -4,8 +4,8 @@ Everything about the package is declared in ``pyproject.toml``; this file only a
 The modules in :data:`COMPILED` are the per-record path of ``analyze-trail`` (key templates, window aggregates,
 sketches, the normaliser, deduplication). They stay plain, strictly typed Python: mypyc compiles the same source, and
 the interpreted and compiled builds give identical results (``make test`` runs their tests both ways). One module is C
-of its own, :data:`NATIVE`: the record reader's partial decoder (``auditor/_fastrecord.c``), which the reader uses
-when it is there and does without when it is not (the interpreted build), with the same results.
+of its own, :data:`NATIVE`: the record reader's partial decoder (``auditor/sources/_fastrecord.c``), which the reader
+uses when it is there and does without when it is not (the interpreted build), with the same results.
 
 * ``DDB_AUDIT_COMPILE=0`` builds pure Python. The Lambda package is built that way (``make build``): its wheels are
   for Linux arm64 and Python 3.12, which a compiler on this machine does not target.
@@ -37,7 +37,7 @@ COMPILED = [
 ]
 
 #: Modules written in C (name, source), built beside the mypyc ones.
-NATIVE = [("auditor._fastrecord", "auditor/_fastrecord.c")]
+NATIVE = [("auditor.sources._fastrecord", "auditor/sources/_fastrecord.c")]
 
 #: The type checker's settings for compiling (not the project's ``[tool.mypy]``: a build environment holds only the
 #: build requirements, so the pydantic plugin and third-party packages may be missing; mypyc then treats those

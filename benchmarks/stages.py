@@ -12,7 +12,7 @@ and interleaved ``R`` times (default 3), medians reported:
 2. ``gunzip``: (1), then the input decompressed by the reader's own inflater (``_chunks``);
 3. ``read``: (1), then the real reader (:func:`auditor.sources.cloudtrail.iter_records`) as ingest runs it
    (``light=True, runs=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
-   path reads, with the C partial decoder ``auditor._fastrecord`` where it is built, else the whole record with
+   path reads, with the C partial decoder ``auditor.sources._fastrecord`` where it is built, else the whole record with
    ``orjson``), nothing else;
 4. ``calls``: (1), then :func:`auditor.sources.cloudtrail.read_calls` as ingest runs it (``light=True,
    runs=True``): (3) plus normalising each record (:func:`auditor.sources.normalize.single_item` or

@@ -143,10 +143,10 @@ _JSONDecodeError: Final = orjson.JSONDecodeError
 
 
 def _light_reader() -> Any:
-    """``auditor._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
+    """``auditor.sources._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
     (pure-Python installs, the Lambda package): then every record is decoded in full."""
     try:
-        from auditor import _fastrecord
+        from auditor.sources import _fastrecord
     except ImportError:
         return None
     build, present, reject, accept = LIGHT_READS
@@ -156,7 +156,7 @@ def _light_reader() -> Any:
 
 _FASTRECORD: Final = _light_reader()
 
-#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/_fastrecord.c``):
+#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/sources/_fastrecord.c``):
 #: ``light(buf, start, limit)`` gives a dict of just those fields and where the record ends, or None when the record
 #: must be decoded in full. Only for ``read_calls(light=True)``.
 _LIGHT: Final[Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None] = (

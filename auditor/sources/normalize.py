@@ -856,7 +856,7 @@ _LIGHT_WRITES: Final[dict[str, bool]] = {
 _CONSISTENT_READ: Final = _reader_keys("consistentRead")[0]
 
 
-#: What :func:`single_item` reads of a record, for a reader that decodes only that (``auditor._fastrecord``, see
+#: What :func:`single_item` reads of a record, for a reader that decodes only that (``auditor.sources._fastrecord``, see
 #: ``auditor.sources.cloudtrail``): the fields whose values it reads, the fields it only needs present, the field
 #: whose presence makes it return None, and the values outside of which some fields make it return None. A record
 #: holding just those fields gives the same result as the whole record (a test holds the two equal).

@@ -1,4 +1,4 @@
-"""The record reader's partial decoder (``auditor/_fastrecord.c``) against orjson, the reference.
+"""The record reader's partial decoder (``auditor/sources/_fastrecord.c``) against orjson, the reference.
 
 ``light(buf, start, end)`` may return the fields :func:`auditor.sources.normalize.single_item` reads only for a slice
 that orjson decodes without error, and those fields must then equal orjson's (same types too: ``True`` is not ``1``)

@@ -22,8 +22,6 @@ LAYERS: dict[str, int] = {
     "exceptions": 0,
     "models": 0,
     "aggregates": 1,
-    #: The record reader's C partial decoder (``auditor/_fastrecord.c``): imports nothing of the project.
-    "_fastrecord": 1,
     "escaping": 1,
     "redact": 1,
     "lifecycle": 1,

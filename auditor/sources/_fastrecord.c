@@ -1,5 +1,5 @@
 /*
- * auditor._fastrecord: read the envelope fields of one CloudTrail record without decoding the rest.
+ * auditor.sources._fastrecord: read the envelope fields of one CloudTrail record without decoding the rest.
  *
  * The CLI's reader cuts each record of a trail file into a byte slice and decodes it (orjson). For the commonest
  * records (successful GetItem, PutItem, UpdateItem, DeleteItem and Query calls), the aggregates read only about ten
@@ -811,7 +811,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "auditor._fastrecord",
+    PyModuleDef_HEAD_INIT, "auditor.sources._fastrecord",
     "Reads the envelope fields of one CloudTrail record without decoding the rest (see light()).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
