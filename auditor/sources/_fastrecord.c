@@ -35,6 +35,8 @@
 #define KEY_CACHE_SLOTS 4096 /* power of two */
 #define KEY_CACHE_LIMIT (KEY_CACHE_SLOTS / 2)
 #define MAX_CACHED_KEY 64
+#define VALUE_CACHE_SLOTS 4096 /* power of two */
+#define MAX_CACHED_VALUE 32
 
 enum mode { SKIP = 0, BUILD = 1, PRESENT = 2, REJECT = 3 };
 
@@ -53,6 +55,11 @@ static int n_fields = 0;
 /* Short object keys as str objects, so that every record's "tableName" is one object (dict lookups by identity). */
 static PyObject *key_cache[KEY_CACHE_SLOTS];
 static Py_ssize_t key_cache_used = 0;
+
+/* Recent short string values, one per slot (a newer value takes its slot): the same region, account, event time or
+ * table name in consecutive records is one str object, whose hash is computed once. At most VALUE_CACHE_SLOTS
+ * objects of at most MAX_CACHED_VALUE characters, whatever the input. */
+static PyObject *value_cache[VALUE_CACHE_SLOTS];
 
 /* 1 for the bytes a string may hold unescaped in this subset: printable ASCII but '"' and '\\'. */
 static unsigned char plain[256];
@@ -343,6 +350,26 @@ static PyObject *key_str(const unsigned char *p, Py_ssize_t n) {
     return str;
 }
 
+/* A new reference to the str of the value p[0:n] (ASCII, escape-free), from the value cache when it is short. */
+static PyObject *value_str(const unsigned char *p, Py_ssize_t n) {
+    if (n > MAX_CACHED_VALUE)
+        return ascii_str(p, n);
+    /* A cheap hash of the length and the first and last 8 bytes (a collision only costs a miss). */
+    uint64_t head = 0, tail = 0;
+    memcpy(&head, p, (size_t)(n < 8 ? n : 8));
+    if (n > 8)
+        memcpy(&tail, p + n - 8, 8);
+    uint64_t h = (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ (uint64_t)n;
+    size_t i = (size_t)(h >> 52) & (VALUE_CACHE_SLOTS - 1);
+    PyObject *cur = value_cache[i];
+    if (cur != NULL && PyUnicode_GET_LENGTH(cur) == n && memcmp(PyUnicode_1BYTE_DATA(cur), p, (size_t)n) == 0)
+        return Py_NewRef(cur);
+    PyObject *str = ascii_str(p, n);
+    if (str != NULL)
+        Py_XSETREF(value_cache[i], Py_NewRef(str));
+    return str;
+}
+
 static int build_value(scanner *s, PyObject **out);
 
 /* s->p is after '['. */
@@ -472,7 +499,7 @@ static int build_value(scanner *s, PyObject **out) {
             return r;
         if (escaped)
             return FALLBACK;
-        *out = ascii_str(start, last - start);
+        *out = value_str(start, last - start);
         return *out == NULL ? ERROR : OK;
     }
     case '{':
