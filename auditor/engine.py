@@ -96,15 +96,15 @@ def ingest_source(
         add, add_item, add_items = aggs.add, aggs.add_item, aggs.add_items
         keep = fingerprints.add if fingerprints is not None else None
         for call in read_calls(source, file_stats, deduper, shard=shard, light=True, runs=True):
-            if isinstance(call, list):
+            if isinstance(call, tuple):
+                add_item(call)
+                if keep is not None:
+                    keep(call[0], call[3])
+            elif isinstance(call, list):
                 add_items(call)
                 if keep is not None:
                     for item in call:
                         keep(item[0], item[3])
-            elif isinstance(call, tuple):
-                add_item(call)
-                if keep is not None:
-                    keep(call[0], call[3])
             else:
                 add(call)
                 if keep is not None and call.event_id:  # an event without an id is never deduplicated anywhere

@@ -1331,7 +1331,8 @@ def read_calls(
     try:
         index = 0
         for record in iter_records(stream, name, shard=shard, light=light, runs=runs):
-            if type(record) is LightRun:  # records the C module read (no shard): a batch of single-item calls
+            kind = type(record)
+            if kind is LightRun:  # records the C module read (no shard): a batch of single-item calls
                 buf = record.buf
                 batch: list[SingleItem] = []
                 for fields, start, end in record.records:
@@ -1355,7 +1356,7 @@ def read_calls(
                     yield batch
                 continue
             index += 1
-            if type(record) is tuple:  # only the fields single_item reads (light), then the whole record if need be
+            if kind is tuple:  # only the fields single_item reads (light), then the whole record if need be
                 fields = record[0]
                 if shard is not None and not shard.owns(fields):
                     continue
@@ -1367,7 +1368,7 @@ def read_calls(
                 if shard is not None and (record is SKIPPED or not shard.owns(record)):
                     continue
                 stats.records_read += 1
-                item = single_item(record) if light and type(record) is dict else None
+                item = single_item(record) if light and kind is dict else None
             if item is not None:
                 if seen((item[0], item[1], item[2])):
                     stats.duplicates_dropped += 1
