@@ -52,6 +52,13 @@ typedef struct {
 static field fields[MAX_FIELDS];
 static int n_fields = 0;
 
+/* Where to look a key up: field_slot[slot_of(key)] is the index of the only field in that slot, NO_FIELD, or
+ * SEVERAL (then the fields are scanned in order). Rebuilt by every configure(). */
+#define FIELD_SLOTS 256
+#define NO_FIELD (-1)
+#define SEVERAL (-2)
+static signed char field_slot[FIELD_SLOTS];
+
 /* Short object keys as str objects, so that every record's "tableName" is one object (dict lookups by identity). */
 static PyObject *key_cache[KEY_CACHE_SLOTS];
 static Py_ssize_t key_cache_used = 0;
@@ -113,7 +120,7 @@ static inline int scan_string(scanner *s, const unsigned char **last, int *escap
             int mask = _mm_movemask_epi8(hit);
             if (mask) {
                 p += __builtin_ctz((unsigned)mask);
-                break;
+                goto stop; /* p is at the first byte that is not plain: the loops below would stop there too */
             }
             p += 16;
         }
@@ -134,6 +141,9 @@ static inline int scan_string(scanner *s, const unsigned char **last, int *escap
         }
         while (p < end && plain[*p])
             p++;
+#if defined(__SSE2__)
+    stop:
+#endif
         if (p >= end)
             return FALLBACK;
         if (*p == '"') {
@@ -539,11 +549,32 @@ static inline uint64_t prefix_of(const unsigned char *p, Py_ssize_t n) {
     return x;
 }
 
+static inline unsigned slot_of(uint64_t prefix, Py_ssize_t n) {
+    return (unsigned)(((prefix ^ (uint64_t)n) * 0x9E3779B97F4A7C15ULL) >> 56); /* FIELD_SLOTS == 256 */
+}
+
+static inline int same_field(const field *f, const unsigned char *p, Py_ssize_t n, uint64_t prefix) {
+    return f->len == n && f->prefix == prefix && (n <= 8 || memcmp(f->bytes + 8, p + 8, (size_t)(n - 8)) == 0);
+}
+
+static void index_fields(void) {
+    memset(field_slot, NO_FIELD, sizeof field_slot);
+    for (int i = 0; i < n_fields; i++) {
+        unsigned k = slot_of(fields[i].prefix, fields[i].len);
+        field_slot[k] = field_slot[k] == NO_FIELD ? (signed char)i : SEVERAL;
+    }
+}
+
+/* The index of the field named p[0:n], or -1. */
 static int find_field(const unsigned char *p, Py_ssize_t n) {
     uint64_t prefix = prefix_of(p, n);
+    int k = field_slot[slot_of(prefix, n)];
+    if (k == NO_FIELD)
+        return -1;
+    if (k != SEVERAL)
+        return same_field(&fields[k], p, n, prefix) ? k : -1;
     for (int i = 0; i < n_fields; i++) {
-        if (fields[i].len == n && fields[i].prefix == prefix &&
-            (n <= 8 || memcmp(fields[i].bytes + 8, p + 8, (size_t)(n - 8)) == 0))
+        if (same_field(&fields[i], p, n, prefix))
             return i;
     }
     return -1;
@@ -756,6 +787,7 @@ static void clear_fields(void) {
         Py_CLEAR(fields[i].accept);
     }
     n_fields = 0;
+    index_fields();
 }
 
 static int add_fields(PyObject *names, int mode, PyObject *accept) {
@@ -814,6 +846,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
         clear_fields();
         return NULL;
     }
+    index_fields();
     PyObject *seq = PySequence_Fast(keys, "keys must be a sequence of str");
     if (seq == NULL)
         return NULL;
@@ -844,6 +877,7 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__fastrecord(void) {
+    index_fields();
     for (int c = 0x20; c < 0x80; c++)
         plain[c] = (c != '"' && c != '\\');
     return PyModule_Create(&module_def);

@@ -400,3 +400,23 @@ def test_short_values_that_share_a_cache_slot_keep_their_own_text() -> None:
         got = check(data)
         assert got is not None
         assert got["requestParameters"] == {"tableName": name, "key": {"pk": name}}
+
+
+@needs_module
+def test_fields_that_share_a_lookup_slot_are_all_read() -> None:
+    # The decoder finds a key's field through a small table; fields that land in one slot (here: a name configured
+    # twice, which shares its slot for certain, among 31 others) are scanned in order, the first one winning.
+    from auditor.sources import _fastrecord
+    from auditor.sources.normalize import READER_KEYS
+
+    names = [f"field{i:02d}" for i in range(31)]
+    record = {**{f"field{i:02d}": i for i in range(40)}, "other": [1, {"a": "b"}]}
+    data = orjson.dumps(record)
+    try:
+        _fastrecord.configure(names, ["field00"], [], {}, [])
+        got = _fastrecord.light(data, 0, len(data))
+        assert got is not None
+        assert got[0] == {name: record[name] for name in names}  # field00 built (its first mode), not just present
+    finally:
+        _fastrecord.configure(BUILD, PRESENT, REJECT, ACCEPT, READER_KEYS)
+    assert check(BASE) is not None  # the reader's own set-up is back
