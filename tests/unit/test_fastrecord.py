@@ -37,7 +37,7 @@ def test_the_decoder_is_built_with_the_compiled_modules_and_absent_from_the_sour
 light = cloudtrail._LIGHT
 needs_module = pytest.mark.skipif(light is None, reason="the C module is not built (interpreted source)")
 
-#: A successful GetItem as CloudTrail logs it (reference/cloudtrail.md).
+#: A successful GetItem as CloudTrail logs it (a data event as the CloudTrail User Guide shows it).
 GET_ITEM: dict[str, Any] = {
     "eventVersion": "1.09",
     "userIdentity": {

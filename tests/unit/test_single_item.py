@@ -32,7 +32,8 @@ def _source(records: list[dict[str, Any]]) -> InputSource:
 
 
 def _get_item(**changes: Any) -> dict[str, Any]:
-    """A successful GetItem as CloudTrail logs it (reference/cloudtrail.md), with ``changes`` applied."""
+    """A successful GetItem as CloudTrail logs it (a data event as the CloudTrail User Guide shows it), with
+    ``changes`` applied."""
     record: dict[str, Any] = {
         "eventVersion": "1.09",
         "userIdentity": {
