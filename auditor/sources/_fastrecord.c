@@ -10,6 +10,8 @@
  * light(buf, start, limit) reads the JSON object that starts at buf[start] (after any whitespace) and ends before
  * buf[limit], and returns (fields, end): the fields, and the index just after the object's closing brace. What
  * follows the object is the caller's to check (the reader checks the separator to the next record).
+ * run(buf, start, limit, sep, advance, window, most) does the same for consecutive records of an array, as many as
+ * it can in one call (see run() below).
  *
  * Exactness: light() returns fields only for an object buf[start:end] which orjson would decode without error,
  * and then the fields it builds are equal to orjson's. It accepts a strict subset of JSON, and returns None
