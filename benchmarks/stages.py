@@ -11,7 +11,7 @@ and interleaved ``R`` times (default 3), medians reported:
 1. ``imports``: the interpreter and every module ``analyze-trail`` imports, nothing read;
 2. ``gunzip``: (1), then the input decompressed by the reader's own inflater (``_chunks``);
 3. ``read``: (1), then the real reader (:func:`auditor.sources.cloudtrail.iter_records`) as ingest runs it
-   (``light=True, runs=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
+   (``light=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
    path reads, with the C partial decoder ``auditor.sources._fastrecord`` where it is built, else the whole record with
    ``orjson``), nothing else;
 4. ``calls``: (1), then :func:`auditor.sources.cloudtrail.read_calls` as ingest runs it (``light=True,
@@ -65,7 +65,7 @@ with open(path, "rb") as fh:
 """,
     "read": """\
 with open(path, "rb") as fh:
-    for record in iter_records(fh, path, light=True, runs=True):
+    for record in iter_records(fh, path, light=True):
         n += len(record.records) if type(record) is LightRun else 1
 """,
     "calls": """\

@@ -173,8 +173,8 @@ _RUN_MOST: Final = 1024
 
 @dataclass(slots=True)
 class LightRun:
-    """Consecutive records of a ``Records`` array read by the partial decoder (``iter_records(light=True,
-    runs=True)``): ``records`` holds ``(fields, start, end)`` for each, as :data:`_LIGHT` reads them, and ``buf``
+    """Consecutive records of a ``Records`` array read by the partial decoder (``iter_records(light=True)`` without
+    a shard): ``records`` holds ``(fields, start, end)`` for each, as :data:`_LIGHT` reads them, and ``buf``
     their bytes (``orjson.loads(buf[start:end])`` decodes one in full)."""
 
     buf: bytes
@@ -937,15 +937,6 @@ class _Parser:
                                 yield LightRun(buf, done)
                                 if len(done) == _RUN_MOST:
                                     continue
-                        elif light is not None and shard is None:
-                            # The partial decoder finds the record's end itself; the separator must follow it.
-                            got = light(buf, pos, pos + window)
-                            if got is not None:
-                                end = got[1]
-                                if buf.startswith(sep, end - 1):
-                                    yield (got[0], buf, pos, end)
-                                    pos = end - 1 + adv
-                                    continue
                         idx = find(sep, pos, pos + window)
                         if idx >= 0:
                             if shard is not None:
@@ -1164,7 +1155,6 @@ def iter_records(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     shard: Shard | None = None,
     light: bool = False,
-    runs: bool = False,
 ) -> Iterator[Any]:
     """Yield the raw records of one input, streaming with bounded memory.
 
@@ -1184,11 +1174,11 @@ def iter_records(
     With ``shard``, records that clearly belong to another shard are not parsed: :data:`SKIPPED` is yielded in
     their place. Other records are yielded as usual, whoever owns them: the caller checks :meth:`Shard.owns`.
 
-    With ``light`` (and the C module built), a record of a ``Records`` array that is valid JSON and may be one
-    :func:`single_item` reads comes as a tuple ``(fields, buf, start, end)``: a dict of only the fields
-    ``single_item`` reads (:data:`auditor.sources.normalize.LIGHT_READS`) and where the record's bytes are
-    (``orjson.loads(buf[start:end])`` decodes it in full). Only :func:`read_calls` asks for them. With ``runs`` too
-    (and no ``shard``), consecutive such records come together as one :class:`LightRun` instead.
+    With ``light`` (and the C module built), the records of a ``Records`` array that are valid JSON and may be ones
+    :func:`single_item` reads come as a dict of only the fields ``single_item`` reads
+    (:data:`auditor.sources.normalize.LIGHT_READS`) and where the record's bytes are (``orjson.loads(buf[start:end])``
+    decodes it in full): consecutive ones together as one :class:`LightRun`, or, with ``shard``, each as a tuple
+    ``(fields, buf, start, end)``. Only :func:`read_calls` asks for them.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -1197,7 +1187,7 @@ def iter_records(
     chunks = _chunks(stream, name, chunk_size, threaded=shard is None and not _regular_file(stream))
     try:
         reader = _LIGHT if light else None
-        yield from _Parser(chunks, name, shard, reader, _LIGHT_RUN if reader is not None and runs else None).records()
+        yield from _Parser(chunks, name, shard, reader, _LIGHT_RUN if reader is not None else None).records()
     finally:
         chunks.close()
 
@@ -1330,7 +1320,7 @@ def read_calls(
         raise SourceReadError(name, f"cannot open: {exc.strerror or exc}") from exc
     try:
         index = 0
-        for record in iter_records(stream, name, shard=shard, light=light, runs=runs):
+        for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
             if kind is LightRun:  # records the C module read (no shard): a batch of single-item calls
                 buf = record.buf
@@ -1349,11 +1339,11 @@ def read_calls(
                     call = full(reparse(buf, start, end), index)
                     if call is not None:
                         if batch:
-                            yield batch
+                            yield from batch if not runs else (batch,)
                             batch = []
                         yield call
                 if batch:
-                    yield batch
+                    yield from batch if not runs else (batch,)
                 continue
             index += 1
             if kind is tuple:  # only the fields single_item reads (light), then the whole record if need be
