@@ -4,7 +4,7 @@ Everything about the package is declared in ``pyproject.toml``; this file only a
 The modules in :data:`COMPILED` are the per-record path of ``analyze-trail`` (key templates, window aggregates,
 sketches, the normaliser, deduplication). They stay plain, strictly typed Python: mypyc compiles the same source, and
 the interpreted and compiled builds give identical results (``make test`` runs their tests both ways). One module is C
-of its own, :data:`NATIVE`: the record reader's partial decoder (``auditor/sources/_fastrecord.c``), which the reader
+of its own, :data:`NATIVE`: the record reader's partial decoder (``auditor/kernel/_fastrecord.c``), which the reader
 uses when it is there and does without when it is not (the interpreted build), with the same results.
 
 * ``DDB_AUDIT_COMPILE=0`` builds pure Python. The Lambda package is built that way (``make build``): its wheels are
@@ -23,21 +23,21 @@ from typing import Any
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-#: The modules compiled (paths relative to this file). ``auditor.sources.cloudtrail`` (the JSON framing) is left out:
+#: The modules compiled (paths relative to this file). ``auditor.kernel.reader`` (the JSON framing) is left out:
 #: it is mostly calls into C already (``bytes.find``, ``orjson.loads``), and its tests replace its functions.
 COMPILED = [
-    "auditor/aggregates/fingerprints.py",
-    "auditor/aggregates/sketch.py",
-    "auditor/aggregates/templates.py",
-    "auditor/aggregates/window.py",
-    "auditor/sources/deduper.py",
-    "auditor/sources/key_condition.py",
-    "auditor/sources/normalize.py",
-    "auditor/sources/partiql.py",
+    "auditor/kernel/aggregates/fingerprints.py",
+    "auditor/kernel/aggregates/sketch.py",
+    "auditor/kernel/aggregates/templates.py",
+    "auditor/kernel/aggregates/window.py",
+    "auditor/kernel/dedupe.py",
+    "auditor/kernel/key_condition.py",
+    "auditor/kernel/normalize.py",
+    "auditor/kernel/partiql.py",
 ]
 
 #: Modules written in C (name, source), built beside the mypyc ones.
-NATIVE = [("auditor.sources._fastrecord", "auditor/sources/_fastrecord.c")]
+NATIVE = [("auditor.kernel._fastrecord", "auditor/kernel/_fastrecord.c")]
 
 #: The type checker's settings for compiling (not the project's ``[tool.mypy]``: a build environment holds only the
 #: build requirements, so the pydantic plugin and third-party packages may be missing; mypyc then treats those

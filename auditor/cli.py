@@ -547,7 +547,7 @@ _billing_days = _number_in(0, 15, "must be 0 (no billing) to 15 (CloudWatch keep
 
 def _cmd_what_if(args: argparse.Namespace) -> int:
     from auditor.engine import ingest_parallel, plan_processes
-    from auditor.sources.cloudtrail import discover
+    from auditor.kernel.reader import discover
     from auditor.whatif.capacity import capacity_from_audit
     from auditor.whatif.limits import what_if
     from auditor.whatif.loadtest import load_profile

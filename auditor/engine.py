@@ -19,8 +19,6 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from auditor.aggregates.fingerprints import EventFingerprints
-from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig
 from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
@@ -29,11 +27,13 @@ from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
+from auditor.kernel.aggregates.fingerprints import EventFingerprints
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.reader import Deduper, InputSource, Shard, discover, read_calls
+from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, Totals, window_totals
 from auditor.models.inventory import TableProfile
-from auditor.sources.cloudtrail import Deduper, InputSource, Shard, discover, read_calls
-from auditor.sources.stats import IngestStats
 
 log = structlog.get_logger(__name__)
 
@@ -136,7 +136,7 @@ def ingest(
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
-    With ``shard``, only that shard's records are aggregated (see :class:`auditor.sources.cloudtrail.Shard`).
+    With ``shard``, only that shard's records are aggregated (see :class:`auditor.kernel.reader.Shard`).
     ``outcomes`` gets one entry per source (see :func:`ingest_source`).
     """
     total = new_aggregate_set(config)
@@ -218,7 +218,7 @@ def ingest_parallel(
 
     Every shard reads every source whole, so all must agree on each source's outcome (its number of records, or
     that it failed), and the records the shards read must add up to that number. They disagree only on corrupt
-    inputs (records cut in the wrong place, see :func:`auditor.sources.cloudtrail._raw_owned`, or a record that
+    inputs (records cut in the wrong place, see :func:`auditor.kernel.reader._raw_owned`, or a record that
     cannot be decoded, which no shard or two may take as theirs) or inputs whose bytes changed between the reads:
     then the sharded results are dropped and the input is read again in this process alone, the reference.
     """

@@ -47,7 +47,7 @@ import orjson
 
 ELLIPSIS = "…"
 HASH_CHARS = 6
-#: Longest leading upper-case word kept as an entity prefix (as ``auditor.aggregates.templates.MAX_LITERAL``).
+#: Longest leading upper-case word kept as an entity prefix (as ``auditor.kernel.aggregates.templates.MAX_LITERAL``).
 MAX_ENTITY = 24
 #: A value cut short in text (``{value:.60}``) is recognised after ``attr=`` from this many characters on.
 MIN_TRUNCATED_MATCH = 16

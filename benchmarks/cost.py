@@ -25,7 +25,7 @@ state table, CloudWatch reads, S3 from the per-run and per-event estimates of
 :data:`auditor.cost.cost_model.FIXED_MODEL`, the same the controller's budget uses), the audited
 DynamoDB bill (:func:`auditor.cost.cost_model.dynamodb_spend`), the ratio, and the recall of the planted problems.
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
-normalised calls, aggregated by :class:`auditor.aggregates.window.TableWindow` and passed to the real detectors
+normalised calls, aggregated by :class:`auditor.kernel.aggregates.window.TableWindow` and passed to the real detectors
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
 scan job when a ``scan`` finding names its table and principal. Hot keys are evaluated minute by minute (windows of
 60 seconds; a detector's shares and per-minute peaks do not depend on uncaptured minutes), stopping at the first
@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.aggregates.window import TableWindow
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
 from auditor.cost.cost_model import (
@@ -82,7 +81,8 @@ from auditor.cost.plan import (
 from auditor.detectors.base import MetricsInput
 from auditor.detectors.metrics import throttling as cw_throttling
 from auditor.engine import evaluate
-from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.kernel.aggregates.window import TableWindow
+from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.models.finding import FindingKind
 from auditor.models.inventory import Capacity, ContributorInsights, TableProfile
 from auditor.models.metrics import CAUSE_METRICS, CONSUMED, PROVISIONED, THROTTLE_EVENTS, MetricSeries, SeriesKey

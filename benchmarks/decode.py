@@ -6,7 +6,7 @@ Run from the repository root (the msgspec rows need ``msgspec``, which is not a 
     python -m benchmarks.decode [--records N] [--repeat R]
 
 The reader cuts the ``Records`` array into one byte slice per record and decodes each slice on its own, so that a
-record that does not decode is one skipped record (``auditor.sources.cloudtrail``). This benchmark cuts the
+record that does not decode is one skipped record (``auditor.kernel.reader``). This benchmark cuts the
 benchmark file the same way (once, outside the timings) and times, per decoder, the CPU seconds to decode every
 slice (GC off, best of ``R``):
 
@@ -21,7 +21,7 @@ slice (GC off, best of ``R``):
   fields (``requestParameters``, ``responseElements``) raw and checked with orjson. This is what keeping per-record
   isolation exactly as it is costs with msgspec.
 
-- the project's own partial decoder (``auditor.sources._fastrecord.light``, where ``pip install`` built it): the
+- the project's own partial decoder (``auditor.kernel._fastrecord.light``, where ``pip install`` built it): the
   whole slice checked as JSON, only the fields the light path reads built, and everything outside its strict subset
   handed back (then decoded with ``orjson.loads``, as the reader does). Exact by construction.
 
@@ -53,7 +53,7 @@ def _slices(path: str) -> list[bytes]:
 def _decoders() -> dict[str, Callable[[bytes], Any]]:
     loads = orjson.loads
     found: dict[str, Callable[[bytes], Any]] = {"orjson.loads (whole record)": loads}
-    from auditor.sources.cloudtrail import _LIGHT
+    from auditor.kernel.reader import _LIGHT
 
     if _LIGHT is not None:
         light = _LIGHT
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> None:
 
 def _decoder_alone(slices: list[bytes], repeat: int) -> None:
     """The C decoder against orjson on the records it reads (the others cost a partial read plus orjson)."""
-    from auditor.sources.cloudtrail import _LIGHT
+    from auditor.kernel.reader import _LIGHT
 
     if _LIGHT is None:
         return

@@ -10,12 +10,12 @@ and interleaved ``R`` times (default 3), medians reported:
 0. the parse floor of :mod:`benchmarks.ingest` (gunzip + ``orjson.loads`` of the whole document, GC off);
 1. ``imports``: the interpreter and every module ``analyze-trail`` imports, nothing read;
 2. ``gunzip``: (1), then the input decompressed by the reader's own inflater (``_chunks``);
-3. ``read``: (1), then the real reader (:func:`auditor.sources.cloudtrail.iter_records`) as ingest runs it
+3. ``read``: (1), then the real reader (:func:`auditor.kernel.reader.iter_records`) as ingest runs it
    (``light=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
-   path reads, with the C partial decoder ``auditor.sources._fastrecord`` where it is built, else the whole record with
+   path reads, with the C partial decoder ``auditor.kernel._fastrecord`` where it is built, else the whole record with
    ``orjson``), nothing else;
-4. ``calls``: (1), then :func:`auditor.sources.cloudtrail.read_calls` as ingest runs it (``light=True,
-   runs=True``): (3) plus normalising each record (:func:`auditor.sources.normalize.single_item` or
+4. ``calls``: (1), then :func:`auditor.kernel.reader.read_calls` as ingest runs it (``light=True,
+   runs=True``): (3) plus normalising each record (:func:`auditor.kernel.normalize.single_item` or
    ``normalize_record``) and deduplicating;
 5. ``aggregate``: (1), then :func:`auditor.engine.ingest_source`: (4) plus the aggregates, with the pending key
    batches folded into the sketches at the end;
@@ -49,9 +49,9 @@ import sys
 import auditor.cli, auditor.engine
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source
-from auditor.sources.cloudtrail import DEFAULT_CHUNK_SIZE, Deduper, LightRun, _chunks, discover
-from auditor.sources.cloudtrail import iter_records, read_calls
-from auditor.sources.stats import IngestStats
+from auditor.kernel.reader import DEFAULT_CHUNK_SIZE, Deduper, LightRun, _chunks, discover
+from auditor.kernel.reader import iter_records, read_calls
+from auditor.kernel.stats import IngestStats
 path = sys.argv[1]
 n = 0
 """

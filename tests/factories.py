@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from auditor.aggregates.window import AggregateSet, TableWindow
-from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.models.finding import Finding, FindingKind, Severity
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

@@ -3,7 +3,7 @@
 With the capture controller the trail logs each table's full traffic in some time slices only (the plan recorded in
 the state table, :func:`auditor.cost.plan.captured_seconds`), and Scan and the PartiQL operations all the time (the
 always-on selector). A window therefore knows the fraction ``f`` of its key traffic that was captured
-(:attr:`auditor.aggregates.window.TableWindow.captured_fraction`). Pure functions (no boto3, no clock).
+(:attr:`auditor.kernel.aggregates.window.TableWindow.captured_fraction`). Pure functions (no boto3, no clock).
 
 - **Scan findings stay exact**: their calls come from the always-on selector. They say so (``evidence.capture``).
 - **Counts** of the other findings (throttled calls, requests to a hot key, rejected writes...) are estimates:
@@ -12,7 +12,8 @@ always-on selector). A window therefore knows the fraction ``f`` of its key traf
   (0 at full capture). It assumes the traffic is steady over the window: a burst that starts or stops in an
   uncaptured slice is not in the interval, which the finding's text says.
 - **Rates and shares** (a hot key's peak second and minute, its share of the key-identified requests) are measured
-  by the detectors over the captured seconds only (:attr:`~auditor.aggregates.window.TableWindow.observed_seconds`),
+  by the detectors over the captured seconds only
+  (:attr:`~auditor.kernel.aggregates.window.TableWindow.observed_seconds`),
   never divided by uncaptured time: they are exact for the minutes they name.
 """
 

@@ -53,10 +53,10 @@ from auditor.demo.service import (
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
 from auditor.detectors.findings.period import for_period
 from auditor.exceptions import InputError, SourceReadError
+from auditor.kernel.reader import InputSource, discover, iter_records
 from auditor.lifecycle import FindingState
 from auditor.models.finding import Totals
 from auditor.report.model import IsoWeek
-from auditor.sources.cloudtrail import InputSource, discover, iter_records
 
 __all__ = ["ReplayInput", "read_trail_files", "replay_findings", "run_replay"]
 
@@ -145,7 +145,7 @@ class _Packer:
 def _trail_files(source: InputSource, window_seconds: int, out: ReplayInput) -> None:
     """Add the records of ``source`` to ``out`` as CloudTrail log files, else note why it is left out.
 
-    The records are read by ``analyze-trail``'s reader (:func:`auditor.sources.cloudtrail.iter_records`), so every
+    The records are read by ``analyze-trail``'s reader (:func:`auditor.kernel.reader.iter_records`), so every
     input it accepts replays: CloudTrail log files (gzipped or not), JSON lines, EventBridge events (their ``detail``
     is the record) and JSON arrays of either. They reach the trail bucket as a trail delivers them, CloudTrail log
     files (``{"Records": [...]}``, gzipped) per account and Region. A source that cannot be read whole is left out

@@ -526,8 +526,8 @@ def _write_report(
     stack: Stack, out: Path, findings: list[dict[str, Any]], start: datetime, end: datetime
 ) -> list[Path]:
     """The weekly report over the demo's findings and the traffic windows in the state table."""
-    from auditor.aggregates.window import AggregateSet
     from auditor.engine import access_patterns
+    from auditor.kernel.aggregates.window import AggregateSet
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
     from auditor.service.weekly_report import load_week_ledger

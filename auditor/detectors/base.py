@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
-from auditor.aggregates.window import TableWindow
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.billing import BillingResult
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
@@ -47,7 +47,8 @@ __all__ = [
 class DetectorInput(StrEnum):
     """What a detector reads (one input type each)."""
 
-    #: :class:`~auditor.aggregates.window.TableWindow`: CloudTrail traffic of one table over the evaluated windows.
+    #: :class:`~auditor.kernel.aggregates.window.TableWindow`: CloudTrail traffic of one table over the evaluated
+    #: windows.
     TRAIL_WINDOW = "trail_window"
     #: :class:`MetricsInput`: a table's inventory profile and CloudWatch metrics over the audited window.
     TABLE_METRICS = "table_metrics"

@@ -1,19 +1,3 @@
-"""Typed records that flow between sources, aggregates, detectors and sinks."""
-
-from auditor.models.access_pattern import AccessPattern
-from auditor.models.api_call import Access, ApiCall, ItemAccess, KeyValues, Statement
-from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind, Severity, fingerprint
-
-__all__ = [
-    "REQUIRED_EVIDENCE",
-    "Access",
-    "AccessPattern",
-    "ApiCall",
-    "Finding",
-    "FindingKind",
-    "ItemAccess",
-    "KeyValues",
-    "Severity",
-    "Statement",
-    "fingerprint",
-]
+"""Typed records and pure rules shared by the layers above the kernel (findings, billing, inventory, metrics, item
+sizes). Import each from its module: this package imports nothing, so a module that needs one record does not load
+pydantic for the others."""

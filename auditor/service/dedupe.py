@@ -1,7 +1,7 @@
 """Events delivered in two CloudTrail objects count once: the evaluator's check before it merges a window.
 
 Trail ingest aggregates each object on its own and stores, next to the object's window contributions, the
-fingerprints of the events it counted (:class:`auditor.aggregates.fingerprints.EventFingerprints`, in S3:
+fingerprints of the events it counted (:class:`auditor.kernel.aggregates.fingerprints.EventFingerprints`, in S3:
 :class:`auditor.sinks.fingerprint_store.FingerprintStore`). Before the evaluator merges a window's contributions, it
 reads the fingerprints of the window's objects and groups the objects that share an event (transitively). Each such
 group is read again from S3, its objects together with one deduplicator, exactly as ``analyze-trail`` reads them;
@@ -21,8 +21,8 @@ from typing import Protocol
 
 import structlog
 
-from auditor.aggregates.fingerprints import EventFingerprints
-from auditor.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.aggregates.fingerprints import EventFingerprints
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.sinks.window_store import merge_parts
 
 __all__ = ["DedupeResult", "Deduplication", "PartsLoader", "group_overlaps"]

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from auditor.aggregates.window import TableWindow
 from auditor.config import AnalysisConfig, Settings
 from auditor.cost.plan import captured_seconds
 from auditor.engine import TableSchemas, evaluate
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.dedupe import Deduplication

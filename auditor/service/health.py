@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Final, Literal
 from auditor.models.finding import utc
 
 if TYPE_CHECKING:
+    from auditor.kernel.stats import IngestStats
     from auditor.service.evaluate import EvaluationResult
     from auditor.service.ingest import EventsResult, ObjectResult
     from auditor.service.metrics_audit import OrgMetricsAuditResult
     from auditor.service.record import RecordResult
     from auditor.service.stream_item_size import StreamBatchResult
     from auditor.sinks.slack import NotifyResult
-    from auditor.sources.stats import IngestStats
 
 #: The CloudWatch namespace of every health metric (template.yaml's dashboard and alarms read it).
 NAMESPACE: Final = "DdbTrafficAuditor"

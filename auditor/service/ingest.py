@@ -46,16 +46,17 @@ import orjson
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
-from auditor.aggregates.fingerprints import EventFingerprints
-from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source, new_aggregate_set
 from auditor.exceptions import AuditorError, MalformedRecordError
-from auditor.models.api_call import ApiCall
+from auditor.kernel.aggregates.fingerprints import EventFingerprints
+from auditor.kernel.aggregates.window import AggregateSet
+from auditor.kernel.calls import ApiCall
+from auditor.kernel.normalize import normalize_record
+from auditor.kernel.reader import Deduper
+from auditor.kernel.stats import IngestStats
 from auditor.sinks.fingerprint_store import FingerprintStore
 from auditor.sinks.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
-from auditor.sources.cloudtrail import Deduper
-from auditor.sources.normalize import normalize_record
 from auditor.sources.s3_objects import (
     NotificationError,
     ObjectUnreadableError,
@@ -64,7 +65,6 @@ from auditor.sources.s3_objects import (
     parse_s3_notification,
     trail_object,
 )
-from auditor.sources.stats import IngestStats
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
-from auditor.aggregates.fingerprints import EventFingerprints
 from auditor.exceptions import AuditorError
+from auditor.kernel.aggregates.fingerprints import EventFingerprints
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -44,8 +44,8 @@ import structlog
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.exceptions import AuditorError
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.sinks import keys
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@
    result is the traffic's per-second key counts (the detectors judge keys by their peak second and minute), scans
    by principal, errors by code and request shapes, not its events.
 3. :func:`aggregate_rows`: each row becomes one CloudTrail record again and goes through the same normaliser
-   (:func:`auditor.sources.normalize.normalize_record`) and the same per-(table, window) aggregates as
+   (:func:`auditor.kernel.normalize.normalize_record`) and the same per-(table, window) aggregates as
    ``analyze-trail``, counted ``calls`` times at the row's first and last event time; the same detectors then run
    on them (:func:`auditor.engine.evaluate`). So the findings match ``analyze-trail``'s on the same events.
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import orjson
 
-from auditor.aggregates.window import AggregateSet
 from auditor.exceptions import InputError, MalformedRecordError
-from auditor.sources.normalize import normalize_record
+from auditor.kernel.aggregates.window import AggregateSet
+from auditor.kernel.normalize import normalize_record
 
 __all__ = [
     "COLUMNS",

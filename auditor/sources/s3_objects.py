@@ -5,7 +5,7 @@
   SQS without raw delivery). ``s3:TestEvent`` messages name no object. Keys are URL-decoded (``unquote_plus``: S3
   encodes a space as ``+``). Anything else raises :class:`NotificationError`.
 - :func:`is_trail_log_key`: digest and Insights files and objects that are not ``.json``/``.json.gz`` are not logs.
-- :func:`trail_object`: the object as an :class:`~auditor.sources.cloudtrail.InputSource` streamed from S3 (never
+- :func:`trail_object`: the object as an :class:`~auditor.kernel.reader.InputSource` streamed from S3 (never
   read whole into memory); a missing object, or a stream that breaks off, raises :class:`ObjectUnreadableError`.
 """
 
@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from auditor.exceptions import AuditorError, InputError
-from auditor.sources.cloudtrail import InputSource
+from auditor.kernel.reader import InputSource
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.window import TableWindow, decode_key
 
 __all__ = [
     "LIMIT_NAMES",
@@ -206,7 +206,7 @@ def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitI
 
     Every key a minute's sketch holds is a candidate; its peak is the minute in which its reads and writes used the
     largest part of one partition (counts are lower bounds of the true counts, see
-    :class:`~auditor.aggregates.sketch.HeavyHitters`). One unit per request (CloudTrail has no item sizes).
+    :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). One unit per request (CloudTrail has no item sizes).
     """
     cfg = cfg or WhatIfConfig()
     best: dict[str, tuple[float, int, int, int]] = {}

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.window import TableWindow, decode_key
 
 __all__ = ["PROFILE_FORMAT", "load_profile"]
 

@@ -12,17 +12,17 @@ import orjson
 import pytest
 import structlog
 
-from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig, get_settings
 from auditor.demo.generator import demo_workload, write_log_file
 from auditor.engine import ingest_source
+from auditor.kernel.aggregates.window import AggregateSet
+from auditor.kernel.reader import Deduper, InputSource
+from auditor.kernel.stats import IngestStats
 from auditor.lifecycle import FindingStatus, SuppressRule
 from auditor.models.finding import FindingKind
 from auditor.service.evaluate import EvaluationParams, EvaluationResult, closed_window_starts, run_evaluation
 from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.window_store import WindowStore
-from auditor.sources.cloudtrail import Deduper, InputSource
-from auditor.sources.stats import IngestStats
 from handlers import evaluator, runtime
 from tests import factories as f
 from tests.emf import emitted

@@ -14,12 +14,12 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig, get_settings
 from auditor.demo.generator import demo_workload
+from auditor.kernel.aggregates.window import AggregateSet
+from auditor.kernel.normalize import normalize_record
 from auditor.service.ingest import process_events
 from auditor.sinks.window_store import WindowStore
-from auditor.sources.normalize import normalize_record
 from handlers import events_ingest, runtime
 from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table

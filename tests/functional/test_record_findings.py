@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from auditor.aggregates.window import AggregateSet
 from auditor.config import AnalysisConfig
+from auditor.kernel.aggregates.window import AggregateSet
 from auditor.lifecycle import FindingStatus, SuppressRule
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.evaluate import EvaluationParams, run_evaluation

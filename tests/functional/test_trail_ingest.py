@@ -17,15 +17,15 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from auditor.aggregates.window import AggregateSet, TableWindow
 from auditor.config import AnalysisConfig, get_settings
 from auditor.demo.generator import demo_workload, write_log_file, write_trail
 from auditor.engine import ingest_source
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.reader import Deduper, InputSource
+from auditor.kernel.stats import IngestStats
 from auditor.service.ingest import ObjectUnreadableError, process_trail_object
 from auditor.sinks import keys
 from auditor.sinks.window_store import WindowStore
-from auditor.sources.cloudtrail import Deduper, InputSource
-from auditor.sources.stats import IngestStats
 from handlers import runtime, trail_ingest
 from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from structlog.testing import capture_logs
 
-from auditor.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.sinks import keys
 from auditor.sinks.window_store import StoreError, WindowStore, event_pk
 from tests import factories as f

@@ -16,9 +16,9 @@ from auditor.cli import main
 from auditor.config import AnalysisConfig
 from auditor.demo.generator import demo_workload, write_log_file, write_trail
 from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set, period_totals
+from auditor.kernel.reader import Deduper, discover
+from auditor.kernel.stats import IngestStats
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
-from auditor.sources.cloudtrail import Deduper, discover
-from auditor.sources.stats import IngestStats
 
 PATTERN_FIELDS = {
     "account",

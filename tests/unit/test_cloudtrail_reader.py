@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
-from auditor.models.api_call import Access, ApiCall
-from auditor.sources import cloudtrail
-from auditor.sources.cloudtrail import Deduper, InputSource, discover, iter_records, read_calls
-from auditor.sources.stats import IngestStats
+from auditor.kernel import reader as cloudtrail
+from auditor.kernel.calls import Access, ApiCall
+from auditor.kernel.reader import Deduper, InputSource, discover, iter_records, read_calls
+from auditor.kernel.stats import IngestStats
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cloudtrail"
 

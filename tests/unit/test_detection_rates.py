@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import orjson
 
-from auditor.aggregates.window import MAX_SERIALIZED_BYTES, AggregateSet, TableWindow
 from auditor.detectors.trail import hot_key, throttling
 from auditor.engine import access_patterns
-from auditor.models.api_call import Access, ApiCall, ItemAccess
+from auditor.kernel.aggregates.window import MAX_SERIALIZED_BYTES, AggregateSet, TableWindow
+from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.models.finding import Severity
 from tests.factories import call, span
 

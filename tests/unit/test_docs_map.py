@@ -8,9 +8,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
-#: Paths in backticks: `auditor/sources/cloudtrail.py`, `auditor/report/`, `handlers/runtime.py`.
+#: Paths in backticks: `auditor/kernel/reader.py`, `auditor/report/`, `handlers/runtime.py`.
 PATHS = set(re.findall(r"`((?:auditor|handlers)/[\w/]*(?:\.py)?)`", DOC))
-#: Sibling files named after a path in the same cell (`auditor/sources/normalize.py` (PartiQL: `partiql.py`)).
+#: Sibling files named after a path in the same cell (`auditor/kernel/normalize.py` (PartiQL: `partiql.py`)).
 SIBLINGS = set(re.findall(r"`(\w+\.py)`", DOC))
 
 

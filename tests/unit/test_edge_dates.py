@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from auditor.exceptions import MalformedRecordError
+from auditor.kernel.normalize import normalize_record
 from auditor.models.finding import Finding
-from auditor.sources.normalize import normalize_record
 from tests.fuzz.repros import valid_record
 
 EDGES = ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59Z", "1900-01-01T00:00:00Z"]

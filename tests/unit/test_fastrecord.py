@@ -1,6 +1,6 @@
-"""The record reader's partial decoder (``auditor/sources/_fastrecord.c``) against orjson, the reference.
+"""The record reader's partial decoder (``auditor/kernel/_fastrecord.c``) against orjson, the reference.
 
-``light(buf, start, end)`` may return the fields :func:`auditor.sources.normalize.single_item` reads only for a slice
+``light(buf, start, end)`` may return the fields :func:`auditor.kernel.normalize.single_item` reads only for a slice
 that orjson decodes without error, and those fields must then equal orjson's (same types too: ``True`` is not ``1``)
 and give the same ``single_item``. Everything else must come back as None, for the reader to decode in full. These
 tests check that on hand-made hostile slices, on mutations of real record shapes and on generated traffic; the
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.demo.generator import benchmark_records
-from auditor.sources import cloudtrail
-from auditor.sources.cloudtrail import Deduper, InputSource, read_calls
-from auditor.sources.normalize import LIGHT_READS, normalize_record, single_item
-from auditor.sources.stats import IngestStats
+from auditor.kernel import reader as cloudtrail
+from auditor.kernel.normalize import LIGHT_READS, normalize_record, single_item
+from auditor.kernel.reader import Deduper, InputSource, read_calls
+from auditor.kernel.stats import IngestStats
 from benchmarks.interpreted import compiled_modules
 
 BUILD, PRESENT, REJECT, ACCEPT = LIGHT_READS
@@ -406,8 +406,8 @@ def test_short_values_that_share_a_cache_slot_keep_their_own_text() -> None:
 def test_fields_that_share_a_lookup_slot_are_all_read() -> None:
     # The decoder finds a key's field through a small table; fields that land in one slot (here: a name configured
     # twice, which shares its slot for certain, among 31 others) are scanned in order, the first one winning.
-    from auditor.sources import _fastrecord
-    from auditor.sources.normalize import READER_KEYS
+    from auditor.kernel import _fastrecord
+    from auditor.kernel.normalize import READER_KEYS
 
     names = [f"field{i:02d}" for i in range(31)]
     record = {**{f"field{i:02d}": i for i in range(40)}, "other": [1, {"a": "b"}]}

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from auditor.aggregates.fingerprints import EventFingerprints, fingerprint
+from auditor.kernel.aggregates.fingerprints import EventFingerprints, fingerprint
 from auditor.service.dedupe import group_overlaps
 
 EPOCH = 1_764_583_200.0  # 2025-12-01T10:00:00Z, a window start

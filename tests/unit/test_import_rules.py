@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: dict[str, int] = {
     "exceptions": 0,
     "models": 0,
-    "aggregates": 1,
+    "kernel": 1,
     "escaping": 1,
     "redact": 1,
     "lifecycle": 1,

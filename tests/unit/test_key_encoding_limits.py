@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.aggregates.window import MAX_KEY_BYTES, decode_key, encode_key
+from auditor.kernel.aggregates.window import MAX_KEY_BYTES, decode_key, encode_key
 
 
 def test_keys_over_the_dynamodb_limit_are_stored_as_a_fixed_size_digest() -> None:
@@ -32,7 +32,7 @@ def test_deeply_nested_values_are_digested_not_fatal() -> None:
 
 
 def test_aggregates_keep_digests_of_oversized_keys_not_the_keys() -> None:
-    from auditor.aggregates.window import AggregateSet
+    from auditor.kernel.aggregates.window import AggregateSet
     from tests.factories import call
 
     aggs = AggregateSet()

@@ -1,4 +1,4 @@
-"""Tests of the CloudTrail record normaliser (auditor.sources.normalize)."""
+"""Tests of the CloudTrail record normaliser (auditor.kernel.normalize)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from auditor.exceptions import MalformedRecordError
-from auditor.models.api_call import Access, ApiCall
-from auditor.sources.normalize import (
+from auditor.kernel.calls import Access, ApiCall
+from auditor.kernel.normalize import (
     _CAMEL_KEYS,
     _SESSION_CACHE,
     _SESSION_CACHE_MAX,
@@ -949,7 +949,7 @@ def test_session_cache_stays_bounded() -> None:
 def test_usual_records_never_reach_the_general_path(
     name: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from auditor.sources import normalize as module
+    from auditor.kernel import normalize as module
 
     expected = norm(complete(name, params, errorCode="E", userIdentity=_ASSUMED_ROLE))
 

@@ -33,7 +33,7 @@ def test_a_build_that_installs_pure_python_removes_compiled_copies_older_than_th
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     remove_stale = _setup_module(monkeypatch)["remove_stale"]
-    pkg = tmp_path / "auditor" / "aggregates"
+    pkg = tmp_path / "auditor" / "kernel" / "aggregates"
     pkg.mkdir(parents=True)
     edited, untouched = pkg / "window.py", pkg / "sketch.py"
     old_window, sketch_so = (
@@ -46,7 +46,7 @@ def test_a_build_that_installs_pure_python_removes_compiled_copies_older_than_th
     os.utime(old_window, (1_000_000, 1_000_000))
     os.utime(untouched, (1_000_000, 1_000_000))  # the source is older than its compiled copy: still current
 
-    removed = remove_stale(tmp_path, ["auditor/aggregates/window.py", "auditor/aggregates/sketch.py"])
+    removed = remove_stale(tmp_path, ["auditor/kernel/aggregates/window.py", "auditor/kernel/aggregates/sketch.py"])
 
     assert removed == [old_window]
     assert not old_window.exists() and sketch_so.exists() and edited.exists()

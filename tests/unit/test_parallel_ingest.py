@@ -16,8 +16,8 @@ from auditor import engine
 from auditor.config import AnalysisConfig
 from auditor.demo.generator import demo_workload, write_trail
 from auditor.engine import analyze_trail, ingest, plan_processes
-from auditor.sources.cloudtrail import SKIPPED, Deduper, Shard, discover, iter_records, read_calls
-from auditor.sources.stats import IngestStats
+from auditor.kernel.reader import SKIPPED, Deduper, Shard, discover, iter_records, read_calls
+from auditor.kernel.stats import IngestStats
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -173,7 +173,7 @@ def _other_shard_id(shard: Shard) -> str:
     ],
 )
 def test_raw_ownership_skips_only_unambiguous_records_of_other_shards(template: str, skippable: bool) -> None:
-    from auditor.sources.cloudtrail import _raw_owned
+    from auditor.kernel.reader import _raw_owned
 
     shard = Shard(0, 2)
     raw = template.format(eid=_other_shard_id(shard)).encode()

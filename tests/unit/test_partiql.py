@@ -1,4 +1,4 @@
-"""Tests of the PartiQL statement parser (auditor.sources.partiql)."""
+"""Tests of the PartiQL statement parser (auditor.kernel.partiql)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from auditor.models.api_call import Statement
-from auditor.sources.partiql import REDACTED_TOKEN, _parse, _parse_simple, _tokenize, parse_statement
+from auditor.kernel.calls import Statement
+from auditor.kernel.partiql import REDACTED_TOKEN, _parse, _parse_simple, _tokenize, parse_statement
 
 # The statements of the official AWS CloudTrail samples.
 AWS_SELECT = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.sources.normalize import normalize_record
+from auditor.kernel.normalize import normalize_record
 
 
 def envelope(name: str, params: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -18,10 +18,10 @@ import pytest
 from auditor.config import AnalysisConfig
 from auditor.demo.generator import benchmark_records, demo_workload
 from auditor.engine import ingest_source, new_aggregate_set
-from auditor.models.api_call import ApiCall
-from auditor.sources.cloudtrail import Deduper, InputSource, read_calls
-from auditor.sources.normalize import normalize_record, single_item
-from auditor.sources.stats import IngestStats
+from auditor.kernel.calls import ApiCall
+from auditor.kernel.normalize import normalize_record, single_item
+from auditor.kernel.reader import Deduper, InputSource, read_calls
+from auditor.kernel.stats import IngestStats
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

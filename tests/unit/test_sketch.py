@@ -6,7 +6,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from auditor.aggregates.sketch import DistinctCounter, HeavyHitters
+from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 
 
 def _stream(n: int, distinct: int, heavy: dict[str, float], seed: int = 1) -> list[str]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.aggregates.templates import key_template, value_template
+from auditor.kernel.aggregates.templates import key_template, value_template
 
 
 @pytest.mark.parametrize(

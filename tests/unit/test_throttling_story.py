@@ -361,8 +361,8 @@ def test_merging_keeps_other_findings_and_their_order() -> None:
 def test_each_window_is_its_own_sighting_and_the_period_sums_them() -> None:
     """Windows evaluated together (analyze-trail's per-window pass) each give their own story sighting; the input's
     story totals sum them, as the service sums its windows."""
-    from auditor.aggregates.window import AggregateSet
     from auditor.engine import period_totals
+    from auditor.kernel.aggregates.window import AggregateSet
 
     cfg = AnalysisConfig()
     aggs = AggregateSet(cfg.window_seconds)

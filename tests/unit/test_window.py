@@ -5,7 +5,7 @@ import random
 import orjson
 import pytest
 
-from auditor.aggregates.window import (
+from auditor.kernel.aggregates.window import (
     GENERIC_ON_DEMAND,
     MAX_SERIALIZED_BYTES,
     AggregateSet,
@@ -149,7 +149,7 @@ def test_serialised_size_is_bounded_under_adversarial_traffic() -> None:
 
 
 def test_batch_call_counts_each_table_separately() -> None:
-    from auditor.models.api_call import Access, ApiCall, ItemAccess
+    from auditor.kernel.calls import Access, ApiCall, ItemAccess
     from tests.factories import T0
 
     items = (
@@ -234,7 +234,7 @@ def test_throttle_cause(code: str, message: str | None, expected: tuple) -> None
 
 def test_batched_key_counting_is_invisible_and_exact_while_small() -> None:
     """Key accesses are batched (PENDING_LIMIT); every read of a sketch sees them all, mid-batch or not."""
-    from auditor.aggregates.window import PENDING_LIMIT
+    from auditor.kernel.aggregates.window import PENDING_LIMIT
 
     tw = TableWindow("1", "us-east-1", "Orders", 0, 900)
     calls = [call("GetItem", key={"pk": f"CUSTOMER#{i % 50}"}, at=i % 900) for i in range(PENDING_LIMIT + 500)]

@@ -1,1 +1,1 @@
-"""Detectors over CloudTrail traffic windows (:class:`~auditor.aggregates.window.TableWindow`)."""
+"""Detectors over CloudTrail traffic windows (:class:`~auditor.kernel.aggregates.window.TableWindow`)."""

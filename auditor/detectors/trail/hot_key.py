@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
+from auditor.kernel.aggregates.window import TableWindow, decode_key
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 
-from auditor.aggregates.window import OTHER, TableWindow
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
+from auditor.kernel.aggregates.window import OTHER, TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from auditor.aggregates.window import TableWindow, decode_key
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
+from auditor.kernel.aggregates.window import TableWindow, decode_key
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 

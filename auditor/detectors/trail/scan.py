@@ -6,9 +6,9 @@ from fnmatch import fnmatchcase
 
 from pydantic import Field
 
-from auditor.aggregates.window import OTHER, RCU_PER_FULL_PAGE, ScanStats, TableWindow
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
+from auditor.kernel.aggregates.window import OTHER, RCU_PER_FULL_PAGE, ScanStats, TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

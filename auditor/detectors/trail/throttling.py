@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from auditor.aggregates.window import (
+from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
+from auditor.detectors.registry import register
+from auditor.kernel.aggregates.window import (
     GENERIC_ON_DEMAND,
     GENERIC_PROVISIONED,
     OTHER,
@@ -10,8 +12,6 @@ from auditor.aggregates.window import (
     TableWindow,
     decode_key,
 )
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
-from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

@@ -59,10 +59,10 @@ import orjson
 import structlog
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
-from auditor.models.api_call import ApiCall, SingleItem
-from auditor.sources.deduper import Deduper
-from auditor.sources.normalize import LIGHT_READS, READER_KEYS, normalize_record, single_item
-from auditor.sources.stats import IngestStats
+from auditor.kernel.calls import ApiCall, SingleItem
+from auditor.kernel.dedupe import Deduper
+from auditor.kernel.normalize import LIGHT_READS, READER_KEYS, normalize_record, single_item
+from auditor.kernel.stats import IngestStats
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -143,10 +143,10 @@ _JSONDecodeError: Final = orjson.JSONDecodeError
 
 
 def _light_reader() -> Any:
-    """``auditor.sources._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
+    """``auditor.kernel._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
     (pure-Python installs, the Lambda package): then every record is decoded in full."""
     try:
-        from auditor.sources import _fastrecord
+        from auditor.kernel import _fastrecord
     except ImportError:
         return None
     build, present, reject, accept = LIGHT_READS
@@ -156,7 +156,7 @@ def _light_reader() -> Any:
 
 _FASTRECORD: Final = _light_reader()
 
-#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/sources/_fastrecord.c``):
+#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/kernel/_fastrecord.c``):
 #: ``light(buf, start, limit)`` gives a dict of just those fields and where the record ends, or None when the record
 #: must be decoded in full. Only for ``read_calls(light=True)``.
 _LIGHT: Final[Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None] = (
@@ -1176,7 +1176,7 @@ def iter_records(
 
     With ``light`` (and the C module built), the records of a ``Records`` array that are valid JSON and may be ones
     :func:`single_item` reads come as a dict of only the fields ``single_item`` reads
-    (:data:`auditor.sources.normalize.LIGHT_READS`) and where the record's bytes are (``orjson.loads(buf[start:end])``
+    (:data:`auditor.kernel.normalize.LIGHT_READS`) and where the record's bytes are (``orjson.loads(buf[start:end])``
     decodes it in full): consecutive ones together as one :class:`LightRun`, or, with ``shard``, each as a tuple
     ``(fields, buf, start, end)``. Only :func:`read_calls` asks for them.
     """
@@ -1248,9 +1248,9 @@ def read_calls(
     """Yield the DynamoDB data-plane calls of one source, counting into ``stats``.
 
     With ``light``, the commonest calls (successful single-item calls, see
-    :func:`auditor.sources.normalize.single_item`) come as ``SingleItem`` tuples instead of ``ApiCall`` objects:
+    :func:`auditor.kernel.normalize.single_item`) come as ``SingleItem`` tuples instead of ``ApiCall`` objects:
     the same call, read in a fraction of the time, for a consumer that only aggregates
-    (:meth:`auditor.aggregates.window.AggregateSet.add_item`). Only with the default ``normalize``: another one
+    (:meth:`auditor.kernel.aggregates.window.AggregateSet.add_item`). Only with the default ``normalize``: another one
     sees every record. With ``runs`` too, consecutive ``SingleItem`` calls may come together in a list (in input
     order, like everything else), which saves a generator step per call on the ingest hot path.
 

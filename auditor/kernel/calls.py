@@ -21,7 +21,7 @@ class Access(StrEnum):
     WRITE = "write"
 
 
-#: The commonest calls, read without building an ``ApiCall`` (see ``auditor.sources.normalize.single_item``): a
+#: The commonest calls, read without building an ``ApiCall`` (see ``auditor.kernel.normalize.single_item``): a
 #: successful GetItem, PutItem, UpdateItem, DeleteItem or Query as (event id, operation, event time in UTC, its POSIX
 #: timestamp, account, region, table, index, key, a Query's key condition, whether it writes, whether it is a read
 #: made eventually consistent on request). The key is None only for a Query that does not log one.

@@ -1,7 +1,7 @@
 """Drops repeated events across a run with bounded memory (:class:`Deduper`).
 
 Its own module so that ``setup.py`` compiles it with the ingest hot path: ``read_calls`` asks it about every event.
-``auditor.sources.cloudtrail`` re-exports it.
+``auditor.kernel.reader`` re-exports it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Types of the C module ``auditor/sources/_fastrecord.c`` (built by setup.py where a compiler is available)."""
+"""Types of the C module ``auditor/kernel/_fastrecord.c`` (built by setup.py where a compiler is available)."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any

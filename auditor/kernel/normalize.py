@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from auditor.exceptions import MalformedRecordError
-from auditor.models.api_call import Access, ApiCall, ItemAccess, SingleItem, Statement
-from auditor.sources.key_condition import key_condition, key_condition_legacy
-from auditor.sources.partiql import parse_statement
+from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem, Statement
+from auditor.kernel.key_condition import key_condition, key_condition_legacy
+from auditor.kernel.partiql import parse_statement
 
 __all__ = [
     "CONTROL_PLANE_OPERATIONS",
@@ -328,14 +328,14 @@ def _principal(identity: Any) -> tuple[str | None, str | None, str | None]:
 
 
 #: Every name :func:`_reader_keys` gave out, for another reader to use the same ``str`` objects (see
-#: ``auditor.sources.cloudtrail``).
+#: ``auditor.kernel.reader``).
 READER_KEYS: list[str] = []
 
 
 def _reader_keys(*names: str) -> tuple[str, ...]:
     """``names`` as the very ``str`` objects the record reader puts in its dicts, where it can be found out.
 
-    orjson (which ``auditor.sources.cloudtrail`` parses with) caches short map keys and hands out the same ``str``
+    orjson (which ``auditor.kernel.reader`` parses with) caches short map keys and hands out the same ``str``
     object for a key in every record. orjson's dicts are not "unicode-keys" dicts, so a lookup with an equal but
     distinct key string goes through a full rich comparison, while the identical object matches on the pointer:
     about half the cost of every envelope and ``requestParameters`` lookup. Purely a speed-up: any other ``str``
@@ -856,8 +856,8 @@ _LIGHT_WRITES: Final[dict[str, bool]] = {
 _CONSISTENT_READ: Final = _reader_keys("consistentRead")[0]
 
 
-#: What :func:`single_item` reads of a record, for a reader that decodes only that (``auditor.sources._fastrecord``, see
-#: ``auditor.sources.cloudtrail``): the fields whose values it reads, the fields it only needs present, the field
+#: What :func:`single_item` reads of a record, for a reader that decodes only that (``auditor.kernel._fastrecord``, see
+#: ``auditor.kernel.reader``): the fields whose values it reads, the fields it only needs present, the field
 #: whose presence makes it return None, and the values outside of which some fields make it return None. A record
 #: holding just those fields gives the same result as the whole record (a test holds the two equal).
 LIGHT_READS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, tuple[str, ...]]] = (

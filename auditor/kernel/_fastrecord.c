@@ -1,9 +1,9 @@
 /*
- * auditor.sources._fastrecord: read the envelope fields of one CloudTrail record without decoding the rest.
+ * auditor.kernel._fastrecord: read the envelope fields of one CloudTrail record without decoding the rest.
  *
  * The CLI's reader cuts each record of a trail file into a byte slice and decodes it (orjson). For the commonest
  * records (successful GetItem, PutItem, UpdateItem, DeleteItem and Query calls), the aggregates read only about ten
- * of the record's fields (auditor.sources.normalize.single_item). light() checks the whole slice as JSON and builds
+ * of the record's fields (auditor.kernel.normalize.single_item). light() checks the whole slice as JSON and builds
  * only those fields as Python objects; everything else (userIdentity, tlsDetails, resources, ...) is validated and
  * skipped without allocating.
  *
@@ -873,7 +873,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "auditor.sources._fastrecord",
+    PyModuleDef_HEAD_INIT, "auditor.kernel._fastrecord",
     "Reads the envelope fields of one CloudTrail record without decoding the rest (see light()).", -1, methods,
     NULL, NULL, NULL, NULL,
 };

@@ -21,9 +21,9 @@ from typing import Any, Final
 
 import orjson
 
-from auditor.aggregates.sketch import DistinctCounter, HeavyHitters
-from auditor.aggregates.templates import key_template, value_template
-from auditor.models.api_call import Access, ApiCall, ItemAccess, SingleItem, Statement
+from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
+from auditor.kernel.aggregates.templates import key_template, value_template
+from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem, Statement
 
 #: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
 MAX_SERIALIZED_BYTES = 300_000
@@ -571,7 +571,7 @@ class TableWindow:
         pk_hint: str | None,
     ) -> None:
         """:meth:`add` for one successful GetItem, PutItem, UpdateItem, DeleteItem or Query, from the fields
-        :func:`auditor.sources.normalize.single_item` reads: the same counts as ``add`` with the call's ``ApiCall``,
+        :func:`auditor.kernel.normalize.single_item` reads: the same counts as ``add`` with the call's ``ApiCall``,
         without building one (the ingest hot path; a test holds the two equal)."""
         self._count_call(operation, epoch)
         if is_write:
@@ -1087,7 +1087,7 @@ class AggregateSet:
             self._window(call.account, call.region, table, start).add(call, mine, epoch, self.key_schema.get(table))
 
     def add_item(self, item: SingleItem) -> None:
-        """:meth:`add` for a single-item call read by :func:`auditor.sources.normalize.single_item`."""
+        """:meth:`add` for a single-item call read by :func:`auditor.kernel.normalize.single_item`."""
         _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual = item
         ws = self.window_seconds
         start = int(epoch // ws) * ws

@@ -27,7 +27,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from auditor.models.api_call import Statement
+from auditor.kernel.calls import Statement
 
 __all__ = ["REDACTED_TOKEN", "parse_statement"]
 
