@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auditor.billing.pricing import RegionPrices, bundled_prices
 from auditor.cost.cost_model import (
@@ -32,11 +32,9 @@ from auditor.cost.cost_model import (
     summarise,
     usage_from_history,
 )
+from auditor.models.audit import AuditView
 from auditor.models.inventory import TableProfile
 from auditor.models.metrics import CONSUMED, THROTTLE_EVENTS, TableMetrics
-
-if TYPE_CHECKING:
-    from auditor.service.audit import AuditResult
 
 
 def _last(history: dict[str, Any], seconds: int) -> dict[str, Any]:
@@ -74,14 +72,14 @@ def insights_usage(profile: TableProfile, tm: TableMetrics, since: int) -> tuple
 
 
 def audit_ledger(
-    result: AuditResult, prices: RegionPrices | None = None, rates: AuditorRates | None = None
+    result: AuditView, prices: RegionPrices | None = None, rates: AuditorRates | None = None
 ) -> LedgerSummary | None:
     """Per audited table: DynamoDB spend over the window and this audit's reads for it; None when nothing priced."""
     return summarise(audit_entries(result, prices, rates))
 
 
 def audit_entries(
-    result: AuditResult,
+    result: AuditView,
     prices: RegionPrices | None = None,
     rates: AuditorRates | None = None,
     last_seconds: int | None = None,

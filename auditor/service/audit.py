@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.billing.decide import analyze_billing
 from auditor.billing.pricing import RegionPrices
+from auditor.cost.ledger import audit_ledger, ledger_lines
 from auditor.detectors.base import DetectorInput, InsightsInput, MetricsInput
 from auditor.detectors.findings import correlate
 from auditor.detectors.findings.throttling_story import merge_throttling
@@ -46,6 +47,7 @@ from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditError
 from auditor.findings_text import findings_table, render_columns, to_json
+from auditor.models.audit import BillingRead
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
@@ -133,58 +135,6 @@ class AuditConfig(DetectorSettings):
 
 
 @dataclass(slots=True)
-class BillingRead:
-    """What the billing read of one audit covered (:func:`audit_billing`)."""
-
-    #: The read window (epoch seconds): ``days`` before the audit's end, at most CloudWatch's 15 days.
-    start: int
-    end: int
-    days: float
-    period: int = 60
-    #: Tables whose billing series were all read (and whose billing mode is known): a run may resolve their billing
-    #: findings, unless the decision itself failed (an ``errors`` entry ``"billing on <table>: ..."``).
-    read_complete: set[str] = field(default_factory=set)
-    #: Decided tables: the days of data the decision used (from the first minute CloudWatch has to the end).
-    coverage_days: dict[str, float] = field(default_factory=dict)
-    #: Tables left undecided, with the reason.
-    skipped: dict[str, str] = field(default_factory=dict)
-    groups: int = 0
-    stats: ApiStats = field(default_factory=ApiStats)
-    gaps: list[Gap] = field(default_factory=list)
-
-    def as_dict(self, *, per_table: bool = True) -> dict[str, Any]:
-        """JSON-ready summary; without ``per_table`` the coverage and skip reasons are summarised (a log line for
-        thousands of tables stays small): coverage days min/max, skipped tables counted by reason."""
-        from auditor.detectors.metrics.common import iso
-
-        coverage: dict[str, Any] = {t: round(d, 3) for t, d in sorted(self.coverage_days.items())}
-        skipped: dict[str, Any] = dict(sorted(self.skipped.items()))
-        if not per_table:
-            days = list(self.coverage_days.values())
-            coverage = {"min": round(min(days), 3), "max": round(max(days), 3)} if days else {}
-            reasons: dict[str, int] = {}
-            for reason in self.skipped.values():
-                reasons[reason] = reasons.get(reason, 0) + 1
-            skipped = dict(sorted(reasons.items()))
-        return {
-            "window_start": iso(self.start),
-            "window_end": iso(self.end),
-            "days": round((self.end - self.start) / 86_400, 3),
-            "period_seconds": self.period,
-            "tables_read": len(self.read_complete),
-            "tables_decided": len(self.coverage_days),
-            "coverage_days": coverage,
-            "skipped": skipped,
-            "groups": self.groups,
-            "get_metric_data_calls": self.stats.calls.get("cloudwatch:GetMetricData", 0),
-            "list_metrics_calls": self.stats.calls.get("cloudwatch:ListMetrics", 0),
-            "metrics_requested": self.stats.metrics_requested,
-            "datapoints": self.stats.datapoints,
-            "estimated_cost_usd": round(self.stats.estimated_cost_usd, 6),
-        }
-
-
-@dataclass(slots=True)
 class AuditResult:
     """Findings of one audit run, with everything they were computed from."""
 
@@ -268,8 +218,6 @@ class AuditResult:
 
     def cost_summary(self) -> dict[str, Any] | None:
         """The audited window's ledger: each table's DynamoDB spend next to this audit's reads for it."""
-        from auditor.cost.ledger import audit_ledger
-
         summary = audit_ledger(self)
         if summary is None:
             return None
@@ -769,8 +717,6 @@ def render_audit(result: AuditResult, fmt: str) -> str:
     """The audit as ``json``, ``table`` or ``markdown`` text (complete, ready to write in one piece)."""
     if fmt == "json":
         return to_json(result.to_dict())
-    from auditor.cost.ledger import audit_ledger, ledger_lines
-
     st = result.summary_stats()
     ledger = audit_ledger(result)
     cost = (
