@@ -1,0 +1,79 @@
+"""What every message on the findings topic has: its kind, its string attributes (the names subscription filter
+policies use) and, on the receiving side, the record a reader gets (SNS id, readable text, attributes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ALL_TABLES", "AttributeName", "FindingNotification", "MessageKind", "TopicAttributes", "message_kind"]
+
+
+class MessageKind(StrEnum):
+    """The kinds of message the service publishes on the findings topic.
+
+    A run digest and a weekly report announcement carry their kind in the ``kind`` attribute. A finding event
+    carries its *finding* kind there instead (``scan``, ``hot_key``, ...: :class:`auditor.models.finding.FindingKind`,
+    none of which is a message kind), so filter policies select finding events with
+    ``{"anything-but": ["digest", "weekly_report"]}``; ``finding`` itself is never on the wire.
+    """
+
+    FINDING = "finding"
+    DIGEST = "digest"
+    WEEKLY_REPORT = "weekly_report"
+
+
+class AttributeName(StrEnum):
+    """The names of the string message attributes (SNS ``MessageAttributes``, all ``DataType: String``)."""
+
+    KIND = "kind"
+    SEVERITY = "severity"
+    TABLE = "table"
+    STATUS = "status"
+    FINDING_ID = "finding_id"
+    EVENT_ID = "event_id"
+    PREVIOUS_SEVERITY = "previous_severity"
+    FINDING_JSON = "finding_json"
+    DIGEST_JSON = "digest_json"
+    WEEK = "week"
+    REPORT_JSON = "report_json"
+
+
+#: The ``table`` attribute of a message about no one table (the weekly report announcement).
+ALL_TABLES: Final = "*"
+
+
+class TopicAttributes(BaseModel):
+    """The string message attributes of one message; each field is one attribute of the same name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_strings(self) -> dict[str, str]:
+        """Attribute name -> value, in the order the fields are declared; attributes without a value are left out."""
+        return {name: str(value) for name, value in self.model_dump(mode="json", exclude_none=True).items()}
+
+
+def message_kind(attributes: Mapping[str, str]) -> MessageKind:
+    """The kind of a received message, from its ``kind`` attribute (anything but a digest or a report
+    announcement is a finding event)."""
+    kind = attributes.get(AttributeName.KIND)
+    if kind == MessageKind.DIGEST:
+        return MessageKind.DIGEST
+    if kind == MessageKind.WEEKLY_REPORT:
+        return MessageKind.WEEKLY_REPORT
+    return MessageKind.FINDING
+
+
+@dataclass(frozen=True, slots=True)
+class FindingNotification:
+    """One message received from the findings topic (a finding event, a run digest or a report announcement):
+    its SNS message id, the readable text and the string message attributes (name -> value)."""
+
+    message_id: str
+    message: str
+    attributes: Mapping[str, str] = field(default_factory=dict)
