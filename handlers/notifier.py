@@ -18,8 +18,9 @@ from __future__ import annotations
 import structlog
 from aws_lambda_powertools.utilities.parser.models import SnsModel
 
+from auditor.messages import FindingNotification
 from auditor.service import health
-from auditor.service.notify import SnsRecord, notify
+from auditor.service.notify import notify
 from auditor.sinks.slack import SlackDeliveryError
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
@@ -31,7 +32,7 @@ TIME_RESERVE_SECONDS = 2.0
 @lambda_runtime(SnsModel)
 def lambda_handler(sns: SnsModel, run: Invocation) -> dict[str, int]:
     events = [
-        SnsRecord(
+        FindingNotification(
             message_id=r.Sns.MessageId,
             message=str(r.Sns.Message),
             attributes={name: attr.Value for name, attr in (r.Sns.MessageAttributes or {}).items()},

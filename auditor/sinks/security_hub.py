@@ -1,11 +1,11 @@
 """AWS Security Hub sink: finding events from the findings topic imported as ASFF findings (optional, opt-in).
 
 Each SNS finding event (``status`` ``new``, ``worsened`` or ``resolved``, the finding in ``finding_json``; see
-:mod:`auditor.sinks.sns`) becomes one ``BatchImportFindings`` entry (:func:`auditor.formats.asff_finding`): the
-finding's stable id as ``Id``, so a later event updates the same Security Hub finding; severity mapped to the ASFF
-label; the table's ARN as the resource; the fix as remediation. ``new`` and ``worsened`` import an ``ACTIVE``
+:mod:`auditor.messages.finding_event`) becomes one ``BatchImportFindings`` entry (:func:`auditor.formats.asff_finding`):
+the finding's stable id as ``Id``, so a later event updates the same Security Hub finding; severity mapped to the
+ASFF label; the table's ARN as the resource; the fix as remediation. ``new`` and ``worsened`` import an ``ACTIVE``
 finding with workflow status ``NEW``; ``resolved`` imports it with workflow status ``RESOLVED`` and record state
-``ARCHIVED``. Messages that are not finding events (the weekly report's announcement) are skipped.
+``ARCHIVED``. Messages that are not finding events (run digests, the weekly report's announcement) are skipped.
 
 Failure policy: entries Security Hub rejects (``FailedFindings``) or a call that fails raise
 :class:`SecurityHubImportError` after the whole batch was tried, so the event is retried by Lambda and parked in
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from auditor.formats import asff_finding
 from auditor.lifecycle import EventKind
+from auditor.messages import AttributeName, MessageKind, message_kind
 from auditor.models.finding import Finding
 from auditor.redact import redact_finding
 
@@ -68,9 +69,11 @@ def asff_from_event(
     ``redact`` (``REDACT_KEYS``, the default) key values are redacted as for Slack: Security Hub findings can be
     aggregated into another account (a delegated administrator).
     """
+    if message_kind(attributes) is not MessageKind.FINDING:
+        return None
     try:
-        status = EventKind(attributes.get("status", ""))
-        doc = orjson.loads(attributes.get("finding_json", ""))
+        status = EventKind(attributes.get(AttributeName.STATUS, ""))
+        doc = orjson.loads(attributes.get(AttributeName.FINDING_JSON, ""))
         finding = Finding.model_validate(redact_finding(doc) if redact and isinstance(doc, dict) else doc)
     except (ValueError, ValidationError):  # not a finding event (orjson's decode error is a ValueError)
         return None

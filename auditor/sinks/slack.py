@@ -34,7 +34,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from auditor.config import Settings
 from auditor.exceptions import AuditorError, ConfigurationError
-from auditor.sinks.slack_blocks import FindingNotification, build_message, text_only
+from auditor.messages import FindingNotification
+from auditor.sinks.slack_blocks import build_message, text_only
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient

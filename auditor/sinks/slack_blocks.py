@@ -1,11 +1,12 @@
 """Slack messages: SNS finding events, run digests and report announcements in, Block Kit messages out (pure).
 
-Input contract (the SNS publisher): each SNS message is one finding event. ``Message`` is readable text and the
-message attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` | ``resolved``) and
-``finding_json`` (the docs/contract.md Finding JSON). A message whose ``finding_json`` is missing or invalid is still
-delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never dropped.
+Input: the messages of the findings topic, as :mod:`auditor.messages` declares them. A finding event's ``Message`` is
+readable text and its attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` |
+``resolved``) and ``finding_json`` (the docs/contract.md Finding JSON). A message whose ``finding_json`` is missing or
+invalid is still delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never
+dropped.
 
-Run digests (kind ``digest``, :mod:`auditor.sinks.sns`) list one run's new and worsened findings; they are posted
+Run digests (kind ``digest``, :mod:`auditor.messages.digest`) list one run's new and worsened findings; they are posted
 as one Block Kit message (:func:`render_digest`) holding the findings at ``Settings.slack_min_severity`` or above,
 redacted like a finding (each item carries its key for that), or not at all when none reaches the minimum.
 
@@ -28,15 +29,24 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from auditor.messages import (
+    AttributeName,
+    Digest,
+    FindingNotification,
+    MessageKind,
+    WeeklySummary,
+    message_kind,
+    parse_digest,
+    parse_finding,
+    parse_weekly_summary,
+)
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, isoformat_z
 from auditor.redact import ELLIPSIS, redact_finding, redact_text
 
@@ -267,17 +277,16 @@ def _tail_blocks(finding: Finding) -> list[dict[str, Any]]:
 
 def render_text_message(message: str, attributes: Mapping[str, str]) -> dict[str, Any]:
     """The Slack message for an event without a usable finding: its readable text, headed by its attributes."""
-    severity = attributes.get("severity", "")
-    status = attributes.get("status", "")
-    table = attributes.get("table", "")
-    kind = attributes.get("kind", "")
+    severity = attributes.get(AttributeName.SEVERITY, "")
+    status = attributes.get(AttributeName.STATUS, "")
+    table = attributes.get(AttributeName.TABLE, "")
+    kind = attributes.get(AttributeName.KIND, "")
     emoji = RESOLVED_EMOJI if status == "resolved" else SEVERITY_EMOJI.get(severity, ":grey_question:")
     label = " ".join(p for p in (status if status in STATUS_PREFIX else "", kind.replace("_", " "), "finding") if p)
     header = f"{emoji} {label[0].upper()}{label[1:]}" + (f" on {escape_plain(table)}" if table else "")
-    if kind == REPORT_MESSAGE_KIND:
-        header = f"{REPORT_EMOJI} Weekly report" + (
-            f" {escape_plain(attributes['week'])}" if attributes.get("week") else ""
-        )
+    if kind == MessageKind.WEEKLY_REPORT:
+        week = attributes.get(AttributeName.WEEK)
+        header = f"{REPORT_EMOJI} Weekly report" + (f" {escape_plain(week)}" if week else "")
     body = escape_mrkdwn(message.strip() or "(the message had no text)")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": truncate(header, MAX_HEADER_TEXT), "emoji": True}}
@@ -318,71 +327,12 @@ def text_only(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- weekly report summaries
 
-#: The ``kind`` message attribute of a weekly report announcement.
-REPORT_MESSAGE_KIND = "weekly_report"
 REPORT_EMOJI = ":bar_chart:"
 #: Slack's limits on a button: label 75 characters, URL 3,000.
 MAX_BUTTON_TEXT = 75
 MAX_BUTTON_URL = 3000
 #: Action text shown per action (headline and fix), so three actions stay compact.
 MAX_ACTION_TEXT = 600
-
-
-class SummaryAction(BaseModel):
-    """One of the report's most important actions, as the announcement carries it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    rank: int
-    severity: str = "info"
-    table: str = ""
-    kind: str = ""
-    headline: str
-    recommendation: str = ""
-    monthly_savings: float = 0.0
-    findings: int = 1
-    #: Raw key values of the action's findings (to redact wherever they appear in the text); never shown.
-    keys: list[Any] = Field(default_factory=list)
-
-
-class WeeklySummary(BaseModel):
-    """The ``report_json`` attribute of a weekly report announcement (unknown fields are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    title: str = "DynamoDB weekly audit"
-    week: str = Field(min_length=1)
-    headline: str = ""
-    open_findings: int = 0
-    by_severity: dict[str, int] = Field(default_factory=dict)
-    new: int = 0
-    worsened: int = 0
-    ongoing: int = 0
-    resolved: int = 0
-    tables_with_findings: int = 0
-    tables_seen: int = 0
-    monthly_savings: float = 0.0
-    worst_severity: str = "info"
-    actions: list[SummaryAction] = Field(default_factory=list)
-    url: str | None = None
-    url_expires_at: str | None = None
-    #: False (and absent in older messages): the link may stop before ``url_expires_at`` (temporary credentials).
-    url_expiry_known: bool = False
-    #: The report's S3 console page (AWS sign-in needed; works as long as the report is kept).
-    console_url: str | None = None
-    bucket: str | None = None
-    html_key: str | None = None
-
-
-def parse_weekly_summary(raw: str | None) -> tuple[WeeklySummary | None, str | None]:
-    """(summary, None) for a valid ``report_json`` attribute, else (None, why it is unusable)."""
-    if not raw:
-        return None, "report_json attribute missing"
-    try:
-        return WeeklySummary.model_validate_json(raw), None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return None, f"report_json is not a weekly summary: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
 
 
 def redact_summary(summary: WeeklySummary, salt: str = "") -> WeeklySummary:
@@ -509,50 +459,9 @@ def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- run digests
 
-#: The ``kind`` attribute of a run digest (see :mod:`auditor.sinks.sns`).
-DIGEST_MESSAGE_KIND = "digest"
 #: Findings listed one section each; the rest are counted in an "and N more" line (Block Kit: 50 blocks).
 DIGEST_MAX_LISTED = 40
 _SEVERITY_ORDER = ("critical", "high", "medium", "low", "info")
-
-
-class DigestItem(BaseModel):
-    """One finding in a run digest (the ``digest_json`` items)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str
-    severity: str
-    status: str = "new"
-    kind: str = ""
-    table: str
-    index: str | None = None
-    account: str | None = None
-    region: str | None = None
-    title: str
-    fix: str = ""
-    previous_severity: str | None = None
-    key: Any = None
-
-
-class Digest(BaseModel):
-    """A run digest: the new and worsened findings of one evaluation or audit run."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    findings: list[DigestItem] = Field(max_length=1000)
-    more: int = Field(default=0, ge=0)
-
-
-def parse_digest(raw: str | None) -> tuple[Digest | None, str | None]:
-    """(Digest, None) for a valid ``digest_json`` attribute, else (None, why it is unusable)."""
-    if not raw:
-        return None, "digest_json attribute missing"
-    try:
-        return Digest.model_validate_json(raw), None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return None, f"digest_json is not a digest: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
 
 
 def redact_digest(digest: Digest, salt: str = "") -> Digest:
@@ -634,36 +543,6 @@ def render_digest(digest: Digest, *, min_severity: str = "medium", report_url: s
     return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
 
 
-@dataclass(frozen=True, slots=True)
-class FindingNotification:
-    """One SNS finding message: its id, the readable text and the string message attributes."""
-
-    message_id: str
-    message: str
-    attributes: Mapping[str, str] = field(default_factory=dict)
-
-
-def parse_finding(raw: str | None) -> tuple[Finding | None, str | None]:
-    """(the typed finding, None) for a valid ``finding_json`` attribute, else (None, why it is unusable).
-
-    Unknown top-level fields are ignored, so a publisher adding fields does not turn messages into fallbacks.
-    """
-    if not raw:
-        return None, "finding_json attribute missing"
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return None, f"finding_json is not JSON: {exc}"
-    if not isinstance(data, dict):
-        return None, "finding_json is not a JSON object"
-    try:
-        finding = Finding.model_validate({k: v for k, v in data.items() if k in Finding.model_fields})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return None, f"finding_json is not a Finding: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-    return finding, None
-
-
 def build_message(
     event: FindingNotification, *, redact: bool = True, salt: str = "", min_severity: str = "medium"
 ) -> tuple[dict[str, Any], bool]:
@@ -672,27 +551,30 @@ def build_message(
     A run digest (``kind`` = ``digest``) is rendered by :func:`render_digest` with ``min_severity``; an empty dict
     means nothing in it reaches the minimum (nothing to post).
     """
-    if event.attributes.get("kind") == DIGEST_MESSAGE_KIND:
-        digest, problem = parse_digest(event.attributes.get("digest_json"))
+    kind = message_kind(event.attributes)
+    if kind is MessageKind.DIGEST:
+        digest, problem = parse_digest(event.attributes.get(AttributeName.DIGEST_JSON))
         if digest is not None:
             return render_digest(redact_digest(digest, salt) if redact else digest, min_severity=min_severity), True
         log.warning("slack_digest_json_unusable", message_id=event.message_id, problem=problem)
         text = redact_text(event.message, salt) if redact else event.message
         return render_text_message(text, event.attributes), False
-    if event.attributes.get("kind") == REPORT_MESSAGE_KIND:
-        summary, problem = parse_weekly_summary(event.attributes.get("report_json"))
+    if kind is MessageKind.WEEKLY_REPORT:
+        summary, problem = parse_weekly_summary(event.attributes.get(AttributeName.REPORT_JSON))
         if summary is not None:
             return render_weekly_summary(redact_summary(summary, salt) if redact else summary), True
         log.warning("slack_report_json_unusable", message_id=event.message_id, problem=problem)
         text = redact_text(event.message, salt) if redact else event.message
         return render_text_message(text, event.attributes), False
-    finding, problem = parse_finding(event.attributes.get("finding_json"))
+    finding, problem = parse_finding(event.attributes.get(AttributeName.FINDING_JSON))
     if finding is not None:
         if redact:  # key values out of the evidence and the texts; what remains is still a finding
             finding = Finding.model_validate(redact_finding(finding.model_dump(mode="json"), salt))
         attrs = event.attributes
         return render_finding(
-            finding, status=attrs.get("status"), previous_severity=attrs.get("previous_severity")
+            finding,
+            status=attrs.get(AttributeName.STATUS),
+            previous_severity=attrs.get(AttributeName.PREVIOUS_SEVERITY),
         ), True
     log.warning("slack_finding_json_unusable", message_id=event.message_id, problem=problem)
     text = redact_text(event.message, salt) if redact else event.message

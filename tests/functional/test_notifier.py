@@ -17,9 +17,9 @@ from structlog.testing import capture_logs
 
 from auditor.config import Settings, get_settings
 from auditor.exceptions import ConfigurationError
+from auditor.messages import FindingNotification
 from auditor.redact import redact_value
 from auditor.sinks.slack import SlackDeliveryError, forget_slack_secret, get_slack_secret, notify_slack, post_webhook
-from auditor.sinks.slack_blocks import FindingNotification
 from handlers import runtime
 from tests.emf import emitted
 from tests.functional.conftest import client

@@ -13,6 +13,7 @@ import pytest
 
 from auditor.detectors.trail import hot_key
 from auditor.exceptions import ConfigurationError
+from auditor.messages import FindingNotification, parse_finding
 from auditor.models.finding import Finding
 from auditor.redact import redact_value
 from auditor.sinks.slack import parse_slack_secret, retry_after_seconds
@@ -24,10 +25,8 @@ from auditor.sinks.slack_blocks import (
     MAX_HEADER_TEXT,
     MAX_MESSAGE_TEXT,
     MAX_SECTION_TEXT,
-    FindingNotification,
     build_message,
     escape_mrkdwn,
-    parse_finding,
     render_finding,
     render_text_message,
     text_only,

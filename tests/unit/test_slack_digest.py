@@ -8,18 +8,17 @@ from typing import Any
 import orjson
 
 from auditor.lifecycle import EventKind, FindingEvent
+from auditor.messages import FindingNotification, MessageKind, parse_digest
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.sinks.slack_blocks import (
     DIGEST_MAX_LISTED,
     MAX_BLOCKS,
-    FindingNotification,
     build_message,
     escape_mrkdwn,
     escape_plain,
-    parse_digest,
     render_finding,
 )
-from auditor.sinks.sns import DIGEST_KIND, DIGEST_MAX_ITEMS, MAX_MESSAGE_BYTES, render_digest
+from auditor.sinks.sns import DIGEST_MAX_ITEMS, MAX_MESSAGE_BYTES, render_digest
 from tests.unit.test_slack_blocks import assert_valid_message
 
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
@@ -62,7 +61,7 @@ def test_two_hundred_findings_make_one_message_within_block_kit_and_sns_limits()
     msg = render_digest(events, "digest-1")
     assert msg is not None
     assert msg.size() < MAX_MESSAGE_BYTES
-    assert msg.attributes["kind"] == DIGEST_KIND
+    assert msg.attributes["kind"] == MessageKind.DIGEST
     assert msg.attributes["severity"] == "critical"  # the filter policy sees the most severe finding in it
     doc = orjson.loads(msg.attributes["digest_json"])
     assert len(doc["findings"]) == DIGEST_MAX_ITEMS and doc["more"] == 100
