@@ -26,10 +26,15 @@ from setuptools.command.build_ext import build_ext
 #: The modules compiled (paths relative to this file). ``auditor.kernel.reader`` (the JSON framing) is left out:
 #: it is mostly calls into C already (``bytes.find``, ``orjson.loads``), and its tests replace its functions.
 COMPILED = [
+    "auditor/kernel/aggregates/bounds.py",
+    "auditor/kernel/aggregates/failures.py",
     "auditor/kernel/aggregates/fingerprints.py",
+    "auditor/kernel/aggregates/keys.py",
+    "auditor/kernel/aggregates/scans.py",
     "auditor/kernel/aggregates/sketch.py",
     "auditor/kernel/aggregates/templates.py",
     "auditor/kernel/aggregates/window.py",
+    "auditor/kernel/aggregates/window_codec.py",
     "auditor/kernel/dedupe.py",
     "auditor/kernel/key_condition.py",
     "auditor/kernel/normalize.py",

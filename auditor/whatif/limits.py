@@ -37,7 +37,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.kernel.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.window import TableWindow
 
 __all__ = [
     "LIMIT_NAMES",

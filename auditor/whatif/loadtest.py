@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from auditor.kernel.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.window import TableWindow
 
 __all__ = ["PROFILE_FORMAT", "load_profile"]
 

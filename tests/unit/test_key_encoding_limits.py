@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.kernel.aggregates.window import MAX_KEY_BYTES, decode_key, encode_key
+from auditor.kernel.aggregates.keys import MAX_KEY_BYTES, decode_key, encode_key
 
 
 def test_keys_over_the_dynamodb_limit_are_stored_as_a_fixed_size_digest() -> None:

@@ -5,16 +5,10 @@ import random
 import orjson
 import pytest
 
-from auditor.kernel.aggregates.window import (
-    GENERIC_ON_DEMAND,
-    MAX_SERIALIZED_BYTES,
-    AggregateSet,
-    TableWindow,
-    decode_key,
-    encode_key,
-    partition_attr,
-    throttle_cause,
-)
+from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, throttle_cause
+from auditor.kernel.aggregates.keys import decode_key, encode_key, partition_attr
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.aggregates.window_codec import MAX_SERIALIZED_BYTES
 from tests.factories import call
 
 
@@ -234,7 +228,7 @@ def test_throttle_cause(code: str, message: str | None, expected: tuple) -> None
 
 def test_batched_key_counting_is_invisible_and_exact_while_small() -> None:
     """Key accesses are batched (PENDING_LIMIT); every read of a sketch sees them all, mid-batch or not."""
-    from auditor.kernel.aggregates.window import PENDING_LIMIT
+    from auditor.kernel.aggregates.bounds import PENDING_LIMIT
 
     tw = TableWindow("1", "us-east-1", "Orders", 0, 900)
     calls = [call("GetItem", key={"pk": f"CUSTOMER#{i % 50}"}, at=i % 900) for i in range(PENDING_LIMIT + 500)]

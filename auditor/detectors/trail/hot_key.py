@@ -18,7 +18,8 @@ from typing import Any
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
-from auditor.kernel.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 

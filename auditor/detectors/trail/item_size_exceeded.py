@@ -8,7 +8,8 @@ import orjson
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
-from auditor.kernel.aggregates.window import OTHER, TableWindow
+from auditor.kernel.aggregates.bounds import OTHER
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

@@ -6,7 +6,8 @@ from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_findin
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
-from auditor.kernel.aggregates.window import TableWindow, decode_key
+from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 

@@ -8,7 +8,9 @@ from pydantic import Field
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
-from auditor.kernel.aggregates.window import OTHER, RCU_PER_FULL_PAGE, ScanStats, TableWindow
+from auditor.kernel.aggregates.bounds import OTHER
+from auditor.kernel.aggregates.scans import RCU_PER_FULL_PAGE, ScanStats
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
-from auditor.kernel.aggregates.window import (
-    GENERIC_ON_DEMAND,
-    GENERIC_PROVISIONED,
-    OTHER,
-    THROTTLE_CODES,
-    TableWindow,
-    decode_key,
-)
+from auditor.kernel.aggregates.bounds import OTHER
+from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
+from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
 METADATA = DetectorMetadata(

@@ -5,13 +5,16 @@
 own, so ``TENANT#acme#USER#42`` keeps its upper-case entity names (``TENANT#{s}#USER#{n}``): upper-case
 parts (``USER``, ``PENDING``) are kept as literals, other words become ``{s}``. Numbers as key
 values become ``{n}``. A template never contains more than ``MAX_LITERAL`` characters of one literal part,
-so free text (names, emails) cannot explode the catalogue.
+so free text (names, emails) cannot explode the catalogue. A Query's template adds its sort-key condition
+(:func:`query_template`), a PartiQL statement's names the attributes it constrains (:func:`statement_template`).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Final
+
+from auditor.kernel.calls import Statement
 
 MAX_LITERAL = 24
 
@@ -127,3 +130,24 @@ def key_template(key: dict[str, Any] | None) -> str | None:
         found = cache.get(value) if type(value) is str else None
         parts.append(f"{name}={found if found is not None else value_template(value)}")
     return ", ".join(parts)
+
+
+def query_template(condition: tuple[str, str], key: dict[str, Any] | None) -> str:
+    """A Query's template: the partition key with its value's template when logged (else ``?``), then the sort
+    key's condition (``pk=USER#{n}, sk begins_with ?``)."""
+    attr, sort = condition
+    value = key.get(attr) if key else None
+    head = f"{attr}={value_template(value) if value is not None else '?'}"
+    return f"{head}, {sort}" if sort else head
+
+
+def statement_template(statement: Statement) -> str:
+    """A PartiQL statement's template: visible key values generalised, ``?`` parameters, redacted (non-key)
+    values as ``(redacted)``; an INSERT lists the attribute names it states."""
+    if statement.verb == "INSERT":
+        return ", ".join(f"{name}=(redacted)" for name in statement.insert_names[:8])
+    parts = [f"{name}={value_template(v)}" for name, v in statement.key_equalities.items()]
+    for name in statement.redacted_equalities:
+        if name not in statement.key_equalities:
+            parts.append(f"{name}=?" if name in statement.constrained else f"{name}=(redacted)")
+    return ", ".join(parts[:8])

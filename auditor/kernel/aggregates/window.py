@@ -5,310 +5,46 @@ bounded memory. ``AggregateSet`` maps (account, region, table, window start) to 
 ``merge`` is associative and commutative, which lets one aggregate per CloudTrail file (one Lambda
 invocation each) feed one evaluation, and lets the CLI process a directory file by file.
 
-Serialised with :meth:`TableWindow.to_dict` an aggregate stays well under DynamoDB's 400 KB item limit
-(:data:`MAX_SERIALIZED_BYTES`), whatever the traffic: every map is capped and overflow is counted.
+Serialised with :meth:`TableWindow.to_dict` (:mod:`.window_codec`) an aggregate stays well under DynamoDB's 400 KB
+item limit whatever the traffic: every map is capped (:mod:`.bounds`) and overflow is counted. Beside it: partition
+keys (:mod:`.keys`), scans and PartiQL statements (:mod:`.scans`), failed calls (:mod:`.failures`).
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
+from auditor.kernel.aggregates.bounds import (
+    MAX_ERROR_CODES,
+    MAX_PATTERNS,
+    MAX_PEAK_KEYS,
+    MAX_ROW_ERRORS,
+    MAX_SCANNERS,
+    MAX_SECOND_ENTRIES,
+    MAX_SIZE_KEYS,
+    MAX_STATEMENTS,
+    MAX_THROTTLE_KEYS,
+    OTHER,
+    PEAK_MIN_PER_MINUTE,
+    PENDING_LIMIT,
+    SECONDS_PER_KEY,
+    add_capped,
+    add_capped_names,
+    prune_seconds,
+)
+from auditor.kernel.aggregates.failures import SIZE_EXCEEDED_PREFIXES, THROTTLE_CODES, throttle_cause
+from auditor.kernel.aggregates.keys import encode_key, partition_attr
+from auditor.kernel.aggregates.scans import MAX_SEGMENTS, RCU_PER_FULL_PAGE, ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
-from auditor.kernel.aggregates.templates import key_template, value_template
-from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem, Statement
-
-#: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
-MAX_SERIALIZED_BYTES = 300_000
-
-#: Internal cause of a classic ProvisionedThroughputExceededException message (see :func:`throttle_cause`).
-GENERIC_PROVISIONED = "provisioned_or_key_range"
-#: Internal cause of a ThrottlingException on a data-plane call without ``ThrottlingReasons`` (on-demand tables).
-GENERIC_ON_DEMAND = "on_demand_or_key_range"
-
-THROTTLE_CODES: Final = frozenset(
-    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
-)
-SIZE_EXCEEDED_PREFIXES: Final = ("Item size has exceeded", "Item size to update has exceeded")
-
-#: Partition-key and sort-key attribute names recognised when the key schema is not configured.
-_PK_NAMES: Final = frozenset({"pk", "partitionkey", "partition_key", "hashkey", "hash_key", "pk1", "gsi1pk"})
-_SK_NAMES: Final = frozenset({"sk", "sortkey", "sort_key", "rangekey", "range_key", "sk1", "gsi1sk"})
-
-_REASON = re.compile(
-    r"(Table|Index)(Read|Write)(KeyRangeThroughput|ProvisionedThroughput|AccountLimit|MaxOnDemandThroughput)Exceeded"
-)
-_INDEX_ARN = re.compile(r":table/[^/\s]+/index/([A-Za-z0-9_.-]+)")
-_LIMIT_CAUSE = {
-    "KeyRangeThroughput": "key_range",
-    "ProvisionedThroughput": "provisioned",
-    "AccountLimit": "account_limit",
-    "MaxOnDemandThroughput": "on_demand_max",
-}
-
-MINUTE_SERIALIZED_KEYS = 8
-MAX_SCANNERS: Final = 100
-#: Scan pages are grouped into logical scans by time: the seconds in which pages started a scan, and starts at most
-#: :data:`SCAN_GAP_SECONDS` apart belong to one logical scan (see :meth:`ScanStats.logical`).
-SCAN_GAP_SECONDS: Final = 2
-MAX_SCAN_RUNS: Final = 512
-#: A 1 MB Scan page of items up to 4 KB read eventually consistent: 256 items x 0.5 RCU.
-RCU_PER_FULL_PAGE: Final = 128.0
-#: PartiQL statements kept per table for the key-schema decision at detection time.
-MAX_STATEMENTS: Final = 50
-#: Error codes kept per access-pattern row.
-MAX_ROW_ERRORS: Final = 10
-#: Per-second counts are kept for keys with at least this many requests in their minute (candidates), at most
-#: :data:`SECONDS_PER_KEY` seconds per key (the busiest) and :data:`MAX_PEAK_KEYS` keys.
-PEAK_MIN_PER_MINUTE: Final = 20
-SECONDS_PER_KEY: Final = 8
-MAX_PEAK_KEYS: Final = 256
-MAX_SECOND_ENTRIES: Final = 8192
-SERIALIZED_PEAK_KEYS = 64
-MAX_SEGMENTS: Final = 64
-MAX_PATTERNS: Final = 200
-MAX_ERROR_CODES: Final = 50
-MAX_THROTTLE_KEYS: Final = 20
-MAX_SIZE_KEYS: Final = 50
-OTHER: Final = "(other)"
-#: Key accesses a window batches before folding them into its sketches (:meth:`TableWindow.flush`).
-PENDING_LIMIT: Final = 4096
-#: Partition-key attribute names a window tracks.
-MAX_KEY_ATTRS: Final = 8
-
-
-def throttle_cause(error_code: str, message: str | None) -> tuple[str, str | None]:
-    """The cause of a throttled call and the index it names, from ``ThrottlingReasons`` or the message.
-
-    Returns (cause, index): cause is ``key_range``, ``provisioned``, ``account_limit``, ``on_demand_max``,
-    ``gsi_backpressure`` (an index write limit that throttled a base-table write), ``unknown``,
-    :data:`GENERIC_PROVISIONED` for the classic ProvisionedThroughputExceededException message without
-    ``ThrottlingReasons`` (the same for exhausted table capacity and for a hot partition), or
-    :data:`GENERIC_ON_DEMAND` for a ThrottlingException without reasons (an on-demand table: a hot partition or
-    the table's maximum). The throttling detector decides these two from how the throttled calls spread over keys.
-    """
-    text = message or ""
-    m = _REASON.search(text)
-    if m:
-        resource, op, limit = m.groups()
-        index_match = _INDEX_ARN.search(text)
-        index = index_match.group(1) if index_match else None
-        if resource == "Index" and op == "Write":
-            return "gsi_backpressure", index
-        return _LIMIT_CAUSE[limit], index
-    if error_code == "RequestLimitExceeded":
-        return "account_limit", None
-    if "level of configured provisioned throughput" in text:
-        return GENERIC_PROVISIONED, None
-    if error_code == "ThrottlingException":
-        return GENERIC_ON_DEMAND, None
-    return "unknown", None
-
-
-#: DynamoDB's limit on a partition key value (2,048 bytes): a longer logged value is not a real key, and is kept as
-#: a fixed-size digest so a flood of huge distinct values cannot grow the sketches' memory.
-MAX_KEY_BYTES = 2048
-
-
-def _hashed(attr: str, raw: bytes, why: str) -> str:
-    return f'{attr}\x1f"({why}, sha256 {hashlib.sha256(raw).hexdigest()[:32]})'
-
-
-def encode_key(attr: str, value: Any) -> str:
-    """Sketch key for one partition-key value: attribute name and a JSON literal, so numbers and strings differ.
-
-    A value longer than :data:`MAX_KEY_BYTES` is stored as a digest; an integer beyond 64 bits as its digits; a
-    value JSON cannot write (nesting deeper than 255 levels) as a digest of its ``repr``-free shape.
-    """
-    if isinstance(value, str):
-        if len(value) > MAX_KEY_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-            return _hashed(attr, value.encode("utf-8", "surrogatepass"), "over 2 KB")
-        return f'{attr}\x1f"{value}'
-    if type(value) is int and not -(2**63) <= value < 2**64:
-        digits = str(value) if value.bit_length() < 6800 else ""  # str() of a huge int is quadratic
-        if digits and len(digits) <= MAX_KEY_BYTES:
-            return f"{attr}\x1f{digits}"
-        return _hashed(attr, value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True), "over 2 KB")
-    try:
-        literal = orjson.dumps(value).decode()
-    except TypeError:  # nesting deeper than orjson writes, or a type it does not know
-        return _hashed(attr, _shape_bytes(value), "not a key value")
-    if len(literal) > MAX_KEY_BYTES:
-        return _hashed(attr, literal.encode(), "over 2 KB")
-    return f"{attr}\x1f{literal}"
-
-
-def _shape_bytes(value: Any) -> bytes:
-    """A deterministic byte form of any nested value, iteratively (no recursion limit), bounded by its size."""
-    out: list[str] = []
-    stack: list[Any] = [value]
-    while stack and len(out) < 1 << 16:
-        v = stack.pop()
-        if isinstance(v, dict):
-            out.append("{")
-            for k in sorted(v, key=str):
-                out.append(str(k))
-                stack.append(v[k])
-        elif isinstance(v, list):
-            out.append("[")
-            stack.extend(reversed(v))
-        else:
-            out.append(type(v).__name__ + ":" + (v if isinstance(v, str) else str(v)[:64]))
-    return "\x1e".join(out).encode("utf-8", "surrogatepass")
-
-
-def decode_key(encoded: str) -> dict[str, Any]:
-    """Inverse of :func:`encode_key`: the key as CloudTrail logged it (attribute name -> value)."""
-    attr, _, lit = encoded.partition("\x1f")
-    if lit.startswith('"'):
-        return {attr: lit[1:]}
-    if lit.lstrip("-").isdigit():
-        return {attr: int(lit)}  # exact, also beyond 64 bits
-    return {attr: orjson.loads(lit)}
-
-
-@dataclass(slots=True)
-class ScanStats:
-    """Scans by one principal with one operation (Scan, or a full-scan ExecuteStatement).
-
-    ``count`` counts calls (pages). Logical scans are recovered from ``runs``: intervals of the seconds in which a
-    page *started* a scan (a page without ``exclusiveStartKey``; when the trail logs no ``exclusiveStartKey`` every
-    page looks like a start, and the pages of one paginated or parallel scan follow each other within a second or
-    two), with starts at most :data:`SCAN_GAP_SECONDS` apart in one interval. Intervals merge by union (and close
-    the same gaps), so the count does not depend on the order of the records or files.
-    """
-
-    count: int = 0
-    segments: set[int] = field(default_factory=set)
-    total_segments: int = 0
-    first: float = float("inf")
-    last: float = 0.0
-    indexes: set[str] = field(default_factory=set)
-    runs: list[list[int]] = field(default_factory=list)
-    #: Pages that continued a scan (``exclusiveStartKey`` logged).
-    continuations: int = 0
-    #: Pages without a ``limit`` (each reads up to 1 MB), and the largest ``limit`` logged.
-    unbounded_pages: int = 0
-    limit_max: int = 0
-    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, eventually consistent).
-    read_units: float = 0.0
-    #: Starts beyond :data:`MAX_SCAN_RUNS` intervals (counted as separate logical scans).
-    overflow: int = 0
-    filters: set[str] = field(default_factory=set)
-
-    def logical(self) -> int:
-        """Logical scans: intervals of starts (plus starts beyond the interval cap); at least 1 if any page."""
-        n = len(self.runs) + self.overflow
-        return n if n else min(self.count, 1)
-
-    def start(self, second: int) -> None:
-        """A page that started a scan in ``second``."""
-        runs = self.runs
-        if runs:  # pages mostly arrive in time order: extend the last interval without a sort
-            last = runs[-1]
-            if last[0] <= second <= last[1] + SCAN_GAP_SECONDS:
-                last[1] = max(last[1], second)
-                return
-        self._union([[second, second]])
-
-    def _union(self, more: list[list[int]]) -> None:
-        merged: list[list[int]] = []
-        for s, e in sorted([*self.runs, *more]):
-            if merged and s - merged[-1][1] <= SCAN_GAP_SECONDS:
-                if e > merged[-1][1]:
-                    merged[-1][1] = e
-            else:
-                merged.append([s, e])
-        if len(merged) > MAX_SCAN_RUNS:
-            self.overflow += len(merged) - MAX_SCAN_RUNS
-            merged = merged[:MAX_SCAN_RUNS]
-        self.runs = merged
-
-    def merge(self, other: ScanStats) -> None:
-        """Add another principal's counters (same principal and operation)."""
-        self.count += other.count
-        if other.runs:
-            self._union([list(r) for r in other.runs])
-        self.overflow += other.overflow
-        self.continuations += other.continuations
-        self.unbounded_pages += other.unbounded_pages
-        self.limit_max = max(self.limit_max, other.limit_max)
-        self.read_units += other.read_units
-        if len(self.filters) < 5:
-            self.filters.update(sorted(other.filters)[: 5 - len(self.filters)])
-        if len(self.segments) < MAX_SEGMENTS:
-            self.segments.update(sorted(other.segments)[: MAX_SEGMENTS - len(self.segments)])
-        self.total_segments = max(self.total_segments, other.total_segments)
-        self.first = min(self.first, other.first)
-        self.last = max(self.last, other.last)
-        if len(self.indexes) < 10:
-            self.indexes.update(sorted(other.indexes)[: 10 - len(self.indexes)])
-
-    def to_list(self) -> list[Any]:
-        return [
-            self.count,
-            sorted(self.segments),
-            self.total_segments,
-            self.first,
-            self.last,
-            sorted(self.indexes),
-            self.runs,
-            self.continuations,
-            self.unbounded_pages,
-            self.limit_max,
-            round(self.read_units, 1),
-            self.overflow,
-            sorted(self.filters),
-        ]
-
-    @classmethod
-    def from_list(cls, d: list[Any]) -> ScanStats:
-        st = cls(int(d[0]), set(d[1]), int(d[2]), float(d[3]), float(d[4]), set(d[5]))
-        if len(d) >= 13:
-            st.runs = [[int(a), int(b)] for a, b in d[6]]
-            st.continuations, st.unbounded_pages, st.limit_max = int(d[7]), int(d[8]), int(d[9])
-            st.read_units, st.overflow, st.filters = float(d[10]), int(d[11]), {str(f) for f in d[12]}
-        else:  # stored before logical scans: every page a start, of unknown size
-            st.overflow = st.count
-            st.unbounded_pages = st.count
-            st.read_units = st.count * RCU_PER_FULL_PAGE
-        return st
-
-
-@dataclass(slots=True)
-class StatementStats:
-    """PartiQL statements of one shape that no rule made a full scan at ingest (decided with the key schema)."""
-
-    count: int = 0
-    first: float = float("inf")
-    last: float = 0.0
-
-    def merge(self, other: StatementStats) -> None:
-        self.count += other.count
-        self.first = min(self.first, other.first)
-        self.last = max(self.last, other.last)
-
-
-def _add_capped(counter: dict[Any, int], key: Any, n: int, cap: int, other_key: Any) -> None:
-    if key in counter or len(counter) < cap:
-        counter[key] = counter.get(key, 0) + n
-    else:
-        counter[other_key] = counter.get(other_key, 0) + n
-
-
-def _add_capped_names(counter: dict[str, int], name: str, n: int) -> None:
-    """Key attribute names: the first :data:`MAX_KEY_ATTRS` names are tracked, later ones dropped."""
-    if name in counter:
-        counter[name] += n
-    elif len(counter) < MAX_KEY_ATTRS:
-        counter[name] = n
+from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
+from auditor.kernel.aggregates.window_codec import window_from_dict, window_to_dict
+from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
 
 
 @dataclass(slots=True)
@@ -497,7 +233,7 @@ class TableWindow:
                 per_minute[1].add_many(writes)
             # Per-second counts: every key while the minute's sketch is exact (few keys: the counts do not depend on
             # how the input was split), else only the keys already busy in this minute (a lower bound). Bounded by
-            # :func:`_prune_seconds`, and additive, so they merge.
+            # :func:`.bounds.prune_seconds`, and additive, so they merge.
             if per_minute[0].error == 0:
                 pairs = list(zip(keys, secs, strict=True))
             else:
@@ -507,11 +243,11 @@ class TableWindow:
                 for ks, n in Counter(pairs).items():
                     seconds[ks] = seconds.get(ks, 0) + n
         if len(seconds) > MAX_SECOND_ENTRIES:
-            self.seconds = _prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
+            self.seconds = prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
         ka = self._key_attrs
         for attr, n in Counter(attrs).items():
             if attr:
-                _add_capped_names(ka, attr, n)
+                add_capped_names(ka, attr, n)
 
     # ---------------------------------------------------------------- ingest
 
@@ -519,7 +255,7 @@ class TableWindow:
         """Count one call's accesses to this table (``items`` are the call's accesses to this table).
 
         This is the hot path of every ingest (one call per CloudTrail record): key accesses are only appended to
-        the pending batch, which :meth:`flush` folds into the sketches every :data:`PENDING_LIMIT` accesses.
+        the pending batch, which :meth:`flush` folds into the sketches every :data:`.bounds.PENDING_LIMIT` accesses.
         """
         self._count_call(call.operation, epoch)
         error = call.error_code
@@ -543,9 +279,9 @@ class TableWindow:
             else:
                 template = ""
             if item.condition is not None:
-                template = _query_template(item.condition, key)
+                template = query_template(item.condition, key)
             elif item.statement is not None:
-                template = _statement_template(item.statement)
+                template = statement_template(item.statement)
                 if not full_scan and item.statement.verb != "INSERT" and item.statement.constrained:
                     self._add_statement(call, item, epoch)
             pattern = (item.index or "", item.operation, template, not full_scan)
@@ -580,7 +316,7 @@ class TableWindow:
             self.item_reads += 1
         if key:
             self._add_key(key, is_write, eventual, epoch, pk_hint, True)
-        template = _query_template(condition, key) if condition is not None else key_template(key) or ""
+        template = query_template(condition, key) if condition is not None else key_template(key) or ""
         self._count_pattern((index or "", operation, template, True), 1, None)
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
@@ -695,7 +431,7 @@ class TableWindow:
             stats.filters.add(call.scan_filter)
 
     def _add_error(self, call: ApiCall, items: Sequence[ItemAccess], error: str, pk_hint: str | None) -> None:
-        _add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
+        add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
         if error in THROTTLE_CODES:
             cause, index = throttle_cause(error, call.error_message)
             access = "write" if call.access is Access.WRITE else "read"
@@ -704,7 +440,7 @@ class TableWindow:
             for item in items:
                 if item.key:
                     attr = partition_attr(item.key, pk_hint)
-                    _add_capped(self.throttle_keys, encode_key(attr, item.key[attr]), 1, MAX_THROTTLE_KEYS, OTHER)
+                    add_capped(self.throttle_keys, encode_key(attr, item.key[attr]), 1, MAX_THROTTLE_KEYS, OTHER)
             if (
                 call.error_message
                 and len(self.throttle_messages) < 3
@@ -715,10 +451,10 @@ class TableWindow:
             self.size_exceeded += 1
             keyed = [i.key for i in items if i.key]
             if not keyed:
-                _add_capped(self.size_exceeded_keys, OTHER, 1, MAX_SIZE_KEYS, OTHER)
+                add_capped(self.size_exceeded_keys, OTHER, 1, MAX_SIZE_KEYS, OTHER)
             for key in keyed:
                 encoded = orjson.dumps(key).decode()
-                _add_capped(self.size_exceeded_keys, encoded, 1, MAX_SIZE_KEYS, OTHER)
+                add_capped(self.size_exceeded_keys, encoded, 1, MAX_SIZE_KEYS, OTHER)
 
     # ---------------------------------------------------------------- merge
 
@@ -757,7 +493,7 @@ class TableWindow:
             mine_m[1].merge(m_writes)
         self.distinct.merge(other.distinct)
         for k, n in other.key_attrs.items():
-            _add_capped(self.key_attrs, k, n, 8, OTHER)
+            add_capped(self.key_attrs, k, n, 8, OTHER)
         for sk, st in other.scans.items():
             mine = self.scans.get(sk)
             if mine is None and len(self.scans) >= MAX_SCANNERS:
@@ -767,17 +503,17 @@ class TableWindow:
                 mine = self.scans[sk] = ScanStats()
             mine.merge(st)
         for k, n in other.errors.items():
-            _add_capped(self.errors, k, n, MAX_ERROR_CODES, OTHER)
+            add_capped(self.errors, k, n, MAX_ERROR_CODES, OTHER)
         for tk, n in other.throttles.items():
             self.throttles[tk] = self.throttles.get(tk, 0) + n
         for k, n in other.throttle_keys.items():
-            _add_capped(self.throttle_keys, k, n, MAX_THROTTLE_KEYS, OTHER)
+            add_capped(self.throttle_keys, k, n, MAX_THROTTLE_KEYS, OTHER)
         for m in other.throttle_messages:
             if len(self.throttle_messages) < 3 and m not in self.throttle_messages:
                 self.throttle_messages.append(m)
         self.size_exceeded += other.size_exceeded
         for k, n in other.size_exceeded_keys.items():
-            _add_capped(self.size_exceeded_keys, k, n, MAX_SIZE_KEYS, OTHER)
+            add_capped(self.size_exceeded_keys, k, n, MAX_SIZE_KEYS, OTHER)
         for pk, (calls, items, errors) in other.patterns.items():
             row = self.patterns.get(pk)
             if row is None:
@@ -802,7 +538,7 @@ class TableWindow:
         for ks, n in other.seconds.items():
             seconds[ks] = seconds.get(ks, 0) + n
         if len(seconds) > MAX_SECOND_ENTRIES:
-            self.seconds = _prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
+            self.seconds = prune_seconds(seconds, SECONDS_PER_KEY, MAX_PEAK_KEYS)
 
     def copy(self) -> TableWindow:
         """A lossless deep copy (the serialised form is bounded, so it is not used here)."""
@@ -880,47 +616,8 @@ class TableWindow:
     # ---------------------------------------------------------------- (de)serialisation
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, bounded form (see :data:`MAX_SERIALIZED_BYTES`)."""
-        return {
-            "v": 1,
-            "account": self.account,
-            "region": self.region,
-            "table": self.table,
-            "window_start": self.window_start,
-            "window_seconds": self.window_seconds,
-            "windows": sorted(self.windows),
-            "sketch_capacity": self.sketch_capacity,
-            "first_time": self.first_time if self.calls else None,
-            "last_time": self.last_time if self.calls else None,
-            "calls": self.calls,
-            "operations": self.operations,
-            "item_reads": self.item_reads,
-            "item_writes": self.item_writes,
-            "key_requests": self.key_requests,
-            "key_reads": self.key_reads,
-            "key_writes": self.key_writes,
-            "key_reads_eventual": self.key_reads_eventual,
-            "hot": self.hot.to_dict(limit=_sketch_limit(self.hot)),
-            "hot_writes": self.hot_writes.to_dict(limit=_sketch_limit(self.hot_writes)),
-            "minutes": [
-                [m, a.to_dict(limit=MINUTE_SERIALIZED_KEYS), w.to_dict(limit=MINUTE_SERIALIZED_KEYS)]
-                for m, (a, w) in sorted(self.minutes.items())
-            ],
-            "distinct": self.distinct.to_dict(),
-            "key_attrs": self.key_attrs,
-            "scans": [[p, op, st.to_list()] for (p, op), st in self.scans.items()],
-            "errors": self.errors,
-            "throttles": [[c, a, i, n] for (c, a, i), n in self.throttles.items()],
-            "throttle_keys": self.throttle_keys,
-            "throttle_messages": self.throttle_messages,
-            "size_exceeded": self.size_exceeded,
-            "size_exceeded_keys": self.size_exceeded_keys,
-            "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in self.patterns.items()],
-            "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in self.statements.items()],
-            "seconds": [
-                [k, sw, n] for (k, sw), n in _prune_seconds(self.seconds, SECONDS_PER_KEY, SERIALIZED_PEAK_KEYS).items()
-            ],
-        }
+        """JSON-ready, bounded form (see :func:`~auditor.kernel.aggregates.window_codec.window_to_dict`)."""
+        return window_to_dict(self)
 
     def to_json(self) -> bytes:
         """Serialised form as JSON bytes."""
@@ -929,129 +626,7 @@ class TableWindow:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TableWindow:
         """Inverse of :meth:`to_dict`."""
-        tw = cls(d["account"], d["region"], d["table"], int(d["window_start"]), int(d["window_seconds"]))
-        tw.sketch_capacity = int(d["sketch_capacity"])
-        tw.windows = {int(w) for w in d["windows"]}
-        tw.first_time = float(d["first_time"]) if d["first_time"] is not None else float("inf")
-        tw.last_time = float(d["last_time"]) if d["last_time"] is not None else 0.0
-        tw.calls = int(d["calls"])
-        tw.operations = {str(k): int(v) for k, v in d["operations"].items()}
-        tw.item_reads = int(d["item_reads"])
-        tw.item_writes = int(d["item_writes"])
-        tw.key_requests = int(d["key_requests"])
-        tw.key_reads = int(d["key_reads"])
-        tw.key_writes = int(d["key_writes"])
-        tw.key_reads_eventual = int(d.get("key_reads_eventual", 0))  # absent in contributions stored before it
-        tw.hot = HeavyHitters.from_dict(d["hot"])
-        tw.hot_writes = HeavyHitters.from_dict(d["hot_writes"])
-        tw.minutes = {
-            int(m): (HeavyHitters.from_dict(a), HeavyHitters.from_dict(w)) for m, a, w in d.get("minutes", [])
-        }
-        tw.distinct = DistinctCounter.from_dict(d["distinct"])
-        tw.key_attrs = {str(k): int(v) for k, v in d["key_attrs"].items()}
-        tw.scans = {(p, op): ScanStats.from_list(st) for p, op, st in d["scans"]}
-        tw.errors = {str(k): int(v) for k, v in d["errors"].items()}
-        tw.throttles = {(c, a, i): int(n) for c, a, i, n in d["throttles"]}
-        tw.throttle_keys = {str(k): int(v) for k, v in d["throttle_keys"].items()}
-        tw.throttle_messages = [str(m) for m in d["throttle_messages"]]
-        tw.size_exceeded = int(d["size_exceeded"])
-        tw.size_exceeded_keys = {str(k): int(v) for k, v in d["size_exceeded_keys"].items()}
-        tw.patterns = {}
-        for row in d["patterns"]:
-            i, o, t, e = row[:4]
-            if len(row) >= 7:  # [.., calls, items, errors]
-                errors = {str(k): int(v) for k, v in row[6].items()}
-                tw.patterns[(i, o, t, bool(e))] = [int(row[4]), int(row[5]), errors]
-            else:  # stored before calls and items were told apart: one count
-                tw.patterns[(i, o, t, bool(e))] = [int(row[4]), int(row[4]), {}]
-        tw.statements = {
-            (str(p), str(v), str(i), str(c)): StatementStats(int(n), float(f), float(la))
-            for p, v, i, c, n, f, la in d.get("statements", [])
-        }
-        tw.seconds = {(str(k), int(sw)): int(n) for k, sw, n in d.get("seconds", [])}
-        return tw
-
-
-def _sketch_limit(hh: HeavyHitters) -> int | None:
-    """How many sketch keys fit the serialised budget (about 60 KB per sketch)."""
-    size = 0
-    for n, (k, _) in enumerate(hh.top(len(hh.counts))):
-        size += len(k) + 16
-        if size > 60_000:
-            return n
-    return None
-
-
-def _prune_seconds(seconds: dict[tuple[str, int], int], per_key: int, keys: int) -> dict[tuple[str, int], int]:
-    """Keep each key's ``per_key`` busiest (second, direction) counts, for the ``keys`` keys with the busiest."""
-    by_key: dict[str, list[tuple[int, int]]] = {}
-    for (encoded, sw), n in seconds.items():
-        by_key.setdefault(encoded, []).append((n, sw))
-    ranked = sorted(by_key.items(), key=lambda kv: (-max(n for n, _ in kv[1]), kv[0]))[:keys]
-    kept: dict[tuple[str, int], int] = {}
-    for encoded, entries in ranked:
-        reads = sorted((e for e in entries if not e[1] % 2), key=lambda e: (-e[0], e[1]))[:per_key]
-        writes = sorted((e for e in entries if e[1] % 2), key=lambda e: (-e[0], e[1]))[:per_key]
-        for n, sw in reads + writes:
-            kept[(encoded, sw)] = n
-    return kept
-
-
-def _query_template(condition: tuple[str, str], key: dict[str, Any] | None) -> str:
-    """A Query's template: the partition key with its value's template when logged (else ``?``), then the sort
-    key's condition (``pk=USER#{n}, sk begins_with ?``)."""
-    attr, sort = condition
-    value = key.get(attr) if key else None
-    head = f"{attr}={value_template(value) if value is not None else '?'}"
-    return f"{head}, {sort}" if sort else head
-
-
-def _statement_template(statement: Statement) -> str:
-    """A PartiQL statement's template: visible key values generalised, ``?`` parameters, redacted (non-key)
-    values as ``(redacted)``; an INSERT lists the attribute names it states."""
-    if statement.verb == "INSERT":
-        return ", ".join(f"{name}=(redacted)" for name in statement.insert_names[:8])
-    parts = [f"{name}={value_template(v)}" for name, v in statement.key_equalities.items()]
-    for name in statement.redacted_equalities:
-        if name not in statement.key_equalities:
-            parts.append(f"{name}=?" if name in statement.constrained else f"{name}=(redacted)")
-    return ", ".join(parts[:8])
-
-
-def partition_attr(key: dict[str, Any], hint: str | None) -> str:
-    """Which attribute of a logged key is the partition key.
-
-    CloudTrail logs the key map without saying which attribute is the partition key. In order: the
-    configured key schema (``hint``); the only attribute; an attribute named like a partition key
-    (``pk``, ``PK``, ``partitionKey``...); the attribute that is not named like a sort key; else the first
-    attribute as logged (SDKs keep the order the caller used, which is partition key first by
-    convention, as in the AWS samples).
-    """
-    if hint is not None and hint in key:
-        return hint
-    if len(key) == 1:
-        return next(iter(key))
-    names = tuple(key)
-    found = _PK_CACHE.get(names)
-    if found is None:
-        if len(_PK_CACHE) > 4096:
-            _PK_CACHE.clear()
-        found = _PK_CACHE[names] = _guess_partition_attr(names)
-    return found
-
-
-_PK_CACHE: Final[dict[tuple[str, ...], str]] = {}
-
-
-def _guess_partition_attr(key: tuple[str, ...]) -> str:
-    first = key[0]
-    for name in key:
-        if name.lower() in _PK_NAMES:
-            return name
-    for name in key:
-        if name.lower() not in _SK_NAMES:
-            return name
-    return first
+        return window_from_dict(cls, d)
 
 
 WindowKey = tuple[str | None, str | None, str, int]
