@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from auditor.kernel.calls import ApiCall
+
 #: Scan pages are grouped into logical scans by time: the seconds in which pages started a scan, and starts at most
 #: :data:`SCAN_GAP_SECONDS` apart belong to one logical scan (see :meth:`ScanStats.logical`).
 SCAN_GAP_SECONDS: Final = 2
@@ -54,6 +56,33 @@ class ScanStats:
         """Logical scans: intervals of starts (plus starts beyond the interval cap); at least 1 if any page."""
         n = len(self.runs) + self.overflow
         return n if n else min(self.count, 1)
+
+    def add_page(self, call: ApiCall, index: str | None, epoch: float, is_scan: bool) -> None:
+        """Count one page of ``call`` (a Scan when ``is_scan``, else a full-scan PartiQL statement) at ``epoch``."""
+        self.count += 1
+        if epoch < self.first:
+            self.first = epoch
+        if epoch > self.last:
+            self.last = epoch
+        if call.scan_segment is not None and len(self.segments) < MAX_SEGMENTS:
+            self.segments.add(call.scan_segment)
+        if call.scan_total_segments and call.scan_total_segments > self.total_segments:
+            self.total_segments = call.scan_total_segments
+        if index and len(self.indexes) < 10:
+            self.indexes.add(index)
+        if call.scan_continuation:
+            self.continuations += 1
+        else:
+            self.start(int(epoch))
+        limit = call.scan_limit
+        if limit is None or limit <= 0 or not is_scan:
+            self.unbounded_pages += 1
+            self.read_units += RCU_PER_FULL_PAGE
+        else:
+            self.limit_max = max(self.limit_max, limit)
+            self.read_units += min(RCU_PER_FULL_PAGE, limit * 0.5)
+        if call.scan_filter and len(self.filters) < 5:
+            self.filters.add(call.scan_filter)
 
     def start(self, second: int) -> None:
         """A page that started a scan in ``second``."""

@@ -40,7 +40,7 @@ from auditor.kernel.aggregates.bounds import (
 )
 from auditor.kernel.aggregates.failures import SIZE_EXCEEDED_PREFIXES, THROTTLE_CODES, throttle_cause
 from auditor.kernel.aggregates.keys import encode_key, partition_attr
-from auditor.kernel.aggregates.scans import MAX_SEGMENTS, RCU_PER_FULL_PAGE, ScanStats, StatementStats
+from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
 from auditor.kernel.aggregates.window_codec import window_from_dict, window_to_dict
@@ -405,30 +405,7 @@ class TableWindow:
                 stats = self.scans.get(sk)
             if stats is None:
                 stats = self.scans[sk] = ScanStats()
-        stats.count += 1
-        if epoch < stats.first:
-            stats.first = epoch
-        if epoch > stats.last:
-            stats.last = epoch
-        if call.scan_segment is not None and len(stats.segments) < MAX_SEGMENTS:
-            stats.segments.add(call.scan_segment)
-        if call.scan_total_segments and call.scan_total_segments > stats.total_segments:
-            stats.total_segments = call.scan_total_segments
-        if item.index and len(stats.indexes) < 10:
-            stats.indexes.add(item.index)
-        if call.scan_continuation:
-            stats.continuations += 1
-        else:
-            stats.start(int(epoch))
-        limit = call.scan_limit
-        if limit is None or limit <= 0 or op != "Scan":
-            stats.unbounded_pages += 1
-            stats.read_units += RCU_PER_FULL_PAGE
-        else:
-            stats.limit_max = max(stats.limit_max, limit)
-            stats.read_units += min(RCU_PER_FULL_PAGE, limit * 0.5)
-        if call.scan_filter and len(stats.filters) < 5:
-            stats.filters.add(call.scan_filter)
+        stats.add_page(call, item.index, epoch, op == "Scan")
 
     def _add_error(self, call: ApiCall, items: Sequence[ItemAccess], error: str, pk_hint: str | None) -> None:
         add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
