@@ -231,7 +231,7 @@ def _invoke(key: str, size: int) -> int:
     main_cpu = time.thread_time() - main0
     done = resource.getrusage(resource.RUSAGE_SELF)
 
-    from auditor.sinks import keys
+    from auditor.state import keys
 
     pk, sk = keys.object_pk(BUCKET, key), keys.OBJECT_SK
     mark = ddb.get_item(TableName=TABLE, Key={keys.PK: {"S": pk}, keys.SK: {"S": sk}}, ConsistentRead=True).get("Item")

@@ -100,8 +100,8 @@ def _scheduled(endpoint: str, accounts: list[str], regions: list[str], concurren
     from auditor.demo.stack import create_state_table
     from auditor.service.metrics_audit import MetricsAuditParams, run_org_metrics_audit
     from auditor.service.record import LifecycleParams
-    from auditor.sinks.audit_cycle import AuditCycleStore
-    from auditor.sinks.findings_store import FindingsStore
+    from auditor.state.audit_cycle import AuditCycleStore
+    from auditor.state.findings_store import FindingsStore
 
     counter = CallCounter()
     base = boto3.Session(region_name="us-east-1")

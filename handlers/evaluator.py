@@ -14,9 +14,9 @@ from auditor.service import health
 from auditor.service.dedupe import Deduplication
 from auditor.service.evaluate import EvaluationParams, run_evaluation
 from auditor.service.ingest import reread_objects
-from auditor.sinks.capture_store import CaptureStore
-from auditor.sinks.ledger_store import LedgerStore
 from auditor.sources.inventory import describe_tables
+from auditor.state.capture_store import CaptureStore
+from auditor.state.ledger_store import LedgerStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 

@@ -14,8 +14,8 @@ from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service import health
 from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
-from auditor.sinks.audit_cycle import AuditCycleStore
-from auditor.sinks.ledger_store import LedgerStore
+from auditor.state.audit_cycle import AuditCycleStore
+from auditor.state.ledger_store import LedgerStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 

@@ -41,10 +41,10 @@ from pydantic import BaseModel, ValidationError
 from auditor.config import Settings, get_settings
 from auditor.observability import configure_logging
 from auditor.service.health import NAMESPACE, SERVICE, HealthMetric
-from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.fingerprint_store import FingerprintStore
-from auditor.sinks.window_store import RETRY_CONFIG, WindowStore
 from auditor.sources.audit_clients import AuditClients, build_clients
+from auditor.state.findings_store import FindingsStore
+from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.window_store import RETRY_CONFIG, WindowStore
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient

@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from auditor.service import health
 from auditor.service.record import LifecycleParams
 from auditor.service.stream_item_size import StreamFindingsRecorder, StreamItemSizeBatch, item_size_config
-from auditor.sinks.item_history import ItemHistoryStore
+from auditor.state.item_history import ItemHistoryStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 

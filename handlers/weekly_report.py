@@ -11,10 +11,10 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
-from auditor.sinks.audit_cycle import AuditCycleStore
-from auditor.sinks.capture_store import CaptureStore
-from auditor.sinks.ledger_store import LedgerStore
-from auditor.sinks.report_store import ReportAnnouncements
+from auditor.state.audit_cycle import AuditCycleStore
+from auditor.state.capture_store import CaptureStore
+from auditor.state.ledger_store import LedgerStore
+from auditor.state.report_store import ReportAnnouncements
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 

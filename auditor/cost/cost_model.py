@@ -318,7 +318,7 @@ FIXED_MODEL: dict[str, float] = {
     "lambda_gb_s_per_million_events": 40.0,  # the 1 GB ingest function at about 25,000 records/s
     "compressed_bytes_per_event": 150.0,
     # the daily cost ledger: 96 window updates (an item of about 2 KB: 2 write units) and 24 hour updates (about
-    # 4 KB: 4 units) per table and day (auditor.sinks.ledger_store)
+    # 4 KB: 4 units) per table and day (auditor.state.ledger_store)
     "ledger_write_units_per_table_day": 96 * 2 + 24 * 4,
 }
 CONTROLLER_RUNS_PER_MONTH = 8_760

@@ -254,7 +254,7 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
     """Replay the CloudTrail files under ``paths`` through the local stack; writes the outputs to ``out``."""
     from moto.server import ThreadedMotoServer
 
-    from auditor.sinks.findings_store import FindingsStore
+    from auditor.state.findings_store import FindingsStore
 
     began = time.perf_counter()
     settings = get_settings()

@@ -531,9 +531,9 @@ def _write_report(
     from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
     from auditor.service.weekly_report import load_week_ledger
-    from auditor.sinks.capture_store import CaptureStore
-    from auditor.sinks.ledger_store import LedgerStore
-    from auditor.sinks.window_store import WindowStore
+    from auditor.state.capture_store import CaptureStore
+    from auditor.state.ledger_store import LedgerStore
+    from auditor.state.window_store import WindowStore
 
     ddb = aws_client("dynamodb", stack.endpoint)
     store = WindowStore(ddb, stack.table_name)
@@ -567,7 +567,7 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     with its week's totals and what they decide, its severity and cause
     (:func:`auditor.detectors.findings.period.for_period`)."""
     from auditor.detectors.findings.period import for_period
-    from auditor.sinks.findings_store import FindingsStore
+    from auditor.state.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
     states = store.week(now)

@@ -2,7 +2,7 @@
 
 This mirrors ``template.yaml``: the CloudTrail bucket with its S3 -> SQS notification, the trail queue, the
 findings topic with an SQS subscription standing in for the Slack notifier's subscription, the Slack webhook
-secret, and the state table with the key design of :mod:`auditor.sinks.keys`.
+secret, and the state table with the key design of :mod:`auditor.state.keys`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from auditor.sinks import keys
+from auditor.state import keys
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account id
@@ -58,7 +58,7 @@ def backdate_table(name: str, created: datetime, *, account: str = ACCOUNT, regi
 
 
 def create_state_table(ddb: Any, name: str = "auditor-state") -> str:
-    """Create the state table exactly as template.yaml defines it (see :mod:`auditor.sinks.keys`)."""
+    """Create the state table exactly as template.yaml defines it (see :mod:`auditor.state.keys`)."""
     ddb.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",

@@ -45,10 +45,10 @@ from auditor.cost.plan import (
     selectors_for,
     tables_to_poll,
 )
-from auditor.sinks import keys
-from auditor.sinks.capture_store import PLAN_RETENTION_DAYS, CaptureStore
 from auditor.sinks.trail_selectors import put_selectors
 from auditor.sources.capture_inputs import list_tables, read_peaks, read_selectors
+from auditor.state import keys
+from auditor.state.capture_store import PLAN_RETENTION_DAYS, CaptureStore
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient

@@ -2,7 +2,7 @@
 
 Trail ingest aggregates each object on its own and stores, next to the object's window contributions, the
 fingerprints of the events it counted (:class:`auditor.kernel.aggregates.fingerprints.EventFingerprints`, in S3:
-:class:`auditor.sinks.fingerprint_store.FingerprintStore`). Before the evaluator merges a window's contributions, it
+:class:`auditor.state.fingerprint_store.FingerprintStore`). Before the evaluator merges a window's contributions, it
 reads the fingerprints of the window's objects and groups the objects that share an event (transitively). Each such
 group is read again from S3, its objects together with one deduplicator, exactly as ``analyze-trail`` reads them;
 that joint aggregate of the window replaces the group's separate contributions. Objects that share nothing, and
@@ -23,7 +23,7 @@ import structlog
 
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.sinks.window_store import merge_parts
+from auditor.state.window_store import merge_parts
 
 __all__ = ["DedupeResult", "Deduplication", "PartsLoader", "group_overlaps"]
 

@@ -33,9 +33,9 @@ the lifecycle turns the repeated sightings into no new events. Failed publishes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -48,13 +48,14 @@ from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.dedupe import Deduplication
 from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import publish_pending
+from auditor.state.findings_store import FindingsStore
+from auditor.state.interfaces import CapturePlans, WindowLedger, WindowLoader
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
-__all__ = ["EvaluationParams", "EvaluationResult", "WindowLoader", "closed_window_starts", "run_evaluation"]
+__all__ = ["EvaluationParams", "EvaluationResult", "closed_window_starts", "run_evaluation"]
 
 log = structlog.get_logger(__name__)
 
@@ -71,39 +72,11 @@ DEFAULT_PUBLISH_LIMIT = 200
 PLAN_LOOKBACK_SECONDS = 3600
 
 
-class CapturePlans(Protocol):
-    """The capture controller's recorded plans (:class:`auditor.sinks.capture_store.CaptureStore`)."""
-
-    def plans(self, start: int, end: int) -> list[dict[str, Any]]:
-        """The slice plans with ``start <= slice_start < end``."""
-        ...
-
-
-class WindowLedger(Protocol):
-    """The daily cost ledger's trail side (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
-
-    def put_window(
-        self, day: date, account: str | None, region: str | None, table: str, window_start: int, data_events: int
-    ) -> None: ...
-
-
 class DescribeTables(Protocol):
     """The tables' descriptions by (account, region, table), where they can be read
     (:func:`auditor.sources.inventory.describe_tables`); the rest are left out."""
 
     def __call__(self, tables: set[tuple[str | None, str | None, str]], /) -> TableSchemas: ...
-
-
-class WindowLoader(Protocol):
-    """What the evaluator needs from the window store (:class:`auditor.sinks.window_store.WindowStore`)."""
-
-    def load_windows(self, starts: Iterable[int]) -> list[TableWindow]:
-        """One merged aggregate per (account, region, table, start) of the given windows."""
-        ...
-
-    def load_window_parts(self, starts: Iterable[int]) -> list[list[tuple[str, TableWindow]]]:
-        """The same contributions, unmerged, with their source ids (for the duplicate check)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ are not DynamoDB data-plane calls are counted (``ignored``) and skipped; malform
 reports its messages as failed, for SQS to redeliver.
 
 An event delivered in two *different* CloudTrail files: each object's ingest also writes the fingerprints of the
-events it counted (:class:`auditor.sinks.fingerprint_store.FingerprintStore`), and the evaluator reads the objects
+events it counted (:class:`auditor.state.fingerprint_store.FingerprintStore`), and the evaluator reads the objects
 that share events again, together, before it merges a window (:mod:`auditor.service.dedupe`), so the event counts
 once, as in the CLI. Per-event markers for every trail record (as the events pipeline has) would cost one write per
 API call. Do not feed the same events through both pipelines: the two are not checked against each other.
@@ -55,8 +55,6 @@ from auditor.kernel.calls import ApiCall
 from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper
 from auditor.kernel.stats import IngestStats
-from auditor.sinks.fingerprint_store import FingerprintStore
-from auditor.sinks.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
 from auditor.sources.s3_objects import (
     NotificationError,
     ObjectUnreadableError,
@@ -65,6 +63,8 @@ from auditor.sources.s3_objects import (
     parse_s3_notification,
     trail_object,
 )
+from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -27,7 +27,7 @@ One run (:func:`run_metrics_audit`):
    It never resolves a CloudTrail or Streams finding.
 4. The daily cost ledger (when given): the last hour of the audited window, per table, its DynamoDB spend and this
    run's own CloudWatch reads and Contributor Insights (:func:`auditor.cost.ledger.audit_entries`), booked to that
-   hour (``hour_{start}`` of the table's day item, :mod:`auditor.sinks.ledger_store`).
+   hour (``hour_{start}`` of the table's day item, :mod:`auditor.state.ledger_store`).
 
 The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
 nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the
@@ -40,11 +40,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import audit_entries
 from auditor.detectors.findings import correlate, scan_volume
 from auditor.lifecycle import TableKey
@@ -62,11 +61,12 @@ from auditor.service.record import (
     ResolveScope,
     finding_source,
 )
-from auditor.sinks.audit_cycle import AuditCycle, AuditCycleStore
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import PublishResult, publish_pending
 from auditor.sources.inventory import TableSelector
 from auditor.sources.org import CoverageGap, SessionFactory, Target, TargetError, fan_out
+from auditor.state.audit_cycle import AuditCycle, AuditCycleStore
+from auditor.state.findings_store import FindingsStore
+from auditor.state.interfaces import HourLedger
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -263,12 +263,6 @@ def correlate_with_stored(
 LEDGER_PERIOD_SECONDS = 3600
 
 
-class HourLedger(Protocol):
-    """The daily cost ledger's hourly side (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
-
-    def put_hour(self, entry: LedgerEntry, hour_start: int) -> None: ...
-
-
 def run_metrics_audit(
     clients: AuditClients,
     findings_store: FindingsStore,
@@ -441,7 +435,7 @@ class OrgMetricsAuditResult:
     assume_role_calls: int
     #: The one outbox drain after every pair was recorded (None when publishing is off).
     publish: PublishResult | None = None
-    #: The cycle this invocation worked on (see :mod:`auditor.sinks.audit_cycle`).
+    #: The cycle this invocation worked on (see :mod:`auditor.state.audit_cycle`).
     cycle: AuditCycle | None = None
     #: Whether it continued a cycle an earlier invocation began.
     resumed: bool = False

@@ -70,8 +70,8 @@ from auditor.lifecycle import (
     transition,
 )
 from auditor.models.finding import Finding, FindingKind, utc
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import PublishResult, publish_pending
+from auditor.state.findings_store import FindingsStore
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient

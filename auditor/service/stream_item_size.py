@@ -8,7 +8,7 @@ For each record (:meth:`StreamItemSizeBatch.process_record`, called once per rec
    streams are counted and skipped: they never fail the batch.
 2. ``large_item`` (pure) on the observation.
 3. Items at or above ``history_floor_bytes`` only: the item's size history in the state table gets the sample
-   (:class:`~auditor.sinks.item_history.ItemHistoryStore`, once per record however often it is delivered), and
+   (:class:`~auditor.state.item_history.ItemHistoryStore`, once per record however often it is delivered), and
    ``item_growth`` (pure) runs on the updated history. Smaller items cost no state-table request at all.
 
 Only a state-table failure raises, so that exactly that record is reported (by ``SequenceNumber``) as a batch item
@@ -55,9 +55,9 @@ from auditor.exceptions import AuditorError
 from auditor.lifecycle import TableKey, table_key
 from auditor.models.finding import Finding, FindingKind
 from auditor.service.record import LifecycleParams, OpenFindings, RecordResult, ResolveScope
-from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.item_history import DEFAULT_MAX_SAMPLES, DEFAULT_RETENTION_DAYS, ItemHistoryStore
 from auditor.sources.streams import StreamStats, parse_stream_record
+from auditor.state.findings_store import FindingsStore
+from auditor.state.item_history import DEFAULT_MAX_SAMPLES, DEFAULT_RETENTION_DAYS, ItemHistoryStore
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -82,7 +82,7 @@ class ItemSizeConfig(BaseModel):
 
     #: Items at least this large (bytes) get a size history; smaller ones cost no state-table request.
     history_floor_bytes: int = Field(default=65_536, ge=0, le=409_600)
-    #: Samples kept per item (older ones are thinned, see :mod:`auditor.sinks.item_history`).
+    #: Samples kept per item (older ones are thinned, see :mod:`auditor.state.item_history`).
     max_samples: int = Field(default=DEFAULT_MAX_SAMPLES, ge=8, le=400)
     #: A history not written for this long expires (TTL).
     history_retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=400)

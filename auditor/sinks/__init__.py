@@ -1,1 +1,2 @@
-"""Sinks: the state table, SNS, Slack and reports (all I/O lives here and in sources)."""
+"""Sinks: deliveries to the outside (SNS, Slack, Security Hub, the trail's event selectors); the service's own state
+is in :mod:`auditor.state`, reads in :mod:`auditor.sources`."""

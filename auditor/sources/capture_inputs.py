@@ -1,5 +1,5 @@
 """What the capture controller reads from AWS: the trail's event selectors, the audited tables, their consumed
-capacity (:mod:`auditor.service.capture` decides from these; the writes are in :mod:`auditor.sinks.capture_store`
+capacity (:mod:`auditor.service.capture` decides from these; the writes are in :mod:`auditor.state.capture_store`
 and :mod:`auditor.sinks.trail_selectors`).
 
 CloudTrail allows 10 GetEventSelectors calls per second per account and Region; the controller makes one per run.

@@ -18,9 +18,9 @@ from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, fingerprint
 from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
 from auditor.service.record import SOURCE_CLOUDTRAIL, LifecycleParams, ResolveScope, record_findings
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.audit_clients import build_clients
 from auditor.sources.inventory import TableSelector
+from auditor.state.findings_store import FindingsStore
 from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, minutes, put_points

@@ -19,8 +19,8 @@ from auditor.demo.generator import demo_workload, write_trail
 from auditor.engine import analyze_trail
 from auditor.service.dedupe import Deduplication
 from auditor.service.ingest import process_trail_object, reread_objects
-from auditor.sinks.fingerprint_store import FingerprintStore
-from auditor.sinks.window_store import WindowStore
+from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.window_store import WindowStore
 from tests.functional.conftest import client, create_state_table
 
 BUCKET = "aws-cloudtrail-logs-111122223333-dedupe"

@@ -21,8 +21,8 @@ from auditor.kernel.stats import IngestStats
 from auditor.lifecycle import FindingStatus, SuppressRule
 from auditor.models.finding import FindingKind
 from auditor.service.evaluate import EvaluationParams, EvaluationResult, closed_window_starts, run_evaluation
-from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.window_store import WindowStore
+from auditor.state.findings_store import FindingsStore
+from auditor.state.window_store import WindowStore
 from handlers import evaluator, runtime
 from tests import factories as f
 from tests.emf import emitted
@@ -376,7 +376,7 @@ def test_handler_rejects_an_event_that_is_not_a_schedule(handler_env: Env) -> No
 
 def test_capture_plans_make_counts_estimates_and_keep_scans_exact(env: Env) -> None:
     """The controller's plans in the state table: Orders was captured 5 of the 15 minutes of window 10:00."""
-    from auditor.sinks.capture_store import CaptureStore
+    from auditor.state.capture_store import CaptureStore
 
     store = CaptureStore(env.ddb, TABLE, "audit-trail")
     start = int(T0.timestamp())
@@ -497,7 +497,7 @@ def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: En
     from auditor.report.model import IsoWeek
     from auditor.report.report_pages import render_markdown
     from auditor.service.weekly_report import build_weekly_report, load_week_ledger
-    from auditor.sinks.ledger_store import LedgerStore
+    from auditor.state.ledger_store import LedgerStore
 
     ledger = LedgerStore(env.ddb, TABLE)
     env.put([*sessions_traffic(0, 20), *alice_scans(0, 3)])

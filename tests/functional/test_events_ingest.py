@@ -19,7 +19,7 @@ from auditor.demo.generator import demo_workload
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.normalize import normalize_record
 from auditor.service.ingest import process_events
-from auditor.sinks.window_store import WindowStore
+from auditor.state.window_store import WindowStore
 from handlers import events_ingest, runtime
 from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table

@@ -11,8 +11,8 @@ from botocore.stub import Stubber
 
 from auditor.lifecycle import EventKind, FindingEvent, FindingState, FindingStatus, StateChange, transition
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.sinks import keys
-from auditor.sinks.findings_store import (
+from auditor.state import keys
+from auditor.state.findings_store import (
     ConcurrencyError,
     FindingsStore,
     OutboxEntry,

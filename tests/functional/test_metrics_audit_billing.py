@@ -28,7 +28,6 @@ from auditor.models.inventory import IndexProfile, TableProfile
 from auditor.models.metrics import ApiStats
 from auditor.service.metrics_audit import MetricsAuditParams, run_metrics_audit
 from auditor.service.record import LifecycleParams, ResolveScope, record_findings
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.audit_clients import build_clients
 from auditor.sources.cloudwatch import (
     MAX_DATAPOINTS_PER_CALL,
@@ -38,6 +37,7 @@ from auditor.sources.cloudwatch import (
     read_billing_metrics,
 )
 from auditor.sources.inventory import TableSelector
+from auditor.state.findings_store import FindingsStore
 from handlers import metrics_audit, runtime
 from tests.factories import stored_billing_finding
 from tests.functional.conftest import TopicInbox, client, create_state_table

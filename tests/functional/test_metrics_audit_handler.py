@@ -21,7 +21,7 @@ from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.audit import AuditError
 from auditor.service.record import ResolveScope, record_findings
-from auditor.sinks.findings_store import FindingsStore
+from auditor.state.findings_store import FindingsStore
 from handlers import metrics_audit, runtime
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.functional.cw_support import aws, create_table, minutes, put_points
@@ -361,7 +361,7 @@ def test_with_too_little_time_left_no_pair_starts_and_each_is_a_deferred_gap(env
 
 def test_each_run_books_its_hour_in_the_daily_ledger_once(env: Env) -> None:
     from auditor.billing.pricing import bundled_prices
-    from auditor.sinks.ledger_store import LedgerStore
+    from auditor.state.ledger_store import LedgerStore
 
     first = env.invoke()
     env.invoke()  # a retried event: the same hour, overwritten

@@ -16,9 +16,9 @@ import pytest
 from auditor.service import metrics_audit
 from auditor.service.metrics_audit import MetricsAuditParams, MetricsAuditResult, run_org_metrics_audit
 from auditor.service.record import LifecycleParams, RecordResult
-from auditor.sinks.audit_cycle import AuditCycleStore
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sources.org import SessionFactory, TargetError
+from auditor.state.audit_cycle import AuditCycleStore
+from auditor.state.findings_store import FindingsStore
 from tests.functional.conftest import TopicInbox, client, create_state_table
 
 STATE = "auditor-state"

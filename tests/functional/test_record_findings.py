@@ -22,9 +22,9 @@ from auditor.service.record import (
     finding_source,
     record_findings,
 )
-from auditor.sinks import keys
-from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.window_store import WindowStore
+from auditor.state import keys
+from auditor.state.findings_store import FindingsStore
+from auditor.state.window_store import WindowStore
 from tests import factories as f
 from tests.functional.conftest import TopicInbox, client, create_state_table
 

@@ -12,8 +12,8 @@ from botocore.config import Config
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.sns import MAX_MESSAGE_BYTES, MAX_SUBJECT_CHARS, publish_pending, render
+from auditor.state.findings_store import FindingsStore
 from tests.functional.conftest import REGION, client, create_state_table
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

@@ -19,9 +19,9 @@ from auditor.exceptions import ConfigurationError
 from auditor.models.dynamodb_size import item_size, stream_record_size_bytes
 from auditor.models.finding import FindingKind, Severity
 from auditor.service.stream_item_size import ItemSizeConfig, StreamItemSizeBatch
-from auditor.sinks import keys
-from auditor.sinks.item_history import ItemHistoryStore, history_pk
 from auditor.sources.streams import StreamStats, parse_stream_record
+from auditor.state import keys
+from auditor.state.item_history import ItemHistoryStore, history_pk
 from handlers import runtime, stream_item_size
 from tests.functional.conftest import client, create_state_table
 from tests.lambda_context import FakeLambdaContext, lambda_context

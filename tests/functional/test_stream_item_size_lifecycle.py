@@ -21,7 +21,7 @@ from auditor.detectors.trail import item_size_exceeded
 from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.service.record import ResolveScope, record_findings
-from auditor.sinks.findings_store import FindingsStore
+from auditor.state.findings_store import FindingsStore
 from handlers import runtime, stream_item_size
 from tests import factories as f
 from tests.functional.conftest import TopicInbox, client, create_state_table

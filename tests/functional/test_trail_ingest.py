@@ -24,8 +24,8 @@ from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.reader import Deduper, InputSource
 from auditor.kernel.stats import IngestStats
 from auditor.service.ingest import ObjectUnreadableError, process_trail_object
-from auditor.sinks import keys
-from auditor.sinks.window_store import WindowStore
+from auditor.state import keys
+from auditor.state.window_store import WindowStore
 from handlers import runtime, trail_ingest
 from tests.emf import emitted
 from tests.functional.conftest import client, create_state_table

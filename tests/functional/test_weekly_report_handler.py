@@ -20,6 +20,7 @@ from auditor.config import get_settings
 from auditor.demo.service import sns_event
 from auditor.demo.stack import SlackCatcher
 from auditor.lifecycle import FindingStatus
+from auditor.messages import FindingNotification, MessageKind, SummaryAction, WeeklySummary
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.redact import redact_value
 from auditor.report.model import IsoWeek
@@ -33,16 +34,9 @@ from auditor.service.weekly_report import (
     report_keys,
     report_week,
 )
-from auditor.sinks.findings_store import FindingsStore
 from auditor.sinks.slack import forget_slack_secret
-from auditor.sinks.slack_blocks import (
-    REPORT_MESSAGE_KIND,
-    FindingNotification,
-    SummaryAction,
-    WeeklySummary,
-    build_message,
-    render_weekly_summary,
-)
+from auditor.sinks.slack_blocks import build_message, render_weekly_summary
+from auditor.state.findings_store import FindingsStore
 from handlers import notifier, runtime, weekly_report
 from tests.functional.conftest import TopicInbox, client, create_state_table
 from tests.lambda_context import lambda_context
@@ -297,7 +291,7 @@ def test_the_notifier_posts_a_compact_redacted_summary_with_the_link(env: Env, m
     body = json.dumps(post, ensure_ascii=False)
     assert "CUSTOMER#42" not in body and redact_value("CUSTOMER#42") in body  # keys leave the account redacted
     assert "Most important actions" in body and "2 open findings" in post["text"]
-    assert REPORT_MESSAGE_KIND == MESSAGE_KIND
+    assert MessageKind.WEEKLY_REPORT == MESSAGE_KIND
 
 
 def test_an_unusable_summary_falls_back_to_the_redacted_message_text(env: Env) -> None:
@@ -338,7 +332,7 @@ def test_the_summary_stays_within_slack_limits_whatever_the_text() -> None:
 def test_the_weeks_coverage_gaps_of_the_organisation_audit_are_in_the_report(env: Env) -> None:
     # Given the scheduled organisation audit could not assume the role in one member account on three cycles of the
     # report week, and met a Region that was not enabled the week after
-    from auditor.sinks.audit_cycle import AuditCycleStore
+    from auditor.state.audit_cycle import AuditCycleStore
 
     cycles = AuditCycleStore(env.ddb, STATE)
     for hour in (1, 2, 3):
@@ -387,7 +381,7 @@ def test_a_link_signed_with_credentials_of_known_expiry_states_that_time(env: En
     from botocore.credentials import RefreshableCredentials
 
     from auditor.service.weekly_report import WeeklyReportParams, run_weekly_report
-    from auditor.sinks.report_store import ReportAnnouncements
+    from auditor.state.report_store import ReportAnnouncements
 
     # an assumed role's session that ends in two hours signs a link asked for 7 days
     ends = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)

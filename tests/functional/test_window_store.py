@@ -13,8 +13,8 @@ from botocore.stub import Stubber
 from structlog.testing import capture_logs
 
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.sinks import keys
-from auditor.sinks.window_store import StoreError, WindowStore, event_pk
+from auditor.state import keys
+from auditor.state.window_store import StoreError, WindowStore, event_pk
 from tests import factories as f
 from tests.functional.conftest import client, create_state_table
 
@@ -179,7 +179,7 @@ def _stubbed() -> tuple[WindowStore, Stubber]:
 
 
 def test_unprocessed_batch_items_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("auditor.sinks.window_store._BACKOFF_BASE", 0.0)
+    monkeypatch.setattr("auditor.state.window_store._BACKOFF_BASE", 0.0)
     store, stub = _stubbed()
     aggs = _aggs(_orders(2))
     index, contributions = store._items("s3://b/k", aggs, NOW)
@@ -200,7 +200,7 @@ def test_unprocessed_batch_items_are_retried(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_unprocessed_items_that_never_clear_raise(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("auditor.sinks.window_store._BACKOFF_BASE", 0.0)
+    monkeypatch.setattr("auditor.state.window_store._BACKOFF_BASE", 0.0)
     store, stub = _stubbed()
     aggs = _aggs(_orders(2))
     index, _ = store._items("s3://b/k", aggs, NOW)
@@ -221,7 +221,7 @@ def _cancelled(codes: list[str]) -> dict[str, Any]:
 
 
 def test_transaction_conflict_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("auditor.sinks.window_store._BACKOFF_BASE", 0.0)
+    monkeypatch.setattr("auditor.state.window_store._BACKOFF_BASE", 0.0)
     store, stub = _stubbed()
     calls = _orders(1)
     stub.add_response("batch_write_item", {"UnprocessedItems": {}})

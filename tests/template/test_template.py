@@ -3,7 +3,7 @@
 Least-privilege IAM (a table of what each function's code calls; no DynamoDB data-plane access outside the state
 table), encryption everywhere, SQS sources with partial batch responses and DLQs, stream sources (one per opted-in
 stream) with partial batch responses, bisection and an on-failure queue, alarms on every DLQ and every scheduled
-function, one log group with retention per function, the state table exactly as ``auditor/sinks/keys.py`` designs
+function, one log group with retention per function, the state table exactly as ``auditor/state/keys.py`` designs
 it, the functions' environment exactly the ``Settings`` fields, the S3 notification command the stack outputs
 (applied to a moto S3 bucket), the build wiring, and cfn-lint.
 
@@ -32,7 +32,7 @@ from cfnlint.api import lint_file
 
 from auditor.config import Settings, settings_from_env
 from auditor.service.ingest import parse_s3_notification
-from auditor.sinks import keys
+from auditor.state import keys
 from tests.template.makefile import makefile_list, makefile_var
 from tests.template.variants import (
     DOCUMENTS_STREAM_ARN,

@@ -24,6 +24,7 @@ def test_every_source_sink_and_handler_module_is_on_the_map() -> None:
     modules = [
         *(ROOT / "auditor" / "sources").glob("*.py"),
         *(ROOT / "auditor" / "sinks").glob("*.py"),
+        *(ROOT / "auditor" / "state").glob("*.py"),
         *(ROOT / "handlers").glob("*.py"),
     ]
     unnamed = sorted(

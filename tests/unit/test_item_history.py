@@ -9,7 +9,7 @@ import pytest
 
 from auditor.detectors.stream import item_growth
 from auditor.models.stream import AttributeGrowth, ItemSizeObservation, TableRef
-from auditor.sinks.item_history import SizeHistory, add_sample, downsample, history_pk
+from auditor.state.item_history import SizeHistory, add_sample, downsample, history_pk
 
 T0 = 1_795_996_800  # 2026-11-29T00:00:00Z: hour and day buckets start at T0
 HOUR = 3_600

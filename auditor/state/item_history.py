@@ -51,7 +51,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.models.stream import ItemSizeObservation
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,4 +1,4 @@
-"""Window aggregates and ingest idempotency in the state table (key design: :mod:`auditor.sinks.keys`).
+"""Window aggregates and ingest idempotency in the state table (key design: :mod:`auditor.state.keys`).
 
 Items written here:
 
@@ -46,7 +46,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,4 +1,4 @@
-"""The capture controller's items in the state table (key design: :mod:`auditor.sinks.keys`, docs/state-table.md).
+"""The capture controller's items in the state table (key design: :mod:`auditor.state.keys`, docs/state-table.md).
 
 =====================================  =================================================================================
 item                                   attributes
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from botocore.exceptions import ClientError
 
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from auditor.models.finding import isoformat_z, utc
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,4 +1,4 @@
-"""Finding states, the publish outbox and the evaluator cursor in the state table (keys: :mod:`auditor.sinks.keys`).
+"""Finding states, the publish outbox and the evaluator cursor in the state table (keys: :mod:`auditor.state.keys`).
 
 Items written here:
 
@@ -47,7 +47,7 @@ from botocore.exceptions import ClientError
 from auditor.exceptions import AuditorError
 from auditor.lifecycle import FindingEvent, FindingState, StateChange
 from auditor.models.finding import isoformat_z, utc
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -130,7 +130,7 @@ class FindingsStore:
     """Finding states, the outbox and the evaluator cursor in the state table.
 
     Args:
-        client: a DynamoDB client (build it with ``auditor.sinks.window_store.RETRY_CONFIG``).
+        client: a DynamoDB client (build it with ``auditor.state.window_store.RETRY_CONFIG``).
         table_name: the state table.
         retention_days: how long resolved findings are kept (``FINDING_RETENTION_DAYS``).
         max_conflict_retries: re-reads and re-applies of one change before :class:`ConcurrencyError`.

@@ -26,7 +26,7 @@ the capture controller's state                     GetItem; conditional Put (``v
 a slice's capture plan (before it takes effect)    Put in the state's transaction ``pk=CAPTURE#{trail}``,
                                                    ``sk=PLAN#{slice_start:012d}`` (TTL)
 the organisation audit's cycle cursor               GetItem; conditional Put/Update ``pk=CURSOR``,
-                                                   ``sk=metrics-audit`` (:mod:`auditor.sinks.audit_cycle`)
+                                                   ``sk=metrics-audit`` (:mod:`auditor.state.audit_cycle`)
 a pair's coverage gap in an ISO week               Update ``pk=COVERAGE#{week}``, ``sk={acct}#{region}#{reason}``;
                                                    Query GSI2 ``gsi2pk=COVERAGE#{week}`` (the weekly report)
 one table's day in the cost ledger                 UpdateItem (an attribute per hour and per window)

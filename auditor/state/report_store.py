@@ -1,7 +1,8 @@
-"""The weekly report's I/O: its files in the reports bucket, presigned links, the once-per-week announcement marker
-in the state table (``pk=REPORT#{week}``, ``sk=PUBLISHED``) and the announcement on the findings topic.
+"""The weekly report's stored state: its files in the reports bucket, presigned links to them, and the once-per-week
+announcement marker in the state table (``pk=REPORT#{week}``, ``sk=PUBLISHED``).
 
-The use case that decides what to write is :mod:`auditor.service.weekly_report`.
+The use case that decides what to write is :mod:`auditor.service.weekly_report`; the announcement itself goes out on
+the findings topic through :mod:`auditor.sinks.report_announcement`.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from botocore.exceptions import ClientError
 
 from auditor.models.finding import isoformat_z
 from auditor.report.model import IsoWeek
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_sns import SNSClient
 
 __all__ = [
     "CLAIM_STALE_SECONDS",
@@ -30,7 +30,6 @@ __all__ = [
     "ReportAnnouncements",
     "ReportFiles",
     "marker_pk",
-    "publish_announcement",
 ]
 
 log = structlog.get_logger(__name__)
@@ -91,19 +90,6 @@ class ReportFiles:
             f"https://console.aws.amazon.com/s3/object/{quote(self._bucket)}?region={quote(region)}"
             f"&prefix={quote(key, safe='')}"
         )
-
-
-def publish_announcement(
-    sns: SNSClient, topic_arn: str, *, subject: str, message: str, attributes: dict[str, str]
-) -> str:
-    """Publish the weekly summary on the findings topic (string message attributes); the SNS message id."""
-    response = sns.publish(
-        TopicArn=topic_arn,
-        Subject=subject,
-        Message=message,
-        MessageAttributes={name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()},
-    )
-    return response["MessageId"]
 
 
 def _s(value: str) -> AttributeValueTypeDef:

@@ -1,4 +1,4 @@
-"""The daily cost ledger in the state table (key design: :mod:`auditor.sinks.keys`, docs/state-table.md).
+"""The daily cost ledger in the state table (key design: :mod:`auditor.state.keys`, docs/state-table.md).
 
 =====================================  =================================================================================
 item                                   attributes
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import day_entry
-from auditor.sinks import keys
+from auditor.state import keys
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
