@@ -283,6 +283,256 @@ def _evaluator_searches(
     return searches
 
 
+class _EvaluatorSide:
+    """One dimension (reads or writes) of the evaluator's simulation: its datapoints, policy and capacity ``p``.
+
+    ``f(c) = ((c / 60) / U) * 100`` is written out in the archived tool's order wherever it is computed, so that
+    equality tests agree bit for bit. ``prev`` is ``p`` before the datapoint being run, ``skip`` whether that
+    datapoint's scale-in provably cannot apply (see :func:`_evaluator_thresholds`).
+    """
+
+    __slots__ = (
+        "cap",
+        "decreases",
+        "factor",
+        "highest",
+        "increases",
+        "last_decrease",
+        "lowest",
+        "maximum",
+        "minimum",
+        "out_raw",
+        "p",
+        "policy",
+        "prev",
+        "skip",
+        "skip_raw",
+        "target",
+        "units",
+    )
+
+    def __init__(self, units: Sequence[float], policy: ScalingPolicy, factor: float, n: int) -> None:
+        self.units = units
+        self.policy = policy
+        self.factor = factor
+        self.target = policy.target_utilization
+        self.minimum = policy.min_capacity
+        self.maximum = policy.max_capacity
+        p = min(max(((units[0] / 60) / self.target) * 100, self.minimum), self.maximum)
+        self.p = self.prev = p
+        self.lowest = self.highest = p
+        self.cap = [p] * min(n, 3)
+        self.out_raw, self.skip_raw = _evaluator_thresholds(p, policy, factor)
+        self.skip = False
+        self.last_decrease = -(10**9)
+        self.increases = self.decreases = 0
+
+    def searches(self, scale_in_from: int, at: int) -> list[Search]:
+        """Where a rule might change this dimension next (:func:`_evaluator_searches`)."""
+        return _evaluator_searches(self.units, self.p, self.policy, self.factor, scale_in_from, at)
+
+    def keep(self, count: int) -> None:
+        """``count`` datapoints at the current capacity."""
+        self.cap += [self.p] * count
+
+    def scale_out(self, i: int) -> None:
+        """Scale-out from the two previous datapoints (equality counts; ``f(hi)`` is not clamped to the maximum).
+
+        Only when the lower one reaches the raw threshold can it change ``p``; otherwise ``skip`` tells, from the
+        higher one, whether the scale-in of this datapoint provably cannot apply.
+        """
+        p = self.prev = self.p
+        units = self.units
+        lo = units[i - 2]
+        hi = units[i - 1]
+        if lo > hi:
+            lo, hi = hi, lo
+        maximum = self.maximum
+        if lo < self.out_raw and p <= maximum:
+            self.skip = hi >= self.skip_raw
+            return
+        lo = ((lo / 60) / self.target) * 100
+        hi = ((hi / 60) / self.target) * 100
+        v = lo if lo > p else p
+        if maximum < v:
+            v = maximum
+        new = self.p = hi if v == lo else v
+        self.skip = hi * self.factor >= p and self.factor >= 1 and p <= maximum
+        if new > p:
+            self.increases += 1
+            if new > self.highest:
+                self.highest = new
+
+    def candidate(self, i: int) -> float:
+        """The scale-in candidate ``max(min(f(max(r_{i-15..i-1})), p_i), m)`` (``p`` itself when ``skip``)."""
+        p = self.p
+        if self.skip:
+            return p  # p * factor >= p >= prev: no scale-in
+        c = ((max(self.units[i - _SCALE_IN_WINDOW : i]) / 60) / self.target) * 100
+        cand = p if c > p else c
+        return self.minimum if cand < self.minimum else cand
+
+    def free_step(self, i: int, scale_in: bool) -> bool:
+        """Datapoint ``i`` while ``k < free``: scale-out, then (``scale_in``: from datapoint 15 on) the scale-in
+        unless ``p`` decreased within the last 15 datapoints. True when the decrease counter counts: any decrease of
+        ``p`` in a scale-in step (a scale-in or a clamp to the maximum)."""
+        self.scale_out(i)
+        counted = False
+        if scale_in and self.last_decrease < i - 14:
+            if not self.skip:  # (with skip, the candidate is p and no scale-in)
+                cand = self.candidate(i)
+                if self.prev > cand * self.factor:
+                    self.p = cand
+            counted = self.prev > self.p
+        self.finish(i)
+        return counted
+
+    def qualifies(self, cand: float) -> bool:
+        """Whether the candidate is a scale-in: ``p_{i-1} > factor * cand``."""
+        return self.prev > cand * self.factor
+
+    def finish(self, i: int) -> None:
+        """Close datapoint ``i``: count a decrease, re-derive the thresholds of a new ``p``, keep ``p``."""
+        p, prev = self.p, self.prev
+        if p < prev:
+            self.last_decrease = i
+            self.decreases += 1
+            if p < self.lowest:
+                self.lowest = p
+        if p != prev:
+            self.out_raw, self.skip_raw = _evaluator_thresholds(p, self.policy, self.factor)
+        self.cap.append(p)
+
+    def result(self, minutes: Sequence[int] | None, n: int, start_minute: int, trace: bool) -> DimensionRun:
+        """The dimension's totals, costed by clock hour (``minutes``: the datapoints' epoch minutes, if gapped)."""
+        if minutes is None:
+            hours, means, unit_hours = _hourly_grid(start_minute, self.cap)
+        else:
+            hours, means, unit_hours = _hourly(minutes[:n], self.cap)
+        return DimensionRun(
+            consumed_units=math.fsum(self.units),
+            unit_hours=unit_hours,
+            hours=hours,
+            hourly_capacity=means,
+            peak_per_second=max(self.units) / 60,
+            min_capacity_seen=self.lowest,
+            max_capacity_seen=self.highest,
+            increases=self.increases,
+            decreases=self.decreases,
+            capacity=self.cap if trace else None,
+        )
+
+
+class _Evaluator:
+    """The evaluator's rules over both dimensions, and what they share: the decrease counter ``k`` (reset at
+    midnight), the decrease events, and which dimension the last tie went to."""
+
+    __slots__ = ("events", "free", "k", "last_write", "read", "write")
+
+    def __init__(self, read: _EvaluatorSide, write: _EvaluatorSide, free: int) -> None:
+        self.read = read
+        self.write = write
+        self.free = free
+        self.k = 0
+        self.events = 0
+        self.last_write = False  # the evaluator's ``last_change``: starts at "read", so the first tie goes to write
+
+    def can_skip(self) -> bool:
+        """Searches are sound only while both capacities are within their maximum."""
+        return self.read.p <= self.read.maximum and self.write.p <= self.write.maximum
+
+    def next_change(self, i: int, bound: int) -> int:
+        """The first datapoint in ``[i, bound)`` where a scale-out or (once the quota allows one) a scale-in might
+        change a capacity, or ``bound``."""
+        rd, wr = self.read, self.write
+        if self.k < self.free:
+            start_r, start_w = max(15, rd.last_decrease + 15), max(15, wr.last_decrease + 15)
+        else:
+            start_r = start_w = max(60, rd.last_decrease + 60, wr.last_decrease + 60)
+        return earliest(rd.searches(start_r, i) + wr.searches(start_w, i), i, bound)
+
+    def step(self, i: int) -> None:
+        """Datapoint ``i``, every rule: scale-out, then scale-in from datapoint 15 on.
+
+        While ``k < free`` each dimension's rules need only its own state (and ``k`` only counts), so each runs
+        whole, reads first; after that a scale-in weighs both dimensions together.
+        """
+        rd, wr = self.read, self.write
+        if self.k < self.free:
+            scale_in = i > 14
+            if rd.free_step(i, scale_in):
+                self.k += 1
+                self.events += 1
+            if wr.free_step(i, scale_in):
+                self.k += 1
+                self.events += 1
+            return
+        rd.scale_out(i)
+        wr.scale_out(i)
+        if i >= 60 and rd.last_decrease < i - 59 and wr.last_decrease < i - 59:
+            self._hourly_decrease(i)
+        rd.finish(i)
+        wr.finish(i)
+
+    def _hourly_decrease(self, i: int) -> None:
+        """Once ``k >= free``: one scale-in when neither dimension decreased within 60 datapoints, alternating
+        (write first) when both qualify."""
+        rd, wr = self.read, self.write
+        cand_r, cand_w = rd.candidate(i), wr.candidate(i)
+        q_rd, q_wr = rd.qualifies(cand_r), wr.qualifies(cand_w)
+        if q_rd and q_wr:
+            if self.last_write:
+                rd.p = cand_r
+            else:
+                wr.p = cand_w
+            self.last_write = not self.last_write
+        else:
+            if q_rd:
+                rd.p = cand_r
+            if q_wr:
+                wr.p = cand_w
+
+
+def _midnights(n: int, start_minute: int, minutes: Sequence[int] | None) -> list[int]:
+    """The datapoints whose read time is 00:00:00 UTC (from datapoint 3 on), then ``n``."""
+    if minutes is None:
+        first = (-start_minute) % MINUTES_PER_DAY
+        while first < 3:
+            first += MINUTES_PER_DAY
+        midnight = list(range(first, n, MINUTES_PER_DAY))
+    else:
+        midnight = [i for i in range(3, n) if minutes[i] % MINUTES_PER_DAY == 0]
+    midnight.append(n)
+    return midnight
+
+
+def _run_evaluator(sim: _Evaluator, n: int, midnight: list[int]) -> None:
+    """Every datapoint from 3 on: skip ahead to the next one where a rule can change anything (the counter resets
+    at midnight), keeping the capacities before it, and run every rule on that one (and more after it where
+    changes come every few datapoints, see :func:`_next_slow_run`)."""
+    next_midnight = midnight[0]
+    mid_at = 1
+    slow_until = 3
+    slow_run = _SLOW_RUN
+    i = 3
+    while i < n:
+        if i == next_midnight:
+            sim.k = 0
+            next_midnight = midnight[mid_at]
+            mid_at += 1
+        if i >= slow_until and sim.can_skip():
+            stop = sim.next_change(i, next_midnight)
+            slow_run = _next_slow_run(slow_run, stop - i)
+            slow_until = stop + slow_run  # the datapoint found runs every rule, and slow_run - 1 after it
+            if stop > i:
+                sim.read.keep(stop - i)
+                sim.write.keep(stop - i)
+                i = stop
+                continue
+        sim.step(i)
+        i += 1
+
+
 def simulate_evaluator(
     read: Sequence[float],
     write: Sequence[float],
@@ -313,213 +563,23 @@ def simulate_evaluator(
         raise ValueError("read_minutes/write_minutes must have one minute per datapoint")
     if n == 0:
         return SeriesRun(_empty_dimension(), _empty_dimension(), 0)
-    rd = read if len(read) == n else read[:n]
-    wd = write if len(write) == n else write[:n]
-    pol_r, pol_w = params.read, params.write
-    mr, maxr = pol_r.min_capacity, pol_r.max_capacity
-    mw, maxw = pol_w.min_capacity, pol_w.max_capacity
-    factor = params.scale_in_factor
-    free = params.free_decreases
-    # f(c) = ((c / 60) / U) * 100, in the archived tool's order so equality tests agree bit for bit. f is monotonic,
-    # so f(min(a, b)) == min(f(a), f(b)) and f(max(window)) == max(f(window)): windows are taken on raw values.
-    ur, uw = pol_r.target_utilization, pol_w.target_utilization
-    # The read datapoint times at 00:00:00 UTC (the shared counter resets there; before datapoint 15 it is 0).
-    if read_minutes is None:
-        first = (-start_minute) % MINUTES_PER_DAY
-        while first < 3:
-            first += MINUTES_PER_DAY
-        midnight = list(range(first, n, MINUTES_PER_DAY))
-    else:
-        midnight = [i for i in range(3, n) if read_minutes[i] % MINUTES_PER_DAY == 0]
-    midnight.append(n)
-    next_midnight = midnight[0]
-    mid_at = 1
-
-    pr = min(max(((rd[0] / 60) / ur) * 100, mr), maxr)
-    pw = min(max(((wd[0] / 60) / uw) * 100, mw), maxw)
-    cap_r = [pr] * min(n, 3)
-    cap_w = [pw] * min(n, 3)
-    lo_r = hi_r = pr  # lowest and highest capacity seen
-    lo_w = hi_w = pw
-    out_raw_r, skip_raw_r = _evaluator_thresholds(pr, pol_r, factor)
-    out_raw_w, skip_raw_w = _evaluator_thresholds(pw, pol_w, factor)
-    k = 0
-    events = 0
-    last_write = False  # the evaluator's ``last_change``: starts at "read", so the first tie goes to write
-    last_dec_r = last_dec_w = -(10**9)
-    inc_r = inc_w = dec_r = dec_w = 0
-    slow_until = 3
-    slow_run = _SLOW_RUN
-    i = 3
-    while i < n:
-        if i == next_midnight:
-            k = 0
-            next_midnight = midnight[mid_at]
-            mid_at += 1
-        if i >= slow_until and pr <= maxr and pw <= maxw:
-            # Skip ahead to the next datapoint where a rule can change anything; the counter resets at midnight.
-            if k < free:
-                start_r, start_w = max(15, last_dec_r + 15), max(15, last_dec_w + 15)
-            else:
-                start_r = start_w = max(60, last_dec_r + 60, last_dec_w + 60)
-            searches = _evaluator_searches(rd, pr, pol_r, factor, start_r, i)
-            searches += _evaluator_searches(wd, pw, pol_w, factor, start_w, i)
-            stop = earliest(searches, i, next_midnight)
-            slow_run = _next_slow_run(slow_run, stop - i)
-            slow_until = stop + slow_run  # the datapoint found runs every rule, and slow_run - 1 after it
-            if stop > i:
-                cap_r += [pr] * (stop - i)
-                cap_w += [pw] * (stop - i)
-                i = stop
-                continue
-        # One datapoint, every rule.
-        pr_prev = pr
-        pw_prev = pw
-        # Scale-out from the two previous datapoints (equality counts; f(hi) is not clamped to the maximum). Only
-        # when the lower one reaches the raw threshold can it change p; otherwise skip_* tells, from the higher
-        # one, whether the scale-in below provably cannot apply (see _evaluator_thresholds).
-        lo = rd[i - 2]
-        hi = rd[i - 1]
-        if lo > hi:
-            lo, hi = hi, lo
-        if lo >= out_raw_r or pr > maxr:
-            lo = ((lo / 60) / ur) * 100
-            hi = ((hi / 60) / ur) * 100
-            v = lo if lo > pr else pr
-            if maxr < v:
-                v = maxr
-            pr = hi if v == lo else v
-            skip_r = hi * factor >= pr_prev and factor >= 1 and pr_prev <= maxr
-        else:
-            skip_r = hi >= skip_raw_r
-        lo = wd[i - 2]
-        hi = wd[i - 1]
-        if lo > hi:
-            lo, hi = hi, lo
-        if lo >= out_raw_w or pw > maxw:
-            lo = ((lo / 60) / uw) * 100
-            hi = ((hi / 60) / uw) * 100
-            v = lo if lo > pw else pw
-            if maxw < v:
-                v = maxw
-            pw = hi if v == lo else v
-            skip_w = hi * factor >= pw_prev and factor >= 1 and pw_prev <= maxw
-        else:
-            skip_w = hi >= skip_raw_w
-        if pr > pr_prev:
-            inc_r += 1
-            if pr > hi_r:
-                hi_r = pr
-        if pw > pw_prev:
-            inc_w += 1
-            if pw > hi_w:
-                hi_w = pw
-        if i > 14:
-            use_r = use_w = False
-            if k < free:
-                use_r = last_dec_r < i - 14
-                use_w = last_dec_w < i - 14
-            elif i >= 60 and last_dec_r < i - 59 and last_dec_w < i - 59:
-                use_r = use_w = True
-            cand_r = cand_w = 0.0
-            if use_r:
-                if skip_r:
-                    cand_r = pr  # p * factor >= p >= p_prev: no scale-in
-                else:
-                    c = ((max(rd[i - 15 : i]) / 60) / ur) * 100
-                    cand_r = pr if c > pr else c
-                    if cand_r < mr:
-                        cand_r = mr
-            if use_w:
-                if skip_w:
-                    cand_w = pw
-                else:
-                    c = ((max(wd[i - 15 : i]) / 60) / uw) * 100
-                    cand_w = pw if c > pw else c
-                    if cand_w < mw:
-                        cand_w = mw
-            if k < free:
-                if use_r:
-                    if pr_prev > cand_r * factor:
-                        pr = cand_r
-                    if pr_prev > pr:
-                        k += 1
-                        events += 1
-                if use_w:
-                    if pw_prev > cand_w * factor:
-                        pw = cand_w
-                    if pw_prev > pw:
-                        k += 1
-                        events += 1
-            elif use_r:
-                q_rd = pr_prev > cand_r * factor
-                q_wr = pw_prev > cand_w * factor
-                if q_rd and q_wr:
-                    if last_write:
-                        pr = cand_r
-                        last_write = False
-                    else:
-                        pw = cand_w
-                        last_write = True
-                else:
-                    if q_rd:
-                        pr = cand_r
-                    if q_wr:
-                        pw = cand_w
-        if pr < pr_prev:
-            last_dec_r = i
-            dec_r += 1
-            if pr < lo_r:
-                lo_r = pr
-        if pw < pw_prev:
-            last_dec_w = i
-            dec_w += 1
-            if pw < lo_w:
-                lo_w = pw
-        if pr != pr_prev:
-            out_raw_r, skip_raw_r = _evaluator_thresholds(pr, pol_r, factor)
-        if pw != pw_prev:
-            out_raw_w, skip_raw_w = _evaluator_thresholds(pw, pol_w, factor)
-        cap_r.append(pr)
-        cap_w.append(pw)
-        i += 1
-
-    if read_minutes is None:
-        hr, mean_r, uh_r = _hourly_grid(start_minute, cap_r)
-    else:
-        hr, mean_r, uh_r = _hourly(read_minutes[:n], cap_r)
-    if write_minutes is None:
-        hw, mean_w, uh_w = _hourly_grid(start_minute, cap_w)
-    else:
-        hw, mean_w, uh_w = _hourly(write_minutes[:n], cap_w)
-    run_r = DimensionRun(
-        consumed_units=math.fsum(rd),
-        unit_hours=uh_r,
-        hours=hr,
-        hourly_capacity=mean_r,
-        peak_per_second=max(rd) / 60,
-        min_capacity_seen=lo_r,
-        max_capacity_seen=hi_r,
-        increases=inc_r,
-        decreases=dec_r,
-        capacity=cap_r if trace else None,
-    )
-    run_w = DimensionRun(
-        consumed_units=math.fsum(wd),
-        unit_hours=uh_w,
-        hours=hw,
-        hourly_capacity=mean_w,
-        peak_per_second=max(wd) / 60,
-        min_capacity_seen=lo_w,
-        max_capacity_seen=hi_w,
-        increases=inc_w,
-        decreases=dec_w,
-        capacity=cap_w if trace else None,
-    )
+    # f is monotonic, so f(min(a, b)) == min(f(a), f(b)) and f(max(window)) == max(f(window)): windows are taken
+    # on raw values.
+    rd = _EvaluatorSide(read if len(read) == n else read[:n], params.read, params.scale_in_factor, n)
+    wr = _EvaluatorSide(write if len(write) == n else write[:n], params.write, params.scale_in_factor, n)
+    sim = _Evaluator(rd, wr, params.free_decreases)
+    # The shared counter resets where the read datapoint's time is 00:00:00 UTC (before datapoint 15 it is 0).
+    _run_evaluator(sim, n, _midnights(n, start_minute, read_minutes))
     notes = []
     if len(read) != len(write):
         notes.append(f"reads and writes aligned by position and truncated to {n} datapoints")
-    return SeriesRun(run_r, run_w, n, events, notes)
+    return SeriesRun(
+        rd.result(read_minutes, n, start_minute, trace),
+        wr.result(write_minutes, n, start_minute, trace),
+        n,
+        sim.events,
+        notes,
+    )
 
 
 # -------------------------------------------------------------------------------------------------------- aws
@@ -640,6 +700,329 @@ def _bank_through(bank: float, full: float, room: float, demand: list[float]) ->
     return bank, n, top
 
 
+class _AwsSide:
+    """One dimension (reads or writes) of the ``aws`` simulation: its demand and what was served, its capacity ``p``
+    with the thresholds derived from it, the change in flight, the burst bank and the decrease quota it draws on.
+
+    Units are per minute: capacity ``p`` serves ``60 p``; "above target" means served > ``0.6 * target * p``.
+    """
+
+    __slots__ = (
+        "at_zero",
+        "bank",
+        "burst",
+        "cap",
+        "decreases",
+        "delay",
+        "demand",
+        "free",
+        "free_window",
+        "full",
+        "gap",
+        "high",
+        "highest",
+        "in_per_unit",
+        "increases",
+        "low",
+        "lowest",
+        "maximum",
+        "minimum",
+        "n_in",
+        "n_out",
+        "out_per_unit",
+        "p",
+        "peak",
+        "pending",
+        "pending_value",
+        "per_unit",
+        "quota",
+        "room",
+        "served",
+        "throttled_at",
+        "throttled_minutes",
+        "throttled_units",
+    )
+
+    def __init__(self, demand: list[float], policy: ScalingPolicy, b: AwsBehaviour, quota: list[int]) -> None:
+        # What each minute served: its demand, until a minute throttles (then a copy, see serve).
+        self.demand = self.served = demand
+        self.minimum = float(math.ceil(policy.min_capacity))
+        self.maximum = float(math.floor(policy.max_capacity))
+        self.out_per_unit = 0.6 * policy.target_utilization
+        self.in_per_unit = 0.6 * (policy.target_utilization - b.scale_in_gap)
+        self.per_unit = 100.0 / (60.0 * policy.target_utilization)
+        self.burst = float(b.burst_seconds)
+        self.delay = b.reaction_minutes
+        self.n_out = b.scale_out_minutes
+        self.n_in = b.scale_in_minutes
+        self.at_zero = b.scale_in_at_zero
+        # The decrease quota [decreases today, first decrease today, last decrease], maybe shared by both dimensions.
+        self.quota = quota
+        self.free = b.free_decreases_per_day
+        self.free_window = b.free_decrease_window_minutes
+        self.gap = b.decrease_interval_minutes
+        p = min(max(float(math.ceil(demand[0] * self.per_unit - _EPS)), self.minimum), self.maximum)
+        self._set(p)
+        self.lowest = self.highest = p
+        self.bank = self.full  # a table that has been running has its burst bank full
+        self.pending = -1  # minute at which the change in flight takes effect
+        self.pending_value = 0.0
+        self.increases = self.decreases = 0
+        self.throttled_units = 0.0
+        self.throttled_minutes = 0
+        self.throttled_at: dict[int, float] = {}  # minute -> throttled units (for the trace)
+        self.peak = -math.inf  # the largest demand of the minutes simulated so far
+        self.cap: list[float] = []
+
+    def _set(self, p: float) -> None:
+        """Capacity ``p``: units served a minute, the full burst bank, and the high and low alarm thresholds."""
+        self.p = p
+        self.room, self.full, self.high, self.low = (
+            p * 60.0,
+            self.burst * p,
+            self.out_per_unit * p,
+            self.in_per_unit * p,
+        )
+
+    def _lower(self, p: float) -> None:
+        """A lower capacity in force: the bank cannot hold more than the new full bank."""
+        self._set(p)
+        if self.bank > self.full:
+            self.bank = self.full
+        if p < self.lowest:
+            self.lowest = p
+
+    def take_effect(self) -> None:
+        """The change in flight is in force from this minute."""
+        p = self.pending_value
+        self.pending = -1
+        self._set(p)
+        if self.bank > self.full:
+            self.bank = self.full
+        if p < self.lowest:
+            self.lowest = p
+        elif p > self.highest:
+            self.highest = p
+
+    def high_search(self, i: int, high_at_max: bool) -> Search | None:
+        """Where a high alarm might fire next (without a change in flight; on demand, which bounds what was
+        served)."""
+        if self.pending < 0 and (self.p < self.maximum or high_at_max):
+            return (self.demand, math.nextafter(self.high, math.inf), self.n_out, max(i, self.n_out), False)
+        return None
+
+    def low_search(self, i: int, stop: int) -> Search | None:
+        """Where a low alarm might lower the capacity next, once the quota allows a decrease."""
+        if self.pending < 0 and self.p > self.minimum:
+            start = _scale_in_from(
+                self.served, self.quota, i, self.n_in, stop, self.free, self.free_window, self.gap, self.at_zero
+            )
+            if start < stop:
+                return (
+                    self.served,
+                    _scale_in_threshold(self.p, self.in_per_unit, self.per_unit),
+                    self.n_in,
+                    start,
+                    True,
+                )
+        return None
+
+    def bank_ahead(self, i: int, stop: int) -> tuple[float, int]:
+        """Minutes ``[i, stop)`` served from the capacity and the burst bank (:func:`_bank_through`): the bank after
+        them and how many are served in full. The peak takes in all of them (any not served now are still minutes
+        of the series)."""
+        bank, end, top = _bank_through(self.bank, self.full, self.room, self.demand[i:stop])
+        if top > self.peak:
+            self.peak = top
+        return bank, end
+
+    def keep(self, i: int, size: int, bank: float, end: int) -> None:
+        """Minutes ``[i, i + size)`` served at the current capacity; ``bank``, ``end`` from :meth:`bank_ahead`."""
+        if end > size:
+            bank, _, _ = _bank_through(self.bank, self.full, self.room, self.demand[i : i + size])
+        self.bank = bank
+        if size:
+            self.cap += [self.p] * size
+
+    def minute(self, i: int) -> bool:
+        """Minute ``i``, every rule: the alarms on the completed minutes (from minute 1) against the current
+        thresholds, a scale-in if the low alarm asks for one and the quota allows it, then serving the minute. True
+        when a decrease was charged to the quota.
+
+        Serving takes capacity, then the burst bank; the rest is throttled (served differs from demand from here
+        on, so the served list becomes a copy).
+        """
+        charged = False
+        if i and self.pending < 0:
+            last = self.served[i - 1]
+            if i >= self.n_out and last > self.high:
+                self._high_alarm(i, last)
+            elif i >= self.n_in and last < self.low and self.p > self.minimum:
+                want = self._low_alarm(i)
+                if want:
+                    charged = self._scale_in(i, want)
+        c = self.demand[i]
+        if c > self.peak:
+            self.peak = c
+        room = self.room
+        bank = self.bank
+        if c <= room:
+            bank += room - c
+            if bank > self.full:
+                bank = self.full
+        elif c - room <= bank:
+            bank -= c - room
+        else:
+            s = room + bank
+            if self.served is self.demand:
+                self.served = list(self.demand)
+            self.served[i] = s
+            self.throttled_units += c - s
+            self.throttled_at[i] = c - s
+            self.throttled_minutes += 1
+            bank = 0.0
+        self.bank = bank
+        self.cap.append(self.p)
+        return charged
+
+    def _low_alarm(self, i: int) -> float:
+        """Low alarm: the busiest of the last n_in minutes below target minus the gap; the capacity it asks for
+        (0.0: none, a window that consumed nothing asks for none unless configured)."""
+        top = max(self.served[i - self.n_in : i])
+        if top < self.low and (top > 0 or self.at_zero):
+            new = float(math.ceil(top * self.per_unit - _EPS))
+            if new < self.minimum:
+                new = self.minimum
+            if new < self.p:
+                return new
+        return 0.0
+
+    def _high_alarm(self, i: int, last: float) -> None:
+        """High alarm: each of the last n_out minutes above target; size from the busiest of them."""
+        high = self.high
+        if self.n_out == 2:
+            top = self.served[i - 2]
+            top = (top if top > last else last) if top > high else 0.0
+        else:
+            window = self.served[i - self.n_out : i]
+            top = max(window) if min(window) > high else 0.0
+        if not top:
+            return
+        new = float(math.ceil(top * self.per_unit - _EPS))
+        if new > self.maximum:
+            new = self.maximum
+        if new > self.p:
+            self.increases += 1
+            if self.delay:
+                self.pending, self.pending_value = i + self.delay, new
+            else:
+                self._set(new)
+                if new > self.highest:
+                    self.highest = new
+
+    def _scale_in(self, i: int, want: float) -> bool:
+        """Lower the capacity to ``want`` (its own UpdateTable request and its own decrease) if the quota allows one
+        at minute ``i``; True when it was charged to the quota."""
+        if _quota_open(self.quota, i, self.free, self.free_window, self.gap) > i:
+            return False
+        _charge(self.quota, i)
+        self.decreases += 1
+        if self.delay:
+            self.pending, self.pending_value = i + self.delay, want
+        else:
+            self._lower(want)
+        return True
+
+    def result(self, start_minute: int, n: int, trace: bool) -> DimensionRun:
+        """The dimension's totals, billed by clock hour."""
+        # Capacities are whole units, so the plain sums are exact (the reference's fsum of every minute, over 60).
+        hours, sums, counts = _hourly_sums(start_minute, self.cap)
+        return DimensionRun(
+            consumed_units=math.fsum(self.demand),
+            unit_hours=sum(sums) / 60.0,
+            peak_hour_unit_hours=_peak_hour_unit_hours(start_minute, self.cap),
+            hours=hours,
+            hourly_capacity=[total / count for total, count in zip(sums, counts, strict=True)],
+            peak_per_second=self.peak / 60.0,
+            min_capacity_seen=self.lowest,
+            max_capacity_seen=self.highest,
+            increases=self.increases,
+            decreases=self.decreases,
+            throttled_units=self.throttled_units,
+            throttled_minutes=self.throttled_minutes,
+            capacity=self.cap if trace else None,
+            throttled=_per_minute(self.throttled_at, n) if trace else None,
+        )
+
+
+def _aws_next_change(rd: _AwsSide, wr: _AwsSide, i: int, stop: int, high_at_max: bool) -> int:
+    """The first minute in ``[i, stop)`` where a rule can change a capacity: a high alarm, or a low alarm that could
+    lower the capacity once the quota allows a decrease; ``stop`` if none."""
+    found = (
+        rd.high_search(i, high_at_max),
+        wr.high_search(i, high_at_max),
+        rd.low_search(i, stop),
+        wr.low_search(i, stop),
+    )
+    searches = [s for s in found if s is not None]
+    return earliest(searches, i, stop) if searches else stop
+
+
+def _aws_serve_ahead(rd: _AwsSide, wr: _AwsSide, i: int, stop: int) -> int:
+    """Serve minutes from ``i`` towards ``stop`` from capacity and the burst bank, up to a minute that would throttle
+    in either dimension; returns how many were served."""
+    bank_r, end_r = rd.bank_ahead(i, stop)
+    bank_w, end_w = wr.bank_ahead(i, stop)
+    size = end_r if end_r < end_w else end_w
+    rd.keep(i, size, bank_r, end_r)
+    wr.keep(i, size, bank_w, end_w)
+    return size
+
+
+def _run_aws(rd: _AwsSide, wr: _AwsSide, n: int, start_minute: int, high_at_max: bool) -> int:
+    """Every minute of the grid: skip ahead to the next minute where a rule can change a capacity (a change in
+    flight taking effect, a new UTC day, an alarm), serving the minutes before it in one step, and run every rule
+    on that one. Returns the decreases charged to the quota."""
+    events = 0
+    # Index where a new UTC day (decrease quota) starts.
+    next_day = MINUTES_PER_DAY - start_minute % MINUTES_PER_DAY
+    slow_until = 0
+    slow_run = _SLOW_RUN
+    i = 0
+    while i < n:
+        if i >= next_day:
+            next_day += MINUTES_PER_DAY
+            rd.quota[0] = wr.quota[0] = 0
+        if rd.pending == i:
+            rd.take_effect()
+        if wr.pending == i:
+            wr.take_effect()
+        if i >= slow_until:
+            stop = next_day if next_day < n else n
+            if stop > rd.pending > i:
+                stop = rd.pending
+            if stop > wr.pending > i:
+                stop = wr.pending
+            if stop - i > _SHORT_BOUND:
+                stop = _aws_next_change(rd, wr, i, stop, high_at_max)
+                slow_run = _next_slow_run(slow_run, stop - i)
+                slow_until = stop + slow_run  # the minute found runs every rule, and slow_run - 1 after it
+                if stop > i:
+                    size = _aws_serve_ahead(rd, wr, i, stop)
+                    if i + size < stop:  # a minute throttles: it runs every rule, then searching resumes
+                        slow_until = i + size + 1
+                    if size:
+                        i += size
+                        continue
+        # One minute, every rule: reads first, so on a shared quota their scale-in is charged first.
+        if rd.minute(i):
+            events += 1
+        if wr.minute(i):
+            events += 1
+        i += 1
+    return events
+
+
 def simulate_aws(
     read: Sequence[float],
     write: Sequence[float],
@@ -666,6 +1049,9 @@ def simulate_aws(
     (:func:`_bank_through`), up to a minute that would throttle; that minute runs every rule (and more after it
     where changes come every few minutes, see :func:`_next_slow_run`). The served list is the demand list itself
     until a minute throttles.
+
+    Both dimensions run the same rules (:class:`_AwsSide`); they share the clock, the table's decrease quota
+    (unless ``behaviour`` keeps one per dimension) and the minutes served ahead in one step.
     """
     n = len(read)
     if len(write) != n:
@@ -673,315 +1059,14 @@ def simulate_aws(
     if n == 0:
         return SeriesRun(_empty_dimension(), _empty_dimension(), 0)
     b = behaviour
-    mr = float(math.ceil(read_policy.min_capacity))
-    maxr = float(math.floor(read_policy.max_capacity))
-    mw = float(math.ceil(write_policy.min_capacity))
-    maxw = float(math.floor(write_policy.max_capacity))
-    # Units per minute: capacity p serves 60p; "above target" means served > 0.6 * target * p.
-    out_r = 0.6 * read_policy.target_utilization
-    out_w = 0.6 * write_policy.target_utilization
-    in_r = 0.6 * (read_policy.target_utilization - b.scale_in_gap)
-    in_w = 0.6 * (write_policy.target_utilization - b.scale_in_gap)
-    kr = 100.0 / (60.0 * read_policy.target_utilization)
-    kw = 100.0 / (60.0 * write_policy.target_utilization)
-    eps = _EPS
-    ceil = math.ceil
-    above = math.nextafter
-    inf = math.inf
-    burst = float(b.burst_seconds)
-    delay = b.reaction_minutes
-    n_out = b.scale_out_minutes
-    n_in = b.scale_in_minutes
-    free = b.free_decreases_per_day
-    gap = b.decrease_interval_minutes
+    quota = [0, 0, -(10**9)]
+    rd = _AwsSide(read if isinstance(read, list) else list(read), read_policy, b, quota)
+    wr = _AwsSide(
+        write if isinstance(write, list) else list(write),
+        write_policy,
+        b,
+        quota if b.shared_decrease_quota else [0, 0, -(10**9)],
+    )
     # With a positive gap a high alarm excludes a low one, so a dimension at its maximum needs no high-alarm search.
-    high_at_max = b.scale_in_gap <= 0
-
-    demand_r = read if isinstance(read, list) else list(read)
-    demand_w = write if isinstance(write, list) else list(write)
-    # What each minute served: its demand, until a minute throttles (then a copy, see below).
-    served_r = demand_r
-    served_w = demand_w
-
-    pr = min(max(float(ceil(demand_r[0] * kr - eps)), mr), maxr)
-    pw = min(max(float(ceil(demand_w[0] * kw - eps)), mw), maxw)
-    lo_r = hi_r = pr  # lowest and highest capacity seen
-    lo_w = hi_w = pw
-    # Per capacity: units served a minute, the full burst bank, and the high and low alarm thresholds.
-    room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
-    room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
-    bank_r = full_r  # a table that has been running has its burst bank full
-    bank_w = full_w
-    pend_r = pend_w = -1  # minute at which the change in flight takes effect
-    val_r = val_w = 0.0
-    # Decrease quota of each dimension: [decreases today, first decrease today, last decrease] (one list shared
-    # by both dimensions when the quota is the table's).
-    quota_r = [0, 0, -(10**9)]
-    quota_w = quota_r if b.shared_decrease_quota else [0, 0, -(10**9)]
-    free_window = b.free_decrease_window_minutes
-    at_zero = b.scale_in_at_zero
-    events = 0
-    inc_r = inc_w = dec_r = dec_w = 0
-    thr_r = thr_w = 0.0
-    thr_min_r = thr_min_w = 0
-    thr_at_r: dict[int, float] = {}  # minute -> throttled units (for the trace)
-    thr_at_w: dict[int, float] = {}
-    peak_r = peak_w = -math.inf  # the largest demand of the minutes simulated so far
-    cap_r: list[float] = []
-    cap_w: list[float] = []
-    app_r = cap_r.append
-    app_w = cap_w.append
-    # Index where a new UTC day (decrease quota) starts.
-    next_day = MINUTES_PER_DAY - start_minute % MINUTES_PER_DAY
-
-    slow_until = 0
-    slow_run = _SLOW_RUN
-    i = 0
-    while i < n:
-        if i >= next_day:
-            next_day += MINUTES_PER_DAY
-            quota_r[0] = quota_w[0] = 0
-        if pend_r == i:
-            pr = val_r
-            pend_r = -1
-            room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
-            if bank_r > full_r:
-                bank_r = full_r
-            if pr < lo_r:
-                lo_r = pr
-            elif pr > hi_r:
-                hi_r = pr
-        if pend_w == i:
-            pw = val_w
-            pend_w = -1
-            room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
-            if bank_w > full_w:
-                bank_w = full_w
-            if pw < lo_w:
-                lo_w = pw
-            elif pw > hi_w:
-                hi_w = pw
-
-        if i >= slow_until:
-            stop = next_day if next_day < n else n
-            if stop > pend_r > i:
-                stop = pend_r
-            if stop > pend_w > i:
-                stop = pend_w
-            if stop - i > _SHORT_BOUND:
-                # Skip ahead to the next minute where a rule can change the capacity: a high alarm (without a
-                # change in flight; on demand, which bounds what was served), or a low alarm that could lower
-                # the capacity once the quota allows a decrease.
-                searches: list[Search] = []
-                if pend_r < 0 and (pr < maxr or high_at_max):
-                    searches.append((demand_r, above(high_r, inf), n_out, max(i, n_out), False))
-                if pend_w < 0 and (pw < maxw or high_at_max):
-                    searches.append((demand_w, above(high_w, inf), n_out, max(i, n_out), False))
-                if pend_r < 0 and pr > mr:
-                    start = _scale_in_from(served_r, quota_r, i, n_in, stop, free, free_window, gap, at_zero)
-                    if start < stop:
-                        searches.append((served_r, _scale_in_threshold(pr, in_r, kr), n_in, start, True))
-                if pend_w < 0 and pw > mw:
-                    start = _scale_in_from(served_w, quota_w, i, n_in, stop, free, free_window, gap, at_zero)
-                    if start < stop:
-                        searches.append((served_w, _scale_in_threshold(pw, in_w, kw), n_in, start, True))
-                if searches:
-                    stop = earliest(searches, i, stop)
-                slow_run = _next_slow_run(slow_run, stop - i)
-                slow_until = stop + slow_run  # the minute found runs every rule, and slow_run - 1 after it
-                if stop > i:
-                    # Serve the minutes from capacity and the burst bank, up to a minute that would throttle.
-                    # (The peaks take in these minutes; any not served now are still minutes of the series.)
-                    new_r, end_r, top = _bank_through(bank_r, full_r, room_r, demand_r[i:stop])
-                    if top > peak_r:
-                        peak_r = top
-                    new_w, end_w, top = _bank_through(bank_w, full_w, room_w, demand_w[i:stop])
-                    if top > peak_w:
-                        peak_w = top
-                    size = end_r if end_r < end_w else end_w
-                    if i + size < stop:  # a minute throttles: it runs every rule, then searching resumes
-                        slow_until = i + size + 1
-                    if end_r > size:
-                        new_r, _, _ = _bank_through(bank_r, full_r, room_r, demand_r[i : i + size])
-                    if end_w > size:
-                        new_w, _, _ = _bank_through(bank_w, full_w, room_w, demand_w[i : i + size])
-                    bank_r = new_r
-                    bank_w = new_w
-                    if size:
-                        cap_r += [pr] * size
-                        cap_w += [pw] * size
-                        i += size
-                        continue
-
-        # One minute, every rule.
-        if i:
-            # Alarms, evaluated on the completed minutes against the current capacity's thresholds.
-            want_r = want_w = 0.0
-            if pend_r < 0:
-                last = served_r[i - 1]
-                if i >= n_out and last > high_r:
-                    # High alarm: each of the last n_out minutes above target; size from the busiest of them.
-                    if n_out == 2:
-                        top = served_r[i - 2]
-                        top = (top if top > last else last) if top > high_r else 0.0
-                    else:
-                        window = served_r[i - n_out : i]
-                        top = max(window) if min(window) > high_r else 0.0
-                    if top:
-                        new = float(ceil(top * kr - eps))
-                        if new > maxr:
-                            new = maxr
-                        if new > pr:
-                            inc_r += 1
-                            if delay:
-                                pend_r, val_r = i + delay, new
-                            else:
-                                pr = new
-                                room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
-                                if pr > hi_r:
-                                    hi_r = pr
-                elif i >= n_in and last < low_r and pr > mr:
-                    # Low alarm: the busiest of the last n_in minutes below target minus the gap.
-                    top = max(served_r[i - n_in : i])
-                    if top < low_r and (top > 0 or at_zero):
-                        new = float(ceil(top * kr - eps))
-                        if new < mr:
-                            new = mr
-                        if new < pr:
-                            want_r = new
-            if pend_w < 0:
-                last = served_w[i - 1]
-                if i >= n_out and last > high_w:
-                    if n_out == 2:
-                        top = served_w[i - 2]
-                        top = (top if top > last else last) if top > high_w else 0.0
-                    else:
-                        window = served_w[i - n_out : i]
-                        top = max(window) if min(window) > high_w else 0.0
-                    if top:
-                        new = float(ceil(top * kw - eps))
-                        if new > maxw:
-                            new = maxw
-                        if new > pw:
-                            inc_w += 1
-                            if delay:
-                                pend_w, val_w = i + delay, new
-                            else:
-                                pw = new
-                                room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
-                                if pw > hi_w:
-                                    hi_w = pw
-                elif i >= n_in and last < low_w and pw > mw:
-                    top = max(served_w[i - n_in : i])
-                    if top < low_w and (top > 0 or at_zero):
-                        new = float(ceil(top * kw - eps))
-                        if new < mw:
-                            new = mw
-                        if new < pw:
-                            want_w = new
-            # Each scalable target's scale-in is its own UpdateTable request and its own decrease: reads first,
-            # then writes, each against its quota (the table's or GSI's, shared by both unless configured apart).
-            if want_r and _quota_open(quota_r, i, free, free_window, gap) <= i:
-                _charge(quota_r, i)
-                events += 1
-                dec_r += 1
-                if delay:
-                    pend_r, val_r = i + delay, want_r
-                else:
-                    pr = want_r
-                    room_r, full_r, high_r, low_r = pr * 60.0, burst * pr, out_r * pr, in_r * pr
-                    if bank_r > full_r:
-                        bank_r = full_r
-                    if pr < lo_r:
-                        lo_r = pr
-            if want_w and _quota_open(quota_w, i, free, free_window, gap) <= i:
-                _charge(quota_w, i)
-                events += 1
-                dec_w += 1
-                if delay:
-                    pend_w, val_w = i + delay, want_w
-                else:
-                    pw = want_w
-                    room_w, full_w, high_w, low_w = pw * 60.0, burst * pw, out_w * pw, in_w * pw
-                    if bank_w > full_w:
-                        bank_w = full_w
-                    if pw < lo_w:
-                        lo_w = pw
-        # Serve minute i with capacity, then the burst bank; the rest is throttled (served differs from demand
-        # from here on, so the served list becomes a copy).
-        c = demand_r[i]
-        if c > peak_r:
-            peak_r = c
-        if c <= room_r:
-            bank_r += room_r - c
-            if bank_r > full_r:
-                bank_r = full_r
-        elif c - room_r <= bank_r:
-            bank_r -= c - room_r
-        else:
-            s = room_r + bank_r
-            if served_r is demand_r:
-                served_r = list(demand_r)
-            served_r[i] = s
-            thr_r += c - s
-            thr_at_r[i] = c - s
-            thr_min_r += 1
-            bank_r = 0.0
-        c = demand_w[i]
-        if c > peak_w:
-            peak_w = c
-        if c <= room_w:
-            bank_w += room_w - c
-            if bank_w > full_w:
-                bank_w = full_w
-        elif c - room_w <= bank_w:
-            bank_w -= c - room_w
-        else:
-            s = room_w + bank_w
-            if served_w is demand_w:
-                served_w = list(demand_w)
-            served_w[i] = s
-            thr_w += c - s
-            thr_at_w[i] = c - s
-            thr_min_w += 1
-            bank_w = 0.0
-        app_r(pr)
-        app_w(pw)
-        i += 1
-
-    # Capacities are whole units, so the plain sums are exact (the reference's fsum of every minute, divided by 60).
-    hours, sums_r, counts = _hourly_sums(start_minute, cap_r)
-    _, sums_w, _ = _hourly_sums(start_minute, cap_w)
-    run_r = DimensionRun(
-        consumed_units=math.fsum(demand_r),
-        unit_hours=sum(sums_r) / 60.0,
-        peak_hour_unit_hours=_peak_hour_unit_hours(start_minute, cap_r),
-        hours=hours,
-        hourly_capacity=[total / count for total, count in zip(sums_r, counts, strict=True)],
-        peak_per_second=peak_r / 60.0,
-        min_capacity_seen=lo_r,
-        max_capacity_seen=hi_r,
-        increases=inc_r,
-        decreases=dec_r,
-        throttled_units=thr_r,
-        throttled_minutes=thr_min_r,
-        capacity=cap_r if trace else None,
-        throttled=_per_minute(thr_at_r, n) if trace else None,
-    )
-    run_w = DimensionRun(
-        consumed_units=math.fsum(demand_w),
-        unit_hours=sum(sums_w) / 60.0,
-        peak_hour_unit_hours=_peak_hour_unit_hours(start_minute, cap_w),
-        hours=list(hours),
-        hourly_capacity=[total / count for total, count in zip(sums_w, counts, strict=True)],
-        peak_per_second=peak_w / 60.0,
-        min_capacity_seen=lo_w,
-        max_capacity_seen=hi_w,
-        increases=inc_w,
-        decreases=dec_w,
-        throttled_units=thr_w,
-        throttled_minutes=thr_min_w,
-        capacity=cap_w if trace else None,
-        throttled=_per_minute(thr_at_w, n) if trace else None,
-    )
-    return SeriesRun(run_r, run_w, n, events)
+    events = _run_aws(rd, wr, n, start_minute, high_at_max=b.scale_in_gap <= 0)
+    return SeriesRun(rd.result(start_minute, n, trace), wr.result(start_minute, n, trace), n, events)
