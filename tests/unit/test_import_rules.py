@@ -70,7 +70,7 @@ LAYERS: dict[str, int] = {
     "demo": 7,
     "__main__": 8,
 }
-IO_ALLOWED = ("auditor/sources/", "auditor/sinks/", "handlers/", "auditor/demo/", "auditor/cli.py")
+IO_ALLOWED = ("auditor/sources/", "auditor/sinks/", "handlers/", "auditor/demo/", "auditor/cli/")
 #: Known violations still to move into sources/ or sinks/, each with what it does. The test fails when one of them
 #: stops violating (take it off the list) or a new one appears.
 KNOWN_IO_OUTSIDE: dict[str, str] = {}

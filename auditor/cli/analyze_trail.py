@@ -1,0 +1,69 @@
+"""``ddb-audit analyze-trail``: the trail analysis (auditor.engine) of CloudTrail data events read from files,
+directories, EventBridge events or stdin, printed in any findings format."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, with_muted
+from auditor.config import get_settings, load_analysis_config
+from auditor.exceptions import InputError
+from auditor.findings_text import render_markdown, render_table, to_json
+from auditor.models.finding import Finding
+
+if TYPE_CHECKING:  # the engine is imported when the command runs, so the other commands start fast
+    from auditor.engine import TrailAnalysis
+    from auditor.mutelist import Muted
+
+NAME = "analyze-trail"
+
+
+def add_parser(sub: Subparsers) -> None:
+    trail = sub.add_parser(
+        NAME,
+        help="analyse CloudTrail DynamoDB data events (files, directories, EventBridge events, or - for stdin)",
+    )
+    trail.add_argument("paths", nargs="+", metavar="PATH")
+    trail.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    trail.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes reading the input (default: one per CPU, up to 4, for inputs over 8 MB; 1 for stdin)",
+    )
+    add_output_options(trail)
+
+
+def run(args: argparse.Namespace) -> int:
+    from auditor.engine import analyze_trail
+
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    stdin = sys.stdin.buffer if "-" in args.paths else None
+    result = analyze_trail(args.paths, config, stdin=stdin, processes=args.jobs)
+    stats = result.stats
+    if stats.files_read == 0:
+        why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
+        raise InputError(f"nothing could be read: {why}")
+    for problem in stats.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    for err in result.detector_errors:
+        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
+    return output(args, result.findings, lambda kept, muted: _render_trail(args.format, result, kept, muted))
+
+
+def _render_trail(fmt: str, result: TrailAnalysis, kept: list[Finding], muted: list[Muted] | None) -> str:
+    """An analysis as json, table or markdown, with the findings still reported."""
+    result.findings = kept
+    if fmt == "json":
+        return to_json(with_muted(result.to_dict(), muted))
+    if fmt == "markdown":
+        return render_markdown(kept, result.access_patterns, result.stats.as_dict()) + muted_text(muted, True)
+    return render_table(kept, result.access_patterns, result.stats.as_dict()) + muted_text(muted)
+
+
+COMMAND = Command(NAME, add_parser, run)

@@ -1,0 +1,129 @@
+"""``ddb-audit athena``: a trail bucket's history analysed as SQL in Amazon Athena (auditor.service.athena_audit),
+per table and window, with the same detectors and findings as ``analyze-trail``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, with_muted
+from auditor.config import get_settings, load_analysis_config
+from auditor.exceptions import InputError
+from auditor.findings_text import render_markdown, render_table, to_json
+from auditor.models.finding import Finding
+
+if TYPE_CHECKING:
+    from auditor.mutelist import Muted
+
+NAME = "athena"
+
+
+def add_parser(sub: Subparsers) -> None:
+    athena = sub.add_parser(
+        NAME,
+        help="analyse a trail bucket's history with Amazon Athena (SQL per table and window; same detectors and "
+        "findings as analyze-trail)",
+    )
+    athena.add_argument("--bucket", required=True, metavar="NAME", help="the trail bucket (any account you can read)")
+    athena.add_argument("--prefix", default="", metavar="P", help="the trail's S3 key prefix, if any")
+    athena.add_argument(
+        "--organization-id", metavar="o-...", help="organisation trail: AWSLogs/o-.../ACCOUNT/CloudTrail/REGION/..."
+    )
+    athena.add_argument("--accounts", required=True, metavar="ID,...", help="accounts whose events to read")
+    athena.add_argument("--regions", required=True, metavar="R,...", help="Regions whose events to read")
+    athena.add_argument("--start", metavar="ISO", help="start of the range, ISO 8601 (default: --hours before --end)")
+    athena.add_argument("--end", metavar="ISO", help="end of the range, ISO 8601 (default: now, to the minute)")
+    athena.add_argument("--hours", type=float, default=24.0, metavar="N", help="length of the range (default 24)")
+    athena.add_argument("--database", default="default", metavar="DB", help="Glue database for the table")
+    athena.add_argument("--workgroup", metavar="WG", help="Athena workgroup (default: primary)")
+    athena.add_argument(
+        "--output-location", metavar="S3URI", help="s3://... for query results (unless the workgroup sets one)"
+    )
+    athena.add_argument("--timeout", type=float, default=900.0, metavar="S", help="seconds per query (default 900)")
+    athena.add_argument(
+        "--price-per-tb", type=float, default=5.0, metavar="USD", help="Athena price per TB scanned (default 5)"
+    )
+    athena.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    athena.add_argument("--region", metavar="R", help="the Athena Region (default: the standard boto3 configuration)")
+    athena.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    add_output_options(athena)
+
+
+def _utc_time(text: str, option: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{option}: not an ISO 8601 time: {text!r}") from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``athena``: the trail analysis as SQL in Amazon Athena (auditor.service.athena_audit)."""
+    import boto3
+
+    from auditor.service.athena_audit import run_athena_audit
+    from auditor.sources.athena import AthenaScope
+    from auditor.sources.aws_calls import CLIENT_CONFIG
+    from auditor.sources.org import parse_accounts
+
+    if not 0 < args.hours <= 24 * 400:
+        raise InputError("--hours must be more than 0 and at most 9600")
+    if args.timeout <= 0 or args.price_per_tb < 0:
+        raise InputError("--timeout must be positive and --price-per-tb not negative")
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    end = _utc_time(args.end, "--end") if args.end else now
+    start = _utc_time(args.start, "--start") if args.start else end - timedelta(hours=args.hours)
+    scope = AthenaScope(
+        bucket=args.bucket,
+        prefix=args.prefix,
+        organization_id=args.organization_id,
+        accounts=tuple(parse_accounts(args.accounts)),
+        regions=tuple(sorted({r.strip() for r in args.regions.split(",") if r.strip()})),
+        start=start,
+        end=end,
+        database=args.database,
+    )
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    client = session.client("athena", config=CLIENT_CONFIG)
+    result = run_athena_audit(
+        client,
+        scope,
+        config,
+        workgroup=args.workgroup,
+        output_location=args.output_location,
+        timeout_seconds=args.timeout,
+        price_per_tb=args.price_per_tb,
+    )
+    st = result.stats()
+    print(
+        f"ddb-audit: Athena scanned {st['bytes_scanned']:,} bytes ({st['bytes_scanned'] / 1024**3:.3f} GiB) in "
+        f"{len(result.queries)} queries; cost ${st['cost_usd']:.4f} at ${result.price_per_tb:g} per TB",
+        file=sys.stderr,
+    )
+    if result.rows.data_events == 0:
+        print(
+            f"ddb-audit: warning: no DynamoDB data events under {scope.location} for {', '.join(scope.accounts)} in "
+            f"{', '.join(scope.regions)} from {scope.start.isoformat()} to {scope.end.isoformat()} (check the bucket, "
+            "--prefix, --organization-id and that the trail logs DynamoDB data events)",
+            file=sys.stderr,
+        )
+    for problem in result.rows.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    for err in result.detector_errors:
+        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(with_muted(result.to_dict(), muted))
+        if args.format == "markdown":
+            return render_markdown(kept, result.access_patterns, st) + muted_text(muted, True)
+        return render_table(kept, result.access_patterns, st) + muted_text(muted)
+
+    return output(args, result.findings, native)
+
+
+COMMAND = Command(NAME, add_parser, run)

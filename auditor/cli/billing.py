@@ -1,0 +1,146 @@
+"""``ddb-audit billing``: the billing-mode and table-class recommendation (auditor.billing) from one table's
+capacity history, offline, with the decision settings of ``--config`` and the options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, read_json, with_muted
+from auditor.exceptions import InputError
+from auditor.findings_text import to_json
+from auditor.models.billing import BillingConfig, BillingInput
+from auditor.models.finding import Finding
+
+if TYPE_CHECKING:
+    from auditor.mutelist import Muted
+
+NAME = "billing"
+
+
+def add_parser(sub: Subparsers) -> None:
+    billing = sub.add_parser(
+        NAME,
+        help="billing-mode and table-class recommendation from one table's capacity history (offline)",
+    )
+    billing.add_argument(
+        "--input", required=True, metavar="FILE", help="capacity history JSON (docs/contract.md), - for stdin"
+    )
+    billing.add_argument(
+        "--simulation",
+        choices=("aws", "evaluator"),
+        default="aws",
+        help="auto-scaling simulation: aws (documented AWS behaviour, default) or evaluator (archived awslabs tool)",
+    )
+    billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
+    billing.add_argument(
+        "--region",
+        metavar="R",
+        help="price with region R's current list prices from the AWS Pricing API (needs credentials; falls back "
+        "to the bundled table, labelled)",
+    )
+    billing.add_argument(
+        "--config",
+        metavar="FILE",
+        help="decision settings (JSON object: target_utilization, margin, reaction_minutes, read/write: "
+        "{target_utilization, min_capacity, max_capacity}, ...); the options below override it",
+    )
+    billing.add_argument("--target", type=float, metavar="PCT", help="target utilisation for reads and writes (20-90)")
+    for dim in ("read", "write"):
+        billing.add_argument(f"--{dim}-target", type=float, metavar="PCT", help=f"target utilisation of {dim}s")
+        billing.add_argument(
+            f"--{dim}-min", type=float, metavar="UNITS", help=f"minimum {dim} capacity (default: searched)"
+        )
+        billing.add_argument(
+            f"--{dim}-max", type=float, metavar="UNITS", help=f"maximum {dim} capacity (default: 2x the peak need)"
+        )
+    billing.add_argument(
+        "--trace-out",
+        metavar="FILE.csv",
+        help="write the per-minute consumed, simulated provisioned and throttled capacity of every series (CSV)",
+    )
+    billing.add_argument(
+        "--reaction-minutes",
+        type=int,
+        metavar="N",
+        help="minutes from the alarm to the new capacity in force, aws simulation (default 2, an assumption)",
+    )
+    add_output_options(billing)
+
+
+def run(args: argparse.Namespace) -> int:
+    from auditor.billing.billing_text import render_billing_markdown, render_billing_table
+    from auditor.billing.decide import analyze_billing
+    from auditor.billing.pricing import load_price_file
+
+    if args.input == "-":
+        data, source = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, source = Path(args.input).read_bytes(), args.input
+        except OSError as exc:
+            raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
+    inp = BillingInput.from_json(data, source)
+    prices = load_price_file(args.prices) if args.prices else None
+    if prices is None and args.region:
+        from auditor.sources.pricing_api import PriceBook, pricing_client
+
+        prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
+        if warning:
+            print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    analysis = analyze_billing(
+        inp, simulation=args.simulation, prices=prices, config=_billing_config(args), trace=bool(args.trace_out)
+    )
+    if args.trace_out:
+        from auditor.billing.trace import write_trace
+
+        write_trace(args.trace_out, analysis.traces)
+    for warning in analysis.warnings:
+        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        analysis.findings = kept
+        if args.format == "json":
+            return to_json(with_muted(analysis.to_dict(), muted))
+        if args.format == "markdown":
+            return render_billing_markdown(analysis.result, kept) + muted_text(muted, True)
+        return render_billing_table(analysis.result, kept) + muted_text(muted)
+
+    return output(args, analysis.findings, native)
+
+
+def _billing_config(args: argparse.Namespace) -> BillingConfig:
+    """The decision settings: ``--config`` (if given), then the per-option overrides."""
+    doc: dict[str, object] = {}
+    if args.config:
+        loaded = read_json(args.config)
+        if not isinstance(loaded, dict):
+            raise InputError(f"{args.config}: billing config must be a JSON object")
+        doc = dict(loaded)
+    if args.target is not None:
+        doc["target_utilization"] = args.target
+    if args.reaction_minutes is not None:
+        doc["reaction_minutes"] = args.reaction_minutes
+    for dim in ("read", "write"):
+        own = dict(doc.get(dim) or {})  # type: ignore[call-overload]
+        for option, field in (("target", "target_utilization"), ("min", "min_capacity"), ("max", "max_capacity")):
+            value = getattr(args, f"{dim}_{option}")
+            if value is not None:
+                own[field] = value
+        if own:
+            doc[dim] = own
+    try:
+        return BillingConfig.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = args.config or "billing options"
+        raise InputError(f"{where}: {loc}: {str(err['msg']).removeprefix('Value error, ')}") from exc
+
+
+COMMAND = Command(NAME, add_parser, run)

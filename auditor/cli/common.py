@@ -1,0 +1,175 @@
+"""What the ``ddb-audit`` commands share: exit codes, the parser class, the output options of the commands that
+print findings, and the output step (``--mutelist``, the formats for other tools, ``--fail-on``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
+
+import orjson
+
+from auditor.exceptions import InputError
+from auditor.findings_text import FORMATS, to_json
+from auditor.models.finding import Finding, Severity
+
+if TYPE_CHECKING:
+    from auditor.mutelist import Muted
+
+#: Formats of every command that prints findings: the command's own three, and three for other tools.
+FINDING_FORMATS = (*FORMATS, "csv", "sarif", "asff")
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose usage errors exit with ``EXIT_INPUT``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
+#: What ``add_subparsers`` returns: each command adds its own parser to it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A subcommand: its name, the function that declares its parser and arguments, and its handler (exit code)."""
+
+    name: str
+    add_parser: Callable[[Subparsers], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        choices=FINDING_FORMATS,
+        default="table",
+        help="output format (default: table); csv, sarif (SARIF 2.1.0) and asff (AWS Security Finding Format) "
+        "list the findings only",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=[s.value for s in Severity],
+        default=None,
+        metavar="SEVERITY",
+        help="exit 1 when a finding is at or above this severity (critical, high, medium, low, info); muted "
+        "findings do not count",
+    )
+    p.add_argument(
+        "--mutelist",
+        metavar="FILE",
+        help="JSON array of mute rules (table, kind, principal, key: globs; until; reason): matching findings are "
+        "listed as muted and do not count for --fail-on",
+    )
+    p.add_argument(
+        "--account", metavar="ID", help="AWS account id for --format asff, for findings that do not carry one"
+    )
+
+
+def tool_version() -> str:
+    """The installed distribution's version."""
+    try:
+        return package_version("ddb-traffic-auditor")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+        return "0+unknown"
+
+
+def number_in(low: float, high: float, why: str, *, include_low: bool = True) -> Callable[[str], float]:
+    """An argparse type: a number in [low, high] (or (low, high] without ``include_low``), else ``why``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not ((low <= value) if include_low else (low < value)) or not value <= high:  # NaN fails both
+            raise argparse.ArgumentTypeError(why)
+        return value
+
+    return parse
+
+
+def read_json(path: str) -> object:
+    """A whole JSON document from a file or ``-`` (stdin); unreadable or invalid input is an InputError."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def fails(findings: Sequence[Finding], fail_on: str | None) -> bool:
+    if fail_on is None:
+        return False
+    floor = Severity(fail_on).rank
+    return any(f.severity.rank >= floor for f in findings)
+
+
+#: A command's own rendering of the findings still reported (json, table or markdown), given the muted ones.
+Native = Callable[[list[Finding], "list[Muted] | None"], str]
+
+
+def output(args: argparse.Namespace, findings: Sequence[Finding], native: Native) -> int:
+    """Apply ``--mutelist``, write the output in one piece, and return the exit code (``--fail-on``).
+
+    ``muted`` is None without ``--mutelist`` (outputs stay as they were), else the muted findings.
+    """
+    from auditor.mutelist import apply_mutelist, load_mutelist
+
+    now = datetime.now(UTC)
+    muted: list[Muted] | None = None
+    kept = list(findings)
+    if args.mutelist:
+        kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
+    fmt = args.format
+    if fmt in ("csv", "sarif", "asff"):
+        from auditor import formats
+
+        if fmt == "csv":
+            text = formats.render_csv(kept, muted or [])
+        elif fmt == "sarif":
+            text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
+        else:
+            try:
+                text = to_json(formats.asff_document(kept, muted or [], account=args.account, now=now))
+            except ValueError as exc:
+                raise InputError(str(exc)) from exc
+    else:
+        text = native(kept, muted)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_FINDINGS if fails(kept, args.fail_on) else EXIT_OK
+
+
+def with_muted(doc: dict[str, object], muted: list[Muted] | None) -> dict[str, object]:
+    """A JSON output document with ``muted`` (each finding with the rule that muted it) under ``--mutelist``."""
+    if muted is not None:
+        doc["muted"] = [m.to_dict() for m in muted]
+    return doc
+
+
+def muted_text(muted: list[Muted] | None, markdown: bool = False) -> str:
+    """The muted findings as a closing section of a table or Markdown output."""
+    if not muted:
+        return ""
+    head = "## Muted findings" if markdown else "Muted findings (--mutelist)\n==========================="
+    lines = ["", head, ""]
+    for m in muted:
+        f = m.finding
+        where = f.table + (f"/{f.index}" if f.index else "")
+        text = f"{f.severity.value} {f.kind.value} {where}: {f.title} (muted: {m.rule.reason})"
+        lines.append(("- " + text.replace("|", "\\|")) if markdown else text)
+    return "\n".join(lines) + "\n"

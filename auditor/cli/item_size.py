@@ -1,0 +1,53 @@
+"""``ddb-audit item-size``: exact DynamoDB item sizes of items in DynamoDB JSON (auditor.models.dynamodb_size)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from auditor.cli.common import EXIT_OK, Command, Subparsers
+from auditor.exceptions import InputError
+from auditor.findings_text import FORMATS, render_columns, to_json
+from auditor.models.dynamodb_size import iter_item_results
+
+NAME = "item-size"
+
+
+def add_parser(sub: Subparsers) -> None:
+    size = sub.add_parser(
+        NAME, help="exact DynamoDB item sizes (DynamoDB JSON: one item, an array, or one item per line)"
+    )
+    size.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
+    size.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        data, source = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, source = Path(args.file).read_bytes(), args.file
+        except OSError as exc:
+            raise InputError(f"{args.file}: {exc.strerror or exc}") from exc
+    results = [r.to_dict() for r in iter_item_results(data, source)]
+    if args.format == "json":
+        text = to_json(results)
+    else:
+        rows = [
+            (str(n), str(r["size_bytes"]), f"{r['percent_of_limit']:.2f}%", str(r["limit_bytes"]))
+            for n, r in enumerate(results, 1)
+        ]
+        header = ("item", "size_bytes", "of limit", "limit_bytes")
+        if args.format == "markdown":
+            lines = ["| " + " | ".join(header) + " |", "|---|---|---|---|"] + [
+                "| " + " | ".join(r) + " |" for r in rows
+            ]
+            text = "\n".join(lines) + "\n"
+        else:
+            text = render_columns(rows, header)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+COMMAND = Command(NAME, add_parser, run)

@@ -1,0 +1,72 @@
+"""``ddb-audit what-if``: which keys, indexes and tables throttle first if traffic grows (auditor.whatif), from
+CloudTrail input and optionally an audit's CloudWatch capacity; can write a load-test profile."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from auditor.cli.common import EXIT_OK, Command, Subparsers, number_in, read_json
+from auditor.config import get_settings, load_analysis_config
+from auditor.exceptions import InputError
+from auditor.findings_text import FORMATS, to_json
+
+NAME = "what-if"
+
+_growth = number_in(0, 1_000_000, "must be more than 0 (3 means three times today's peak)", include_low=False)
+
+
+def add_parser(sub: Subparsers) -> None:
+    whatif = sub.add_parser(
+        NAME,
+        help="which keys, indexes and tables throttle first if traffic grows (CloudTrail, optionally CloudWatch)",
+    )
+    whatif.add_argument("paths", nargs="+", metavar="PATH", help="CloudTrail input, as for analyze-trail")
+    whatif.add_argument(
+        "--growth", type=_growth, default=2.0, metavar="G", help="traffic multiple to test (default: 2)"
+    )
+    whatif.add_argument(
+        "--audit", metavar="FILE", help="JSON output of ddb-audit audit: CloudWatch capacity of tables and GSIs"
+    )
+    whatif.add_argument(
+        "--profile-out", metavar="FILE", help="also write the load-test profile (JSON) of the observed traffic"
+    )
+    whatif.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
+    whatif.add_argument("--jobs", type=int, default=None, metavar="N", help="processes reading the input")
+    whatif.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from auditor.engine import ingest_parallel, plan_processes
+    from auditor.kernel.reader import discover
+    from auditor.whatif.capacity import capacity_from_audit
+    from auditor.whatif.limits import what_if
+    from auditor.whatif.loadtest import load_profile
+    from auditor.whatif.whatif_text import render_what_if
+
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    capacity, insight_findings = capacity_from_audit(read_json(args.audit), args.audit) if args.audit else ([], [])
+    sources = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
+    aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
+    if stats.files_read == 0:
+        why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
+        raise InputError(f"nothing could be read: {why}")
+    for problem in stats.problems:
+        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    spans = aggs.spans()
+    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings)
+    if args.profile_out:
+        try:
+            Path(args.profile_out).write_text(to_json(load_profile(spans, args.growth)), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{args.profile_out}: cannot write the profile: {exc.strerror or exc}") from exc
+    text = to_json(result.to_dict()) if args.format == "json" else render_what_if(result, args.format)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+COMMAND = Command(NAME, add_parser, run)
