@@ -41,28 +41,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import structlog
 
-from auditor.cost.cost_model import LedgerEntry, LedgerSummary
+from auditor.cost.cost_model import LedgerSummary
 from auditor.cost.ledger import week_ledger
 from auditor.detectors.findings.period import for_period
 from auditor.lifecycle import FindingState, FindingStatus
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import headline, money, render_html, render_markdown
-from auditor.sinks.audit_cycle import AuditCycleStore, StoredGap
-from auditor.sinks.findings_store import FindingsStore
-from auditor.sinks.report_store import (
-    CLAIM_STALE_SECONDS,
-    ReportAnnouncements,
-    ReportFiles,
-    marker_pk,
-    publish_announcement,
-)
+from auditor.sinks.report_announcement import publish_announcement
+from auditor.state.audit_cycle import AuditCycleStore, StoredGap
+from auditor.state.findings_store import FindingsStore
+from auditor.state.interfaces import ControllerRuns, LedgerLoader
+from auditor.state.report_store import CLAIM_STALE_SECONDS, ReportAnnouncements, ReportFiles, marker_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -249,18 +245,6 @@ def coverage_line(gap: StoredGap) -> str:
         f"{where}: {gap.reason.replace('_', ' ')} ({gap.call or '-'}: {gap.error_code or '-'}) in {cycles}, "
         f"last {gap.last_seen}"
     )
-
-
-class LedgerLoader(Protocol):
-    """The service's daily cost ledger (:class:`auditor.sinks.ledger_store.LedgerStore`)."""
-
-    def entries(self, days: Iterable[date]) -> list[LedgerEntry]: ...
-
-
-class ControllerRuns(Protocol):
-    """Whether the capture controller ran (:class:`auditor.sinks.capture_store.CaptureStore`)."""
-
-    def any_plan(self, start: int, end: int) -> bool: ...
 
 
 def load_week_ledger(
