@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "whatif.limits": 1,
     "sources": 4,
     "sinks": 4,
+    "state": 4,
     "engine": 5,
     "service": 5,
     "handlers": 6,
@@ -70,7 +71,7 @@ LAYERS: dict[str, int] = {
     "demo": 7,
     "__main__": 8,
 }
-IO_ALLOWED = ("auditor/sources/", "auditor/sinks/", "handlers/", "auditor/demo/", "auditor/cli/")
+IO_ALLOWED = ("auditor/sources/", "auditor/sinks/", "auditor/state/", "handlers/", "auditor/demo/", "auditor/cli/")
 #: Known violations still to move into sources/ or sinks/, each with what it does. The test fails when one of them
 #: stops violating (take it off the list) or a new one appears.
 KNOWN_IO_OUTSIDE: dict[str, str] = {}
