@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from auditor.billing.simulate import SeriesRun, simulate_aws, simulate_evaluator
+from auditor.billing.aws_scaling import simulate_aws
+from auditor.billing.evaluator_scaling import simulate_evaluator
+from auditor.billing.simulate import SeriesRun
 from tests.billing_reference import aws_naive, evaluator_naive
 
 DAY = 1440

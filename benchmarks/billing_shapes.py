@@ -35,9 +35,10 @@ from typing import Any
 
 import orjson
 
+from auditor.billing.aws_scaling import simulate_aws
 from auditor.billing.decide import analyze_billing
 from auditor.billing.pricing import bundled_prices
-from auditor.billing.simulate import ScalingPolicy, simulate_aws
+from auditor.billing.simulate import ScalingPolicy
 from auditor.models.billing import HOURS_PER_MONTH, BillingInput
 
 DAY = 1440

@@ -5,7 +5,8 @@ Modules:
 - :mod:`auditor.billing.pricing`: the bundled, dated price table (the AWS Pricing API refresh is
   :mod:`auditor.sources.pricing_api`).
 - :mod:`auditor.billing.simulate`: two O(n) simulators of provisioned capacity under auto scaling, ``aws``
-  (documented AWS behaviour) and ``evaluator`` (the archived awslabs capacity-mode-evaluator, reproduced exactly).
+  (documented AWS behaviour, :mod:`auditor.billing.aws_scaling`) and ``evaluator`` (the archived awslabs
+  capacity-mode-evaluator, reproduced exactly, :mod:`auditor.billing.evaluator_scaling`), and what they share.
 - ``tests/billing_reference.py`` (not shipped): straightforward window-rescanning versions of both simulators, the
   test oracle and the benchmark baseline.
 - :mod:`auditor.billing.decide`: one decision per table (table plus GSIs, reads plus writes), with the findings.

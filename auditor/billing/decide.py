@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from auditor.billing.aws_scaling import simulate_aws
+from auditor.billing.evaluator_scaling import simulate_evaluator
 from auditor.billing.pricing import ClassPrices, Dimension, RegionPrices, bundled_prices
 from auditor.billing.simulate import (
     AwsBehaviour,
@@ -35,8 +37,6 @@ from auditor.billing.simulate import (
     ScalingPolicy,
     SeriesRun,
     needed_capacity,
-    simulate_aws,
-    simulate_evaluator,
 )
 from auditor.billing.trace import SeriesTrace
 from auditor.detectors.base import BillingResultInput

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from auditor.billing.aws_scaling import simulate_aws
 from auditor.billing.decide import evaluator_label
+from auditor.billing.evaluator_scaling import simulate_evaluator
 from auditor.billing.simulate import (
     AwsBehaviour,
     DimensionRun,
     EvaluatorParams,
     ScalingPolicy,
-    simulate_aws,
-    simulate_evaluator,
 )
 from tests import billing_reference as reference
 
