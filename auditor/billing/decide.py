@@ -483,6 +483,138 @@ def _confidence(present: int, expected: int, days: float, cfg: BillingConfig) ->
     return round(coverage, 4), confidence, label
 
 
+def _price_warnings(inp: BillingInput, prices: RegionPrices) -> list[str]:
+    """What the user should know about the prices used for the table's region."""
+    if prices.fallback_for is not None:
+        return [
+            f"no bundled prices for region {inp.region}; using {prices.region} list prices as a labelled default "
+            "(pass a price file for exact figures)"
+        ]
+    if prices.region != inp.region:
+        return [f"prices are for {prices.region} but the table is in {inp.region}"]
+    return []
+
+
+def _period_note(period_seconds: int) -> str:
+    """How periods longer than a minute were simulated, and what that costs in accuracy."""
+    return (
+        f"{period_seconds}-second periods were spread evenly over their minutes, so spikes shorter than a "
+        "period are invisible and the simulated provisioned cost is low for spiky loads: on the 18 benchmark "
+        "shapes (benchmarks/billing_shapes.py), 5-minute input gave 0 % to 58 % less than 1-minute input, 0 to "
+        "5 % for all but the hourly-spiky one, with the same recommendation; the figures hold for 1-minute input"
+    )
+
+
+@dataclass(slots=True)
+class _Costs:
+    """Window totals (USD) over every series and dimension, and whether the simulated throttling is acceptable."""
+
+    on_demand: float = 0.0
+    simulated: float = 0.0
+    current: float = 0.0
+    hourly_peak: float = 0.0
+    throttled_units: float = 0.0
+    demand_units: float = 0.0
+    acceptable: bool = True
+
+
+def _series_results(
+    sims: list[_Series],
+    simulation: Simulation,
+    cfg: BillingConfig,
+    prices: ClassPrices,
+    provisioned_now: bool,
+) -> tuple[list[SeriesResult], _Costs]:
+    """Each series' costs per dimension (with the dimension's own recommendation), and their totals."""
+    costs = _Costs()
+    series_out: list[SeriesResult] = []
+    for s in sims:
+        dims: dict[str, DimensionResult] = {}
+        for d in DIMS:
+            dim = s.dim(d)
+            run = dim.run
+            od = run.consumed_units * prices.request_unit(d)
+            est = run.unit_hours * prices.capacity_hour(d)
+            costs.hourly_peak += (run.peak_hour_unit_hours or 0.0) * prices.capacity_hour(d)
+            cur = dim.current_unit_hours * prices.capacity_hour(d) if provisioned_now else 0.0
+            if simulation == "evaluator":
+                label = evaluator_label(est, cur, od, cfg.modify_threshold)
+            else:
+                label = "PAY_PER_REQUEST" if od <= min(est, cur if provisioned_now else math.inf) else "PROVISIONED"
+            share = run.throttled_share
+            if share is not None and share > cfg.max_throttled_share:
+                costs.acceptable = False
+            dims[d] = DimensionResult(
+                on_demand_cost=od,
+                provisioned_cost_simulated=est,
+                provisioned_cost_current=cur,
+                recommended_mode=label,
+                consumed_units=run.consumed_units,
+                peak_units_per_second=run.peak_per_second,
+                simulated_min_capacity=dim.policy.min_capacity,
+                simulated_max_capacity=dim.policy.max_capacity,
+                throttled_units=run.throttled_units,
+                throttled_share=share,
+            )
+            costs.on_demand += od
+            costs.simulated += est
+            costs.current += cur
+            costs.throttled_units += run.throttled_units or 0.0
+            costs.demand_units += run.consumed_units
+        series_out.append(SeriesResult(index=s.index, read=dims["read"], write=dims["write"]))
+    return series_out, costs
+
+
+def _choose(
+    mode: BillingMode,
+    acceptable: bool,
+    current_cost: float,
+    on_demand: float,
+    simulated: float,
+    cfg: BillingConfig,
+) -> tuple[Action, BillingMode, float]:
+    """The action, the recommended mode and its monthly cost: the cheapest option when it saves ``margin`` of the
+    current cost and ``min_monthly_savings`` dollars, else keep (provisioned only with acceptable throttling)."""
+    options: list[tuple[float, Action, BillingMode]] = []
+    if mode == "PROVISIONED":
+        options.append((on_demand, "switch_to_on_demand", "PAY_PER_REQUEST"))
+        if acceptable:
+            options.append((simulated, "adjust_provisioned", "PROVISIONED"))
+    elif acceptable:
+        options.append((simulated, "switch_to_provisioned", "PROVISIONED"))
+    if options:
+        cost, best_action, best_mode = min(options, key=lambda o: o[0])
+        saving = current_cost - cost
+        if cost < current_cost * (1 - cfg.margin) and saving >= cfg.min_monthly_savings:
+            return best_action, best_mode, cost
+    return "keep", mode, current_cost
+
+
+def _reserved_capacity(
+    sims: list[_Series], use_current: bool, prices: RegionPrices, window_hours: float
+) -> ReservedCapacityNote | None:
+    """The reserved-capacity note for the provisioned capacity recommended: the current one when it is kept, else
+    the simulated one, summed per clock hour over the table and its GSIs."""
+    hourly: dict[Dimension, list[float]] = {}
+    for d in DIMS:
+        acc: dict[int, float] = {}
+        for s in sims:
+            dim = s.dim(d)
+            pairs = (
+                dim.current_hourly.items() if use_current else zip(dim.run.hours, dim.run.hourly_capacity, strict=True)
+            )
+            for h, v in pairs:
+                acc[h] = acc.get(h, 0.0) + v
+        hourly[d] = [acc[h] for h in sorted(acc)]
+    return _rc_note(hourly, prices, window_hours)
+
+
+def _missing_note(coverage: float, simulation: Simulation) -> str:
+    return f"{(1 - coverage):.1%} of the datapoints are missing" + (
+        " and counted as zero load" if simulation == "aws" else " and dropped (the evaluator's behaviour)"
+    )
+
+
 def decide_table(
     inp: BillingInput,
     *,
@@ -496,108 +628,39 @@ def decide_table(
     With ``traces`` (a list), each series' per-minute consumed, simulated and throttled capacity is appended to it.
     """
     cfg = config or BillingConfig()
-    warnings: list[str] = []
     if prices is None:
         prices = bundled_prices(inp.region)
-    if prices.fallback_for is not None:
-        warnings.append(
-            f"no bundled prices for region {inp.region}; using {prices.region} list prices as a labelled default "
-            "(pass a price file for exact figures)"
-        )
-    elif prices.region != inp.region:
-        warnings.append(f"prices are for {prices.region} but the table is in {inp.region}")
+    warnings = _price_warnings(inp, prices)
     cls_prices = prices.for_class(inp.table_class)
     sims, notes = _simulate(inp, simulation, cfg, cls_prices, traces)
     if inp.period_seconds != 60:
-        notes.append(
-            f"{inp.period_seconds}-second periods were spread evenly over their minutes, so spikes shorter than a "
-            "period are invisible and the simulated provisioned cost is low for spiky loads: on the 18 benchmark "
-            "shapes (benchmarks/billing_shapes.py), 5-minute input gave 0 % to 58 % less than 1-minute input, 0 to "
-            "5 % for all but the hourly-spiky one, with the same recommendation; the figures hold for 1-minute input"
-        )
+        notes.append(_period_note(inp.period_seconds))
 
     window_hours = inp.minutes / 60.0
     days = inp.minutes / 1440.0
     monthly = HOURS_PER_MONTH / window_hours
     provisioned_now = inp.billing_mode == "PROVISIONED"
+    series_out, costs = _series_results(sims, simulation, cfg, cls_prices, provisioned_now)
 
-    series_out: list[SeriesResult] = []
-    od_total = est_total = cur_total = peak_total = 0.0
-    thr_total = demand_total = 0.0
-    acceptable = True
-    for s in sims:
-        dims: dict[str, DimensionResult] = {}
-        for d in DIMS:
-            dim = s.dim(d)
-            run = dim.run
-            od = run.consumed_units * cls_prices.request_unit(d)
-            est = run.unit_hours * cls_prices.capacity_hour(d)
-            peak_total += (run.peak_hour_unit_hours or 0.0) * cls_prices.capacity_hour(d)
-            cur = dim.current_unit_hours * cls_prices.capacity_hour(d) if provisioned_now else 0.0
-            if simulation == "evaluator":
-                label = evaluator_label(est, cur, od, cfg.modify_threshold)
-            else:
-                label = "PAY_PER_REQUEST" if od <= min(est, cur if provisioned_now else math.inf) else "PROVISIONED"
-            share = run.throttled_share
-            if share is not None and share > cfg.max_throttled_share:
-                acceptable = False
-            dims[d] = DimensionResult(
-                on_demand_cost=od,
-                provisioned_cost_simulated=est,
-                provisioned_cost_current=cur,
-                recommended_mode=label,
-                consumed_units=run.consumed_units,
-                peak_units_per_second=run.peak_per_second,
-                simulated_min_capacity=dim.policy.min_capacity,
-                simulated_max_capacity=dim.policy.max_capacity,
-                throttled_units=run.throttled_units,
-                throttled_share=share,
-            )
-            od_total += od
-            est_total += est
-            cur_total += cur
-            thr_total += run.throttled_units or 0.0
-            demand_total += run.consumed_units
-        series_out.append(SeriesResult(index=s.index, read=dims["read"], write=dims["write"]))
-
-    od_m, est_m = od_total * monthly, est_total * monthly
-    cur_m = cur_total * monthly if provisioned_now else None
+    od_m, est_m = costs.on_demand * monthly, costs.simulated * monthly
+    cur_m = costs.current * monthly if provisioned_now else None
     current_cost = cur_m if cur_m is not None else od_m
     modelled = simulation == "aws"
     throttling = Throttling(
         modelled=modelled,
-        throttled_units=thr_total if modelled else None,
-        throttled_share=(thr_total / demand_total if demand_total else 0.0) if modelled else None,
-        acceptable=acceptable,
+        throttled_units=costs.throttled_units if modelled else None,
+        throttled_share=(
+            (costs.throttled_units / costs.demand_units if costs.demand_units else 0.0) if modelled else None
+        ),
+        acceptable=costs.acceptable,
         max_share=cfg.max_throttled_share,
     )
+    action, recommended, recommended_cost = _choose(inp.billing_mode, costs.acceptable, current_cost, od_m, est_m, cfg)
+    reason = _reason(action, current_cost, od_m, est_m, cur_m, costs.acceptable, throttling, cfg)
 
-    options: list[tuple[float, Action, BillingMode]] = []
-    if provisioned_now:
-        options.append((od_m, "switch_to_on_demand", "PAY_PER_REQUEST"))
-        if acceptable:
-            options.append((est_m, "adjust_provisioned", "PROVISIONED"))
-    elif acceptable:
-        options.append((est_m, "switch_to_provisioned", "PROVISIONED"))
-    action: Action = "keep"
-    recommended: BillingMode = inp.billing_mode
-    recommended_cost = current_cost
-    if options:
-        cost, best_action, mode = min(options, key=lambda o: o[0])
-        saving = current_cost - cost
-        if cost < current_cost * (1 - cfg.margin) and saving >= cfg.min_monthly_savings:
-            action, recommended, recommended_cost = best_action, mode, cost
-    reason = _reason(action, current_cost, od_m, est_m, cur_m, acceptable, throttling, cfg)
-
-    present = sum(s.present for s in sims)
-    expected = sum(s.expected for s in sims)
-    coverage, confidence, label = _confidence(present, expected, days, cfg)
+    coverage, confidence, label = _confidence(sum(s.present for s in sims), sum(s.expected for s in sims), days, cfg)
     if coverage < 1.0:
-        notes.append(
-            f"{(1 - coverage):.1%} of the datapoints are missing"
-            + (" and counted as zero load" if simulation == "aws" else " and dropped (the evaluator's behaviour)")
-        )
-
+        notes.append(_missing_note(coverage, simulation))
     capacity = [
         CapacityRecommendation(
             index=s.index,
@@ -609,22 +672,8 @@ def decide_table(
     use_current = recommended == "PROVISIONED" and action == "keep"
     rc: ReservedCapacityNote | None = None
     if recommended == "PROVISIONED" and inp.table_class == "STANDARD":
-        hourly: dict[Dimension, list[float]] = {}
-        for d in DIMS:
-            acc: dict[int, float] = {}
-            for s in sims:
-                dim = s.dim(d)
-                pairs = (
-                    dim.current_hourly.items()
-                    if use_current
-                    else zip(dim.run.hours, dim.run.hourly_capacity, strict=True)
-                )
-                for h, v in pairs:
-                    acc[h] = acc.get(h, 0.0) + v
-            hourly[d] = [acc[h] for h in sorted(acc)]
-        rc = _rc_note(hourly, prices, window_hours)
-    hint = _class_hint(inp, sims, prices, cfg, recommended, use_current, monthly)
-
+        rc = _reserved_capacity(sims, use_current, prices, window_hours)
+    hourly_peak = costs.hourly_peak * monthly if simulation == "aws" else None
     result = BillingResult(
         table=inp.table,
         current_mode=inp.billing_mode,
@@ -650,11 +699,11 @@ def decide_table(
         throttling=throttling,
         capacity=capacity,
         pricing=prices.label(),
-        table_class_hint=hint,
+        table_class_hint=_class_hint(inp, sims, prices, cfg, recommended, use_current, monthly),
         reserved_capacity=rc,
         notes=notes,
-        assumptions=assumptions(simulation, cfg, peak_total * monthly if simulation == "aws" else None),
-        monthly_cost_provisioned_simulated_hourly_peak=peak_total * monthly if simulation == "aws" else None,
+        assumptions=assumptions(simulation, cfg, hourly_peak),
+        monthly_cost_provisioned_simulated_hourly_peak=hourly_peak,
     )
     return result, warnings
 
