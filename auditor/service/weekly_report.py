@@ -44,13 +44,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
 import structlog
 
 from auditor.cost.cost_model import LedgerSummary
 from auditor.cost.ledger import week_ledger
 from auditor.detectors.findings.period import for_period
 from auditor.lifecycle import FindingState, FindingStatus
+from auditor.messages import MessageKind, ReportAnnouncementAttributes, SummaryAction, WeeklySummary
 from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import headline, money, render_html, render_markdown
@@ -85,7 +85,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 #: The ``kind`` message attribute of a report announcement (findings carry their finding kind there).
-MESSAGE_KIND = "weekly_report"
+MESSAGE_KIND = MessageKind.WEEKLY_REPORT
 #: SigV4 presigned URLs live at most 7 days.
 MAX_LINK_EXPIRY_SECONDS = 604_800
 #: Weeks before the report week read for the deltas (and for findings resolved later): the previous week, plus one
@@ -290,54 +290,54 @@ def summary_document(
     markdown_key: str,
     url_expiry_known: bool = False,
     console_url: str | None = None,
-) -> dict[str, Any]:
+) -> WeeklySummary:
     """The compact summary carried in the ``report_json`` attribute (what the Slack notifier renders).
 
     Action headlines and recommendations are the findings' own text, with raw key values; each action lists the
     raw ``keys`` of its findings so a consumer that must redact them (the Slack notifier) can find them.
     """
     s = report.summary
-    return {
-        "kind": MESSAGE_KIND,
-        "version": 1,
-        "title": report.title,
-        "week": report.week.label,
-        "week_start": isoformat_z(report.week.start),
-        "week_end": isoformat_z(report.week.end),
-        "generated_at": isoformat_z(report.generated_at),
-        "headline": headline(report),
-        "open_findings": s.open_findings,
-        "by_severity": {sev.value: s.by_severity.get(sev, 0) for sev in Severity},
-        "new": s.new,
-        "worsened": s.worsened,
-        "ongoing": s.ongoing,
-        "resolved": s.resolved,
-        "tables_with_findings": s.tables_with_findings,
-        "tables_seen": s.tables_seen,
-        "monthly_savings": round(s.monthly_savings, 2),
-        "worst_severity": worst_open_severity(report).value,
-        "actions": [
-            {
-                "rank": a.rank,
-                "severity": a.severity.value,
-                "table": a.table,
-                "kind": a.kind.value,
-                "headline": _clip(a.headline),
-                "recommendation": _clip(a.recommendation),
-                "monthly_savings": round(a.monthly_savings, 2),
-                "findings": len(a.finding_ids),
-                "keys": _action_keys(report, a.finding_ids),
-            }
+    return WeeklySummary(
+        kind=MESSAGE_KIND,
+        version=1,
+        title=report.title,
+        week=report.week.label,
+        week_start=isoformat_z(report.week.start),
+        week_end=isoformat_z(report.week.end),
+        generated_at=isoformat_z(report.generated_at),
+        headline=headline(report),
+        open_findings=s.open_findings,
+        by_severity={sev.value: s.by_severity.get(sev, 0) for sev in Severity},
+        new=s.new,
+        worsened=s.worsened,
+        ongoing=s.ongoing,
+        resolved=s.resolved,
+        tables_with_findings=s.tables_with_findings,
+        tables_seen=s.tables_seen,
+        monthly_savings=round(s.monthly_savings, 2),
+        worst_severity=worst_open_severity(report).value,
+        actions=[
+            SummaryAction(
+                rank=a.rank,
+                severity=a.severity.value,
+                table=a.table,
+                kind=a.kind.value,
+                headline=_clip(a.headline),
+                recommendation=_clip(a.recommendation),
+                monthly_savings=round(a.monthly_savings, 2),
+                findings=len(a.finding_ids),
+                keys=_action_keys(report, a.finding_ids),
+            )
             for a in report.actions
         ],
-        "url": url,
-        "url_expires_at": isoformat_z(url_expires_at),
-        "url_expiry_known": url_expiry_known,
-        "console_url": console_url,
-        "bucket": bucket,
-        "html_key": html_key,
-        "markdown_key": markdown_key,
-    }
+        url=url,
+        url_expires_at=isoformat_z(url_expires_at),
+        url_expiry_known=url_expiry_known,
+        console_url=console_url,
+        bucket=bucket,
+        html_key=html_key,
+        markdown_key=markdown_key,
+    )
 
 
 def link_lifetime_text(expires_at: datetime, *, known: bool) -> str:
@@ -477,14 +477,9 @@ def run_weekly_report(
             params.topic_arn,
             subject=f"{params.title} {week.label}"[:99],
             message=summary_text(report, **link),
-            attributes={
-                "kind": MESSAGE_KIND,
-                "severity": worst.value,
-                "table": "*",
-                "week": week.label,
-                "event_id": f"report-{week.label}",
-                "report_json": orjson.dumps(document).decode(),
-            },
+            attributes=ReportAnnouncementAttributes(
+                severity=worst, week=week.label, event_id=f"report-{week.label}", report_json=document.to_json()
+            ).to_strings(),
         )
     except Exception:
         announcements.release(week, token)  # the retry announces
