@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: dict[str, int] = {
     "exceptions": 0,
     "models": 0,
+    "messages": 0,
     "kernel": 1,
     "escaping": 1,
     "redact": 1,
