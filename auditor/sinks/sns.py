@@ -1,52 +1,18 @@
-"""Publishing finding events to the findings topic (SNS), from the outbox.
+"""Publishing finding events and run digests to the findings topic (SNS), from the outbox.
 
-The message contract (subscribers, e-mail readers and the Slack notifier rely on it)
-====================================================================================
-
-One SNS message per finding event (``new``, ``worsened``, ``resolved``), ``MessageStructure`` not set:
-
-``Subject``
-    ``[HIGH] new: Hot key on Orders`` — ASCII only, at most 99 characters (SNS rejects 100 and more), one line.
-``Message``
-    Readable plain text for people (e-mail subscriptions): the title; status, severity, table and index, account
-    and region, first and last seen; the summary; the key evidence (one ``name: value`` line each); the
-    recommendation; the finding id.
-``MessageAttributes`` (all ``DataType: String``), usable in subscription filter policies:
-
-    ==============  ========================================================================================
-    ``kind``        the finding kind (``scan``, ``hot_key``, ...)
-    ``severity``    ``critical`` | ``high`` | ``medium`` | ``low`` | ``info`` (the current severity)
-    ``table``       the audited table name
-    ``status``      ``new`` | ``worsened`` | ``resolved`` (what happened)
-    ``finding_id``  the stable finding id
-    ``event_id``    a stable id of this publish: the same on a retried publish (deduplicate on it)
-    ``finding_json`` the finding as JSON (docs/contract.md "Finding (JSON)", with the lifecycle's ``first_seen`` and
-                    ``last_seen``). When the whole message would exceed SNS's 256 KB, the ``evidence`` is cut
-                    to the fields docs/contract.md requires and ``"evidence_truncated": true`` is added to it.
-    ``previous_severity`` only on ``worsened``: the severity published before.
-    ==============  ========================================================================================
-
-A consumer of an SNS-triggered Lambda reads ``Records[i].Sns.MessageAttributes.finding_json.Value`` (SNS turns
-``StringValue`` into ``{"Type": "String", "Value": ...}``) and ``...status.Value``; through SQS without raw
-delivery the same ``MessageAttributes`` are in the JSON envelope of the message body.
-
-The run digest
-==============
-
-After draining the outbox, :func:`publish_pending` publishes **one digest message** for the run when it sent any
-``new`` or ``worsened`` event: ``Subject`` ``[HIGH] 7 new or worsened DynamoDB findings``, the readable list as
-``Message``, and the attributes ``kind`` = ``digest``, ``status`` = ``digest``, ``severity`` (the most severe
-finding in it, so a subscription filter policy on ``severity`` drops a digest of only minor findings), ``event_id``
-and ``digest_json`` (``{"findings": [{"id", "severity", "status", "kind", "table", "index", "account", "region",
-"title", "fix", "previous_severity", "key"}, ...], "more": int}``, most severe first, at most :data:`DIGEST_MAX_ITEMS`
-items; ``more`` counts the rest). The Slack subscription takes digests by default, e-mail takes the per-finding
-messages (see template.yaml). A digest that SNS refuses is logged and counted in ``digest_failed``; the
-per-finding messages it summarises were already accepted, so nothing is lost.
+What each message holds is the message contract, :mod:`auditor.messages`: one finding event per ``new``,
+``worsened`` or ``resolved`` event (:mod:`auditor.messages.finding_event`), and after the drain one run digest when
+it sent any ``new`` or ``worsened`` event (:mod:`auditor.messages.digest`). This module renders them (subjects ASCII
+and one line, at most 99 characters; when a finding event would exceed SNS's 256 KB its evidence is cut to the
+required fields, and as a last resort ``finding_json`` is left out) and publishes them. A consumer of an
+SNS-triggered Lambda reads ``Records[i].Sns.MessageAttributes.finding_json.Value``; through SQS without raw delivery
+the same ``MessageAttributes`` are in the JSON envelope of the message body.
 
 Delivery: :func:`publish_pending` drains the outbox oldest first. An entry is deleted only after SNS accepted it;
 a failed publish (any ``ClientError`` or ``BotoCoreError``: topic gone, wrong ARN, throttled, endpoint down) stays
 pending with ``attempts`` + 1 and is retried by the next run. Nothing is lost; an entry is published twice only if
-its delete fails after SNS accepted it.
+its delete fails after SNS accepted it. A digest that SNS refuses is logged and counted in ``digest_failed``; the
+per-finding messages it summarises were already accepted.
 """
 
 from __future__ import annotations
@@ -62,6 +28,7 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
 from auditor.lifecycle import EventKind, FindingEvent
+from auditor.messages import Digest, DigestAttributes, DigestItem, FindingEventAttributes, encode_finding
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, isoformat_z, utc
 from auditor.state.findings_store import FindingsStore, OutboxEntry
 
@@ -118,8 +85,6 @@ class PublishResult:
     oldest_left_seconds: float = 0.0
 
 
-#: The ``kind`` attribute of a run digest.
-DIGEST_KIND = "digest"
 #: Most findings listed in a digest's ``digest_json`` (the rest are counted in ``more``).
 DIGEST_MAX_ITEMS = 100
 _FIX_CHARS = 160
@@ -140,20 +105,20 @@ def render_digest(events: list[FindingEvent], event_id: str) -> SnsMessage | Non
     shown.sort(key=lambda e: (-e.finding.severity.rank, e.finding.table, e.finding.kind.value, e.finding.id))
     worst = shown[0].finding.severity
     items = [
-        {
-            "id": e.finding.id,
-            "severity": e.finding.severity.value,
-            "status": e.kind.value,
-            "kind": e.finding.kind.value,
-            "table": e.finding.table,
-            "index": e.finding.index,
-            "account": e.finding.account,
-            "region": e.finding.region,
-            "title": e.finding.title,
-            "fix": _one_line(e.finding.recommendation, _FIX_CHARS),
-            "previous_severity": e.previous_severity.value if e.previous_severity else None,
-            "key": e.finding.evidence.get("key"),  # lets the Slack notifier redact the key in title and fix
-        }
+        DigestItem(
+            id=e.finding.id,
+            severity=e.finding.severity.value,
+            status=e.kind.value,
+            kind=e.finding.kind.value,
+            table=e.finding.table,
+            index=e.finding.index,
+            account=e.finding.account,
+            region=e.finding.region,
+            title=e.finding.title,
+            fix=_one_line(e.finding.recommendation, _FIX_CHARS),
+            previous_severity=e.previous_severity.value if e.previous_severity else None,
+            key=e.finding.evidence.get("key"),  # lets the Slack notifier redact the key in title and fix
+        )
         for e in shown[:DIGEST_MAX_ITEMS]
     ]
     more = len(shown) - len(items)
@@ -166,14 +131,9 @@ def render_digest(events: list[FindingEvent], event_id: str) -> SnsMessage | Non
     ]
     if more:
         lines.append(f"... and {more} more")
-    attributes = {
-        "kind": DIGEST_KIND,
-        "severity": worst.value,
-        "status": DIGEST_KIND,
-        "event_id": event_id,
-        "digest_json": orjson.dumps({"findings": items, "more": more}).decode(),
-    }
-    return SnsMessage(subj[:MAX_SUBJECT_CHARS], "\n".join(lines)[:_MAX_TEXT_CHARS], attributes)
+    digest = Digest(findings=items, more=more)
+    attributes = DigestAttributes(severity=worst, event_id=event_id, digest_json=digest.to_json())
+    return SnsMessage(subj[:MAX_SUBJECT_CHARS], "\n".join(lines)[:_MAX_TEXT_CHARS], attributes.to_strings())
 
 
 def _ascii(text: str) -> str:
@@ -244,33 +204,24 @@ def text(event: FindingEvent) -> str:
     return body if len(body) <= _MAX_TEXT_CHARS else body[: _MAX_TEXT_CHARS - 3] + "..."
 
 
-def _finding_json(f: Finding, *, trimmed: bool = False) -> str:
-    data = f.model_dump(mode="json")
-    if trimmed:
-        required = REQUIRED_EVIDENCE.get(f.kind, ())
-        data["evidence"] = {k: v for k, v in f.evidence.items() if k in required} | {"evidence_truncated": True}
-    return orjson.dumps(data).decode()
-
-
 def render(event: FindingEvent, event_id: str) -> SnsMessage:
     """The SNS message of one event (see the module docstring for the contract)."""
     f = event.finding
-    attributes = {
-        "kind": f.kind.value,
-        "severity": f.severity.value,
-        "table": f.table,
-        "status": event.kind.value,
-        "finding_id": f.id,
-        "event_id": event_id,
-    }
-    if event.kind is EventKind.WORSENED and event.previous_severity is not None:
-        attributes["previous_severity"] = event.previous_severity.value
-    msg = SnsMessage(subject(event), text(event), {**attributes, "finding_json": _finding_json(f)})
-    if msg.size() > MAX_MESSAGE_BYTES - _SAFETY_BYTES:
-        msg = SnsMessage(msg.subject, msg.text, {**attributes, "finding_json": _finding_json(f, trimmed=True)})
-    if msg.size() > MAX_MESSAGE_BYTES - _SAFETY_BYTES:  # even the required evidence is huge: text only
-        msg = SnsMessage(msg.subject, msg.text, attributes)
-    return msg
+    attributes = FindingEventAttributes(
+        kind=f.kind,
+        severity=f.severity,
+        table=f.table,
+        status=event.kind.value,
+        finding_id=f.id,
+        event_id=event_id,
+        previous_severity=event.previous_severity if event.kind is EventKind.WORSENED else None,
+    )
+    head, body = subject(event), text(event)
+    for finding_json in (encode_finding(f), encode_finding(f, trimmed=True)):
+        msg = SnsMessage(head, body, attributes.model_copy(update={"finding_json": finding_json}).to_strings())
+        if msg.size() <= MAX_MESSAGE_BYTES - _SAFETY_BYTES:
+            return msg
+    return SnsMessage(head, body, attributes.to_strings())  # even the required evidence is huge: text only
 
 
 def publish_one(sns: SNSClient, topic_arn: str, entry: OutboxEntry) -> str:
