@@ -20,6 +20,7 @@ from auditor.config import get_settings
 from auditor.demo.service import sns_event
 from auditor.demo.stack import SlackCatcher
 from auditor.lifecycle import FindingStatus
+from auditor.messages import FindingNotification, MessageKind, SummaryAction, WeeklySummary
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.redact import redact_value
 from auditor.report.model import IsoWeek
@@ -34,14 +35,7 @@ from auditor.service.weekly_report import (
     report_week,
 )
 from auditor.sinks.slack import forget_slack_secret
-from auditor.sinks.slack_blocks import (
-    REPORT_MESSAGE_KIND,
-    FindingNotification,
-    SummaryAction,
-    WeeklySummary,
-    build_message,
-    render_weekly_summary,
-)
+from auditor.sinks.slack_blocks import build_message, render_weekly_summary
 from auditor.state.findings_store import FindingsStore
 from handlers import notifier, runtime, weekly_report
 from tests.functional.conftest import TopicInbox, client, create_state_table
@@ -297,7 +291,7 @@ def test_the_notifier_posts_a_compact_redacted_summary_with_the_link(env: Env, m
     body = json.dumps(post, ensure_ascii=False)
     assert "CUSTOMER#42" not in body and redact_value("CUSTOMER#42") in body  # keys leave the account redacted
     assert "Most important actions" in body and "2 open findings" in post["text"]
-    assert REPORT_MESSAGE_KIND == MESSAGE_KIND
+    assert MessageKind.WEEKLY_REPORT == MESSAGE_KIND
 
 
 def test_an_unusable_summary_falls_back_to_the_redacted_message_text(env: Env) -> None:
