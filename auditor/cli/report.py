@@ -49,22 +49,24 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from auditor.report import model
+    from auditor.report.auditor_cost import AuditorUsage
+    from auditor.report.inputs import capacity_from_billing_input, merge_findings_documents, parse_findings_document
+    from auditor.report.model import IsoWeek, build_report_from_findings, default_week
     from auditor.report.report_pages import write_report
 
-    doc = model.merge_findings_documents([model.parse_findings_document(read_json(p), p) for p in args.findings])
-    previous = model.parse_findings_document(read_json(args.previous), args.previous) if args.previous else None
+    doc = merge_findings_documents([parse_findings_document(read_json(p), p) for p in args.findings])
+    previous = parse_findings_document(read_json(args.previous), args.previous) if args.previous else None
     capacity = [*doc.capacity]  # the series an audit read, then the ones given with --capacity
-    capacity += [s for p in args.capacity for s in model.capacity_from_billing_input(read_json(p), p)]
+    capacity += [s for p in args.capacity for s in capacity_from_billing_input(read_json(p), p)]
     if args.trace:
         from auditor.billing.trace import read_trace
 
         for path in args.trace:
-            capacity += model.capacity_from_billing_input(read_trace(path, Path(path).stem), path)
+            capacity += capacity_from_billing_input(read_trace(path, Path(path).stem), path)
     now = datetime.now(UTC)
-    week = model.IsoWeek.parse(args.week) if args.week else model.default_week(doc.findings, now)
-    usage = model.AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
-    report = model.build_report_from_findings(
+    week = IsoWeek.parse(args.week) if args.week else default_week(doc.findings, now)
+    usage = AuditorUsage(cloudtrail_data_events=doc.stats["data_events"]) if "data_events" in doc.stats else None
+    report = build_report_from_findings(
         doc.findings,
         now,
         week=week,

@@ -528,7 +528,8 @@ def _write_report(
     """The weekly report over the demo's findings and the traffic windows in the state table."""
     from auditor.engine import access_patterns
     from auditor.kernel.aggregates.window import AggregateSet
-    from auditor.report.model import AuditorUsage, IsoWeek, build_report_from_findings
+    from auditor.report.auditor_cost import AuditorUsage
+    from auditor.report.model import IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
     from auditor.service.weekly_report import load_week_ledger
     from auditor.state.capture_store import CaptureStore

@@ -20,7 +20,8 @@ from html import escape
 from itertools import count
 
 from auditor.models.finding import Severity
-from auditor.report.model import ITEM_LIMIT_BYTES, CapacityPanel, WeeklyReport
+from auditor.report.contents import ITEM_LIMIT_BYTES, CapacityPanel
+from auditor.report.model import WeeklyReport
 
 WIDTH = 940
 HALF_WIDTH = 470

@@ -23,7 +23,10 @@ from markupsafe import Markup
 from auditor.escaping import drop_controls, report_text
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
-from auditor.report.model import STATUSES, THROTTLE_SOURCES, WHAT_IF_GROWTHS, Delta, WeeklyReport, format_key
+from auditor.report.contents import STATUSES, WHAT_IF_GROWTHS, Delta
+from auditor.report.figures import format_key
+from auditor.report.inputs import THROTTLE_SOURCES
+from auditor.report.model import WeeklyReport
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"

@@ -31,8 +31,10 @@ from auditor.config import AnalysisConfig
 from auditor.demo.generator import demo_workload, write_trail
 from auditor.engine import analyze_trail
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.report.auditor_cost import AuditorUsage
 from auditor.report.charts import report_charts
-from auditor.report.model import AuditorUsage, CapacitySeries, IsoWeek, WeeklyReport, build_report_from_findings
+from auditor.report.inputs import CapacitySeries
+from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import write_report
 
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

@@ -24,7 +24,6 @@ KNOWN_LARGE: dict[str, str] = {
     "auditor/kernel/normalize.py": "the lead (the CloudTrail kernel)",
     "auditor/kernel/normalize.py:normalize_record": "the lead (the CloudTrail kernel)",
     "auditor/kernel/reader.py": "the lead (the CloudTrail kernel)",
-    "auditor/report/model.py": "the engineer splitting auditor/report/",
 }
 
 

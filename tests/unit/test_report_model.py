@@ -10,20 +10,16 @@ import pytest
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.report.model import (
-    AuditorUsage,
+from auditor.report.auditor_cost import AuditorUsage, CostRates, estimate_auditor_cost
+from auditor.report.inputs import (
     CapacitySeries,
-    CostRates,
-    IsoWeek,
     ThrottleCount,
-    build_report_from_findings,
     capacity_from_billing_input,
-    estimate_auditor_cost,
-    latest_week,
     parse_finding,
     parse_findings_document,
-    resample_capacity,
 )
+from auditor.report.model import IsoWeek, build_report_from_findings, latest_week
+from auditor.report.sections import resample_capacity
 
 W49 = IsoWeek(year=2026, week=49)  # Mon 2026-11-30 .. Mon 2026-12-07 (UTC)
 MON = datetime(2026, 11, 30, tzinfo=UTC)

@@ -14,8 +14,10 @@ import pytest
 from auditor.cli import main
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.report.auditor_cost import AuditorUsage
 from auditor.report.charts import Bar, Line, bar_chart, line_chart, nice_ticks, report_charts
-from auditor.report.model import AuditorUsage, CapacitySeries, IsoWeek, WeeklyReport, build_report_from_findings
+from auditor.report.inputs import CapacitySeries
+from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import md, md_code, render_html, render_markdown, write_report
 
 W49 = IsoWeek(year=2026, week=49)
@@ -514,7 +516,7 @@ def test_cli_report_merges_several_findings_files_deduplicated_by_id(
     code, _, err = run(["report", "--findings", str(paths[0]), "--out", str(tmp_path / "one")], capsys)
     one = (tmp_path / "one" / "report.md").read_text()
     assert all(f.id not in one for f in findings[half + 2 :])
-    from auditor.report.model import merge_findings_documents, parse_findings_document
+    from auditor.report.inputs import merge_findings_documents, parse_findings_document
 
     merged = merge_findings_documents([parse_findings_document(orjson.loads(p.read_bytes()), str(p)) for p in paths])
     assert sorted(fi.finding.id for fi in merged.findings) == sorted(f.id for f in findings)
@@ -599,7 +601,8 @@ def test_report_capacity_accepts_the_nulls_billing_accepts(tmp_path: Path) -> No
 
 
 def test_the_default_week_is_the_last_complete_iso_week() -> None:
-    from auditor.report.model import FindingInput, default_week
+    from auditor.report.inputs import FindingInput
+    from auditor.report.model import default_week
 
     now = datetime(2026, 12, 9, 12, tzinfo=UTC)  # Wednesday of 2026-W50
     last_week = FindingInput(finding=make("scan", "low", "A", {"count": 1}, days=2))  # Wed of W49

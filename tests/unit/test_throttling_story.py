@@ -381,7 +381,7 @@ def test_each_window_is_its_own_sighting_and_the_period_sums_them() -> None:
 
 def test_report_merges_an_audit_and_an_analyze_trail_output_into_one_story() -> None:
     """``report --findings audit.json --findings trail.json``: one throttling finding with both sources' parts."""
-    from auditor.report.model import FindingInput, FindingsDocument, merge_findings_documents
+    from auditor.report.inputs import FindingInput, FindingsDocument, merge_findings_documents
 
     cw = only_throttling(throttling_story.merge_throttling(cw_key_range()))
     ct = only_throttling(throttling_story.merge_throttling(ct_hot_partition()))

@@ -243,7 +243,7 @@ def test_share_base_sums_with_the_counts_and_is_dropped_when_a_sighting_lacks_it
 
 
 def test_weekly_report_shows_the_hot_key_share_of_the_week() -> None:
-    from auditor.report.model import period_share
+    from auditor.report.figures import period_share
 
     def finding(share_base: int | None) -> Finding:
         totals = Totals(
