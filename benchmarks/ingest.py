@@ -7,7 +7,7 @@ Run from the repository root (see also ``python -m benchmarks`` in the package d
 What it does:
 
 1. Generates (once, cached under ``benchmarks/.data/``) one ``{"Records":[...]}`` ``.json.gz`` file of ``N``
-   records (default 200,000) with :func:`auditor.demo.generator.write_large_log_file`. The cache key includes a
+   records (default 200,000) with :func:`auditor.demo.benchmark.write_large_log_file`. The cache key includes a
    hash of the generator's source, so a changed generator regenerates the file.
 2. Measures, each in its own process and interleaved ``R`` times (default 3), medians reported:
 
@@ -54,7 +54,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(__file__).resolve().parent / ".data"
-GENERATOR = REPO / "auditor" / "demo" / "generator.py"
+#: The generator's sources: the command, the benchmark records, their shapes and the log-file writer.
+GENERATOR = [REPO / "auditor" / "demo" / f"{name}.py" for name in ("generator", "benchmark", "records", "trail")]
 
 TARGET_JOBS1_CPU_RATIO = 1.0  # floor CPU s / analyze-trail --jobs 1 CPU s, at least
 TARGET_WALL_RATIO = 1.5  # floor wall s / analyze-trail (default jobs) wall s, at least
@@ -212,7 +213,7 @@ def run_child(argv: list[str], env: dict[str, str] | None = None) -> subprocess.
 def generator_version() -> str:
     """A short hash of the generator's source: part of the cache key."""
     try:
-        return hashlib.sha256(GENERATOR.read_bytes()).hexdigest()[:10]
+        return hashlib.sha256(b"".join(path.read_bytes() for path in GENERATOR)).hexdigest()[:10]
     except OSError:
         return "unknown"
 

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from auditor.config import get_settings
-from auditor.demo.generator import Workload, generate_workload, write_trail
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import Workload, generate_workload
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

@@ -15,7 +15,8 @@ import orjson
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail
 from auditor.service.dedupe import Deduplication
 from auditor.service.ingest import process_trail_object, reread_objects

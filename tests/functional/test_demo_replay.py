@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from auditor.demo.generator import Workload, generate_workload, write_trail
 from auditor.demo.replay import read_trail_files, run_replay
 from auditor.demo.service import DemoResult
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import Workload, generate_workload
 from auditor.engine import analyze_trail
 
 #: A Tuesday morning three hours long, in ISO week 2026-W48.

@@ -13,7 +13,8 @@ import pytest
 import structlog
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.generator import demo_workload, write_log_file
+from auditor.demo.trail import write_log_file
+from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.reader import Deduper, InputSource

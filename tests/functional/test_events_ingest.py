@@ -15,7 +15,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.generator import demo_workload
+from auditor.demo.workload import demo_workload
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.normalize import normalize_record
 from auditor.service.ingest import process_events

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from auditor.demo.generator import write_large_log_file
+from auditor.demo.benchmark import write_large_log_file
 from auditor.models.dynamodb_size import item_size, write_capacity_units
 from benchmarks import lambda_path
 from handlers import runtime

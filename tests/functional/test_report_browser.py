@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.report.auditor_cost import AuditorUsage

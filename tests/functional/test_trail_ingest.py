@@ -18,7 +18,8 @@ import structlog
 from structlog.testing import capture_logs
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.generator import demo_workload, write_log_file, write_trail
+from auditor.demo.trail import write_log_file, write_trail
+from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.reader import Deduper, InputSource

@@ -37,9 +37,10 @@ from botocore.exceptions import ClientError
 from botocore.validate import validate_parameters
 
 from auditor.config import get_settings
-from auditor.demo.generator import demo_workload, write_trail
 from auditor.demo.service import scheduled_event, sns_event, sqs_event
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
 from handlers import (
     capture_controller,
     evaluator,

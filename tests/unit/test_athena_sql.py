@@ -15,7 +15,8 @@ import pytest
 import sqlglot
 
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import Workload, generate_workload, write_log_file
+from auditor.demo.trail import write_log_file
+from auditor.demo.workload import Workload, generate_workload
 from auditor.engine import access_patterns, analyze_trail, evaluate, new_aggregate_set, period_totals
 from auditor.exceptions import InputError
 from auditor.models.finding import Finding, FindingKind

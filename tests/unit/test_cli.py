@@ -14,7 +14,8 @@ import pytest
 
 from auditor.cli import main
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import demo_workload, write_log_file, write_trail
+from auditor.demo.trail import write_log_file, write_trail
+from auditor.demo.workload import demo_workload
 from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set, period_totals
 from auditor.kernel.reader import Deduper, discover
 from auditor.kernel.stats import IngestStats

@@ -20,7 +20,6 @@ MAX_FUNCTION_LINES = 150
 #: ``path`` (a module over the limit) or ``path:function`` (a function over the limit, by its qualified name:
 #: ``Class.method``, ``outer.inner``) -> who is splitting it.
 KNOWN_LARGE: dict[str, str] = {
-    "auditor/demo/generator.py": "the engineer splitting auditor/demo/",
     "auditor/kernel/normalize.py": "the lead (the CloudTrail kernel)",
     "auditor/kernel/normalize.py:normalize_record": "the lead (the CloudTrail kernel)",
     "auditor/kernel/reader.py": "the lead (the CloudTrail kernel)",

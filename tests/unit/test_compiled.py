@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.demo.generator import demo_workload, write_large_log_file, write_log_file
+from auditor.demo.benchmark import write_large_log_file
+from auditor.demo.trail import write_log_file
+from auditor.demo.workload import demo_workload
 from benchmarks.interpreted import compiled_modules
 from tests.fuzz.repros import CORPUS
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.demo.generator import benchmark_records
+from auditor.demo.benchmark import benchmark_records
 from auditor.kernel import reader as cloudtrail
 from auditor.kernel.normalize import LIGHT_READS, normalize_record, single_item
 from auditor.kernel.reader import Deduper, InputSource, read_calls

@@ -16,7 +16,8 @@ import pytest
 from botocore.validate import validate_parameters
 
 from auditor.cli import main
-from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
 from auditor.formats import ASFF_SEVERITY, CSV_COLUMNS, asff_document, asff_finding, render_csv, sarif_document
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.mutelist import DEFAULT_REASON, MuteRule, apply_mutelist, load_mutelist

@@ -16,17 +16,11 @@ import orjson
 import pytest
 
 from auditor.demo import generator as gen
-from auditor.demo.generator import (
-    DEFAULT_ACCOUNT,
-    DEFAULT_REGION,
-    DEFAULT_START,
-    PLANTED_PROBLEMS,
-    benchmark_records,
-    demo_workload,
-    write_large_log_file,
-    write_log_file,
-    write_trail,
-)
+from auditor.demo import records as record_shapes
+from auditor.demo.benchmark import benchmark_records, write_large_log_file
+from auditor.demo.records import DEFAULT_ACCOUNT, DEFAULT_REGION, DEFAULT_START
+from auditor.demo.trail import write_log_file, write_trail
+from auditor.demo.workload import PLANTED_PROBLEMS, demo_workload
 
 HOURS = 0.25  # 15 minutes: every planted problem is present, and the suite stays fast
 
@@ -55,12 +49,12 @@ ENVELOPE = (
 READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "BatchExecuteStatement"}
 ALLOWED_ERRORS = {
-    (gen.PTEE, gen.PTEE_MESSAGE),
-    (gen.THROTTLING, gen.THROTTLING_MESSAGE),
-    (gen.VALIDATION, "Item size has exceeded the maximum allowed size"),
-    (gen.VALIDATION, "Item size to update has exceeded the maximum allowed size"),
-    (gen.CONDITIONAL_FAILED, "The conditional request failed"),
-    (gen.TXN_CANCELED, gen.TXN_CANCELED_MESSAGE),
+    (record_shapes.PTEE, record_shapes.PTEE_MESSAGE),
+    (record_shapes.THROTTLING, record_shapes.THROTTLING_MESSAGE),
+    (record_shapes.VALIDATION, "Item size has exceeded the maximum allowed size"),
+    (record_shapes.VALIDATION, "Item size to update has exceeded the maximum allowed size"),
+    (record_shapes.CONDITIONAL_FAILED, "The conditional request failed"),
+    (record_shapes.TXN_CANCELED, record_shapes.TXN_CANCELED_MESSAGE),
 }
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -272,12 +266,16 @@ def test_partiql_statements_redact_non_key_literals(records: list[dict[str, Any]
 
 def test_errors_are_top_level_with_the_documented_messages(records: list[dict[str, Any]]) -> None:
     codes = Counter(r.get("errorCode") for r in records)
-    assert codes[gen.PTEE] > 0 and codes[gen.VALIDATION] == 7 and codes[gen.CONDITIONAL_FAILED] > 0
+    assert (
+        codes[record_shapes.PTEE] > 0
+        and codes[record_shapes.VALIDATION] == 7
+        and codes[record_shapes.CONDITIONAL_FAILED] > 0
+    )
     for r in records:
         assert ("errorCode" in r) == ("errorMessage" in r)
-        if r.get("errorCode") == gen.PTEE:
+        if r.get("errorCode") == record_shapes.PTEE:
             assert r["requestParameters"]["key"]["pk"] == "CUSTOMER#42"
-        if r.get("errorCode") == gen.VALIDATION:
+        if r.get("errorCode") == record_shapes.VALIDATION:
             key = r["requestParameters"]["key"]
             if r["eventName"] == "UpdateItem":
                 assert key == {"docId": "DOC#7"}

@@ -14,7 +14,8 @@ import pytest
 
 from auditor import engine
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import demo_workload, write_trail
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail, ingest, plan_processes
 from auditor.kernel.reader import SKIPPED, Deduper, Shard, discover, iter_records, read_calls
 from auditor.kernel.stats import IngestStats

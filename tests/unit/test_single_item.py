@@ -16,7 +16,8 @@ import orjson
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.generator import benchmark_records, demo_workload
+from auditor.demo.benchmark import benchmark_records
+from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source, new_aggregate_set
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.normalize import normalize_record, single_item

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from auditor.demo.generator import write_large_log_file
+from auditor.demo.benchmark import write_large_log_file
 from benchmarks import stages
 from benchmarks.ingest import REPO, Run, measure, warm_bytecode
 
