@@ -1,6 +1,6 @@
 """CloudTrail log files and the S3 layout of a trail, as CloudTrail delivers them, for the generator's records.
 
-Trail layout written by :func:`write_trail` (cloudtrail.md §2.1)::
+Trail layout written by :func:`write_trail` (the S3 layout CloudTrail delivers to)::
 
     <out>/AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/<acct>_CloudTrail_<region>_<YYYYMMDDTHHmmZ>_<16 alnum>.json.gz
     <out>/AWSLogs/<acct>/CloudTrail-Digest/<region>/YYYY/MM/DD/
@@ -174,7 +174,7 @@ def _write_digests(
     bucket: str,
     rng: random.Random,
 ) -> list[Path]:
-    """Hourly digest files (cloudtrail.md §2.1, CT-UG digest file structure) listing the log files."""
+    """Hourly digest files (the digest file structure of the CloudTrail User Guide) listing the log files."""
     if not files:
         return []
     offset = rng.uniform(0.0, 3600.0)
