@@ -130,7 +130,7 @@ def scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
         principal = f.evidence.get("principal")
         principal = principal if isinstance(principal, str) else None
         # CloudWatch counts a table's Scan requests without saying who sent them (a table whose scans CloudTrail
-        # attributes has that count on the attributed findings instead, see auditor.report.model).
+        # attributes has that count on the attributed findings instead: _attach_scan_volume in auditor.report.model).
         name = CLOUDWATCH_SCANNER if principal is None and f.evidence.get("source") == "cloudwatch" else None
         rows.append(
             ScannerRow(
