@@ -6,14 +6,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test lint typecheck unit demo bench bench-lambda bench-stages clean tools template-check build fuzz
+.PHONY: venv test lint typecheck unit unit-compiled fast demo bench bench-lambda bench-stages clean tools template-check build fuzz
 
-# The install compiles the ingest hot path (setup.py: COMPILED with mypyc, NATIVE in C) next to its sources, so it is
-# redone when one of them changes: an edited module must never run as its older compiled copy (tests/conftest.py
-# checks too).
-COMPILED_SOURCES := $(shell grep -oE '"auditor/[a-z_/]*\.(py|c)"' setup.py | tr -d '"')
-
-$(STAMP): pyproject.toml setup.py $(COMPILED_SOURCES)
+# The default install is pure Python, exactly what the Lambda functions run (setup.py compiles nothing unless
+# DDB_AUDIT_COMPILE=1).
+$(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -28,18 +25,26 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# The whole suite runs on the compiled modules (what `pip install` gives the CLI); then the tests of the compiled
-# modules, the fuzz corpus and the ingest handlers run again on their interpreted source (what Lambda runs).
-PURE_TESTS := tests/fuzz $(addprefix tests/unit/test_,$(addsuffix .py, \
-                window templates sketch fingerprints normalize partiql single_item fastrecord real_shapes edge_dates \
-                key_encoding_limits catalogue detection_rates workloads cloudtrail_reader)) \
-              $(addprefix tests/functional/test_,$(addsuffix .py,trail_ingest window_store cross_object_dedupe evaluator))
-
+# The whole suite on the default (pure Python) install, then the CloudTrail kernel's tests (tests/kernel) again with
+# the kernel compiled by mypyc (the opt-in of `make fast`), in a copy of the tree so that .venv stays pure.
 unit: venv
 	$(BIN)/pytest -q
-	$(BIN)/python -m pytest -q -p tests.pure_python $(PURE_TESTS)
 
-test: lint typecheck unit template-check
+KERNEL_COPY := build/kernel-compiled
+unit-compiled: venv
+	@rm -rf $(KERNEL_COPY) && mkdir -p $(KERNEL_COPY)
+	@cp -R auditor handlers tests benchmarks events examples pyproject.toml setup.py README.md template.yaml $(KERNEL_COPY)/
+	@find $(KERNEL_COPY) -name __pycache__ -prune -exec rm -rf {} +
+	cd $(KERNEL_COPY) && DDB_AUDIT_COMPILE=1 $(abspath $(BIN))/python setup.py --quiet build_ext --inplace
+	cd $(KERNEL_COPY) && DDB_AUDIT_EXPECT_COMPILED=1 $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider tests/kernel
+
+test: lint typecheck unit unit-compiled template-check
+
+# Opt-in: compile the CloudTrail kernel (auditor/kernel) with mypyc, in place, for a faster `ddb-audit analyze-trail`
+# (`make venv` after pulling changes to the kernel; a plain `pip install -e .` goes back to pure Python).
+fast: venv
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'setuptools>=69' wheel
+	DDB_AUDIT_COMPILE=1 $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-build-isolation -e '.[dev]'
 
 # The demo is an optional extra (moto is no runtime dependency). .venv has it: the dev extra holds moto[server] too,
 # and installing `.[demo]` on top would rebuild (and recompile) the project for nothing.

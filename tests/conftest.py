@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,12 @@ def pytest_configure(config: pytest.Config) -> None:
     """No compiled module under test may be older than its source: an edited module must never be tested as its
     older compiled copy."""
     _COMPILED[:] = compiled_modules()
+    if os.environ.get("DDB_AUDIT_EXPECT_COMPILED") == "1" and not any(
+        n.startswith("auditor.kernel.") for n in _COMPILED
+    ):
+        raise pytest.UsageError(
+            "DDB_AUDIT_EXPECT_COMPILED=1 but the kernel runs interpreted (see `make unit-compiled`)"
+        )
     for name in _COMPILED:
         built = Path(str(sys.modules[name].__file__))
         stem = name.rsplit(".", 1)[-1]

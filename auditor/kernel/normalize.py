@@ -19,8 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import orjson
+from msgspec import UNSET
+
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem, Statement
+from auditor.kernel.decode import LightRecord
 from auditor.kernel.key_condition import key_condition, key_condition_legacy
 from auditor.kernel.partiql import parse_statement
 
@@ -327,11 +331,6 @@ def _principal(identity: Any) -> tuple[str | None, str | None, str | None]:
 # two paths cannot disagree.
 
 
-#: Every name :func:`_reader_keys` gave out, for another reader to use the same ``str`` objects (see
-#: ``auditor.kernel.reader``).
-READER_KEYS: list[str] = []
-
-
 def _reader_keys(*names: str) -> tuple[str, ...]:
     """``names`` as the very ``str`` objects the record reader puts in its dicts, where it can be found out.
 
@@ -341,15 +340,8 @@ def _reader_keys(*names: str) -> tuple[str, ...]:
     about half the cost of every envelope and ``requestParameters`` lookup. Purely a speed-up: any other ``str``
     equal to the name finds the same entry, so results never depend on this (nor on orjson evicting a key).
     """
-    try:
-        import orjson
-
-        learned = {key: key for key in orjson.loads(orjson.dumps(dict.fromkeys(names, 0)))}
-    except Exception:  # no orjson, or another parser: plain constants are just as correct
-        learned = {}
-    keys = tuple(learned.get(name, name) for name in names)
-    READER_KEYS.extend(keys)
-    return keys
+    learned = {key: key for key in orjson.loads(orjson.dumps(dict.fromkeys(names, 0)))}
+    return tuple(learned.get(name, name) for name in names)
 
 
 _ENVELOPE_FIELDS = _reader_keys(
@@ -856,18 +848,6 @@ _LIGHT_WRITES: Final[dict[str, bool]] = {
 _CONSISTENT_READ: Final = _reader_keys("consistentRead")[0]
 
 
-#: What :func:`single_item` reads of a record, for a reader that decodes only that (``auditor.kernel._fastrecord``, see
-#: ``auditor.kernel.reader``): the fields whose values it reads, the fields it only needs present, the field
-#: whose presence makes it return None, and the values outside of which some fields make it return None. A record
-#: holding just those fields gives the same result as the whole record (a test holds the two equal).
-LIGHT_READS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, tuple[str, ...]]] = (
-    (_F_SOURCE, _F_CATEGORY, _F_MANAGEMENT, _F_NAME, _F_ID, _F_TIME, _F_PARAMS, _F_ACCOUNT, _F_REGION),
-    (_F_IDENTITY, _F_AGENT, _F_IP),
-    (_ERROR_CODE,),
-    {_F_SOURCE: (DYNAMODB_EVENT_SOURCE,), _F_NAME: tuple(_LIGHT_WRITES)},
-)
-
-
 def single_item(record: dict[str, Any]) -> SingleItem | None:
     """The fields the aggregates read from the commonest records, without building their ``ApiCall``.
 
@@ -914,6 +894,67 @@ def single_item(record: dict[str, Any]) -> SingleItem | None:
     stamp = _STAMP_CACHE.get(event_time)
     if is_write is None or stamp is None:
         return None
+    return _single_item_request(event_id, name, stamp, account, region, raw, is_write)
+
+
+def light_item(record: LightRecord) -> SingleItem | None:
+    """:func:`single_item` of a record decoded by :func:`auditor.kernel.decode.light` (its operation, source and field
+    types already checked there), with the same result as :func:`single_item` of the whole record; an event time not
+    seen yet is parsed here (None when ``_parse_time`` rejects it)."""
+    if (
+        record.category == "Management"
+        or record.management
+        or not record.event_id
+        or not record.account
+        or record.error is not UNSET
+    ):
+        return None
+    event_time = record.time
+    stamp = _STAMP_CACHE.get(event_time)
+    if stamp is None:
+        try:
+            _parse_time(event_time)
+        except MalformedRecordError:
+            return None
+        stamp = _STAMP_CACHE.get(event_time)
+        if stamp is None:  # pragma: no cover - _parse_time fills the cache with every time it accepts
+            return None
+    name = record.operation
+    item = _single_item_request(
+        record.event_id, name, stamp, record.account, record.region, record.params, _LIGHT_WRITES[name]
+    )
+    if item is None or (item[8] is not None and not _plain_key(item[8])):
+        return None
+    return item
+
+
+def _plain_key(key: dict[str, Any]) -> bool:
+    """Whether every value of ``key`` is a scalar that every JSON decoder reads alike: text, a boolean, null, a
+    float, or an integer within 64 bits (orjson reads a longer integer as a float, msgspec exactly)."""
+    for value in key.values():
+        kind = type(value)
+        if kind is int:
+            if not _INT_MIN <= value <= _UINT_MAX:
+                return False
+        elif kind is not str and kind is not bool and kind is not float and value is not None:
+            return False
+    return True
+
+
+_INT_MIN: Final = -(1 << 63)
+_UINT_MAX: Final = (1 << 64) - 1
+
+
+def _single_item_request(
+    event_id: str,
+    name: str,
+    stamp: tuple[datetime, float],
+    account: str,
+    region: str,
+    raw: dict[str, Any],
+    is_write: bool,
+) -> SingleItem | None:
+    """What :func:`single_item` and :func:`light_item` read of the request parameters, once the envelope passed."""
     index = condition = None
     table: Any
     key: Any

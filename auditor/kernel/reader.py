@@ -40,6 +40,9 @@ Memory is bounded by a few chunks plus the largest single record (or, for a top-
 ``Records``-first log file, the object itself up to ``_MAX_DOCUMENT`` bytes; larger ones are walked member by member).
 """
 
+# mypyc: interpreted
+# (the JSON framing: mostly calls into C already (bytes.find, orjson, msgspec), and its tests change its limits)
+
 from __future__ import annotations
 
 import contextlib
@@ -60,8 +63,10 @@ import structlog
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
 from auditor.kernel.calls import ApiCall, SingleItem
+from auditor.kernel.decode import LightRecord, light_record
 from auditor.kernel.dedupe import Deduper
-from auditor.kernel.normalize import LIGHT_READS, READER_KEYS, normalize_record, single_item
+from auditor.kernel.normalize import light_item, normalize_record, single_item
+from auditor.kernel.runs import RUN_MOST, Malformed, light_run, read_run, reparse
 from auditor.kernel.stats import IngestStats
 
 __all__ = [
@@ -142,43 +147,13 @@ _loads: Final = orjson.loads
 _JSONDecodeError: Final = orjson.JSONDecodeError
 
 
-def _light_reader() -> Any:
-    """``auditor.kernel._fastrecord`` set up for :func:`single_item`'s fields, or None where the C module is not built
-    (pure-Python installs, the Lambda package): then every record is decoded in full."""
-    try:
-        from auditor.kernel import _fastrecord
-    except ImportError:
-        return None
-    build, present, reject, accept = LIGHT_READS
-    _fastrecord.configure(build, present, reject, accept, READER_KEYS)
-    return _fastrecord
-
-
-_FASTRECORD: Final = _light_reader()
-
-#: Reads a record's :func:`single_item` fields without decoding the rest (see ``auditor/kernel/_fastrecord.c``):
-#: ``light(buf, start, limit)`` gives a dict of just those fields and where the record ends, or None when the record
-#: must be decoded in full. Only for ``read_calls(light=True)``.
-_LIGHT: Final[Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None] = (
-    None if _FASTRECORD is None else _FASTRECORD.light
-)
-#: ``run(buf, start, limit, sep, advance, window, most)``: ``light`` over consecutive records of an array in one
-#: call, giving ``([(fields, start, end), ...], next start)``; used with :data:`_LIGHT` only.
-_LIGHT_RUN: Final[Callable[[bytes, int, int, bytes, int, int, int], tuple[list[Any], int]] | None] = (
-    None if _FASTRECORD is None else _FASTRECORD.run
-)
-#: The most records of one :class:`LightRun` (a batch of small dicts: bounded memory whatever the input).
-_RUN_MOST: Final = 1024
-
-
 @dataclass(slots=True)
 class LightRun:
-    """Consecutive records of a ``Records`` array read by the partial decoder (``iter_records(light=True)`` without
-    a shard): ``records`` holds ``(fields, start, end)`` for each, as :data:`_LIGHT` reads them, and ``buf``
-    their bytes (``orjson.loads(buf[start:end])`` decodes one in full)."""
+    """Consecutive records of a ``Records`` array (``iter_records(light=True)`` without a shard), in input order:
+    each a :class:`~auditor.kernel.decode.LightRecord` where the typed decoder read it, else the record decoded in
+    full (see :func:`auditor.kernel.runs.light_run`)."""
 
-    buf: bytes
-    records: list[tuple[dict[str, Any], int, int]]
+    records: list[Any]
 
 
 _EVENT_ID_KEY: Final = b'"eventID":"'
@@ -202,7 +177,11 @@ class Shard:
 
     def owns(self, record: object) -> bool:
         """Whether a parsed record belongs to this shard."""
-        eid = record.get("eventID") if type(record) is dict else None
+        eid: object = None
+        if isinstance(record, LightRecord):
+            eid = record.event_id
+        elif type(record) is dict:
+            eid = record.get("eventID")
         if type(eid) is not str:
             return self.index == 0
         return zlib.crc32(eid.encode("utf-8", "surrogatepass")) % self.count == self.index
@@ -216,15 +195,6 @@ class _Skipped:
 
 #: Yielded by :func:`iter_records` (with a shard) in place of a record another shard owns.
 SKIPPED: Final = _Skipped()
-
-
-@dataclass(frozen=True, slots=True)
-class Malformed:
-    """Stands for one record whose extent is known but whose value cannot be read: a number or string the parser
-    cannot represent (``1e400``, a 5,000-digit integer, a lone ``\\ud800``), nesting deeper than the parser allows,
-    a record over the size limit. The reader counts it as a skipped record; the rest of the input is kept."""
-
-    reason: str
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -627,8 +597,8 @@ class _Parser:
         chunks: Iterator[bytes],
         name: str,
         shard: Shard | None = None,
-        light: Callable[[bytes, int, int], tuple[dict[str, Any], int] | None] | None = None,
-        run: Callable[[bytes, int, int, bytes, int, int, int], tuple[list[Any], int]] | None = None,
+        light: Callable[[bytes, int, int], LightRecord | None] | None = None,
+        run: Callable[[bytes, int, int, bytes, int, int], tuple[list[Any], int]] | None = None,
     ) -> None:
         self._chunks = chunks
         self.name = name
@@ -930,12 +900,12 @@ class _Parser:
                 try:
                     while True:
                         if run is not None:
-                            # Records the partial decoder reads, as many as it can in one call (see
-                            # _fastrecord.run); the first one it does not read takes the paths below.
-                            done, pos = run(buf, pos, len(buf), sep, adv, window, _RUN_MOST)
+                            # Records the typed decoder reads, as many as it can in one call (see
+                            # decode.light_run); the first one it does not read takes the paths below.
+                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST)
                             if done:
-                                yield LightRun(buf, done)
-                                if len(done) == _RUN_MOST:
+                                yield LightRun(done)
+                                if len(done) == RUN_MOST:
                                     continue
                         idx = find(sep, pos, pos + window)
                         if idx >= 0:
@@ -944,9 +914,9 @@ class _Parser:
                                     pos = idx + adv
                                     yield SKIPPED
                                     continue
-                                got = None if light is None else light(buf, pos, idx + 1)
-                                if got is not None and got[1] == idx + 1:
-                                    yield (got[0], buf, pos, idx + 1)
+                                typed = None if light is None else light(buf, pos, idx + 1)
+                                if typed is not None:
+                                    yield typed
                                     pos = idx + adv
                                     continue
                             try:
@@ -1174,11 +1144,11 @@ def iter_records(
     With ``shard``, records that clearly belong to another shard are not parsed: :data:`SKIPPED` is yielded in
     their place. Other records are yielded as usual, whoever owns them: the caller checks :meth:`Shard.owns`.
 
-    With ``light`` (and the C module built), the records of a ``Records`` array that are valid JSON and may be ones
-    :func:`single_item` reads come as a dict of only the fields ``single_item`` reads
-    (:data:`auditor.kernel.normalize.LIGHT_READS`) and where the record's bytes are (``orjson.loads(buf[start:end])``
-    decodes it in full): consecutive ones together as one :class:`LightRun`, or, with ``shard``, each as a tuple
-    ``(fields, buf, start, end)``. Only :func:`read_calls` asks for them.
+    With ``light``, the records of a ``Records`` array come through the typed decoder
+    (:func:`auditor.kernel.decode.light_record`: the fields of the commonest calls, typed, with the record's bytes):
+    without ``shard``, consecutive records together as one :class:`LightRun` (a typed record where it read one, else
+    the record decoded in full); with ``shard``, each typed record on its own. Only :func:`read_calls` asks for
+    them.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -1186,8 +1156,8 @@ def iter_records(
     # makes the reader wait: a reader thread would only add GIL hand-overs there, so those inflate in line.
     chunks = _chunks(stream, name, chunk_size, threaded=shard is None and not _regular_file(stream))
     try:
-        reader = _LIGHT if light else None
-        yield from _Parser(chunks, name, shard, reader, _LIGHT_RUN if reader is not None else None).records()
+        reader = light_record if light else None
+        yield from _Parser(chunks, name, shard, reader, light_run if light else None).records()
     finally:
         chunks.close()
 
@@ -1308,12 +1278,6 @@ def read_calls(
         stats.data_events += 1
         return call
 
-    def reparse(buf: bytes, start: int, end: int) -> Any:
-        try:
-            return _loads(buf[start:end])
-        except _JSONDecodeError as exc:  # never, the C module checked it: but one record, not the file
-            return Malformed(f"invalid JSON ({exc})")
-
     try:
         stream = source.open()
     except OSError as exc:
@@ -1322,38 +1286,18 @@ def read_calls(
         index = 0
         for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
-            if kind is LightRun:  # records the C module read (no shard): a batch of single-item calls
-                buf = record.buf
-                batch: list[SingleItem] = []
-                for fields, start, end in record.records:
-                    index += 1
-                    stats.records_read += 1
-                    item = single_item(fields)
-                    if item is not None:
-                        if seen((item[0], item[1], item[2])):
-                            stats.duplicates_dropped += 1
-                        else:
-                            stats.data_events += 1
-                            batch.append(item)
-                        continue
-                    call = full(reparse(buf, start, end), index)
-                    if call is not None:
-                        if batch:
-                            yield from batch if not runs else (batch,)
-                            batch = []
-                        yield call
-                if batch:
-                    yield from batch if not runs else (batch,)
+            if kind is LightRun:  # consecutive records of a Records array (no shard), typed where they could be
+                yield from read_run(record.records, index, stats, seen, full, runs)
+                index += len(record.records)
                 continue
             index += 1
-            if kind is tuple:  # only the fields single_item reads (light), then the whole record if need be
-                fields = record[0]
-                if shard is not None and not shard.owns(fields):
+            if kind is LightRecord:  # the typed fields the light path reads, then the whole record if need be
+                if shard is not None and not shard.owns(record):
                     continue
                 stats.records_read += 1
-                item = single_item(fields)
+                item = light_item(record)
                 if item is None:
-                    record = reparse(record[1], record[2], record[3])
+                    record = reparse(record.data)
             else:
                 if shard is not None and (record is SKIPPED or not shard.owns(record)):
                     continue

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Final
+
+#: How many problems a run keeps (a module constant: compiled, a class attribute of a dataclass becomes a field).
+MAX_PROBLEMS: Final = 20
 
 
 @dataclass(slots=True)
@@ -24,11 +28,9 @@ class IngestStats:
     #: The first few problems, each "source: record N: reason" (kept short for logs and stderr).
     problems: list[str] = field(default_factory=list)
 
-    MAX_PROBLEMS = 20
-
     def note(self, message: str) -> None:
         """Remember a problem (bounded)."""
-        if len(self.problems) < self.MAX_PROBLEMS:
+        if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
 
     def merge(self, other: IngestStats) -> None:

@@ -9,8 +9,7 @@ import orjson
 
 from auditor.detectors.trail import hot_key, throttling
 from auditor.engine import access_patterns
-from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.kernel.aggregates.window_codec import MAX_SERIALIZED_BYTES
+from auditor.kernel.aggregates.window import MAX_SERIALIZED_BYTES, AggregateSet, TableWindow
 from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.models.finding import Severity
 from tests.factories import call, span

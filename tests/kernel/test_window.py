@@ -7,8 +7,7 @@ import pytest
 
 from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, throttle_cause
 from auditor.kernel.aggregates.keys import decode_key, encode_key, partition_attr
-from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.kernel.aggregates.window_codec import MAX_SERIALIZED_BYTES
+from auditor.kernel.aggregates.window import MAX_SERIALIZED_BYTES, AggregateSet, TableWindow
 from tests.factories import call
 
 

@@ -1,0 +1,86 @@
+"""Typed decoding of what the light path reads: one CloudTrail record's bytes -> :class:`LightRecord`, or None when
+the full decoder (orjson, then :func:`auditor.kernel.normalize.normalize_record`) must decide.
+
+msgspec decodes the fields :func:`auditor.kernel.normalize.light_item` reads into a typed record and checks the rest of
+the record as JSON without building it. It is a maintained library with wheels for every platform the project ships
+to (Lambda runs it on arm64), so the CLI and the Lambda functions read records the same way.
+
+Its rules against orjson, the full decoder (``tests/kernel/test_decode.py`` holds them):
+
+1. **Bytes outside ASCII.** msgspec does not check the UTF-8 of a string it skips: a record holding any byte outside
+   ASCII is handed back (None), and orjson decides.
+2. **Integers of 64 bits or more.** msgspec reads them exactly, orjson as floats: :func:`light_item` hands back a
+   call whose key holds such an integer (or anything but a scalar), so the key is the one orjson reads.
+3. **Numbers nothing reads.** In the parts of a record the light path does not type (the objects ``userIdentity``,
+   ``resources``, ``tlsDetails``, ``responseElements``, ``additionalEventData``, and any field CloudTrail may add),
+   msgspec checks JSON syntax only, so a number beyond the range of a double there (``1e400``, 5,000 digits) does not
+   make a light record malformed, where orjson rejects the whole record. Every scalar of the envelope is typed, so
+   such a number there (``"eventVersion": 1e400``) is handed back, and a record the light path reads is one whose
+   every read value orjson reads alike.
+"""
+
+# mypyc: interpreted
+# (msgspec does the work in C; a Struct subclass is a class mypyc does not compile)
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType, field
+
+
+class LightRecord(msgspec.Struct, gc=False):
+    """The fields of a successful GetItem, PutItem, UpdateItem, DeleteItem or Query that the light path reads, typed.
+
+    A record of another operation or service, or missing one of the required fields, does not decode (the full
+    decoder reads it). ``identity``, ``agent`` and ``ip`` are only required to be there; ``error`` to be absent.
+    """
+
+    source: Literal["dynamodb.amazonaws.com"] = field(name="eventSource")
+    operation: Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"] = field(name="eventName")
+    event_id: str = field(name="eventID")
+    time: str = field(name="eventTime")
+    params: dict[str, Any] = field(name="requestParameters")
+    account: str = field(name="recipientAccountId")
+    region: str = field(name="awsRegion")
+    category: str = field(name="eventCategory")
+    management: bool = field(name="managementEvent")
+    identity: Raw = field(name="userIdentity")
+    agent: Raw = field(name="userAgent")
+    ip: Raw = field(name="sourceIPAddress")
+    error: Raw | UnsetType = field(name="errorCode", default=UNSET)
+    # The other scalars of the envelope, typed so that a value orjson cannot read there is not skipped (rule 3).
+    version: str | UnsetType = field(name="eventVersion", default=UNSET)
+    request_id: str | UnsetType = field(name="requestID", default=UNSET)
+    event_type: str | UnsetType = field(name="eventType", default=UNSET)
+    api_version: str | UnsetType = field(name="apiVersion", default=UNSET)
+    read_only: bool | UnsetType = field(name="readOnly", default=UNSET)
+    shared_event_id: str | UnsetType = field(name="sharedEventID", default=UNSET)
+    vpc_endpoint_id: str | UnsetType = field(name="vpcEndpointId", default=UNSET)
+    vpc_endpoint_account: str | UnsetType = field(name="vpcEndpointAccountId", default=UNSET)
+    console_session: str | UnsetType = field(name="sessionCredentialFromConsole", default=UNSET)
+    error_message: str | UnsetType = field(name="errorMessage", default=UNSET)
+    #: The record's bytes, for the full decoder when :func:`~auditor.kernel.normalize.light_item` hands the record
+    #: back. Set after decoding by :func:`light_record` and :func:`light_run` (over whatever a record may hold under
+    #: this unlikely name).
+    data: bytes = field(name="ddbTrafficAuditorRecordBytes", default=b"")
+
+
+#: Decodes one record's bytes into a :class:`LightRecord`, raising one of :data:`DECODE_ERRORS` when it cannot.
+DECODE: Final = msgspec.json.Decoder(LightRecord).decode
+DECODE_ERRORS: Final = (msgspec.DecodeError, RecursionError)
+
+
+def light_record(buf: bytes, start: int, end: int) -> LightRecord | None:
+    """The :class:`LightRecord` of the record in ``buf[start:end]``, or None: not a record the light path reads, not
+    exactly one JSON object, or outside the rules above (the full decoder decides)."""
+    data = buf[start:end]
+    if not data.isascii():
+        return None
+    try:
+        record = DECODE(data)
+    except DECODE_ERRORS:
+        return None
+    record.data = data
+    return record

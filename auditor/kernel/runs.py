@@ -1,0 +1,133 @@
+"""Runs: consecutive records of a ``Records`` array, cut, decoded (typed where the light path reads them) and turned
+into calls in one loop each, for the reader's hot path (:func:`auditor.kernel.reader.read_calls`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from auditor.kernel.calls import ApiCall, SingleItem
+from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
+from auditor.kernel.normalize import light_item, single_item
+from auditor.kernel.stats import IngestStats
+
+#: The most records of one run (a batch of small records: bounded memory whatever the input).
+RUN_MOST: Final = 1024
+
+
+def light_run(buf: bytes, start: int, limit: int, sep: bytes, advance: int, most: int) -> tuple[list[Any], int]:
+    """The consecutive records of a ``Records`` array from ``start``, cut at the separator ``sep`` (``}`` + the gap
+    between two records + the next record's first key; the next record starts ``advance`` bytes after the cut).
+
+    Gives ``([record, ...], where the next record starts)``: each record as
+    :func:`~auditor.kernel.decode.light_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
+    value the element is). At most ``most`` records; it stops at the first one whose separator is not found before
+    ``limit``, or whose slice is not one JSON value (the reader's slower paths take it from there). Each step moves
+    forward by at least one byte, and a search that finds nothing ends the run, so the work is bounded by the
+    buffer's length.
+    """
+    if advance < 1 or most < 1 or not sep:
+        raise ValueError("light_run() needs a separator, a positive advance and count")
+    done: list[Any] = []
+    find = buf.find
+    decode = DECODE
+    loads = orjson.loads
+    pos = start
+    for _ in range(most):
+        cut = find(sep, pos, limit)
+        if cut < 0:
+            break
+        data = buf[pos : cut + 1]
+        if data.isascii():
+            try:
+                record = decode(data)
+            except DECODE_ERRORS:
+                pass
+            else:
+                record.data = data
+                done.append(record)
+                pos = cut + advance
+                continue
+        try:
+            done.append(loads(data))
+        except orjson.JSONDecodeError:
+            break
+        pos = cut + advance
+    return done, pos
+
+
+def read_run(
+    records: list[Any],
+    index: int,
+    stats: IngestStats,
+    seen: Callable[[Hashable], bool],
+    full: Callable[[Any, int], ApiCall | None],
+    batches: bool,
+) -> list[Any]:
+    """The calls of a run's ``records`` (numbered from ``index + 1``), in input order, counted into ``stats``.
+
+    A successful single-item call comes as its ``SingleItem`` (consecutive ones as one list with ``batches``), any
+    other record as what ``full(record, number)`` gives (its ``ApiCall``, or nothing: not a data-plane call, a
+    duplicate or a bad record). A typed record :func:`~auditor.kernel.normalize.light_item` hands back is decoded in
+    full first. ``seen`` drops repeated events, as the reader does for every call.
+    """
+    out: list[Any] = []
+    batch: list[SingleItem] = []
+    stats.records_read += len(records)
+    duplicates = events = 0
+    for record in records:
+        index += 1
+        item: SingleItem | None
+        if type(record) is LightRecord:
+            item = light_item(record)
+            if item is None:
+                record = reparse(record.data)
+        elif type(record) is dict:
+            item = single_item(record)
+        else:
+            item = None
+        if item is not None:
+            if seen((item[0], item[1], item[2])):
+                duplicates += 1
+            else:
+                events += 1
+                batch.append(item)
+            continue
+        call = full(record, index)
+        if call is not None:
+            if batch:
+                if batches:
+                    out.append(batch)
+                else:
+                    out.extend(batch)
+                batch = []
+            out.append(call)
+    if batch:
+        if batches:
+            out.append(batch)
+        else:
+            out.extend(batch)
+    stats.duplicates_dropped += duplicates
+    stats.data_events += events
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """Stands for one record whose extent is known but whose value cannot be read: a number or string the parser
+    cannot represent (``1e400``, a 5,000-digit integer, a lone ``\\ud800``), nesting deeper than the parser allows,
+    a record over the size limit. The reader counts it as a skipped record; the rest of the input is kept."""
+
+    reason: str
+
+
+def reparse(data: bytes) -> Any:
+    """A typed record decoded in full (orjson); one that orjson cannot read (rule 3 of the typed decoder) stands as
+    one malformed record."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return Malformed(f"invalid JSON ({exc})")

@@ -1,0 +1,389 @@
+"""The typed decoder of the light path (``auditor/kernel/decode.py``) against the full path (orjson, then the
+normaliser), the reference.
+
+``light_record`` may hand a record over only when it is one JSON object, and then ``light_item`` of it must equal
+``single_item`` of what orjson decodes, under the decoder's three rules: a record with a byte outside ASCII is handed
+back (rule 1); a key holding an integer of 64 bits or more, or anything but a scalar, is handed back by ``light_item``
+(rule 2); a number orjson cannot represent inside a part of the record that is not typed is read all the same
+(rule 3), while one in the typed envelope is handed back. Hand-made slices, byte mutations of real record shapes and
+generated JSON in every field check it; the reader's results with and without the typed decoder are compared below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from auditor.demo.benchmark import benchmark_records
+from auditor.kernel import reader
+from auditor.kernel.decode import LightRecord, light_record
+from auditor.kernel.normalize import light_item, normalize_record, single_item
+from auditor.kernel.reader import Deduper, InputSource, read_calls
+from auditor.kernel.runs import light_run
+from auditor.kernel.stats import IngestStats
+
+#: A successful GetItem as CloudTrail logs it (a data event as the CloudTrail User Guide shows it).
+GET_ITEM: dict[str, Any] = {
+    "eventVersion": "1.09",
+    "userIdentity": {
+        "type": "AssumedRole",
+        "principalId": "AROAEXAMPLE:orders-fn",
+        "arn": "arn:aws:sts::111122223333:assumed-role/orders-role/orders-fn",
+        "accountId": "111122223333",
+        "sessionContext": {"attributes": {"creationDate": "2026-03-02T08:00:00Z", "mfaAuthenticated": "false"}},
+    },
+    "eventTime": "2026-03-02T09:00:05Z",
+    "eventSource": "dynamodb.amazonaws.com",
+    "eventName": "GetItem",
+    "awsRegion": "us-east-1",
+    "sourceIPAddress": "10.0.1.23",
+    "userAgent": "Boto3/1.34.0",
+    "requestParameters": {"tableName": "Orders", "key": {"pk": "ORDER#1", "sk": "ITEM#1"}, "consistentRead": False},
+    "responseElements": None,
+    "requestID": "REQ1",
+    "eventID": "11111111-2222-3333-4444-555555555555",
+    "readOnly": True,
+    "resources": [{"accountId": "111122223333", "type": "AWS::DynamoDB::Table", "ARN": "arn:aws:dynamodb:t/Orders"}],
+    "eventType": "AwsApiCall",
+    "apiVersion": "2012-08-10",
+    "managementEvent": False,
+    "recipientAccountId": "111122223333",
+    "eventCategory": "Data",
+    "tlsDetails": {"tlsVersion": "TLSv1.3", "cipherSuite": "TLS_AES_128_GCM_SHA256"},
+}
+BASE = orjson.dumps(GET_ITEM)
+#: The top-level fields the decoder types (a number orjson cannot represent there must be handed back).
+TYPED = {
+    "eventSource",
+    "eventName",
+    "eventID",
+    "eventTime",
+    "requestParameters",
+    "recipientAccountId",
+    "awsRegion",
+    "eventCategory",
+    "managementEvent",
+    "eventVersion",
+    "requestID",
+    "eventType",
+    "apiVersion",
+    "readOnly",
+    "sharedEventID",
+    "vpcEndpointId",
+    "vpcEndpointAccountId",
+    "sessionCredentialFromConsole",
+    "errorMessage",
+}
+
+
+def _number_orjson_cannot_read(exc: orjson.JSONDecodeError) -> bool:
+    return "number" in str(exc)
+
+
+def _plain(key: Any) -> bool:
+    return type(key) is dict and all(
+        type(v) in (str, bool, float) or v is None or (type(v) is int and -(2**63) <= v < 2**64) for v in key.values()
+    )
+
+
+def check(data: bytes) -> LightRecord | None:
+    """``light_record`` on ``data`` (also inside a larger buffer), and its promises when it reads a record."""
+    got = light_record(data, 0, len(data))
+    padded = b"  ,[" + data + b"]x"
+    inside = light_record(padded, 4, 4 + len(data))  # only the slice is read
+    assert (got is None) == (inside is None)
+    if got is None:
+        return None
+    assert inside is not None and got == inside and got.data == data
+    assert data.isascii()  # rule 1
+    try:
+        full = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        assert _number_orjson_cannot_read(exc), exc  # rule 3: the only record orjson rejects that is read
+        return got
+    assert type(full) is dict
+    for name in TYPED & set(full):
+        assert type(full[name]) is not float or name == "requestParameters"  # typed scalars are never numbers
+    # As the reader does first for a new event time (single_item then knows the time).
+    with contextlib.suppress(Exception):
+        normalize_record(full)
+    item, reference = light_item(got), single_item(full)
+    if item is None and reference is not None:
+        raw_key = got.params.get("key") if got.operation != "Query" else reference[8]
+        assert raw_key is not None and not _plain(raw_key)  # rule 2
+    else:
+        assert item == reference
+    return got
+
+
+def _with(text: bytes, old: bytes, new: bytes) -> bytes:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+#: Slices the decoder hands back: not one JSON object, not a call the light path reads, or outside its rules.
+HANDED_BACK: dict[str, bytes] = {
+    "not an object": b'["eventID"]',
+    "empty": b"",
+    "whitespace only": b"  \n",
+    "truncated": BASE[:-1],
+    "trailing content": BASE + b"}",
+    "trailing comma": BASE[:-1] + b",}",
+    "missing colon": _with(BASE, b'"eventName":', b'"eventName"'),
+    "control character in a value": _with(BASE, b"Boto3", b"Bo\x01to3"),
+    "tab in a string": _with(BASE, b"Boto3", b"Bo\tto3"),
+    "non-ASCII text (rule 1)": _with(BASE, b"Boto3", "Böto3".encode()),
+    "invalid UTF-8 in a skipped value (rule 1)": _with(BASE, b"Boto3", b"Bo\xfftoo"),
+    "overlong UTF-8 (rule 1)": _with(BASE, b"Boto3", b"Bo\xc0\xafto3"),
+    "lone surrogate escape": _with(BASE, b"Boto3", b"Bo\\ud800to3"),
+    "unknown escape": _with(BASE, b"Boto3", b"Bo\\xto3"),
+    "short unicode escape": _with(BASE, b"Boto3", b"Bo\\u12"),
+    "other operation": _with(BASE, b'"GetItem"', b'"Scan"'),
+    "operation not text": _with(BASE, b'"GetItem"', b'["GetItem"]'),
+    "other service": _with(BASE, b'"dynamodb.amazonaws.com"', b'"s3.amazonaws.com"'),
+    "no userAgent": _with(BASE, b'"userAgent":"Boto3/1.34.0",', b""),
+    "a typed envelope scalar as a float": _with(BASE, b'"readOnly":true', b'"readOnly":1.5'),
+    "1e400 in the typed envelope (rule 3)": _with(BASE, b'"eventVersion":"1.09"', b'"eventVersion":1e400'),
+    "5,000 digits in the typed envelope (rule 3)": _with(
+        BASE, b'"eventVersion":"1.09"', b'"eventVersion":' + b"9" * 5000
+    ),
+    "1e400 in the request parameters": _with(BASE, b'"consistentRead":false', b'"limit":1e400'),
+    "leading zero": _with(BASE, b'"readOnly":true', b'"readOnly":01'),
+    "NaN": _with(BASE, b'"requestID":"REQ1"', b'"requestID":NaN'),
+    "misspelt literal": _with(BASE, b'"readOnly":true', b'"readOnly":tru'),
+    "single quotes": _with(BASE, b'"REQ1"', b"'REQ1'"),
+    "unbalanced nesting": _with(BASE, b'"tlsDetails":{', b'"tlsDetails":[[[]]{'),
+    "nesting deeper than the interpreter's recursion limit": _with(BASE, b'"REQ1"', b"[" * 5000 + b"]" * 5000),
+    "NUL after the object": BASE + b"\x00",
+    "byte-order mark": b"\xef\xbb\xbf" + BASE,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HANDED_BACK))
+def test_records_outside_the_rules_are_handed_back(name: str) -> None:
+    assert check(HANDED_BACK[name]) is None
+
+
+#: Records the decoder reads: valid JSON with the shapes it must get exactly right.
+READ: dict[str, bytes] = {
+    "the reference GetItem": BASE,
+    "pretty-printed": orjson.dumps(GET_ITEM, option=orjson.OPT_INDENT_2),
+    "escapes in skipped values": _with(BASE, b"Boto3", b'Bo\\"to\\\\3\\/\\b\\f\\n\\r\\t\\u00e9\\uFFFF'),
+    "escapes in a read value": _with(BASE, b"ORDER#1", b"ORDER\\u00231"),
+    "an escaped key given after the real one (the last wins, as in orjson)": BASE[:-1] + b',"event\\u0049D":"x"}',
+    "a read field given twice (the last wins, as in orjson)": BASE[:-1] + b',"requestID":"other"}',
+    "integers in the key": _with(BASE, b'"ORDER#1"', b"-0"),
+    "the largest 64-bit integer": _with(BASE, b'"ORDER#1"', b"18446744073709551615"),
+    "literals in the request": _with(BASE, b'"key":{', b'"x":[true,false,null,[],{}],"key":{'),
+    "numbers skipped in an untyped object": _with(BASE, b'"TLSv1.3"', b'[0,-1,12.5,true,null,{"a":[]}]'),
+    "1e400 in an untyped object (rule 3)": _with(BASE, b'"TLSv1.3"', b"1e400"),
+    "5,000 digits in an untyped object (rule 3)": _with(BASE, b'"mfaAuthenticated":"false"', b'"n":' + b"9" * 5000),
+    "1e400 in a field CloudTrail does not write (rule 3)": BASE[:-1] + b',"newField":[1e400]}',
+    "a failed call (light_item hands it back)": BASE[:-1] + b',"errorCode":"ValidationException"}',
+    "consistency as text": _with(BASE, b'"consistentRead":false', b'"consistentRead":"false"'),
+    "no consistency flag": _with(BASE, b',"consistentRead":false', b""),
+    "a Query": orjson.dumps(
+        {
+            **GET_ITEM,
+            "eventName": "Query",
+            "requestParameters": {
+                "tableName": "Orders",
+                "indexName": "by-status",
+                "keyConditionExpression": "#n0 = :v0 AND createdAt > :t",
+                "expressionAttributeNames": {"#n0": "status"},
+                "limit": 10,
+            },
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_records_inside_the_rules_are_read_exactly(name: str) -> None:
+    assert check(READ[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "value", [b"18446744073709551616", b"-9223372036854775809", b'{"S":"x"}', b'["a"]', b"123456789012345678901234"]
+)
+def test_a_key_orjson_reads_otherwise_is_handed_back_by_the_light_item(value: bytes) -> None:
+    data = _with(BASE, b'"ORDER#1"', value)
+    record = check(data)  # rule 2: read, then handed back by light_item
+    assert record is not None and light_item(record) is None
+    assert single_item(orjson.loads(data)) is not None  # the full path reads it (as orjson reads the number)
+
+
+def test_generated_traffic_is_read_as_the_full_decoder_reads_it() -> None:
+    read = 0
+    for record in benchmark_records(3000, 400, seed=11):
+        read += check(orjson.dumps(record)) is not None
+    assert read > 2000  # most of the traffic takes the typed decoder
+
+
+#: Byte-level mutations of real record slices: each must be handed back or read exactly, never anything else.
+_REAL = [BASE, *(orjson.dumps(r) for r in benchmark_records(40, 10, seed=3))]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.integers(0, len(_REAL) - 1),
+    at=st.floats(0, 1),
+    cut=st.integers(0, 4),
+    insert=st.binary(max_size=6)
+    | st.sampled_from(
+        [b'"', b"\\", b"\\u", b"\\ud800", b"{", b"}", b"[", b"]", b",", b":", b"1e400", b"\x00", b"\xc3"]
+    ),
+)
+def test_mutated_records_are_handed_back_or_read_exactly(which: int, at: float, cut: int, insert: bytes) -> None:
+    data = _REAL[which]
+    i = int(at * len(data))
+    check(data[:i] + insert + data[i + cut :])
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _dumps(value: Any) -> bytes:
+    """JSON of any value, integers of any size and text outside ASCII included (orjson refuses big integers)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.dictionaries(st.sampled_from([*GET_ITEM, "sharedEventID", "x"]), _JSON, max_size=6),
+    raw_number=st.sampled_from([b"1e400", b"-1e400", b"9" * 400, b"18446744073709551616", b"1.5e-400"]),
+    where=st.sampled_from([b'"TLSv1.3"', b'"ORDER#1"', b'"1.09"', b'"REQ1"', b'"false"']),
+)
+def test_any_json_anywhere_is_handed_back_or_read_exactly(
+    values: dict[str, Any], raw_number: bytes, where: bytes
+) -> None:
+    check(_dumps({**GET_ITEM, **values}))
+    check(_dumps({**GET_ITEM, "requestParameters": {**GET_ITEM["requestParameters"], **values}}))
+    check(_with(BASE, where, raw_number))  # numbers orjson reads otherwise or not at all, in every kind of place
+
+
+# -- light_run(): consecutive records of a Records array ----------------------------------------------------------
+
+
+def _run_reference(buf: bytes, pos: int, limit: int, sep: bytes, advance: int, most: int) -> tuple[list[Any], int]:
+    """What ``light_run`` must give: one record at a time, typed where ``light_record`` reads it, else orjson."""
+    done: list[Any] = []
+    while len(done) < most:
+        cut = buf.find(sep, pos, limit)
+        if cut < 0:
+            break
+        typed = light_record(buf, pos, cut + 1)
+        if typed is None:
+            try:
+                typed = orjson.loads(buf[pos : cut + 1])
+            except orjson.JSONDecodeError:
+                break
+        done.append(typed)
+        pos = cut + advance
+    return done, pos
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.integers(0, len(_REAL) - 1), min_size=1, max_size=8),
+    mutate=st.none() | st.tuples(st.integers(0, 7), st.floats(0, 1), st.binary(max_size=4)),
+    gap=st.sampled_from([b",", b",\n", b", ", b",\n\t "]),
+    most=st.integers(1, 9),
+    tail=st.sampled_from([b"]}", b"", b",", b',{"a":1}]}']),
+)
+def test_a_run_reads_what_one_record_at_a_time_reads(
+    picks: list[int], mutate: tuple[int, float, bytes] | None, gap: bytes, most: int, tail: bytes
+) -> None:
+    parts = [_REAL[i] for i in picks]
+    if mutate is not None and mutate[0] < len(parts):
+        text = parts[mutate[0]]
+        at = int(mutate[1] * len(text))
+        parts[mutate[0]] = text[:at] + mutate[2] + text[at + 1 :]
+    buf = b'{"Records":[' + gap.join(parts) + tail
+    sep = b"}" + gap + b'{"'
+    for limit in (len(buf), len(buf) // 2, len(buf) + 50):
+        args = (buf, 12, limit, sep, len(gap) + 1, most)
+        assert light_run(*args) == _run_reference(*args)
+
+
+def test_a_run_stops_at_most_and_at_the_first_record_that_is_not_one_json_value() -> None:
+    parts = [orjson.dumps(r) for r in benchmark_records(50, 10, seed=5)]
+    parts[30] = HANDED_BACK["lone surrogate escape"]
+    buf = b'{"Records":[' + b",".join(parts) + b"]}"
+    sep = b'},{"eventVersion":'  # as the reader learns it from the gap and the next record's first key
+    done, pos = light_run(buf, 12, len(buf), sep, 2, 1000)
+    assert len(done) == 30
+    assert buf.startswith(parts[30], pos)  # where the first record not read starts
+    first, after = light_run(buf, 12, len(buf), sep, 2, 3)
+    assert first == done[:3] and buf.startswith(parts[3], after)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(b"{}", 0, 2, b"", 1, 1), (b"{}", 0, 2, b"}", 0, 1), (b"{}", 0, 2, b"}", 1, 0), (b"{}", 0, 2, b"}", 1, -1)],
+)
+def test_a_run_refuses_arguments_that_could_not_move_forward(args: tuple[Any, ...]) -> None:
+    with pytest.raises(ValueError):
+        light_run(*args)
+
+
+# -- the reader with and without the typed decoder ----------------------------------------------------------------
+
+
+def _read_all(data: bytes, *, runs: bool = False) -> tuple[list[Any], IngestStats]:
+    stats = IngestStats()
+    source = InputSource(name="t.json", open=lambda: io.BytesIO(data))
+    calls: list[Any] = []
+    for got in read_calls(source, stats, Deduper(), light=True, runs=runs):
+        calls.extend(got) if type(got) is list else calls.append(got)
+    return calls, stats
+
+
+def _trail(seed: int) -> bytes:
+    records: list[Any] = [*benchmark_records(1500, 200, seed=seed), GET_ITEM, GET_ITEM]  # a duplicate counts once
+    parts = [orjson.dumps(r) for r in records]
+    parts[10] = HANDED_BACK["lone surrogate escape"]  # malformed for orjson: skipped either way
+    parts[11] = READ["an escaped key given after the real one (the last wins, as in orjson)"]
+    parts[12] = READ["escapes in skipped values"].replace(b"111111", b"999999")
+    parts[13] = orjson.dumps(records[13]) + b" \t "  # another gap after this record than after the others
+    parts[14] = _with(BASE, b'"ORDER#1"', b"18446744073709551616").replace(b"5555", b"7777")  # rule 2
+    return b'{"Records":[' + b",\n".join(parts) + b"]}"
+
+
+def test_the_reader_gives_the_same_calls_with_and_without_the_typed_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _trail(2)
+    typed = _read_all(data)
+    monkeypatch.setattr(reader, "light_record", lambda buf, start, end: None)
+    monkeypatch.setattr(reader, "light_run", None)
+    without = _read_all(data)
+    assert typed == without
+    assert typed[1].records_skipped >= 1
+    assert typed[1].duplicates_dropped == 1
+
+
+def test_the_reader_gives_the_same_calls_in_runs_as_one_by_one() -> None:
+    data = _trail(4)
+    one_by_one = _read_all(data)
+    stats = IngestStats()
+    source = InputSource(name="t.json", open=lambda: io.BytesIO(data))
+    flat: list[Any] = []
+    in_batches = 0
+    for got in read_calls(source, stats, Deduper(), light=True, runs=True):
+        if type(got) is list:
+            in_batches += len(got)
+            flat.extend(got)
+        else:
+            flat.append(got)
+    assert (flat, stats) == one_by_one  # the same calls in the same order, the same counts
+    assert in_batches > len(flat) / 2  # runs did carry most of the calls
