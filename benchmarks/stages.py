@@ -11,9 +11,8 @@ and interleaved ``R`` times (default 3), medians reported:
 1. ``imports``: the interpreter and every module ``analyze-trail`` imports, nothing read;
 2. ``gunzip``: (1), then the input decompressed by the reader's own inflater (``_chunks``);
 3. ``read``: (1), then the real reader (:func:`auditor.kernel.reader.iter_records`) as ingest runs it
-   (``light=True``): gunzip, cut each record out of ``Records`` and decode it (only the fields the light
-   path reads, with the C partial decoder ``auditor.kernel._fastrecord`` where it is built, else the whole record with
-   ``orjson``), nothing else;
+   (``light=True``): gunzip, cut each record out of ``Records`` and decode it (the fields the light path reads, typed
+   by ``auditor.kernel.decode``, else the whole record with ``orjson``), nothing else;
 4. ``calls``: (1), then :func:`auditor.kernel.reader.read_calls` as ingest runs it (``light=True,
    runs=True``): (3) plus normalising each record (:func:`auditor.kernel.normalize.single_item` or
    ``normalize_record``) and deduplicating;
@@ -21,8 +20,8 @@ and interleaved ``R`` times (default 3), medians reported:
    batches folded into the sketches at the end;
 6. ``analyze-trail --jobs 1`` as users run it: (5) plus merging, detection and the JSON output.
 
-Every stage runs with the cyclic GC off (as ingest does) on the modules as installed (compiled where
-``pip install`` built them). The table gives each stage's CPU time and what it adds to the one before.
+Every stage runs with the cyclic GC off (as ingest does) on the modules as installed (the kernel compiled after
+``make fast``, else pure Python). The table gives each stage's CPU time and what it adds to the one before.
 
 The point of it is the budget line at the end: the CPU the pipeline spends *outside* cutting and decoding records
 ((6) minus ((3) minus (2))) against the floor's CPU. When that alone exceeds the floor, no decoder (however fast)
