@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -280,23 +280,17 @@ def post_webhook(
 class NotifyResult:
     """What happened to a batch of finding events."""
 
+    #: Digests with no finding at the minimum severity (nothing posted).
+    skipped: int = 0
     delivered: int = 0
     #: Delivered as plain text after Slack rejected the blocks (400).
     text_only: int = 0
     #: Delivered from the readable message because ``finding_json`` was missing or invalid.
     from_message: int = 0
     failed: int = 0
-    #: Digests with no finding at the minimum severity (nothing posted).
-    skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "skipped": self.skipped,
-            "delivered": self.delivered,
-            "text_only": self.text_only,
-            "from_message": self.from_message,
-            "failed": self.failed,
-        }
+        return asdict(self)
 
 
 #: Statuses meaning the webhook itself is gone or forbidden (revoked, channel archived): re-read the secret.

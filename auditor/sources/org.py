@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import structlog
@@ -87,14 +87,7 @@ class CoverageGap:
         return f"{where}: {self.reason.replace('_', ' ')} ({self.call}: {self.error_code}) {self.message}".rstrip()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "account": self.account,
-            "region": self.region,
-            "reason": self.reason,
-            "call": self.call,
-            "error_code": self.error_code,
-            "message": self.message,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

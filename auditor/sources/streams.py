@@ -100,6 +100,21 @@ class _Record(BaseModel):
 # ----------------------------------------------------------------------------------------------------------- stats
 
 
+#: What :meth:`StreamStats.as_dict` reports, in order: the counters and ``records_skipped`` (derived from two of them).
+_REPORTED = (
+    "records_read",
+    "observations",
+    "records_skipped",
+    "removes",
+    "malformed",
+    "unknown_type_tags",
+    "invalid_base64",
+    "insufficient_view_type",
+)
+#: The counters :meth:`StreamStats.merge` adds up.
+_COUNTERS = tuple(name for name in _REPORTED if name != "records_skipped")
+
+
 @dataclass(slots=True)
 class StreamStats:
     """What a batch of stream records held and what was skipped (see the module docstring)."""
@@ -145,15 +160,7 @@ class StreamStats:
             self.insufficient_views[ref] = (view_type, at)
 
     def merge(self, other: StreamStats) -> None:
-        for name in (
-            "records_read",
-            "observations",
-            "removes",
-            "malformed",
-            "unknown_type_tags",
-            "invalid_base64",
-            "insufficient_view_type",
-        ):
+        for name in _COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for ref, (view, at) in other.insufficient_views.items():
             self.note_view(ref, view, at)
@@ -161,16 +168,7 @@ class StreamStats:
             self.note(problem)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "records_read": self.records_read,
-            "observations": self.observations,
-            "records_skipped": self.records_skipped,
-            "removes": self.removes,
-            "malformed": self.malformed,
-            "unknown_type_tags": self.unknown_type_tags,
-            "invalid_base64": self.invalid_base64,
-            "insufficient_view_type": self.insufficient_view_type,
-        }
+        return {name: getattr(self, name) for name in _REPORTED}
 
 
 # ----------------------------------------------------------------------------------------------------------- parse

@@ -17,7 +17,7 @@ Expires after ``retention_days``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -78,17 +78,7 @@ class StoredGap:
     cycles: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "account": self.account,
-            "region": self.region,
-            "reason": self.reason,
-            "call": self.call,
-            "error_code": self.error_code,
-            "message": self.message,
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-            "cycles": self.cycles,
-        }
+        return asdict(self)
 
 
 def _s(value: str) -> AttributeValueTypeDef:
