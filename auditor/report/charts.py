@@ -149,15 +149,44 @@ def _text(
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" font-size="{size}"{w}>{e(text)}</text>'
 
 
-def _svg(chart_id: str, title: str, description: str, height: float, body: list[str], width: int = WIDTH) -> str:
+def _chart(
+    chart_id: str,
+    title: str,
+    description: str,
+    height: float,
+    body: list[str],
+    width: int,
+    headers: tuple[str, ...],
+    rows: tuple[tuple[str, ...], ...],
+) -> Chart:
+    """The chart: ``body`` in an accessible SVG (titled and described), with the table of its values."""
     h = max(1, math.ceil(height))
-    return (
+    svg = (
         f'<svg class="chart" role="img" aria-labelledby="{chart_id}-title {chart_id}-desc" '
         f'width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
         f'font-family="{e(FONT)}" font-size="12" preserveAspectRatio="xMinYMin meet">'
         f'<title id="{chart_id}-title">{e(title)}</title><desc id="{chart_id}-desc">{e(description)}</desc>'
         f'<rect x="0" y="0" width="{width}" height="{h}" fill="#ffffff"/>' + "".join(body) + "</svg>"
     )
+    return Chart(chart_id, title, description, svg, headers, rows)
+
+
+def _value_grid(
+    ticks: Sequence[float],
+    left: float,
+    plot_w: float,
+    scale_max: float,
+    top: float,
+    axis_y: float,
+    value_label: Callable[[float], str],
+) -> list[str]:
+    """A horizontal bar chart's vertical grid lines, one per tick, each labelled under the axis."""
+    body: list[str] = []
+    for t in ticks:
+        x = left + plot_w * t / scale_max
+        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{axis_y:.1f}" stroke="{GRID}"/>')
+        body.append(_text(x, axis_y + 16, value_label(t), anchor="middle", fill=MUTED, size=11))
+    return body
 
 
 def _legend(items: Sequence[tuple[str, str, bool]], x0: float, y: float, max_x: float) -> tuple[list[str], float]:
@@ -209,12 +238,8 @@ def bar_chart(
     scale_max = ticks[-1] or 1.0
     plot_w = right - left
     height = top + len(bars) * row_h + 34
-    body: list[str] = []
     axis_y = top + len(bars) * row_h + 4
-    for t in ticks:
-        x = left + plot_w * t / scale_max
-        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{axis_y:.1f}" stroke="{GRID}"/>')
-        body.append(_text(x, axis_y + 16, value_label(t), anchor="middle", fill=MUTED, size=11))
+    body = _value_grid(ticks, left, plot_w, scale_max, top, axis_y, value_label)
     for i, b in enumerate(bars):
         y = top + i * row_h
         w = max(0.0, plot_w * min(b.value, scale_max) / scale_max)
@@ -236,8 +261,7 @@ def bar_chart(
         )
         body.append(_text(mx, top - 12, marker[1], anchor="end" if mx > width / 2 else "start", fill=VERMILLION))
     rows = tuple((b.label, value_label(b.value)) for b in bars)
-    svg = _svg(chart_id, title, description, height, body, width)
-    return Chart(chart_id, title, description, svg, headers, rows)
+    return _chart(chart_id, title, description, height, body, width, headers, rows)
 
 
 def stacked_bar_chart(
@@ -265,11 +289,7 @@ def stacked_bar_chart(
     scale_max = ticks[-1] or 1.0
     plot_w = right - left
     axis_y = top + len(categories) * row_h + 4
-    body = list(legend)
-    for t in ticks:
-        x = left + plot_w * t / scale_max
-        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{axis_y:.1f}" stroke="{GRID}"/>')
-        body.append(_text(x, axis_y + 16, value_label(t), anchor="middle", fill=MUTED, size=11))
+    body = [*legend, *_value_grid(ticks, left, plot_w, scale_max, top, axis_y, value_label)]
     for i, cat in enumerate(categories):
         y = top + i * row_h
         body.append(f"<g><title>{e(cat)}: {e(value_label(totals[i]))} in all</title>")
@@ -294,8 +314,7 @@ def stacked_bar_chart(
     rows = tuple(
         (cat, *(value_label(s.values[i]) for s in segments), value_label(totals[i])) for i, cat in enumerate(categories)
     )
-    svg = _svg(chart_id, title, description, height, body, width)
-    return Chart(chart_id, title, description, svg, headers, rows)
+    return _chart(chart_id, title, description, height, body, width, headers, rows)
 
 
 def line_chart(
@@ -374,8 +393,7 @@ def line_chart(
             f'<line x1="{left}" y1="{ty:.1f}" x2="{right}" y2="{ty:.1f}" stroke="{VERMILLION}" stroke-width="1.5" '
             'stroke-dasharray="5 3"/>'
         )
-    svg = _svg(chart_id, title, description, height, body, width)
-    return Chart(chart_id, title, description, svg, headers, rows)
+    return _chart(chart_id, title, description, height, body, width, headers, rows)
 
 
 # ------------------------------------------------------------------------------------------------ report charts

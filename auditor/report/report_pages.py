@@ -282,8 +282,21 @@ def headline(report: WeeklyReport) -> str:
 # ------------------------------------------------------------------------------------------------ environments
 
 
-def _common(env: Environment) -> Environment:
+def _environment(*, html: bool) -> Environment:
+    """Jinja2 over the report templates: undefined names are errors, every printed value goes through
+    :func:`_finalize`; HTML autoescapes, Markdown escapes each value with its ``md``/``mdcode`` filters instead."""
+    env = Environment(
+        loader=PackageLoader("auditor.report", "templates"),
+        autoescape=html,
+        undefined=StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=not html,
+    )
     env.filters.update(money=money, num=num, pct=pct, when=when, day=day, compact=compact, bytes=human_bytes)
+    if not html:
+        env.filters.update(md=md, mdcode=md_code)
     env.globals.update(
         STATUSES=STATUSES,
         STATUS_LABELS=STATUS_LABELS,
@@ -312,32 +325,13 @@ def _finalize(value: Any) -> Any:
 @cache
 def html_environment() -> Environment:
     """Jinja2 for HTML: autoescape on, undefined names are errors."""
-    env = Environment(
-        loader=PackageLoader("auditor.report", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        finalize=_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return _common(env)
+    return _environment(html=True)
 
 
 @cache
 def markdown_environment() -> Environment:
     """Jinja2 for Markdown: no HTML autoescape (values go through the ``md`` filter instead)."""
-    # Markdown output: no HTML autoescape; templates escape every value with the md/mdcode filters.
-    env = Environment(
-        loader=PackageLoader("auditor.report", "templates"),
-        autoescape=False,
-        undefined=StrictUndefined,
-        finalize=_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(md=md, mdcode=md_code)
-    return _common(env)
+    return _environment(html=False)
 
 
 def _context(report: WeeklyReport, charts: ReportCharts) -> dict[str, Any]:
