@@ -10,6 +10,9 @@ import pytest
 
 from benchmarks.interpreted import compiled_modules
 
+#: The moto server fixtures (``moto_endpoint``, ``aws_reset``) for every test folder.
+pytest_plugins = ("tests.moto_server",)
+
 _COMPILED: list[str] = []
 
 

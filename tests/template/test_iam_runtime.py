@@ -53,7 +53,7 @@ from handlers import (
     trail_ingest,
     weekly_report,
 )
-from tests.functional.cw_support import create_table, minutes, put_points
+from tests.cw_support import create_table, minutes, put_points
 from tests.lambda_context import lambda_context
 from tests.template.test_template import (
     AUDITED_INDEXES_ARN,

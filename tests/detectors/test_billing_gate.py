@@ -1,0 +1,69 @@
+"""Billing gating: a recommendation from under 7 days of 1-minute data, or from data with no weekend, is preliminary
+(info, never alerted, not counted in savings), shown in the report with its days analysed and confidence."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from auditor.billing.decide import analyze_billing
+from auditor.detectors.billing.gate import includes_weekend, preliminary_reason
+from auditor.lifecycle import EventKind, transition
+from auditor.models.finding import FindingKind, Severity
+from auditor.report.model import IsoWeek, build_report_from_findings
+from auditor.report.report_pages import render_markdown
+from tests.billing.test_billing_decide import DAY, make, rate
+
+MONDAY = datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def test_weekend_detection() -> None:
+    assert not includes_weekend(MONDAY, MONDAY + timedelta(days=5))  # Monday..Friday
+    assert includes_weekend(MONDAY, MONDAY + timedelta(days=5, minutes=1))  # a minute of Saturday
+    assert includes_weekend(MONDAY + timedelta(days=6, hours=23), MONDAY + timedelta(days=7))  # Sunday night
+    assert not includes_weekend(MONDAY, MONDAY)
+    assert preliminary_reason(7.0, MONDAY, MONDAY + timedelta(days=7)) is None
+    reason = preliminary_reason(3.0, MONDAY, MONDAY + timedelta(days=3), min_days=2.0)
+    assert reason == "no weekend in the data"
+    assert preliminary_reason(3.0, MONDAY, MONDAY + timedelta(days=3), min_days=2.0, require_weekend=False) is None
+
+
+@pytest.mark.parametrize(("days", "preliminary"), [(1, True), (6, True), (7, False), (14, False)])
+def test_a_recommendation_needs_seven_days(days: int, preliminary: bool) -> None:
+    analysis = analyze_billing(make(rate(100, days * DAY), rate(20, days * DAY)))
+    (finding,) = analysis.findings
+    assert finding.kind is FindingKind.BILLING_MODE
+    assert finding.evidence["preliminary"] is preliminary
+    assert finding.evidence["days_analyzed"] == days
+    assert (finding.severity is Severity.INFO) is preliminary
+    assert finding.title.startswith("Preliminary: ") is preliminary
+
+
+def test_a_preliminary_recommendation_is_stored_muted_and_announced_once_it_has_the_data() -> None:
+    short = analyze_billing(make(rate(100, DAY), rate(20, DAY))).findings[0]
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    change = transition(None, short, now=now, resolve_after_seconds=86_400, horizon=None)
+    assert change is not None and change.event is None and change.muted_event is EventKind.NEW
+    assert change.state.muted_reason and "preliminary" in change.state.muted_reason
+
+    full = analyze_billing(make(rate(100, 14 * DAY), rate(20, 14 * DAY))).findings[0]
+    assert full.id == short.id
+    later = transition(change.state, full, now=now + timedelta(days=14), resolve_after_seconds=86_400, horizon=None)
+    assert later is not None and later.event is not None and later.event.kind is EventKind.NEW
+
+
+def test_the_report_shows_preliminary_rows_with_days_and_confidence_and_no_savings() -> None:
+    short = analyze_billing(make(rate(100, DAY), rate(20, DAY))).findings[0]
+    full = analyze_billing(make(rate(100, 14 * DAY), rate(20, 14 * DAY), table="Users")).findings[0]
+    short = short.model_copy(update={"last_seen": full.last_seen})  # both seen in the report's week
+    week = IsoWeek.of(full.last_seen - timedelta(seconds=1))
+    report = build_report_from_findings([short, full], week.end + timedelta(hours=1), week=week)
+    rows = {b.table: b for b in report.billing}
+    assert rows["Orders"].preliminary and rows["Orders"].monthly_savings == 0.0
+    assert rows["Orders"].days_analyzed == 1.0 and rows["Orders"].confidence is not None
+    assert rows["Orders"].estimated_savings == short.evidence["monthly_savings"]
+    assert not rows["Users"].preliminary
+    assert report.summary.monthly_savings == pytest.approx(full.evidence["monthly_savings"])
+    md = render_markdown(report)
+    assert "preliminary (" in md and "not counted" in md

@@ -1,0 +1,267 @@
+"""The capture controller against moto (CloudTrail selectors, DynamoDB, CloudWatch) and botocore Stubber faults."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from botocore.stub import Stubber
+
+from auditor.cost.plan import ALWAYS_ON_EVENTS, ALWAYS_ON_NAME, SLICE_NAME, PlannerConfig
+from auditor.demo.stack import create_state_table
+from auditor.service.capture import STATE_SK, CaptureClients, run_controller, state_pk
+from tests.cw_support import aws, create_table, minutes, put_points
+
+TRAIL = "audit-stack-dynamodb-data-events"
+STATE = "auditor-state"
+OTHER = {"Name": "Management events", "FieldSelectors": [{"Field": "eventCategory", "Equals": ["Management"]}]}
+INITIAL = {
+    "Name": "DynamoDB table data events",
+    "FieldSelectors": [
+        {"Field": "eventCategory", "Equals": ["Data"]},
+        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+    ],
+}
+
+
+@pytest.fixture
+def env(aws_reset: str) -> dict[str, Any]:
+    s3, ct, ddb, cw = (aws(s, aws_reset) for s in ("s3", "cloudtrail", "dynamodb", "cloudwatch"))
+    s3.create_bucket(Bucket="trail-bucket")
+    ct.create_trail(Name=TRAIL, S3BucketName="trail-bucket")
+    ct.put_event_selectors(TrailName=TRAIL, AdvancedEventSelectors=[OTHER, INITIAL])
+    create_state_table(ddb, STATE)
+    return {"ct": ct, "ddb": ddb, "cw": cw, "clients": CaptureClients(ct, cw, ddb)}
+
+
+def _now() -> datetime:
+    t = int(time.time())
+    return datetime.fromtimestamp(t - t % 3600 + 5, UTC)  # the first slice of the hour: every table is read
+
+
+def _selectors(ct: Any) -> list[dict[str, Any]]:
+    return list(ct.get_event_selectors(TrailName=TRAIL)["AdvancedEventSelectors"])
+
+
+def _arns(selectors: list[dict[str, Any]]) -> set[str]:
+    out: set[str] = set()
+    for s in selectors:
+        if s["Name"] == SLICE_NAME:
+            for c in s["FieldSelectors"]:
+                if c["Field"] == "resources.ARN":
+                    out |= set(c["Equals"])
+    return out
+
+
+def _run(env: dict[str, Any], now: datetime, **kw: Any) -> Any:
+    kw.setdefault("fixed_usd_month", 0.0)  # a few tables: the default estimate (100s of tables) would take it all
+    return run_controller(env["clients"], trail=TRAIL, state_table=STATE, now=now, sleep=lambda s: None, **kw)
+
+
+def test_first_run_replaces_full_capture_keeps_other_selectors_and_records_the_plan(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    result = _run(env, now)
+    assert result.status == "applied"
+    sels = _selectors(env["ct"])
+    names = [s["Name"] for s in sels]
+    assert names[0] == "Management events"
+    assert "DynamoDB table data events" not in names  # the full-capture selector is replaced
+    always = next(s for s in sels if s["Name"] == ALWAYS_ON_NAME)
+    assert {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)} in always["FieldSelectors"]
+    # A quiet provisioned table (100 RCU/WCU: $57/month, a $0.57 share) costs nothing to capture: continuous, and
+    # the plan is recorded before it takes effect.
+    arn = env["ddb"].describe_table(TableName="Quiet")["Table"]["TableArn"]
+    assert _arns(sels) == {arn}
+    slice_start = int(now.timestamp()) // 300 * 300
+    item = env["ddb"].get_item(
+        TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": f"PLAN#{slice_start:012d}"}}
+    )["Item"]
+    plan = orjson.loads(item["plan"]["S"])
+    assert plan["captures"] == [
+        {
+            "table": "Quiet",
+            "reason": "continuous",
+            "fraction": 1.0,
+            "every": 1,
+            "seconds": None,
+            "window_start": slice_start,
+            "window_end": slice_start + 300,
+        }
+    ]
+    # The same slice again changes nothing on the trail.
+    again = _run(env, now)
+    assert again.status == "unchanged"
+    assert again.puts == 0
+
+
+def test_budget_zero_keeps_the_always_on_selector_only(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Orders", on_demand=True)
+    result = _run(env, _now(), config=PlannerConfig(budget_percent=0))
+    assert result.status == "applied"
+    sels = _selectors(env["ct"])
+    assert [s["Name"] for s in sels] == ["Management events", ALWAYS_ON_NAME]
+    assert "budget 0" in result.notes[0]
+
+
+def test_table_created_and_deleted_between_runs(env: dict[str, Any]) -> None:
+    ddb = env["ddb"]
+    create_table(ddb, "Old")
+    now = _now()
+    _run(env, now)
+    old_arn = ddb.describe_table(TableName="Old")["Table"]["TableArn"]
+    assert _arns(_selectors(env["ct"])) == {old_arn}
+    ddb.delete_table(TableName="Old")
+    create_table(ddb, "New")
+    result = _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC))
+    assert result.status == "applied"
+    new_arn = ddb.describe_table(TableName="New")["Table"]["TableArn"]
+    assert _arns(_selectors(env["ct"])) == {new_arn}  # an Equals ARN must name a real table
+
+
+def test_burst_above_half_a_partition_is_probed_then_put_back(env: dict[str, Any]) -> None:
+    ddb, cw = env["ddb"], env["cw"]
+    create_table(ddb, "Busy", read=5000, write=5000)
+    now = _now()
+    end = (int(now.timestamp()) // 60 - 2) * 60
+    put_points(cw, "ConsumedWriteCapacityUnits", "Busy", minutes(end - 600, 10, 700 * 60))
+    puts: list[list[dict[str, Any]]] = []
+    real_put = env["ct"].put_event_selectors
+
+    def spy(**kw: Any) -> Any:
+        puts.append(kw["AdvancedEventSelectors"])
+        return real_put(**kw)
+
+    env["ct"].put_event_selectors = spy
+    result = _run(env, now, config=PlannerConfig(budget_percent=100))
+    arn = ddb.describe_table(TableName="Busy")["Table"]["TableArn"]
+    assert result.status == "applied"
+    assert [c["reason"] for c in result.plan["captures"]] == ["burst"]
+    assert len(puts) == 2
+    assert _arns(puts[0]) == {arn}  # the probe
+    assert _arns(puts[1]) == set()  # put back without it
+    assert any(s["Name"] == ALWAYS_ON_NAME for s in puts[1])
+
+
+def test_two_runs_at_once_one_wins_by_the_conditional_write(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    _run(env, now)
+    ddb = env["ddb"]
+    real_get = ddb.get_item
+    state = real_get(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})
+
+    # The second run read the state before the first one wrote: it sees the old version and loses.
+    first = _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC))
+    assert first.status in ("applied", "unchanged")
+    ddb.get_item = lambda **kw: state
+    try:
+        loser = _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC))
+    finally:
+        del ddb.get_item
+    assert loser.status == "lost_race"
+    assert loser.puts == 0
+
+
+def test_trail_changed_by_someone_else_is_reported_not_fought(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    _run(env, now)
+    theirs = [OTHER, INITIAL]  # an operator puts full capture back
+    env["ct"].put_event_selectors(TrailName=TRAIL, AdvancedEventSelectors=theirs)
+    result = _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC))
+    assert result.status == "trail_changed"
+    assert [s["Name"] for s in _selectors(env["ct"])] == ["Management events", "DynamoDB table data events"]
+
+
+def test_trail_deleted(env: dict[str, Any]) -> None:
+    env["ct"].delete_trail(Name=TRAIL)
+    result = _run(env, _now())
+    assert result.status == "trail_missing"
+
+
+def _stubbed(env: dict[str, Any]) -> tuple[CaptureClients, Stubber]:
+    """A CloudTrail client whose calls are stubbed (moto never throttles or rejects selectors)."""
+    import boto3
+
+    ct = boto3.client("cloudtrail", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    return CaptureClients(ct, env["cw"], env["ddb"]), Stubber(ct)
+
+
+GET_RESPONSE = {
+    "TrailARN": f"arn:aws:cloudtrail:us-east-1:123456789012:trail/{TRAIL}",
+    "AdvancedEventSelectors": [OTHER, INITIAL],
+}
+
+
+def test_throttled_update_is_retried_with_backoff(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    clients, stub = _stubbed(env)
+    stub.add_response("get_event_selectors", GET_RESPONSE, {"TrailName": TRAIL})
+    stub.add_client_error("put_event_selectors", "ThrottlingException", "Rate exceeded", 400)
+    stub.add_client_error("put_event_selectors", "ThrottlingException", "Rate exceeded", 400)
+    stub.add_response("put_event_selectors", {"TrailARN": GET_RESPONSE["TrailARN"]})
+    waits: list[float] = []
+    with stub:
+        result = run_controller(
+            clients, trail=TRAIL, state_table=STATE, now=_now(), sleep=waits.append, fixed_usd_month=0.0
+        )
+    stub.assert_no_pending_responses()
+    assert result.status == "applied"
+    assert result.puts == 3
+    assert waits == [1.0, 2.0]
+
+
+def test_rejected_update_falls_back_to_the_last_good_configuration(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    good = _run(env, now)  # on moto: recorded as the last good configuration
+    assert good.status == "applied"
+    applied = _selectors(env["ct"])
+    clients, stub = _stubbed(env)
+    create_table(env["ddb"], "Second")
+    stub.add_response("get_event_selectors", {"TrailARN": GET_RESPONSE["TrailARN"], "AdvancedEventSelectors": applied})
+    stub.add_client_error("put_event_selectors", "InvalidEventSelectorsException", "Resource ARN does not exist", 400)
+    expected_fallback = list(applied)
+    stub.add_response(
+        "put_event_selectors",
+        {"TrailARN": GET_RESPONSE["TrailARN"]},
+        {"TrailName": TRAIL, "AdvancedEventSelectors": expected_fallback},
+    )
+    with stub:
+        result = run_controller(
+            clients,
+            trail=TRAIL,
+            state_table=STATE,
+            now=datetime.fromtimestamp(now.timestamp() + 300, UTC),
+            sleep=lambda s: None,
+            fixed_usd_month=0.0,
+        )
+    stub.assert_no_pending_responses()
+    assert result.status == "fallback"
+    assert "InvalidEventSelectorsException" in result.detail
+
+
+def test_rejected_update_without_a_last_good_keeps_the_always_on_selector(env: dict[str, Any]) -> None:
+    create_table(env["ddb"], "Quiet")
+    clients, stub = _stubbed(env)
+    stub.add_response("get_event_selectors", GET_RESPONSE)
+    stub.add_client_error("put_event_selectors", "InvalidEventSelectorsException", "rejected", 400)
+    captured: list[Any] = []
+    stub.add_response("put_event_selectors", {"TrailARN": GET_RESPONSE["TrailARN"]})
+    with stub:
+        original = clients.cloudtrail.put_event_selectors
+
+        def spy(**kw: Any) -> Any:
+            captured.append(kw["AdvancedEventSelectors"])
+            return original(**kw)
+
+        clients.cloudtrail.put_event_selectors = spy  # type: ignore[method-assign]
+        result = run_controller(
+            clients, trail=TRAIL, state_table=STATE, now=_now(), sleep=lambda s: None, fixed_usd_month=0.0
+        )
+    assert result.status == "fallback"
+    assert [s["Name"] for s in captured[-1]] == ["Management events", ALWAYS_ON_NAME]

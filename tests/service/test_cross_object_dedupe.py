@@ -1,0 +1,128 @@
+"""An event delivered in two CloudTrail objects counts once in the service, as in ``analyze-trail`` (moto server).
+
+Trail ingest writes each object's event fingerprints to S3; the evaluator's check reads the objects that share
+events again, together, before it merges a window (``auditor.service.dedupe``).
+"""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from auditor.config import AnalysisConfig
+from auditor.demo.trail import write_trail
+from auditor.demo.workload import demo_workload
+from auditor.engine import analyze_trail
+from auditor.service.dedupe import Deduplication
+from auditor.service.ingest import process_trail_object, reread_objects
+from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.window_store import WindowStore
+from tests.moto_server import client, create_state_table
+
+BUCKET = "aws-cloudtrail-logs-111122223333-dedupe"
+REPORTS = "auditor-reports-dedupe"
+TABLE = "auditor-state"
+T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Half an hour of demo traffic with 25 records delivered again in a neighbouring file."""
+    out = tmp_path_factory.mktemp("trail")
+    write_trail(demo_workload(T0, hours=0.5, seed=5), out, seed=5, duplicates=25)
+    return out
+
+
+def _logs(trail: Path) -> list[Path]:
+    return sorted(p for p in trail.rglob("*.json.gz") if "CloudTrail-Digest" not in p.parts)
+
+
+def _shared(trail: Path) -> int:
+    """Events (eventID, eventName, eventTime) found in more than one file, counted once each."""
+    files: dict[tuple[str, str, str], set[Path]] = {}
+    for path in _logs(trail):
+        for r in orjson.loads(gzip.decompress(path.read_bytes()))["Records"]:
+            files.setdefault((r["eventID"], r["eventName"], r["eventTime"]), set()).add(path)
+    return sum(1 for paths in files.values() if len(paths) > 1)
+
+
+def _ingest(env: tuple[Any, Any], trail: Path) -> tuple[WindowStore, FingerprintStore, list[int]]:
+    s3, ddb = env
+    store = WindowStore(ddb, TABLE)
+    prints = FingerprintStore(s3, REPORTS)
+    config = AnalysisConfig()
+    starts: set[int] = set()
+    for path in _logs(trail):
+        key = path.relative_to(trail).as_posix()
+        s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+        result = process_trail_object(s3, store, BUCKET, key, config, NOW, fingerprints=prints)
+        assert result.status == "ingested"
+    for parts in store.load_window_parts(range(int(T0.timestamp()) - 3600, int(NOW.timestamp()), 900)):
+        starts.add(parts[0][1].window_start)
+    return store, prints, sorted(starts)
+
+
+@pytest.fixture
+def env(aws_reset: str) -> tuple[Any, Any]:
+    s3, ddb = client("s3", aws_reset), client("dynamodb", aws_reset)
+    create_state_table(ddb, TABLE)
+    s3.create_bucket(Bucket=BUCKET)
+    s3.create_bucket(Bucket=REPORTS)
+    return s3, ddb
+
+
+def _counts(windows: list[Any]) -> dict[tuple[str, int], tuple[int, int, int, dict[str, int]]]:
+    return {
+        (w.table, w.window_start): (w.calls, w.key_requests, w.item_writes, dict(sorted(w.operations.items())))
+        for w in windows
+    }
+
+
+def test_an_event_in_two_objects_counts_once_as_in_analyze_trail(env: tuple[Any, Any], trail: Path) -> None:
+    s3, _ = env
+    shared = _shared(trail)
+    assert shared >= 10  # the trail really repeats events across files
+    store, prints, starts = _ingest(env, trail)
+    config = AnalysisConfig()
+
+    analysis = analyze_trail([str(trail)], config, processes=1)
+    assert analysis.stats.duplicates_dropped == shared
+    expected = analysis.aggregates
+    reference = _counts(sorted(expected.windows.values(), key=lambda w: (w.table, w.window_start)))
+
+    merged_as_they_are = _counts(store.load_windows(starts))
+    checked, result = Deduplication(prints.get, reread_objects(s3, config)).load(store, starts)
+
+    assert _counts(checked) == reference
+    assert merged_as_they_are != reference  # without the check, the repeated events count twice
+    extra = sum(v[0] for v in merged_as_they_are.values()) - sum(v[0] for v in reference.values())
+    assert extra == shared
+    assert result.events_shared == shared
+    assert result.objects_reread >= 2 and result.groups >= 1
+    assert result.unchecked == []
+
+
+def test_objects_without_fingerprints_are_merged_unchecked(env: tuple[Any, Any], trail: Path) -> None:
+    s3, _ = env
+    store, prints, starts = _ingest(env, trail)
+    for key in s3.list_objects_v2(Bucket=REPORTS)["Contents"]:  # fingerprints expired, or written by no version
+        s3.delete_object(Bucket=REPORTS, Key=key["Key"])
+    checked, result = Deduplication(prints.get, reread_objects(s3, AnalysisConfig())).load(store, starts)
+    assert _counts(checked) == _counts(store.load_windows(starts))
+    assert result.unchecked and result.objects_reread == 0
+
+
+def test_a_group_that_cannot_be_read_again_keeps_its_contributions(env: tuple[Any, Any], trail: Path) -> None:
+    s3, _ = env
+    store, prints, starts = _ingest(env, trail)
+    for key in s3.list_objects_v2(Bucket=BUCKET)["Contents"]:  # the trail's objects are gone (bucket lifecycle)
+        s3.delete_object(Bucket=BUCKET, Key=key["Key"])
+    checked, result = Deduplication(prints.get, reread_objects(s3, AnalysisConfig())).load(store, starts)
+    assert _counts(checked) == _counts(store.load_windows(starts))
+    assert result.objects_reread == 0
