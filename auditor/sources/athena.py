@@ -19,7 +19,7 @@
    on them (:func:`auditor.engine.evaluate`). So the findings match ``analyze-trail``'s on the same events.
 
 The SQL is written in Athena's dialect (Trino) and tested offline by transpiling it with sqlglot to DuckDB, over
-local trail files loaded into a table of the same columns (tests/unit/test_athena_sql.py).
+local trail files loaded into a table of the same columns (tests/sources/test_athena_sql.py).
 """
 
 from __future__ import annotations
