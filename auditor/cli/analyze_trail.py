@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
-from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, with_muted
+from auditor.cli.common import Command, Subparsers, add_output_options, output_result, warn
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
-from auditor.findings_text import render_markdown, render_table, to_json
-from auditor.models.finding import Finding
-
-if TYPE_CHECKING:  # the engine is imported when the command runs, so the other commands start fast
-    from auditor.engine import TrailAnalysis
-    from auditor.mutelist import Muted
+from auditor.findings_text import render_markdown, render_table
 
 NAME = "analyze-trail"
 
@@ -49,21 +43,14 @@ def run(args: argparse.Namespace) -> int:
     if stats.files_read == 0:
         why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
         raise InputError(f"nothing could be read: {why}")
-    for problem in stats.problems:
-        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
-    for err in result.detector_errors:
-        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-    return output(args, result.findings, lambda kept, muted: _render_trail(args.format, result, kept, muted))
-
-
-def _render_trail(fmt: str, result: TrailAnalysis, kept: list[Finding], muted: list[Muted] | None) -> str:
-    """An analysis as json, table or markdown, with the findings still reported."""
-    result.findings = kept
-    if fmt == "json":
-        return to_json(with_muted(result.to_dict(), muted))
-    if fmt == "markdown":
-        return render_markdown(kept, result.access_patterns, result.stats.as_dict()) + muted_text(muted, True)
-    return render_table(kept, result.access_patterns, result.stats.as_dict()) + muted_text(muted)
+    warn(*stats.problems, *(f"detector failed: {err}" for err in result.detector_errors))
+    return output_result(
+        args,
+        result,
+        lambda kept, markdown: (render_markdown if markdown else render_table)(
+            kept, result.access_patterns, stats.as_dict()
+        ),
+    )
 
 
 COMMAND = Command(NAME, add_parser, run)

@@ -6,16 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
-from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, with_muted
+from auditor.cli.common import Command, Subparsers, add_output_options, output_result, warn
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
-from auditor.findings_text import render_markdown, render_table, to_json
-from auditor.models.finding import Finding
-
-if TYPE_CHECKING:
-    from auditor.mutelist import Muted
+from auditor.findings_text import render_markdown, render_table
 
 NAME = "athena"
 
@@ -104,26 +99,17 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if result.rows.data_events == 0:
-        print(
-            f"ddb-audit: warning: no DynamoDB data events under {scope.location} for {', '.join(scope.accounts)} in "
+        warn(
+            f"no DynamoDB data events under {scope.location} for {', '.join(scope.accounts)} in "
             f"{', '.join(scope.regions)} from {scope.start.isoformat()} to {scope.end.isoformat()} (check the bucket, "
-            "--prefix, --organization-id and that the trail logs DynamoDB data events)",
-            file=sys.stderr,
+            "--prefix, --organization-id and that the trail logs DynamoDB data events)"
         )
-    for problem in result.rows.problems:
-        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
-    for err in result.detector_errors:
-        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-
-    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
-        result.findings = kept
-        if args.format == "json":
-            return to_json(with_muted(result.to_dict(), muted))
-        if args.format == "markdown":
-            return render_markdown(kept, result.access_patterns, st) + muted_text(muted, True)
-        return render_table(kept, result.access_patterns, st) + muted_text(muted)
-
-    return output(args, result.findings, native)
+    warn(*result.rows.problems, *(f"detector failed: {err}" for err in result.detector_errors))
+    return output_result(
+        args,
+        result,
+        lambda kept, markdown: (render_markdown if markdown else render_table)(kept, result.access_patterns, st),
+    )
 
 
 COMMAND = Command(NAME, add_parser, run)

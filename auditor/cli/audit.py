@@ -9,14 +9,11 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, number_in, output, with_muted
+from auditor.cli.common import Command, Subparsers, add_output_options, number_in, output_result, warn
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
-from auditor.findings_text import to_json
-from auditor.models.finding import Finding
 
 if TYPE_CHECKING:  # the services and sources are imported when the command runs, so the other commands start fast
-    from auditor.mutelist import Muted
     from auditor.service.audit import AuditConfig
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
@@ -132,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
         activity_days=args.idle_days,
         config=_audit_config(args),
     )
-    for warning in book.warnings:
-        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+    warn(*book.warnings)
     inventory = result.inventory
     if not inventory.tables:
         if names and set(inventory.missing) >= set(names):
@@ -141,18 +137,8 @@ def run(args: argparse.Namespace) -> int:
         blocking = [g for g in inventory.gaps if g.facet == "tables"]
         if blocking:
             raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
-    for gap in result.gaps:
-        print(f"ddb-audit: warning: {gap.describe()}", file=sys.stderr)
-    for err in result.errors:
-        print(f"ddb-audit: warning: detector failed: {err}", file=sys.stderr)
-
-    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
-        result.findings = kept
-        if args.format == "json":
-            return to_json(with_muted(result.to_dict(), muted))
-        return render_audit(result, args.format) + muted_text(muted, args.format == "markdown")
-
-    return output(args, result.findings, native)
+    warn(*(gap.describe() for gap in result.gaps), *(f"detector failed: {err}" for err in result.errors))
+    return output_result(args, result, lambda _kept, _markdown: render_audit(result, args.format))
 
 
 def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], list[str | None]]:
@@ -229,21 +215,11 @@ def _run_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
     )
     if tty:
         print(file=sys.stderr)
-    for warning in book.warnings:
-        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
-    for gap in result.coverage_gaps:
-        print(f"ddb-audit: warning: not audited: {gap.describe()}", file=sys.stderr)
+    warn(*book.warnings, *(f"not audited: {gap.describe()}" for gap in result.coverage_gaps))
     if not result.results:
         first = result.coverage_gaps[0]
         raise InputError(f"nothing could be audited: {first.describe()}")
-
-    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
-        result.findings = kept
-        if args.format == "json":
-            return to_json(with_muted(result.to_dict(), muted))
-        return render_org_audit(result, args.format) + muted_text(muted, args.format == "markdown")
-
-    return output(args, result.findings, native)
+    return output_result(args, result, lambda _kept, _markdown: render_org_audit(result, args.format))
 
 
 COMMAND = Command(NAME, add_parser, run)

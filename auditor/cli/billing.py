@@ -4,21 +4,13 @@ capacity history, offline, with the decision settings of ``--config`` and the op
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, read_json, with_muted
+from auditor.cli.common import Command, Subparsers, add_output_options, output_result, read_input, read_json, warn
 from auditor.exceptions import InputError
-from auditor.findings_text import to_json
 from auditor.models.billing import BillingConfig, BillingInput
-from auditor.models.finding import Finding
-
-if TYPE_CHECKING:
-    from auditor.mutelist import Muted
 
 NAME = "billing"
 
@@ -78,21 +70,14 @@ def run(args: argparse.Namespace) -> int:
     from auditor.billing.decide import analyze_billing
     from auditor.billing.pricing import load_price_file
 
-    if args.input == "-":
-        data, source = sys.stdin.buffer.read(), "<stdin>"
-    else:
-        try:
-            data, source = Path(args.input).read_bytes(), args.input
-        except OSError as exc:
-            raise InputError(f"{args.input}: {exc.strerror or exc}") from exc
-    inp = BillingInput.from_json(data, source)
+    inp = BillingInput.from_json(*read_input(args.input))
     prices = load_price_file(args.prices) if args.prices else None
     if prices is None and args.region:
         from auditor.sources.pricing_api import PriceBook, pricing_client
 
         prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
         if warning:
-            print(f"ddb-audit: warning: {warning}", file=sys.stderr)
+            warn(warning)
     analysis = analyze_billing(
         inp, simulation=args.simulation, prices=prices, config=_billing_config(args), trace=bool(args.trace_out)
     )
@@ -100,18 +85,12 @@ def run(args: argparse.Namespace) -> int:
         from auditor.billing.trace import write_trace
 
         write_trace(args.trace_out, analysis.traces)
-    for warning in analysis.warnings:
-        print(f"ddb-audit: warning: {warning}", file=sys.stderr)
-
-    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
-        analysis.findings = kept
-        if args.format == "json":
-            return to_json(with_muted(analysis.to_dict(), muted))
-        if args.format == "markdown":
-            return render_billing_markdown(analysis.result, kept) + muted_text(muted, True)
-        return render_billing_table(analysis.result, kept) + muted_text(muted)
-
-    return output(args, analysis.findings, native)
+    warn(*analysis.warnings)
+    return output_result(
+        args,
+        analysis,
+        lambda kept, markdown: (render_billing_markdown if markdown else render_billing_table)(analysis.result, kept),
+    )
 
 
 def _billing_config(args: argparse.Namespace) -> BillingConfig:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeAlias
 
 import orjson
 
@@ -99,6 +99,22 @@ def number_in(low: float, high: float, why: str, *, include_low: bool = True) ->
     return parse
 
 
+def read_input(path: str) -> tuple[bytes, str]:
+    """The bytes of a file, or of stdin for ``-``, and the name to report them by (``<stdin>`` for stdin)."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        return Path(path).read_bytes(), path
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+
+
+def warn(*messages: object) -> None:
+    """Each message as a ``ddb-audit: warning:`` line on stderr."""
+    for message in messages:
+        print(f"ddb-audit: warning: {message}", file=sys.stderr)
+
+
 def read_json(path: str) -> object:
     """A whole JSON document from a file or ``-`` (stdin); unreadable or invalid input is an InputError."""
     try:
@@ -152,6 +168,29 @@ def output(args: argparse.Namespace, findings: Sequence[Finding], native: Native
     sys.stdout.write(text)
     sys.stdout.flush()
     return EXIT_FINDINGS if fails(kept, args.fail_on) else EXIT_OK
+
+
+class Reported(Protocol):
+    """A command's result that holds the findings it reports and gives its JSON document."""
+
+    findings: list[Finding]
+
+    def to_dict(self) -> dict[str, object]: ...
+
+
+def output_result(args: argparse.Namespace, result: Reported, render: Callable[[list[Finding], bool], str]) -> int:
+    """:func:`output` for a command whose result holds its findings: ``json`` is the result's document with the
+    findings still reported (and ``muted``); ``table`` and ``markdown`` are ``render(kept, markdown)`` followed by
+    the muted findings."""
+
+    def native(kept: list[Finding], muted: list[Muted] | None) -> str:
+        result.findings = kept
+        if args.format == "json":
+            return to_json(with_muted(result.to_dict(), muted))
+        markdown = args.format == "markdown"
+        return render(kept, markdown) + muted_text(muted, markdown)
+
+    return output(args, result.findings, native)
 
 
 def with_muted(doc: dict[str, object], muted: list[Muted] | None) -> dict[str, object]:

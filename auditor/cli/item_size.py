@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from auditor.cli.common import EXIT_OK, Command, Subparsers
-from auditor.exceptions import InputError
+from auditor.cli.common import EXIT_OK, Command, Subparsers, read_input
 from auditor.findings_text import FORMATS, render_columns, to_json
 from auditor.models.dynamodb_size import iter_item_results
 
@@ -23,14 +21,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.file == "-":
-        data, source = sys.stdin.buffer.read(), "<stdin>"
-    else:
-        try:
-            data, source = Path(args.file).read_bytes(), args.file
-        except OSError as exc:
-            raise InputError(f"{args.file}: {exc.strerror or exc}") from exc
-    results = [r.to_dict() for r in iter_item_results(data, source)]
+    results = [r.to_dict() for r in iter_item_results(*read_input(args.file))]
     if args.format == "json":
         text = to_json(results)
     else:
