@@ -29,7 +29,8 @@ from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.kernel.reader import Deduper, InputSource, Shard, discover, read_calls
+from auditor.kernel.inputs import discover
+from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import Finding, Totals, window_totals
@@ -218,7 +219,7 @@ def ingest_parallel(
 
     Every shard reads every source whole, so all must agree on each source's outcome (its number of records, or
     that it failed), and the records the shards read must add up to that number. They disagree only on corrupt
-    inputs (records cut in the wrong place, see :func:`auditor.kernel.reader._raw_owned`, or a record that
+    inputs (records cut in the wrong place, see :func:`auditor.kernel.framing._raw_owned`, or a record that
     cannot be decoded, which no shard or two may take as theirs) or inputs whose bytes changed between the reads:
     then the sharded results are dropped and the input is read again in this process alone, the reference.
     """

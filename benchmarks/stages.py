@@ -48,8 +48,9 @@ import sys
 import auditor.cli, auditor.engine
 from auditor.config import AnalysisConfig
 from auditor.engine import ingest_source
-from auditor.kernel.reader import DEFAULT_CHUNK_SIZE, Deduper, LightRun, _chunks, discover
-from auditor.kernel.reader import iter_records, read_calls
+from auditor.kernel.framing import LightRun
+from auditor.kernel.inputs import DEFAULT_CHUNK_SIZE, _chunks, discover
+from auditor.kernel.reader import Deduper, iter_records, read_calls
 from auditor.kernel.stats import IngestStats
 path = sys.argv[1]
 n = 0

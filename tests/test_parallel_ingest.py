@@ -17,7 +17,8 @@ from auditor.config import AnalysisConfig
 from auditor.demo.trail import write_trail
 from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail, ingest, plan_processes
-from auditor.kernel.reader import SKIPPED, Deduper, Shard, discover, iter_records, read_calls
+from auditor.kernel.inputs import discover
+from auditor.kernel.reader import SKIPPED, Deduper, Shard, iter_records, read_calls
 from auditor.kernel.stats import IngestStats
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -174,7 +175,7 @@ def _other_shard_id(shard: Shard) -> str:
     ],
 )
 def test_raw_ownership_skips_only_unambiguous_records_of_other_shards(template: str, skippable: bool) -> None:
-    from auditor.kernel.reader import _raw_owned
+    from auditor.kernel.framing import _raw_owned
 
     shard = Shard(0, 2)
     raw = template.format(eid=_other_shard_id(shard)).encode()

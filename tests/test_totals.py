@@ -387,7 +387,7 @@ def _throttled(at: datetime, pk: str, n: int) -> dict[str, Any]:
 def test_period_cause_counts_each_windows_throttles_under_that_windows_cause(tmp_path: Path) -> None:
     from auditor.config import AnalysisConfig
     from auditor.engine import evaluate, ingest
-    from auditor.kernel.reader import discover
+    from auditor.kernel.inputs import discover
 
     # 10:00-10:15: 30 throttles spread over 30 keys (the table's capacity: provisioned). 10:30-10:45: 10 throttles,
     # all on CUSTOMER#42, which has a tenth of the traffic (a hot partition: key range). Over the whole input the 40

@@ -39,7 +39,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from auditor.engine import ingest_parallel, plan_processes
-    from auditor.kernel.reader import discover
+    from auditor.kernel.inputs import discover
     from auditor.whatif.capacity import capacity_from_audit
     from auditor.whatif.limits import what_if
     from auditor.whatif.loadtest import load_profile

@@ -53,7 +53,8 @@ from auditor.demo.service import (
 from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
 from auditor.detectors.findings.period import for_period
 from auditor.exceptions import InputError, SourceReadError
-from auditor.kernel.reader import InputSource, discover, iter_records
+from auditor.kernel.inputs import discover
+from auditor.kernel.reader import InputSource, iter_records
 from auditor.lifecycle import FindingState
 from auditor.models.finding import Totals
 from auditor.report.model import IsoWeek

@@ -22,7 +22,6 @@ MAX_FUNCTION_LINES = 150
 KNOWN_LARGE: dict[str, str] = {
     "auditor/kernel/normalize.py": "the lead (the CloudTrail kernel)",
     "auditor/kernel/normalize.py:normalize_record": "the lead (the CloudTrail kernel)",
-    "auditor/kernel/reader.py": "the lead (the CloudTrail kernel)",
 }
 
 

@@ -17,7 +17,8 @@ from auditor.config import AnalysisConfig
 from auditor.demo.trail import write_log_file, write_trail
 from auditor.demo.workload import demo_workload
 from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set, period_totals
-from auditor.kernel.reader import Deduper, discover
+from auditor.kernel.inputs import discover
+from auditor.kernel.reader import Deduper
 from auditor.kernel.stats import IngestStats
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
 

@@ -22,15 +22,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
+from auditor.kernel import framing, inputs
 from auditor.kernel import reader as cloudtrail
 from auditor.kernel.calls import Access, ApiCall
-from auditor.kernel.reader import Deduper, InputSource, discover, iter_records, read_calls
+from auditor.kernel.inputs import discover
+from auditor.kernel.reader import Deduper, InputSource, iter_records, read_calls
 from auditor.kernel.stats import IngestStats
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cloudtrail"
 
 #: Chunk sizes that put chunk boundaries everywhere, plus the default.
-CHUNK_SIZES = [1, 2, 3, 5, 17, 64, 1000, cloudtrail.DEFAULT_CHUNK_SIZE]
+CHUNK_SIZES = [1, 2, 3, 5, 17, 64, 1000, inputs.DEFAULT_CHUNK_SIZE]
 
 TRICKY = [
     '},{"eventVersion":"1.08"',
@@ -80,7 +82,7 @@ def envelope(record: Any, **extra: Any) -> dict[str, Any]:
     return env
 
 
-def read_all(data: bytes, chunk_size: int = cloudtrail.DEFAULT_CHUNK_SIZE, name: str = "test") -> list[Any]:
+def read_all(data: bytes, chunk_size: int = inputs.DEFAULT_CHUNK_SIZE, name: str = "test") -> list[Any]:
     return list(iter_records(io.BytesIO(data), name, chunk_size=chunk_size))
 
 
@@ -100,7 +102,7 @@ def test_log_file_plain_and_gzip(chunk_size: int) -> None:
     assert read_all(gzip.compress(data), chunk_size) == RECORDS
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, 4096, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096, inputs.DEFAULT_CHUNK_SIZE])
 def test_multi_member_gzip_split_mid_record(chunk_size: int) -> None:
     data = log_file(RECORDS)
     cut1, cut2 = len(data) // 3, 2 * len(data) // 3 + 5
@@ -139,7 +141,7 @@ def test_record_starting_with_separator_lookalike_in_first_value() -> None:
     # The string holds the exact separator the fast path searches for, many times over.
     evil = '},{"eventVersion":' * 2000
     records = [rec(0), {"eventVersion": evil, "x": 1}, rec(2), {"eventVersion": "1", "y": evil + "]}"}]
-    for chunk_size in (1000, cloudtrail.DEFAULT_CHUNK_SIZE):
+    for chunk_size in (1000, inputs.DEFAULT_CHUNK_SIZE):
         t0 = time.perf_counter()
         assert read_all(log_file(records), chunk_size) == records
         assert time.perf_counter() - t0 < 10  # linear, not one re-parse per fake separator
@@ -164,7 +166,7 @@ def test_records_with_different_first_keys(chunk_size: int) -> None:
     assert read_all(log_file(records), chunk_size) == records
 
 
-@pytest.mark.parametrize("chunk_size", [1, 97, 4096, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, 97, 4096, inputs.DEFAULT_CHUNK_SIZE])
 @pytest.mark.parametrize(
     "layout",
     [
@@ -204,14 +206,14 @@ def test_layouts_the_fast_path_cannot_learn(chunk_size: int, layout: str) -> Non
 
 
 def test_records_larger_than_the_search_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cloudtrail, "_WINDOW", 512)
+    monkeypatch.setattr(framing, "_WINDOW", 512)
     records = [rec(i, blob="b" * (i * 300)) for i in range(12)]
-    for chunk_size in (1, 700, 5000, cloudtrail.DEFAULT_CHUNK_SIZE):
+    for chunk_size in (1, 700, 5000, inputs.DEFAULT_CHUNK_SIZE):
         assert read_all(log_file(records), chunk_size) == records
 
 
 def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cloudtrail, "_MAX_ELEMENT", 10_000)
+    monkeypatch.setattr(framing, "_MAX_ELEMENT", 10_000)
     # an over-size record is one skipped record: the records around it are kept
     for chunk_size in (1000, 7, 1 << 20):
         got = read_all(log_file([RECORDS[0], {"a": "x" * 20_000}, RECORDS[1]]), chunk_size)
@@ -221,7 +223,7 @@ def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_long_whitespace_runs_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cloudtrail, "_MAX_WS_RUN", 100)
+    monkeypatch.setattr(framing, "_MAX_WS_RUN", 100)
     ws = b" \n" * 5000
     data = ws + b'{"Records":[' + ws + orjson.dumps(RECORDS[0]) + ws + b"," + ws + orjson.dumps(RECORDS[1]) + b"]}" + ws
     for chunk_size in (1, 64, 1000):
@@ -258,12 +260,12 @@ def test_aws_fixture_files_pretty_printed() -> None:
     assert files
     for path in files:
         expected = json.loads(path.read_text())["Records"]
-        for chunk_size in (5, cloudtrail.DEFAULT_CHUNK_SIZE):
+        for chunk_size in (5, inputs.DEFAULT_CHUNK_SIZE):
             with path.open("rb") as fh:
                 assert list(iter_records(fh, path.name, chunk_size=chunk_size)) == expected
 
 
-@pytest.mark.parametrize("chunk_size", [1, 64, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, 64, inputs.DEFAULT_CHUNK_SIZE])
 def test_records_not_first_key_and_extra_keys(chunk_size: int) -> None:
     doc = {"meta": {"x": [1, 2, {"Records": "no"}]}, "Records": RECORDS[:5], "after": {"y": "]}"}}
     assert read_all(orjson.dumps(doc), chunk_size) == RECORDS[:5]
@@ -273,7 +275,7 @@ def test_records_not_first_key_and_extra_keys(chunk_size: int) -> None:
 
 
 def test_large_object_with_records_not_first_is_streamed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cloudtrail, "_MAX_DOCUMENT", 2000)  # pretend the document is "large"
+    monkeypatch.setattr(framing, "_MAX_DOCUMENT", 2000)  # pretend the document is "large"
     doc = {"meta": "m" * 3000, "Records": RECORDS, "tail": [{"a": "]}"}]}
     assert read_all(orjson.dumps(doc), 100) == RECORDS
     with pytest.raises(SourceReadError, match="no Records array"):
@@ -292,7 +294,7 @@ def test_digest_file_yields_nothing() -> None:
     assert read_all(gzip.compress(json.dumps(digest, indent=2).encode())) == []
 
 
-@pytest.mark.parametrize("chunk_size", [1, 50, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, 50, inputs.DEFAULT_CHUNK_SIZE])
 def test_eventbridge_single_event(chunk_size: int) -> None:
     r = rec(1)
     assert read_all(orjson.dumps(envelope(r)), chunk_size) == [r]
@@ -326,7 +328,7 @@ def test_eventbridge_json_lines(chunk_size: int) -> None:
     assert read_all(gzip.compress(text), chunk_size) == RECORDS[:10]
 
 
-@pytest.mark.parametrize("chunk_size", [1, 64, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, 64, inputs.DEFAULT_CHUNK_SIZE])
 def test_json_lines_of_raw_records_log_files_and_unknown_objects(chunk_size: int) -> None:
     unknown = {"hello": "world"}
     text = b"\n".join(
@@ -336,7 +338,7 @@ def test_json_lines_of_raw_records_log_files_and_unknown_objects(chunk_size: int
     assert read_all(text, chunk_size) == [RECORDS[0], RECORDS[1], RECORDS[2], unknown, RECORDS[3]]
 
 
-@pytest.mark.parametrize("chunk_size", [1, cloudtrail.DEFAULT_CHUNK_SIZE])
+@pytest.mark.parametrize("chunk_size", [1, inputs.DEFAULT_CHUNK_SIZE])
 def test_single_record_object(chunk_size: int) -> None:
     assert read_all(orjson.dumps(RECORDS[0]), chunk_size) == [RECORDS[0]]
     assert read_all(json.dumps(RECORDS[0], indent=2).encode() + b"\n", chunk_size) == [RECORDS[0]]
@@ -371,10 +373,10 @@ def test_switch_interval_lowered_while_reading_and_restored() -> None:
     before = sys.getswitchinterval()
     gen = iter_records(io.BytesIO(log_file(RECORDS)), "x")
     next(gen)
-    assert sys.getswitchinterval() == pytest.approx(min(before, cloudtrail._SWITCH_INTERVAL))
+    assert sys.getswitchinterval() == pytest.approx(min(before, inputs._SWITCH_INTERVAL))
     inner = iter_records(io.BytesIO(log_file(RECORDS)), "y")  # nested readers share the setting
     assert list(inner) == RECORDS
-    assert sys.getswitchinterval() == pytest.approx(min(before, cloudtrail._SWITCH_INTERVAL))
+    assert sys.getswitchinterval() == pytest.approx(min(before, inputs._SWITCH_INTERVAL))
     gen.close()
     assert sys.getswitchinterval() == before
     with pytest.raises(SourceReadError):
@@ -424,7 +426,7 @@ def test_corrupt_gzip() -> None:
 def test_undecodable_record_is_one_malformed_record(data: bytes, reason: str) -> None:
     # A record whose brackets close but whose content does not decode: skipped, its neighbours kept.
     a, b = orjson.dumps(RECORDS[0]), orjson.dumps(RECORDS[1])
-    for chunk_size in (1, 3, cloudtrail.DEFAULT_CHUNK_SIZE):
+    for chunk_size in (1, 3, inputs.DEFAULT_CHUNK_SIZE):
         got = read_all(b'{"Records":[' + a + b"," + data + b"," + b + b"]}", chunk_size)
         assert len(got) == 3 and got[0] == RECORDS[0] and got[2] == RECORDS[1]
         assert isinstance(got[1], cloudtrail.Malformed) and reason in got[1].reason
@@ -451,7 +453,7 @@ def test_undecodable_record_is_one_malformed_record(data: bytes, reason: str) ->
     ],
 )
 def test_bad_input(data: bytes, reason: str) -> None:
-    for chunk_size in (1, 3, cloudtrail.DEFAULT_CHUNK_SIZE):
+    for chunk_size in (1, 3, inputs.DEFAULT_CHUNK_SIZE):
         with pytest.raises(SourceReadError, match=reason) as err:
             read_all(data, chunk_size, name="bad.json")
         assert err.value.source == "bad.json"
@@ -860,13 +862,13 @@ def _gzip_inputs() -> dict[str, bytes]:
 def _count_reader_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the inputs read by a reader thread from now on (appended as each thread starts)."""
     threads: list[str] = []
-    started = cloudtrail._threaded_chunks
+    started = inputs._threaded_chunks
 
     def counted(stream: BinaryIO, name: str, chunk_size: int) -> Any:
         threads.append(name)
         return started(stream, name, chunk_size)
 
-    monkeypatch.setattr(cloudtrail, "_threaded_chunks", counted)
+    monkeypatch.setattr(inputs, "_threaded_chunks", counted)
     return threads
 
 

@@ -1,0 +1,721 @@
+"""Incremental JSON framing: the decompressed chunks of one input -> its raw CloudTrail records, with bounded memory.
+
+Input formats (auto-detected, never by file extension):
+
+- a CloudTrail log file ``{"Records": [...]}`` (the S3 delivery format), compact or pretty-printed;
+- a CloudTrail digest file (``logFiles`` and no ``Records``): yields nothing;
+- an EventBridge "AWS API Call via CloudTrail" event (``detail-type`` + ``detail``): yields ``detail``;
+- a JSON array of EventBridge events or of raw CloudTrail records;
+- JSON lines (one event, record or log file per line; blank lines ignored), or any concatenation of these;
+- a single CloudTrail record object (it has ``eventSource``).
+
+How records are cut (a learnt separator, the slow paths, the memory bound): ``docs/kernel.md``.
+"""
+
+# mypyc: interpreted
+# (mostly calls into C already (bytes.find, orjson, msgspec), and its tests change its limits)
+
+from __future__ import annotations
+
+import contextlib
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from auditor.exceptions import SourceReadError
+from auditor.kernel.decode import LightRecord
+from auditor.kernel.runs import RUN_MOST, Malformed
+
+__all__ = ["SKIPPED", "LightRun", "Shard"]
+
+#: A top-level object that is not a ``Records``-first log file is parsed whole only up to this size.
+_MAX_DOCUMENT: Final = 16 << 20
+#: Largest single record (array element) accepted; CloudTrail's own limit is 256 KB.
+_MAX_ELEMENT: Final = 64 << 20
+#: How far past an element's start candidate ends are searched for (larger elements use the scanner).
+_WINDOW: Final = 1 << 20
+#: Longest bare value (number, literal, or non-JSON text) kept while looking for its end; JSON numbers and
+#: literals are far shorter (a 5,000-digit integer is 5 KB), so a longer run is not JSON.
+_MAX_SCALAR: Final = 1 << 20
+#: Failed fast-path candidates tried for one element before the structural scanner takes over.
+_MAX_TRIES: Final = 4
+#: Longest whitespace run kept in the buffer while skipping whitespace.
+_MAX_WS_RUN: Final = 1 << 16
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+_WS_BYTES: Final = b" \t\r\n"
+_WS_RE: Final = re.compile(rb"[ \t\r\n]*")
+_RECORDS_HEADER_RE: Final = re.compile(rb'\{[ \t\r\n]*"Records"[ \t\r\n]*:[ \t\r\n]*\[')
+#: ``{`` + the first key + ``:`` of a record, used to learn the record separator.
+_FIRST_KEY_RE: Final = re.compile(rb'\{[ \t\r\n]*"[^"\\\x00-\x1f]{1,1024}"[ \t\r\n]*:')
+#: Everything up to the next bracket, complete strings included (it stops before a string left unterminated at
+#: the end of the buffer). Unrolled-loop form with possessive quantifiers: linear, never backtracks.
+_SKIP_TO_BRACKET_RE: Final = re.compile(rb'[^"{}\[\]]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^"{}\[\]]*+)*+', re.DOTALL)
+#: The body of a JSON string up to (not including) its closing quote, escape pairs included.
+_STRING_BODY_RE: Final = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+#: A scalar (number, true, false, null, or garbage) runs until a delimiter.
+_SCALAR_RE: Final = re.compile(rb'[^ \t\r\n,\]\}\[\{"]*')
+
+_LBRACE: Final = 0x7B
+_RBRACE: Final = 0x7D
+_LBRACKET: Final = 0x5B
+_RBRACKET: Final = 0x5D
+_QUOTE: Final = 0x22
+_COMMA: Final = 0x2C
+_COLON: Final = 0x3A
+
+_loads: Final = orjson.loads
+_JSONDecodeError: Final = orjson.JSONDecodeError
+
+
+@dataclass(slots=True)
+class LightRun:
+    """Consecutive records of a ``Records`` array (``iter_records(light=True)`` without a shard), in input order:
+    each a :class:`~auditor.kernel.decode.LightRecord` where the typed decoder read it, else the record decoded in
+    full (see :func:`auditor.kernel.runs.light_run`)."""
+
+    records: list[Any]
+
+
+_EVENT_ID_KEY: Final = b'"eventID":"'
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """This process's share of the records when several processes read the same input (``index`` of ``count``).
+
+    A record belongs to shard ``crc32(eventID) % count``; a record without a string ``eventID`` (or that is not a
+    JSON object) belongs to shard 0. All copies of one event therefore land in one shard, so deduplication stays
+    exact, and every record is counted by exactly one shard.
+    """
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError("shard index must be in [0, count)")
+
+    def owns(self, record: object) -> bool:
+        """Whether a parsed record belongs to this shard."""
+        eid: object = None
+        if isinstance(record, LightRecord):
+            eid = record.event_id
+        elif type(record) is dict:
+            eid = record.get("eventID")
+        if type(eid) is not str:
+            return self.index == 0
+        return zlib.crc32(eid.encode("utf-8", "surrogatepass")) % self.count == self.index
+
+
+class _Skipped:
+    """Stands for a record another shard owns (yielded so record numbering stays global)."""
+
+    __slots__ = ()
+
+
+#: Yielded by :func:`iter_records` (with a shard) in place of a record another shard owns.
+SKIPPED: Final = _Skipped()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The streaming parser
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class _TooLargeError(Exception):
+    """A retained value grew past its size limit."""
+
+
+class _UndecodableError(Exception):
+    """A value whose extent (up to ``end``) is known could not be decoded (``error`` says why and where)."""
+
+    def __init__(self, error: SourceReadError, end: int) -> None:
+        super().__init__(error.reason)
+        self.error = error
+        self.end = end
+
+
+def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
+    """The records one top-level value (or one element of a top-level array) stands for."""
+    if type(obj) is not dict:
+        if single:
+            raise _NotCloudTrailError
+        yield obj
+        return
+    if "Records" in obj:
+        records = obj["Records"]
+        if type(records) is not list:
+            raise _NotCloudTrailError
+        yield from records
+    elif "logFiles" in obj:  # a digest file
+        return
+    elif "detail-type" in obj and "detail" in obj:  # an EventBridge event
+        yield obj["detail"]
+    elif "eventSource" in obj or not single:  # a record (or, in a stream of values, whatever it is)
+        yield obj
+    else:
+        raise _NotCloudTrailError
+
+
+def _raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
+    """Whether the record ``buf[start:end]`` may belong to ``shard``, decided without parsing it when that is safe.
+
+    Returns False only when the slice holds exactly one ``"eventID":"`` with a plain (escape-free) value that hashes
+    to another shard: then, if the slice is one whole record, it is this eventID's record, exactly as
+    :meth:`Shard.owns` decides after parsing. Anything less clear returns True, so the record is parsed and the
+    caller decides with :meth:`Shard.owns`. The cheap checks come first: a record whose eventID hashes to this shard
+    is parsed without the others.
+
+    The slice is a whole record unless the record separator also occurs inside a record (an adversarial nested
+    array of record-like objects). That is not checked here (a brace count costs as much as parsing): the shard
+    whose hash the slice's eventID matches parses it, finds the cut wrong and reads the record structurally, so its
+    count of records in the input differs from that of the shard that skipped the pieces, and
+    :func:`auditor.engine.ingest_parallel` redoes the input in one process.
+    """
+    p = buf.find(_EVENT_ID_KEY, start, end)
+    if p < 0:
+        return True
+    p += len(_EVENT_ID_KEY)
+    q = buf.find(b'"', p, end)
+    if q < 0 or zlib.crc32(buf[p:q]) % shard.count == shard.index:
+        return True
+    return buf.find(b"\\", p, q) >= 0 or buf.find(_EVENT_ID_KEY, q, end) >= 0
+
+
+class _NotCloudTrailError(Exception):
+    """The input is JSON but has none of the supported shapes."""
+
+
+class _Parser:
+    """Incremental JSON reader over a chunk iterator.
+
+    ``buf`` holds the data not consumed yet from ``pos`` on (everything before ``pos`` may be dropped when more
+    data arrives); ``base`` is the absolute offset of ``buf[0]`` in the decompressed input. Methods that may pull
+    data take and return indices into the *current* ``buf``: after any call that can pull data, re-read ``buf``.
+    """
+
+    def __init__(
+        self,
+        chunks: Iterator[bytes],
+        name: str,
+        shard: Shard | None = None,
+        light: Callable[[bytes, int, int], LightRecord | None] | None = None,
+        run: Callable[[bytes, int, int, bytes, int, int], tuple[list[Any], int]] | None = None,
+    ) -> None:
+        self._chunks = chunks
+        self.name = name
+        self.shard = shard
+        self.light = light
+        self.run = run if light is not None and shard is None else None
+        self.buf = b""
+        self.pos = 0
+        self.base = 0
+        self.eof = False
+        #: A chunk pulled by ``_straddle`` but not used yet: ``_more`` takes it first.
+        self._held: bytes | None = None
+
+    # -- buffer management -------------------------------------------------------------------------------------------
+
+    def _more(self) -> int | None:
+        """Append more data, dropping ``buf[:pos]``. Returns the shift of all indices, or None at the end of input.
+
+        When the retained tail is large (a huge value being scanned), at least as much new data is gathered
+        before the copy, so the copying stays linear overall.
+        """
+        if self.eof:
+            return None
+        shift = self.pos
+        tail_len = len(self.buf) - shift
+        parts: list[bytes] = []
+        got = 0
+        if self._held is not None:
+            parts.append(self._held)
+            got = len(self._held)
+            self._held = None
+        if got < tail_len or not parts:
+            for chunk in self._chunks:
+                parts.append(chunk)
+                got += len(chunk)
+                if got >= tail_len:
+                    break
+            else:
+                self.eof = True
+        if not parts:
+            return None
+        new = parts[0] if len(parts) == 1 else b"".join(parts)
+        self.buf = self.buf[shift:] + new if tail_len else new
+        self.base += shift
+        self.pos = 0
+        return shift
+
+    def _straddle(self, sep: bytes, window: int) -> tuple[Any, int] | None:
+        """Complete the element at ``pos`` (``buf[pos:]`` holds no separator) from the next chunk without copying
+        the chunk: on success the chunk becomes ``buf`` and this returns the element and the index of the
+        separator in it. Otherwise (end of input, no separator or one across the boundary, a failed parse) the
+        chunk is held for ``_more`` and this returns None."""
+        if self.eof or self._held is not None or len(self.buf) - self.pos >= window:
+            return None
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            self.eof = True
+            return None
+        tail = self.buf[self.pos :]
+        k = chunk.find(sep)
+        n = len(sep) - 1
+        if k >= 0 and sep not in tail[-n:] + chunk[:n]:
+            try:
+                obj = _loads(tail + chunk[: k + 1])
+            except _JSONDecodeError:
+                pass
+            else:
+                self.base += len(self.buf)
+                self.buf = chunk
+                self.pos = 0
+                return obj, k
+        self._held = chunk
+        return None
+
+    def _fail(self, at: int, reason: str) -> SourceReadError:
+        return SourceReadError(self.name, f"{reason} at byte {self.base + at}")
+
+    def _truncated(self) -> SourceReadError:
+        return self._fail(len(self.buf), "invalid JSON: unexpected end of data")
+
+    def _decode_error(self, exc: orjson.JSONDecodeError, start: int) -> SourceReadError:
+        msg = exc.msg
+        offset = exc.pos
+        with contextlib.suppress(TypeError, UnicodeError, AttributeError):
+            # orjson reports a character offset into the decoded text
+            offset = len(exc.doc[: exc.pos].encode("utf-8"))
+        if "UTF-8" in msg or "utf-8" in msg:
+            return self._fail(start + offset, "invalid UTF-8")
+        short = msg.split(":", 1)[0]
+        return self._fail(start + offset, f"invalid JSON ({short})")
+
+    def _skip_ws(self, i: int) -> int:
+        """Index of the first non-whitespace byte at or after ``i`` (``len(buf)`` at the end of input)."""
+        while True:
+            i = _WS_RE.match(self.buf, i).end()  # type: ignore[union-attr]  # always matches
+            if i < len(self.buf):
+                return i
+            if i - self.pos > _MAX_WS_RUN:
+                self.pos = i
+            shift = self._more()
+            if shift is None:
+                return i
+            i -= shift
+
+    def _next_value(self, i: int) -> int:
+        """Index of the first non-whitespace byte at or after ``i``, where the input must go on."""
+        i = self._skip_ws(i)
+        if i >= len(self.buf):
+            raise self._truncated()
+        return i
+
+    def _ensure(self, i: int, n: int) -> int:
+        """Make ``n`` bytes available from ``i`` if the input has them; returns ``i`` (shifted)."""
+        while len(self.buf) - i < n:
+            shift = self._more()
+            if shift is None:
+                break
+            i -= shift
+        return i
+
+    def _loads(self, start: int, end: int) -> Any:
+        try:
+            return _loads(self.buf[start:end])
+        except _JSONDecodeError as exc:
+            raise self._decode_error(exc, start) from None
+
+    # -- structural scanning -----------------------------------------------------------------------------------------
+
+    def _string_end(self, i: int, retain: bool, limit: int) -> int:
+        """End (after the closing quote) of the string whose opening quote is at ``i`` (see ``_value_end``)."""
+        i += 1
+        while True:
+            buf = self.buf
+            i = _STRING_BODY_RE.match(buf, i).end()  # type: ignore[union-attr]  # always matches
+            if i < len(buf) and buf[i] == _QUOTE:
+                return i + 1
+            # The body runs to the end of the buffer (possibly stopping before a lone trailing backslash).
+            i = self._resume(i, retain, limit)
+
+    def _resume(self, i: int, retain: bool, limit: int) -> int:
+        """Read more data while scanning at ``i``; returns ``i`` in the (possibly shifted) new buffer.
+
+        Without ``retain`` the data before ``i`` is dropped; with it, the value being scanned (from ``self.pos``) may
+        not exceed ``limit`` bytes.
+        """
+        if not retain:
+            self.pos = i
+        elif i - self.pos > limit:
+            raise _TooLargeError
+        shift = self._more()
+        if shift is None:
+            raise self._truncated()
+        return i - shift
+
+    def _value_end(self, i: int, *, retain: bool = True, limit: int | None = None) -> int:
+        """End of the JSON value starting at ``i`` (non-whitespace). With ``retain`` the value is kept in ``buf``
+        (it starts at ``self.pos``) and may not exceed ``limit`` bytes (default ``_MAX_ELEMENT``); without, consumed
+        data is dropped."""
+        if limit is None:
+            limit = _MAX_ELEMENT
+        c = self.buf[i]
+        if c == _QUOTE:
+            return self._string_end(i, retain, limit)
+        if c != _LBRACE and c != _LBRACKET:
+            while True:
+                end = _SCALAR_RE.match(self.buf, i).end()  # type: ignore[union-attr]  # always matches
+                if end < len(self.buf) or self.eof:
+                    if end == i:
+                        raise self._fail(i, "invalid JSON (unexpected character)")
+                    return end
+                if end - i > _MAX_SCALAR:  # a run of NUL bytes, /dev/zero: fail before buffering it
+                    raise self._fail(i, f"invalid JSON (a bare value longer than {_MAX_SCALAR >> 10} KiB)")
+                i = self._ensure(i, len(self.buf) - i + 1)
+        depth = 0
+        skip = _SKIP_TO_BRACKET_RE.match
+        while True:
+            buf = self.buf
+            j = skip(buf, i).end()  # type: ignore[union-attr]  # always matches
+            if j < len(buf):
+                c = buf[j]
+                if c in (_LBRACE, _LBRACKET):
+                    depth += 1
+                    i = j + 1
+                    continue
+                if c != _QUOTE:
+                    depth -= 1
+                    i = j + 1
+                    if depth == 0:
+                        return i
+                    continue
+            # The end of the buffer, or a string it cuts: resume there with more data.
+            i = self._resume(j, retain, limit)
+
+    def _value(self, i: int, limit: int | None = None) -> tuple[Any, int]:
+        """Parse the value starting at ``i`` (which becomes ``self.pos``); returns it and its end."""
+        if limit is None:
+            limit = _MAX_ELEMENT
+        self.pos = i
+        end = self._value_end(i, limit=limit)
+        if end - self.pos > limit:
+            raise _TooLargeError
+        try:
+            return _loads(self.buf[self.pos : end]), end
+        except _JSONDecodeError as exc:
+            raise _UndecodableError(self._decode_error(exc, self.pos), end) from None
+
+    # -- arrays --------------------------------------------------------------------------------------------------------
+
+    def _end_from_error(self, exc: orjson.JSONDecodeError, pos: int) -> int:
+        """The end of the element at ``pos`` when parsing ``buf[pos:x]`` failed only because more JSON follows it
+        (orjson reports where the trailing content starts), else -1."""
+        doc = exc.doc
+        if not exc.msg.startswith("unexpected content after document") or type(doc) is not str:
+            return -1
+        p = exc.pos
+        end = pos + (p if doc.isascii() else len(doc[:p].encode("utf-8")))
+        buf = self.buf
+        while end > pos and buf[end - 1] in _WS_BYTES:
+            end -= 1
+        return end
+
+    def _slow_element(
+        self, sep: bytes | None, window: int, failed: orjson.JSONDecodeError | None, sep_from: int
+    ) -> tuple[Any, int]:
+        """The element starting at ``self.pos`` when the fast path could not cut it.
+
+        If the fast path's candidate ran past the element (``failed`` says where the element ends: the next record
+        has another first key), that end is used. If it stopped inside the element (a nested object starting with
+        the same key), a few more candidates within ``window`` are tried. Otherwise the structural scanner finds
+        the end.
+        """
+        pos = self.pos
+        buf = self.buf
+        if failed is not None:
+            end = self._end_from_error(failed, pos)
+            if end > pos:
+                with contextlib.suppress(_JSONDecodeError):
+                    return _loads(buf[pos:end]), end
+            elif sep is not None:
+                limit = min(len(buf), pos + window)
+                tries = 1
+                idx = buf.find(sep, sep_from, limit)
+                while idx >= 0 and tries < _MAX_TRIES:
+                    try:
+                        return _loads(buf[pos : idx + 1]), idx + 1
+                    except _JSONDecodeError as exc:
+                        end = self._end_from_error(exc, pos)
+                        if end > pos:
+                            with contextlib.suppress(_JSONDecodeError):
+                                return _loads(buf[pos:end]), end
+                            break
+                    tries += 1
+                    idx = buf.find(sep, idx + 1, limit)
+        return self._lenient_value(pos)
+
+    def _lenient_value(self, i: int, limit: int | None = None) -> tuple[Any, int]:
+        """Like ``_value``, but a value whose extent is known and that cannot be decoded (or is over ``limit``
+        bytes) comes back as :class:`Malformed` with its end: one bad record, not a failed input. Truncation and
+        structural errors still fail the input (where the record ends is then unknown)."""
+        if limit is None:
+            limit = _MAX_ELEMENT
+        self.pos = i
+        try:
+            end = self._value_end(i, limit=limit)
+        except _TooLargeError:
+            end = limit + 1
+        if end - self.pos > limit:
+            # Walk the rest without keeping it (bounded memory), from the value's start.
+            end = self._value_end(self.pos, retain=False)
+            return Malformed(f"record too large (over {limit >> 20} MiB)"), end
+        start = self.pos
+        try:
+            return _loads(self.buf[start:end]), end
+        except _JSONDecodeError as exc:
+            if self.buf[start] not in (_LBRACE, _LBRACKET):  # a bare token that is not JSON: not a record at all
+                raise self._decode_error(exc, start) from None
+            return Malformed(self._decode_error(exc, start).reason), end
+
+    def _array(self, unwrap: bool) -> Iterator[Any]:
+        """Yield the elements of the array whose ``[`` was just consumed (``self.pos`` is after it), leaving
+        ``self.pos`` after the closing ``]``. With ``unwrap`` (top-level arrays), each element goes through
+        ``_unwrap`` (EventBridge envelopes -> ``detail``)."""
+        i = self._next_value(self.pos)
+        if self.buf[i] == _RBRACKET:
+            self.pos = i + 1
+            return
+        self.pos = i
+        sep: bytes | None = None
+        adv = 0
+        loads = _loads
+        decode_error = _JSONDecodeError
+        window = _WINDOW
+        shard = self.shard
+        light = None if unwrap else self.light
+        run = None if unwrap else self.run
+        failed: orjson.JSONDecodeError | None = None
+        failed_at = -1
+        while True:
+            if sep is not None:
+                # Fast path: cut consecutive records at the learnt separator.
+                buf = self.buf
+                find = buf.find
+                pos = self.pos
+                try:
+                    while True:
+                        if run is not None:
+                            # Records the typed decoder reads, as many as it can in one call (see
+                            # decode.light_run); the first one it does not read takes the paths below.
+                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST)
+                            if done:
+                                yield LightRun(done)
+                                if len(done) == RUN_MOST:
+                                    continue
+                        idx = find(sep, pos, pos + window)
+                        if idx >= 0:
+                            if shard is not None:
+                                if not _raw_owned(buf, pos, idx + 1, shard):
+                                    pos = idx + adv
+                                    yield SKIPPED
+                                    continue
+                                typed = None if light is None else light(buf, pos, idx + 1)
+                                if typed is not None:
+                                    yield typed
+                                    pos = idx + adv
+                                    continue
+                            try:
+                                obj = loads(buf[pos : idx + 1])
+                            except decode_error as exc:
+                                failed = exc
+                                failed_at = idx + 1
+                                break
+                        else:  # the element runs into the next chunk
+                            self.pos = pos
+                            got = self._straddle(sep, window)
+                            if got is None:
+                                break
+                            obj, idx = got
+                            buf = self.buf
+                            find = buf.find
+                        pos = idx + adv
+                        if unwrap and (type(obj) is not dict or "eventSource" not in obj):
+                            yield from _unwrap(obj, False)
+                        else:
+                            yield obj
+                finally:
+                    self.pos = pos
+            start = self.pos
+            obj, end = self._slow_element(sep, window, failed, failed_at)
+            failed = None
+            # Search candidates no further than a few times the size of this element.
+            window = min(_WINDOW, max(16 << 10, (end - start) * 8))
+            if unwrap:
+                yield from _unwrap(obj, False)
+            else:
+                yield obj
+            # After the element: "," or "]", then relearn the separator from the gap and the next element.
+            self.pos = end
+            gap_abs = self.base + end
+            i = self._next_value(end)
+            c = self.buf[i]
+            if c == _RBRACKET:
+                self.pos = i + 1
+                return
+            if c != _COMMA:
+                raise self._fail(i, "invalid JSON (expected ',' or ']')")
+            i = self._next_value(i + 1)
+            buf = self.buf
+            sep = None
+            gap_start = gap_abs - self.base
+            if buf[i] == _LBRACE and gap_start >= 0 and i - gap_start <= 64:
+                gap = buf[gap_start:i]
+                self.pos = i
+                i = self._ensure(i, 1100)
+                m = _FIRST_KEY_RE.match(self.buf, i)
+                if m is not None:
+                    sep = b"}" + gap + m.group()
+                    adv = 1 + len(gap)
+            self.pos = i
+
+    # -- objects -------------------------------------------------------------------------------------------------------
+
+    def _members(self, i: int, expect_member: bool) -> Iterator[Any]:
+        """Walk the members of an object from ``i`` (after ``{`` when ``expect_member``, else after a member
+        value), streaming a ``Records`` array and skipping other values without keeping them. Leaves
+        ``self.pos`` after the closing ``}``. Raises ``_NotCloudTrailError`` if there is neither ``Records`` nor
+        ``logFiles``."""
+        saw = not expect_member  # called after a Records array
+        first = expect_member
+        while True:
+            i = self._next_value(i)
+            c = self.buf[i]
+            if expect_member:
+                if c == _RBRACE and first:
+                    self.pos = i + 1
+                    break
+                if c != _QUOTE:
+                    raise self._fail(i, "invalid JSON (expected a key)")
+                self.pos = i
+                end = self._string_end(i, True, _MAX_ELEMENT)
+                key = self._loads(self.pos, end)
+                i = self._skip_ws(end)
+                if i >= len(self.buf) or self.buf[i] != _COLON:
+                    raise self._fail(i, "invalid JSON (expected ':')")
+                i = self._next_value(i + 1)
+                if key == "Records" and self.buf[i] == _LBRACKET:
+                    self.pos = i + 1
+                    yield from self._array(False)
+                    i = self.pos
+                    saw = True
+                else:
+                    saw = saw or key == "logFiles"
+                    self.pos = i
+                    i = self._value_end(i, retain=False)
+                self.pos = i
+                expect_member = False
+                first = False
+            elif c == _COMMA:
+                i += 1
+                expect_member = True
+            elif c == _RBRACE:
+                self.pos = i + 1
+                break
+            else:
+                raise self._fail(i, "invalid JSON (expected ',' or '}')")
+        if not saw:
+            raise _NotCloudTrailError
+
+    def _object(self, first_value: bool) -> Iterator[Any]:
+        """A top-level object at ``self.pos``."""
+        start = self._ensure(self.pos, 256)
+        self.pos = start
+        m = _RECORDS_HEADER_RE.match(self.buf, start)
+        if m is not None:  # the usual log file: stream the Records array
+            self.pos = m.end()
+            yield from self._array(False)
+            yield from self._members(self.pos, False)
+            return
+        obj: Any = None
+        end = -1
+        # JSON lines: a line that parses on its own is one whole value.
+        nl_from = start
+        while True:
+            buf = self.buf
+            nl = buf.find(b"\n", nl_from)
+            if nl >= 0:
+                try:
+                    obj = _loads(buf[self.pos : nl])
+                    end = nl
+                except _JSONDecodeError:
+                    pass
+                break
+            nl_from = len(buf)
+            if len(buf) - self.pos > _MAX_DOCUMENT:
+                break
+            shift = self._more()
+            if shift is None:
+                break
+            nl_from -= shift
+        if end < 0:
+            try:
+                obj, end = self._value(self.pos, limit=_MAX_DOCUMENT)
+            except _TooLargeError:
+                # Too big to be an event or a record: walk it, streaming a Records array that is not first.
+                yield from self._members(self.pos + 1, True)
+                return
+            except _UndecodableError as exc:
+                # One object the parser cannot represent: a bad record, unless it is the whole input.
+                self.pos = exc.end
+                if first_value and self._skip_ws(self.pos) >= len(self.buf):
+                    raise exc.error from None
+                yield Malformed(exc.error.reason)
+                return
+        self.pos = end
+        single = first_value and self._skip_ws(self.pos) >= len(self.buf)
+        yield from _unwrap(obj, single)
+
+    def records(self) -> Iterator[Any]:
+        """Every record of the input (in any of the formats of the module docstring)."""
+        i = self._ensure(0, 3)
+        if self.buf.startswith(_BOM, i):
+            i += 3
+        count = 0
+        try:
+            while True:
+                i = self._skip_ws(i)
+                if i >= len(self.buf):
+                    break
+                self.pos = i
+                c = self.buf[i]
+                if c == _LBRACE:
+                    yield from self._object(count == 0)
+                elif c == _LBRACKET:
+                    self.pos = i + 1
+                    yield from self._array(True)
+                else:
+                    # A scalar: the whole input if it is alone ("not a CloudTrail log file"), else one bad line
+                    # of JSON lines. One that does not even decode (text that is not JSON) fails the input.
+                    try:
+                        obj, end = self._value(i)
+                    except _UndecodableError as exc:
+                        raise exc.error from None
+                    self.pos = end
+                    single = count == 0 and self._skip_ws(self.pos) >= len(self.buf)
+                    yield from _unwrap(obj, single)
+                count += 1
+                i = self.pos
+        except _NotCloudTrailError:
+            raise SourceReadError(self.name, "not a CloudTrail log file: no Records array") from None
+        except _TooLargeError:
+            raise self._fail(self.pos, "JSON value too large") from None
+        if count == 0:
+            raise SourceReadError(self.name, "empty input: no JSON data")
