@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.messages.topic import MessageKind, TopicAttributes
+from auditor.messages.topic import MessageKind, TopicAttributes, parse_json_attribute
 from auditor.models.finding import Severity
 
 __all__ = ["Digest", "DigestAttributes", "DigestItem", "parse_digest"]
@@ -69,10 +69,4 @@ class DigestAttributes(TopicAttributes):
 
 def parse_digest(raw: str | None) -> tuple[Digest | None, str | None]:
     """(Digest, None) for a valid ``digest_json`` attribute, else (None, why it is unusable)."""
-    if not raw:
-        return None, "digest_json attribute missing"
-    try:
-        return Digest.model_validate_json(raw), None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return None, f"digest_json is not a digest: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    return parse_json_attribute(Digest, raw, "digest_json", "a digest")

@@ -7,11 +7,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["ALL_TABLES", "AttributeName", "FindingNotification", "MessageKind", "TopicAttributes", "message_kind"]
+__all__ = [
+    "ALL_TABLES",
+    "AttributeName",
+    "FindingNotification",
+    "MessageKind",
+    "TopicAttributes",
+    "message_kind",
+    "parse_json_attribute",
+]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class MessageKind(StrEnum):
@@ -77,3 +87,17 @@ class FindingNotification:
     message_id: str
     message: str
     attributes: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_json_attribute(
+    model: type[_Model], raw: str | None, attribute: str, what: str
+) -> tuple[_Model | None, str | None]:
+    """(the model, None) for a valid JSON ``attribute`` value, else (None, why it is unusable): ``what`` names the
+    model in the reason (``a digest``)."""
+    if not raw:
+        return None, f"{attribute} attribute missing"
+    try:
+        return model.model_validate_json(raw), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return None, f"{attribute} is not {what}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.messages.topic import ALL_TABLES, MessageKind, TopicAttributes
+from auditor.messages.topic import ALL_TABLES, MessageKind, TopicAttributes, parse_json_attribute
 from auditor.models.finding import Severity
 
 __all__ = ["ReportAnnouncementAttributes", "SummaryAction", "WeeklySummary", "parse_weekly_summary"]
@@ -92,10 +92,4 @@ class ReportAnnouncementAttributes(TopicAttributes):
 
 def parse_weekly_summary(raw: str | None) -> tuple[WeeklySummary | None, str | None]:
     """(summary, None) for a valid ``report_json`` attribute, else (None, why it is unusable)."""
-    if not raw:
-        return None, "report_json attribute missing"
-    try:
-        return WeeklySummary.model_validate_json(raw), None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return None, f"report_json is not a weekly summary: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    return parse_json_attribute(WeeklySummary, raw, "report_json", "a weekly summary")
