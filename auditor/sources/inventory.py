@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from botocore.exceptions import ClientError
@@ -188,6 +188,23 @@ def _capacity(desc: dict[str, Any], on_demand: bool) -> Capacity:
     )
 
 
+def _index(desc: dict[str, Any], kind: Literal["GSI", "LSI"], on_demand: bool) -> IndexProfile:
+    """One secondary index of a DescribeTable structure (an LSI has no status or capacity of its own)."""
+    ipk, isk = _keys(desc.get("KeySchema", []))
+    gsi = kind == "GSI"
+    return IndexProfile(
+        name=desc["IndexName"],
+        type=kind,
+        partition_key=ipk,
+        sort_key=isk,
+        projection=(desc.get("Projection") or {}).get("ProjectionType"),
+        status=desc.get("IndexStatus") if gsi else None,
+        size_bytes=_int(desc.get("IndexSizeBytes")),
+        item_count=_int(desc.get("ItemCount")),
+        capacity=_capacity(desc, on_demand) if gsi else Capacity(),
+    )
+
+
 def profile_from_description(table: dict[str, Any]) -> TableProfile:
     """A :class:`TableProfile` from a DescribeTable ``Table`` structure (no tags, TTL, scaling or CI yet)."""
     arn = table.get("TableArn")
@@ -195,35 +212,8 @@ def profile_from_description(table: dict[str, Any]) -> TableProfile:
     mode: BillingMode = (table.get("BillingModeSummary") or {}).get("BillingMode") or PROVISIONED  # old tables
     on_demand = mode == ON_DEMAND
     pk, sk = _keys(table.get("KeySchema", []))
-    indexes: list[IndexProfile] = []
-    for gsi in table.get("GlobalSecondaryIndexes") or []:
-        gpk, gsk = _keys(gsi.get("KeySchema", []))
-        indexes.append(
-            IndexProfile(
-                name=gsi["IndexName"],
-                type="GSI",
-                partition_key=gpk,
-                sort_key=gsk,
-                projection=(gsi.get("Projection") or {}).get("ProjectionType"),
-                status=gsi.get("IndexStatus"),
-                size_bytes=_int(gsi.get("IndexSizeBytes")),
-                item_count=_int(gsi.get("ItemCount")),
-                capacity=_capacity(gsi, on_demand),
-            )
-        )
-    for lsi in table.get("LocalSecondaryIndexes") or []:
-        lpk, lsk = _keys(lsi.get("KeySchema", []))
-        indexes.append(
-            IndexProfile(
-                name=lsi["IndexName"],
-                type="LSI",
-                partition_key=lpk,
-                sort_key=lsk,
-                projection=(lsi.get("Projection") or {}).get("ProjectionType"),
-                size_bytes=_int(lsi.get("IndexSizeBytes")),
-                item_count=_int(lsi.get("ItemCount")),
-            )
-        )
+    indexes = [_index(gsi, "GSI", on_demand) for gsi in table.get("GlobalSecondaryIndexes") or []]
+    indexes += [_index(lsi, "LSI", on_demand) for lsi in table.get("LocalSecondaryIndexes") or []]
     stream = table.get("StreamSpecification") or {}
     created = table.get("CreationDateTime")
     return TableProfile(
