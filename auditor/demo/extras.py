@@ -84,6 +84,20 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
                 }
             )
 
+    def latency(table: str, operation: str, count: float, total: float, low: float, high: float) -> None:
+        """One ``SuccessfulRequestLatency`` statistic set a minute: ``count`` requests of ``operation`` taking
+        ``total`` milliseconds, from ``low`` to ``high``."""
+        for i in range(_MINUTES):
+            data.append(
+                {
+                    "MetricName": "SuccessfulRequestLatency",
+                    "Dimensions": _dims(table, operation=operation),
+                    "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
+                    "StatisticValues": {"SampleCount": count, "Sum": total, "Minimum": low, "Maximum": high},
+                    "Unit": "Milliseconds",
+                }
+            )
+
     # Orders: ~35% of the provisioned writes, but one partition saturates for 12 minutes in the last hour (the
     # CUSTOMER#42 burst the trail shows).
     burst = range(_MINUTES - 40, _MINUTES - 28)
@@ -100,30 +114,12 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     series("ConsumedWriteCapacityUnits", "Orders", [21_000.0] * _MINUTES, index="ByStatus")
     series("ConsumedReadCapacityUnits", "Orders", [0.0] * _MINUTES, index="ByStatus")
     # Sessions is scanned by the cleanup job every minute.
-    for i in range(_MINUTES):
-        data.append(
-            {
-                "MetricName": "SuccessfulRequestLatency",
-                "Dimensions": _dims("Sessions", operation="Scan"),
-                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
-                "StatisticValues": {"SampleCount": 12.0, "Sum": 540.0, "Minimum": 20.0, "Maximum": 80.0},
-                "Unit": "Milliseconds",
-            }
-        )
+    latency("Sessions", "Scan", 12.0, 540.0, 20.0, 80.0)
     series("ReturnedItemCount", "Sessions", [6_000.0] * _MINUTES, operation="Scan")
     series("ConsumedReadCapacityUnits", "Sessions", [9_000.0] * _MINUTES)
     # Attachments (no stream watched) stores files inline: about 150 KB per PutItem, seen from CloudWatch alone.
     series("ConsumedWriteCapacityUnits", "Attachments", [9_000.0] * _MINUTES)
-    for i in range(_MINUTES):
-        data.append(
-            {
-                "MetricName": "SuccessfulRequestLatency",
-                "Dimensions": _dims("Attachments", operation="PutItem"),
-                "Timestamp": datetime.fromtimestamp(t0 + 60 * i, end.tzinfo),
-                "StatisticValues": {"SampleCount": 60.0, "Sum": 900.0, "Minimum": 8.0, "Maximum": 40.0},
-                "Unit": "Milliseconds",
-            }
-        )
+    latency("Attachments", "PutItem", 60.0, 900.0, 8.0, 40.0)
     # Users is healthy.
     series("ConsumedReadCapacityUnits", "Users", [3_000.0] * _MINUTES)
     series("ConsumedWriteCapacityUnits", "Users", [300.0] * _MINUTES)

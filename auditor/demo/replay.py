@@ -28,9 +28,7 @@ from __future__ import annotations
 import gzip
 import re
 import shutil
-import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,12 +43,13 @@ from auditor.demo.service import (
     RunSummary,
     ServiceDemo,
     _environment,
-    _health,
     _metrics_to,
+    demo_result,
     lambda_context,
+    local_stack,
     scheduled_event,
 )
-from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, Stack, aws_client, create_stack
+from auditor.demo.stack import ACCOUNT, REGION, aws_client
 from auditor.detectors.findings.period import for_period
 from auditor.exceptions import InputError, SourceReadError
 from auditor.kernel.inputs import discover
@@ -253,8 +252,6 @@ class _Replay(ServiceDemo):
 
 def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: None) -> DemoResult:
     """Replay the CloudTrail files under ``paths`` through the local stack; writes the outputs to ``out``."""
-    from moto.server import ThreadedMotoServer
-
     from auditor.state.findings_store import FindingsStore
 
     began = time.perf_counter()
@@ -269,16 +266,7 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
         datetime.fromtimestamp(last_start + window, tz=UTC),
     )
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="ddb-audit-replay-"))
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    catcher = SlackCatcher().start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10):
-            pass
-        stack: Stack = create_stack(endpoint, catcher.url)
+    with local_stack("ddb-audit-replay-") as (stack, catcher, work):
         reports_bucket = stack.reports_bucket
         announce(
             f"replay: {len(found.files):,} CloudTrail files, {found.records:,} records, "
@@ -336,7 +324,7 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
                 report_files += [out / "report.html", out / "report.md"]
             weekly = RunSummary()
             demo.notify(weekly)
-            store = FindingsStore(aws_client("dynamodb", endpoint), stack.table_name)
+            store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
             states: dict[str, FindingState] = {}
             moment = weeks[0].start
             while moment < weeks[-1].end:
@@ -344,23 +332,9 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
                     states[state.id] = state
                 moment += timedelta(days=7)
         findings = replay_findings(list(states.values()), period)
-        findings_path = out / "findings.json"
-        findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
-        files = [findings_path, *(report_files[-2:])]
-        announce(f"report: {', '.join(str(p) for p in files[1:])}")
-        return DemoResult(
-            [ingest, evaluation, weekly],
-            findings,
-            list(catcher.posts),
-            time.perf_counter() - began,
-            out,
-            files,
-            _health(emf),
-        )
-    finally:
-        catcher.stop()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        result = demo_result(out, [ingest, evaluation, weekly], findings, report_files[-2:], catcher, began, emf)
+        announce(f"report: {', '.join(str(p) for p in result.files[1:])}")
+        return result
 
 
 class _Quiet:

@@ -576,18 +576,13 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     return [for_period(s.finding, s.finding.totals).model_dump(mode="json") | {"status": s.status} for s in states]
 
 
-def _n(count: int, noun: str) -> str:
-    """``1 digest``, ``2 digests``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
-    """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``."""
+@contextmanager
+def local_stack(prefix: str) -> Iterator[tuple[Stack, SlackCatcher, Path]]:
+    """The stack on a local AWS endpoint (moto) with an empty account, the Slack catcher its secret points to and a
+    work folder (named ``prefix...``); the endpoint and the catcher stop and the folder goes on exit."""
     from moto.server import ThreadedMotoServer
 
-    began = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="ddb-audit-demo-"))
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     catcher = SlackCatcher().start()
@@ -597,7 +592,40 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
         # moto keeps its state per process, not per server: start from an empty account.
         with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10):
             pass
-        stack = create_stack(endpoint, catcher.url)
+        yield create_stack(endpoint, catcher.url), catcher, work
+    finally:
+        catcher.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def demo_result(
+    out: Path,
+    runs: list[RunSummary],
+    findings: list[dict[str, Any]],
+    reports: list[Path],
+    catcher: SlackCatcher,
+    began: float,
+    emf: list[str],
+) -> DemoResult:
+    """The outcome of a demo that began at ``began`` (``time.perf_counter()``); writes the findings to
+    ``out/findings.json``, the first of its files (then the report files)."""
+    findings_path = out / "findings.json"
+    findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
+    files = [findings_path, *reports]
+    return DemoResult(runs, findings, list(catcher.posts), time.perf_counter() - began, out, files, _health(emf))
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 digest``, ``2 digests``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
+    """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``."""
+    began = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    with local_stack("ddb-audit-demo-") as (stack, catcher, work):
         announce(f"local AWS endpoint {stack.endpoint}: bucket, trail queue, topic, state table and Slack secret")
         # Traffic in the recent past; each evaluation runs at the scheduled time just after its hour closed
         # (the schedule's event time is the evaluator's "now").
@@ -623,23 +651,10 @@ def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: i
             announce("run 4: the capture controller keeps the stack's trail within 1% of the DynamoDB bill")
             demo.capture_controller(end)
             findings = _stored_findings(stack, end)
-        findings_path = out / "findings.json"
-        findings_path.write_bytes(orjson.dumps({"findings": findings}, option=orjson.OPT_INDENT_2))
-        files = [findings_path, *_write_report(stack, out, findings, start1, end)]
-        announce(f"report: {', '.join(str(p) for p in files[1:])}; CloudTrail files: {trail_dir}")
-        return DemoResult(
-            [first, second, third],
-            findings,
-            list(catcher.posts),
-            time.perf_counter() - began,
-            out,
-            files,
-            _health(emf),
-        )
-    finally:
-        catcher.stop()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        reports = _write_report(stack, out, findings, start1, end)
+        result = demo_result(out, [first, second, third], findings, reports, catcher, began, emf)
+        announce(f"report: {', '.join(str(p) for p in result.files[1:])}; CloudTrail files: {trail_dir}")
+        return result
 
 
 def summary_text(result: DemoResult) -> str:
