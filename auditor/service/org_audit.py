@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from auditor.findings_text import findings_table, render_columns, to_json
 from auditor.models.finding import Finding
 from auditor.service.audit import AuditConfig, AuditError, AuditResult, run_audit
-from auditor.sources.audit_clients import clients_for
+from auditor.sources.audit_clients import AuditClients, clients_for
 from auditor.sources.aws_calls import error_code, error_message
 from auditor.sources.org import (
     DEFAULT_CONCURRENCY,
@@ -41,36 +41,11 @@ if TYPE_CHECKING:
 __all__ = ["OrgAuditResult", "audit_target", "render_org_audit", "run_org_audit"]
 
 
-def audit_target(
-    target: Target,
-    session: boto3.Session,
-    selector: TableSelector,
-    *,
-    start: int,
-    end: int,
-    now: int,
-    config: AuditConfig | None = None,
-    billing_days: float = 0,
-    prices: PriceBook | None = None,
-    time_left: Callable[[], float] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    activity_days: float = 0,
-) -> AuditResult:
-    """One target's audit; raises :class:`TargetError` when nothing there could be read (its coverage gap)."""
+def audit_target(target: Target, session: boto3.Session, audit: Callable[[AuditClients], AuditResult]) -> AuditResult:
+    """One target's audit (``audit`` of the clients of ``session`` in the target's Region); raises
+    :class:`TargetError` when nothing there could be read (its coverage gap)."""
     try:
-        result = run_audit(
-            clients_for(session, target.region),
-            selector,
-            start=start,
-            end=end,
-            now=now,
-            config=config,
-            billing_days=billing_days,
-            prices=prices,
-            time_left=time_left,
-            sleep=sleep,
-            activity_days=activity_days,
-        )
+        result = audit(clients_for(session, target.region))
     except AuditError as exc:  # no credentials or endpoint in that Region
         cause = exc.__cause__ or exc
         raise TargetError("audit", error_code(cause), error_message(cause)) from exc
@@ -181,13 +156,10 @@ def run_org_audit(
     lock = threading.Lock()
     # PriceBook caches one answer per Region; concurrent targets of the same Region ask it one at a time.
     guarded = _LockedPrices(prices, lock) if prices is not None else None
-    began = time.monotonic()
-    outcomes = fan_out(
-        targets,
-        factory,
-        lambda t, s: audit_target(
-            t,
-            s,
+
+    def audit(clients: AuditClients) -> AuditResult:
+        return run_audit(
+            clients,
             selector,
             start=start,
             end=end,
@@ -197,7 +169,13 @@ def run_org_audit(
             activity_days=activity_days,
             prices=guarded,  # type: ignore[arg-type]
             sleep=sleep,
-        ),
+        )
+
+    began = time.monotonic()
+    outcomes = fan_out(
+        targets,
+        factory,
+        lambda t, s: audit_target(t, s, audit),
         max_workers=max_workers,
         should_start=should_start,
         on_done=on_done,
