@@ -19,10 +19,7 @@ MAX_FUNCTION_LINES = 150
 
 #: ``path`` (a module over the limit) or ``path:function`` (a function over the limit, by its qualified name:
 #: ``Class.method``, ``outer.inner``) -> who is splitting it.
-KNOWN_LARGE: dict[str, str] = {
-    "auditor/kernel/normalize.py": "the lead (the CloudTrail kernel)",
-    "auditor/kernel/normalize.py:normalize_record": "the lead (the CloudTrail kernel)",
-}
+KNOWN_LARGE: dict[str, str] = {}
 
 
 def _python_files() -> list[Path]:

@@ -13,16 +13,9 @@ import pytest
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall
-from auditor.kernel.normalize import (
-    _CAMEL_KEYS,
-    _SESSION_CACHE,
-    _SESSION_CACHE_MAX,
-    CONTROL_PLANE_OPERATIONS,
-    DATA_PLANE_OPERATIONS,
-    STREAM_READ_OPERATIONS,
-    _normalize_general,
-    normalize_record,
-)
+from auditor.kernel.fields import _CAMEL_KEYS, CONTROL_PLANE_OPERATIONS, DATA_PLANE_OPERATIONS, STREAM_READ_OPERATIONS
+from auditor.kernel.general import _SESSION_CACHE, _SESSION_CACHE_MAX, _normalize_general
+from auditor.kernel.normalize import normalize_record
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cloudtrail"
 ROLE_ARN = "arn:aws:iam::444455556666:role/admin-role"  # sessionIssuer of the official AWS samples
