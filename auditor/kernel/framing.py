@@ -1,15 +1,8 @@
 """Incremental JSON framing: the decompressed chunks of one input -> its raw CloudTrail records, with bounded memory.
 
-Input formats (auto-detected, never by file extension):
-
-- a CloudTrail log file ``{"Records": [...]}`` (the S3 delivery format), compact or pretty-printed;
-- a CloudTrail digest file (``logFiles`` and no ``Records``): yields nothing;
-- an EventBridge "AWS API Call via CloudTrail" event (``detail-type`` + ``detail``): yields ``detail``;
-- a JSON array of EventBridge events or of raw CloudTrail records;
-- JSON lines (one event, record or log file per line; blank lines ignored), or any concatenation of these;
-- a single CloudTrail record object (it has ``eventSource``).
-
-How records are cut (a learnt separator, the slow paths, the memory bound): ``docs/kernel.md``.
+The formats, auto-detected: a CloudTrail log file ``{"Records": [...]}``, a digest file (no records), an EventBridge
+"AWS API Call via CloudTrail" event (its ``detail``), a JSON array of events or records, JSON lines (or any
+concatenation of these), a single record. The formats and how records are cut: ``docs/kernel.md``.
 """
 
 # mypyc: interpreted
@@ -684,7 +677,7 @@ class _Parser:
         yield from _unwrap(obj, single)
 
     def records(self) -> Iterator[Any]:
-        """Every record of the input (in any of the formats of the module docstring)."""
+        """Every record of the input (in any of the formats the module docstring names)."""
         i = self._ensure(0, 3)
         if self.buf.startswith(_BOM, i):
             i += 3
