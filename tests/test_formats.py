@@ -16,11 +16,10 @@ import pytest
 from botocore.validate import validate_parameters
 
 from auditor.cli import main
-from auditor.demo.trail import write_trail
-from auditor.demo.workload import demo_workload
 from auditor.formats import ASFF_SEVERITY, CSV_COLUMNS, asff_document, asff_finding, render_csv, sarif_document
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.mutelist import DEFAULT_REASON, MuteRule, apply_mutelist, load_mutelist
+from tests.factories import planted_workload, write_trail
 
 SCHEMA = orjson.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_bytes())
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -71,7 +70,7 @@ def finding(
 @pytest.fixture(scope="module")
 def trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trail")
-    write_trail(demo_workload(START, hours=0.5, seed=11), out, seed=11)
+    write_trail(planted_workload(START, hours=0.5, seed=11), out, seed=11)
     return out
 
 

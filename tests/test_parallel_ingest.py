@@ -14,21 +14,21 @@ import pytest
 
 from auditor import engine
 from auditor.config import AnalysisConfig
-from auditor.demo.trail import write_trail
-from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail, ingest, plan_processes
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import SKIPPED, Deduper, Shard, iter_records, read_calls
 from auditor.kernel.stats import IngestStats
+from tests.factories import planted_workload, write_trail
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
 def trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Half an hour of demo traffic as CloudTrail delivers it: several files, digests, duplicates across files."""
+    """A quarter of an hour of traffic with planted problems as CloudTrail delivers it: several files, digests,
+    duplicates across files."""
     out = tmp_path_factory.mktemp("trail")
-    write_trail(demo_workload(START, hours=0.25, seed=3), out, seed=3, duplicates=25)
+    write_trail(planted_workload(START, hours=0.25, seed=3), out, seed=3, duplicates=25)
     return out
 
 

@@ -14,13 +14,12 @@ import pytest
 
 from auditor.cli import main
 from auditor.config import AnalysisConfig
-from auditor.demo.trail import write_log_file, write_trail
-from auditor.demo.workload import demo_workload
 from auditor.engine import access_patterns, analyze_trail, evaluate, ingest_source, new_aggregate_set, period_totals
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import Deduper
 from auditor.kernel.stats import IngestStats
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, FindingKind
+from tests.factories import planted_workload, write_log_file, write_trail
 
 PATTERN_FIELDS = {
     "account",
@@ -39,7 +38,7 @@ START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def records() -> list[dict]:
-    return demo_workload(START, hours=0.5, seed=11)
+    return planted_workload(START, hours=0.5, seed=11)
 
 
 @pytest.fixture(scope="module")

@@ -227,7 +227,7 @@ def test_audit_reads_30_days_of_activity_for_idle_tables_and_ttl(
 ) -> None:
     from datetime import timedelta
 
-    from auditor.demo.stack import backdate_table
+    from tests.moto_server import backdate_table
 
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     ddb, cw = aws("dynamodb", aws_reset), aws("cloudwatch", aws_reset)

@@ -13,8 +13,6 @@ import pytest
 import structlog
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.trail import write_log_file
-from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.reader import Deduper, InputSource
@@ -260,9 +258,9 @@ def test_failed_publishes_are_retried_by_the_next_run(env: Env) -> None:
 
 
 def test_generated_trail_first_run_publishes_planted_problems_once(env: Env, tmp_path: Path) -> None:
-    # An hour of realistic CloudTrail traffic (the demo workload), ingested as one log file.
+    # An hour of realistic CloudTrail traffic with planted problems, ingested as one log file.
     path = tmp_path / "trail.json.gz"
-    write_log_file(demo_workload(T0, hours=1), path)
+    f.write_log_file(f.planted_workload(T0, hours=1), path)
     aggs = ingest_source(InputSource(str(path), lambda: path.open("rb")), AnalysisConfig(), Deduper(), IngestStats())
     assert aggs is not None
     env.windows.put_contributions(f"s3://trail/{path.name}", aggs, at(70))

@@ -15,13 +15,13 @@ import structlog
 from structlog.testing import capture_logs
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.workload import demo_workload
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.normalize import normalize_record
 from auditor.service.ingest import process_events
 from auditor.state.window_store import WindowStore
 from handlers import events_ingest, runtime
 from tests.emf import emitted
+from tests.factories import planted_workload
 from tests.lambda_context import FakeLambdaContext, lambda_context
 from tests.moto_server import client, create_state_table
 
@@ -170,7 +170,7 @@ def test_non_dynamodb_and_malformed_events_are_skipped(ddb: Any) -> None:
 
 def test_large_batch_is_chunked_into_transactions(ddb: Any) -> None:
     # Given 250 events over several tables (more than one transaction can hold), some seen before
-    records = demo_workload(T0, hours=0.05, seed=11)[:250]
+    records = planted_workload(T0, hours=0.05, seed=11)[:250]
     events = [(f"msg-{n}", eventbridge(r, n)) for n, r in enumerate(records)]
     first = process_events(store(ddb), events[:40], AnalysisConfig(), NOW)
     assert first.stats.data_events == 40

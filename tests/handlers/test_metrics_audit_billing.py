@@ -347,7 +347,7 @@ def test_batches_are_packed_by_datapoints() -> None:
 
 
 def test_the_daily_run_reads_activity_and_only_it_resolves_an_idle_table(env: Env) -> None:
-    from auditor.demo.stack import backdate_table
+    from tests.moto_server import backdate_table
 
     ddb, cw = aws("dynamodb", env.endpoint), aws("cloudwatch", env.endpoint)
     # Given a provisioned table created 90 days ago that nobody reads or writes

@@ -11,13 +11,13 @@ import orjson
 import pytest
 from botocore.stub import Stubber
 
-from auditor.demo.service import sns_event
 from auditor.formats import asff_finding
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.sinks.security_hub import SecurityHubImportError, asff_from_event, import_findings
 from auditor.sinks.sns import render
 from handlers import runtime, security_hub
+from tests.factories import sns_event
 from tests.lambda_context import lambda_context
 from tests.moto_server import TopicInbox, client
 
@@ -103,7 +103,7 @@ def test_a_finding_without_an_account_takes_the_functions_and_other_messages_are
     got = deliver(inbox, [FindingEvent(kind=EventKind.NEW, finding=finding(account=None), at=T0)])
     assert got == {"imported": 1, "skipped": 1}
     (stored,) = hub.get_findings()["Findings"]
-    assert stored["AwsAccountId"] == "123456789012"  # the demo context's function ARN account
+    assert stored["AwsAccountId"] == "123456789012"  # the Lambda context's function ARN account
 
 
 def test_rejected_findings_raise_so_lambda_retries(aws_reset: str) -> None:

@@ -18,8 +18,6 @@ import structlog
 from structlog.testing import capture_logs
 
 from auditor.config import AnalysisConfig, get_settings
-from auditor.demo.trail import write_log_file, write_trail
-from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.reader import Deduper, InputSource
@@ -29,6 +27,7 @@ from auditor.state import keys
 from auditor.state.window_store import WindowStore
 from handlers import runtime, trail_ingest
 from tests.emf import emitted
+from tests.factories import planted_workload, write_log_file, write_trail
 from tests.lambda_context import FakeLambdaContext, lambda_context
 from tests.moto_server import client, create_state_table
 
@@ -48,7 +47,7 @@ CONTEXT = lambda_context("trail-ingest", account="111122223333", remaining_ms=60
 def trail_files(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, bytes]]:
     """(S3 key, gzip bytes) of a generated trail: 3 log files in the 10:00 window, a small one after, a digest."""
     out = tmp_path_factory.mktemp("trail")
-    paths = write_trail(demo_workload(T0, hours=0.25, seed=3), out, duplicates=0)
+    paths = write_trail(planted_workload(T0, hours=0.25, seed=3), out, duplicates=0)
     return [(p.relative_to(out).as_posix(), p.read_bytes()) for p in paths]
 
 

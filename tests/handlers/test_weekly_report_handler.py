@@ -17,8 +17,6 @@ import pytest
 import structlog
 
 from auditor.config import get_settings
-from auditor.demo.service import sns_event
-from auditor.demo.stack import SlackCatcher
 from auditor.lifecycle import FindingStatus
 from auditor.messages import FindingNotification, MessageKind, SummaryAction, WeeklySummary
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
@@ -38,8 +36,9 @@ from auditor.sinks.slack import forget_slack_secret
 from auditor.sinks.slack_blocks import build_message, render_weekly_summary
 from auditor.state.findings_store import FindingsStore
 from handlers import notifier, runtime, weekly_report
+from tests.factories import sns_event
 from tests.lambda_context import lambda_context
-from tests.moto_server import TopicInbox, client, create_state_table
+from tests.moto_server import SlackCatcher, TopicInbox, client, create_state_table
 from tests.sinks.test_slack_blocks import assert_valid_message
 
 EVENT = Path(__file__).resolve().parents[2] / "events" / "weekly_report_schedule.json"

@@ -1,6 +1,6 @@
 """The weekly report in a real browser: headless Chromium (Debian's ``chromium`` package).
 
-The report is built from findings of a generated CloudTrail workload (the demo's planted problems), plus the
+The report is built from findings of a generated CloudTrail workload (tests.factories' planted problems), plus the
 finding kinds CloudTrail cannot produce (billing, item sizes) and a week of capacity history, so every chart
 type is on the page. Checks: the PNG screenshot is not blank, every chart's SVG has a non-zero rendered size
 (measured by a test-only copy of the page with a probe script; the report itself has no script), no external
@@ -28,8 +28,6 @@ from pathlib import Path
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.trail import write_trail
-from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
 from auditor.report.auditor_cost import AuditorUsage
@@ -37,6 +35,7 @@ from auditor.report.charts import report_charts
 from auditor.report.inputs import CapacitySeries
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import write_report
+from tests.factories import planted_workload, write_trail
 
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 ACCOUNT, REGION = "111122223333", "us-east-1"
@@ -99,7 +98,7 @@ class Rendered:
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     base = tmp_path_factory.mktemp("report")
     trail = base / "trail"
-    write_trail(demo_workload(START, hours=0.25, seed=5), trail, ACCOUNT, REGION, seed=5)
+    write_trail(planted_workload(START, hours=0.25, seed=5), trail, ACCOUNT, REGION, seed=5)
     analysis = analyze_trail([str(trail)], AnalysisConfig())
     kinds = {f.kind for f in analysis.findings}
     assert {FindingKind.SCAN, FindingKind.HOT_KEY, FindingKind.THROTTLING} <= kinds, kinds

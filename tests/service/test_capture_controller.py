@@ -11,9 +11,9 @@ import pytest
 from botocore.stub import Stubber
 
 from auditor.cost.plan import ALWAYS_ON_EVENTS, ALWAYS_ON_NAME, SLICE_NAME, PlannerConfig
-from auditor.demo.stack import create_state_table
 from auditor.service.capture import STATE_SK, CaptureClients, run_controller, state_pk
 from tests.cw_support import aws, create_table, minutes, put_points
+from tests.moto_server import create_state_table
 
 TRAIL = "audit-stack-dynamodb-data-events"
 STATE = "auditor-state"

@@ -15,13 +15,12 @@ import orjson
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.trail import write_trail
-from auditor.demo.workload import demo_workload
 from auditor.engine import analyze_trail
 from auditor.service.dedupe import Deduplication
 from auditor.service.ingest import process_trail_object, reread_objects
 from auditor.state.fingerprint_store import FingerprintStore
 from auditor.state.window_store import WindowStore
+from tests.factories import planted_workload, write_trail
 from tests.moto_server import client, create_state_table
 
 BUCKET = "aws-cloudtrail-logs-111122223333-dedupe"
@@ -33,9 +32,9 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Half an hour of demo traffic with 25 records delivered again in a neighbouring file."""
+    """Half an hour of traffic with planted problems, 25 records delivered again in a neighbouring file."""
     out = tmp_path_factory.mktemp("trail")
-    write_trail(demo_workload(T0, hours=0.5, seed=5), out, seed=5, duplicates=25)
+    write_trail(planted_workload(T0, hours=0.5, seed=5), out, seed=5, duplicates=25)
     return out
 
 

@@ -15,12 +15,11 @@ import pytest
 import sqlglot
 
 from auditor.config import AnalysisConfig
-from auditor.demo.trail import write_log_file
-from auditor.demo.workload import Workload, generate_workload
 from auditor.engine import access_patterns, analyze_trail, evaluate, new_aggregate_set, period_totals
 from auditor.exceptions import InputError
 from auditor.models.finding import Finding, FindingKind
 from auditor.sources.athena import AthenaScope, RowStats, aggregate_rows, aggregation_sql, create_table_sql
+from tests.factories import Workload, workload_records, write_log_file
 
 ORG = "o-a1b2c3d4e5"
 A, B = "111122223333", "444455556666"
@@ -75,7 +74,8 @@ def athena_row(record: dict[str, Any], account: str, region: str) -> dict[str, A
     return {k: row.get(k) for k in DUCKDB_COLUMNS}
 
 
-#: The demo workload's planted problems at a quarter of its rates (about 40,000 records per account in two hours).
+#: The planted problems of tests.factories.Workload at a quarter of its rates (about 40,000 records per account in
+#: two hours).
 _RATES: dict[str, Any] = {
     "hot_key_burst_rps": 40.0,
     "hot_key_burst_fraction": 0.1,
@@ -88,10 +88,10 @@ _RATES: dict[str, Any] = {
 
 
 def trail_records() -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
-    """Two accounts in two Regions, two hours each (the demo workload with its planted problems)."""
+    """Two accounts in two Regions, two hours each (the workload with its planted problems)."""
     for account, region, seed in ((A, "us-east-1", 7), (B, "eu-west-1", 8)):
         workload = Workload(account=account, region=region, hours=HOURS, seed=seed, **_RATES)
-        yield account, region, generate_workload(workload, START)
+        yield account, region, workload_records(workload, START)
 
 
 @pytest.fixture(scope="module")

@@ -129,13 +129,6 @@ def test_per_finding_slack_mode_and_other_minimums(moto_url: str, minimum: str) 
     assert topic.received("slack") == expected  # per-finding posts: no digests
 
 
-def test_the_demo_subscribes_its_notifier_with_the_templates_default_slack_policy() -> None:
-    from auditor.demo.stack import SLACK_FILTER_POLICY
-
-    _, slack = _policies({})
-    assert slack == SLACK_FILTER_POLICY
-
-
 def test_security_hub_gets_finding_events_only(moto_url: str) -> None:
     stack = resolve(load_template(), VARIANTS["all-features"])["Resources"]
     hub = stack["SecurityHubFunction"]["Properties"]["Events"]["Findings"]["Properties"]["FilterPolicy"]

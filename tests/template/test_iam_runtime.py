@@ -37,10 +37,6 @@ from botocore.exceptions import ClientError
 from botocore.validate import validate_parameters
 
 from auditor.config import get_settings
-from auditor.demo.service import scheduled_event, sns_event, sqs_event
-from auditor.demo.stack import ACCOUNT, REGION, SlackCatcher, aws_client, create_stack
-from auditor.demo.trail import write_trail
-from auditor.demo.workload import demo_workload
 from handlers import (
     capture_controller,
     evaluator,
@@ -54,7 +50,9 @@ from handlers import (
     weekly_report,
 )
 from tests.cw_support import create_table, minutes, put_points
+from tests.factories import planted_workload, scheduled_event, sns_event, sqs_event, write_trail
 from tests.lambda_context import lambda_context
+from tests.moto_server import ACCOUNT, REGION, SlackCatcher, client, create_stack
 from tests.template.test_template import (
     AUDITED_INDEXES_ARN,
     AUDITED_TABLE_METADATA,
@@ -325,7 +323,7 @@ def _run_everything(
     moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catcher: SlackCatcher, invoke: Invoker
 ) -> Recorded:
     # Every message of the topic (no filter): the notifier and the Security Hub sink both see finding events here.
-    stack = create_stack(moto_url, catcher.url, prefix=f"iam-{uuid.uuid4().hex[:8]}", filter_policy={})
+    stack = create_stack(moto_url, catcher.url, prefix=f"iam-{uuid.uuid4().hex[:8]}")
     for name, value in stack.environment().items():
         monkeypatch.setenv(name, value)
     session = boto3.Session()
@@ -333,11 +331,11 @@ def _run_everything(
     recorder = Recorder(stack.table_name)
     session.events.register("before-parameter-build", recorder)
     invoke.clear_caches()
-    s3, sqs, ddb = aws_client("s3", moto_url), aws_client("sqs", moto_url), aws_client("dynamodb", moto_url)
+    s3, sqs, ddb = client("s3", moto_url), client("sqs", moto_url), client("dynamodb", moto_url)
     missing_topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:no-such-topic"
 
     # Trail ingest: a quarter hour of generated traffic, delivered by S3 notifications through the queue.
-    files = write_trail(demo_workload(START, hours=0.25, seed=7), tmp_path, TRAIL_ACCOUNT, REGION, seed=7)
+    files = write_trail(planted_workload(START, hours=0.25, seed=7), tmp_path, TRAIL_ACCOUNT, REGION, seed=7)
     for path in files:
         s3.put_object(Bucket=stack.bucket, Key=path.relative_to(tmp_path).as_posix(), Body=path.read_bytes())
     queue_arn = sqs.get_queue_attributes(QueueUrl=stack.trail_queue_url, AttributeNames=["QueueArn"])
@@ -361,7 +359,7 @@ def _run_everything(
     # Notifier: what the evaluator published (SNS -> the subscription stand-in -> the SNS event).
     published = _receive_all(sqs, stack.alerts_queue_url)
     assert published, "the planted problems publish findings"
-    outside_functions(lambda: aws_client("securityhub", moto_url).enable_security_hub())
+    outside_functions(lambda: client("securityhub", moto_url).enable_security_hub())
     for message in published:
         envelope = json.loads(message["Body"])
         invoke("NotifierFunction", notifier, sns_event(envelope, f"{stack.topic_arn}:{uuid.uuid4()}"))
@@ -382,7 +380,7 @@ def _run_everything(
 
     # Metrics audit over audited-* tables with planted throttling (one with auto scaling, one with Contributor
     # Insights), a writer racing its first finding, and a first run whose publishes fail.
-    cw, aas = aws_client("cloudwatch", moto_url), aws_client("application-autoscaling", moto_url)
+    cw, aas = client("cloudwatch", moto_url), client("application-autoscaling", moto_url)
     now_s = int(time.time())
     t0 = now_s - now_s % 60 - 40 * 60
     create_table(ddb, f"{AUDITED_PREFIX}hot", read=1000, write=1000)
@@ -430,7 +428,7 @@ def _run_everything(
 
     # Capture controller (CreateTrail=true): the stack's trail with its initial all-tables selector; two runs, the
     # first at the top of an hour (every table's consumed capacity is read), the second in the next slice.
-    ct = aws_client("cloudtrail", moto_url)
+    ct = client("cloudtrail", moto_url)
     trail = f"{stack.table_name}-dynamodb-data-events"
     ct.create_trail(Name=trail, S3BucketName=stack.bucket)
     ct.put_event_selectors(
@@ -459,7 +457,7 @@ def _run_everything(
     # Weekly report: the first announcement fails (released, raised), the retry announces, a third run does not.
     reports_bucket = f"{stack.bucket}-reports"
     s3.create_bucket(Bucket=reports_bucket)
-    kms_key = aws_client("kms", moto_url).create_key(Description="stack key")["KeyMetadata"]["Arn"]
+    kms_key = client("kms", moto_url).create_key(Description="stack key")["KeyMetadata"]["Arn"]
     monkeypatch.setenv("REPORTS_BUCKET", reports_bucket)
     monkeypatch.setenv("REPORTS_KMS_KEY_ID", kms_key)
     rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/weekly-report"
