@@ -1,4 +1,4 @@
-"""Helpers for the CloudWatch/inventory functional tests: clients, tables and planted DynamoDB metrics on moto."""
+"""Helpers for the tests that read CloudWatch and the inventory on moto: clients, tables, planted DynamoDB metrics."""
 
 from __future__ import annotations
 

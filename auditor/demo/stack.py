@@ -1,4 +1,4 @@
-"""The stack's resources on a local AWS endpoint (moto server), for ``make demo`` and the functional tests.
+"""The stack's resources on a local AWS endpoint (moto server), for ``make demo`` and the benchmarks.
 
 This mirrors ``template.yaml``: the CloudTrail bucket with its S3 -> SQS notification, the trail queue, the
 findings topic with an SQS subscription standing in for the Slack notifier's subscription, the Slack webhook
