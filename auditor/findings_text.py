@@ -7,7 +7,7 @@ bidirectional characters before a cell is cut to width, Markdown escapes HTML an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -41,6 +41,20 @@ def _columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
 def render_columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     """Aligned columns with an upper-case header line."""
     return "\n".join(_columns(rows, header)) + "\n"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: int = 0) -> list[str]:
+    """A GFM table's lines: the header, the delimiter row (the last ``right`` columns right-aligned), one line per
+    row. Cells are written as they are: escape what comes from traffic first (:func:`markdown_inline`,
+    :func:`auditor.escaping.markdown_text`)."""
+    delimiter = "|" + "---|" * (len(header) - right) + "---:|" * right
+    return ["| " + " | ".join(header) + " |", delimiter, *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def markdown_inline(text: str) -> str:
+    """Plain text on one Markdown line (a heading, a list item, a table cell): ``|`` cannot end a table cell and a
+    line break cannot end the line."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _cell_code(value: str) -> str:
@@ -98,11 +112,10 @@ def render_markdown(findings: Sequence[Finding], patterns: Sequence[AccessPatter
     """Markdown rendering of an analysis (for tickets and wikis)."""
     out = ["# DynamoDB traffic audit", "", "## Findings", ""]
     if findings:
-        out += ["| Severity | Kind | Table | Finding |", "|---|---|---|---|"]
-        out += [
-            f"| {f.severity.value} | {f.kind.value} | {markdown_text(f.table)} | {markdown_text(f.title)} |"
-            for f in findings
-        ]
+        out += markdown_table(
+            ("Severity", "Kind", "Table", "Finding"),
+            ((f.severity.value, f.kind.value, markdown_text(f.table), markdown_text(f.title)) for f in findings),
+        )
         for f in findings:
             head = f"**{f.severity.value}** · `{f.kind.value}` · {markdown_code(f.id)}"
             out += ["", f"### {markdown_text(f.title)}", "", head, ""]
@@ -111,16 +124,21 @@ def render_markdown(findings: Sequence[Finding], patterns: Sequence[AccessPatter
         out.append("No findings.")
     out += ["", "## Access patterns", ""]
     if patterns:
-        out += [
-            "| Table | Index | Operation | Key template | Requests | Share | Efficient |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {markdown_text(p.table)} | {markdown_text(p.index or '-')} | {markdown_text(p.operation)} | "
-            f"{_cell_code(p.key_template or '-')} | {p.requests} | {p.share:.1%} | "
-            f"{'yes' if p.efficient else '**no**'} |"
-            for p in patterns
-        ]
+        out += markdown_table(
+            ("Table", "Index", "Operation", "Key template", "Requests", "Share", "Efficient"),
+            (
+                (
+                    markdown_text(p.table),
+                    markdown_text(p.index or "-"),
+                    markdown_text(p.operation),
+                    _cell_code(p.key_template or "-"),
+                    str(p.requests),
+                    f"{p.share:.1%}",
+                    "yes" if p.efficient else "**no**",
+                )
+                for p in patterns
+            ),
+        )
     else:
         out.append("No DynamoDB data events.")
     out += ["", "## Input", "", ", ".join(f"{markdown_text(k)}: {markdown_text(v)}" for k, v in stats.items()), ""]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from auditor.findings_text import findings_table, render_columns
+from auditor.findings_text import findings_table, markdown_inline, markdown_table, render_columns
 from auditor.models.billing import BillingResult, CapacityRecommendation, DimensionResult
 from auditor.models.finding import Finding
 
@@ -90,22 +90,17 @@ def render_billing_table(result: BillingResult, findings: Sequence[Finding]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_billing_markdown(result: BillingResult, findings: Sequence[Finding]) -> str:
     """Markdown rendering (for tickets and wikis)."""
-    out = [f"# DynamoDB billing: {_md(result.table)}", ""]
-    out += [_md(line.strip()) if line.strip() else "" for line in _summary(result)]
+    out = [f"# DynamoDB billing: {markdown_inline(result.table)}", ""]
+    out += [markdown_inline(line.strip()) if line.strip() else "" for line in _summary(result)]
     out += ["", "## Window totals (USD)", ""]
-    out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-    out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _rows(result)]
+    out += markdown_table(_HEADER, ([markdown_inline(c) for c in row] for row in _rows(result)))
     out += ["", "## Findings", ""]
     if findings:
         for f in findings:
-            out += [f"### {_md(f.title)}", "", f"**{f.severity.value}** · `{f.kind.value}` · `{f.id}`", ""]
-            out += [_md(f.summary), "", f"**Fix:** {_md(f.recommendation)}", ""]
+            out += [f"### {markdown_inline(f.title)}", "", f"**{f.severity.value}** · `{f.kind.value}` · `{f.id}`", ""]
+            out += [markdown_inline(f.summary), "", f"**Fix:** {markdown_inline(f.recommendation)}", ""]
     else:
         out += ["No findings.", ""]
     return "\n".join(out)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from auditor.cli.common import EXIT_OK, Command, Subparsers, read_input
-from auditor.findings_text import FORMATS, render_columns, to_json
+from auditor.findings_text import FORMATS, markdown_table, render_columns, to_json
 from auditor.models.dynamodb_size import iter_item_results
 
 NAME = "item-size"
@@ -31,10 +31,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         header = ("item", "size_bytes", "of limit", "limit_bytes")
         if args.format == "markdown":
-            lines = ["| " + " | ".join(header) + " |", "|---|---|---|---|"] + [
-                "| " + " | ".join(r) + " |" for r in rows
-            ]
-            text = "\n".join(lines) + "\n"
+            text = "\n".join(markdown_table(header, rows)) + "\n"
         else:
             text = render_columns(rows, header)
     sys.stdout.write(text)

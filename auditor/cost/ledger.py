@@ -167,12 +167,10 @@ def ledger_lines(summary: LedgerSummary, *, markdown: bool = False) -> list[str]
         )
     )
     header = ("table", "auditor cost", "audited DynamoDB cost", "ratio")
-    if markdown:
-        out = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|"]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
-        return out
-    from auditor.findings_text import render_columns
+    from auditor.findings_text import markdown_table, render_columns
 
+    if markdown:
+        return markdown_table(header, rows, right=3)
     return render_columns(rows, header).rstrip("\n").split("\n")
 
 

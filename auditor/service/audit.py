@@ -46,7 +46,7 @@ from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditError
-from auditor.findings_text import findings_table, render_columns, to_json
+from auditor.findings_text import findings_table, markdown_table, render_columns, to_json
 from auditor.models.audit import BillingRead
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
@@ -747,19 +747,24 @@ def render_audit(result: AuditResult, fmt: str) -> str:
     if fmt == "markdown":
         out = ["# DynamoDB live audit", "", f"Window: {window}", "", "## Findings", ""]
         if result.findings:
-            out += ["| Severity | Kind | Table | Finding |", "|---|---|---|---|"]
-            out += [
-                f"| {f.severity.value} | {f.kind.value} | {f.table}{'/' + f.index if f.index else ''} | "
-                f"{f.title.replace('|', '/')} |"
-                for f in result.findings
-            ]
+            out += markdown_table(
+                ("Severity", "Kind", "Table", "Finding"),
+                (
+                    (
+                        f.severity.value,
+                        f.kind.value,
+                        f.table + ("/" + f.index if f.index else ""),
+                        f.title.replace("|", "/"),
+                    )
+                    for f in result.findings
+                ),
+            )
             for f in result.findings:
                 out += ["", f"### {f.title}", "", f"**{f.severity.value}** · `{f.kind.value}` · `{f.id}`", ""]
                 out += [f.summary, "", f"**Fix:** {f.recommendation}"]
         else:
             out.append("No findings.")
-        out += ["", "## Tables", "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|"]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out += ["", "## Tables", "", *markdown_table(header, rows)]
         if result.gaps:
             out += ["", "## Gaps (unknown facets)", ""] + [f"- {g.describe()}" for g in result.gaps]
         out += ["", "## Billing read", "", billing]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from auditor.findings_text import findings_table, render_columns, to_json
+from auditor.findings_text import findings_table, markdown_inline, markdown_table, render_columns, to_json
 from auditor.models.finding import Finding
 from auditor.service.audit import AuditConfig, AuditError, AuditResult, run_audit
 from auditor.sources.audit_clients import AuditClients, clients_for
@@ -216,22 +216,28 @@ def render_org_audit(result: OrgAuditResult, fmt: str) -> str:
     if fmt == "markdown":
         out = ["# DynamoDB live audit (accounts and Regions)", "", "## Findings", ""]
         if result.findings:
-            out += ["| Severity | Kind | Account | Region | Table | Finding |", "|---|---|---|---|---|---|"]
-            out += [
-                f"| {f.severity.value} | {f.kind.value} | {f.account or ''} | {f.region or ''} | "
-                f"{_md(f.table + ('/' + f.index if f.index else ''))} | {_md(f.title)} |"
-                for f in result.findings
-            ]
+            out += markdown_table(
+                ("Severity", "Kind", "Account", "Region", "Table", "Finding"),
+                (
+                    (
+                        f.severity.value,
+                        f.kind.value,
+                        f.account or "",
+                        f.region or "",
+                        markdown_inline(f.table + ("/" + f.index if f.index else "")),
+                        markdown_inline(f.title),
+                    )
+                    for f in result.findings
+                ),
+            )
         else:
             out.append("No findings.")
-        out += ["", "## Targets", "", "| " + " | ".join(header) + " |", "|---|---|---|---|---|---|"]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out += ["", "## Targets", "", *markdown_table(header, rows)]
         if gaps:
-            out += ["", "## Coverage gaps (not audited)", ""] + [f"- {_md(g)}" for g in gaps]
+            out += ["", "## Coverage gaps (not audited)", ""] + [f"- {markdown_inline(g)}" for g in gaps]
         if ledger:
             out += ["", "## Cost ledger", "", "The audited window; auditor cost = this audit's CloudWatch reads.", ""]
-            out += ["| " + " | ".join(ledger_header) + " |", "|---|---|---|---:|---:|---:|"]
-            out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in ledger]
+            out += markdown_table(ledger_header, ([markdown_inline(c) for c in r] for r in ledger), right=3)
         out += ["", "## Cost of this run", "", cost, ""]
         return "\n".join(out)
     lines = ["Findings", "========", *findings_table(result.findings), "", "Targets", "======="]
@@ -266,7 +272,3 @@ def _ledger_rows(cost: dict[str, Any] | None) -> list[tuple[str, ...]]:
     rows += [(p["account"] or "own", p["region"] or "", "(pair total)", *money(p)) for p in cost["targets"]]
     rows.append(("", "", "total", *money(cost["total"])))
     return rows
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

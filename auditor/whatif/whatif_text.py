@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.findings_text import render_columns
+from auditor.findings_text import markdown_inline, markdown_table, render_columns
 from auditor.whatif.limits import LimitItem, WhatIfResult
 
 __all__ = ["describe_item", "headline", "render_what_if"]
@@ -80,8 +80,7 @@ def render_what_if(result: WhatIfResult, fmt: str) -> str:
     if fmt == "markdown":
         out = ["# What if traffic grows", "", headline(result), ""]
         if rows:
-            out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-            out += ["| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
+            out += markdown_table(_HEADER, ([markdown_inline(c) for c in r] for r in rows))
             out.append("")
         if more > 0:
             out += [f"{more} more in the JSON output.", ""]
