@@ -511,6 +511,13 @@ def planted_workload(start: datetime, hours: float = 1.0, seed: int = 7) -> list
     return workload_records(Workload(hours=hours, seed=seed), start)
 
 
+def traffic(n: int, seed: int = 1) -> list[Record]:
+    """The first ``n`` records of the planted workload (every operation it makes, in event-time order)."""
+    records = planted_workload(datetime(2026, 3, 2, 9, tzinfo=UTC), hours=max(0.02, n / 40_000), seed=seed)
+    assert len(records) >= n, "the workload made fewer records than asked for"
+    return records[:n]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Trails: log files and the S3 layout CloudTrail delivers
 # ---------------------------------------------------------------------------------------------------------------

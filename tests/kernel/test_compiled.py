@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.demo.benchmark import write_large_log_file
-from auditor.demo.trail import write_log_file
-from auditor.demo.workload import demo_workload
 from benchmarks.interpreted import compiled_modules
+from tests.factories import planted_workload, traffic, write_log_file
 from tests.fuzz.repros import CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +25,10 @@ def _analyze(module: str, paths: list[Path]) -> subprocess.CompletedProcess[str]
 def test_compiled_and_interpreted_analyze_trail_print_the_same(tmp_path: Path) -> None:
     if not compiled_modules():
         pytest.skip("this install runs the interpreted source only (setup.py did not compile: no compiler or mypyc)")
-    write_log_file(demo_workload(datetime(2026, 12, 1, 10, tzinfo=UTC), hours=1.0, seed=3), tmp_path / "demo.json.gz")
-    write_large_log_file(tmp_path / "large.json.gz", 20_000, 2_000, seed=5)
+    write_log_file(
+        planted_workload(datetime(2026, 12, 1, 10, tzinfo=UTC), hours=1.0, seed=3), tmp_path / "demo.json.gz"
+    )
+    write_log_file(traffic(20_000, seed=5), tmp_path / "large.json.gz")
     # The hostile-input corpus: what each build counts, skips and reports must match record for record.
     paths = [tmp_path, *sorted(p for p in CORPUS.iterdir() if p.name != "manifest.json")]
     compiled, interpreted = _analyze("auditor", paths), _analyze("benchmarks.interpreted", paths)

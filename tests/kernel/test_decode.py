@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.demo.benchmark import benchmark_records
 from auditor.kernel import reader
 from auditor.kernel.decode import LightRecord, light_record
 from auditor.kernel.normalize import light_item, normalize_record, single_item
 from auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.runs import light_run
 from auditor.kernel.stats import IngestStats
+from tests.factories import traffic
 
 #: A successful GetItem as CloudTrail logs it (a data event as the CloudTrail User Guide shows it).
 GET_ITEM: dict[str, Any] = {
@@ -222,13 +222,13 @@ def test_a_key_orjson_reads_otherwise_is_handed_back_by_the_light_item(value: by
 
 def test_generated_traffic_is_read_as_the_full_decoder_reads_it() -> None:
     read = 0
-    for record in benchmark_records(3000, 400, seed=11):
+    for record in traffic(3000, seed=11):
         read += check(orjson.dumps(record)) is not None
     assert read > 2000  # most of the traffic takes the typed decoder
 
 
 #: Byte-level mutations of real record slices: each must be handed back or read exactly, never anything else.
-_REAL = [BASE, *(orjson.dumps(r) for r in benchmark_records(40, 10, seed=3))]
+_REAL = [BASE, *(orjson.dumps(r) for r in traffic(40, seed=3))]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -318,7 +318,7 @@ def test_a_run_reads_what_one_record_at_a_time_reads(
 
 
 def test_a_run_stops_at_most_and_at_the_first_record_that_is_not_one_json_value() -> None:
-    parts = [orjson.dumps(r) for r in benchmark_records(50, 10, seed=5)]
+    parts = [orjson.dumps(r) for r in traffic(50, seed=5)]
     parts[30] = HANDED_BACK["lone surrogate escape"]
     buf = b'{"Records":[' + b",".join(parts) + b"]}"
     sep = b'},{"eventVersion":'  # as the reader learns it from the gap and the next record's first key
@@ -351,7 +351,7 @@ def _read_all(data: bytes, *, runs: bool = False) -> tuple[list[Any], IngestStat
 
 
 def _trail(seed: int) -> bytes:
-    records: list[Any] = [*benchmark_records(1500, 200, seed=seed), GET_ITEM, GET_ITEM]  # a duplicate counts once
+    records: list[Any] = [*traffic(1500, seed=seed), GET_ITEM, GET_ITEM]  # a duplicate counts once
     parts = [orjson.dumps(r) for r in records]
     parts[10] = HANDED_BACK["lone surrogate escape"]  # malformed for orjson: skipped either way
     parts[11] = READ["an escaped key given after the real one (the last wins, as in orjson)"]

@@ -902,9 +902,9 @@ def test_fast_and_general_paths_agree_on_fixtures(fixture: str) -> None:
 
 
 def test_fast_and_general_paths_agree_on_generated_traffic() -> None:
-    from auditor.demo.workload import demo_workload
+    from tests.factories import planted_workload
 
-    records = demo_workload(datetime(2024, 5, 1, tzinfo=UTC), hours=0.05)
+    records = planted_workload(datetime(2024, 5, 1, tzinfo=UTC), hours=0.05)
     assert len(records) > 500
     for record in records:
         _assert_paths_agree(record)

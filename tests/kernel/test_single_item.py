@@ -16,13 +16,12 @@ import orjson
 import pytest
 
 from auditor.config import AnalysisConfig
-from auditor.demo.benchmark import benchmark_records
-from auditor.demo.workload import demo_workload
 from auditor.engine import ingest_source, new_aggregate_set
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.normalize import normalize_record, single_item
 from auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.stats import IngestStats
+from tests.factories import planted_workload, traffic
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -157,8 +156,8 @@ def _variants() -> list[dict[str, Any]]:
 
 
 def _corpus() -> list[dict[str, Any]]:
-    records = list(benchmark_records(4000, 600, seed=5))
-    records += demo_workload(START, hours=0.1, seed=4)
+    records = list(traffic(4000, seed=5))
+    records += planted_workload(START, hours=0.1, seed=4)
     records += _variants()
     return records
 
@@ -195,7 +194,7 @@ def test_light_path_aggregates_exactly_as_the_reference(key_schema: dict[str, st
 
 
 def test_most_of_the_traffic_takes_the_light_path() -> None:
-    records = list(benchmark_records(2000, 300, seed=6))
+    records = list(traffic(2000, seed=6))
     kinds: dict[str, int] = {"light": 0, "full": 0}
     for item in read_calls(_source(records), IngestStats(), Deduper(), light=True):
         kinds["full" if isinstance(item, ApiCall) else "light"] += 1
@@ -256,7 +255,7 @@ def test_a_light_query_holds_what_the_full_reader_reads(params: dict[str, Any]) 
 
 
 def test_a_custom_normaliser_sees_every_record() -> None:
-    records = list(benchmark_records(300, 50, seed=8))
+    records = list(traffic(300, seed=8))
     seen: list[str] = []
 
     def normalise(record: Any) -> ApiCall | None:
