@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from auditor.models.finding import isoformat_z, utc
 from auditor.state import keys
+from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -234,15 +235,8 @@ class AuditCycleStore:
             "ExpressionAttributeNames": {"#pk": keys.GSI2_PK},
             "ExpressionAttributeValues": {":pk": _s(coverage_pk(moment))},
         }
-        out: list[StoredGap] = []
-        while True:
-            page = self._client.query(**params)
-            out.extend(_gap(item) for item in page.get("Items", []))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                break
-            params["ExclusiveStartKey"] = last
-        return sorted(out, key=lambda g: (g.account or "", g.region or "", g.reason))
+        gaps = [_gap(item) for item in query_items(self._client, params)]
+        return sorted(gaps, key=lambda g: (g.account or "", g.region or "", g.reason))
 
 
 def _gap(item: dict[str, Any]) -> StoredGap:

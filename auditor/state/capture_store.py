@@ -25,9 +25,11 @@ import orjson
 from botocore.exceptions import ClientError
 
 from auditor.state import keys
+from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
 
 __all__ = ["PLAN_RETENTION_DAYS", "CaptureStore"]
 
@@ -123,7 +125,7 @@ class CaptureStore:
     def plans(self, start: int, end: int) -> list[dict[str, Any]]:
         """The recorded slice plans with ``start <= slice_start < end``, oldest first (an unreadable one skipped)."""
         out: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
+        params: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :a AND :b",
             "ExpressionAttributeNames": {"#pk": keys.PK, "#sk": keys.SK},
@@ -133,16 +135,11 @@ class CaptureStore:
                 ":b": {"S": keys.capture_plan_sk(max(0, end - 1))},
             },
         }
-        for _ in range(MAX_PLAN_PAGES):
-            page = self._ddb.query(**kwargs)
-            for item in page.get("Items", []):
-                try:
-                    doc = orjson.loads(item["plan"]["S"])
-                except (KeyError, TypeError, orjson.JSONDecodeError):
-                    continue
-                if isinstance(doc, dict):
-                    out.append(doc)
-            if not page.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in query_items(self._ddb, params, max_pages=MAX_PLAN_PAGES):
+            try:
+                doc = orjson.loads(item["plan"]["S"])
+            except (KeyError, TypeError, orjson.JSONDecodeError):
+                continue
+            if isinstance(doc, dict):
+                out.append(doc)
         return out

@@ -48,6 +48,7 @@ from auditor.exceptions import AuditorError
 from auditor.lifecycle import FindingEvent, FindingState, StateChange
 from auditor.models.finding import isoformat_z, utc
 from auditor.state import keys
+from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -246,13 +247,7 @@ class FindingsStore:
         return found
 
     def _query(self, params: QueryInputTypeDef) -> Iterator[dict[str, Any]]:
-        while True:
-            resp = self._client.query(**params)
-            yield from resp.get("Items", [])
-            last = resp.get("LastEvaluatedKey")
-            if not last:
-                return
-            params["ExclusiveStartKey"] = last
+        return query_items(self._client, params)
 
     def open_findings(self, account: str | None, region: str | None, table: str) -> list[FindingState]:
         """The open findings of one audited table (GSI1, eventually consistent), in id order."""

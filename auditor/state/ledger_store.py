@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 from auditor.cost.cost_model import LedgerEntry
 from auditor.cost.ledger import day_entry
 from auditor.state import keys
+from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
 
 __all__ = ["LEDGER_RETENTION_DAYS", "LedgerStore"]
 
@@ -104,20 +106,15 @@ class LedgerStore:
         out: list[LedgerEntry] = []
         for day in days:
             items: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-            kwargs: dict[str, Any] = {
+            params: QueryInputTypeDef = {
                 "TableName": self._table,
                 "KeyConditionExpression": "#pk = :pk",
                 "ExpressionAttributeNames": {"#pk": keys.PK},
                 "ExpressionAttributeValues": {":pk": {"S": keys.ledger_pk(day)}},
             }
-            for _ in range(MAX_PAGES_PER_DAY):
-                page = self._ddb.query(**kwargs)
-                for item in page.get("Items", []):
-                    ref = tuple(item.get(a, {}).get("S", "") for a in ("account", "region", "table"))
-                    items.setdefault(ref, []).append(dict(item))  # type: ignore[arg-type]
-                if not page.get("LastEvaluatedKey"):
-                    break
-                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            for item in query_items(self._ddb, params, max_pages=MAX_PAGES_PER_DAY):
+                ref = tuple(item.get(a, {}).get("S", "") for a in ("account", "region", "table"))
+                items.setdefault(ref, []).append(dict(item))
             for parts in items.values():
                 entry = _entry(day, {k: v for part in parts for k, v in part.items()})
                 if entry is not None:

@@ -47,6 +47,7 @@ from botocore.exceptions import ClientError
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.state import keys
+from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -206,13 +207,7 @@ class WindowStore:
         }
         if self._page_size:
             params["Limit"] = self._page_size
-        while True:
-            resp = self._client.query(**params)
-            yield from resp.get("Items", [])
-            last = resp.get("LastEvaluatedKey")
-            if not last:
-                return
-            params["ExclusiveStartKey"] = last
+        return query_items(self._client, params)
 
     def load_windows(self, starts: Iterable[int]) -> list[TableWindow]:
         """All contributions of the given windows, merged into one ``TableWindow`` per (account, region, table, start).
