@@ -1,11 +1,40 @@
-"""Helpers shared by the CloudWatch-side detectors (``cw_throttling``, ``cw_scan``, ``unused_index``) and the
-audit: epoch formatting and runs of consecutive periods."""
+"""Helpers shared by the CloudWatch-side detectors (``cw_throttling``, ``cw_scan``, ``unused_index``, ``idle_table``,
+``ttl_not_expiring``) and the audit: epoch formatting, runs of consecutive periods, and the list prices the cost
+detectors' configs carry."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from auditor.detectors.base import DetectorConfig
 from auditor.models.inventory import TableProfile
+
+
+class StoragePrices(DetectorConfig):
+    """The storage price a detector's cost is computed with: us-east-1 list prices (USD per GB-month; ``_ia``: the
+    Standard-IA table class), set in the config for other Regions."""
+
+    storage_gb_month_price: float = 0.25
+    storage_gb_month_price_ia: float = 0.10
+
+    def storage_gb_month(self, ia: bool) -> float:
+        return self.storage_gb_month_price_ia if ia else self.storage_gb_month_price
+
+
+class CapacityPrices(StoragePrices):
+    """The storage and provisioned capacity prices (USD per read or write capacity unit-hour), as
+    :class:`StoragePrices`."""
+
+    provisioned_rcu_hour_price: float = 0.00013
+    provisioned_rcu_hour_price_ia: float = 0.00016
+    provisioned_wcu_hour_price: float = 0.00065
+    provisioned_wcu_hour_price_ia: float = 0.00081
+
+    def rcu_hour(self, ia: bool) -> float:
+        return self.provisioned_rcu_hour_price_ia if ia else self.provisioned_rcu_hour_price
+
+    def wcu_hour(self, ia: bool) -> float:
+        return self.provisioned_wcu_hour_price_ia if ia else self.provisioned_wcu_hour_price
 
 
 def to_dt(epoch: float) -> datetime:

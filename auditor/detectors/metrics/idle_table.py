@@ -12,8 +12,8 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
-from auditor.detectors.metrics.common import created_epoch, iso
+from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import CapacityPrices, created_epoch, iso
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import PROVISIONED
@@ -43,7 +43,7 @@ METADATA = DetectorMetadata(
 )
 
 
-class IdleTableConfig(DetectorConfig):
+class IdleTableConfig(CapacityPrices):
     """How long a table must be idle, the smallest cost worth a finding, and the prices."""
 
     #: The period without reads and writes (days); the activity read must cover it.
@@ -52,12 +52,6 @@ class IdleTableConfig(DetectorConfig):
     min_monthly_cost: float = 1.0
     #: Medium severity from this monthly cost (USD).
     medium_monthly_cost: float = 25.0
-    provisioned_rcu_hour_price: float = 0.00013
-    provisioned_rcu_hour_price_ia: float = 0.00016
-    provisioned_wcu_hour_price: float = 0.00065
-    provisioned_wcu_hour_price_ia: float = 0.00081
-    storage_gb_month_price: float = 0.25
-    storage_gb_month_price_ia: float = 0.10
 
 
 @register(METADATA, IdleTableConfig, DetectorInput.TABLE_ACTIVITY)
@@ -81,12 +75,9 @@ def detect(data: MetricsInput, cfg: IdleTableConfig) -> list[Finding]:
             cap = profile.capacity_of(index)
             rcu += cap.provisioned_read
             wcu += cap.provisioned_write
-    capacity_cost = HOURS_PER_MONTH * (
-        rcu * (cfg.provisioned_rcu_hour_price_ia if ia else cfg.provisioned_rcu_hour_price)
-        + wcu * (cfg.provisioned_wcu_hour_price_ia if ia else cfg.provisioned_wcu_hour_price)
-    )
+    capacity_cost = HOURS_PER_MONTH * (rcu * cfg.rcu_hour(ia) + wcu * cfg.wcu_hour(ia))
     size = (profile.size_bytes or 0) + sum(g.size_bytes or 0 for g in profile.gsis)
-    storage_cost = size / _GIB * (cfg.storage_gb_month_price_ia if ia else cfg.storage_gb_month_price)
+    storage_cost = size / _GIB * cfg.storage_gb_month(ia)
     total = capacity_cost + storage_cost
     if total < cfg.min_monthly_cost:
         return []

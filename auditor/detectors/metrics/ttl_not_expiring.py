@@ -15,8 +15,8 @@ or whose items legitimately live longer than the window, can be reported; the ev
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
-from auditor.detectors.metrics.common import created_epoch, iso
+from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import StoragePrices, created_epoch, iso
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.metrics import CONSUMED, TTL_DELETED
@@ -43,14 +43,12 @@ METADATA = DetectorMetadata(
 )
 
 
-class TtlConfig(DetectorConfig):
+class TtlConfig(StoragePrices):
     """How many days without TTL deletions make a finding, and the storage price for its cost."""
 
     min_days: float = 7.0
     #: Medium severity from this monthly storage cost (USD).
     medium_monthly_storage_cost: float = 25.0
-    storage_gb_month_price: float = 0.25
-    storage_gb_month_price_ia: float = 0.10
 
 
 @register(METADATA, TtlConfig, DetectorInput.TABLE_ACTIVITY)
@@ -72,7 +70,7 @@ def detect(data: MetricsInput, cfg: TtlConfig) -> list[Finding]:
         return []
     ia = profile.table_class == "STANDARD_INFREQUENT_ACCESS"
     size = profile.size_bytes or 0
-    storage_cost = size / _GIB * (cfg.storage_gb_month_price_ia if ia else cfg.storage_gb_month_price)
+    storage_cost = size / _GIB * cfg.storage_gb_month(ia)
     attr = profile.ttl_attribute or "(unknown)"
     days = activity.days
     name = profile.name

@@ -11,8 +11,8 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
-from auditor.detectors.metrics.common import iso
+from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.metrics.common import CapacityPrices, iso
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, IndexProfile, TableProfile
@@ -41,7 +41,7 @@ METADATA = DetectorMetadata(
 )
 
 
-class UnusedIndexConfig(DetectorConfig):
+class UnusedIndexConfig(CapacityPrices):
     """When an index counts as unused, and the prices its cost is computed with."""
 
     #: The window must cover at least this many days.
@@ -53,12 +53,6 @@ class UnusedIndexConfig(DetectorConfig):
     confident_days: float = 7.0
     on_demand_write_unit_price: float = 0.625e-6
     on_demand_write_unit_price_ia: float = 0.78e-6
-    provisioned_wcu_hour_price: float = 0.00065
-    provisioned_wcu_hour_price_ia: float = 0.00081
-    provisioned_rcu_hour_price: float = 0.00013
-    provisioned_rcu_hour_price_ia: float = 0.00016
-    storage_gb_month_price: float = 0.25
-    storage_gb_month_price_ia: float = 0.10
 
 
 def _average_provisioned(res: ResourceMetrics, access: str, fallback: int) -> float:
@@ -106,17 +100,9 @@ def _finding(
     else:
         wcu = _average_provisioned(res, "write", gsi.capacity.provisioned_write)
         rcu = _average_provisioned(res, "read", gsi.capacity.provisioned_read)
-        write_cost = (
-            wcu * HOURS_PER_MONTH * (cfg.provisioned_wcu_hour_price_ia if ia else cfg.provisioned_wcu_hour_price)
-        )
-        read_cost = (
-            rcu * HOURS_PER_MONTH * (cfg.provisioned_rcu_hour_price_ia if ia else cfg.provisioned_rcu_hour_price)
-        )
-    storage_cost = (
-        gsi.size_bytes / _GIB * (cfg.storage_gb_month_price_ia if ia else cfg.storage_gb_month_price)
-        if gsi.size_bytes
-        else 0.0
-    )
+        write_cost = wcu * HOURS_PER_MONTH * cfg.wcu_hour(ia)
+        read_cost = rcu * HOURS_PER_MONTH * cfg.rcu_hour(ia)
+    storage_cost = gsi.size_bytes / _GIB * cfg.storage_gb_month(ia) if gsi.size_bytes else 0.0
     total = write_cost + read_cost + storage_cost
     severity = (
         Severity.MEDIUM
