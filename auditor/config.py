@@ -156,8 +156,6 @@ class AnalysisConfig(DetectorSettings):
     """Tuning for the analysis (all fields optional): aggregation, key schema, and the detector tree
     (``detectors`` by id, ``tables`` for per-table overrides; see :mod:`auditor.detectors.settings`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     #: Aggregation window. Findings are evaluated over all windows of a table together.
     window_seconds: int = Field(default=900, ge=60, le=86_400)
     #: Heavy-hitter sketch size per table window (exact below 2x this many distinct keys).

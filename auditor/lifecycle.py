@@ -47,9 +47,10 @@ from datetime import datetime
 from enum import StrEnum
 from fnmatch import fnmatchcase
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from auditor.exceptions import ConfigurationError
+from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, FindingKind, Severity, Totals, isoformat_z, utc
 
 #: How many ISO weeks of totals a finding keeps (the report reads the last complete week).
@@ -91,10 +92,8 @@ def table_key(finding: Finding) -> TableKey:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class SuppressRule(BaseModel):
+class SuppressRule(FrozenModel):
     """One suppress (no ``until``) or snooze (``until``) rule."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     table: str | None = Field(default=None, min_length=1)
     kind: FindingKind | None = None
@@ -186,15 +185,13 @@ def matching_rule(rules: Iterable[SuppressRule], finding: Finding, now: datetime
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class FindingState(BaseModel):
+class FindingState(FrozenModel):
     """A finding as the service remembers it between evaluations.
 
     ``finding`` is the latest sighting, with ``first_seen`` (earliest ever, across re-openings) and
     ``last_seen`` (latest) of the whole history. ``version`` belongs to the store (optimistic concurrency;
     0 means never stored).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     finding: Finding
     status: FindingStatus
@@ -249,10 +246,8 @@ class FindingState(BaseModel):
         return self.weekly_totals.get(week)
 
 
-class FindingEvent(BaseModel):
+class FindingEvent(FrozenModel):
     """A message to publish: what happened to which finding (the finding as of the event)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: EventKind
     finding: Finding

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from auditor.exceptions import InputError
+from auditor.models.base import FrozenModel
 
 TableClass = Literal["STANDARD", "STANDARD_INFREQUENT_ACCESS"]
 Dimension = Literal["read", "write"]
@@ -42,10 +43,8 @@ class PricingError(InputError):
     """No usable prices (unknown region in strict mode, an incomplete Pricing API answer, a bad price file)."""
 
 
-class ClassPrices(BaseModel):
+class ClassPrices(FrozenModel):
     """The prices of one table class, in USD."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     read_request_unit: float = Field(gt=0, description="on-demand, per read request unit")
     write_request_unit: float = Field(gt=0, description="on-demand, per write request unit")
@@ -66,10 +65,8 @@ class ClassPrices(BaseModel):
         return self.capacity_hour(dim) / (3600 * self.request_unit(dim))
 
 
-class ReservedOffer(BaseModel):
+class ReservedOffer(FrozenModel):
     """A reserved-capacity offer: per block of 100 units, an upfront fee and an hourly fee."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dimension: Dimension
     years: Literal[1, 3]
@@ -82,10 +79,8 @@ class ReservedOffer(BaseModel):
         return (self.upfront_per_100 / (HOURS_PER_YEAR * self.years) + self.hourly_per_100) / 100
 
 
-class RegionPrices(BaseModel):
+class RegionPrices(FrozenModel):
     """The price set of one region, with where it came from. This is also the ``--prices FILE`` format."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     region: str = Field(min_length=1)
     currency: Literal["USD"] = "USD"

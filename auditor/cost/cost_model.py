@@ -30,15 +30,14 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from auditor.billing.pricing import ClassPrices
+from auditor.models.base import FrozenModel
 
 HOURS_PER_MONTH = 730.0
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 GIB = float(2**30)
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 AuditorLine = Literal[
     "cloudtrail_data_events", "lambda", "state_table", "cloudwatch_metrics", "contributor_insights", "s3"
@@ -53,10 +52,8 @@ AUDITOR_LINES: tuple[AuditorLine, ...] = (
 )
 
 
-class AuditorRates(BaseModel):
+class AuditorRates(FrozenModel):
     """The prices of what the auditor itself uses (USD per unit; module docstring for the sources)."""
-
-    model_config = _FROZEN
 
     data_event: float = Field(default=0.10 / 100_000, ge=0)
     lambda_gb_second: float = Field(default=0.0000133334, ge=0)
@@ -71,10 +68,8 @@ class AuditorRates(BaseModel):
     s3_gb_month: float = Field(default=0.023, ge=0)
 
 
-class AuditorUsage(BaseModel):
+class AuditorUsage(FrozenModel):
     """What the auditor used on behalf of one audited table in one period (``days`` long)."""
-
-    model_config = _FROZEN
 
     days: float = Field(default=1.0, gt=0)
     data_events: int = Field(default=0, ge=0)
@@ -98,10 +93,8 @@ class AuditorUsage(BaseModel):
         return AuditorUsage(**merged)
 
 
-class DynamoDBUsage(BaseModel):
+class DynamoDBUsage(FrozenModel):
     """What one audited table (with its GSIs) consumed in one period, from CloudWatch and DescribeTable."""
-
-    model_config = _FROZEN
 
     days: float = Field(default=1.0, gt=0)
     billing_mode: Literal["PAY_PER_REQUEST", "PROVISIONED"]
@@ -113,10 +106,8 @@ class DynamoDBUsage(BaseModel):
     storage_bytes: float = Field(default=0.0, ge=0)
 
 
-class Spend(BaseModel):
+class Spend(FrozenModel):
     """A cost split into named lines (USD)."""
-
-    model_config = _FROZEN
 
     lines: dict[str, float]
 
@@ -155,10 +146,8 @@ def auditor_spend(usage: AuditorUsage, rates: AuditorRates | None = None) -> Spe
     )
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(FrozenModel):
     """One audited table on one UTC day: both sides of the ledger, with what they were computed from."""
-
-    model_config = _FROZEN
 
     day: date
     account: str | None = None
@@ -197,10 +186,8 @@ class LedgerEntry(BaseModel):
         )
 
 
-class LedgerRow(BaseModel):
+class LedgerRow(FrozenModel):
     """One table's (or the total's) costs over the ledger's period."""
-
-    model_config = _FROZEN
 
     table: str
     days: int
@@ -214,10 +201,8 @@ class LedgerRow(BaseModel):
         return self.auditor_usd / self.dynamodb_usd if self.dynamodb_usd > 0 else None
 
 
-class LedgerSummary(BaseModel):
+class LedgerSummary(FrozenModel):
     """The ledger over a period: one row per table, and the total."""
-
-    model_config = _FROZEN
 
     start: date
     end: date

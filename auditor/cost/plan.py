@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from auditor.models.base import FrozenModel
 
 DATA_EVENT_USD = 0.10 / 100_000
 SECONDS_PER_MONTH = 730 * 3600
@@ -45,9 +47,7 @@ MAX_SELECTOR_VALUES = 500
 Reason = Literal["continuous", "rotation", "burst"]
 
 
-class PlannerConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PlannerConfig(FrozenModel):
     budget_percent: float = Field(default=1.0, ge=0, le=100)
     slice_seconds: int = Field(default=300, ge=60, le=3600)
     burst_reserve: float = Field(default=0.5, ge=0, le=1)

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import Field, HttpUrl, field_validator
 
 from auditor.kernel.aggregates.window import TableWindow
+from auditor.models.base import FrozenModel
 from auditor.models.billing import BillingResult
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
@@ -66,10 +67,8 @@ class DetectorInput(StrEnum):
     FINDINGS = "findings"
 
 
-class DetectorMetadata(BaseModel):
+class DetectorMetadata(FrozenModel):
     """What a detector looks for, why it matters and how to fix it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     kind: FindingKind
@@ -87,10 +86,8 @@ class DetectorMetadata(BaseModel):
         return value
 
 
-class DetectorConfig(BaseModel):
+class DetectorConfig(FrozenModel):
     """Base of every detector's tunables (unknown keys are an error)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
 

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from auditor.detectors.base import DetectorConfig
 from auditor.detectors.registry import all_detectors, get
+from auditor.models.base import FrozenModel
 
 __all__ = ["DetectorSettings"]
 
 
-class DetectorSettings(BaseModel):
+class DetectorSettings(FrozenModel):
     """Per-detector overrides (``detectors``) and per-table overrides of them (``tables``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Overrides by detector id (for every table).
     detectors: dict[str, dict[str, Any]] = Field(default_factory=dict)

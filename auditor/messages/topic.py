@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from auditor.models.base import FrozenModel
 
 __all__ = [
     "ALL_TABLES",
@@ -58,10 +60,8 @@ class AttributeName(StrEnum):
 ALL_TABLES: Final = "*"
 
 
-class TopicAttributes(BaseModel):
+class TopicAttributes(FrozenModel):
     """The string message attributes of one message; each field is one attribute of the same name."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_strings(self) -> dict[str, str]:
         """Attribute name -> value, in the order the fields are declared; attributes without a value are left out."""

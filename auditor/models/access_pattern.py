@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from auditor.models.base import FrozenModel
 
 
-class AccessPattern(BaseModel):
+class AccessPattern(FrozenModel):
     """API calls grouped by account, region, table, index, operation and generalised key template.
 
     ``requests`` counts API calls and ``share`` is of the table's calls in that account and region. ``items`` counts
     the item accesses of those calls (a BatchGetItem of 100 keys is 1 request and 100 items). ``errors`` counts the
     calls that failed, by error code.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     account: str | None = None
     region: str | None = None

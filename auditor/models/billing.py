@@ -19,9 +19,10 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from auditor.exceptions import InputError
+from auditor.models.base import FrozenModel
 from auditor.models.finding import isoformat_z, utc
 
 BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
@@ -51,10 +52,8 @@ def _check_values(values: list[float | None] | None, name: str) -> list[float | 
     return values
 
 
-class CurrentScaling(BaseModel):
+class CurrentScaling(FrozenModel):
     """A dimension's auto-scaling settings in force (Application Auto Scaling), when known."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_capacity: int = Field(ge=0)
     max_capacity: int = Field(ge=0)
@@ -62,10 +61,8 @@ class CurrentScaling(BaseModel):
     target_utilization: float | None = None
 
 
-class SeriesInput(BaseModel):
+class SeriesInput(FrozenModel):
     """The capacity history of the table (``index`` null) or of one GSI."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: str | None = None
     consumed_read: list[Capacity | None]
@@ -90,10 +87,8 @@ class SeriesInput(BaseModel):
         return self
 
 
-class BillingInput(BaseModel):
+class BillingInput(FrozenModel):
     """One table's capacity history (docs/contract.md ``ddb-audit billing`` input)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     table: str = Field(min_length=1)
     region: str = Field(default="us-east-1", min_length=1)
@@ -182,10 +177,8 @@ class BillingInput(BaseModel):
 # --------------------------------------------------------------------------------------------------- config
 
 
-class DimensionSettings(BaseModel):
+class DimensionSettings(FrozenModel):
     """Auto-scaling settings of one dimension (reads or writes) to simulate; None keeps the shared default."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Target utilisation (percent); default: ``BillingConfig.target_utilization``.
     target_utilization: float | None = Field(default=None, ge=20.0, le=90.0)
@@ -201,10 +194,8 @@ class DimensionSettings(BaseModel):
         return self
 
 
-class BillingConfig(BaseModel):
+class BillingConfig(FrozenModel):
     """Tunables of the decision (all optional)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Auto-scaling target utilisation (percent) simulated and recommended.
     target_utilization: float = Field(default=70.0, ge=20.0, le=90.0)
@@ -244,10 +235,8 @@ class BillingConfig(BaseModel):
 # --------------------------------------------------------------------------------------------------- result
 
 
-class DimensionResult(BaseModel):
+class DimensionResult(FrozenModel):
     """Window totals of one dimension (SPEC fields first; USD, not rounded)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     on_demand_cost: float
     provisioned_cost_simulated: float
@@ -262,20 +251,16 @@ class DimensionResult(BaseModel):
     throttled_share: float | None = None
 
 
-class SeriesResult(BaseModel):
+class SeriesResult(FrozenModel):
     """The table (``index`` null) or one GSI."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: str | None
     read: DimensionResult
     write: DimensionResult
 
 
-class CapacitySetting(BaseModel):
+class CapacitySetting(FrozenModel):
     """Auto-scaling settings to apply to one dimension, next to those in force."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     target_utilization: float
     min_capacity: int
@@ -296,20 +281,16 @@ class CapacitySetting(BaseModel):
         return text
 
 
-class CapacityRecommendation(BaseModel):
+class CapacityRecommendation(FrozenModel):
     """Auto-scaling settings for the table or one GSI."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: str | None
     read: CapacitySetting
     write: CapacitySetting
 
 
-class Throttling(BaseModel):
+class Throttling(FrozenModel):
     """Throttling of the simulated provisioned capacity (only the ``aws`` simulation models it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     modelled: bool
     throttled_units: float | None = None
@@ -318,10 +299,8 @@ class Throttling(BaseModel):
     max_share: float
 
 
-class TableClassHint(BaseModel):
+class TableClassHint(FrozenModel):
     """Standard vs Standard-IA for the recommended billing mode (monthly USD)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     current_class: TableClassName
     recommended_class: TableClassName
@@ -332,10 +311,8 @@ class TableClassHint(BaseModel):
     monthly_savings: float
 
 
-class ReservedCapacityTerm(BaseModel):
+class ReservedCapacityTerm(FrozenModel):
     """Reserved capacity worth owning for one dimension and term."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dimension: Literal["read", "write"]
     years: int
@@ -344,19 +321,15 @@ class ReservedCapacityTerm(BaseModel):
     monthly_savings: float
 
 
-class ReservedCapacityNote(BaseModel):
+class ReservedCapacityNote(FrozenModel):
     """Reserved capacity for a steady provisioned table (Standard class only)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     note: str
     terms: list[ReservedCapacityTerm]
 
 
-class BillingResult(BaseModel):
+class BillingResult(FrozenModel):
     """docs/contract.md ``BillingResult``: one decision per table, plus per-series, per-dimension window totals."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     table: str
     current_mode: BillingMode

@@ -11,14 +11,14 @@ from typing import Any
 
 import orjson
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
     model_serializer,
 )
+
+from auditor.models.base import FrozenModel
 
 
 class Severity(StrEnum):
@@ -192,7 +192,7 @@ def measure_base(kind: FindingKind, evidence: dict[str, Any]) -> int | None:
     return None
 
 
-class Totals(BaseModel):
+class Totals(FrozenModel):
     """A finding's measure summed over a period (docs/contract.md ``totals``).
 
     ``count`` sums the finding's own :func:`measure` over the windows in which it was seen within
@@ -207,8 +207,6 @@ class Totals(BaseModel):
     (``{cause: {cause_source: int}}``; null for other kinds and for totals stored before it existed), so the period's
     cause is the one with the most throttled requests.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     count: int = Field(ge=0)
     windows: int = Field(ge=0)
@@ -387,10 +385,8 @@ def window_totals(
     )
 
 
-class Finding(BaseModel):
+class Finding(FrozenModel):
     """One problem on one resource, with evidence and a concrete fix (docs/contract.md)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     kind: FindingKind

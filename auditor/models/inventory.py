@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from auditor.models.base import FrozenModel
 
 BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED", "unknown"]
 ON_DEMAND: BillingMode = "PAY_PER_REQUEST"
@@ -17,10 +19,8 @@ PROVISIONED: BillingMode = "PROVISIONED"
 UNKNOWN_MODE: BillingMode = "unknown"
 
 
-class Gap(BaseModel):
+class Gap(FrozenModel):
     """One call the audit could not make: the facet it would have given is unknown."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: The API call, as ``service:Operation`` (``dynamodb:DescribeTimeToLive``).
     call: str
@@ -39,10 +39,8 @@ class Gap(BaseModel):
         return f"{self.call}{where}: {self.error_code} ({self.facet} unknown)"
 
 
-class ScalingTarget(BaseModel):
+class ScalingTarget(FrozenModel):
     """An Application Auto Scaling target on one capacity dimension, with its target-tracking policy."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: ``read`` or ``write``.
     access: Literal["read", "write"]
@@ -53,10 +51,8 @@ class ScalingTarget(BaseModel):
     policy_names: tuple[str, ...] = ()
 
 
-class ContributorInsights(BaseModel):
+class ContributorInsights(FrozenModel):
     """Contributor Insights on one table or GSI (``DescribeContributorInsights``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: ``ENABLED``, ``ENABLING``, ``DISABLED``, ``DISABLING``, ``FAILED`` or ``unknown`` (the call failed).
     status: str
@@ -74,10 +70,8 @@ CI_DISABLED = ContributorInsights(status="DISABLED")
 CI_UNKNOWN = ContributorInsights(status="unknown")
 
 
-class Capacity(BaseModel):
+class Capacity(FrozenModel):
     """Throughput settings of a table or GSI. Provisioned units are 0 (not None) for on-demand resources."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     provisioned_read: int = 0
     provisioned_write: int = 0
@@ -100,10 +94,8 @@ class Capacity(BaseModel):
         return next((t for t in self.auto_scaling if t.access == access), None)
 
 
-class IndexProfile(BaseModel):
+class IndexProfile(FrozenModel):
     """One secondary index."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     #: ``GSI`` or ``LSI``. LSIs share the table's capacity and have no CloudWatch dimension of their own.
@@ -118,10 +110,8 @@ class IndexProfile(BaseModel):
     contributor_insights: ContributorInsights = CI_UNKNOWN
 
 
-class TableProfile(BaseModel):
+class TableProfile(FrozenModel):
     """One table as the inventory saw it. Fields the inventory could not read stay None (see ``gaps``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     account: str | None = None
@@ -191,10 +181,8 @@ class TableProfile(BaseModel):
         }
 
 
-class Inventory(BaseModel):
+class Inventory(FrozenModel):
     """The selected tables and what could not be read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tables: tuple[TableProfile, ...] = ()
     #: Account-wide gaps (ListTables, auto scaling sweep, Contributor Insights listing).

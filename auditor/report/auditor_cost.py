@@ -3,15 +3,13 @@ or the input's counters), priced line by line at public us-east-1 prices (:class
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+from auditor.models.base import FrozenModel
 
 
-class AuditorUsage(BaseModel):
+class AuditorUsage(FrozenModel):
     """What the auditor itself consumed in the week (counts come from its own metrics or the input stats)."""
-
-    model_config = _FROZEN
 
     cloudtrail_data_events: int = Field(default=0, ge=0)
     cloudwatch_metrics_requested: int = Field(default=0, ge=0)
@@ -19,10 +17,8 @@ class AuditorUsage(BaseModel):
     lambda_requests: int = Field(default=0, ge=0)
 
 
-class CostRates(BaseModel):
+class CostRates(FrozenModel):
     """Public us-east-1 prices (USD) used for the auditor's own cost estimate."""
-
-    model_config = _FROZEN
 
     cloudtrail_per_100k_data_events: float = 0.10
     cloudwatch_per_1k_metrics: float = 0.01
@@ -31,9 +27,7 @@ class CostRates(BaseModel):
     lambda_per_million_requests: float = 0.20
 
 
-class CostLine(BaseModel):
-    model_config = _FROZEN
-
+class CostLine(FrozenModel):
     item: str
     quantity: float
     unit: str
@@ -41,10 +35,8 @@ class CostLine(BaseModel):
     usd: float
 
 
-class AuditorCost(BaseModel):
+class AuditorCost(FrozenModel):
     """The auditor's estimated cost, line by line (USD)."""
-
-    model_config = _FROZEN
 
     lines: list[CostLine]
     total_usd: float

@@ -11,8 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, FindingKind, Severity
 
 Status = Literal["new", "worsened", "ongoing", "resolved"]
@@ -20,13 +19,9 @@ STATUSES: tuple[Status, ...] = ("new", "worsened", "ongoing", "resolved")
 OPEN_STATUSES: frozenset[str] = frozenset({"new", "worsened", "ongoing"})
 ITEM_LIMIT_BYTES = 409_600
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-
-class ReportFinding(BaseModel):
+class ReportFinding(FrozenModel):
     """A finding as the report shows it: its lifecycle this week and the money at stake."""
-
-    model_config = _FROZEN
 
     finding: Finding
     status: Status
@@ -45,10 +40,8 @@ class ReportFinding(BaseModel):
         return (not self.is_open, -f.severity.rank, -self.monthly_savings, f.table, f.kind.value, f.id)
 
 
-class Action(BaseModel):
+class Action(FrozenModel):
     """One of the summary's most important actions: the findings of one kind on one table."""
-
-    model_config = _FROZEN
 
     rank: int
     severity: Severity
@@ -61,10 +54,8 @@ class Action(BaseModel):
     status: Status
 
 
-class TableSummary(BaseModel):
+class TableSummary(FrozenModel):
     """One audited table: its open findings, money at stake and traffic shape."""
-
-    model_config = _FROZEN
 
     table: str
     account: str | None
@@ -82,9 +73,7 @@ class TableSummary(BaseModel):
         return self.inefficient_requests / self.requests if self.requests else 0.0
 
 
-class ScannerRow(BaseModel):
-    model_config = _FROZEN
-
+class ScannerRow(FrozenModel):
     principal: str | None
     principal_name: str
     table: str
@@ -95,9 +84,7 @@ class ScannerRow(BaseModel):
     status: Status
 
 
-class HotKeyRow(BaseModel):
-    model_config = _FROZEN
-
+class HotKeyRow(FrozenModel):
     table: str
     index: str | None
     key: str
@@ -114,10 +101,8 @@ class HotKeyRow(BaseModel):
     status: Status
 
 
-class WhatIfRow(BaseModel):
+class WhatIfRow(FrozenModel):
     """A key or table whose open finding measured its headroom (the traffic multiple at which it throttles)."""
-
-    model_config = _FROZEN
 
     table: str
     index: str | None
@@ -137,9 +122,7 @@ class WhatIfRow(BaseModel):
 WHAT_IF_GROWTHS = (2.0, 3.0)
 
 
-class ItemRow(BaseModel):
-    model_config = _FROZEN
-
+class ItemRow(FrozenModel):
     table: str
     kind: FindingKind
     key: str | None
@@ -155,9 +138,7 @@ class ItemRow(BaseModel):
         return None if self.size_bytes is None else 100.0 * self.size_bytes / ITEM_LIMIT_BYTES
 
 
-class BillingRow(BaseModel):
-    model_config = _FROZEN
-
+class BillingRow(FrozenModel):
     table: str
     index: str | None
     kind: FindingKind
@@ -186,10 +167,8 @@ class BillingRow(BaseModel):
         return f"keep {self.current}"
 
 
-class PatternTable(BaseModel):
+class PatternTable(FrozenModel):
     """Efficient vs inefficient requests of one table (from the access-pattern catalogue)."""
-
-    model_config = _FROZEN
 
     table: str
     efficient_requests: int
@@ -200,10 +179,8 @@ class PatternTable(BaseModel):
         return self.efficient_requests + self.inefficient_requests
 
 
-class CapacityPanel(BaseModel):
+class CapacityPanel(FrozenModel):
     """Consumed vs provisioned capacity of one table and dimension, resampled for a chart (units per second)."""
-
-    model_config = _FROZEN
 
     table: str
     index: str | None
@@ -225,10 +202,8 @@ class CapacityPanel(BaseModel):
         return max(ratios) if ratios else None
 
 
-class Delta(BaseModel):
+class Delta(FrozenModel):
     """One week-over-week number. ``lower_is_better`` tells the renderer which direction is good news."""
-
-    model_config = _FROZEN
 
     metric: str
     current: float
@@ -250,10 +225,8 @@ class Delta(BaseModel):
         return "better" if (c < 0) == self.lower_is_better else "worse"
 
 
-class Summary(BaseModel):
+class Summary(FrozenModel):
     """The numbers at the top of the report."""
-
-    model_config = _FROZEN
 
     open_findings: int
     by_severity: dict[Severity, int]

@@ -10,24 +10,21 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from auditor.detectors.findings import throttling_story
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
+from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, Severity, utc
 from auditor.report.contents import STATUSES, Status
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-
-class CapacitySeries(BaseModel):
+class CapacitySeries(FrozenModel):
     """One table's (or index's) CloudWatch capacity history: consumed ``Sum`` per period, provisioned units.
 
     The same shape as one entry of the ``ddb-audit billing`` input (docs/contract.md), with the table and time added.
     """
-
-    model_config = _FROZEN
 
     table: str
     index: str | None = None
@@ -61,10 +58,8 @@ THROTTLE_SOURCES: dict[str | None, str] = {
 }
 
 
-class ThrottleCount(BaseModel):
+class ThrottleCount(FrozenModel):
     """Throttle events of one table (or index) and cause, e.g. from the per-cause CloudWatch metrics."""
-
-    model_config = _FROZEN
 
     table: str
     index: str | None = None
@@ -83,10 +78,8 @@ _LIFECYCLE_KEYS = ("status", "resolved_at", "published_severity", "previous_seve
 _STATUS_ALIASES: dict[str, Status | None] = {"open": None, "active": None, "reopened": "new", "re-opened": "new"}
 
 
-class FindingInput(BaseModel):
+class FindingInput(FrozenModel):
     """One parsed input finding with whatever lifecycle information came with it."""
-
-    model_config = _FROZEN
 
     finding: Finding
     status: Status | None = None
@@ -160,10 +153,8 @@ def _as_datetime(value: Any) -> datetime:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
-class FindingsDocument(BaseModel):
+class FindingsDocument(FrozenModel):
     """The JSON output of ``analyze-trail`` / ``billing`` / ``audit`` (or a bare list of findings), parsed."""
-
-    model_config = _FROZEN
 
     findings: list[FindingInput]
     access_patterns: list[AccessPattern] = Field(default_factory=list)

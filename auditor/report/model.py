@@ -37,13 +37,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from auditor.cost.cost_model import LedgerSummary
 from auditor.detectors.findings import scan_volume
 from auditor.detectors.registry import primary
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
+from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, FindingKind, Severity, utc
 from auditor.report import sections
 from auditor.report.auditor_cost import AuditorCost, AuditorUsage, CostRates, estimate_auditor_cost
@@ -65,8 +66,6 @@ from auditor.report.contents import (
 from auditor.report.figures import monthly_savings
 from auditor.report.inputs import CapacitySeries, FindingInput, ThrottleCount, parse_finding
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
 
 def docs_url(kind: FindingKind) -> str:
     """The AWS documentation page for a finding kind: its detector's, from the catalogue."""
@@ -78,10 +77,8 @@ def docs_url(kind: FindingKind) -> str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-class IsoWeek(BaseModel):
+class IsoWeek(FrozenModel):
     """An ISO-8601 week in UTC (Monday 00:00 UTC to the next Monday 00:00 UTC, end exclusive)."""
-
-    model_config = _FROZEN
 
     year: int = Field(ge=1, le=9999)
     week: int = Field(ge=1, le=53)
@@ -141,10 +138,8 @@ class IsoWeek(BaseModel):
 # --------------------------------------------------------------------------------------------------------------
 
 
-class WeeklyReport(BaseModel):
+class WeeklyReport(FrozenModel):
     """Everything the HTML and Markdown renderers show, computed once."""
-
-    model_config = _FROZEN
 
     title: str
     week: IsoWeek

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from auditor.billing.decide import analyze_billing
 from auditor.billing.pricing import RegionPrices
@@ -48,6 +48,7 @@ from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditError
 from auditor.findings_text import findings_table, markdown_table, render_columns, to_json
 from auditor.models.audit import BillingRead
+from auditor.models.base import FrozenModel
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
 from auditor.models.finding import Finding
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
@@ -110,10 +111,8 @@ MAX_BILLING_DAYS = 15
 BILLING_TIME_RESERVE_SECONDS = 60.0
 
 
-class BillingAuditConfig(BaseModel):
+class BillingAuditConfig(FrozenModel):
     """The billing analysis of the audit: simulation, decision tunables and finding thresholds."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = True
     #: ``aws`` (documented AWS auto-scaling behaviour) or ``evaluator`` (the archived awslabs evaluator's rules).
@@ -124,8 +123,6 @@ class BillingAuditConfig(BaseModel):
 class AuditConfig(DetectorSettings):
     """The audit's detector tree (``detectors`` by id, ``tables`` per table: :mod:`auditor.detectors.settings`),
     its billing analysis and how much it reads."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     billing: BillingAuditConfig = Field(default_factory=BillingAuditConfig)
     #: Contributors read per Contributor Insights rule (DynamoDB rules allow at most 25).

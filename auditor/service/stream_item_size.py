@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from auditor.config import Settings
 from auditor.detectors.base import HistoryInput, ObservationInput
@@ -53,6 +53,7 @@ from auditor.detectors.stream import item_growth, large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
 from auditor.lifecycle import TableKey, table_key
+from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, FindingKind
 from auditor.service.record import LifecycleParams, OpenFindings, RecordResult, ResolveScope
 from auditor.sources.streams import StreamStats, parse_stream_record
@@ -75,10 +76,8 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 
-class ItemSizeConfig(BaseModel):
+class ItemSizeConfig(FrozenModel):
     """Tuning of the stream item-size watcher."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Items at least this large (bytes) get a size history; smaller ones cost no state-table request.
     history_floor_bytes: int = Field(default=65_536, ge=0, le=409_600)

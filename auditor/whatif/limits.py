@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
+from auditor.models.base import FrozenModel
 
 __all__ = [
     "LIMIT_NAMES",
@@ -72,10 +73,8 @@ LIMIT_NAMES = (
 )
 
 
-class WhatIfConfig(BaseModel):
+class WhatIfConfig(FrozenModel):
     """The limits (defaults: AWS's documented defaults; raise them to your account's adjusted quotas)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     partition_read_units: float = Field(default=3000.0, gt=0)
     partition_write_units: float = Field(default=1000.0, gt=0)
