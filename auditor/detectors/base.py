@@ -256,6 +256,15 @@ def make_finding(
     )
 
 
+def tiered_severity(value: float, high: float, medium: float) -> Severity:
+    """High from ``high``, medium from ``medium``, low below."""
+    if value >= high:
+        return Severity.HIGH
+    if value >= medium:
+        return Severity.MEDIUM
+    return Severity.LOW
+
+
 def per_second(count: float, seconds: float) -> float:
     """A rate, guarding against empty windows."""
     return count / seconds if seconds > 0 else 0.0

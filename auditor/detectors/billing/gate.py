@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from auditor.detectors.base import DetectorConfig
+from auditor.detectors.base import DetectorConfig, tiered_severity
 from auditor.models.billing import BillingResult
 from auditor.models.finding import Severity, utc
 
@@ -72,12 +72,7 @@ def savings_severity(
 ) -> tuple[Severity, str | None]:
     """(severity, why the recommendation is preliminary or None): high, medium or low by ``savings`` (at most low
     when ``at_most_low``), and info whatever the savings when the data is too little to act on."""
-    if savings >= cfg.high_monthly_savings:
-        severity = Severity.HIGH
-    elif savings >= cfg.medium_monthly_savings:
-        severity = Severity.MEDIUM
-    else:
-        severity = Severity.LOW
+    severity = tiered_severity(savings, cfg.high_monthly_savings, cfg.medium_monthly_savings)
     if at_most_low and severity.rank > Severity.LOW.rank:
         severity = Severity.LOW
     preliminary = preliminary_reason(

@@ -9,9 +9,10 @@ which bounds the read capacity scans can have used.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
 from auditor.detectors.metrics.common import iso
 from auditor.detectors.registry import register
+from auditor.detectors.trail.scan import ScanThresholds
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.metrics import CONSUMED, RETURNED_ITEMS, SCAN_REQUESTS
 
@@ -35,14 +36,9 @@ METADATA = DetectorMetadata(
 )
 
 
-class CwScanConfig(DetectorConfig):
+class CwScanConfig(ScanThresholds):
     """Thresholds are Scan requests (pages) per hour over the audited window (the CloudTrail scan defaults)."""
 
-    high_per_hour: float = 60.0
-    high_min_count: int = 10
-    medium_per_hour: float = 4.0
-    medium_min_count: int = 5
-    low_min_count: int = 3
     #: Read units a full 1 MB Scan page consumes (eventually consistent).
     read_units_per_page: float = 128.0
 
@@ -62,12 +58,7 @@ def detect(data: MetricsInput, cfg: CwScanConfig) -> list[Finding]:
         return []
     hours = metrics.seconds / 3600
     per_hour = count / hours if hours > 0 else float(count)
-    if count >= cfg.high_min_count and per_hour >= cfg.high_per_hour:
-        severity = Severity.HIGH
-    elif count >= cfg.medium_min_count and per_hour >= cfg.medium_per_hour:
-        severity = Severity.MEDIUM
-    else:
-        severity = Severity.LOW
+    severity = cfg.tier(count, per_hour) or Severity.LOW
     returned = round(res.total(f"{RETURNED_ITEMS}:Scan"))
     consumed = res.total(CONSUMED["read"])
     bound = count * cfg.read_units_per_page

@@ -31,16 +31,30 @@ METADATA = DetectorMetadata(
 )
 
 
-class ScanConfig(DetectorConfig):
-    """Thresholds are *logical* scans per hour over the evaluated windows (a paginated or parallel scan is one)."""
+class ScanThresholds(DetectorConfig):
+    """How many scans, and how many an hour, make a high or a medium finding, and the fewest worth one (this
+    detector counts logical scans, the CloudWatch ``cw_scan`` Scan requests)."""
 
-    #: Principals (exact ARNs or shell-style patterns) whose scans are known batch or admin jobs.
-    allow_principals: list[str] = Field(default_factory=list)
     high_per_hour: float = 60.0
     high_min_count: int = 10
     medium_per_hour: float = 4.0
     medium_min_count: int = 5
     low_min_count: int = 3
+
+    def tier(self, count: float, per_hour: float) -> Severity | None:
+        """High or medium when ``count`` scans at ``per_hour`` reach that tier's thresholds, else None."""
+        if count >= self.high_min_count and per_hour >= self.high_per_hour:
+            return Severity.HIGH
+        if count >= self.medium_min_count and per_hour >= self.medium_per_hour:
+            return Severity.MEDIUM
+        return None
+
+
+class ScanConfig(ScanThresholds):
+    """Thresholds are *logical* scans per hour over the evaluated windows (a paginated or parallel scan is one)."""
+
+    #: Principals (exact ARNs or shell-style patterns) whose scans are known batch or admin jobs.
+    allow_principals: list[str] = Field(default_factory=list)
     #: A single logical scan estimated at this many read units or more is ``low`` rather than ``info``.
     low_read_units: float = 10_000.0
     #: A Scan whose every page has a ``limit`` at most this, one page per logical scan, reads a bounded sample.
@@ -117,14 +131,11 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             and 0 < st.limit_max <= cfg.bounded_limit
             and pages <= logical * 1.5
         )
+        tier = cfg.tier(logical, per_hour)
         if bounded:
-            severity = (
-                Severity.LOW if logical >= cfg.high_min_count and per_hour >= cfg.high_per_hour else Severity.INFO
-            )
-        elif logical >= cfg.high_min_count and per_hour >= cfg.high_per_hour:
-            severity = Severity.HIGH
-        elif logical >= cfg.medium_min_count and per_hour >= cfg.medium_per_hour:
-            severity = Severity.MEDIUM
+            severity = Severity.LOW if tier is Severity.HIGH else Severity.INFO
+        elif tier is not None:
+            severity = tier
         elif logical >= cfg.low_min_count or st.read_units >= cfg.low_read_units:
             severity = Severity.LOW
         else:

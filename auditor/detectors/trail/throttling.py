@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
+from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, tiered_severity
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
@@ -166,12 +166,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
         total = counts["read"] + counts["write"]
         if total < cfg.min_events:
             continue
-        if total >= cfg.high_events:
-            severity = Severity.HIGH
-        elif total >= cfg.medium_events:
-            severity = Severity.MEDIUM
-        else:
-            severity = Severity.LOW
+        severity = tiered_severity(total, cfg.high_events, cfg.medium_events)
         where = f"index {index} of {agg.table}" if index else agg.table
         findings.append(
             make_finding(
