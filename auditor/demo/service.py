@@ -621,15 +621,22 @@ def _n(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def run_service_demo(out: Path, *, announce: Announce = lambda _m: None, seed: int = 7) -> DemoResult:
-    """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``."""
+def run_service_demo(
+    out: Path, *, announce: Announce = lambda _m: None, seed: int = 7, now: datetime | None = None
+) -> DemoResult:
+    """The whole offline run; writes ``findings.json`` (and the report, when available) to ``out``.
+
+    The traffic is placed in the hours before ``now`` (default: the clock). The capture controller's plan depends on
+    the time (a rotating table is captured in one slice of every few), so a run at a given ``now`` is reproducible
+    and runs at other times may show other rotating tables.
+    """
     began = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     with local_stack("ddb-audit-demo-") as (stack, catcher, work):
         announce(f"local AWS endpoint {stack.endpoint}: bucket, trail queue, topic, state table and Slack secret")
         # Traffic in the recent past; each evaluation runs at the scheduled time just after its hour closed
         # (the schedule's event time is the evaluator's "now").
-        hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        hour = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
         delay = timedelta(seconds=get_settings().evaluation_delay_seconds)
         trail_dir = out / "trail"
         shutil.rmtree(trail_dir, ignore_errors=True)  # only this run's files: analyze-trail reads the whole folder

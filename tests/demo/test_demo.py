@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,14 @@ import pytest
 from auditor.demo.service import DemoResult, run_service_demo, summary_text
 
 NARRATIVE: list[str] = []
+#: When the demo of these tests runs (the README's transcript is a run at this time).
+DEMO_NOW = datetime(2026, 12, 5, 12, 30, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
-    return run_service_demo(tmp_path_factory.mktemp("demo"), announce=NARRATIVE.append)
+    # A fixed clock: the capture plan's rotating tables depend on the time slice, and the transcript is compared.
+    return run_service_demo(tmp_path_factory.mktemp("demo"), announce=NARRATIVE.append, now=DEMO_NOW)
 
 
 def _cloudtrail(demo: DemoResult) -> list[dict[str, object]]:
