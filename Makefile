@@ -41,7 +41,7 @@ unit-compiled: venv
 test: lint typecheck unit unit-compiled template-check
 
 # Opt-in: compile the CloudTrail kernel (auditor/kernel) with mypyc, in place, for a faster `ddb-audit analyze-trail`
-# (`make venv` after pulling changes to the kernel; a plain `pip install -e .` goes back to pure Python).
+# (again after pulling changes to the kernel; a plain `pip install -e .` goes back to pure Python).
 fast: venv
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'setuptools>=69' wheel
 	DDB_AUDIT_COMPILE=1 $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-build-isolation -e '.[dev]'
