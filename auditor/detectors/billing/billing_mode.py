@@ -8,14 +8,8 @@ it directly.
 
 from __future__ import annotations
 
-from auditor.detectors.base import (
-    BillingResultInput,
-    DetectorInput,
-    DetectorMetadata,
-    Table,
-    make_finding,
-)
-from auditor.detectors.billing.gate import SavingsConfig, savings_severity
+from auditor.detectors.base import BillingResultInput, DetectorInput, DetectorMetadata
+from auditor.detectors.billing.gate import SavingsConfig, savings_finding, savings_severity
 from auditor.detectors.registry import register
 from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -73,7 +67,7 @@ def _recommendation(result: BillingResult) -> str:
 @register(METADATA, BillingModeConfig, DetectorInput.BILLING_RESULT)
 def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
     """One finding when the decision recommends a change worth at least ``min_monthly_savings``."""
-    result, account = data.result, data.account
+    result = data.result
     if result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = result.monthly_savings
@@ -111,15 +105,13 @@ def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
         "indexes": [s.index for s in result.series if s.index],
     }
     return [
-        make_finding(
+        savings_finding(
             METADATA,
-            Table(account, result.region, result.table),
-            discriminator="billing_mode",
+            data,
+            change=change,
+            savings=savings,
             severity=severity,
-            title=(
-                f"{'Preliminary: ' if preliminary else ''}{result.table}: {change} "
-                f"{'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
-            ),
+            preliminary=preliminary,
             summary=(
                 f"{result.table} ({result.current_mode}, table plus {len(result.series) - 1} GSI(s)) costs "
                 f"${result.monthly_cost_current:,.2f}/month for throughput; "
@@ -131,7 +123,5 @@ def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
             ),
             recommendation=_recommendation(result),
             evidence=evidence,
-            first=result.window_start,
-            last=result.window_end,
         )
     ]

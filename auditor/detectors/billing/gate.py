@@ -13,9 +13,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from auditor.detectors.base import DetectorConfig, tiered_severity
+from auditor.detectors.base import (
+    BillingResultInput,
+    DetectorConfig,
+    DetectorMetadata,
+    Table,
+    make_finding,
+    tiered_severity,
+)
 from auditor.models.billing import BillingResult
-from auditor.models.finding import Severity, utc
+from auditor.models.finding import Finding, Severity, utc
 
 #: Days of 1-minute data a billing recommendation needs (configurable per detector: ``min_days``).
 MIN_DAYS = 7.0
@@ -83,3 +90,35 @@ def savings_severity(
         require_weekend=cfg.require_weekend,
     )
     return (Severity.INFO if preliminary else severity), preliminary
+
+
+def savings_finding(
+    meta: DetectorMetadata,
+    data: BillingResultInput,
+    *,
+    change: str,
+    savings: float,
+    severity: Severity,
+    preliminary: str | None,
+    summary: str,
+    recommendation: str,
+    evidence: dict[str, Any],
+) -> Finding:
+    """A billing detector's one finding: on the decision's table over its window, titled by the change and what it
+    saves a month (``Preliminary: ... might save`` when the data is too little to act on)."""
+    result = data.result
+    return make_finding(
+        meta,
+        Table(data.account, result.region, result.table),
+        discriminator=meta.id,
+        severity=severity,
+        title=(
+            f"{'Preliminary: ' if preliminary else ''}{result.table}: {change} "
+            f"{'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
+        ),
+        summary=summary,
+        recommendation=recommendation,
+        evidence=evidence,
+        first=result.window_start,
+        last=result.window_end,
+    )

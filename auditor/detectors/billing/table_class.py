@@ -6,14 +6,8 @@ table size is known) and returns at most one finding. Not in the traffic-detecto
 
 from __future__ import annotations
 
-from auditor.detectors.base import (
-    BillingResultInput,
-    DetectorInput,
-    DetectorMetadata,
-    Table,
-    make_finding,
-)
-from auditor.detectors.billing.gate import SavingsConfig, savings_severity
+from auditor.detectors.base import BillingResultInput, DetectorInput, DetectorMetadata
+from auditor.detectors.billing.gate import SavingsConfig, savings_finding, savings_severity
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -41,7 +35,7 @@ class TableClassConfig(SavingsConfig):
 @register(METADATA, TableClassConfig, DetectorInput.BILLING_RESULT)
 def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
     """One finding when the other table class is cheaper by the decision's margin."""
-    result, account = data.result, data.account
+    result = data.result
     hint = result.table_class_hint
     if hint is None or hint.recommended_class == hint.current_class:
         return []
@@ -56,15 +50,13 @@ def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
         else f"storage is only {hint.storage_share:.0%} of its Standard-class cost"
     )
     return [
-        make_finding(
+        savings_finding(
             METADATA,
-            Table(account, result.region, result.table),
-            discriminator="table_class",
+            data,
+            change=f"{'Standard-IA' if to_ia else 'Standard'} table class",
+            savings=savings,
             severity=severity,
-            title=(
-                f"{'Preliminary: ' if preliminary else ''}{result.table}: {'Standard-IA' if to_ia else 'Standard'} "
-                f"table class {'might save' if preliminary else 'saves'} ${savings:,.2f}/month"
-            ),
+            preliminary=preliminary,
             summary=(
                 f"{result.table} holds {hint.storage_gb:,.1f} GB and {why}: Standard costs "
                 f"${hint.monthly_cost_standard:,.2f}/month, Standard-IA ${hint.monthly_cost_standard_ia:,.2f}/month "
@@ -89,7 +81,5 @@ def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
                 "billing_mode": result.recommended_mode,
                 "pricing": result.pricing,
             },
-            first=result.window_start,
-            last=result.window_end,
         )
     ]
