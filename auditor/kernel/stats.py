@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Final
 
+from auditor.models.counters import add_counts
+
 #: How many problems a run keeps (a module constant: compiled, a class attribute of a dataclass becomes a field).
 MAX_PROBLEMS: Final = 20
 
@@ -35,13 +37,7 @@ class IngestStats:
 
     def merge(self, other: IngestStats) -> None:
         """Add another run's counters into this one."""
-        self.files_read += other.files_read
-        self.files_failed += other.files_failed
-        self.records_read += other.records_read
-        self.records_skipped += other.records_skipped
-        self.data_events += other.data_events
-        self.duplicates_dropped += other.duplicates_dropped
-        self.records_seen += other.records_seen
+        add_counts(self, other)
         for p in other.problems:
             self.note(p)
 

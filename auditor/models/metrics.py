@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.models.counters import add_counts
+
 NAMESPACE = "AWS/DynamoDB"
 
 #: GetMetricData and GetInsightRuleReport: $0.01 per 1,000 metrics requested (us-east-1, never free).
@@ -235,12 +237,7 @@ class ApiStats:
 
     def merge(self, other: ApiStats) -> None:
         self.calls.update(other.calls)
-        self.metrics_requested += other.metrics_requested
-        self.insight_metrics_requested += other.insight_metrics_requested
-        self.datapoints += other.datapoints
-        self.series_candidates += other.series_candidates
-        self.series_active += other.series_active
-        self.throttled_retries += other.throttled_retries
+        add_counts(self, other)
 
     def as_dict(self) -> dict[str, Any]:
         return {

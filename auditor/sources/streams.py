@@ -40,6 +40,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from auditor.models.counters import add_counts
 from auditor.models.dynamodb_size import ItemSizeError, item_size
 from auditor.models.stream import (
     GROWTH_ATTRIBUTES,
@@ -111,8 +112,6 @@ _REPORTED = (
     "invalid_base64",
     "insufficient_view_type",
 )
-#: The counters :meth:`StreamStats.merge` adds up.
-_COUNTERS = tuple(name for name in _REPORTED if name != "records_skipped")
 
 
 @dataclass(slots=True)
@@ -160,8 +159,7 @@ class StreamStats:
             self.insufficient_views[ref] = (view_type, at)
 
     def merge(self, other: StreamStats) -> None:
-        for name in _COUNTERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        add_counts(self, other)
         for ref, (view, at) in other.insufficient_views.items():
             self.note_view(ref, view, at)
         for problem in other.problems:
