@@ -142,6 +142,16 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+def _nesting(tok: _Token) -> int:
+    """How ``tok`` changes the bracket depth: 1 opens, -1 closes, 0 for any other token."""
+    if tok[0] == _OP:
+        if tok[1] in _OPEN:
+            return 1
+        if tok[1] in _CLOSE:
+            return -1
+    return 0
+
+
 def _keyword(tok: _Token) -> str | None:
     """The upper-cased keyword of an identifier token, or None."""
     if tok[0] == _ID:
@@ -229,12 +239,8 @@ def _parse_select(tokens: list[_Token], i: int, verb: str, partition_key: str | 
     depth = 0
     while i < n:
         tok = tokens[i]
-        if tok[0] == _OP:
-            if tok[1] in _OPEN:
-                depth += 1
-            elif tok[1] in _CLOSE:
-                depth -= 1
-        elif depth == 0 and _keyword(tok) == "FROM":
+        depth += _nesting(tok)
+        if depth == 0 and _keyword(tok) == "FROM":
             break
         i += 1
     else:
@@ -274,16 +280,12 @@ def _with_where(
     start = -1
     while i < n:
         tok = tokens[i]
-        if tok[0] == _OP:
-            if tok[1] in _OPEN:
-                depth += 1
-            elif tok[1] in _CLOSE:
-                depth -= 1
-                if depth < 0:  # the closing parenthesis of EXISTS( ... )
-                    break
-            elif depth == 0 and tok[1] == ";":
+        depth += _nesting(tok)
+        if depth < 0:  # the closing parenthesis of EXISTS( ... )
+            break
+        if depth == 0:
+            if tok == (_OP, ";"):
                 break
-        elif depth == 0:
             kw = _keyword(tok)
             if start < 0 and kw == "WHERE":
                 start = i + 1
@@ -321,12 +323,8 @@ def _value_names(tokens: list[_Token]) -> tuple[str, ...]:
     names: list[str] = []
     depth = 0
     for pos, tok in enumerate(tokens):
-        if tok[0] == _OP:
-            if tok[1] in _OPEN:
-                depth += 1
-            elif tok[1] in _CLOSE:
-                depth -= 1
-        elif depth == 1 and tok[0] in (_STR, _QID) and pos + 1 < len(tokens) and tokens[pos + 1] == (_OP, ":"):
+        depth += _nesting(tok)
+        if depth == 1 and tok[0] in (_STR, _QID) and pos + 1 < len(tokens) and tokens[pos + 1] == (_OP, ":"):
             name = _string_value(tok[1]) if tok[0] == _STR else _name(tok)
             if name and name not in names:
                 names.append(name)
@@ -342,12 +340,8 @@ def _split_top(tokens: list[_Token], keyword: str) -> list[list[_Token]]:
     depth = 0
     in_between = False
     for tok in tokens:
-        if tok[0] == _OP:
-            if tok[1] in _OPEN:
-                depth += 1
-            elif tok[1] in _CLOSE:
-                depth -= 1
-        elif depth == 0 and tok[0] == _ID:
+        depth += _nesting(tok)
+        if depth == 0 and tok[0] == _ID:
             kw = _keyword(tok)
             if kw == "BETWEEN":
                 in_between = True
@@ -385,13 +379,10 @@ def _wraps(part: list[_Token]) -> bool:
     depth = 0
     last = len(part) - 1
     for pos, tok in enumerate(part):
-        if tok[0] == _OP:
-            if tok[1] in _OPEN:
-                depth += 1
-            elif tok[1] in _CLOSE:
-                depth -= 1
-                if depth == 0:
-                    return pos == last
+        step = _nesting(tok)
+        depth += step
+        if step < 0 and depth == 0:
+            return pos == last
     return False
 
 
