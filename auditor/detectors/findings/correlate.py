@@ -15,8 +15,6 @@ from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetada
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
-__all__ = ["METADATA", "CorrelateConfig", "correlate"]
-
 METADATA = DetectorMetadata(
     id="correlate",
     kind=FindingKind.HOT_KEY,

@@ -24,8 +24,6 @@ from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import TableProfile
 from auditor.models.metrics import InsightContributor, InsightReport
 
-__all__ = ["METADATA", "CiHotKeyConfig", "detect"]
-
 METADATA = DetectorMetadata(
     id="ci_hot_key",
     kind=FindingKind.HOT_KEY,

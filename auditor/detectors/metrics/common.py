@@ -9,6 +9,9 @@ from datetime import UTC, datetime
 from auditor.detectors.base import DetectorConfig
 from auditor.models.inventory import TableProfile
 
+#: Bytes in a GiB, the unit of the storage price.
+GIB = 1024**3
+
 
 class StoragePrices(DetectorConfig):
     """The storage price a detector's cost is computed with: us-east-1 list prices (USD per GB-month; ``_ia``: the
@@ -19,6 +22,10 @@ class StoragePrices(DetectorConfig):
 
     def storage_gb_month(self, ia: bool) -> float:
         return self.storage_gb_month_price_ia if ia else self.storage_gb_month_price
+
+    def storage_month(self, size_bytes: float, ia: bool) -> float:
+        """What storing ``size_bytes`` costs a month (USD)."""
+        return size_bytes / GIB * self.storage_gb_month(ia)
 
 
 class CapacityPrices(StoragePrices):

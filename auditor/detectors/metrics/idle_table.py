@@ -13,16 +13,12 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
-from auditor.detectors.metrics.common import CapacityPrices, created_epoch, iso
+from auditor.detectors.metrics.common import GIB, CapacityPrices, created_epoch, iso
 from auditor.detectors.registry import register
+from auditor.models.billing import HOURS_PER_MONTH
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import PROVISIONED
 from auditor.models.metrics import CONSUMED
-
-__all__ = ["METADATA", "IdleTableConfig", "detect"]
-
-HOURS_PER_MONTH = 730.0
-_GIB = 1024**3
 
 METADATA = DetectorMetadata(
     id="idle_table",
@@ -77,7 +73,7 @@ def detect(data: MetricsInput, cfg: IdleTableConfig) -> list[Finding]:
             wcu += cap.provisioned_write
     capacity_cost = HOURS_PER_MONTH * (rcu * cfg.rcu_hour(ia) + wcu * cfg.wcu_hour(ia))
     size = (profile.size_bytes or 0) + sum(g.size_bytes or 0 for g in profile.gsis)
-    storage_cost = size / _GIB * cfg.storage_gb_month(ia)
+    storage_cost = cfg.storage_month(size, ia)
     total = capacity_cost + storage_cost
     if total < cfg.min_monthly_cost:
         return []
@@ -87,7 +83,7 @@ def detect(data: MetricsInput, cfg: IdleTableConfig) -> list[Finding]:
     if capacity_cost:
         parts.append(f"${capacity_cost:,.2f} for {rcu:,} provisioned RCU and {wcu:,} WCU (table and GSIs)")
     if storage_cost:
-        parts.append(f"${storage_cost:,.2f} for {size / _GIB:,.2f} GiB of storage")
+        parts.append(f"${storage_cost:,.2f} for {size / GIB:,.2f} GiB of storage")
     options = []
     if profile.billing_mode == PROVISIONED:
         options.append(

@@ -16,8 +16,6 @@ from auditor.detectors.trail.scan import ScanThresholds
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.metrics import CONSUMED, RETURNED_ITEMS, SCAN_REQUESTS
 
-__all__ = ["METADATA", "CwScanConfig", "detect"]
-
 METADATA = DetectorMetadata(
     id="cw_scan",
     kind=FindingKind.SCAN,

@@ -16,14 +16,10 @@ or whose items legitimately live longer than the window, can be reported; the ev
 from __future__ import annotations
 
 from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
-from auditor.detectors.metrics.common import StoragePrices, created_epoch, iso
+from auditor.detectors.metrics.common import GIB, StoragePrices, created_epoch, iso
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.metrics import CONSUMED, TTL_DELETED
-
-__all__ = ["METADATA", "TtlConfig", "detect"]
-
-_GIB = 1024**3
 
 METADATA = DetectorMetadata(
     id="ttl_not_expiring",
@@ -70,7 +66,7 @@ def detect(data: MetricsInput, cfg: TtlConfig) -> list[Finding]:
         return []
     ia = profile.table_class == "STANDARD_INFREQUENT_ACCESS"
     size = profile.size_bytes or 0
-    storage_cost = size / _GIB * cfg.storage_gb_month(ia)
+    storage_cost = cfg.storage_month(size, ia)
     attr = profile.ttl_attribute or "(unknown)"
     days = activity.days
     name = profile.name
@@ -93,7 +89,7 @@ def detect(data: MetricsInput, cfg: TtlConfig) -> list[Finding]:
                 f"Time to Live is enabled on {name} with attribute {attr}, but TimeToLiveDeletedItemCount stayed at 0 "
                 f"from {iso(activity.start)[:10]} to {iso(activity.end)[:10]} ({days:.0f} days) while the table took "
                 f"{writes:,.0f} write units on {write_days} of those days and holds {items:,} items "
-                f"({size / _GIB:,.2f} GiB, about ${storage_cost:,.2f} a month of storage)."
+                f"({size / GIB:,.2f} GiB, about ${storage_cost:,.2f} a month of storage)."
             ),
             recommendation=(
                 f"Look at the {attr} values of a few items ({check}; a small, bounded read). TTL deletes an item only "

@@ -14,14 +14,10 @@ from __future__ import annotations
 from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
 from auditor.detectors.metrics.common import CapacityPrices, iso
 from auditor.detectors.registry import register
+from auditor.models.billing import HOURS_PER_MONTH
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.models.inventory import ON_DEMAND, IndexProfile, TableProfile
 from auditor.models.metrics import CONSUMED, PROVISIONED, ResourceMetrics, TableMetrics
-
-__all__ = ["HOURS_PER_MONTH", "METADATA", "UnusedIndexConfig", "detect"]
-
-HOURS_PER_MONTH = 730.0
-_GIB = 1024**3
 
 METADATA = DetectorMetadata(
     id="unused_index",
@@ -102,7 +98,7 @@ def _finding(
         rcu = _average_provisioned(res, "read", gsi.capacity.provisioned_read)
         write_cost = wcu * HOURS_PER_MONTH * cfg.wcu_hour(ia)
         read_cost = rcu * HOURS_PER_MONTH * cfg.rcu_hour(ia)
-    storage_cost = gsi.size_bytes / _GIB * cfg.storage_gb_month(ia) if gsi.size_bytes else 0.0
+    storage_cost = cfg.storage_month(gsi.size_bytes, ia) if gsi.size_bytes else 0.0
     total = write_cost + read_cost + storage_cost
     severity = (
         Severity.MEDIUM
