@@ -14,16 +14,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from auditor.demo.records import (
-    CONDITIONAL_FAILED,
-    CONDITIONAL_FAILED_MESSAGE,
+    CONDITIONAL_FAILED_ERROR,
     DEFAULT_ACCOUNT,
     DEFAULT_REGION,
     DEFAULT_START,
-    PTEE,
-    PTEE_MESSAGE,
+    PTEE_ERROR,
     REDACTED,
-    THROTTLING,
-    THROTTLING_MESSAGE,
+    THROTTLING_ERROR,
     TLS12,
     TLS13,
     UA_BOTO3,
@@ -226,9 +223,9 @@ def benchmark_records(
         error: Error | None = None
         e = rand()
         if e < 0.004:
-            error = (PTEE, PTEE_MESSAGE)
+            error = PTEE_ERROR
         elif e < 0.006:
-            error = (THROTTLING, THROTTLING_MESSAGE)
+            error = THROTTLING_ERROR
         if op in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
             table, key = _bench_key(picker.pick(i), salt, ts_iso)
             if op == "GetItem":
@@ -239,7 +236,7 @@ def benchmark_records(
             elif op == "UpdateItem":
                 condition = "attribute_exists(#v)" if rand() < 0.3 else None
                 if error is None and condition is not None and rand() < 0.05:
-                    error = (CONDITIONAL_FAILED, CONDITIONAL_FAILED_MESSAGE)
+                    error = CONDITIONAL_FAILED_ERROR
                 params = update_item_params(
                     table, key, "SET #v = #v + :one, updatedAt = :now", {"#v": "version"}, condition
                 )

@@ -62,12 +62,19 @@ TXN_CANCELED_MESSAGE: Final = (
 )
 REDACTED: Final = "***(Redacted)"
 
+#: An error a call fails with: (errorCode, errorMessage).
+Error = tuple[str, str]
+
+PTEE_ERROR: Final[Error] = (PTEE, PTEE_MESSAGE)
+THROTTLING_ERROR: Final[Error] = (THROTTLING, THROTTLING_MESSAGE)
+ITEM_SIZE_ERROR: Final[Error] = (VALIDATION, ITEM_SIZE_MESSAGE)
+ITEM_SIZE_UPDATE_ERROR: Final[Error] = (VALIDATION, ITEM_SIZE_UPDATE_MESSAGE)
+CONDITIONAL_FAILED_ERROR: Final[Error] = (CONDITIONAL_FAILED, CONDITIONAL_FAILED_MESSAGE)
+TXN_CANCELED_ERROR: Final[Error] = (TXN_CANCELED, TXN_CANCELED_MESSAGE)
+
 _UPPER_ALNUM: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 ALNUM: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _REQUEST_ID_SUFFIX: Final = "VV4KQNSO5AEMVJF66Q9ASUAAJG"
-
-#: An error a call fails with: (errorCode, errorMessage).
-Error = tuple[str, str]
 
 # ---------------------------------------------------------------------------------------------------------------
 # User agents and TLS (realistic strings of current SDKs)

@@ -58,27 +58,23 @@ from operator import itemgetter
 from typing import Any, Final
 
 from auditor.demo.records import (
-    CONDITIONAL_FAILED,
-    CONDITIONAL_FAILED_MESSAGE,
+    CONDITIONAL_FAILED_ERROR,
     DEFAULT_ACCOUNT,
     DEFAULT_REGION,
-    ITEM_SIZE_MESSAGE,
-    ITEM_SIZE_UPDATE_MESSAGE,
+    ITEM_SIZE_ERROR,
+    ITEM_SIZE_UPDATE_ERROR,
     PTEE,
-    PTEE_MESSAGE,
+    PTEE_ERROR,
     REDACTED,
-    THROTTLING,
-    THROTTLING_MESSAGE,
+    THROTTLING_ERROR,
     TLS12,
-    TXN_CANCELED,
-    TXN_CANCELED_MESSAGE,
+    TXN_CANCELED_ERROR,
     UA_BOTO3,
     UA_BOTO3_LAMBDA,
     UA_CLI,
     UA_GO,
     UA_JAVA,
     UA_NODE,
-    VALIDATION,
     Error,
     Principal,
     Record,
@@ -306,7 +302,7 @@ class _Demo:
                     "Orders", key, "SET #s = :s, version = version + :one", {"#s": "status"}, "version = :expected"
                 )
                 if error is None and rng.random() < 0.03:
-                    error = (CONDITIONAL_FAILED, CONDITIONAL_FAILED_MESSAGE)
+                    error = CONDITIONAL_FAILED_ERROR
             self.emit(ts, p, "UpdateItem", params, ("Orders",), False, error)
 
     def _orders_hot(self, ts: float, sks: Sequence[str], weights: Sequence[float], error: Error | None) -> None:
@@ -356,7 +352,7 @@ class _Demo:
         burst_t0 = t0 + span * w.hot_key_burst_at
         for ts in _times(rng, hot - burst, t0, span):
             self._orders_hot(ts, sks, weights, None)
-        throttled = (PTEE, PTEE_MESSAGE)
+        throttled = PTEE_ERROR
         for ts in _times(rng, burst, burst_t0, burst_len):
             self._orders_hot(ts, sks, weights, throttled if rng.random() < w.hot_key_throttled else None)
 
@@ -421,7 +417,7 @@ class _Demo:
         w, rng, t0, span = self.w, self.rng, self.t0, self.span
         p = self.job_worker
         names = ("status", "jobId", "payload", "attempts", "createdAt", "updatedAt", "owner")
-        throttled = (THROTTLING, THROTTLING_MESSAGE)
+        throttled = THROTTLING_ERROR
         for ts in _times(rng, _count(w.jobs_rate, span), t0, span):
             status = rng.choices(_JOB_STATUSES, _JOB_WEIGHTS)[0]
             key = {"status": status, "jobId": "JOB#" + self.f.uuid()}
@@ -463,7 +459,7 @@ class _Demo:
         for ts in _times(rng, max(3, _count(w.doc7_appends_per_hour / 3600.0, span)), t0, span * 0.8):
             params = update_item_params("Documents", dict(doc7), append, {"#c": "comments"})
             self.emit(ts, p, "UpdateItem", params, ("Documents",), False)
-        too_big = (VALIDATION, ITEM_SIZE_UPDATE_MESSAGE)
+        too_big = ITEM_SIZE_UPDATE_ERROR
         for i in range(w.doc7_failures):
             ts = t0 + span * (0.82 + 0.17 * i / max(1, w.doc7_failures)) + rng.uniform(0.0, 5.0)
             params = update_item_params("Documents", dict(doc7), append, {"#c": "comments"})
@@ -471,7 +467,7 @@ class _Demo:
         for i in range(w.doc913_failures):
             ts = t0 + span * 0.5 + i * rng.uniform(0.5, 3.0)
             params = put_item_params("Documents", {"docId": "DOC#913"}, names)
-            self.emit(ts, p, "PutItem", params, ("Documents",), False, (VALIDATION, ITEM_SIZE_MESSAGE))
+            self.emit(ts, p, "PutItem", params, ("Documents",), False, ITEM_SIZE_ERROR)
 
     # -- Catalog: PartiQL (a full scan by reporting, efficient selects), batches, transactions ---------------
 
@@ -573,7 +569,7 @@ class _Demo:
                     "returnConsumedCapacity": "TOTAL",
                     "returnItemCollectionMetrics": "SIZE",
                 }
-                error = (TXN_CANCELED, TXN_CANCELED_MESSAGE) if rng.random() < 0.04 else None
+                error = TXN_CANCELED_ERROR if rng.random() < 0.04 else None
                 self.emit(ts, p, "TransactWriteItems", params, tables, False, error)
             else:
                 where = f"pk = '{self._product()}' AND sk = 'DETAILS'"
