@@ -140,8 +140,6 @@ class AuditResult:
     metrics: MetricsResult
     insight_reports: list[InsightReport]
     stats: ApiStats
-    start: int
-    end: int
     #: Detectors that failed on a table ("cw_throttling on Orders: ValueError: ...").
     errors: list[str] = field(default_factory=list)
     #: Findings passed in as ``related_findings`` that correlation changed (raised and linked): store them too.
@@ -151,6 +149,16 @@ class AuditResult:
     billing: BillingRead | None = None
     #: The daily activity read of the idle-table and TTL detectors, when made (``activity_days`` > 0).
     activity: ActivityRead | None = None
+
+    @property
+    def start(self) -> int:
+        """The audited window's start (epoch seconds): the metrics read's."""
+        return self.metrics.start
+
+    @property
+    def end(self) -> int:
+        """The audited window's end (epoch seconds, exclusive): the metrics read's."""
+        return self.metrics.end
 
     def table_metrics(self, table: str) -> TableMetrics | None:
         return self.metrics.tables.get(table)
@@ -689,8 +697,6 @@ def run_audit(
         metrics=metrics,
         insight_reports=reports,
         stats=stats,
-        start=metrics.start,
-        end=metrics.end,
         errors=errors,
         updated_related=updated,
         gaps=gaps,
