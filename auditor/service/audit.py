@@ -469,14 +469,14 @@ def audit_billing(
     end: int,
     now: int,
     days: float,
-    config: BillingAuditConfig,
+    config: AuditConfig,
     errors: list[str],
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     prices: PriceBook | None = None,
-    detectors: DetectorSettings | None = None,
 ) -> tuple[list[Finding], BillingRead]:
-    """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only).
+    """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only), decided
+    with ``config.billing`` and its billing detectors' settings.
 
     Tables are read and decided a group at a time (:func:`auditor.sources.cloudwatch.read_billing_metrics`); each
     group's series are dropped before the next is read. A decision that fails is an ``errors`` entry
@@ -521,7 +521,7 @@ def audit_billing(
                     log.info("billing_skipped", table=name, reason=reason)
                     continue
                 failures = len(errors)
-                findings += evaluate_billing(profile, tm, config, errors, prices, detectors)
+                findings += evaluate_billing(profile, tm, config.billing, errors, prices, config)
                 if len(errors) > failures:
                     read.skipped[name] = "the decision failed (see errors)"
                     continue
@@ -648,12 +648,11 @@ def run_audit(
             end=metrics.end,
             now=end if now is None else now,
             days=billing_days,
-            config=config.billing,
+            config=config,
             errors=errors,
             time_left=time_left,
             sleep=sleep,
             prices=prices,
-            detectors=config,
         )
         findings += billing_findings_
         stats.merge(billing.stats)
