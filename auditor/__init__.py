@@ -1,0 +1,1 @@
+"""ddb-traffic-auditor: DynamoDB modelling mistakes found from real traffic (layout: docs/architecture.md)."""

@@ -1,20 +1,8 @@
 """One escaping function per output format, for values that come from traffic (table names, principals, keys).
 
-A value read from CloudTrail, a stream or a findings file is attacker-controlled: a table name, a principal ARN or
-a partition key can hold markup, terminal escape sequences or spreadsheet formulas. Every renderer passes such
-values through the function for its format, and only those values (the renderer's own markup stays as it is):
-
-- :func:`markdown_text`: Markdown (``analyze-trail --format markdown``, report.md). HTML and link syntax cannot
-  form: ``< > &`` become entities, and the characters that make emphasis, links, images, code spans, table cells
-  and autolinks are backslash-escaped; line breaks become spaces (a value stays on its line, in its cell).
-- :func:`terminal_text`: the terminal table. Control characters (C0, DEL, C1: ESC, BEL, CR, OSC/CSI introducers)
-  and bidirectional formatting characters (RLO, LRI, ...) are removed, so a value cannot move the cursor, open an
-  OSC-8 hyperlink, ring the bell or reverse the text around it; other invisible format characters go too.
-- :func:`report_text`: report text (report.md and report.html before Jinja's HTML autoescape): control characters
-  are dropped and line breaks/tabs become spaces.
-- :func:`csv_safe`: one CSV cell. A value a spreadsheet would read as a formula (starting with ``= + - @``, a tab
-  or a carriage return) gets a leading ``'`` (OWASP "CSV injection"); control characters other than tab are
-  dropped. The ``csv`` module does the quoting.
+A value read from CloudTrail, a stream or a findings file is attacker-controlled. Every renderer passes such values,
+and only those, through the function for its format: :func:`markdown_text`, :func:`terminal_text`,
+:func:`report_text`, :func:`csv_safe`. What each one removes or escapes is in docs/untrusted-values.md.
 """
 
 from __future__ import annotations

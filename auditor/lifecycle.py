@@ -1,42 +1,9 @@
 """The finding lifecycle: what changed since the last evaluation, and what to tell people about it.
 
-Pure: no boto3, no clock, no environment. The caller passes ``now`` and the stored states in, and gets the
-new states and the events to publish back. The store writes each state change and its event atomically.
-
-Statuses (:class:`FindingStatus`)
-    ``new``       first seen, or seen again after it was resolved (re-opened);
-    ``ongoing``   seen again at a severity no higher than the one last published;
-    ``worsened``  seen again at a severity above the one last published;
-    ``resolved``  not seen for ``resolve_after_seconds``.
-
-Events (:class:`EventKind`): ``new`` and ``worsened`` when the status becomes one of those, ``resolved`` when
-a published finding resolves. The caller decides whether ``resolved`` events are published (``PUBLISH_RESOLVED``).
-A severity drop is not an event, and ``published_severity`` stays where it was, so a finding flapping between
-two severities is announced once, not on every rise.
-
-Resolution is by absence, and only on evidence: a finding resolves when the table it is on was evaluated (it
-had traffic in a window of this run) and the end of the latest evaluated window of that table (its *horizon*)
-is at least ``resolve_after_seconds`` after the finding's ``last_seen``. A table with no traffic in the run
-proves nothing (CloudTrail data events may have been turned off, or the ingest may be behind), so its findings
-stay open until traffic is evaluated again. Measuring from the evaluated horizon rather than the clock means
-an evaluator catching up on a backlog never resolves a finding that the windows it has not read yet still show.
-
-Re-evaluating windows already evaluated (a retry after a crash, two evaluators racing) is harmless: a sighting
-that is not newer than the stored ``last_seen`` never re-opens a resolved finding, and a finding already open
-gets no second ``new`` event.
-
-Suppress and snooze rules (``SUPPRESS_RULES_JSON``) are a JSON list of objects::
-
-    [{"table": "Sessions*", "kind": "scan", "principal": "arn:aws:iam::*:role/nightly-*",
-      "until": "2026-12-31T00:00:00Z", "reason": "nightly export, being replaced by S3 export (JIRA-42)"}]
-
-``table``, ``principal`` and ``key`` are shell-style globs (case-sensitive), ``kind`` a finding kind, and at
-least one of the four must be given; a finding matches when every given field matches (``principal`` matches the
-``principal`` evidence field, so a finding without one never matches a principal rule; ``key`` matches any value
-of the ``key`` evidence field, or ``attribute=value``, so a finding without a key never matches a key rule).
-``until`` snoozes the finding until then; without it the rule suppresses for good. ``reason`` is required. A
-matching finding is still evaluated and stored, with the rule's reason, but no event is published for it. When a
-snooze ends and the finding is still open, its first unmuted sighting is published as ``new``.
+Pure: no boto3, no clock, no environment. The caller passes ``now`` and the stored states in, and gets the new
+states (new, ongoing, worsened, resolved) and the events to publish back; the store writes each state change and its
+event atomically. Resolution is by absence, measured from the evaluated horizon, never the clock. It also holds the
+suppress and snooze rules (``SUPPRESS_RULES_JSON``). Statuses, events and the rules' format are in docs/service.md.
 """
 
 from __future__ import annotations

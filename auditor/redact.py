@@ -1,37 +1,9 @@
 """Key-value redaction for messages that leave the account (Slack).
 
-docs/contract.md: key values appear raw in the CLI, the in-account store and the report, but in messages sent to third
-parties they are redacted by default (``Settings.redact_keys``): the entity prefix is kept and the rest hashed,
-``USER#…a1b2c3``.
-
-Rules (pure functions, no I/O):
-
-- **Entity prefix.** The prefix kept is the text up to and including the *first* separator (``#``, ``:`` or
-  ``|``), and only when that leading part looks like an entity name of a single-table design: upper case letters,
-  digits and ``_``, starting with a letter, at most 24 characters (the same test the key templates use to keep
-  ``USER`` and ``TENANT`` as literals). ``TENANT#acme#USER#42`` becomes ``TENANT#…036f11`` (not ``TENANT#acme#…``,
-  which would leak the tenant), ``alice:secret`` becomes ``…3d11dc`` (a lower-case leading word is data, not an
-  entity name), and a value with no separator is hashed whole.
-- **Hash.** ``…`` plus the first 6 hex digits of SHA-256 over the *whole* value (UTF-8), so ``USER#1`` and
-  ``ORDER#1`` differ, and the same value always gives the same token (messages about one key can be correlated).
-  With a ``salt`` the digest is HMAC-SHA256 keyed with the salt, which stops a reader of the channel from
-  confirming guesses of short values by hashing candidates (the notifier takes the salt from the Slack secret's
-  optional ``redaction_salt`` field). Non-string values are stringified first (numbers as ``str``, booleans as
-  ``true``/``false``, anything else as compact JSON with sorted keys); ``None`` stays ``None``.
-- **Where keys are found in evidence** (:func:`redact_finding`), at any depth: a field named ``key`` or ending in
-  ``_key`` (a key map, a list of them, or a bare value), a field named ``keys`` or ending in ``_keys`` (a list or
-  map of key maps, or of ``{"key": ..., ...}`` records such as the throttling detector's ``top_keys``; a
-  scalar under a ``*_keys`` name is a count (``distinct_partition_keys``) and is kept), and the ``value`` of each entry
-  of a ``values`` list (the low-cardinality detector's per-value traffic). Attribute names are kept.
-- **Free text.** Every raw value found in the evidence is also replaced wherever it appears in the title,
-  summary, recommendation and the other strings of the evidence (sample error messages): after ``attr=``, also
-  when the detector cut the value short (titles keep 60 characters: a common prefix of 16+ characters, or one
-  that ends the token, counts), and anywhere else as a whole token when it is 4+ characters long (shorter values
-  such as ``42`` are only replaced after ``attr=``, so counts in the text are not mangled).
-- Redaction is idempotent: a token (``USER#…a1b2c3``) is never redacted again.
-- :func:`redact_text` is the best-effort fallback for text that comes without structure (the notifier's SNS
-  ``Message`` when ``finding_json`` is missing): evidence lines ``key: {...}``, ``name=value`` tokens and
-  ``ENTITY#…`` tokens.
+Key values stay raw in the CLI, the in-account store and the report; in messages sent to third parties they are
+redacted by default: the entity prefix is kept and the rest hashed (``USER#…a1b2c3``, an HMAC with a salt).
+:func:`redact_finding` finds keys in a finding's evidence and replaces them in its text too; :func:`redact_text`
+is the fallback for text without structure. Pure. The rules are in docs/untrusted-values.md.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The Lambda entry points: one thin handler per function of template.yaml (docs/architecture.md lists them)."""

@@ -1,16 +1,9 @@
 """Notifier Lambda: SNS finding events and run digests -> Slack incoming webhook (``auditor.service.notify``).
 
-The weekly report's announcement comes through the same topic (message attribute ``kind`` = ``weekly_report``) and
-is posted as a compact summary with a button to the report (``auditor.sinks.slack_blocks.render_weekly_summary``).
-
-Failure policy. SNS invokes this function asynchronously, one message per invocation. The notifier retries the
-webhook itself (``SLACK_MAX_ATTEMPTS`` attempts of ``SLACK_TIMEOUT_SECONDS``, backoff with jitter, within the
-invocation's remaining time). If a message still cannot be delivered the handler **raises**: Lambda's
-asynchronous invocation retries the event (up to ``MaximumRetryAttempts``, with its own growing delay), and once
-those are exhausted the event goes to the function's on-failure destination / dead-letter queue, which
-template.yaml must configure. The alert is therefore delayed or parked, never dropped. An event that does not
-parse as an SNS event also raises (it reaches the dead-letter queue intact). A message whose ``finding_json`` is
-unusable is still posted, as its readable text.
+The weekly report's announcement comes through the same topic and is posted as a compact summary with a button to
+the report. A message that still cannot be delivered after the notifier's own retries makes the handler raise, so
+Lambda retries it and then parks it in the dead-letter queue: delayed or parked, never dropped. The failure policy
+is in docs/sinks.md.
 """
 
 from __future__ import annotations

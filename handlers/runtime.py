@@ -1,21 +1,9 @@
 """The one handler runtime: what every Lambda function does around its use case.
 
-``@lambda_runtime(Model)`` turns ``body(event, run) -> result`` into a Lambda handler ``(event, context)``:
-
-1. **Logging.** structlog JSON at ``LOG_LEVEL``, configured once per container (:func:`prepare`).
-2. **Context.** The log context is cleared and bound with one set of keys: ``function_name``,
-   ``function_request_id``, ``cold_start``; ``schedule_event_id`` for a scheduled event; ``run.bind(table=...)``
-   adds the table where a handler has one.
-3. **Parsing.** The event is validated against the Powertools parser model; a wrong shape raises a
-   ``ValueError`` naming the function and the first problem (the event is retried, then dead-lettered, intact).
-   ``None`` hands the raw event over (the batch handlers give it to Powertools' ``BatchProcessor``).
-4. **Clients and stores.** :data:`CLIENTS` holds one client per AWS service per container;
-   :meth:`Invocation.window_store` and :meth:`Invocation.findings_store` build the state-table stores.
-5. **Metrics.** What the body reports with :meth:`Invocation.emit` (``auditor.service.health``) is written as one
-   CloudWatch embedded-metric-format line (Powertools Metrics) when the body returns or raises: namespace
-   ``DdbTrafficAuditor``, one dimension ``service`` (``POWERTOOLS_SERVICE_NAME``: the stack name when deployed).
-6. **Tracing.** The body runs under Powertools Tracer (the functions have ``Tracing: Active``); the tracer patches
-   boto3 so each AWS call is a subsegment. Outside Lambda (tests, the demo) the tracer is disabled by Powertools.
+``@lambda_runtime(Model)`` turns ``body(event, run) -> result`` into a Lambda handler ``(event, context)``: logging
+and its context keys, event validation, one client per AWS service per container and the state-table stores, the
+health metrics the body reports (:meth:`Invocation.emit`, one EMF line), and Powertools Tracer. The six steps are in
+docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
-"""The ``aws`` simulation: documented AWS auto scaling of one table or GSI (docs/billing-simulation.md cites each
-rule's page):
+"""The ``aws`` simulation: documented AWS auto scaling of one table or GSI.
 
-- the input is a complete minute grid (callers fill missing minutes with 0), and every minute is billed, at least
-  at the minimum capacity; capacity is a whole number of units (``ceil``);
-- scale-out when the served load exceeded the target utilisation in each of the last 2 minutes, to
-  ``ceil(max(last 2 minutes) / target)`` (clamped to the maximum);
-- scale-in when the served load stayed more than 20 percentage points below target (70 % → 50 %) for the last
-  15 minutes, to ``ceil(max(last 15 minutes) / target)`` (at least the minimum), but never on a window that
-  consumed nothing ("auto scaling does not scale down your provisioned capacity if your table's consumed capacity
-  becomes zero");
-- a new capacity takes effect ``reaction_minutes`` after the alarm fires (UpdateTable time); a dimension with a
-  change in flight does not start another;
-- decreases follow the DynamoDB quota per table and per GSI: up to 4 within an hour of the UTC day's first
-  decrease, then one more whenever none happened in the previous 60 minutes; reads and writes are separate
-  scalable targets, so each one's scale-in is its own UpdateTable and its own decrease on the table's counter
-  (reads decided first);
-- burst capacity: up to ``burst_seconds`` (300) of unused capacity is banked and spent when demand exceeds
-  capacity; what is still above is throttled and counted in request units. Auto scaling sees what was served
-  (consumed capacity), so a throttled table scales up by at most ``1/target`` per step, as real tables do.
-
-The rules run on both dimensions alike (:class:`_AwsSide`); they share the clock, the table's decrease quota and the
-minutes served ahead in one step. Skip-ahead and costing as for both simulators (:mod:`auditor.billing.simulate`).
+Scale-out after 2 minutes above the target, scale-in after 15 minutes 20 points below it (never on a window that
+consumed nothing), the decrease quota per table and per GSI shared by reads and writes, burst capacity, and new
+capacity ``reaction_minutes`` after the alarm. The rules run on both dimensions alike (:class:`_AwsSide`).
+docs/billing-simulation.md gives each rule with the AWS page it comes from.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """One billing decision per table: on-demand, provisioned with auto scaling, or the current configuration.
 
-Billing mode is a table-level setting inherited by every GSI, so the decision sums the table and all its GSIs,
-reads and writes. Per series and dimension it computes window totals (USD):
-
-- ``on_demand_cost``: consumed capacity units billed as request units;
-- ``provisioned_cost_simulated``: the simulated auto-scaled capacity (:mod:`auditor.billing.simulate`);
-- ``provisioned_cost_current``: the provisioned capacity that was in force (0 for on-demand tables).
-
-Monthly figures use one convention: window totals x 730 / hours in the window. A change is recommended only when
-it saves at least ``margin`` of the current monthly cost and ``min_monthly_savings`` dollars, and, for
-provisioned, only when the simulated throttling stays within ``max_throttled_share`` of the demand (the ``aws``
-simulation models throttling; the ``evaluator`` simulation does not, like the archived tool). Confidence is the
-share of datapoints present times the share of ``full_confidence_days`` covered.
-
-In the ``aws`` simulation the minimum capacity is chosen, not assumed: the table's load percentiles (25, 50, 75,
-90 and 100 % of the per-minute rates, and the configured floor) are each simulated, and the cheapest that keeps
-throttling acceptable wins. A low minimum is cheap but makes a table that wakes from idle throttle while auto
-scaling catches up; the search finds where that stops paying.
+The decision sums the table and all its GSIs, reads and writes (billing mode is a table-level setting), recommends a
+change only past a saving margin and, for provisioned, within the throttling allowed, and in the ``aws`` simulation
+chooses the minimum capacity among the load's percentiles. The rules are in docs/billing-simulation.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The ``evaluator`` simulation: the archived awslabs capacity-mode-evaluator, reproduced exactly.
 
-Its published source is the GitHub repository awslabs/amazon-dynamodb-tools, capacity-mode-evaluator. With ``r_i``
-the consumed units per second in datapoint ``i`` and ``f(x) = x / U * 100``:
-
-1. ``p_0 = min(max(f(r_0), m), M)``; ``p_1 = p_2 = p_0``.
-2. Scale-out, i >= 3, from the two previous datapoints: with ``lo``/``hi`` their min/max and
-   ``v = min(max(f(lo), p_{i-1}), M)``: ``p_i = f(hi)`` if ``v == f(lo)`` (so equality counts, and ``f(hi)`` is not
-   clamped to ``M``), else ``p_i = v``.
-3. Scale-in, i >= 15: ``cand = max(min(f(max(r_{i-15..i-1})), p_i), m)``; a dimension qualifies when
-   ``p_{i-1} > 1.2 * cand`` (the busiest of the last 15 minutes ran below U/1.2). One counter ``k``, shared by
-   reads and writes, resets when the read datapoint's time is 00:00:00 UTC. While ``k < 4``: reads, then writes,
-   each only if its own ``p`` did not decrease within the last 15 datapoints: apply ``cand`` if it qualifies, and
-   ``k += 1`` if ``p_{i-1} > p_i``. Once ``k >= 4`` and i >= 60: only if neither ``p`` decreased within the last 60
-   datapoints; if both qualify one is applied, alternating (write first); ``k`` no longer counts.
-4. Costing by clock hour: ``mean(p)`` of the datapoints in the hour is billed as capacity unit-hours; hours
-   without datapoints cost nothing. Reads and writes are aligned by position and truncated to the shorter list;
-   windows are positional (a missing minute stretches them), exactly as in the archived tool.
-
-The rules run on both dimensions alike (:class:`_EvaluatorSide`); what they share, the counter ``k`` and the
-alternation, is :class:`_Evaluator`'s. Skip-ahead and costing as for both simulators (:mod:`auditor.billing.simulate`).
+Its own rules, including the ones AWS does not follow: two-minute scale-out, scale-in sized from the busiest of the
+last 15 datapoints with one decrease counter shared by reads and writes, hourly-mean costing, positional windows.
+The rules run on both dimensions alike (:class:`_EvaluatorSide`); what they share is :class:`_Evaluator`'s. The
+rules, as formulas, are in docs/billing-simulation.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """DynamoDB list prices: a bundled, dated table, a price-file loader and an optional AWS Pricing API refresh.
 
-Every price set carries its ``source`` and ``as_of`` date, and every billing result repeats them, so a reader
-knows which prices a dollar figure used. An unknown region never crashes: :func:`bundled_prices` falls back to
-the us-east-1 table and labels the result (``fallback_for``), or raises :class:`PricingError` when asked to be
-strict.
-
-Bundled figures (USD, list prices, us-east-1, from the AWS Price List offer file of the date below):
-
-- on-demand, Standard: $0.125 per million read request units, $0.625 per million write request units (after the
-  November 2024 cut); Standard-IA: $0.155 and $0.78 per million;
-- provisioned, Standard: $0.00013 per RCU-hour, $0.00065 per WCU-hour; Standard-IA: $0.00016 and $0.00081;
-- storage: $0.25 per GB-month Standard, $0.10 per GB-month Standard-IA (the 25 GB free tier is ignored);
-- reserved capacity (Standard, provisioned only), per 100 units: 1 year RCU $30 upfront + $0.0025/h, WCU $150 +
-  $0.0128/h; 3 years RCU $36 + $0.0016/h, WCU $180 + $0.0081/h.
-
-The Pricing API refresh is :mod:`auditor.sources.pricing_api` (it falls back to these tables).
+Every price set carries its ``source`` and ``as_of`` date, and every billing result repeats them. An unknown region
+never crashes: :func:`bundled_prices` falls back to the us-east-1 table and labels the result, or raises
+:class:`PricingError` when asked to be strict. The Pricing API refresh is :mod:`auditor.sources.pricing_api`. The
+bundled figures are in docs/billing-simulation.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Two simulators of provisioned capacity under auto scaling, from per-minute consumed capacity, and what they share:
 scaling policies and behaviours, the results, hourly costing and the pacing of their skip-ahead.
 
-- :mod:`auditor.billing.evaluator_scaling`: ``evaluator``, the archived awslabs capacity-mode-evaluator, reproduced
-  exactly;
-- :mod:`auditor.billing.aws_scaling`: ``aws``, documented AWS behaviour (docs/billing-simulation.md cites each rule's
-  page).
-
-Both take the CloudWatch ``Sum`` of ``Consumed{Read|Write}CapacityUnits`` per minute for one table or one GSI
-(reads and writes together, because they share a decrease quota), and return the simulated capacity priced-free:
-unit totals that :mod:`auditor.billing.decide` multiplies by a price table.
-
-Both are event-driven and O(n) per series. Capacity only changes where a rule fires, so from each minute they
-find the next minute where one might (:func:`auditor.billing.series_search.earliest`: searches over the raw values with
-C-speed ``max``/``min`` over slices, sampled where a window is involved, with thresholds derived from the current
-capacity and a margin on the safe side), append the minutes before it in one step, and run every rule on that
-minute only; where changes come every few minutes (a rising load) they step minute by minute instead of searching.
-A minute's rules read a 15-minute window only where cheap checks leave its scale-in possible, and the "no
-decrease in the last 15/60 minutes" rules read the index of the last decrease. The results are bit-for-bit those
-of the per-minute rules (:mod:`tests.billing_reference`, which rescans its windows every minute, is the oracle
-the tests compare against and the benchmark's baseline).
+``evaluator`` (:mod:`auditor.billing.evaluator_scaling`) reproduces the archived awslabs capacity-mode-evaluator;
+``aws`` (:mod:`auditor.billing.aws_scaling`) follows documented AWS behaviour. Both are event-driven and O(n) per
+series, with the results of the per-minute rules bit for bit. How they skip ahead is in docs/billing-simulation.md.
 """
 
 from __future__ import annotations

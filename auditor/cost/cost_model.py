@@ -1,27 +1,9 @@
 """The cost ledger's arithmetic: what the audited tables cost, what the auditor costs, and the ratio.
 
-Pure functions of counts and prices (no boto3, no clock). Two sides, per audited table and day:
-
-- **DynamoDB spend**, estimated from CloudWatch consumed capacity, the billing mode, the table class and the
-  storage (DescribeTable size), with the price tables of :mod:`auditor.billing.pricing`: on-demand tables pay
-  consumed request units, provisioned tables pay the units in force per hour, both pay storage per GB-month.
-- **Auditor spend**, split into the lines the issue names: CloudTrail data events (counted from what was
-  ingested, per table), Lambda GB-seconds and requests, state-table requests, CloudWatch GetMetricData,
-  Contributor Insights and S3.
-
-Auditor prices (USD, us-east-1 list prices):
-
-- CloudTrail data events: $0.10 per 100,000 delivered (https://aws.amazon.com/cloudtrail/pricing/).
-- Lambda on arm64: $0.0000133334 per GB-second and $0.20 per million requests (the figures the weekly report
-  already uses).
-- The state table is on-demand: the DynamoDB prices of the price book ($0.125 per million read request units,
-  $0.625 per million write request units).
-- CloudWatch GetMetricData: $0.01 per 1,000 metrics requested.
-- Contributor Insights for DynamoDB: $0.50 per rule per month and $0.03 per million events matched (as published
-  by third-party summaries of the CloudWatch pricing page; enabling it on a table creates 2 rules plus 2 per GSI).
-- S3 (Standard): $0.005 per 1,000 PUT, $0.0004 per 1,000 GET, $0.023 per GB-month.
-
-A month is 730 hours (the convention of :mod:`auditor.billing`), so a day is 1/30.42 of a month.
+Pure functions of counts and prices (no boto3, no clock), per audited table and day: the DynamoDB spend estimated
+from CloudWatch consumed capacity, class and storage, and the auditor's own spend (CloudTrail data events, Lambda,
+state-table requests, CloudWatch reads, Contributor Insights, S3). The auditor's prices and the month convention are
+in docs/cost.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The capture planner: which tables the trail logs in full in the next time slice, within the audit budget.
 
 Pure (no boto3, no clock): the capture controller and ``python -m benchmarks.cost`` call the same
-:func:`plan_slice`. One plan covers one slice (``slice_seconds``, default 5 minutes) and becomes the trail's
-advanced event selectors (:func:`selectors_for`):
-
-1. **Always on.** Scan and the PartiQL operations (``ExecuteStatement``, ``BatchExecuteStatement``,
-   ``ExecuteTransaction``) of every table, through one ``eventName`` selector, so scan findings stay exact. They
-   are rare, so this costs little; its expected cost comes off the budget first.
-2. **Burst watch.** One partition serves at most 3,000 read and 1,000 write units per second, so a key above half
-   of that can only exist while its *table* runs above 1,500 read or 500 write units per second. A table whose
-   latest CloudWatch minute is above that line is captured in full in the next slice (``burst``), at most
-   ``burst_slices`` slices per episode, paid from the burst reserve (``burst_reserve`` of the sampling budget).
-3. **Rotation.** The rest of the sampling budget is shared by the tables in proportion to what they cost in
-   DynamoDB. A table whose share pays for continuous capture is captured continuously; any other is captured one
-   slice in every ``N`` (N from its request rate), at an offset derived from its name, so busy tables take turns
-   instead of sharing a slice.
-
-The budget is ``budget_percent`` of the audited DynamoDB bill per month, less the auditor's fixed monthly costs
-(Lambda, CloudWatch reads, S3): what is left pays for data events. A budget of 0 leaves the always-on selector
-only.
+:func:`plan_slice`. A plan keeps scans and PartiQL always on, captures tables near a partition's limit in full
+(burst watch), and shares the rest of the budget by rotation; :func:`selectors_for` turns it into the trail's
+advanced event selectors. The rules are in docs/cost.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Sampling-aware findings: what a finding found in a partly captured window says, and how sure it is.
 
-With the capture controller the trail logs each table's full traffic in some time slices only (the plan recorded in
-the state table, :func:`auditor.cost.plan.captured_seconds`), and Scan and the PartiQL operations all the time (the
-always-on selector). A window therefore knows the fraction ``f`` of its key traffic that was captured
-(:attr:`auditor.kernel.aggregates.window.TableWindow.captured_fraction`). Pure functions (no boto3, no clock).
-
-- **Scan findings stay exact**: their calls come from the always-on selector. They say so (``evidence.capture``).
-- **Counts** of the other findings (throttled calls, requests to a hot key, rejected writes...) are estimates:
-  ``n`` calls seen in the captured fraction ``f`` stand for ``n / f``. The margin is the half-width of a 95 %
-  interval under a Poisson model with the finite-population correction: ``1.96 * sqrt(n * (1 - f)) / f``
-  (0 at full capture). It assumes the traffic is steady over the window: a burst that starts or stops in an
-  uncaptured slice is not in the interval, which the finding's text says.
-- **Rates and shares** (a hot key's peak second and minute, its share of the key-identified requests) are measured
-  by the detectors over the captured seconds only
-  (:attr:`~auditor.kernel.aggregates.window.TableWindow.observed_seconds`),
-  never divided by uncaptured time: they are exact for the minutes they name.
+Pure functions (no boto3, no clock). Scan findings stay exact (the always-on selector); counts of the other findings
+are estimates ``n / f`` with a 95 % margin; rates and shares are measured over the captured seconds only. The model
+and its assumption are in docs/cost.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """The demo's CloudWatch metrics and DynamoDB stream: the inputs of the metrics audit and the Streams watcher.
 
-:func:`plant_tables_and_metrics` creates the demo's tables on the local endpoint (as the inventory will see them)
-and publishes an hour of per-minute DynamoDB metrics the way DynamoDB does (namespace ``AWS/DynamoDB``): the
-hot ``Orders`` partition shows up as key-range throttling (it confirms the CloudTrail hot key), its ``ByStatus``
-index is written and never read, ``Sessions`` is scanned, ``Archive2024`` has had no traffic for 30 days but pays
-for provisioned capacity, and ``Carts`` has TTL enabled but its ``expiresAt`` is in milliseconds, so nothing expires.
-
-:func:`grow_items` makes two ``Documents`` items grow by appending to a list on a table with a
-``NEW_AND_OLD_IMAGES`` stream, reads the stream back and returns the records as Lambda's DynamoDB Streams event
-records. The local endpoint stamps every record with the current time, so the demo spreads the records over
-the last eight days (time compression, stated in the output) to show a growth rate and a projection.
+:func:`plant_tables_and_metrics` creates the demo's tables on the local endpoint and publishes an hour of per-minute
+metrics with planted problems; :func:`grow_items` makes two ``Documents`` items grow on a stream and returns its
+records as Lambda's event records. What is planted is in docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """A deterministic generator of realistic CloudTrail DynamoDB data events, with planted problems.
 
-Used by the tests, the benchmarks (``python -m benchmarks.ingest``) and ``make demo``. Everything is driven by
-``random.Random(seed)`` and a ``start`` time passed in: no wall clock, no global random state. The same
-arguments always give the same records, and the trail writer the same bytes (gzip ``mtime`` is 0).
-
-The pieces:
-
-- :mod:`auditor.demo.records`: the record shapes (envelope, identities, request parameters);
-- :mod:`auditor.demo.workload`: the demo workload and its planted problems (``demo_workload``);
-- :mod:`auditor.demo.trail`: log files and the trail layout (``write_trail``);
-- :mod:`auditor.demo.benchmark`: large streams of benchmark records.
-
-This module is the command that writes them.
-
-Command line::
-
-    python -m auditor.demo.generator --out DIR [--hours H] [--seed S] [--start ISO]
-    python -m auditor.demo.generator --benchmark N --distinct-keys K --file PATH [--seed S]
+Used by the tests, the benchmarks and ``make demo``; everything is driven by ``random.Random(seed)`` and a ``start``
+time passed in, so the same arguments always give the same records and bytes. This module is the command
+(``python -m auditor.demo.generator``) that writes them; its pieces and options are in docs/demo.md.
 """
 
 from __future__ import annotations

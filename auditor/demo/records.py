@@ -1,19 +1,8 @@
 """The CloudTrail records of the demo and benchmark generator: their envelope, identities and request parameters.
 
-Records follow only the shapes of the AWS samples (the DynamoDB Developer Guide's CloudTrail logging page, data
-events): the envelope of the AWS samples (``eventVersion`` 1.08 with ``tlsDetails``), keys as plain JSON values,
-``PutItem.item`` as a list of attribute *names*, no ``expressionAttributeValues`` anywhere,
-``responseElements: null``, PartiQL literals of non-key attributes as ``***(Redacted)``,
-``TransactWriteItems.requestItems`` as a list with the sample's inconsistent key casing, errors as top-level
-``errorCode``/``errorMessage``. ``requestID`` has the 52-character shape of the AWS samples (26 random base32hex
-characters and the ``VV4KQNSO5AEMVJF66Q9ASUAAJG`` suffix that the samples and public SDK error reports show).
-BatchGetItem/BatchWriteItem (no AWS sample exists) use the API shape, camel-cased: a map keyed by table name,
-``{"keys": [...]}`` for reads and ``[{"putRequest": {"key", "item"}}, {"deleteRequest": {"key"}}]`` for writes
-(``putRequest`` logs the key and the attribute names, as PutItem does). These two shapes are inferred, not
-documented; the normaliser accepts both a map and a list.
-
-:class:`RecordFactory` builds one record from an identity (:class:`Principal`), an operation and its
-``requestParameters`` (the ``*_params`` builders); it holds the seeded RNG, so the same draws give the same records.
+Records follow only the shapes of the AWS samples; BatchGetItem/BatchWriteItem, which have no sample, use the API
+shape, camel-cased (inferred). :class:`RecordFactory` builds one record from an identity (:class:`Principal`), an
+operation and its ``requestParameters``, with the seeded RNG. The shapes are in docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """``ddb-audit demo --trail PATH...``: the user's own CloudTrail files through the deployed pipeline, offline.
 
-The same local stack as the demo (:mod:`auditor.demo.stack`, moto server) and the same real handlers, in the order
-AWS runs them, on the given files instead of generated traffic:
-
-1. **S3.** The input's records, read by ``analyze-trail``'s reader (every format it accepts: CloudTrail log files,
-   gzipped or not, JSON lines, EventBridge events, JSON arrays), are put into the trail bucket as a trail delivers
-   them: gzipped CloudTrail log files (``{"Records": [...]}``), one account and Region each, under
-   ``AWSLogs/{account}/CloudTrail/{region}/{yyyy}/{mm}/{dd}/``, so S3's notification lands in the trail queue.
-   Files with no CloudTrail record (digests, other JSON) and files that cannot be read whole are counted and left
-   out.
-2. **Trail ingest** drains the queue, ten messages per invocation (:meth:`ServiceDemo.ingest`).
-3. **Window evaluator**, on the schedule: one scheduled event for every window that holds records, at the moment it
-   closes (``window start + window + evaluation delay``), so the windows follow the records' event times: a trail
-   from last week replays as last week. A tick that finds a backlog is run again at the same time (as the next
-   scheduled invocations would). Each tick's digest goes through SNS and the Slack subscription's filter to the
-   Slack notifier.
-4. **Weekly report**, once per ISO week the records touch, at the Monday 07:00 UTC schedule after that week; the
-   rendered files are read back from the reports bucket.
-
-Outputs in ``OUT``: ``findings.json`` (every stored finding, its ``totals`` summed over the whole input, the period
-being the input's first window to its last, as ``analyze-trail`` states them), ``report.html`` and ``report.md``
-(the latest week's report) and, for a trail spanning several weeks, ``weeks/{YYYY-Www}/report.{html,md}`` for each.
+The same local stack as the demo (moto server) and the same real handlers, in the order AWS runs them: the records
+put into the trail bucket as a trail delivers them, trail ingest, the window evaluator at each window's closing time,
+the weekly report after each ISO week. Outputs: ``findings.json``, the latest week's report and one per week. The
+steps are in docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """CloudTrail log files and the S3 layout of a trail, as CloudTrail delivers them, for the generator's records.
 
-Trail layout written by :func:`write_trail` (the S3 layout CloudTrail delivers to)::
-
-    <out>/AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/<acct>_CloudTrail_<region>_<YYYYMMDDTHHmmZ>_<16 alnum>.json.gz
-    <out>/AWSLogs/<acct>/CloudTrail-Digest/<region>/YYYY/MM/DD/
-        <acct>_CloudTrail-Digest_<region>_<trail>_<region>_<YYYYMMDDTHHmmssZ>.json.gz
-
-One log file per ``file_minutes`` of event time; records inside a file are slightly out of order, ~0.5 % arrive
-in the next file, and ``duplicates`` records are copied (same ``eventID``) into a neighbouring file. One digest
-file per hour of delivery lists the log files with the SHA-256 of their uncompressed content; readers must skip
-it (it has no ``Records``).
-
-The same records and arguments always give the same bytes (gzip ``mtime`` is 0, the RNG is seeded).
+:func:`write_trail` writes gzipped log files (slightly out of order, a few duplicates in a neighbouring file) and an
+hourly digest file under ``AWSLogs/``; the same records and arguments always give the same bytes. The layout is in
+docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,51 +1,10 @@
 """The demo workload: realistic traffic on six tables, with planted problems each detector should find.
 
-Planted problems of :func:`demo_workload` (account 111122223333, us-east-1; counts for ``hours=1, seed=7``,
-they scale with ``hours``)
-=============================================================================================================
-
-====================  ============================  ===============================================================
-table                 expected finding (kind)       what is planted
-====================  ============================  ===============================================================
-``Orders``            ``hot_key`` (high)            key ``{"pk": "CUSTOMER#42"}`` takes 35 % of the key-identified
-                                                    requests (GetItem/PutItem/UpdateItem) of the whole window:
-                                                    90 % of them in one burst of ~35 s at ~200 requests/s (~70 %
-                                                    writes), starting 30 % into the window; the rest at ~0.2/s.
-                                                    Spread over 20 sort keys (``ORDER#...``), the top one takes
-                                                    ~28 % of the partition's traffic: aggregate by partition key.
-``Orders``            ``throttling`` (cause         ~6 % of the burst requests on ``CUSTOMER#42`` fail with
-                      ``key_range``)                ``ProvisionedThroughputExceededException``.
-``Sessions``          ``scan`` (high)               principal ``arn:aws:iam::111122223333:role/session-cleaner``
-                                                    runs a parallel Scan (segments 0..3 of 4, sometimes a second
-                                                    page) every ~5 s: a Scan on a hot path.
-``Sessions``          ``scan`` (low or info)        principal ``arn:aws:iam::111122223333:user/alice`` (IAMUser,
-                                                    aws-cli) scans twice.
-``Jobs``              ``low_cardinality_key``       partition key ``status`` only takes PENDING / RUNNING / DONE /
-                                                    FAILED (40/30/25/5 %) under ~2.5 requests/s. Side effects a
-                                                    detector may legitimately report too: ``hot_key`` on
-                                                    ``status=PENDING`` (better folded into this finding) and a few
-                                                    on-demand ``ThrottlingException`` on PENDING (``throttling``).
-``Documents``         ``item_size_exceeded``        ``{"docId": "DOC#7"}``: UpdateItem ``list_append`` on
-                                                    ``comments`` fails 5 times with ``ValidationException`` "Item
-                                                    size to update has exceeded the maximum allowed size" (after
-                                                    ~30 successful appends); ``{"docId": "DOC#913"}``: PutItem fails
-                                                    twice with "Item size has exceeded the maximum allowed size".
-``Catalog``           ``scan`` (operation           principal ``arn:aws:iam::111122223333:role/reporting`` runs
-                      ``ExecuteStatement``)         ``SELECT * FROM "Catalog" WHERE price > ***(Redacted)`` every
-                                                    ~60 s (a PartiQL full scan).
-``Catalog``           none                          efficient PartiQL (key equality, incl. a redacted non-key
-                                                    condition as in the AWS sample), BatchGetItem,
-                                                    BatchWriteItem, TransactWriteItems with mixed key casing and a
-                                                    few ``TransactionCanceledException``, BatchExecuteStatement.
-``Users``             none (must stay clean)        uniform traffic over 5,000 keys, no scan, no error.
-====================  ============================  ===============================================================
-
-Background noise that must not produce findings: ``Orders`` healthy traffic over 2,000 customers (GSI ``ByStatus``
-Queries included), a few ``ConditionalCheckFailedException`` (optimistic locking on ``Orders``),
-``Sessions`` item traffic and the cleaner's BatchWriteItem deletes.
-
-Everything is driven by ``random.Random(seed)`` and the ``start`` passed in: the same :class:`Workload` and start
-always give the same records (:mod:`auditor.demo.records` builds them).
+:func:`demo_workload` plants a hot key and key-range throttling on ``Orders``, scans on ``Sessions``, a
+low-cardinality key on ``Jobs``, rejected oversize writes on ``Documents``, a PartiQL full scan on ``Catalog``, and
+keeps ``Users`` clean, over background noise that must not produce findings. Everything is driven by
+``random.Random(seed)`` and the ``start`` passed in (:mod:`auditor.demo.records` builds the records). The table of
+planted problems, with their counts, is in docs/demo.md.
 """
 
 from __future__ import annotations

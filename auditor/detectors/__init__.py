@@ -1,18 +1,10 @@
 """Pure detectors, grouped by what they read. Importing this package registers every detector below in the one
 catalogue (:mod:`auditor.detectors.registry`).
 
-==============  ===================================================================================
-sub-package     input
-==============  ===================================================================================
-``trail/``      CloudTrail traffic windows (``hot_key``, ``item_size_exceeded``, ``low_cardinality_key``,
-                ``scan``, ``throttling``)
-``metrics/``    a table's CloudWatch metrics and profile (``cw_scan``, ``cw_throttling``, ``unused_index``),
-                and its daily activity (``idle_table``, ``ttl_not_expiring``)
-``insights/``   Contributor Insights reports (``ci_hot_key``)
-``stream/``     DynamoDB Streams observations and item size histories (``large_item``, ``item_growth``)
-``billing/``    billing simulation results (``billing_mode``, ``table_class``)
-``findings/``   findings already made (``correlate``; the item-size story link)
-==============  ===================================================================================
+Sub-packages: ``trail/`` (CloudTrail traffic windows), ``metrics/`` (a table's CloudWatch metrics and profile, and
+its daily activity), ``insights/`` (Contributor Insights reports), ``stream/`` (DynamoDB Streams observations and item
+size histories), ``billing/`` (billing simulation results), ``findings/`` (findings already made). docs/architecture.md
+lists every detector with its input and file; docs/detectors.md keeps the longer rules.
 """
 
 from auditor.detectors.billing import billing_mode, table_class

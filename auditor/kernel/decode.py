@@ -1,22 +1,9 @@
 """Typed decoding of what the light path reads: one CloudTrail record's bytes -> :class:`LightRecord`, or None when
 the full decoder (orjson, then :func:`auditor.kernel.normalize.normalize_record`) must decide.
 
-msgspec decodes the fields :func:`auditor.kernel.normalize.light_item` reads into a typed record and checks the rest of
-the record as JSON without building it. It is a maintained library with wheels for every platform the project ships
-to (Lambda runs it on arm64), so the CLI and the Lambda functions read records the same way.
-
-Its rules against orjson, the full decoder (``tests/kernel/test_decode.py`` holds them):
-
-1. **Bytes outside ASCII.** msgspec does not check the UTF-8 of a string it skips: a record holding any byte outside
-   ASCII is handed back (None), and orjson decides.
-2. **Integers of 64 bits or more.** msgspec reads them exactly, orjson as floats: :func:`light_item` hands back a
-   call whose key holds such an integer (or anything but a scalar), so the key is the one orjson reads.
-3. **Numbers nothing reads.** In the parts of a record the light path does not type (the objects ``userIdentity``,
-   ``resources``, ``tlsDetails``, ``responseElements``, ``additionalEventData``, and any field CloudTrail may add),
-   msgspec checks JSON syntax only, so a number beyond the range of a double there (``1e400``, 5,000 digits) does not
-   make a light record malformed, where orjson rejects the whole record. Every scalar of the envelope is typed, so
-   such a number there (``"eventVersion": 1e400``) is handed back, and a record the light path reads is one whose
-   every read value orjson reads alike.
+msgspec decodes the fields :func:`auditor.kernel.normalize.light_item` reads into a typed record and checks the rest
+of the record as JSON without building it. Its three rules against orjson (``tests/kernel/test_decode.py`` holds
+them) are in docs/kernel.md.
 """
 
 # mypyc: interpreted

@@ -1,24 +1,8 @@
 """A small, forgiving parser for the PartiQL statements CloudTrail logs for DynamoDB.
 
-CloudTrail logs ``ExecuteStatement``, ``BatchExecuteStatement`` and ``ExecuteTransaction`` statements with every
-non-key literal replaced by the opaque token ``***(Redacted)``. We only need a few facts from a statement: its
-verb, its table (and index), the equality literals of its WHERE clause, and whether it reads the whole table.
-
-The parser never raises: text it cannot understand gives verb ``UNKNOWN`` and table ``None``.
-
-Rules for the WHERE clause (we do not know the key schema):
-
-- Only conditions joined by ``AND`` at the top level count. A top-level ``OR`` guarantees nothing, so it
-  yields no equalities at all. A parenthesised conjunct is looked into.
-- ``attr = 'literal'`` / ``attr = 123`` (or reversed) goes to ``key_equalities``.
-- ``attr = ***(Redacted)`` goes to ``redacted_equalities``. CloudTrail redacts only *non-key* values in a WHERE
-  clause (key literals stay visible), so by AWS's own rule such an attribute is not a key attribute: it does not
-  constrain the partition.
-- ``attr = ?`` (a parameter, value not logged) goes to ``redacted_equalities`` too, but may be a key attribute:
-  it counts as a constraint unless the key schema says otherwise (``constrained``).
-- ``attr IN [...]`` is no single equality, but AWS executes ``pk IN [...]`` as key lookups, not as a scan,
-  so it counts as a key constraint when deciding ``full_scan``.
-- Ranges and functions (``>``, ``BETWEEN``, ``begins_with``, ``contains`` ...) constrain nothing.
+It reads a statement's verb, its table (and index), the equality literals of its WHERE clause, and whether it reads
+the whole table. It never raises: text it cannot understand gives verb ``UNKNOWN`` and table ``None``. The WHERE
+clause rules (top-level AND only, redacted values, parameters, ``IN``) are in docs/kernel.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Input and output models of ``ddb-audit billing`` (docs/contract.md), and the decision's tunables.
 
-Input (one table's capacity history)::
-
-    {"table": str, "region": "us-east-1", "table_class": "STANDARD"|"STANDARD_INFREQUENT_ACCESS",
-     "billing_mode": "PAY_PER_REQUEST"|"PROVISIONED", "start": ISO-8601 UTC, "period_seconds": 60,
-     "series": [{"index": null|str, "consumed_read": [number...], "consumed_write": [number...],
-                 "provisioned_read": [number...]|null, "provisioned_write": [number...]|null}],
-     "table_size_bytes": int|null}          # optional: table plus index storage, for the table-class hint
-
-``null`` inside a list is a missing datapoint (CloudWatch returned nothing for that period). ``BillingResult``
-carries every SPEC field; the fields after them are additions (the SPEC allows additions, never removals).
+The input is one table's capacity history (``null`` inside a list is a missing datapoint); ``BillingResult``
+carries every field of the contract and adds more after them. The optional fields and the decision's rules are in
+docs/billing-simulation.md.
 """
 
 from __future__ import annotations

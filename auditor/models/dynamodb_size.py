@@ -1,54 +1,10 @@
 """Exact DynamoDB item size, by AWS's documented rules, and the capacity units an item costs.
 
-Source: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html
-(limits: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html). The rules, as
-implemented here (moto's size arithmetic is *not* used: it counts a number as ``len(str(n))`` and adds no list or
-map overhead):
-
-Item
-    The sum over its attributes of (UTF-8 byte length of the attribute name) + (size of the value). An empty item is
-    0 bytes. The limit is 400 KB = ``ITEM_SIZE_LIMIT`` = 409,600 bytes, names included. The doc example
-    ``{"shirt-color": "R", "shirt-size": "M"}`` is (11 + 1) + (10 + 1) = 23 bytes.
-``S``
-    UTF-8 byte length of the value (``""`` is 0).
-``N``
-    ``ceil(significant_digits / 2) + 1``. The page says "approximately (1 byte per two significant digits) +
-    (1 byte)" with "leading and trailing zeroes trimmed", "up to 38 significant digits". Significant digits are the
-    mantissa digits (integer and fraction part together, sign and exponent ignored) after dropping leading and
-    trailing zeroes, so ``"1000"``, ``"0.001"`` and ``"1E+5"`` have 1 (2 bytes), ``"123.4500"`` has 5 (4 bytes),
-    ``"-3.14159"`` has 6 (4 bytes). *Decided:* zero (``"0"``, ``"-0.0"``, ``"0E+10"``) has 0 significant digits
-    and is 1 byte, which is what the formula gives (and a one-byte zero is what a base-100 exponent/mantissa
-    encoding stores). The page calls this rule approximate; it is the only published one, so it is the rule.
-    Validation: the syntax is ``[+-]digits[.digits][(e|E)[+-]digits]`` (ASCII digits, ``.5`` and ``5.`` allowed,
-    no whitespace, no NaN/Infinity); more than 38 significant digits is an error; so is a non-zero magnitude
-    outside DynamoDB's range 1E-130 .. 9.99...E+125 (HowItWorks.NamingRulesDataTypes: DynamoDB rejects it, so no
-    stored item can hold it).
-``B``
-    Raw byte length after base64 decoding. The text must be strict, padded standard base64 (RFC 4648 alphabet, no
-    whitespace or newlines); anything else is an error. A Python ``bytes``/``bytearray``/``memoryview`` value (as a
-    boto3 low-level client returns) is taken as the raw bytes.
-``BOOL``, ``NULL``
-    1 byte. ``BOOL`` must be a JSON boolean; ``NULL`` must be ``true`` (DynamoDB rejects ``{"NULL": false}``).
-``L``, ``M``
-    3 bytes of overhead + the sum of the element sizes + 1 byte per element; an empty list or map is 3 bytes. A
-    map element's size includes the UTF-8 byte length of its key. Nesting deeper than 32 levels is an error
-    (ServiceQuotas "Nested attribute depth": 32; a top-level ``L``/``M`` value is level 1).
-``SS``, ``NS``, ``BS``
-    *Inferred* (the AWS page gives no rule for sets): the sum of the element sizes by the scalar rules above, with
-    no per-set or per-element overhead. A set must be a non-empty JSON array without duplicates (DynamoDB rejects
-    empty sets and duplicates; ``NS`` duplicates are compared by numeric value, so ``"1"`` and ``"1.0"`` clash).
-
-Streams ``SizeBytes`` (API_streams_StreamRecord: "the size of the stream record, in bytes"; checked against
-published real records) is ``item_size(Keys) + item_size(NewImage) + item_size(OldImage)`` for the images present:
-``stream_record_size_bytes``.
-
-Capacity units (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ProvisionedThroughput.html): a read
-costs 1 RCU per started 4 KB (4,096 bytes), half that if eventually consistent, double if transactional; a write
-costs 1 WCU per started 1 KB (1,024 bytes), double if transactional. Every request costs at least one unit (0.5 RCU
-for an eventually consistent read), even for a 0-byte size.
-
-Malformed input raises ``ItemSizeError`` (an ``InputError``, so the CLI exits 2) whose message names the attribute
-path, e.g. ``attribute "tags"[2]: unknown type tag "X"`` or ``attribute "a"."b": N value must be a string``.
+``item_size`` sizes one item in DynamoDB JSON (``ddb-audit item-size`` and the stream watcher use it),
+``stream_record_size_bytes`` a stream record's ``SizeBytes``, and ``read_capacity_units``/``write_capacity_units``
+what a read or write costs. Malformed input raises ``ItemSizeError`` (an ``InputError``: the CLI exits 2) naming
+the attribute path. The rules per type, with AWS's wording and the few decided or inferred cases, are in
+docs/item-sizes.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """CloudWatch metric series of DynamoDB tables and GSIs, and the API-call/cost counter of an audit.
 
-Conventions (see the README "How the audit reads CloudWatch"):
-
-* A series is one ``MetricStat``: metric name, exact dimension set (``TableName``; ``TableName`` +
-  ``GlobalSecondaryIndexName``; ``TableName`` + ``Operation``), statistic and period. A table's series never
-  include its GSIs: an index is its own resource with its own series.
-* Timestamps are epoch seconds of the period start. A missing datapoint is 0 for counters (DynamoDB publishes
-  throttle metrics only when non-zero); a provisioned-capacity value is carried forward until the next one.
-* Rates: a ``Sum`` over a period of ``P`` seconds divided by ``P`` is the average units per second in it (a
-  1-minute Sum of 600 consumed units is 10 units/s). This hides sub-second spikes, which is where partition limits
-  (3,000 RCU / 1,000 WCU per second) bite.
+A series is one ``MetricStat`` (a table's series never include its GSIs), timestamps are period starts, and a
+missing counter datapoint is 0. The conventions are in docs/sources.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,8 @@
 """The weekly report model: what a ``WeeklyReport`` is (its ISO week and its contents) and the pure function that
 builds one from findings (and optional series).
 
-No I/O, no clock, no environment: the report week and the generation time come in as arguments.
-
-Week boundaries are ISO weeks in UTC: a week starts on Monday 00:00:00 UTC and ends (exclusive) on the next
-Monday 00:00:00 UTC. ``2026-W49`` is 2026-11-30T00:00Z .. 2026-12-07T00:00Z.
-
-Which findings belong to a week
-    A finding is in the week when it was active during it (``first_seen < week.end`` and
-    ``last_seen >= week.start``), or when its lifecycle status is ``resolved`` with ``resolved_at`` inside the
-    week. Findings of other weeks are left out and counted in ``WeeklyReport.findings_outside_week``.
-
-Lifecycle in the report (one status per finding, for the week)
-    - ``resolved``: the stored lifecycle status is ``resolved``; or, when last week's findings are given, a
-      finding active last week that was not seen this week.
-    - ``new``: first seen this week (``first_seen >= week.start``).
-    - ``worsened``: seen before this week and more severe than last week (when last week's findings are
-      given), or, without last week's data, the stored status says ``worsened`` or the severity is above the
-      last published one.
-    - ``ongoing``: everything else (seen before and still seen this week).
-    The store's own status (``new`` until the next evaluation, then ``ongoing``) describes one evaluation, not a
-    week, which is why only ``resolved`` (and ``worsened`` as a fallback) is taken from it as is.
-
-Money
-    A finding's ``monthly_savings`` is its evidence's ``monthly_savings`` (billing_mode, table_class), else 0.
-    Findings sort by severity (most severe first), then by savings (largest first).
-
-Module map: the rows and numbers the report is made of are in :mod:`auditor.report.contents`, the computation of each
-section in :mod:`auditor.report.sections`, how a finding's numbers are read in :mod:`auditor.report.figures`, the
-parsing of the inputs in :mod:`auditor.report.inputs` and the auditor's own cost in :mod:`auditor.report.auditor_cost`.
+No I/O, no clock, no environment: the report week and the generation time come in as arguments. Which findings
+belong to a week, the status each has in the report, the money and the report's other modules are in docs/report.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """The read-only live audit: inventory → CloudWatch metrics → Contributor Insights → detectors → findings.
 
-:func:`run_audit` is what ``ddb-audit audit`` and the hourly metrics-audit Lambda call. It never writes to AWS.
-Every failed call is a gap (reported, never fatal); a detector that fails on one table is reported and the other
-tables are still audited.
-
-Billing has its own read (:func:`audit_billing`), separate from the audited window: ``billing_days`` (``ddb-audit audit
---billing-days``, default 14; the metrics audit's once-a-day billing run) of 1-minute consumed capacity of each table
-and GSI, and the provisioned capacity of provisioned ones (:func:`auditor.sources.cloudwatch.read_billing_metrics`,
-fetched and decided a group of tables at a time). Each table's history (:func:`capacity_history`, the ``ddb-audit
-billing --input`` document, with the table size from the inventory) starts where CloudWatch can have data for it
-(:func:`covered`: the table's creation or first datapoint when inside the window), so a table younger than the
-lookback, or minutes CloudWatch no longer keeps, give a shorter ``days_analyzed`` and the decision's confidence
-(and so the severity) says so. The decision
-(:func:`auditor.billing.decide.analyze_billing`, ``aws`` simulation by default) gives the ``billing_mode`` and
-``table_class`` findings (:func:`billing_findings`), with ``evidence.source = "cloudwatch_billing"``: only a run that
-read a table's billing series may resolve them. A table is left out of the billing analysis, without a finding, when
-its billing mode is unknown, a capacity series could not be read, a provisioned table or GSI has no
-provisioned-capacity series in CloudWatch (the capacity in force is then unknown: DescribeTable only says what it is
-now), or an on-demand table consumed nothing.
+:func:`run_audit` is what ``ddb-audit audit`` and the hourly metrics-audit Lambda call; it never writes to AWS, and a
+failed call is a gap, never fatal. :func:`audit_billing` is the separate billing read and decision (``billing_mode``
+and ``table_class`` findings, source ``cloudwatch_billing``). Which tables billing leaves out, and why, is in
+docs/service.md.
 """
 
 from __future__ import annotations

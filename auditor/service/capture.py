@@ -1,21 +1,9 @@
 """The capture controller: keeps the stack's own trail's DynamoDB data-event selectors within the audit budget.
 
-One run per slice (the template schedules it every 5 minutes; only when the stack creates its trail):
-
-1. Read the controller's state item (conditional-write version, plan state, per-table rates) and the trail's
-   advanced event selectors. A missing trail, basic event selectors, or managed selectors that differ from what
-   the controller last wrote mean someone else changed the trail: the run reports it and leaves the trail alone.
-2. List the tables (a table created since the last run joins, a deleted one leaves: an ``Equals`` ARN must name a
-   real table) and read CloudWatch consumed capacity for the tables :func:`auditor.cost.plan.tables_to_poll` names.
-3. Plan the slice with :func:`auditor.cost.plan.plan_slice` (the benchmark's planner).
-4. Record the plan (the history item: table, window, fraction captured) and the new state in one conditional
-   transaction *before* touching the trail: of two runs at once, one wins; the other changes nothing.
-5. Put the selectors (the trail's other selectors are kept), retrying throttling with backoff. A rejected update
-   falls back to the last good configuration, and failing that to the always-on selector alone: the trail is never
-   left without it. A burst probe is put back without the probe after ``probe_seconds``.
-
-CloudTrail allows one PutEventSelectors per second and 10 gets per second per account and region; a run makes one
-get and at most two puts (plus retries), seconds apart.
+One run per slice (every 5 minutes, only when the stack creates its trail): read the controller's state and the
+trail's selectors, read the tables' consumed capacity, plan the slice (:func:`auditor.cost.plan.plan_slice`), record
+the plan in one conditional transaction *before* touching the trail, then put the selectors. A trail someone else
+changed is left alone. The steps and the fallbacks are in docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Events delivered in two CloudTrail objects count once: the evaluator's check before it merges a window.
 
-Trail ingest aggregates each object on its own and stores, next to the object's window contributions, the
-fingerprints of the events it counted (:class:`auditor.kernel.aggregates.fingerprints.EventFingerprints`, in S3:
-:class:`auditor.state.fingerprint_store.FingerprintStore`). Before the evaluator merges a window's contributions, it
-reads the fingerprints of the window's objects and groups the objects that share an event (transitively). Each such
-group is read again from S3, its objects together with one deduplicator, exactly as ``analyze-trail`` reads them;
-that joint aggregate of the window replaces the group's separate contributions. Objects that share nothing, and
-contributions of the events pipeline (which has its own per-event markers), are merged as they are.
-
-The cost is one GET of fingerprints per object and window evaluated, and a second read of the rare objects that
-share events. An object whose fingerprints are missing (ingested before they existed, or expired) is merged as it is;
-a group that cannot be read again keeps its separate contributions; both are logged.
+Before the evaluator merges a window's contributions, it reads the fingerprints of the window's objects and reads the
+objects that share an event again, together, with one deduplicator; that joint aggregate replaces their separate
+contributions. Missing fingerprints and unreadable groups are merged as they are, and logged. See docs/service.md.
 """
 
 from __future__ import annotations

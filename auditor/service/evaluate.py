@@ -1,34 +1,9 @@
 """The window evaluator (scheduled): evaluate the windows that closed, keep the findings' lifecycle, publish.
 
-One run (:func:`run_evaluation`):
-
-1. Read the cursor: the start of the last evaluated window. The first run starts at ``now - 24 h`` (aligned to
-   ``window_seconds``).
-2. The windows to evaluate are the ones after the cursor that are *closed*: ``start + window_seconds +
-   evaluation_delay_seconds <= now`` (CloudTrail delivers within ~15 minutes, so a window is only read once its
-   late files have arrived). At most ``max_windows_per_run`` per run; the rest is left for the next runs
-   (``backlog`` in the result).
-3. Load their aggregates (every contribution of a (table, window) merged) and run the traffic detectors on
-   **each table window alone** (findings are per window; the lifecycle merges sightings of one id). The tables of
-   this account and region are described once per run (DescribeTable) so the PartiQL full-scan decision knows
-   their key schemas (``decided_by: key_schema_inventory``). With a capture controller, each window first learns
-   from the recorded capture plans how much of its table's traffic the trail logged
-   (:func:`auditor.cost.plan.captured_seconds`): counts found in a partly captured window are estimates with their
-   margin, scan findings stay exact (:mod:`auditor.cost.sampling`).
-4. Reconcile with the stored states and write the changes (:func:`auditor.service.record.apply_lifecycle`, shared
-   with the other sources): the open findings of every evaluated table (GSI1) plus the stored state of every id
-   seen (strongly consistent). Open **CloudTrail** findings of evaluated tables not seen for
-   ``resolve_after_seconds`` (measured to the end of the table's latest evaluated window) resolve; findings of other
-   sources (CloudWatch, Contributor Insights, Streams) are never resolved by the absence of traffic findings.
-   See :mod:`auditor.lifecycle`.
-5. Write each change with its publish intent in one transaction (``resolved`` events only when
-   ``publish_resolved``), conditional on the version read: on a conflict the transition is re-applied to the
-   state stored now.
-6. Advance the cursor, conditionally: if another evaluator moved it first, ours stays (the work was idempotent).
-7. Drain the outbox to SNS (this run's events and any earlier ones that failed).
-
-A crash anywhere before step 6 leaves the cursor where it was: the next run evaluates the same windows again, and
-the lifecycle turns the repeated sightings into no new events. Failed publishes stay in the outbox.
+:func:`run_evaluation` reads the cursor, loads the windows closed since (after the evaluation delay), runs the
+traffic detectors on each table window alone, records the findings through :mod:`auditor.service.record`, advances
+the cursor conditionally and drains the outbox. A crash before the cursor moves makes the next run evaluate the same
+windows again, harmlessly. The steps are in docs/service.md.
 """
 
 from __future__ import annotations

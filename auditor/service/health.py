@@ -1,28 +1,8 @@
 """The auditor's own health: the metrics each use case's result yields (pure; the handler runtime emits them).
 
-Every function is emitted by ``handlers/runtime.py`` as CloudWatch embedded metric format (Powertools Metrics): one
-namespace (:data:`NAMESPACE`) and one dimension (``service``: the stack name, ``POWERTOOLS_SERVICE_NAME``), so the
-dashboard and the alarms in template.yaml read each metric under one name whichever function emitted it.
-
-==========================  =======  ==================================================================================
-metric                      unit     what it counts
-==========================  =======  ==================================================================================
-``RecordsIngested``         Count    CloudTrail data events (trail objects, EventBridge events) committed to windows;
-                                     stream records observed by the item-size watcher
-``RecordsFailed``           Count    malformed records skipped (counted, the rest processed)
-``DuplicatesDropped``       Count    events already counted (redelivered, or repeated ``eventID``)
-``FilesIngested``           Count    CloudTrail log objects read into windows
-``FilesFailed``             Count    trail messages reported as batch item failures (SQS retries, then the DLQ)
-``EvaluationLag``           Seconds  evaluation time minus the end of the newest evaluated window
-``FindingsOpened``          Count    findings stored as new
-``FindingsWorsened``        Count    findings whose severity rose
-``FindingsResolved``        Count    findings resolved
-``OutboxPending``           Count    finding events still unpublished after the run's drain (up to the drain limit)
-``OutboxAge``               Seconds  age of the oldest of them (0 when none is left)
-``PublishFailures``         Count    SNS publishes that failed in the drain (the entries stay in the outbox)
-``SlackDelivered``          Count    messages Slack accepted
-``SlackFailures``           Count    messages Slack did not accept (the invocation raises; Lambda retries, then the DLQ)
-==========================  =======  ==================================================================================
+One namespace (:data:`NAMESPACE`) and one dimension (``service``), so the dashboard and the alarms in template.yaml
+read each metric under one name whichever function emitted it. docs/service.md lists every metric with its unit and
+what it counts.
 """
 
 from __future__ import annotations

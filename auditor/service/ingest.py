@@ -1,37 +1,9 @@
 """Ingest use cases: CloudTrail log objects (S3 notifications through SQS) and EventBridge events (through SQS).
 
-Trail ingest (:func:`process_trail_message`, one SQS message = one S3 event notification):
-
-- The body is an S3 event notification, read by :func:`auditor.sources.s3_objects.parse_s3_notification`
-  (``s3:TestEvent`` messages name nothing; a body that is no notification raises :class:`NotificationError`: the
-  message fails, is retried, and ends in the DLQ). Objects that are not CloudTrail logs are skipped.
-- :func:`process_trail_object` skips an object already marked processed, else streams it (never read whole into
-  memory) through :func:`auditor.engine.ingest_source`, writes its window contributions under
-  ``source_id = "s3://bucket/key"`` and only **then** marks it processed. A crash in between is safe: the
-  redelivered message writes the same items again (same keys, same content). An object that cannot be read (gone,
-  corrupt gzip, not CloudTrail JSON) raises :class:`ObjectUnreadableError` before anything is written, so the
-  message is retried and, after ``maxReceiveCount``, lands in the DLQ. Malformed records inside a readable file are
-  counted (``records_skipped``) and the rest still counts.
-
-Events ingest (:func:`process_events`, one SQS message = one EventBridge "AWS API Call via CloudTrail" event).
-Duplicated deliveries (EventBridge and SQS are at-least-once; a failed batch is redelivered, maybe regrouped) must
-count once. Design: **a conditional marker per event id, written in the same DynamoDB transaction as the batch's
-contribution** (:meth:`WindowStore.commit_events`). The batch's events are cut into chunks that fit one
-``TransactWriteItems`` (events + windows <= 100); each chunk is aggregated and committed with a marker
-``EVT#{eventID}`` (``attribute_not_exists``) per event. If some events were already recorded the transaction is
-cancelled as a whole, those events are counted as duplicates and dropped, and the rest is re-aggregated and
-committed. The contribution's source id is a hash of the chunk's event ids, so a retry of a committed chunk fails on
-its markers instead of writing a second contribution. Rejected alternative: one contribution item per event (also
-idempotent, but one 1-2 KB item write per event and a window partition that grows with the traffic). Events that
-are not DynamoDB data-plane calls are counted (``ignored``) and skipped; malformed ones are counted
-(``records_skipped``) and skipped; neither is retried. Only a chunk whose commit fails (after the client's retries)
-reports its messages as failed, for SQS to redeliver.
-
-An event delivered in two *different* CloudTrail files: each object's ingest also writes the fingerprints of the
-events it counted (:class:`auditor.state.fingerprint_store.FingerprintStore`), and the evaluator reads the objects
-that share events again, together, before it merges a window (:mod:`auditor.service.dedupe`), so the event counts
-once, as in the CLI. Per-event markers for every trail record (as the events pipeline has) would cost one write per
-API call. Do not feed the same events through both pipelines: the two are not checked against each other.
+:func:`process_trail_message` streams one CloudTrail object into window contributions, then marks it processed (a
+redelivery writes the same items again). :func:`process_events` commits each chunk of events with a conditional
+marker per event id in the same transaction, so a duplicated delivery counts once. The failure policy and the
+design choices are in docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """The hourly metrics audit (scheduled): the read-only live audit, recorded through the findings lifecycle.
 
-One run (:func:`run_metrics_audit`):
-
-1. :func:`auditor.service.audit.run_audit` over the selected tables (``AUDIT_TABLES``, ``AUDIT_TABLE_PREFIX``,
-   ``AUDIT_TABLE_TAG``; all tables when none is set) for the ``AUDIT_LOOKBACK_SECONDS`` before the schedule time
-   (whole minutes): inventory, CloudWatch metrics, Contributor Insights, the throttling, scan-volume, unused-index
-   and large-write detectors. Once a day, in the run whose schedule time falls in the UTC hour
-   ``BILLING_AUDIT_HOUR_UTC`` (a retried event has the same time, so it makes the same choice), also the billing
-   decision over its own read of the ``BILLING_LOOKBACK_DAYS`` of 1-minute capacity before the schedule time
-   (``billing_mode`` and ``table_class`` findings, :func:`auditor.service.audit.audit_billing`), and the daily activity
-   read of the last ``idle_table.idle_days`` (default 30) for the ``idle_table`` and ``ttl_not_expiring`` detectors
-   (``source: "cloudwatch_activity"``, resolved only by a run that read them); the other runs do neither.
-   Read-only; failed calls are gaps, never fatal.
-2. Correlation with the CloudTrail path: the stored open CloudTrail ``hot_key`` findings of the audited tables take
-   part in :func:`auditor.detectors.findings.correlate.correlate`; the ones it raises and links are recorded too
-   (a raised one is announced as ``worsened``). CloudWatch's scan volume of a table whose scans stored CloudTrail
-   ``scan`` findings attribute to principals is attached to those findings
-   (:func:`auditor.detectors.findings.scan_volume.attach_scan_volume`), not recorded as a finding of its own. The
-   throttling story of a table (one finding whatever the source) keeps the stored CloudTrail part when it is recorded
-   (:func:`auditor.service.record.carry_over`).
-3. :func:`auditor.service.record.record_findings` stores the changes and publishes the events. The run resolves
-   only what it can vouch for (:func:`audit_scope`): CloudWatch findings of tables whose every series was read and
-   whose CloudWatch detectors ran, Contributor Insights findings of tables whose reports were read and, in the
-   billing run only, billing findings (``source: "cloudwatch_billing"``) of tables whose billing series were all read
-   and decided without error. So an hourly run that did not decide billing leaves the billing findings as they are.
-   It never resolves a CloudTrail or Streams finding.
-4. The daily cost ledger (when given): the last hour of the audited window, per table, its DynamoDB spend and this
-   run's own CloudWatch reads and Contributor Insights (:func:`auditor.cost.ledger.audit_entries`), booked to that
-   hour (``hour_{start}`` of the table's day item, :mod:`auditor.state.ledger_store`).
-
-The schedule event's ``time`` is the run's ``now`` (a retried event audits the same window). The audit finds
-nothing to do without tables (logged); it fails (raises :class:`~auditor.service.audit.AuditError`) only when the
-table list itself cannot be read, so an alarm on the function's errors catches a missing permission.
+:func:`run_metrics_audit` runs :func:`auditor.service.audit.run_audit` over the selected tables (once a day also the
+billing decision and the daily activity read), correlates with the stored CloudTrail findings, records the findings
+resolving only what it can vouch for (:func:`audit_scope`), and books the hour in the daily cost ledger. It raises
+only when the table list cannot be read. The steps and the resolve scope are in docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,49 +1,10 @@
 """Recording findings from any source through the one findings lifecycle: store the changes, queue and publish events.
 
-Every source of findings (the window evaluator for CloudTrail traffic, the hourly metrics audit for CloudWatch and
-Contributor Insights, the stream item-size watcher for DynamoDB Streams) calls :func:`record_findings` (or
-:func:`apply_lifecycle` when it publishes at another moment, as the evaluator does around its cursor). One run:
-
-1. Read the stored states: the stored state of every id seen (strongly consistent ``BatchGetItem``) plus the open
-   findings (GSI1) of every table the run's :class:`ResolveScope` covers, keeping only those the scope may resolve.
-2. Decide each finding's change with the lifecycle's pure :func:`auditor.lifecycle.transition` (sightings of one
-   id merged by :func:`auditor.lifecycle.merge_sightings`): new, ongoing, worsened, resolved, muted by a rule.
-3. Write each change with its publish intent in one transaction (``resolved`` events only with
-   ``publish_resolved``), conditional on the version read; on a conflict the transition is re-applied to what is
-   stored now (:meth:`FindingsStore.apply`).
-4. Drain the outbox to SNS (:func:`auditor.sinks.sns.publish_pending`), when ``publish_limit`` > 0.
-
-Who may resolve what (the scope)
-================================
-
-Resolution is by absence, and absence is only evidence for the source that looked. A source resolves a finding only
-when the finding comes from that same source (:func:`finding_source`) *and* that source actually read the finding's
-table in this run; its *horizon* there (the end of what it read) must be ``resolve_after_seconds`` past the
-finding's ``last_seen``. Everything else is left exactly as stored. So:
-
-- the **window evaluator** resolves ``cloudtrail`` findings of the tables with traffic in the evaluated windows;
-- the **metrics audit** resolves ``cloudwatch`` findings of the tables whose metrics were all read and whose
-  CloudWatch detectors ran, and ``contributor_insights`` findings of the tables whose Contributor Insights reports
-  were read (:func:`auditor.service.metrics_audit.audit_scope`), and, in its once-a-day billing run only,
-  ``cloudwatch_billing`` findings of the tables whose billing series were all read; it never resolves a CloudTrail
-  finding, and the evaluator never resolves a CloudWatch one;
-- the **stream item-size watcher** resolves nothing (:meth:`ResolveScope.nothing`): a batch shows only the items
-  written in it, and an item not written is unchanged, not fixed (items do not disappear from a table because a
-  stream is quiet). Looking the table's open findings up on every batch would also cost state-table reads on a path
-  that is meant to be free for small items. Its findings stay open (and out of later weekly reports once not seen
-  for a week) until a source that can see them again says otherwise.
-
-One problem seen by several sources is one finding: a throttling story (one per table or index, see
-:mod:`auditor.detectors.findings.throttling_story`) is sighted by the evaluator (CloudTrail) and by the metrics audit
-(CloudWatch, Contributor Insights). Each run's sighting carries its own sources; :func:`carry_over` adds the stored
-finding's other sources while they are current (seen within ``resolve_after_seconds``), and the weekly totals keep
-each source's own count (:func:`auditor.lifecycle.add_sightings`). Its ``source`` (CloudWatch when it saw the
-problem, else CloudTrail) is the one whose absence resolves it.
-
-A source may still *sight* findings of other sources: correlation raises and links a stored CloudTrail ``hot_key``
-(the metrics audit), and linking adds related ids to a stored ``item_size_exceeded`` (the stream watcher). Such a
-sighting carries the stored ``last_seen``, so it never re-opens a resolved finding; a raised severity is announced as
-``worsened`` like any other.
+Every source of findings (the window evaluator, the hourly metrics audit, the stream item-size watcher) calls
+:func:`record_findings` (or :func:`apply_lifecycle` when it publishes at another moment): read the stored states,
+decide each change with :mod:`auditor.lifecycle`, write it with its publish intent in one transaction, drain the
+outbox. A source resolves only its own findings on the tables it read (:class:`ResolveScope`), and
+:func:`carry_over` keeps the other sources' part of a story. The rules are in docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """Stream item-size use case: a DynamoDB Streams batch -> observations -> size histories -> findings.
 
-For each record (:meth:`StreamItemSizeBatch.process_record`, called once per record by the handler's Powertools
-``BatchProcessor``):
-
-1. :func:`auditor.sources.streams.parse_stream_record` sizes the written item from ``NewImage``. Bad records
-   (malformed, unknown type tags, invalid base64), ``REMOVE`` events and records of ``KEYS_ONLY``/``OLD_IMAGE``
-   streams are counted and skipped: they never fail the batch.
-2. ``large_item`` (pure) on the observation.
-3. Items at or above ``history_floor_bytes`` only: the item's size history in the state table gets the sample
-   (:class:`~auditor.state.item_history.ItemHistoryStore`, once per record however often it is delivered), and
-   ``item_growth`` (pure) runs on the updated history. Smaller items cost no state-table request at all.
-
-Only a state-table failure raises, so that exactly that record is reported (by ``SequenceNumber``) as a batch item
-failure and retried (with bisect-on-error), while the batch's other records succeed.
-
-:meth:`StreamItemSizeBatch.finish` returns the batch's findings (one per id: a key written several times in a batch
-keeps its latest finding) plus an ``info`` ``large_item`` per table whose stream view type carries no ``NewImage``,
-and logs them. With a ``recorder`` (:class:`StreamFindingsRecorder`, what the Lambda uses) it also stores and
-publishes them through the findings lifecycle (:func:`record_stream_findings`):
-
-- each keyed ``large_item``/``item_growth`` finding is linked with the stored open ``item_size_exceeded`` finding of
-  the same table and key (the CloudTrail path: writes already rejected), with
-  :func:`~auditor.detectors.findings.item_size_link.link_item_size_findings`: both list each other in
-  ``evidence.related_finding_ids`` and the stream finding is raised one severity step. The CloudTrail finding is
-  stored again with the link (same severity, same ``last_seen``: no event);
-- the changes are stored (new, worsened: one event each, published once) and the outbox is drained when the batch
-  queued an event;
-- the watcher resolves nothing (:meth:`~auditor.service.record.ResolveScope.nothing`): a batch only shows the items
-  written in it, so the absence of a finding proves nothing (see :mod:`auditor.service.record`).
-
-A batch without findings makes no state-table request for them. If recording fails, :meth:`finish` raises: the
-whole batch is retried, and the histories (one sample per sequence number) and the lifecycle (same sightings, no
-second event) make the retry count once.
+:class:`StreamItemSizeBatch` sizes each record's item, runs ``large_item`` on it and, for items above the history
+floor only, updates the item's size history and runs ``item_growth``; only a state-table failure fails a record.
+:meth:`StreamItemSizeBatch.finish` returns the batch's findings and, with a :class:`StreamFindingsRecorder`, links
+them to CloudTrail's ``item_size_exceeded`` and records them (resolving nothing). The steps are in docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,39 +1,9 @@
 """The weekly report (scheduled): findings from the state table -> HTML and Markdown in S3 -> one announcement.
 
-One run (:func:`run_weekly_report`):
-
-1. **Which week.** The last *complete* ISO week before the schedule time (weeks are Monday 00:00 UTC to Monday
-   00:00 UTC): with the default schedule, Monday 07:00 UTC, that is the week that ended seven hours earlier. Any
-   schedule day gives a whole week, and every week is announced once.
-2. **Findings.** The findings last seen in that week, the week before it, the week before that and since
-   (:meth:`FindingsStore.week_findings`, one GSI2 partition per ISO week of ``last_seen``), each taken *as of the
-   end of its week*: a finding resolved after that moment counts as still open then. The report model
-   (:func:`auditor.report.model.build_report_from_findings`) keeps the ones active in the week and computes the
-   week-over-week deltas from the previous week.
-3. **Files.** Both renderings are written to the reports bucket under a dated key (:func:`report_keys`):
-   ``reports/{ISO year}/{YYYY-Www}/report.html`` (``text/html; charset=utf-8``) and ``.../report.md``
-   (``text/markdown; charset=utf-8``). With ``REPORTS_KMS_KEY_ID`` the objects are encrypted with that key
-   (``aws:kms``); without it the bucket's default encryption applies. A re-run overwrites them (same keys).
-4. **Link.** A presigned ``GetObject`` URL of the HTML, valid ``REPORT_LINK_EXPIRY_SECONDS`` (at most 7 days, the
-   SigV4 limit) *or until the credentials that signed it expire, whichever comes first*. The function signs with its
-   role's temporary session, which Lambda hands over without its expiry and which ends within hours (12 at most),
-   so the announcement states the requested expiry as the latest moment, says that the link stops sooner, and adds
-   the report's S3 console link (AWS sign-in needed; it works as long as the report is kept). Where the signing
-   credentials' expiry is known (an assumed role, a container profile) the stated time is the earlier of the two
-   and exact. A link that really lasts 7 days would need long-term credentials (an IAM user's access key) to sign
-   it; the service does not create one: a leaked long-term key is a standing risk, while a lost link costs a
-   sign-in.
-5. **Announcement**, once per week. A marker item ``pk=REPORT#{YYYY-Www}``, ``sk=PUBLISHED`` in the state table is
-   *claimed* with a conditional put before publishing, and marked ``published`` (with the SNS message id) after.
-   A retried or concurrent invocation finds the claim and does not announce again; it still re-renders and
-   re-uploads. A claim whose holder failed to publish is released (the error propagates and the retry announces);
-   a claim left by a crashed invocation is taken over after :data:`CLAIM_STALE_SECONDS`.
-
-The SNS message: ``Subject`` ``DynamoDB weekly audit 2026-W49``; ``Message`` readable text (the headline, the top
-numbers, the three most important actions, the link); ``MessageAttributes`` ``kind`` = ``weekly_report``,
-``severity`` = the worst open severity (``info`` when nothing is open), ``table`` = ``*``, ``week``, ``event_id``
-(``report-2026-W49``, the same on every retry) and ``report_json`` (the compact summary of :func:`summary_document`,
-which the Slack notifier renders as a Block Kit message; keys in it are raw and redacted by the notifier).
+:func:`run_weekly_report` takes the last complete ISO week before the schedule time, builds the report from that
+week's findings (each as of the end of its week), writes both renderings under a dated key in the reports bucket,
+signs a presigned link, and announces the week once on the findings topic (a claimed marker item in the state
+table). How long the link works, the claim and the SNS message are in docs/service.md.
 """
 
 from __future__ import annotations

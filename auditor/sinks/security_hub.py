@@ -1,15 +1,8 @@
 """AWS Security Hub sink: finding events from the findings topic imported as ASFF findings (optional, opt-in).
 
-Each SNS finding event (``status`` ``new``, ``worsened`` or ``resolved``, the finding in ``finding_json``; see
-:mod:`auditor.messages.finding_event`) becomes one ``BatchImportFindings`` entry (:func:`auditor.formats.asff_finding`):
-the finding's stable id as ``Id``, so a later event updates the same Security Hub finding; severity mapped to the
-ASFF label; the table's ARN as the resource; the fix as remediation. ``new`` and ``worsened`` import an ``ACTIVE``
-finding with workflow status ``NEW``; ``resolved`` imports it with workflow status ``RESOLVED`` and record state
-``ARCHIVED``. Messages that are not finding events (run digests, the weekly report's announcement) are skipped.
-
-Failure policy: entries Security Hub rejects (``FailedFindings``) or a call that fails raise
-:class:`SecurityHubImportError` after the whole batch was tried, so the event is retried by Lambda and parked in
-the function's dead-letter queue when retries run out. Re-importing an entry is harmless (same ``Id``).
+Each finding event becomes one ``BatchImportFindings`` entry with the finding's stable id as ``Id``; other messages
+are skipped. Rejected entries raise :class:`SecurityHubImportError` after the whole batch was tried, so Lambda
+retries the event and then parks it in the dead-letter queue. The mapping is in docs/sinks.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Slack sink: delivery of the Block Kit messages :mod:`auditor.sinks.slack_blocks` builds, to an incoming webhook.
 
-Delivery (:func:`post_webhook`): ``urllib.request`` (no extra dependency), at most ``Settings.slack_max_attempts``
-attempts of ``Settings.slack_timeout_seconds`` each. Retried: HTTP 429 (after ``Retry-After``, capped), 5xx,
-timeouts and connection errors, with exponential backoff and jitter; an optional time budget (the Lambda's
-remaining time) stops retrying early. Not retried: any other status (4xx, and 3xx since redirects are not
-followed), raised as :class:`SlackDeliveryError` with Slack's error text (``invalid_blocks``, ``no_service``...).
-If Slack rejects the blocks with a 400, :func:`notify_slack` posts the plain-text version once, so a rendering
-problem degrades the message instead of losing the alert.
-
-The webhook URL is a secret: it comes from Secrets Manager (``Settings.slack_secret_arn``; the secret string is
-``{"webhook_url": "...", "redaction_salt": "..."}`` with the salt optional, or the bare URL), is cached per
-container for :data:`SECRET_MAX_AGE_SECONDS` (and dropped when Slack answers 403/404/410, so a rotated URL is
-picked up by the retry), is never logged and never appears in an error message.
+:func:`post_webhook` retries 429, 5xx and timeouts with backoff within a time budget, and raises
+:class:`SlackDeliveryError` otherwise; :func:`notify_slack` falls back to plain text when Slack rejects the blocks.
+The webhook URL comes from Secrets Manager, cached per container, never logged. The rules are in docs/sinks.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """Slack messages: SNS finding events, run digests and report announcements in, Block Kit messages out (pure).
 
-Input: the messages of the findings topic, as :mod:`auditor.messages` declares them. A finding event's ``Message`` is
-readable text and its attributes carry ``kind``, ``severity``, ``table``, ``status`` (``new`` | ``worsened`` |
-``resolved``) and ``finding_json`` (the docs/contract.md Finding JSON). A message whose ``finding_json`` is missing or
-invalid is still delivered: the readable ``Message`` text is posted instead (with best-effort key redaction), never
-dropped.
-
-Run digests (kind ``digest``, :mod:`auditor.messages.digest`) list one run's new and worsened findings; they are posted
-as one Block Kit message (:func:`render_digest`) holding the findings at ``Settings.slack_min_severity`` or above,
-redacted like a finding (each item carries its key for that), or not at all when none reaches the minimum.
-
-Weekly report announcements (the weekly report Lambda, :mod:`auditor.service.weekly_report`) come through the same
-topic with the message attribute ``kind`` = ``weekly_report`` and a ``report_json`` attribute (the compact summary:
-week, top numbers, the three most important actions, the presigned link). They are posted as a compact Block Kit
-summary (:func:`render_weekly_summary`) with a button to the report; the key values in the actions are redacted like
-a finding's. Without a usable ``report_json`` the readable ``Message`` is posted instead.
-
-Rendering (:func:`render_finding`) respects Slack's documented Block Kit limits, truncating with ``…`` wherever
-text could exceed one: at most 50 blocks per message, header ``plain_text`` 150 characters, section text 3,000,
-section fields 10 per section and 2,000 characters each, context elements 10 per block. ``&``, ``<`` and ``>`` in
-mrkdwn text are escaped as ``&amp;``, ``&lt;``, ``&gt;`` (Slack's control characters) and a cut never splits an
-escape. The message's top-level ``text`` (the notification and accessibility fallback) is always set.
-
-Delivery (the webhook, retries, the secret) is :mod:`auditor.sinks.slack`; this module does no I/O.
+:func:`render_finding`, :func:`render_digest` and :func:`render_weekly_summary` build the messages within Slack's
+documented Block Kit limits, escape Slack's control characters and redact key values; a message without usable JSON
+is posted as its readable text. Delivery is :mod:`auditor.sinks.slack`. The inputs and limits are in docs/sinks.md.
 """
 
 from __future__ import annotations

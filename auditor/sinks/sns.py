@@ -1,18 +1,8 @@
 """Publishing finding events and run digests to the findings topic (SNS), from the outbox.
 
-What each message holds is the message contract, :mod:`auditor.messages`: one finding event per ``new``,
-``worsened`` or ``resolved`` event (:mod:`auditor.messages.finding_event`), and after the drain one run digest when
-it sent any ``new`` or ``worsened`` event (:mod:`auditor.messages.digest`). This module renders them (subjects ASCII
-and one line, at most 99 characters; when a finding event would exceed SNS's 256 KB its evidence is cut to the
-required fields, and as a last resort ``finding_json`` is left out) and publishes them. A consumer of an
-SNS-triggered Lambda reads ``Records[i].Sns.MessageAttributes.finding_json.Value``; through SQS without raw delivery
-the same ``MessageAttributes`` are in the JSON envelope of the message body.
-
-Delivery: :func:`publish_pending` drains the outbox oldest first. An entry is deleted only after SNS accepted it;
-a failed publish (any ``ClientError`` or ``BotoCoreError``: topic gone, wrong ARN, throttled, endpoint down) stays
-pending with ``attempts`` + 1 and is retried by the next run. Nothing is lost; an entry is published twice only if
-its delete fails after SNS accepted it. A digest that SNS refuses is logged and counted in ``digest_failed``; the
-per-finding messages it summarises were already accepted.
+The message contract is :mod:`auditor.messages`; this module renders the messages within SNS's limits and
+:func:`publish_pending` drains the outbox oldest first: an entry is deleted only after SNS accepted it, and a failed
+publish stays pending for the next run. The size limits and delivery rules are in docs/sinks.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """History on Amazon Athena: the CloudTrail table (partition projection) and the traffic aggregation as SQL.
 
-``ddb-audit athena`` runs, in Athena (the distributed engine for trails that outgrow one machine):
-
-1. :func:`create_table_sql`: ``CREATE EXTERNAL TABLE IF NOT EXISTS`` over the trail bucket with partition
-   projection on ``account`` (enum), ``region`` (enum) and ``timestamp`` (date, ``yyyy/MM/dd``), for the
-   single-account layout ``AWSLogs/ACCOUNT/CloudTrail/REGION/YYYY/MM/DD/`` or the organisation layout
-   ``AWSLogs/o-xxx/ACCOUNT/CloudTrail/REGION/YYYY/MM/DD/``. The table name carries a hash of its location, accounts
-   and Regions, so a run with the same scope reuses it and a different scope gets its own.
-2. :func:`aggregation_sql`: one ``GROUP BY`` over the DynamoDB data events of the chosen range, accounts and
-   Regions: per account, Region, second (and its minute), operation, request (its ``requestParameters`` text, which
-   names the table, index and key), caller, and error: the number of distinct events and their first and last time.
-   Identical calls in the same second collapse into one row (a table's hot key, a scanner's repeated pages), so the
-   result is the traffic's per-second key counts (the detectors judge keys by their peak second and minute), scans
-   by principal, errors by code and request shapes, not its events.
-3. :func:`aggregate_rows`: each row becomes one CloudTrail record again and goes through the same normaliser
-   (:func:`auditor.kernel.normalize.normalize_record`) and the same per-(table, window) aggregates as
-   ``analyze-trail``, counted ``calls`` times at the row's first and last event time; the same detectors then run
-   on them (:func:`auditor.engine.evaluate`). So the findings match ``analyze-trail``'s on the same events.
-
-The SQL is written in Athena's dialect (Trino) and tested offline by transpiling it with sqlglot to DuckDB, over
-local trail files loaded into a table of the same columns (tests/sources/test_athena_sql.py).
+:func:`create_table_sql` creates (or reuses) a CloudTrail table over the trail bucket, :func:`aggregation_sql`
+aggregates the DynamoDB data events in one ``GROUP BY``, and :func:`aggregate_rows` feeds the rows to the same
+normaliser, aggregates and detectors as ``analyze-trail``. The SQL is tested offline with sqlglot and DuckDB. The
+design is in docs/sources.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """CloudWatch metrics of the audited tables and GSIs: find the active series, then buy only those.
 
-1. **Plan** the candidate series of each table and GSI (:func:`candidate_series`): consumed and throttle counters
-   (per-minute ``Sum``), the eight 2025 per-cause throttle counters, provisioned capacity (5-minute ``Average``, only
-   for provisioned tables), and for the table the Scan request count (``SuccessfulRequestLatency`` ``SampleCount``,
-   ``Operation=Scan``) and the items Scans returned (``ReturnedItemCount`` ``Sum``, ``Operation=Scan``). Table and
-   GSI dimensions are separate series: a GSI is never folded into its table.
-2. **Discover** which candidates exist with ``ListMetrics`` (:func:`discover_active`): DynamoDB publishes throttle
-   metrics only when non-zero, so a quiet table has no throttle series and they are not bought. ListMetrics is
-   billed per request (inside the free tier), GetMetricData per metric.
-3. **Fetch** with ``GetMetricData`` (:func:`fetch_series`): plain ``MetricStat`` queries only (no SEARCH, no metric
-   math), at most 500 per call, following ``NextToken``; ``ceil(series / 500)`` calls plus any extra pages.
-   Throttling of the CloudWatch API is retried with a bounded backoff; a query CloudWatch answers ``Forbidden`` or
-   ``InternalError`` makes that series unknown (not zero).
-
-Every call, the metrics requested and the estimated cost ($0.01 per 1,000 metrics) are counted in
-:class:`~auditor.models.metrics.ApiStats` and logged.
-
-The **billing read** (:func:`read_billing_metrics`) is a second, separate read for the billing decision: only the
-consumed capacity of each table and GSI (per-minute ``Sum``) and, on provisioned tables, their provisioned capacity
-(published every 5 minutes: 5-minute ``Average``), over up to 15 days (how long CloudWatch keeps 1-minute data).
-It discovers once (ListMetrics), then fetches a group of tables at a time (so at most about
-:data:`BILLING_GROUP_DATAPOINTS` datapoints are held at once) with the same :func:`fetch_series`, packing each call
-by datapoints (:func:`plan_batches`): GetMetricData returns at most 100,800 datapoints per response, and every page
-beyond that re-sends all the call's queries (counted as requested again: the per-metric price read pessimistically),
-so a call holds as many series as fit in one page (five 14-day 1-minute series) rather than 500.
+The audit's read plans the candidate series (:func:`candidate_series`), discovers which exist with ListMetrics
+(:func:`discover_active`) and fetches them with GetMetricData (:func:`fetch_series`), counting every call and its
+cost. :func:`read_billing_metrics` is the separate billing read, packed by datapoints (:func:`plan_batches`). The
+plan, the limits and the costs are in docs/sources.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Contributor Insights for DynamoDB: read the per-key reports of the rules DynamoDB created.
 
-Where Contributor Insights is enabled on a table or GSI, ``DescribeContributorInsights`` (read by the inventory)
-lists its CloudWatch rules, named ``DynamoDBContributorInsights-{PKC|SKC|PKT|SKT}-<resource>-<created ms>``:
-
-* ``PKC`` / ``SKC``: most accessed partition keys / partition+sort keys (``ACCESSED_AND_THROTTLED_KEYS`` mode);
-  the value is ``ConsumedThroughputUnits`` = 3 x write units + read units per key.
-* ``PKT`` / ``SKT``: most throttled keys (both modes); the value is ``ThrottleCount``.
-
-Each rule is read with one ``GetInsightRuleReport`` over the audited window: at most 25 contributors (DynamoDB rules
-reject more), statistics ``MaxContributorValue`` and ``Maximum`` (the only meaningful ones for DynamoDB rules),
-contributors ranked by ``Maximum``. The index is never parsed out of a rule name: it comes from the
-DescribeContributorInsights call that listed the rule. Reports are billed like GetMetricData ($0.01 per 1,000
-metrics requested); the statistics requested are counted.
+Each rule the inventory listed (most accessed or most throttled partition keys and items) is read with one
+``GetInsightRuleReport`` over the audited window; the statistics requested are counted for the cost. The rule
+names, statistics and limits are in docs/sources.md.
 """
 
 from __future__ import annotations

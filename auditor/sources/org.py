@@ -1,15 +1,8 @@
 """Many accounts and regions: which ones to audit, a session per account, and a bounded fan-out over them.
 
-* :func:`parse_regions` reads ``--regions us-east-1,eu-west-1|all`` (``all``: every Region of the partition where
-  DynamoDB has an endpoint, from botocore's own endpoint data; a Region the account has not enabled answers with an
-  authentication error and becomes a ``region_not_enabled`` coverage gap).
-* :func:`organization_accounts` lists the ACTIVE accounts of the Organization (``organizations:ListAccounts``, from
-  the management account or a delegated administrator).
-* :class:`SessionFactory` gives one boto3 session per account: the caller's own for its own account (or when no
-  role is named), else the read-only member role assumed with ``sts:AssumeRole`` (cached per account, thread-safe).
-* :func:`fan_out` runs one function per (account, region) target on a bounded thread pool. A target that fails
-  (role missing, access denied, Region not enabled, throttled) becomes a :class:`CoverageGap` and never stops the
-  others; a ``should_start`` callback (time left in a Lambda invocation) leaves the rest ``deferred``.
+:func:`parse_regions`, :func:`organization_accounts`, :class:`SessionFactory` (the member role assumed once per
+account) and :func:`fan_out`, where a target that fails becomes a :class:`CoverageGap` and never stops the others.
+Details are in docs/sources.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,8 @@
 """DynamoDB Streams records (as Lambda receives them) -> :class:`ItemSizeObservation`.
 
-A record (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_Record.html) looks like::
-
-    {"eventID": "...", "eventName": "MODIFY", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
-     "awsRegion": "eu-west-1",
-     "dynamodb": {"ApproximateCreationDateTime": 1594936238, "Keys": {...}, "NewImage": {...}, "OldImage": {...},
-                  "SequenceNumber": "200000000027074221525", "SizeBytes": 35, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-     "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders/stream/2020-07-16T21:40:16.952"}
-
-The item size is computed from ``NewImage`` with :func:`auditor.models.dynamodb_size.item_size` (AWS's rules).
-``SizeBytes`` is *not* the item size (it is Keys + NewImage + OldImage) and is ignored. The table, account and
-region come from ``eventSourceARN``. Powertools' ``DynamoDBStreamRecordModel`` is not used for the images: it
-deserialises them to Python values, which loses the type tags the size rules need (and fails a whole record on an
-unknown tag); the envelope is validated here with a pydantic model that keeps the images as DynamoDB JSON.
-
-Nothing raises for a bad record. Each one is counted in :class:`StreamStats` and skipped:
-
-==========================  ===========================================================================
-counter                     records
-==========================  ===========================================================================
-``malformed``               not a stream record (missing or mistyped fields, unknown ``eventName`` or
-                            view type, an ARN that is not a table stream ARN, invalid DynamoDB JSON
-                            other than the two below)
-``unknown_type_tags``       an image or the keys hold a type tag the size rules do not know
-``invalid_base64``          a ``B``/``BS`` value that is not strict, padded base64
-``removes``                 ``REMOVE`` events: no ``NewImage``, nothing was written (not an error)
-``insufficient_view_type``  ``KEYS_ONLY`` and ``OLD_IMAGE`` streams carry no ``NewImage``: the table and view
-                            type are remembered (``insufficient_views``) so the caller can say so
-==========================  ===========================================================================
+The item size is computed from ``NewImage`` by AWS's rules (``SizeBytes`` is not the item size); the envelope is
+validated with a pydantic model that keeps the images as DynamoDB JSON. Nothing raises for a bad record: each one is
+counted in :class:`StreamStats` and skipped. The record shape and the counters are in docs/item-sizes.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The scheduled organisation audit's state in the state table: its cycle cursor and the week's coverage gaps.
 
-**Cycle cursor** (``pk=CURSOR``, ``sk=metrics-audit``, one item). A *cycle* audits every (account, Region) pair once,
-all of them over the same window: the schedule time the cycle began (``cycle``). The item keeps the cycle's
-accounts and Regions as listed when it began (the pairs are their product, account-major), the number of pairs
-(``total``) and ``next``, the index of the first pair not yet claimed. An invocation claims each pair before it
-starts it with a conditional update (``next = :i`` -> ``:i + 1``, same ``cycle``), so two invocations never audit
-the same pair of a cycle and the claimed pairs are always a prefix of the list: an invocation that runs out of time
-simply stops claiming, and the next invocation continues at ``next``. A new cycle replaces the item only when the
-stored one is finished (``next >= total``) or absent (conditional put).
-
-**Coverage gaps** (``pk=COVERAGE#{YYYY-Www}``, ``sk={account}#{region}#{reason}``, also in ``gsi2`` under the same
-week key so that the weekly report reads them with the query it already may make). One item per pair and reason per
-ISO week: the first and last time it was seen, how many cycles met it, and the last call, error code and message.
-Expires after ``retention_days``.
+The cycle cursor (one item) lets invocations claim each (account, Region) pair of a cycle once, with a conditional
+update, and continue where the last one stopped; a coverage gap is one item per pair, reason and ISO week, also
+readable through ``gsi2``. The cursor and the items are in docs/state-table.md.
 """
 
 from __future__ import annotations

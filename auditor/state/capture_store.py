@@ -1,19 +1,8 @@
 """The capture controller's items in the state table (key design: :mod:`auditor.state.keys`, docs/state-table.md).
 
-=====================================  =================================================================================
-item                                   attributes
-=====================================  =================================================================================
-controller state                       ``pk=CAPTURE#{trail}``, ``sk=STATE``, ``version`` (conditional-write counter),
-                                       ``state`` (JSON: burst spend, per-table rates, the selectors last written),
-                                       ``updated_at``
-slice plan                             ``pk=CAPTURE#{trail}``, ``sk=PLAN#{slice_start:012d}``, ``plan`` (JSON:
-                                       :meth:`auditor.cost.plan.CapturePlan.to_dict` with each capture's window),
-                                       ``expires_at`` (14 days)
-=====================================  =================================================================================
-
-The state and the slice's plan are written in one conditional transaction (``version = :v``, or no item yet):
-of two controller runs at once, one wins and the other writes nothing. The evaluator reads the plans of the
-windows it evaluates (:meth:`CaptureStore.plans`) to know what fraction of each table's traffic was captured.
+The controller's state and each slice's plan, written in one conditional transaction (of two controller runs at
+once, one wins and the other writes nothing); the evaluator reads the plans of the windows it evaluates
+(:meth:`CaptureStore.plans`). The items are in docs/state-table.md.
 """
 
 from __future__ import annotations

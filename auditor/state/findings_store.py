@@ -1,34 +1,8 @@
 """Finding states, the publish outbox and the evaluator cursor in the state table (keys: :mod:`auditor.state.keys`).
 
-Items written here:
-
-=====================  ==========================================================================================
-item                   key and attributes
-=====================  ==========================================================================================
-finding state          ``pk=FINDING#{id}``, ``sk=STATE``; ``gsi1pk=TABLE#{acct}#{region}#{table}``,
-                       ``gsi1sk=OPEN#{id}`` or ``RESOLVED#{id}``; ``gsi2pk=WEEK#{iso week of last_seen}``,
-                       ``gsi2sk={last_seen}#{id}``; ``version`` (optimistic concurrency); ``state`` (the
-                       :class:`~auditor.lifecycle.FindingState` as JSON, the source of truth); readable copies
-                       ``id``, ``kind``, ``severity``, ``status``, ``table``, ``account``, ``region``, ``index``,
-                       ``first_seen``, ``last_seen``, ``published_severity``, ``muted_reason``; resolved findings
-                       get ``expires_at`` = resolution + ``finding_retention_days`` (a re-opened one loses it)
-outbox entry           ``pk=OUTBOX#{shard of id}``, ``sk={created}#{id}#{event}``; ``finding_id``, ``event``,
-                       ``created``, ``attempts``, ``payload`` (the :class:`~auditor.lifecycle.FindingEvent` JSON),
-                       ``last_error``, ``last_attempt_at``
-evaluator cursor       ``pk=CURSOR``, ``sk=evaluator``; ``last_window_start`` (epoch seconds), ``updated_at``
-=====================  ==========================================================================================
-
-A state change and its publish intent are written in **one** ``TransactWriteItems`` (the state put, conditioned on
-the version it replaces, plus the outbox put), so a finding never changes without its message being queued, and a
-message is never queued for a change that was not stored. The publisher (:func:`auditor.sinks.sns.publish_pending`)
-deletes an entry once SNS accepted it, and counts a failed attempt on it otherwise: nothing is lost, and an entry is
-sent again only if the delete after a successful publish fails (at-least-once; the message carries an ``event_id``
-attribute for consumers that must deduplicate).
-
-Concurrency: every state write is conditional on the ``version`` it read (``attribute_not_exists(pk)`` for a first
-write). On a conflict :meth:`FindingsStore.apply` re-reads the item and re-applies the caller's transition to what
-is stored now, a bounded number of times. The cursor advances only from the value read, so of two evaluators that
-read the same cursor only one moves it.
+:class:`FindingsStore` writes a state change and its publish intent in one transaction, conditional on the version
+it read (:meth:`FindingsStore.apply` re-applies the transition on a conflict), and moves the evaluator's cursor
+only from the value read. The items, their attributes and the delivery guarantees are in docs/state-table.md.
 """
 
 from __future__ import annotations

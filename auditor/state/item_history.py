@@ -1,38 +1,9 @@
 """Bounded per-key item-size history in the state table, for the stream item-size watcher.
 
-Only items at or above a floor (the service's ``history_floor_bytes``, 64 KB by default) get a history, so small
-items cost nothing. One state-table item per audited item:
-
-=====================  ==========================================================================================
-attribute              value
-=====================  ==========================================================================================
-``pk``                 ``ITEMSIZE#{account}#{region}#{table}#{sha256(key)[:32]}`` (:func:`history_pk`; the key
-                       is hashed from its DynamoDB JSON, sorted, so any key length fits)
-``sk``                 ``HISTORY``
-``key``                the audited item's key, raw (a map of its key attributes, typed as in the table)
-``account``,           where the item lives
-``region``, ``table``
-``samples``            ``[[epoch seconds, size bytes], ...]``, oldest first, at most ``max_samples`` (48)
-``size_bytes``         the latest size; ``max_size_bytes`` the largest seen
-``growth``             bytes added per attribute, from old/new image deltas (the 5 largest), so a finding can name
-                       the attribute driving the growth even when the latest record has no ``OldImage``
-``last_sequence``      the stream ``SequenceNumber`` last applied; ``version`` (optimistic locking)
-``first_seen``,        epoch seconds of the first sample ever and of the latest
-``updated_at``
-``expires_at``         TTL: ``retention_days`` after the latest write, so a key that stops being written goes away
-=====================  ==========================================================================================
-
-Bounding: a new sample is appended in time order; a sample at the same second replaces the older one. Past
-``max_samples`` the history is thinned by :func:`downsample`: the first and the newest samples are always kept and
-the ones in between are bucketed at the finest width of 1 h, 3 h, 6 h, 12 h, 1 d, 2 d, 4 d, 7 d, 14 d, 30 d that
-fits, keeping the latest sample of each bucket. Recent samples stay dense, older ones become hourly, then daily.
-
-Concurrency and duplicates: a write is a ``PutItem`` conditioned on the ``version`` read (or on the item not existing
-yet); on a conflict the item is read again (consistently) and the sample re-applied, up to ``_MAX_ATTEMPTS`` times.
-Stream records of one item arrive in the order of its modifications, with growing sequence numbers, so a record
-whose ``SequenceNumber`` is not above ``last_sequence`` was applied already (a retried or bisected batch) and is
-not applied again. Throttling and transient errors are retried by botocore (:data:`RETRY_CONFIG`); anything else
-raises, and the stream handler reports the record as a batch item failure.
+Only items at or above a floor (64 KB by default) get a history: one item per audited key, at most ``max_samples``
+samples thinned by :func:`downsample`, written with a versioned conditional ``PutItem``; a record whose
+``SequenceNumber`` was applied already is not applied again. The item's attributes, the bounding and the
+concurrency rules are in docs/state-table.md.
 """
 
 from __future__ import annotations

@@ -1,42 +1,8 @@
-"""The state table's key design (one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL).
+"""The state table's key design: one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL.
 
-Access patterns first, then keys (docs/state-table.md documents the same table):
-
-=================================================  ====================================================
-access pattern                                     operation and key
-=================================================  ====================================================
-store one object's aggregate of (table, window)    PutItem ``pk=WIN#{acct}#{region}#{table}#{start}``,
-                                                   ``sk=SRC#{source_id}`` (same object = same item:
-                                                   a redelivery overwrites, never double-counts)
-index the windows that have traffic                PutItem ``pk=WINDOWS#{start}``, ``sk={acct}#{region}#{table}``
-closed windows since the last evaluation           Query ``pk=WINDOWS#{start}`` per closed start, then
-                                                   Query ``pk=WIN#...`` (all contributions of a window)
-was this CloudTrail object processed?              conditional PutItem ``pk=OBJ#{sha256(bucket/key)}``,
-                                                   ``sk=OBJ`` with ``attribute_not_exists(pk)``
-a finding by id                                    GetItem ``pk=FINDING#{id}``, ``sk=STATE``
-open findings of a table                           Query GSI1 ``gsi1pk=TABLE#{acct}#{region}#{table}``,
-                                                   ``begins_with(gsi1sk, "OPEN#")``
-this week's findings                               Query GSI2 ``gsi2pk=WEEK#{iso year}-W{iso week}``
-                                                   (week of ``last_seen``), ``gsi2sk={last_seen}#{id}``
-pending publishes (outbox)                         Query ``pk=OUTBOX#{0..OUTBOX_SHARDS-1}`` (sorted by
-                                                   ``sk={created}#{finding id}#{event}``)
-the evaluator's cursor                             GetItem ``pk=CURSOR``, ``sk=evaluator``
-the capture controller's state                     GetItem; conditional Put (``version = :v``)
-                                                   ``pk=CAPTURE#{trail}``, ``sk=STATE``
-a slice's capture plan (before it takes effect)    Put in the state's transaction ``pk=CAPTURE#{trail}``,
-                                                   ``sk=PLAN#{slice_start:012d}`` (TTL)
-the organisation audit's cycle cursor               GetItem; conditional Put/Update ``pk=CURSOR``,
-                                                   ``sk=metrics-audit`` (:mod:`auditor.state.audit_cycle`)
-a pair's coverage gap in an ISO week               Update ``pk=COVERAGE#{week}``, ``sk={acct}#{region}#{reason}``;
-                                                   Query GSI2 ``gsi2pk=COVERAGE#{week}`` (the weekly report)
-one table's day in the cost ledger                 UpdateItem (an attribute per hour and per window)
-                                                   ``pk=LEDGER#{YYYY-MM-DD}``,
-                                                   ``sk={acct}#{region}#{table}#H`` (or ``#W``);
-                                                   a week: Query each day's ``pk``
-=================================================  ====================================================
-
-No partition takes every write: window items spread over (table, window), the window index over
-windows, findings over ids, and the outbox over ``OUTBOX_SHARDS`` shards.
+The key builders of every item the stores write (window contributions and index, ingest marks, findings and the
+outbox, cursors, item size histories, capture plans, the cost ledger, coverage gaps). docs/state-table.md lists the
+access patterns first, then these keys, and why no partition takes every write.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """The daily cost ledger in the state table (key design: :mod:`auditor.state.keys`, docs/state-table.md).
 
-=====================================  =================================================================================
-item                                   attributes
-=====================================  =================================================================================
-one table's day, metrics side          ``pk=LEDGER#{YYYY-MM-DD}``, ``sk={account}#{region}#{table}#H``, ``account``,
-                                       ``region``, ``table``, ``day``, ``hour_{start}`` (one per hourly metrics audit:
-                                       the ``dynamodb`` and ``auditor`` lines of its hour, USD as strings, zero lines
-                                       left out), ``expires_at`` (:data:`LEDGER_RETENTION_DAYS`)
-one table's day, trail side            ``sk={account}#{region}#{table}#W``, the same attributes but
-                                       ``window_{start}`` (one per evaluated window: the data events ingested)
-=====================================  =================================================================================
-
-The two sides are separate items so that each write rewrites a small item (DynamoDB bills an update by the item's
-size). Each writer sets its own attribute with one UpdateItem (``SET hour_{start} = :doc``,
-``SET window_{start} = :n``): a retried hour or a window evaluated again overwrites the same attribute, so nothing
-counts twice. The weekly report reads a week with one Query per day (:meth:`LedgerStore.entries`), and
-:func:`auditor.cost.ledger.day_entry` prices each table's two items.
+One item per table and day for each side (the hourly metrics audit's ``hour_{start}`` attributes, the evaluator's
+``window_{start}`` ones), each set with one UpdateItem, so a retry overwrites its own attribute and nothing counts
+twice. :meth:`LedgerStore.entries` reads a week. The items are in docs/state-table.md.
 """
 
 from __future__ import annotations

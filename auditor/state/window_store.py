@@ -1,34 +1,9 @@
 """Window aggregates and ingest idempotency in the state table (key design: :mod:`auditor.state.keys`).
 
-Items written here:
-
-=====================================  =================================================================================
-item                                   attributes
-=====================================  =================================================================================
-window contribution                    ``pk=WIN#{acct}#{region}#{table}#{start}``, ``sk=SRC#{sha(source_id)}``,
-                                       ``agg`` (binary: zlib-compressed ``TableWindow.to_json()``), ``source``,
-                                       ``account``, ``region``, ``table``, ``window_start``, ``calls``,
-                                       ``written_at``, ``expires_at``
-window index                           ``pk=WINDOWS#{start}``, ``sk={acct}#{region}#{table}``, ``account``,
-                                       ``region``, ``table``, ``window_start``, ``expires_at``
-processed CloudTrail object            ``pk=OBJ#{sha(bucket/key)}``, ``sk=OBJ``, ``bucket``, ``key``, ``etag``,
-                                       ``stats`` (map of counters), ``processed_at``, ``expires_at``
-processed EventBridge event            ``pk=EVT#{eventID}``, ``sk=EVT``, ``source``, ``processed_at``, ``expires_at``
-=====================================  =================================================================================
-
-One source (a CloudTrail object, or a batch of events) writes one contribution per window it touched, under a sort
-key derived from the source id: writing the same source again overwrites the same items, so a redelivered object
-never counts twice. Index items are written *before* contributions, so every stored contribution is reachable from
-the index; an index item whose contributions never arrived (a crash in between) is harmless (it loads nothing).
-
-Event batches have no natural source id (SQS may regroup redelivered messages), so :meth:`WindowStore.commit_events`
-writes a conditional marker per event id in the same ``TransactWriteItems`` as the batch's contributions: either
-all of it is stored or none, and an event already recorded cancels the transaction and is reported back (the caller
-drops it and commits the rest).
-
-Throttling and transient errors are retried by botocore (build the client with :data:`RETRY_CONFIG`, standard
-mode); unprocessed batch items and transaction conflicts are retried here with a bounded backoff; every other
-error is raised.
+:class:`WindowStore` writes one contribution per (source, window) under a key derived from the source, so a
+redelivered object never counts twice, indexes the windows that have traffic, marks processed objects, and commits
+event batches with a conditional marker per event id in one transaction (:meth:`WindowStore.commit_events`). The
+items, their attributes and the retry rules are in docs/state-table.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """The hot-partition what-if: at which traffic multiple each key, index and table reaches a DynamoDB limit.
 
-Pure functions of aggregates and capacity records (no boto3, no clock). The *headroom* of a resource is the factor by
-which today's peak traffic can grow, spread the way it is spread today, before the resource reaches a limit:
-``headroom = limit per second / peak per second``. At a growth ``G`` a resource throttles when ``headroom <= G``.
-
-Limits (AWS developer guide: "Quotas", "Partitions and data distribution", "On-demand capacity mode"):
-
-* ``partition_read`` / ``partition_write``: one partition serves at most 3,000 read units and 1,000 write units per
-  second, or a linear combination of both. All requests for one partition-key value go to one partition, so a key's
-  peak decides. From CloudTrail each request counts one unit (CloudTrail logs no item sizes; a read of an item over
-  4 KB or a write over 1 KB costs more, so the true headroom is lower). From Contributor Insights the limit is
-  ``partition`` (its throughput units combine reads and writes).
-* ``provisioned``: a provisioned table or GSI without auto scaling throttles above its provisioned units;
-  ``autoscaling_max``: with auto scaling, above the scaling target's maximum.
-* ``on_demand_max``: the on-demand maximum throughput configured on the table or GSI.
-* ``on_demand_doubling``: an on-demand table serves up to twice its previous peak at once; traffic that grows beyond
-  that within 30 minutes can throttle. The previous peak is at least the observed one (a lower bound, so this
-  headroom is a lower bound too), and never less than a new table's 12,000 read / 4,000 write units per second (or
-  its reported warm throughput).
-* ``table_max``: the per-table (and per-GSI) quota, 40,000 read and 40,000 write units per second by default, in
-  both capacity modes.
-* ``account_quota``: the account's provisioned capacity in a Region, 80,000 read and 80,000 write units by default,
-  summed over its provisioned tables and GSIs (``table`` is ``*``).
-
-Peaks are per second averaged over the finest period the input has: a minute for CloudTrail and for CloudWatch
-1-minute sums. Sub-minute bursts are higher than their minute's average, so a headroom close to the growth is a
-warning, not a margin.
+Pure functions of aggregates and capacity records (no boto3, no clock). A resource's *headroom* is
+``limit per second / peak per second``; at a growth ``G`` it throttles when ``headroom <= G``. The limits (partition,
+provisioned, auto scaling, on-demand, per-table and account quotas) and what the numbers mean are in the README's
+"ddb-audit what-if" section.
 """
 
 from __future__ import annotations

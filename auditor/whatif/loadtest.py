@@ -1,23 +1,8 @@
-"""The observed key distribution as a load-test profile a load-testing tool can replay (README "Load-test profile").
+"""The observed key distribution as a load-test profile a load-testing tool can replay.
 
-One document per analysis::
-
-    {"format": "ddb-audit-load-profile", "version": 1, "growth": 3.0,
-     "period": {"start": ISO, "end": ISO, "seconds": int},
-     "tables": [{"table": str, "account": str|null, "region": str|null, "partition_key": str|null,
-                 "seconds": int, "requests": int, "distinct_partition_keys": int,
-                 "peak_minute": {"at": ISO, "reads_per_second": float, "writes_per_second": float} | null,
-                 "operations": [{"operation": str, "index": str|null, "requests": int,
-                                 "rate_per_second": float, "target_rate_per_second": float,
-                                 "key_templates": [{"template": str|null, "weight": float}, ...]}, ...],
-                 "hot_keys": [{"key": {attr: value}, "weight": float, "reads": int, "writes": int}, ...]}]}
-
-``rate_per_second`` is the operation's average over the table's observed seconds; ``target_rate_per_second`` is that
-times ``growth``. Within an operation the template weights add up to 1 (a null template is a request without a
-key: a Scan or a full-scan statement). ``hot_keys`` weights are shares of the table's key-identified requests: a
-replay sends that share of its keyed requests to that exact key and spreads the rest over the key templates (for
-example ``CUSTOMER#{n}`` with fresh numbers). Keys appear raw, as CloudTrail logged them: the profile stays in the
-account like the CLI's other output.
+One document per analysis (``ddb-audit-load-profile``, version 1): per table, each operation's rate scaled to the
+growth with its key templates and their weights, and the hot keys with their shares. Keys appear raw, as CloudTrail
+logged them. The format and what each field means are in the README's "Load-test profile" section.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """One throttling story per table or index, whichever sources saw it (pure).
 
-The throttling detectors work per source and per cause: CloudWatch (``cw_throttling``: the per-cause throttle
-metrics, else inference from capacity), CloudTrail (``throttling``: the throttled calls' error details, else
-inference from how the throttles spread over keys). Contributor Insights' throttled-keys rules name the throttled
-keys. They are views of the same throttled requests, so :func:`merge_throttling` makes them **one** finding per
-(account, region, table, index), with the stable id of that place alone (no cause, no source in it):
-
-* ``evidence.sources`` keeps each source's own counts (``events``, ``read``, ``write``), its causes with their
-  events, how each cause was decided, and its period. Counts of different sources are never added: CloudWatch
-  counts every request DynamoDB throttled, CloudTrail the calls its data events logged, Contributor Insights
-  approximates.
-* The cause is decided with precedence: CloudWatch's per-cause throttle metrics, then CloudTrail's error details
-  (``ThrottlingReasons``, the error code), then inference (CloudTrail's key distribution before CloudWatch's
-  capacity utilisation). ``evidence.cause_decided_by`` says which (``cloudwatch_cause_metrics``,
-  ``cloudtrail_error_details``, ``inference``), ``evidence.cause_decided_in`` in which source, and
-  ``evidence.cause_source`` how that source's detector decided (``cause_metrics``, ``throttling_reasons``,
-  ``inferred_low_utilisation``, ...); ``evidence.causes`` lists that source's causes with their shares.
-* ``read_throttle_events``/``write_throttle_events`` and ``source`` are those of one source: CloudWatch when it saw
-  the problem, else CloudTrail (:data:`auditor.models.finding.SOURCE_PRECEDENCE`); so are the top-level
-  ``totals``, and ``totals.by_source`` keeps each source's own.
-
-The service sees the sources in different runs (the window evaluator reads CloudTrail, the metrics audit
-CloudWatch and Contributor Insights): :func:`with_stored` adds the stored story's other sources to a run's sighting
-when they were seen within ``max_age_seconds`` of it, so the stored finding keeps telling the whole story.
+:func:`merge_throttling` makes CloudWatch's, CloudTrail's and Contributor Insights' views of the same throttled
+requests one finding per (account, region, table, index): each source keeps its own counts (never added), and the
+cause is decided with a precedence (cause metrics, error details, inference). :func:`with_stored` adds the stored
+story's other sources to a run's sighting. The evidence fields and the precedence are in docs/detectors.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """``hot_key`` (Contributor Insights path): the keys DynamoDB itself ranks as most throttled or most accessed.
 
-* Throttled-keys rules (``PKT``/``SKT``, value ``ThrottleCount``): a key that takes ``min_share`` of the throttles
-  (and at least ``min_throttles``) is a confirmed hot key: DynamoDB throttled requests to it.
-* Accessed-keys rules (``PKC``/``SKC``, value ``ConsumedThroughputUnits`` = 3 x write units + read units): the
-  busiest period of a key is compared with what one partition serves (3,000 units per second, so 180,000 in a
-  minute means the key alone saturated a partition for the whole minute). A key is reported when it takes
-  ``min_share`` of the rule's total and reaches ``min_saturation`` of a partition in its busiest period.
-
-Contributor Insights values are approximations. Partition+sort key rules (``SK*``) name the hot *items*: they are
-attached to the partition-key finding of the same key (``hot_items``) and reported on their own only when the
-partition-key rule did not flag that key.
+A key that takes a share of a throttled-keys rule's throttles is a confirmed hot key; a key of an accessed-keys rule
+is reported when its busiest period reaches a share of what one partition serves. Partition+sort key rules name the
+hot items of the partition-key finding. The rules are in docs/detectors.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """``throttling`` (CloudWatch path): throttle events per table and GSI, by cause, with persistence.
 
-Each throttled minute is attributed to a cause, per table and per GSI, reads and writes apart:
-
-1. **Cause metrics** (DynamoDB publishes them since August 2025): ``{Read|Write}KeyRangeThroughputThrottleEvents``
-   → ``key_range`` (a hot partition), ``...ProvisionedThroughput...`` → ``provisioned``, ``...AccountLimit...`` →
-   ``account_limit``, ``...MaxOnDemandThroughput...`` → ``on_demand_max``.
-2. **GSI back-pressure**: a GSI that cannot absorb its writes throttles the *base-table* writes. Every GSI write
-   throttle event becomes ``gsi_backpressure`` on that index (``index_cause`` keeps the GSI-side cause), and
-   table write throttles in the same minute that the table's own cause metrics do not explain are attributed to
-   it too.
-3. **Inference** for the events no cause metric explains (history before the metrics existed, or a Region without
-   them): a provisioned table or GSI throttled while its consumption (1-minute ``Sum`` / 60) was below
-   ``low_utilisation`` of its provisioned capacity → ``key_range``; at or above it → ``provisioned``. An on-demand
-   table near its ``OnDemandThroughput`` maximum → ``on_demand_max``; near the per-table account quota →
-   ``account_limit``; traffic above twice the peak reached more than 30 minutes earlier (and above what a new
-   on-demand table serves) → ``unknown`` (on-demand scaling);
-   otherwise throttled far below every on-demand limit → ``key_range``. No capacity data → ``unknown``. On-demand
-   tables are never compared with a provisioned capacity (it is 0).
-4. **Persistence**: a cause becomes a finding only when its throttles span at least ``min_throttled_minutes``
-   (at least two periods when the data is coarser than a minute): a one-minute auto-scaling blip is not a finding.
-
-A missing throttle datapoint is 0 (DynamoDB publishes throttle metrics only when non-zero).
+Each throttled minute is attributed to a cause (``key_range``, ``provisioned``, ``account_limit``,
+``on_demand_max``, ``gsi_backpressure``, ``unknown``): from DynamoDB's per-cause metrics, else by inference from
+capacity; a cause becomes a finding only when its throttles last ``min_throttled_minutes``. The attribution rules
+are in docs/detectors.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """``ttl_not_expiring``: Time to Live is enabled, the table keeps taking writes and holds items, but TTL deleted
 nothing for days.
 
-TTL deletes an item some time (typically within a few days) after the epoch-seconds time in its TTL attribute has
-passed. ``TimeToLiveDeletedItemCount`` (``TableName``, published only when non-zero) counts those deletions. When
-it stays at 0 for the whole activity window (default at least 7 days) while writes go on, the usual causes are:
-the attribute is missing from the items, it is not a Number (a String, or an ISO date), it is in milliseconds
-(a 13-digit value is tens of thousands of years ahead), or it is set years ahead. The table then grows without
-bound and pays for storage TTL was meant to free.
-
-The input is the metrics audit's daily activity read (:func:`auditor.sources.cloudwatch.read_activity`). The inventory
-cannot say when TTL was enabled (``DescribeTimeToLive`` has no date): a table whose TTL was switched on recently,
-or whose items legitimately live longer than the window, can be reported; the evidence says so.
+The input is the metrics audit's daily activity read (:func:`auditor.sources.cloudwatch.read_activity`):
+``TimeToLiveDeletedItemCount`` stays at 0 for the whole activity window while writes go on. The usual causes, and
+why a recent TTL can be reported, are in docs/detectors.md.
 """
 
 from __future__ import annotations

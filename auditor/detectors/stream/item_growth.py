@@ -1,22 +1,8 @@
 """``item_growth``: an item whose size rises steadily, projected to the 400 KB limit (pure).
 
-Input: one item's size history (``(epoch seconds, size bytes)`` samples, kept by the stream watcher in the state
-table) and the observation that was just added to it.
-
-The growth rate is the **Theil-Sen** slope: the median of the slopes of every pair of samples, in bytes per day. It
-ignores outliers (up to ~29% of the points) and, unlike the last two points, does not swing with noise or with the
-latest write. Growth counts as *steady* only when all of these hold:
-
-- at least ``min_samples`` samples spanning at least ``min_span_hours``;
-- a rate of at least ``min_bytes_per_day``;
-- most pairs agree: of the pairs whose sizes differ, at least ``min_rising_pair_share`` rise (noise makes a few
-  pairs fall; a shrinking or oscillating item fails);
-- no single step carries the growth: the largest rise between consecutive samples is at most
-  ``max_single_step_share`` of all the rises together. A one-off jump (say a blob written once) is not growth.
-
-``days_to_limit = (409,600 - current size) / bytes_per_day``, from the size just observed. Severity by days to the
-limit: up to 7 critical, up to 30 high, up to 90 medium, up to ``max_days_to_limit`` (365) low; beyond, no
-finding. The recommendation names the attribute driving the growth (from the old/new image deltas).
+Input: one item's size history and the observation just added to it. The rate is the Theil-Sen slope; growth counts
+only when it is steady (enough samples and span, most pairs rising, no single step carrying it), and the severity
+follows the days to the limit. The rules and thresholds are in docs/detectors.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """``large_item``: an item at or above a share of the 400 KB limit (pure).
 
-Two inputs:
-
-- :func:`detect`: one exact observation from a DynamoDB Stream (``item_size(NewImage)``). A finding when the item is
-  at least ``threshold_pct`` (default 75%) of 409,600 bytes. Severity rises towards the limit: from 75% medium,
-  from 85% high, from 95% critical (``high_pct``, ``critical_pct``). The id is per (table, key), so one item keeps
-  one finding while it is rewritten.
-- :func:`estimate_large_writes`: tables without a stream. CloudWatch ``ConsumedWriteCapacityUnits`` (sum over a
-  window) divided by the number of writes is the average WCU per write, and one WCU covers up to 1 KB, so the
-  average item written is at most that many KB. From 100 WCU (about 100 KB) per write: a finding with
-  ``key: null`` and ``method: "consumed_wcu_per_write"``; medium, high when the average alone is past
-  ``threshold_pct`` of the limit. It is an upper bound: transactional writes cost double, and a write of a 100.1 KB
-  item costs 101 WCU.
-
-:func:`insufficient_view_type` says (``info``) that a table was opted in with a ``KEYS_ONLY``/``OLD_IMAGE`` stream,
-which carries no ``NewImage`` and so no item sizes.
+:func:`detect` judges one exact observation from a DynamoDB Stream; :func:`estimate_large_writes` flags tables
+without a stream from CloudWatch's write units per write (an upper bound, ``key: null``);
+:func:`insufficient_view_type` says (``info``) that a stream carries no ``NewImage``. Thresholds and severities are
+in docs/detectors.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Event fingerprints: which events an ingest counted, per window, so that two inputs can be checked for overlap.
 
-CloudTrail may deliver one event in two different log files. Each file is aggregated on its own (its window
-contributions), so the service would count such an event twice. Trail ingest therefore keeps, for every object, a
-64-bit fingerprint of each event it counted, per window start; the evaluator compares the fingerprints of a
-window's objects and re-reads only the objects that share events, together, with one deduplicator
-(:mod:`auditor.service.dedupe`).
-
-A fingerprint hashes the event's ``eventID`` (a delivered-twice event repeats it). Distinct events that share a
-fingerprint (the same ``eventID`` with another ``eventName`` or time, as AWS's documentation samples do, or a
-rare collision) only cost an unnecessary re-read, never a wrong count: the re-read deduplicates on the full
-identity (``eventID``, ``eventName``, event time).
+A fingerprint is a 64-bit hash of the event's ``eventID``, kept per window start for each trail object; a shared
+fingerprint only costs an unnecessary re-read, never a wrong count. Why, and how the evaluator uses them, is in
+docs/kernel.md.
 """
 
 from __future__ import annotations
