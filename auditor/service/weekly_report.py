@@ -41,6 +41,7 @@ __all__ = [
     "MAX_LINK_EXPIRY_SECONDS",
     "MESSAGE_KIND",
     "ReportAnnouncements",
+    "ReportLink",
     "WeeklyReportParams",
     "WeeklyReportResult",
     "build_weekly_report",
@@ -250,17 +251,22 @@ def _action_keys(report: WeeklyReport, ids: Iterable[str]) -> list[Any]:
     return found[:_MAX_KEYS_PER_ACTION]
 
 
-def summary_document(
-    report: WeeklyReport,
-    *,
-    url: str,
-    url_expires_at: datetime,
-    bucket: str,
-    html_key: str,
-    markdown_key: str,
-    url_expiry_known: bool = False,
-    console_url: str | None = None,
-) -> WeeklySummary:
+@dataclass(frozen=True, slots=True)
+class ReportLink:
+    """Where the announced report is: its presigned link (a bearer link: never logged) and until when it works, its
+    S3 console page, and the objects."""
+
+    url: str
+    url_expires_at: datetime
+    bucket: str
+    html_key: str
+    markdown_key: str
+    #: False when the signing credentials' own expiry is unknown (in Lambda): the link may stop sooner.
+    url_expiry_known: bool = False
+    console_url: str | None = None
+
+
+def summary_document(report: WeeklyReport, link: ReportLink) -> WeeklySummary:
     """The compact summary carried in the ``report_json`` attribute (what the Slack notifier renders).
 
     Action headlines and recommendations are the findings' own text, with raw key values; each action lists the
@@ -300,13 +306,13 @@ def summary_document(
             )
             for a in report.actions
         ],
-        url=url,
-        url_expires_at=isoformat_z(url_expires_at),
-        url_expiry_known=url_expiry_known,
-        console_url=console_url,
-        bucket=bucket,
-        html_key=html_key,
-        markdown_key=markdown_key,
+        url=link.url,
+        url_expires_at=isoformat_z(link.url_expires_at),
+        url_expiry_known=link.url_expiry_known,
+        console_url=link.console_url,
+        bucket=link.bucket,
+        html_key=link.html_key,
+        markdown_key=link.markdown_key,
     )
 
 
@@ -320,16 +326,7 @@ def link_lifetime_text(expires_at: datetime, *, known: bool) -> str:
     )
 
 
-def summary_text(
-    report: WeeklyReport,
-    *,
-    url: str,
-    url_expires_at: datetime,
-    bucket: str,
-    html_key: str,
-    url_expiry_known: bool = False,
-    console_url: str | None = None,
-) -> str:
+def summary_text(report: WeeklyReport, link: ReportLink) -> str:
     """The readable announcement (e-mail subscriptions): headline, top numbers, top actions and the link."""
     s = report.summary
     week = report.week
@@ -370,12 +367,12 @@ def summary_text(
     lines += [
         "",
         "Full report (HTML, charts and every finding with its evidence and fix):",
-        url,
-        link_lifetime_text(url_expires_at, known=url_expiry_known),
+        link.url,
+        link_lifetime_text(link.url_expires_at, known=link.url_expiry_known),
     ]
-    if console_url:
-        lines += ["After that, open it in the S3 console (AWS sign-in needed):", console_url]
-    lines.append(f"The report and its Markdown version stay in s3://{bucket}/{html_key.rsplit('/', 1)[0]}/.")
+    if link.console_url:
+        lines += ["After that, open it in the S3 console (AWS sign-in needed):", link.console_url]
+    lines.append(f"The report and its Markdown version stay in s3://{link.bucket}/{link.html_key.rsplit('/', 1)[0]}/.")
     return "\n".join(lines)
 
 
@@ -438,15 +435,14 @@ def run_weekly_report(
         result.announcement = "already_published" if announcements.status(week) == "published" else "in_progress"
         log.info("weekly_report_not_announced_again", **result.as_dict())
         return result
-    link: dict[str, Any] = {"url": url, "url_expires_at": expires_at, "bucket": params.bucket, "html_key": html_key}
-    link |= {"url_expiry_known": result.url_expiry_known, "console_url": console_url}
-    document = summary_document(report, markdown_key=md_key, **link)
+    link = ReportLink(url, expires_at, params.bucket, html_key, md_key, result.url_expiry_known, console_url)
+    document = summary_document(report, link)
     try:
         result.message_id = publish_announcement(
             sns,
             params.topic_arn,
             subject=f"{params.title} {week.label}"[:99],
-            message=summary_text(report, **link),
+            message=summary_text(report, link),
             attributes=ReportAnnouncementAttributes(
                 severity=worst, week=week.label, event_id=f"report-{week.label}", report_json=document.to_json()
             ).to_strings(),
