@@ -217,10 +217,10 @@ def _evaluate_and_store(
     now: datetime,
     starts: list[int],
     result: EvaluationResult,
-    describe: DescribeTables | None = None,
-    capture: CapturePlans | None = None,
-    ledger: WindowLedger | None = None,
-    dedupe: Deduplication | None = None,
+    describe: DescribeTables | None,
+    capture: CapturePlans | None,
+    ledger: WindowLedger | None,
+    dedupe: Deduplication | None,
 ) -> None:
     if dedupe is None:
         windows = window_store.load_windows(starts)
