@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 
 from auditor.models.access_pattern import AccessPattern
-from auditor.models.finding import KIND_LABELS, FindingKind, Severity
+from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity
 from auditor.report.contents import (
     Action,
     BillingRow,
@@ -121,12 +121,14 @@ def table_summaries(findings: Sequence[ReportFinding], patterns: Sequence[Patter
     return out
 
 
+def _of_kind(findings: Iterable[ReportFinding], kind: FindingKind) -> Iterator[tuple[ReportFinding, Finding]]:
+    """The report findings of one kind, each with its finding."""
+    return ((rf, rf.finding) for rf in findings if rf.finding.kind == kind)
+
+
 def scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
     rows = []
-    for rf in findings:
-        f = rf.finding
-        if f.kind != FindingKind.SCAN:
-            continue
+    for rf, f in _of_kind(findings, FindingKind.SCAN):
         principal = f.evidence.get("principal")
         principal = principal if isinstance(principal, str) else None
         # CloudWatch counts a table's Scan requests without saying who sent them (a table whose scans CloudTrail
@@ -150,10 +152,7 @@ def scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
 
 def hot_keys(findings: Sequence[ReportFinding]) -> list[HotKeyRow]:
     rows = []
-    for rf in findings:
-        f = rf.finding
-        if f.kind != FindingKind.HOT_KEY:
-            continue
+    for rf, f in _of_kind(findings, FindingKind.HOT_KEY):
         rows.append(
             HotKeyRow(
                 table=f.table,
@@ -280,9 +279,8 @@ def throttles_from_findings(findings: Sequence[ReportFinding]) -> list[ThrottleC
     sighting split it.
     """
     totals: dict[tuple[str, str | None, str, str | None], list[int]] = defaultdict(lambda: [0, 0])
-    for rf in findings:
-        f = rf.finding
-        if f.kind != FindingKind.THROTTLING or not rf.is_open:
+    for rf, f in _of_kind(findings, FindingKind.THROTTLING):
+        if not rf.is_open:
             continue
         source = f.evidence.get("source") if isinstance(f.evidence.get("source"), str) else None
         block = (f.evidence.get("sources") or {}).get(source) if isinstance(f.evidence.get("sources"), dict) else None
