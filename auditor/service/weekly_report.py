@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -119,29 +119,19 @@ class WeeklyReportResult:
     url: str
     #: When the link stops working at the latest (``url_expiry_known``: exactly then).
     url_expires_at: datetime
+    #: False when the signing credentials' own expiry is unknown (in Lambda): the link may stop sooner.
+    url_expiry_known: bool
     announcement: Announcement
     message_id: str | None = None
-    #: False when the signing credentials' own expiry is unknown (in Lambda): the link may stop sooner.
-    url_expiry_known: bool = False
     #: Account/Region pairs (per reason) the scheduled audit could not read in the week.
     coverage_gaps: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary, without the URL."""
-        return {
-            "week": self.week,
-            "bucket": self.bucket,
-            "html_key": self.html_key,
-            "markdown_key": self.markdown_key,
-            "findings": self.findings,
-            "open_findings": self.open_findings,
-            "worst_severity": self.worst_severity,
-            "url_expires_at": isoformat_z(self.url_expires_at),
-            "url_expiry_known": self.url_expiry_known,
-            "announcement": self.announcement,
-            "message_id": self.message_id,
-            "coverage_gaps": self.coverage_gaps,
-        }
+        data = asdict(self)
+        del data["url"]
+        data["url_expires_at"] = isoformat_z(self.url_expires_at)
+        return data
 
 
 # ---------------------------------------------------------------------------------------------------- the report
@@ -426,9 +416,9 @@ def run_weekly_report(
         worst_severity=worst.value,
         url=url,
         url_expires_at=expires_at,
+        url_expiry_known=credentials_end is not None,
         announcement="published",
         coverage_gaps=len(gaps),
-        url_expiry_known=credentials_end is not None,
     )
     token = uuid.uuid4().hex
     if not announcements.claim(week, token, signed_at):
