@@ -125,13 +125,7 @@ class DistinctCounter:
 
     def add(self, value: str) -> None:
         """Record one value."""
-        exact = self.exact
-        if exact is not None:
-            exact.add(value)
-            if len(exact) > self.EXACT_LIMIT:
-                self._to_hll()
-            return
-        self._hll_add(value)
+        self.update((value,))
 
     def update(self, values: Iterable[str]) -> None:
         """Record several values."""
