@@ -148,21 +148,11 @@ class TableWindow:
         self.flush()
         return self._hot
 
-    @hot.setter
-    def hot(self, value: HeavyHitters) -> None:
-        self.flush()
-        self._hot = value
-
     @property
     def hot_writes(self) -> HeavyHitters:
         """Heavy hitters of the partition keys of key-identified writes."""
         self.flush()
         return self._hot_writes
-
-    @hot_writes.setter
-    def hot_writes(self, value: HeavyHitters) -> None:
-        self.flush()
-        self._hot_writes = value
 
     @property
     def minutes(self) -> dict[int, tuple[HeavyHitters, HeavyHitters]]:
@@ -170,32 +160,17 @@ class TableWindow:
         self.flush()
         return self._minutes
 
-    @minutes.setter
-    def minutes(self, value: dict[int, tuple[HeavyHitters, HeavyHitters]]) -> None:
-        self.flush()
-        self._minutes = value
-
     @property
     def distinct(self) -> DistinctCounter:
         """Distinct partition-key values."""
         self.flush()
         return self._distinct
 
-    @distinct.setter
-    def distinct(self, value: DistinctCounter) -> None:
-        self.flush()
-        self._distinct = value
-
     @property
     def key_attrs(self) -> dict[str, int]:
         """How often each attribute name was taken as the partition key (at most 8 names)."""
         self.flush()
         return self._key_attrs
-
-    @key_attrs.setter
-    def key_attrs(self, value: dict[str, int]) -> None:
-        self.flush()
-        self._key_attrs = value
 
     def flush(self) -> None:
         """Fold the pending key accesses into the sketches.
@@ -765,11 +740,11 @@ def window_from_dict(cls: type[TableWindow], d: dict[str, Any]) -> TableWindow:
     tw.key_reads = int(d["key_reads"])
     tw.key_writes = int(d["key_writes"])
     tw.key_reads_eventual = int(d.get("key_reads_eventual", 0))  # absent in contributions stored before it
-    tw.hot = HeavyHitters.from_dict(d["hot"])
-    tw.hot_writes = HeavyHitters.from_dict(d["hot_writes"])
-    tw.minutes = {int(m): (HeavyHitters.from_dict(a), HeavyHitters.from_dict(w)) for m, a, w in d.get("minutes", [])}
-    tw.distinct = DistinctCounter.from_dict(d["distinct"])
-    tw.key_attrs = {str(k): int(v) for k, v in d["key_attrs"].items()}
+    tw._hot = HeavyHitters.from_dict(d["hot"])
+    tw._hot_writes = HeavyHitters.from_dict(d["hot_writes"])
+    tw._minutes = {int(m): (HeavyHitters.from_dict(a), HeavyHitters.from_dict(w)) for m, a, w in d.get("minutes", [])}
+    tw._distinct = DistinctCounter.from_dict(d["distinct"])
+    tw._key_attrs = {str(k): int(v) for k, v in d["key_attrs"].items()}
     tw.scans = {(p, op): ScanStats.from_list(st) for p, op, st in d["scans"]}
     tw.errors = {str(k): int(v) for k, v in d["errors"].items()}
     tw.throttles = {(c, a, i): int(n) for c, a, i, n in d["throttles"]}
