@@ -24,7 +24,7 @@ from auditor.detectors.base import (
     make_finding,
 )
 from auditor.detectors.registry import register
-from auditor.detectors.stream.large_item import recommendation
+from auditor.detectors.stream.large_item import key_label, recommendation
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -157,7 +157,7 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
         return []
     attribute = driver or (obs.growth[0].name if obs.growth else None) or obs.largest_attribute
     key = obs.plain_key
-    label = ", ".join(f"{name}={value}" for name, value in key.items())
+    label = key_label(key)
     first = min(t for t, _ in samples)
     reached = epoch_to_dt(obs.time + days * _DAY) if days < 36_500 else None
     summary = (

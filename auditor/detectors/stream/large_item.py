@@ -75,7 +75,8 @@ def _kb(size: float) -> str:
     return f"{size / _KB:,.1f} KB"
 
 
-def _label(key: dict[str, Any]) -> str:
+def key_label(key: dict[str, Any]) -> str:
+    """An item's key for people: ``pk=USER#1, sk=PROFILE`` (shared with ``item_growth``)."""
     return ", ".join(f"{name}={value}" for name, value in key.items())
 
 
@@ -100,7 +101,7 @@ def detect(data: ObservationInput, cfg: Config) -> list[Finding]:
     if severity is None:
         return []
     key = obs.plain_key
-    label = _label(key)
+    label = key_label(key)
     grown = obs.growth[0] if obs.growth else None
     driver = grown.name if grown else obs.largest_attribute
     pct = obs.percent_of_limit
