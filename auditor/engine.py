@@ -29,6 +29,7 @@ from auditor.detectors.registry import all_detectors, guarded
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
@@ -94,22 +95,17 @@ def ingest_source(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        add, add_item, add_items = aggs.add, aggs.add_item, aggs.add_items
+        add_batch = aggs.add_batch
         keep = fingerprints.add if fingerprints is not None else None
-        for call in read_calls(source, file_stats, deduper, shard=shard, light=True, runs=True):
-            if isinstance(call, tuple):
-                add_item(call)
-                if keep is not None:
-                    keep(call[0], call[3])
-            elif isinstance(call, list):
-                add_items(call)
-                if keep is not None:
-                    for item in call:
-                        keep(item[0], item[3])
-            else:
-                add(call)
-                if keep is not None and call.event_id:  # an event without an id is never deduplicated anywhere
-                    keep(call.event_id, call.time.timestamp())
+        for batch in read_calls(source, file_stats, deduper, shard=shard, light=True):
+            add_batch(batch)
+            if keep is not None:
+                for call in batch:
+                    if isinstance(call, ApiCall):
+                        if call.event_id:  # an event without an id is never deduplicated anywhere
+                            keep(call.event_id, call.time.timestamp())
+                    else:
+                        keep(call[0], call[3])
     except SourceReadError as exc:
         deduper.rollback()
         stats.files_failed += 1

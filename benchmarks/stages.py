@@ -13,8 +13,8 @@ and interleaved ``R`` times (default 3), medians reported:
 3. ``read``: (1), then the real reader (:func:`auditor.kernel.reader.iter_records`) as ingest runs it
    (``light=True``): gunzip, cut each record out of ``Records`` and decode it (the fields the light path reads, typed
    by ``auditor.kernel.decode``, else the whole record with ``orjson``), nothing else;
-4. ``calls``: (1), then :func:`auditor.kernel.reader.read_calls` as ingest runs it (``light=True,
-   runs=True``): (3) plus normalising each record (:func:`auditor.kernel.normalize.single_item` or
+4. ``calls``: (1), then :func:`auditor.kernel.reader.read_calls` as ingest runs it (``light=True``): (3) plus
+   normalising each record (:func:`auditor.kernel.normalize.single_item` or
    ``normalize_record``) and deduplicating;
 5. ``aggregate``: (1), then :func:`auditor.engine.ingest_source`: (4) plus the aggregates, with the pending key
    batches folded into the sketches at the end;
@@ -70,8 +70,8 @@ with open(path, "rb") as fh:
 """,
     "calls": """\
 stats = IngestStats()
-for call in read_calls(discover([path])[0], stats, Deduper(), light=True, runs=True):
-    n += 1
+for batch in read_calls(discover([path])[0], stats, Deduper(), light=True):
+    n += len(batch)
 n = stats.records_read
 """,
     "aggregate": """\

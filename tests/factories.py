@@ -659,3 +659,8 @@ def scheduled_event(now: datetime, rule_arn: str, account: str = MOTO_ACCOUNT) -
         "resources": [rule_arn],
         "detail": {},
     }
+
+
+def flat_calls(batches: Iterable[list[Any]]) -> list[Any]:
+    """The calls of :func:`auditor.kernel.reader.read_calls`' batches, in order."""
+    return [call for batch in batches for call in batch]

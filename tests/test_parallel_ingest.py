@@ -88,12 +88,12 @@ def test_read_calls_counts_each_record_in_exactly_one_shard(trail: Path) -> None
     sources = discover([str(trail)])
     whole = IngestStats()
     dedupe = Deduper()
-    n_whole = sum(1 for s in sources for _ in read_calls(s, whole, dedupe))
+    n_whole = sum(len(batch) for s in sources for batch in read_calls(s, whole, dedupe))
     parts = [IngestStats() for _ in range(2)]
     n_parts = 0
     for i, stats in enumerate(parts):
         dd = Deduper()
-        n_parts += sum(1 for s in sources for _ in read_calls(s, stats, dd, shard=Shard(i, 2)))
+        n_parts += sum(len(batch) for s in sources for batch in read_calls(s, stats, dd, shard=Shard(i, 2)))
     assert n_parts == n_whole
     for field in ("records_read", "records_skipped", "data_events", "duplicates_dropped"):
         assert sum(getattr(p, field) for p in parts) == getattr(whole, field), field

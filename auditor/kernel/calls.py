@@ -115,3 +115,9 @@ class ApiCall:
     def is_scan(self) -> bool:
         """A Scan, or a PartiQL statement that reads the whole table."""
         return any(i.full_scan for i in self.items)
+
+
+#: What the kernel hands out: batches of calls in input order, each an ``ApiCall`` or, for the commonest calls, their
+#: ``SingleItem`` (:func:`auditor.kernel.reader.read_calls`; :meth:`AggregateSet.add_batch
+#: <auditor.kernel.aggregates.window.AggregateSet.add_batch>` counts one).
+CallBatch = list[ApiCall | SingleItem]

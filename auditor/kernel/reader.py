@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from auditor.exceptions import MalformedRecordError, SourceReadError
-from auditor.kernel.calls import ApiCall, SingleItem
+from auditor.kernel.calls import ApiCall, CallBatch
 from auditor.kernel.decode import LightRecord, light_record
 from auditor.kernel.dedupe import Deduper
 from auditor.kernel.framing import SKIPPED, LightRun, Shard, _Parser
@@ -82,17 +82,15 @@ def read_calls(
     shard: Shard | None = None,
     *,
     light: bool = False,
-    runs: bool = False,
-) -> Iterator[ApiCall | SingleItem | list[SingleItem]]:
-    """Yield the DynamoDB data-plane calls of one source, counting into ``stats``: ``ApiCall`` objects only, unless
-    ``light``.
+) -> Iterator[CallBatch]:
+    """Yield the DynamoDB data-plane calls of one source as batches (one shape: a list of calls, in input order),
+    counting into ``stats``. Each call is an ``ApiCall``, unless ``light``.
 
     With ``light``, the commonest calls (successful single-item calls, see
     :func:`auditor.kernel.normalize.single_item`) come as ``SingleItem`` tuples instead of ``ApiCall`` objects:
     the same call, read in a fraction of the time, for a consumer that only aggregates
-    (:meth:`auditor.kernel.aggregates.window.AggregateSet.add_item`). Only with the default ``normalize``: another one
-    sees every record. With ``runs`` too, consecutive ``SingleItem`` calls may come together in a list (in input
-    order, like everything else), which saves a generator step per call on the ingest hot path.
+    (:meth:`auditor.kernel.aggregates.window.AggregateSet.add_batch`). Only with the default ``normalize``: another
+    one sees every record. A batch holds the calls of a run of consecutive records (up to 1,024) or of one record.
 
     Counts ``records_read`` for every record, ``records_skipped`` (with a ``stats.note``) for malformed ones (not
     a JSON object, or ``MalformedRecordError`` from ``normalize``), ``duplicates_dropped`` for DynamoDB data events
@@ -157,8 +155,10 @@ def read_calls(
         for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
             if kind is LightRun:  # consecutive records of a Records array (no shard), typed where they could be
-                yield from read_run(record.records, index, stats, seen, full, runs)
+                batch = read_run(record.records, index, stats, seen, full)
                 index += len(record.records)
+                if batch:
+                    yield batch
                 continue
             index += 1
             if kind is LightRecord:  # the typed fields the light path reads, then the whole record if need be
@@ -178,11 +178,11 @@ def read_calls(
                     stats.duplicates_dropped += 1
                 else:
                     stats.data_events += 1
-                    yield item
+                    yield [item]
                 continue
             call = full(record, index)
             if call is not None:
-                yield call
+                yield [call]
         stats.records_seen += index
     finally:
         try:

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import orjson
 
-from auditor.kernel.calls import ApiCall, SingleItem
+from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
 from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
 from auditor.kernel.normalize import light_item, single_item
 from auditor.kernel.stats import IngestStats
@@ -65,17 +65,15 @@ def read_run(
     stats: IngestStats,
     seen: Callable[[Hashable], bool],
     full: Callable[[Any, int], ApiCall | None],
-    batches: bool,
-) -> list[Any]:
+) -> CallBatch:
     """The calls of a run's ``records`` (numbered from ``index + 1``), in input order, counted into ``stats``.
 
-    A successful single-item call comes as its ``SingleItem`` (consecutive ones as one list with ``batches``), any
-    other record as what ``full(record, number)`` gives (its ``ApiCall``, or nothing: not a data-plane call, a
-    duplicate or a bad record). A typed record :func:`~auditor.kernel.normalize.light_item` hands back is decoded in
-    full first. ``seen`` drops repeated events, as the reader does for every call.
+    A successful single-item call comes as its ``SingleItem``, any other record as what ``full(record, number)``
+    gives (its ``ApiCall``, or nothing: not a data-plane call, a duplicate or a bad record). A typed record
+    :func:`~auditor.kernel.normalize.light_item` hands back is decoded in full first. ``seen`` drops repeated events,
+    as the reader does for every call.
     """
-    out: list[Any] = []
-    batch: list[SingleItem] = []
+    out: CallBatch = []
     stats.records_read += len(records)
     duplicates = events = 0
     for record in records:
@@ -94,22 +92,11 @@ def read_run(
                 duplicates += 1
             else:
                 events += 1
-                batch.append(item)
+                out.append(item)
             continue
         call = full(record, index)
         if call is not None:
-            if batch:
-                if batches:
-                    out.append(batch)
-                else:
-                    out.extend(batch)
-                batch = []
             out.append(call)
-    if batch:
-        if batches:
-            out.append(batch)
-        else:
-            out.extend(batch)
     stats.duplicates_dropped += duplicates
     stats.data_events += events
     return out

@@ -27,7 +27,7 @@ from auditor.kernel.normalize import light_item, normalize_record, single_item
 from auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.runs import light_run
 from auditor.kernel.stats import IngestStats
-from tests.factories import traffic
+from tests.factories import flat_calls, traffic
 
 #: A successful GetItem as CloudTrail logs it (a data event as the CloudTrail User Guide shows it).
 GET_ITEM: dict[str, Any] = {
@@ -341,13 +341,12 @@ def test_a_run_refuses_arguments_that_could_not_move_forward(args: tuple[Any, ..
 # -- the reader with and without the typed decoder ----------------------------------------------------------------
 
 
-def _read_all(data: bytes, *, runs: bool = False) -> tuple[list[Any], IngestStats]:
+def _read_all(data: bytes) -> tuple[list[Any], IngestStats, int]:
+    """The calls of ``data`` in order, the counters, and the number of batches they came in."""
     stats = IngestStats()
     source = InputSource(name="t.json", open=lambda: io.BytesIO(data))
-    calls: list[Any] = []
-    for got in read_calls(source, stats, Deduper(), light=True, runs=runs):
-        calls.extend(got) if type(got) is list else calls.append(got)
-    return calls, stats
+    batches = list(read_calls(source, stats, Deduper(), light=True))
+    return flat_calls(batches), stats, len(batches)
 
 
 def _trail(seed: int) -> bytes:
@@ -363,27 +362,19 @@ def _trail(seed: int) -> bytes:
 
 def test_the_reader_gives_the_same_calls_with_and_without_the_typed_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _trail(2)
-    typed = _read_all(data)
+    calls, stats, _ = _read_all(data)
     monkeypatch.setattr(reader, "light_record", lambda buf, start, end: None)
     monkeypatch.setattr(reader, "light_run", None)
-    without = _read_all(data)
-    assert typed == without
-    assert typed[1].records_skipped >= 1
-    assert typed[1].duplicates_dropped == 1
+    without, without_stats, _ = _read_all(data)
+    assert (calls, stats) == (without, without_stats)
+    assert stats.records_skipped >= 1
+    assert stats.duplicates_dropped == 1
 
 
-def test_the_reader_gives_the_same_calls_in_runs_as_one_by_one() -> None:
+def test_runs_hand_out_the_calls_of_many_records_in_one_batch_in_input_order(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _trail(4)
-    one_by_one = _read_all(data)
-    stats = IngestStats()
-    source = InputSource(name="t.json", open=lambda: io.BytesIO(data))
-    flat: list[Any] = []
-    in_batches = 0
-    for got in read_calls(source, stats, Deduper(), light=True, runs=True):
-        if type(got) is list:
-            in_batches += len(got)
-            flat.extend(got)
-        else:
-            flat.append(got)
-    assert (flat, stats) == one_by_one  # the same calls in the same order, the same counts
-    assert in_batches > len(flat) / 2  # runs did carry most of the calls
+    calls, stats, batches = _read_all(data)
+    monkeypatch.setattr(reader, "light_run", None)  # one record at a time: one batch a call
+    one_by_one, one_stats, singles = _read_all(data)
+    assert (calls, stats) == (one_by_one, one_stats)  # the same calls in the same order, the same counts
+    assert singles == len(one_by_one) and batches < len(calls) / 10  # runs did carry the calls in batches

@@ -28,6 +28,7 @@ from auditor.kernel.calls import Access, ApiCall
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import Deduper, InputSource, iter_records, read_calls
 from auditor.kernel.stats import IngestStats
+from tests.factories import flat_calls
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cloudtrail"
 
@@ -653,7 +654,7 @@ def test_read_calls_counts() -> None:
     ]
     stats = IngestStats()
     opened: list[TrackingStream] = []
-    calls = list(read_calls(bytes_source("f.json", log_file(records), opened), stats, Deduper(), fake_normalize))
+    calls = flat_calls(read_calls(bytes_source("f.json", log_file(records), opened), stats, Deduper(), fake_normalize))
     assert [c.event_id for c in calls] == ["id-1", "id-2", "id-5"]
     assert stats.records_read == 8
     assert stats.records_skipped == 2
@@ -667,17 +668,19 @@ def test_read_calls_counts() -> None:
 def test_read_calls_dedupes_across_files_with_commit_and_rollback() -> None:
     deduper = Deduper()
     stats = IngestStats()
-    first = list(read_calls(bytes_source("a", log_file([rec(1), rec(2)])), stats, deduper, fake_normalize))
+    first = flat_calls(read_calls(bytes_source("a", log_file([rec(1), rec(2)])), stats, deduper, fake_normalize))
     assert len(first) == 2
     deduper.commit()
     # a failing file: its ids are rolled back by the caller
     bad = gzip.compress(log_file([rec(3), *[rec(i) for i in range(10, 3000)]]))
     got: list[ApiCall] = []
     with pytest.raises(SourceReadError):
-        got.extend(read_calls(bytes_source("b", bad[: len(bad) // 2]), IngestStats(), deduper, fake_normalize))
+        half = bytes_source("b", bad[: len(bad) // 2])
+        for batch in read_calls(half, IngestStats(), deduper, fake_normalize):
+            got.extend(cast("list[ApiCall]", batch))
     assert got  # partial output, to be discarded by the caller
     deduper.rollback()
-    again = list(read_calls(bytes_source("c", log_file([rec(2), rec(3)])), stats, deduper, fake_normalize))
+    again = flat_calls(read_calls(bytes_source("c", log_file([rec(2), rec(3)])), stats, deduper, fake_normalize))
     assert [c.event_id for c in again] == ["id-3"]
     assert stats.duplicates_dropped == 1
 
@@ -687,7 +690,7 @@ def test_read_calls_open_failure_is_a_source_read_error(tmp_path: Path) -> None:
         raise PermissionError(13, "Permission denied")
 
     with pytest.raises(SourceReadError, match=r"^locked\.json: cannot open: Permission denied$"):
-        list(read_calls(InputSource("locked.json", opener), IngestStats(), Deduper(), fake_normalize))
+        flat_calls(read_calls(InputSource("locked.json", opener), IngestStats(), Deduper(), fake_normalize))
     # a real unreadable file (root can read anything, so only checked as a normal user)
     p = tmp_path / "locked.json"
     p.write_bytes(log_file(RECORDS))
@@ -696,7 +699,7 @@ def test_read_calls_open_failure_is_a_source_read_error(tmp_path: Path) -> None:
         if os.geteuid() != 0:
             (source,) = discover([str(p)])
             with pytest.raises(SourceReadError, match="cannot open"):
-                list(read_calls(source, IngestStats(), Deduper(), fake_normalize))
+                flat_calls(read_calls(source, IngestStats(), Deduper(), fake_normalize))
     finally:
         p.chmod(0o644)
 
@@ -704,7 +707,7 @@ def test_read_calls_open_failure_is_a_source_read_error(tmp_path: Path) -> None:
 def test_read_calls_stream_closed_on_failure() -> None:
     opened: list[TrackingStream] = []
     with pytest.raises(SourceReadError, match="invalid JSON"):
-        list(read_calls(bytes_source("x", b"garbage", opened), IngestStats(), Deduper(), fake_normalize))
+        flat_calls(read_calls(bytes_source("x", b"garbage", opened), IngestStats(), Deduper(), fake_normalize))
     assert opened[0].closed
 
 
@@ -712,10 +715,10 @@ def test_read_calls_with_real_normalizer_on_aws_samples() -> None:
     stats = IngestStats()
     deduper = Deduper()
     put = next(iter(discover([str(FIXTURES / "aws_sample_put_item.json")])))
-    calls = list(read_calls(put, stats, deduper))
+    calls = flat_calls(read_calls(put, stats, deduper))
     assert [c.operation for c in calls] == ["PutItem"]
     table = next(iter(discover([str(FIXTURES / "aws_sample_update_table.json")])))
-    assert list(read_calls(table, stats, deduper)) == []  # a management event
+    assert flat_calls(read_calls(table, stats, deduper)) == []  # a management event
     assert stats.records_read == 2
     assert stats.data_events == 1
 

@@ -16,7 +16,7 @@ import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -43,7 +43,7 @@ from auditor.kernel.aggregates.keys import encode_key, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
-from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
+from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 
 
 @dataclass(slots=True)
@@ -622,10 +622,14 @@ class AggregateSet:
             tw = self._window(account, region, table, start)
         tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table))
 
-    def add_items(self, items: list[SingleItem]) -> None:
-        """:meth:`add_item` for each of ``items``, in order."""
-        for item in items:
-            self.add_item(item)
+    def add_batch(self, batch: CallBatch) -> None:
+        """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
+        ``SingleItem`` with :meth:`add_item`, each ``ApiCall`` with :meth:`add`."""
+        for call in batch:
+            if type(call) is tuple:
+                self.add_item(call)
+            else:
+                self.add(cast("ApiCall", call))
 
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)
