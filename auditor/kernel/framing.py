@@ -25,9 +25,10 @@ from auditor.kernel.runs import RUN_MOST, Malformed
 
 __all__ = ["SKIPPED", "LightRun", "Shard"]
 
-#: A top-level object that is not a ``Records``-first log file is parsed whole only up to this size.
+#: A top-level object that is not a ``Records``-first log file nor one line of JSON lines is parsed whole only up to
+#: this size (larger ones are walked member by member).
 _MAX_DOCUMENT: Final = 16 << 20
-#: Largest single record (array element) accepted; CloudTrail's own limit is 256 KB.
+#: Largest single record (array element, or line of JSON lines) accepted; CloudTrail's own limit is 256 KB.
 _MAX_ELEMENT: Final = 64 << 20
 #: How far past an element's start candidate ends are searched for (larger elements use the scanner).
 _WINDOW: Final = 1 << 20
@@ -40,6 +41,8 @@ _MAX_TRIES: Final = 4
 _MAX_WS_RUN: Final = 1 << 16
 
 _BOM: Final = b"\xef\xbb\xbf"
+#: The top-level keys that give an object too large to parse whole its shape (see ``_unwrap``).
+_SHAPE_KEYS: Final = frozenset(("Records", "eventSource", "detail-type", "detail"))
 
 _WS_BYTES: Final = b" \t\r\n"
 _WS_RE: Final = re.compile(rb"[ \t\r\n]*")
@@ -581,11 +584,11 @@ class _Parser:
 
     # -- objects -------------------------------------------------------------------------------------------------------
 
-    def _members(self, i: int, expect_member: bool) -> Iterator[Any]:
+    def _members(self, i: int, expect_member: bool, shape: set[str] | None = None) -> Iterator[Any]:
         """Walk the members of an object from ``i`` (after ``{`` when ``expect_member``, else after a member
         value), streaming a ``Records`` array and skipping other values without keeping them. Leaves
         ``self.pos`` after the closing ``}``. Raises ``_NotCloudTrailError`` if there is neither ``Records`` nor
-        ``logFiles``."""
+        ``logFiles``. ``shape`` collects the keys of ``_SHAPE_KEYS`` the object has."""
         saw = not expect_member  # called after a Records array
         first = expect_member
         while True:
@@ -600,6 +603,8 @@ class _Parser:
                 self.pos = i
                 end = self._string_end(i, True, _MAX_ELEMENT)
                 key = self._loads(self.pos, end)
+                if shape is not None and key in _SHAPE_KEYS:
+                    shape.add(key)
                 i = self._skip_ws(end)
                 if i >= len(self.buf) or self.buf[i] != _COLON:
                     raise self._fail(i, "invalid JSON (expected ':')")
@@ -639,20 +644,25 @@ class _Parser:
             return
         obj: Any = None
         end = -1
-        # JSON lines: a line that parses on its own is one whole value.
+        # JSON lines: a line (up to the largest record) that parses on its own is one whole value.
+        limit = _MAX_ELEMENT
+        long_line = False
         nl_from = start
         while True:
             buf = self.buf
             nl = buf.find(b"\n", nl_from)
             if nl >= 0:
-                try:
-                    obj = _loads(buf[self.pos : nl])
-                    end = nl
-                except _JSONDecodeError:
-                    pass
+                long_line = nl - self.pos > limit
+                if not long_line:
+                    try:
+                        obj = _loads(buf[self.pos : nl])
+                        end = nl
+                    except _JSONDecodeError:
+                        pass
                 break
             nl_from = len(buf)
-            if len(buf) - self.pos > _MAX_DOCUMENT:
+            if len(buf) - self.pos > limit:
+                long_line = True
                 break
             shift = self._more()
             if shift is None:
@@ -660,10 +670,10 @@ class _Parser:
             nl_from -= shift
         if end < 0:
             try:
-                obj, end = self._value(self.pos, limit=_MAX_DOCUMENT)
+                obj, end = self._value(self.pos, limit=min(_MAX_DOCUMENT, limit))
             except _TooLargeError:
-                # Too big to be an event or a record: walk it, streaming a Records array that is not first.
-                yield from self._members(self.pos + 1, True)
+                # Too big to parse whole: walk it, streaming a Records array that is not first.
+                yield from self._large_object(first_value, limit if long_line else min(_MAX_DOCUMENT, limit))
                 return
             except _UndecodableError as exc:
                 # One object the parser cannot represent: a bad record, unless it is the whole input.
@@ -675,6 +685,27 @@ class _Parser:
         self.pos = end
         single = first_value and self._skip_ws(self.pos) >= len(self.buf)
         yield from _unwrap(obj, single)
+
+    def _large_object(self, first_value: bool, limit: int) -> Iterator[Any]:
+        """A top-level object at ``self.pos`` over ``limit`` bytes (the size it could be read whole up to), walked
+        without keeping it.
+
+        A log file whose ``Records`` array is not first is streamed. An object with neither ``Records`` nor
+        ``logFiles`` is one record too large to read (one :class:`Malformed` record, like an oversized element of a
+        ``Records`` array: the values around it are read), unless it is the whole input and has no record or event
+        shape (then the input is not a CloudTrail log file, as for a small object).
+        """
+        shape: set[str] = set()
+        try:
+            yield from self._members(self.pos + 1, True, shape)
+        except _NotCloudTrailError:
+            # Nothing was yielded: a Records array, the only thing streamed, would have made the walk succeed.
+            single = first_value and self._skip_ws(self.pos) >= len(self.buf)
+            if "Records" in shape or (
+                single and "eventSource" not in shape and not ("detail-type" in shape and "detail" in shape)
+            ):
+                raise
+            yield Malformed(f"record too large (over {limit >> 20} MiB)")
 
     def records(self) -> Iterator[Any]:
         """Every record of the input (in any of the formats the module docstring names)."""

@@ -223,6 +223,47 @@ def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
         read_all(b'{"Records":[{"a":"' + b"x" * 5000, 100)
 
 
+def _lines_with_an_oversized_one() -> bytes:
+    big = rec(99, blob="x" * 30_000)
+    return b"\n".join(orjson.dumps(r) for r in [RECORDS[0], big, RECORDS[1], RECORDS[2]]) + b"\n"
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_an_oversized_json_lines_record_is_one_skipped_record(monkeypatch: pytest.MonkeyPatch, compress: bool) -> None:
+    monkeypatch.setattr(framing, "_MAX_ELEMENT", 10_000)
+    data = _lines_with_an_oversized_one()
+    if compress:
+        data = gzip.compress(data)
+    too_large = cloudtrail.Malformed("record too large (over 0 MiB)")
+    for chunk_size in (7, 1000, 1 << 20):
+        assert read_all(data, chunk_size) == [RECORDS[0], too_large, RECORDS[1], RECORDS[2]]
+    # alone, or after a line that is not a record: still one record too large
+    assert read_all(orjson.dumps(rec(99, blob="x" * 30_000)), 1000) == [too_large]
+    # a large object that is the whole input and has no record shape is still not a CloudTrail log file
+    with pytest.raises(SourceReadError, match="no Records array"):
+        read_all(orjson.dumps({"meta": "m" * 30_000}), 1000)
+
+
+def test_an_oversized_json_lines_record_is_skipped_by_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from auditor.cli import main
+
+    monkeypatch.setattr(framing, "_MAX_ELEMENT", 10_000)
+    (tmp_path / "plain.jsonl").write_bytes(_lines_with_an_oversized_one())
+    (tmp_path / "packed.jsonl.gz").write_bytes(
+        gzip.compress(b"\n".join(orjson.dumps(r) for r in [RECORDS[3], rec(98, blob="y" * 30_000), RECORDS[4]]))
+    )
+    code = main(["analyze-trail", str(tmp_path), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    stats = orjson.loads(out)["stats"]
+    assert stats["files_failed"] == 0 and stats["files_read"] == 2
+    assert stats["records_read"] == 7 and stats["records_skipped"] == 2
+    assert stats["data_events"] == 5
+    assert "record too large" in err
+
+
 def test_long_whitespace_runs_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(framing, "_MAX_WS_RUN", 100)
     ws = b" \n" * 5000
