@@ -2,7 +2,8 @@
 
 A value read from CloudTrail, a stream or a findings file is attacker-controlled. Every renderer passes such values,
 and only those, through the function for its format: :func:`markdown_text`, :func:`terminal_text`,
-:func:`report_text`, :func:`csv_safe`. What each one removes or escapes is in docs/untrusted-values.md.
+:func:`report_text`, :func:`csv_safe` (with :func:`csv_line`). What each one removes or escapes is in
+docs/untrusted-values.md.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def markdown_code(value: object) -> str:
 
 #: First characters that make a spreadsheet cell a formula (OWASP CSV injection), incl. tab and carriage return.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: A ``;`` followed (after spaces or quotes) by a formula character.
+_AFTER_SEMICOLON = re.compile(r";(?=[ \"]*[=+\-@\t\r])")
 
 
 def csv_safe(value: object) -> str:
@@ -102,6 +105,18 @@ def csv_safe(value: object) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", str(value))
+    # Where ";" is the list separator (German or French spreadsheets) a ";" starts a new cell: one that would
+    # start with a formula character gets its "'" too (quotes around it do not help: they end the quoted cell).
+    text = _AFTER_SEMICOLON.sub(";'", text)
     if text.lstrip(" ").startswith(_FORMULA_START) or text.startswith(_FORMULA_START):
         return "'" + text
     return text
+
+
+def csv_line(value: object) -> str:
+    """``value`` for a CSV cell on one line: line breaks (CR, LF, VT, FF, NEL, LS, PS) become spaces.
+
+    A quoted cell may hold a line break, but programs that split the file into lines first start a new row
+    inside the value; applied before :func:`csv_safe`.
+    """
+    return _LINE_BREAKS.sub(" ", str(value))

@@ -2,12 +2,16 @@
 
 All take the findings still reported and the muted ones (``--mutelist``): SARIF marks a muted result with an
 external suppression, ASFF sets its workflow status to ``SUPPRESSED``, CSV has a ``muted`` column
-(:func:`render_csv`, every text cell escaped for spreadsheets).
+(:func:`render_csv`, every cell quoted, on one line and escaped for spreadsheets). A SARIF artifact URI is
+percent-encoded, so any table name gives a valid RFC 3986 URI reference.
 
 ASFF follows the required top-level attributes of the Security Hub user guide ("Required top-level ASFF
 attributes": AwsAccountId, CreatedAt, Description, GeneratorId, Id, ProductArn, Resources, SchemaVersion,
 Severity, Title, Types, UpdatedAt) and the ``AwsSecurityFinding`` length limits (Title 256, Description 1,024,
-Remediation text 512 characters). Findings are imported as a custom integration: the product ARN is
+Remediation text 512 characters; ProductFields at most 50 pairs, keys 128 and values 2,048 characters;
+Resources[].Details.Other values under 1,024). ``AwsAccountId`` must be 12 ASCII digits and the region a region
+name: a finding whose account or region is not is refused (``ValueError``), and :func:`asff_document` leaves it
+out with its reason in ``skipped``. Findings are imported as a custom integration: the product ARN is
 ``arn:<partition>:securityhub:<region>:<account>:product/<account>/default``.
 """
 
@@ -15,13 +19,15 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 
-from auditor.escaping import csv_safe
+from auditor.escaping import csv_line, csv_safe
 from auditor.models.finding import Finding, FindingKind, Severity, isoformat_z
 from auditor.mutelist import Muted
 
@@ -129,9 +135,15 @@ _COST_KINDS = {
 }
 
 
+def artifact_uri(f: Finding) -> str:
+    """``dynamodb/<account>/<region>/<table>[/index/<index>]``, each part percent-encoded (an RFC 3986 relative
+    reference whatever the names hold: ``/``, ``%``, ``#``, spaces and non-ASCII are encoded)."""
+    parts = [p for p in (f.account, f.region, f.table) if p] + (["index", f.index] if f.index else [])
+    return "dynamodb/" + "/".join(quote(p, safe="") for p in parts)
+
+
 def _sarif_result(f: Finding, rule_index: int, muted: Muted | None) -> dict[str, Any]:
     where = _location_name(f)
-    scope = "/".join(p for p in (f.account, f.region) if p)
     result: dict[str, Any] = {
         "ruleId": f.kind.value,
         "ruleIndex": rule_index,
@@ -140,7 +152,7 @@ def _sarif_result(f: Finding, rule_index: int, muted: Muted | None) -> dict[str,
         "locations": [
             {
                 # Findings are about tables, not files: a DynamoDB resource path stands in for the artifact.
-                "physicalLocation": {"artifactLocation": {"uri": f"dynamodb/{scope + '/' if scope else ''}{where}"}},
+                "physicalLocation": {"artifactLocation": {"uri": artifact_uri(f)}},
                 "logicalLocations": [{"name": f.index or f.table, "fullyQualifiedName": where, "kind": "resource"}],
             }
         ],
@@ -169,6 +181,32 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: Security Hub's limits on ``ProductFields``: pairs, key and value characters.
+PRODUCT_FIELDS_MAX = 50
+PRODUCT_FIELD_KEY_MAX = 128
+PRODUCT_FIELD_VALUE_MAX = 2048
+#: ``Resources[].Details.Other``: each value fewer than 1,024 characters.
+OTHER_VALUE_MAX = 1023
+_ACCOUNT = re.compile(r"[0-9]{12}")
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
+
+
+def validate_account(value: str) -> str:
+    """``value`` when it is an AWS account id (12 ASCII digits), for ``--account``.
+
+    Raises:
+        ValueError: one line saying what is wrong.
+    """
+    if not _ACCOUNT.fullmatch(value):
+        raise ValueError(f"--account must be a 12-digit AWS account id, got {value[:40]!r}")
+    return value
+
+
+def _product_fields(fields: dict[str, str]) -> dict[str, str]:
+    items = list(fields.items())[:PRODUCT_FIELDS_MAX]
+    return {_cut(k, PRODUCT_FIELD_KEY_MAX): _cut(v, PRODUCT_FIELD_VALUE_MAX) for k, v in items}
+
+
 def asff_finding(
     f: Finding,
     *,
@@ -181,12 +219,17 @@ def asff_finding(
     """One finding in the AWS Security Finding Format (``Id`` is the finding's stable id).
 
     Raises:
-        ValueError: neither the finding nor the caller gives an account or a region.
+        ValueError: neither the finding nor the caller gives an account or a region, or the account is not 12
+            ASCII digits or the region not a region name (the message says which).
     """
     acct = f.account or account
     reg = f.region or region
     if not acct or not reg:
         raise ValueError(f"finding {f.id} has no account or region; ASFF needs both (pass --account)")
+    if not _ACCOUNT.fullmatch(acct):
+        raise ValueError(f"finding {f.id}: account {acct[:40]!r} is not a 12-digit AWS account id")
+    if not _REGION.fullmatch(reg):
+        raise ValueError(f"finding {f.id}: region {reg[:40]!r} is not an AWS region name")
     partition = _partition(reg)
     label, normalized = ASFF_SEVERITY[f.severity]
     resource: dict[str, Any] = {
@@ -196,7 +239,7 @@ def asff_finding(
         "Region": reg,
     }
     if f.index:
-        resource["Details"] = {"Other": {"index": f.index}}
+        resource["Details"] = {"Other": {"index": _cut(f.index, OTHER_VALUE_MAX)}}
     return {
         "SchemaVersion": ASFF_SCHEMA_VERSION,
         "Id": f.id,
@@ -212,7 +255,7 @@ def asff_finding(
         "Title": _cut(f.title, 256),
         "Description": _cut(f.summary, 1024),
         "Remediation": {"Recommendation": {"Text": _cut(f.recommendation, 512)}},
-        "ProductFields": {"ddb-audit/kind": f.kind.value, "ddb-audit/table": f.table},
+        "ProductFields": _product_fields({"ddb-audit/kind": f.kind.value, "ddb-audit/table": f.table}),
         "Resources": [resource],
         "Workflow": {"Status": workflow},
         "RecordState": record_state,
@@ -220,11 +263,31 @@ def asff_finding(
 
 
 def asff_document(
-    findings: Sequence[Finding], muted: Sequence[Muted], *, account: str | None, now: datetime
+    findings: Sequence[Finding],
+    muted: Sequence[Muted],
+    *,
+    account: str | None,
+    now: datetime,
+    skipped: list[str] | None = None,
 ) -> dict[str, Any]:
-    """``{"Findings": [...]}``: the reported findings as NEW, the muted ones as SUPPRESSED."""
-    out = [asff_finding(f, account=account, region=None, now=now) for f in findings]
-    out += [asff_finding(m.finding, account=account, region=None, now=now, workflow="SUPPRESSED") for m in muted]
+    """``{"Findings": [...]}``: the reported findings as NEW, the muted ones as SUPPRESSED.
+
+    A finding whose own account or region is malformed (taken from traffic) is left out, and one line naming it and
+    the reason is appended to ``skipped`` when given.
+
+    Raises:
+        ValueError: a finding has no account or region and the caller gives none (pass ``--account``).
+    """
+    out: list[dict[str, Any]] = []
+    rows = [(f, "NEW") for f in findings] + [(m.finding, "SUPPRESSED") for m in muted]
+    for f, workflow in rows:
+        try:
+            out.append(asff_finding(f, account=account, region=None, now=now, workflow=workflow))
+        except ValueError as exc:
+            if not (f.account or account) or not f.region:
+                raise  # the caller's input error, not one finding's
+            if skipped is not None:
+                skipped.append(str(exc))
     return {"Findings": out}
 
 
@@ -253,11 +316,13 @@ CSV_COLUMNS = (
 def render_csv(findings: Sequence[Finding], muted: Sequence[Muted]) -> str:
     """The findings (then the muted ones, ``muted`` = ``true``) as CSV with a header row.
 
-    Every text cell goes through :func:`auditor.escaping.csv_safe`, so a table, key or principal taken from traffic
-    cannot become a spreadsheet formula; ``evidence`` is the evidence as compact JSON (escaped the same way).
+    Every cell is quoted and goes through :func:`auditor.escaping.csv_line` (line breaks become spaces, so no row
+    starts inside a value) and :func:`auditor.escaping.csv_safe`, so a table, key or principal taken from traffic
+    cannot become a spreadsheet formula, also where ``;`` separates cells; ``evidence`` is the evidence as compact
+    JSON (escaped the same way).
     """
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
     rows = [(f, None) for f in findings] + [(m.finding, m.rule.reason) for m in muted]
     for f, reason in rows:
@@ -279,5 +344,5 @@ def render_csv(findings: Sequence[Finding], muted: Sequence[Muted]) -> str:
             reason or "",
             evidence.decode(),
         )
-        writer.writerow([csv_safe(c) for c in cells])
+        writer.writerow([csv_safe(csv_line(c)) for c in cells])
     return out.getvalue()

@@ -135,3 +135,12 @@ def test_csv_safe_cells_round_trip_through_the_csv_module() -> None:
     assert len(row) == len(PAYLOADS)
     for cell in row:
         assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+
+
+def test_csv_safe_guards_cells_that_start_after_a_semicolon_and_csv_line_keeps_one_line() -> None:
+    from auditor.escaping import csv_line
+
+    assert csv_safe("a;=cmd") == "a;'=cmd"
+    assert csv_safe('a; "+1') == "a;' \"+1"
+    assert csv_safe("a;b") == "a;b"
+    assert csv_line("a\r\nb\nc\rd\u2028e") == "a  b c d e"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +17,15 @@ import pytest
 from botocore.validate import validate_parameters
 
 from auditor.cli import main
-from auditor.formats import ASFF_SEVERITY, CSV_COLUMNS, asff_document, asff_finding, render_csv, sarif_document
+from auditor.formats import (
+    ASFF_SEVERITY,
+    CSV_COLUMNS,
+    asff_document,
+    asff_finding,
+    render_csv,
+    sarif_document,
+    validate_account,
+)
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.mutelist import DEFAULT_REASON, MuteRule, apply_mutelist, load_mutelist
 from tests.factories import planted_workload, write_trail
@@ -90,7 +99,7 @@ def test_sarif_of_every_kind_and_severity_validates_against_the_sarif_2_1_0_sche
     ]
     muted = apply_mutelist([finding(title="accepted")], [MuteRule(kind=FindingKind.SCAN, reason="export")], NOW)[1]
     doc = orjson.loads(orjson.dumps(sarif_document(findings, muted, "1.2.3")))
-    jsonschema.Draft4Validator(SCHEMA).validate(doc)
+    validate_sarif(doc)
     run_ = doc["runs"][0]
     assert run_["tool"]["driver"]["version"] == "1.2.3"
     rules = [r["id"] for r in run_["tool"]["driver"]["rules"]]
@@ -106,11 +115,56 @@ def test_sarif_of_every_kind_and_severity_validates_against_the_sarif_2_1_0_sche
     assert "suppressions" not in results[0]
 
 
+# RFC 3986, section 3 and 4.1 (URI and URI-reference), for the schema's "uri" and "uri-reference" formats: no
+# validator for them is installed, and without one jsonschema's FormatChecker passes every string.
+_HEX = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|{_HEX})"
+_SEG_NC = rf"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|{_HEX})"
+_QF = rf"(?:{_PCHAR}|[/?])*"
+_AUTH = (
+    rf"(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|{_HEX})*@)?"
+    rf"(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|{_HEX})*)(?::[0-9]*)?"
+)
+_ABEMPTY = rf"(?:/{_PCHAR}*)*"
+_HIER = rf"(?://{_AUTH}{_ABEMPTY}|/(?:{_PCHAR}+{_ABEMPTY})?|{_PCHAR}+{_ABEMPTY}|)"
+_REL = rf"(?://{_AUTH}{_ABEMPTY}|/(?:{_PCHAR}+{_ABEMPTY})?|{_SEG_NC}+{_ABEMPTY}|)"
+URI = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}(?:\?{_QF})?(?:#{_QF})?")
+URI_REFERENCE = re.compile(rf"(?:{URI.pattern}|{_REL}(?:\?{_QF})?(?:#{_QF})?)")
+FORMATS = jsonschema.FormatChecker()
+FORMATS.checks("uri")(lambda v: not isinstance(v, str) or URI.fullmatch(v) is not None)
+FORMATS.checks("uri-reference")(lambda v: not isinstance(v, str) or URI_REFERENCE.fullmatch(v) is not None)
+
+
+def validate_sarif(doc: object) -> None:
+    jsonschema.Draft4Validator(SCHEMA, format_checker=FORMATS).validate(doc)
+
+
+def test_sarif_artifact_uris_are_uri_references_for_any_table_name() -> None:
+    assert URI_REFERENCE.fullmatch("dynamodb/123456789012/eu-west-1/Orders") and not URI_REFERENCE.fullmatch("a b")
+    hostile = ["Orders <x> %zz#frag?q", "a b/../c", "x:y", "Ünïcode\u202e\x00\r\n", '"]}', "\\"]
+    findings = [finding(table=t, index=t, title=str(n)) for n, t in enumerate(hostile)]
+    doc = orjson.loads(orjson.dumps(sarif_document(findings, [], "1.0")))
+    validate_sarif(doc)
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]]
+    assert uris[0] == "dynamodb/123456789012/eu-west-1/Orders%20%3Cx%3E%20%25zz%23frag%3Fq/index/" + (
+        "Orders%20%3Cx%3E%20%25zz%23frag%3Fq"
+    )
+    assert all(u.count("/") == 5 for u in uris)  # a "/" in a name cannot add a path segment
+    plain = sarif_document([finding()], [], "1.0")["runs"][0]["results"][0]
+    assert plain["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "dynamodb/123456789012/eu-west-1/Orders"
+    )
+
+
 def test_the_schema_check_rejects_what_sarif_forbids() -> None:
     doc = sarif_document([finding()], [], "1.0")
     doc["runs"][0]["results"][0]["level"] = "fatal"  # not a SARIF level
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(SCHEMA).validate(doc)
+    doc = sarif_document([finding()], [], "1.0")
+    doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] = "a b#c#d"
+    with pytest.raises(jsonschema.ValidationError, match="uri-reference"):
+        validate_sarif(doc)
 
 
 # ------------------------------------------------------------------------------------------------------- ASFF
@@ -152,6 +206,42 @@ def test_asff_needs_an_account_and_takes_it_from_the_caller() -> None:
     assert got["AwsAccountId"] == "210987654321"
     assert (got["Workflow"], got["RecordState"]) == ({"Status": "RESOLVED"}, "ARCHIVED")
     validate_parameters({"Findings": [got]}, _api_shape())
+
+
+def test_asff_fields_stay_within_security_hub_limits_for_hostile_values() -> None:
+    long = "T" * 5000
+    f = finding(table=long, index="I" * 5000, title=long)
+    f = f.model_copy(update={"summary": long, "recommendation": long})
+    got = asff_finding(f, account=None, region=None, now=NOW)
+    assert len(got["Title"]) <= 256 and len(got["Description"]) <= 1024
+    assert len(got["Remediation"]["Recommendation"]["Text"]) <= 512
+    fields = got["ProductFields"]
+    assert len(fields) <= 50 and all(len(k) <= 128 and len(v) <= 2048 for k, v in fields.items())
+    assert fields["ddb-audit/table"].startswith("TTT") and fields["ddb-audit/table"].endswith("…")
+    other = got["Resources"][0]["Details"]["Other"]
+    assert all(len(k) < 128 and len(v) < 1024 for k, v in other.items())
+    validate_parameters({"Findings": [got]}, _api_shape())
+
+
+@pytest.mark.parametrize("bad", ["12345678901", "1234567890123", "12345678901x", "\uff11" * 12, "123456789012\n", ""])
+def test_a_malformed_account_is_refused_and_left_out_with_its_reason(bad: str) -> None:
+    with pytest.raises(ValueError, match="12-digit"):
+        validate_account(bad)
+    assert validate_account("012345678901") == "012345678901"
+    hostile = finding(account=bad or "x", title="hostile")
+    with pytest.raises(ValueError, match="12-digit"):
+        asff_finding(hostile, account=None, region=None, now=NOW)
+    skipped: list[str] = []
+    doc = asff_document([finding(), hostile], [], account="210987654321", now=NOW, skipped=skipped)
+    assert [f["Id"] for f in doc["Findings"]] == [finding().id]
+    assert len(skipped) == 1 and hostile.id in skipped[0] and "12-digit" in skipped[0]
+    validate_parameters({"Findings": doc["Findings"]}, _api_shape())
+
+
+def test_a_malformed_region_is_refused() -> None:
+    bad = finding().model_copy(update={"region": "eu-west-1:999999999999:x"})
+    with pytest.raises(ValueError, match="region"):
+        asff_finding(bad, account=None, region=None, now=NOW)
 
 
 # --------------------------------------------------------------------------------------------------- mutelist
@@ -217,7 +307,7 @@ def test_a_mute_list_turns_a_failing_fail_on_run_green(
     assert code == 0 and "Muted findings (--mutelist)" in text and "(muted: accepted in review)" in text
     code, out, _ = run([*args, "--format", "sarif"], capsys)
     sarif = orjson.loads(out)
-    jsonschema.Draft4Validator(SCHEMA).validate(sarif)
+    validate_sarif(sarif)
     suppressed = [r for r in sarif["runs"][0]["results"] if r.get("suppressions")]
     assert {r["partialFingerprints"]["ddbAuditFindingId/v1"] for r in suppressed} == muted_ids
 
@@ -276,6 +366,36 @@ def test_csv_has_one_row_per_finding_and_never_a_formula() -> None:
     assert rows[1]["table"] == '\'=HYPERLINK("http://x")' and rows[1]["title"].startswith("'-2+3")
     for r in rows:
         assert not any(v.lstrip(" ").startswith(("=", "+", "-", "@")) for v in r.values()), r
+
+
+HOSTILE_CSV = [
+    "\r=cmd|' /C calc'!A0",
+    "Orders\n=1+1",
+    "a;=cmd|' /C calc'!A0",
+    'a;"=1+1',
+    "a; -2+3",
+    "x\r\n@SUM(A1);+1",
+    "\t=1",
+    "a,b\u2028-1",
+]
+
+
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_csv_cells_never_start_a_row_or_a_formula_whatever_the_delimiter(delimiter: str) -> None:
+    findings = [finding(table=h, title=h, index=h) for h in HOSTILE_CSV]
+    findings[0] = findings[0].model_copy(update={"evidence": {"key": {"pk": "\r=cmd|' /C calc'!A0"}}})
+    text = render_csv(findings, [])
+    assert "\r" not in text and text.count("\n") == len(findings) + 1
+    assert all(line.startswith('"') and line.endswith('"') for line in text.splitlines())
+    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    assert len(rows) == len(findings) + 1
+    for row in rows:
+        for cell in row:
+            assert not cell.lstrip(' "').startswith(("=", "+", "-", "@", "\t", "\r")), (delimiter, cell)
+    if delimiter == ",":
+        cells = check_csv_schema(text)
+        assert [c["table"] for c in cells[:2]] == ["' =cmd|' /C calc'!A0", "Orders =1+1"]
+        assert cells[2]["table"] == "a;'=cmd|' /C calc'!A0"
 
 
 def test_csv_from_the_cli(trail: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,9 @@
 """AWS Security Hub sink: finding events from the findings topic imported as ASFF findings (optional, opt-in).
 
-Each finding event becomes one ``BatchImportFindings`` entry with the finding's stable id as ``Id``; other messages
-are skipped. Rejected entries raise :class:`SecurityHubImportError` after the whole batch was tried, so Lambda
-retries the event and then parks it in the dead-letter queue. The mapping is in docs/sinks.md.
+Each finding event becomes one ``BatchImportFindings`` entry with the finding's stable id as ``Id``; other messages,
+and findings with a malformed account or region, are skipped. Rejected entries raise :class:`SecurityHubImportError`
+after the whole batch was tried, so Lambda retries the event and then parks it in the dead-letter queue. The
+mapping is in docs/sinks.md.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class ImportResult:
 def asff_from_event(
     attributes: Mapping[str, str], *, account: str, region: str, now: datetime, redact: bool = True
 ) -> dict[str, Any] | None:
-    """The ASFF entry of one SNS finding event, or None for a message that is not a finding event.
+    """The ASFF entry of one SNS finding event, or None for a message that is not a finding event or a finding
+    whose account is not 12 digits or whose region is not a region name (logged with the reason, counted skipped).
 
     ``account`` and ``region`` stand in for a finding that does not carry its own (the function's account). With
     ``redact`` (``REDACT_KEYS``, the default) key values are redacted as for Slack: Security Hub findings can be
@@ -71,7 +73,13 @@ def asff_from_event(
     except (ValueError, ValidationError):  # not a finding event (orjson's decode error is a ValueError)
         return None
     workflow, record_state = _STATES[status]
-    return asff_finding(finding, account=account, region=region, now=now, workflow=workflow, record_state=record_state)
+    try:
+        return asff_finding(
+            finding, account=account, region=region, now=now, workflow=workflow, record_state=record_state
+        )
+    except ValueError as exc:  # the finding's own account or region is malformed: Security Hub would refuse it
+        log.warning("security_hub_finding_refused", finding_id=finding.id, reason=str(exc))
+        return None
 
 
 def import_findings(client: SecurityHubClient, entries: Sequence[dict[str, Any]]) -> ImportResult:

@@ -146,3 +146,22 @@ def test_key_values_are_redacted_unless_turned_off() -> None:
     raw = asff_from_event(msg.attributes, account="123456789012", region="us-east-1", now=T0, redact=False)
     assert raw is not None and "CUSTOMER#42" in raw["Title"]
     assert asff_from_event({"kind": "weekly_report"}, account="1", region="r", now=T0) is None
+
+
+def test_a_finding_with_a_malformed_account_is_skipped_not_sent() -> None:
+    bad = Finding.create(
+        FindingKind.SCAN,
+        account="12345678901<b>",
+        region="us-east-1",
+        table="Orders",
+        discriminator="x",
+        severity=Severity.MEDIUM,
+        title="Scans on Orders",
+        summary="s",
+        recommendation="r",
+        evidence={},
+        first_seen=T0,
+        last_seen=T0,
+    )
+    msg = render(FindingEvent(kind=EventKind.NEW, finding=bad, at=T0), "evt")
+    assert asff_from_event(msg.attributes, account="123456789012", region="us-east-1", now=T0) is None
