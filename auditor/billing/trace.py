@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -97,9 +98,27 @@ def _float(text: str, where: str) -> float | None:
     if text == "":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise InputError(f"{where}: not a number: {text[:40]!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{where}: not a finite number: {text[:40]!r}")
+    if value < 0:
+        raise InputError(f"{where}: negative value {text[:40]!r}")
+    return value
+
+
+def _minute(text: str, where: str) -> datetime:
+    """A row's timestamp: a whole minute in UTC, years 1970 to 2999 (the report's arithmetic stays in range)."""
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where}: bad timestamp {text[:40]!r}") from None
+    if not 1970 <= stamp.year <= 2999:
+        raise InputError(f"{where}: timestamp {text[:40]!r} is out of range (years 1970 to 2999)")
+    if stamp.utcoffset() != timedelta(0) or stamp.second or stamp.microsecond:
+        raise InputError(f"{where}: timestamp {text[:40]!r} is not a whole minute in UTC")
+    return stamp
 
 
 def read_trace(path: str, table: str) -> dict[str, Any]:
@@ -109,7 +128,8 @@ def read_trace(path: str, table: str) -> dict[str, Any]:
     a minute without a consumed value counts 0.
 
     Raises:
-        InputError: the file cannot be read, lacks the header, or a row is malformed (file and line named).
+        InputError: the file cannot be read, lacks the header, or a row is malformed (file and line named): a
+            value that is not a finite number >= 0, a timestamp that is not a whole UTC minute in 1970 to 2999.
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -124,10 +144,7 @@ def read_trace(path: str, table: str) -> dict[str, Any]:
         where = f"{path}:{line}"
         if len(row) != len(TRACE_HEADER):
             raise InputError(f"{where}: expected {len(TRACE_HEADER)} columns, got {len(row)}")
-        try:
-            stamp = datetime.fromisoformat(row[0].replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(f"{where}: bad timestamp {row[0][:40]!r}") from None
+        stamp = _minute(row[0], where)
         index = row[1].removeprefix("'") if row[1] else ""
         s = series.get(index)
         if s is None:

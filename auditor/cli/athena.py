@@ -47,11 +47,30 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def _utc_time(text: str, option: str) -> datetime:
+    """``text`` as an aware UTC time (naive input is UTC), years 1970 to 2999."""
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(f"{option}: not an ISO 8601 time: {text!r}") from None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+    from auditor.sources.athena import MAX_YEAR, MIN_YEAR
+
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    # The local year first: converting year 1 or 9999 to UTC can overflow.
+    if not MIN_YEAR <= t.year <= MAX_YEAR or not MIN_YEAR <= t.astimezone(UTC).year <= MAX_YEAR:
+        raise InputError(f"{option}: {text!r} is out of range (years {MIN_YEAR} to {MAX_YEAR})")
+    return t.astimezone(UTC)
+
+
+def _time_range(args: argparse.Namespace) -> tuple[datetime, datetime]:
+    """``--start``/``--end``/``--hours`` as a UTC range, checked in full before any AWS call."""
+    from auditor.sources.athena import check_time_range
+
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    end = _utc_time(args.end, "--end") if args.end else now
+    start = _utc_time(args.start, "--start") if args.start else end - timedelta(hours=args.hours)
+    check_time_range(start, end)
+    return start, end
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,9 +86,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--hours must be more than 0 and at most 9600")
     if args.timeout <= 0 or args.price_per_tb < 0:
         raise InputError("--timeout must be positive and --price-per-tb not negative")
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-    end = _utc_time(args.end, "--end") if args.end else now
-    start = _utc_time(args.start, "--start") if args.start else end - timedelta(hours=args.hours)
+    start, end = _time_range(args)
     scope = AthenaScope(
         bucket=args.bucket,
         prefix=args.prefix,

@@ -62,6 +62,24 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_./-]*$")
 
 
+#: The years a time range may touch (as the rest of the project: window arithmetic stays within datetime's range).
+MIN_YEAR, MAX_YEAR = 1970, 2999
+#: The longest range one run reads (``--hours`` at most 9,600).
+MAX_RANGE = timedelta(days=400)
+
+
+def check_time_range(start: datetime, end: datetime) -> None:
+    """Raise :class:`InputError` unless ``start < end`` (aware times), both in years 1970 to 2999, within 400 days."""
+    for option, t in (("--start", start), ("--end", end)):
+        # The local year first: converting year 1 or 9999 to UTC can overflow.
+        if not MIN_YEAR <= t.year <= MAX_YEAR or not MIN_YEAR <= t.astimezone(UTC).year <= MAX_YEAR:
+            raise InputError(f"{option}: {t.isoformat()} is out of range (years {MIN_YEAR} to {MAX_YEAR})")
+    if not start < end:
+        raise InputError(f"--start must be before --end (got {start.isoformat()} and {end.isoformat()})")
+    if end - start > MAX_RANGE:
+        raise InputError(f"the time range is at most 400 days (got {start.isoformat()} to {end.isoformat()})")
+
+
 @dataclass(frozen=True, slots=True)
 class AthenaScope:
     """What to read: the trail bucket (and prefix, organisation id), accounts, Regions and the time range."""
@@ -88,8 +106,9 @@ class AthenaScope:
             raise InputError("--regions: one or more Region names are required (e.g. us-east-1,eu-west-1)")
         if not _IDENT.match(self.database):
             raise InputError(f"--database: not a simple Glue database name: {self.database!r}")
-        if self.start.tzinfo is None or self.end.tzinfo is None or not self.start < self.end:
-            raise InputError("the time range needs timezone-aware --start < --end")
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise InputError("the time range needs timezone-aware --start and --end")
+        check_time_range(self.start, self.end)
 
     @property
     def location(self) -> str:

@@ -131,5 +131,18 @@ def capacity_from_audit(document: Any, source: str) -> tuple[list[ResourceCapaci
                     warm_write=_num(entry, "warm_write", where, optional=True),
                 )
             )
-    findings = [f for f in document.get("findings") or [] if isinstance(f, dict)]
-    return out, findings
+    return out, _findings(document.get("findings"), source)
+
+
+def _findings(value: Any, source: str) -> list[dict[str, Any]]:
+    """The audit's findings (objects only); a finding whose ``evidence`` is not an object is an input error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{source}: findings must be a list")
+    findings = [f for f in value if isinstance(f, dict)]
+    for f_no, finding in enumerate(value):
+        evidence = finding.get("evidence") if isinstance(finding, dict) else None
+        if evidence is not None and not isinstance(evidence, dict):
+            raise InputError(f"{source}: findings[{f_no}].evidence must be an object, got {type(evidence).__name__}")
+    return findings

@@ -370,8 +370,8 @@ def contributor_insights_limits(findings: Iterable[dict[str, Any]]) -> list[Limi
     """
     items = []
     for f in findings:
-        ev = f.get("evidence") or {}
-        if f.get("kind") != "hot_key" or ev.get("source") != "contributor_insights":
+        ev = f.get("evidence")
+        if not isinstance(ev, dict) or f.get("kind") != "hot_key" or ev.get("source") != "contributor_insights":
             continue
         h = ev.get("headroom_factor")
         key = ev.get("key")

@@ -1,0 +1,99 @@
+"""Hostile input to the CLI: every bad input is one line on stderr and exit 2 (never an internal error, exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from auditor import cli
+from tests.whatif.test_whatif import _record
+
+TRACE_HEADER = "timestamp,index,consumed_read,provisioned_read,throttled_read,consumed_write,provisioned_write,"
+TRACE_HEADER += "throttled_write\n"
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_input_error(code: int, err: str) -> None:
+    assert code == cli.EXIT_INPUT, err
+    assert err.count("\n") == 1 and err.startswith("ddb-audit: error: "), err
+
+
+@pytest.fixture
+def trail(tmp_path: Path) -> Path:
+    path = tmp_path / "trail.json"
+    records = [_record(n, n * 2.0, "Orders", "GetItem", {"pk": {"S": f"K{n % 3}"}}) for n in range(10)]
+    path.write_bytes(orjson.dumps({"Records": records}))
+    return path
+
+
+@pytest.mark.parametrize("evidence", [["a", "b"], "text", 7])
+def test_what_if_audit_finding_evidence_not_an_object(
+    tmp_path: Path, trail: Path, capsys: pytest.CaptureFixture[str], evidence: Any
+) -> None:
+    audit = tmp_path / "audit.json"
+    finding = {"kind": "hot_key", "table": "Orders", "evidence": evidence}
+    audit.write_bytes(orjson.dumps({"tables": [], "findings": [finding]}))
+    code, out, err = _run(["what-if", str(trail), "--audit", str(audit)], capsys)
+    _one_line_input_error(code, err)
+    assert out == "" and "findings[0].evidence must be an object" in err
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("2026-11-01T00:00:00Z,,nan,10,,1,10,\n", "not a finite number"),
+        ("2026-11-01T00:00:00Z,,1,inf,,1,10,\n", "not a finite number"),
+        ("2026-11-01T00:00:00Z,,-1,10,,1,10,\n", "negative"),
+        ("9999-12-31T23:59:00Z,,1,10,,1,10,\n", "years 1970 to 2999"),
+        ("0001-01-01T00:00:00Z,,1,10,,1,10,\n", "years 1970 to 2999"),
+        ("2026-11-01T00:00:00+14:00,,1,10,,1,10,\n", "whole minute in UTC"),
+        ("2026-11-01T00:00:30Z,,1,10,,1,10,\n", "whole minute in UTC"),
+    ],
+)
+def test_report_trace_bad_values(tmp_path: Path, capsys: pytest.CaptureFixture[str], row: str, message: str) -> None:
+    findings = tmp_path / "findings.json"
+    findings.write_text('{"findings": []}')
+    trace = tmp_path / "Orders.csv"
+    trace.write_text(TRACE_HEADER + row)
+    code, out, err = _run(
+        ["report", "--findings", str(findings), "--out", str(tmp_path / "r"), "--trace", str(trace)], capsys
+    )
+    _one_line_input_error(code, err)
+    assert out == "" and f"{trace}:2" in err and message in err
+
+
+_ATHENA = ["athena", "--bucket", "trail-bucket", "--accounts", "111122223333", "--regions", "us-east-1"]
+
+
+@pytest.mark.parametrize(
+    ("times", "message"),
+    [
+        (["--end", "0001-01-01T00:00:00Z"], "years 1970 to 2999"),
+        (["--end", "9999-12-31T23:59:59Z"], "years 1970 to 2999"),
+        (["--start", "0001-01-01T00:00:00Z", "--end", "2026-01-01T00:00:00Z"], "years 1970 to 2999"),
+        (["--start", "2026-01-01T00:00:00Z", "--end", "2026-01-01T10:00:00+14:00"], "--start must be before --end"),
+        (["--start", "2026-01-01T00:00:00Z", "--end", "2026-01-01T00:00:00Z"], "--start must be before --end"),
+        (["--start", "2020-01-01T00:00:00Z", "--end", "2026-01-01T00:00:00Z"], "at most 400 days"),
+        (["--end", "yesterday"], "not an ISO 8601 time"),
+    ],
+)
+def test_athena_time_range_is_checked_before_any_aws_call(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], times: list[str], message: str
+) -> None:
+    import boto3
+
+    def no_aws(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an AWS session was created before the time range was checked")
+
+    monkeypatch.setattr(boto3, "Session", no_aws)
+    code, out, err = _run([*_ATHENA, *times], capsys)
+    _one_line_input_error(code, err)
+    assert out == "" and message in err
