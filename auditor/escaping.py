@@ -1,9 +1,9 @@
 """One escaping function per output format, for values that come from traffic (table names, principals, keys).
 
 A value read from CloudTrail, a stream or a findings file is attacker-controlled. Every renderer passes such values,
-and only those, through the function for its format: :func:`markdown_text`, :func:`terminal_text`,
-:func:`report_text`, :func:`csv_safe` (with :func:`csv_line`). What each one removes or escapes is in
-docs/untrusted-values.md.
+and only those, through the function for its format: :func:`markdown_text` (:func:`markdown_line_text` within a
+line), :func:`terminal_text`, :func:`report_text`, :func:`csv_safe` (with :func:`csv_line`). What each one removes
+or escapes is in docs/untrusted-values.md.
 """
 
 from __future__ import annotations
@@ -67,6 +67,21 @@ def markdown_text(value: object) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     return _MARKDOWN_BLOCK_START.sub(_escape_block_start, text, count=1)
+
+
+#: What :func:`markdown_line_text` escapes: as ``_MARKDOWN_SPECIAL`` without ``#`` (a heading only at a line start).
+_MARKDOWN_INLINE_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~])")
+
+
+def markdown_line_text(value: object) -> str:
+    """``value`` as literal Markdown text inside a line (a table cell, the middle of a sentence).
+
+    As :func:`markdown_text`, except that ``#`` and list markers, which act only at the start of a line, are kept
+    (``pk=CUSTOMER#42`` stays as it is). Never use it for text that can start a line.
+    """
+    text = report_text(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_INLINE_SPECIAL.sub(r"\\\1", text)
 
 
 def _escape_block_start(m: re.Match[str]) -> str:

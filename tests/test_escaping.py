@@ -144,3 +144,10 @@ def test_csv_safe_guards_cells_that_start_after_a_semicolon_and_csv_line_keeps_o
     assert csv_safe('a; "+1') == "a;' \"+1"
     assert csv_safe("a;b") == "a;b"
     assert csv_line("a\r\nb\nc\rd\u2028e") == "a  b c d e"
+
+
+def test_markdown_line_text_keeps_hash_but_no_html_link_or_cell_break() -> None:
+    from auditor.escaping import markdown_line_text
+
+    assert markdown_line_text("pk=CUSTOMER#42") == "pk=CUSTOMER#42"
+    assert markdown_line_text("<b>[x](javascript:y)|\x1b\n") == "&lt;b&gt;\\[x\\]\\(javascript:y\\)\\| "

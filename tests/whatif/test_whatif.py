@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,17 @@ from auditor.cli import main
 from auditor.whatif.capacity import capacity_from_audit
 from auditor.whatif.limits import (
     LIMIT_NAMES,
+    LimitItem,
     ResourceCapacity,
     WhatIfConfig,
+    WhatIfResult,
     capacity_limits,
     key_limits,
     partition_headroom,
     what_if,
 )
 from auditor.whatif.loadtest import PROFILE_FORMAT, load_profile
+from auditor.whatif.whatif_text import render_what_if
 from tests.factories import call, span
 
 START = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -385,3 +389,27 @@ def test_weekly_report_lists_what_throttles_first() -> None:
     html = render_html(report)
     assert 'id="whatif-h">What throttles first</h2>' in html
     assert "pk=CUSTOMER|42" in html and "<strong>throttles</strong>" in html
+
+
+def test_hostile_names_cannot_inject_html_links_escapes_or_rows_into_what_if_text() -> None:
+    hostile = "<img src=x onerror=alert(1)>[x](javascript:alert(1))\x1b]8;;http://evil\x07\x1b[31m|\n| forged | row |"
+    item = LimitItem(
+        table=hostile,
+        index=hostile,
+        key={hostile: hostile},
+        limit="partition_write",
+        access="write",
+        peak_per_second=600.0,
+        limit_per_second=1000.0,
+        source="cloudtrail",
+    )
+    result = WhatIfResult(growth=2.0, items=[item])
+    md = render_what_if(result, "markdown")
+    for raw in ("<img", "](javascript:", "\x1b", "\x07", "\n| forged"):
+        assert raw not in md, raw
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table) == 3  # header, delimiter, one row
+    cells = re.split(r"(?<!\\)\|", table[2])[1:-1]
+    assert len(cells) == 9 and cells[0].strip() == "1.67x"
+    text = render_what_if(result, "table")
+    assert "\x1b" not in text and "\x07" not in text and "\n| forged" not in text
