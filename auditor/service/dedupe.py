@@ -2,7 +2,9 @@
 
 Before the evaluator merges a window's contributions, it reads the fingerprints of the window's objects and reads the
 objects that share an event again, together, with one deduplicator; that joint aggregate replaces their separate
-contributions. Missing fingerprints and unreadable groups are merged as they are, and logged. See docs/service.md.
+contributions. Missing fingerprints (none stored) and unreadable groups are merged as they are, and logged; any other
+error reading fingerprints (throttling, a server error) propagates, so the evaluation fails before its cursor moves
+and is retried. See docs/service.md.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def group_overlaps(fingerprints: dict[str, Sequence[int]]) -> tuple[list[list[st
 @dataclass(slots=True)
 class Deduplication:
     """The evaluator's check (see the module docstring). ``fingerprints`` reads an object's fingerprints (None:
-    none); ``reread`` reads objects again, together, with one deduplicator (None: they could not be read)."""
+    none stored; it raises when they could not be read); ``reread`` reads objects again, together, with one
+    deduplicator (None: they could not be read)."""
 
     fingerprints: Callable[[str], EventFingerprints | None]
     reread: Callable[[Sequence[str]], AggregateSet | None]

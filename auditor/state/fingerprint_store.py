@@ -28,7 +28,8 @@ PREFIX = "fingerprints/"
 
 
 class FingerprintStoreError(AuditorError):
-    """Fingerprints could not be written (the object's ingest fails and is retried)."""
+    """Fingerprints could not be written (the object's ingest fails and is retried) or read (the evaluation fails
+    before its cursor moves, and is retried)."""
 
 
 class FingerprintStore:
@@ -48,19 +49,22 @@ class FingerprintStore:
             raise FingerprintStoreError(f"{source_id}: fingerprints not written: {exc}") from exc
 
     def get(self, source_id: str) -> EventFingerprints | None:
-        """A source's fingerprints; None when there are none (ingested before fingerprints existed, or expired) or
-        they cannot be read (logged): that source is then merged as it is, unchecked."""
+        """A source's fingerprints; None when there are none (ingested before fingerprints existed, or expired:
+        S3 answers NoSuchKey or 404) or they do not decode (logged): that source is then merged as it is, unchecked.
+
+        Any other error reading them (throttling, a server error, the network) raises
+        :class:`FingerprintStoreError`: merging the source unchecked would count its shared events twice for good
+        once the evaluator's cursor moves past the window, so the run fails and is retried instead.
+        """
         try:
             body = self._s3.get_object(Bucket=self._bucket, Key=self.key(source_id))["Body"]
             data = body.read()
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code")
-            if code not in ("NoSuchKey", "404"):
-                log.warning("fingerprints_unreadable", source=source_id, error=str(exc))
-            return None
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise FingerprintStoreError(f"{source_id}: fingerprints not read: {exc}") from exc
         except BotoCoreError as exc:
-            log.warning("fingerprints_unreadable", source=source_id, error=str(exc))
-            return None
+            raise FingerprintStoreError(f"{source_id}: fingerprints not read: {exc}") from exc
         try:
             return EventFingerprints.from_bytes(data)
         except ValueError as exc:

@@ -7,18 +7,24 @@ events again, together, before it merges a window (``auditor.service.dedupe``).
 from __future__ import annotations
 
 import gzip
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.config import Config
 
 from auditor.config import AnalysisConfig
 from auditor.engine import analyze_trail
 from auditor.service.dedupe import Deduplication
+from auditor.service.evaluate import EvaluationParams, run_evaluation
 from auditor.service.ingest import process_trail_object, reread_objects
-from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state import fingerprint_store
+from auditor.state.findings_store import FindingsStore
+from auditor.state.fingerprint_store import FingerprintStore, FingerprintStoreError
 from auditor.state.window_store import WindowStore
 from tests.factories import planted_workload, write_trail
 from tests.moto_server import client, create_state_table
@@ -125,3 +131,74 @@ def test_a_group_that_cannot_be_read_again_keeps_its_contributions(env: tuple[An
     checked, result = Deduplication(prints.get, reread_objects(s3, AnalysisConfig())).load(store, starts)
     assert _counts(checked) == _counts(store.load_windows(starts))
     assert result.objects_reread == 0
+
+
+class _Ledger:
+    """The evaluator's data events per (table, window start), as the cost ledger gets them."""
+
+    def __init__(self) -> None:
+        self.calls: dict[tuple[str, int], int] = {}
+
+    def put_window(
+        self, day: date, account: str | None, region: str | None, table: str, window_start: int, data_events: int
+    ) -> None:
+        self.calls[(table, window_start)] = data_events
+
+
+class _Raw:
+    """The raw body of a canned HTTP response."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._body
+
+
+def _failing_fingerprint_reads(s3: Any, status: int, code: str) -> list[str]:
+    """Make every GetObject of a fingerprints object answer ``status`` (``code``) until the returned list is
+    cleared; each faulty answer's key is appended to it."""
+    faults = ["on"]
+
+    def answer(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        if not faults or request.method != "GET" or f"/{fingerprint_store.PREFIX}" not in request.url:
+            return None
+        faults.append(request.url)
+        body = f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>x</Message></Error>'
+        return AWSResponse(request.url, status, {}, _Raw(body.encode()))
+
+    s3.meta.events.register("before-send.s3.GetObject", answer)
+    return faults
+
+
+@pytest.mark.parametrize(("status", "code"), [(500, "InternalError"), (503, "SlowDown")])
+def test_a_failed_fingerprints_read_fails_the_evaluation_and_a_retry_counts_as_analyze_trail(
+    env: tuple[Any, Any], trail: Path, aws_reset: str, status: int, code: str
+) -> None:
+    s3, ddb = env
+    store, _, starts = _ingest(env, trail)
+    config = AnalysisConfig()
+    findings = FindingsStore(ddb, TABLE, sleep=lambda _s: None)
+    sns = client("sns", aws_reset)
+    params = EvaluationParams(
+        analysis=config, topic_arn=sns.create_topic(Name="f")["TopicArn"], max_windows_per_run=200
+    )
+    # the evaluator's own S3 client, without retries: the fault outlasts them
+    evaluator_s3 = client("s3", aws_reset, Config(retries={"mode": "standard", "max_attempts": 1}))
+    faults = _failing_fingerprint_reads(evaluator_s3, status, code)
+    dedupe = Deduplication(FingerprintStore(evaluator_s3, REPORTS).get, reread_objects(s3, config))
+
+    ledger = _Ledger()
+    with pytest.raises(FingerprintStoreError, match=code):
+        run_evaluation(store, findings, sns, params, NOW, ledger=ledger, dedupe=dedupe)
+    assert len(faults) > 1  # the fault was met
+    assert findings.get_cursor() is None  # the cursor did not move: the next run evaluates the same windows
+    assert ledger.calls == {}  # nothing was counted from unchecked contributions
+
+    faults.clear()  # the fault is over
+    result = run_evaluation(store, findings, sns, params, NOW, ledger=ledger, dedupe=dedupe)
+    assert result.cursor_advanced and set(starts) <= set(result.window_starts)
+    assert result.events_shared == _shared(trail)
+    analysis = analyze_trail([str(trail)], config, processes=1)
+    expected = {(w.table, w.window_start): w.calls for w in analysis.aggregates.windows.values()}
+    assert {k: v for k, v in ledger.calls.items() if v} == expected
