@@ -1,8 +1,9 @@
 """Slack messages: SNS finding events, run digests and report announcements in, Block Kit messages out (pure).
 
 :func:`render_finding`, :func:`render_digest` and :func:`render_weekly_summary` build the messages within Slack's
-documented Block Kit limits, escape Slack's control characters and redact key values; a message without usable JSON
-is posted as its readable text. Delivery is :mod:`auditor.sinks.slack`. The inputs and limits are in docs/sinks.md.
+documented Block Kit limits, escape Slack's control characters, drop control and bidirectional override characters
+and redact key values; a message without usable JSON is posted as its readable text. Delivery is
+:mod:`auditor.sinks.slack`. The inputs and limits are in docs/sinks.md.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 import structlog
 
+from auditor.escaping import drop_controls
 from auditor.messages import (
     AttributeName,
     Digest,
@@ -68,6 +70,23 @@ _FORMATTING = str.maketrans({"*": "\u2217", "_": "\uff3f", "~": "\u223c", "`": "
 #: In ``plain_text`` (headers) ``&lt;`` would show literally: ``<`` and ``>`` become look-alikes instead, so a
 #: ``<!channel>`` or ``<!here>`` in a value can never notify anyone.
 _PLAIN = str.maketrans({"<": "\u2039", ">": "\u203a"})
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return drop_controls(value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _inert(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with every text cleaned of control characters (C0 but line feed and tab, DEL, C1: NUL, ESC, BEL,
+    CR...) and bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069): applied to each whole message,
+    so no value from traffic keeps one, whichever field it went into."""
+    return {k: _clean(v) for k, v in payload.items()}
 
 
 def escape_entities(text: str) -> str:
@@ -203,7 +222,7 @@ def render_finding(
     blocks.extend(_evidence_blocks(kind, finding.evidence, MAX_BLOCKS - len(blocks) - len(tail)))
     blocks.extend(tail)
     text = f"{severity.upper()} {status_key or 'finding'}: {title} ({table})"
-    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+    return _inert({"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]})
 
 
 def _evidence_blocks(kind: str, evidence: Any, budget: int) -> list[dict[str, Any]]:
@@ -280,7 +299,7 @@ def render_text_message(message: str, attributes: Mapping[str, str]) -> dict[str
         {"type": "context", "elements": [_mrkdwn("Structured finding unavailable: showing the message text.")]}
     )
     text = f"{severity.upper() or 'FINDING'} {status or 'finding'}: {message.strip()}"
-    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks}
+    return _inert({"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks})
 
 
 def _chunks(text: str, size: int) -> list[str]:
@@ -431,7 +450,7 @@ def render_weekly_summary(summary: WeeklySummary) -> dict[str, Any]:
         context.append(truncate(escape_mrkdwn(f"HTML and Markdown in s3://{summary.bucket}/{folder}/"), 500))
     blocks.append({"type": "context", "elements": [_mrkdwn(e) for e in context][:MAX_CONTEXT_ELEMENTS]})
     text = f"{title}: {summary.headline or f'{summary.open_findings} open findings'}"
-    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+    return _inert({"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]})
 
 
 # ----------------------------------------------------------------------------- events
@@ -520,7 +539,7 @@ def render_digest(digest: Digest, *, min_severity: str = "medium", report_url: s
     text = f"{total} new or worsened DynamoDB findings: " + "; ".join(
         f"{i.severity.upper()} {i.title} ({i.table})" for i in listed[:5]
     )
-    return {"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+    return _inert({"text": truncate(escape_mrkdwn(text), MAX_MESSAGE_TEXT), "blocks": blocks[:MAX_BLOCKS]})
 
 
 def build_message(

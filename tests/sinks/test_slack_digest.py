@@ -146,3 +146,55 @@ def test_an_unusable_digest_is_still_posted_as_text() -> None:
     payload, structured = build_message(note)
     assert not structured
     assert_valid_message(payload)
+
+
+#: Characters no Slack text built from traffic may keep: NUL, BEL, ESC, CR, DEL, C1 CSI, bidi overrides/isolates.
+_FORBIDDEN = [
+    "\x00",
+    "\x07",
+    "\x1b",
+    "\r",
+    "\x7f",
+    "\x9b",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+]
+
+
+def _hostile(text: str) -> str:
+    return text + "\x00\x07\x1b[31m\r\x7f\x9b\u202e\u2066evil\u2069\u202a\u202b\u202c\u202d\u2067\u2068"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _assert_clean(payload: dict[str, Any]) -> None:
+    texts = _strings(payload)
+    assert texts and not [(c, t) for t in texts for c in _FORBIDDEN if c in t]
+
+
+def test_slack_texts_from_traffic_keep_no_control_or_bidi_override_characters() -> None:
+    table = _hostile("Orders")
+    event = _event(1, Severity.HIGH, table=table, key=_hostile("CUSTOMER#42"))
+    f = event.finding.model_copy(update={"summary": _hostile("s"), "recommendation": _hostile("r")})
+    _assert_clean(render_finding(f, status="new"))
+    # the digest of such findings, and the readable-text fallback of a message without usable JSON
+    payload, structured = build_message(_notification([_event(i, Severity.HIGH, table=table) for i in range(3)]))
+    assert structured
+    _assert_clean(payload)
+    fallback = FindingNotification(
+        message_id="m",
+        message=_hostile("Scan on Orders"),
+        attributes={"severity": "high", "status": "new", "table": table, "kind": "scan"},
+    )
+    payload, structured = build_message(fallback, redact=False)
+    assert not structured
+    _assert_clean(payload)
+    assert "evil" in payload["text"]
