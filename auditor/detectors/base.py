@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import Field, HttpUrl, field_validator
 
@@ -28,16 +28,20 @@ from auditor.models.metrics import InsightReport, TableMetrics
 from auditor.models.stream import ItemSizeObservation
 
 __all__ = [
+    "Amount",
     "BillingResultInput",
+    "Count",
     "Detector",
     "DetectorConfig",
     "DetectorInput",
     "DetectorMetadata",
     "HistoryInput",
     "InsightsInput",
+    "Limit",
     "MetricsInput",
     "ObservationInput",
     "Place",
+    "Share",
     "Table",
     "epoch_to_dt",
     "make_finding",
@@ -84,6 +88,14 @@ class DetectorMetadata(FrozenModel):
         if value.lower().startswith("ensure"):
             raise ValueError("titles state the problem; they do not start with 'Ensure'")
         return value
+
+
+#: The types of a detector's numeric tunables: a limit (a divisor, such as a partition's units per second) is more
+#: than 0; a count, threshold, duration or price is never negative; a share is a fraction from 0 to 1.
+Limit = Annotated[float, Field(gt=0)]
+Count = Annotated[int, Field(ge=0)]
+Amount = Annotated[float, Field(ge=0)]
+Share = Annotated[float, Field(ge=0, le=1)]
 
 
 class DetectorConfig(FrozenModel):

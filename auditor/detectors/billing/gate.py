@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from auditor.detectors.base import (
+    Amount,
     BillingResultInput,
     DetectorConfig,
     DetectorMetadata,
@@ -66,11 +67,11 @@ class SavingsConfig(DetectorConfig):
     """What the two billing detectors share: severity by monthly savings (USD) and the data a trusted
     recommendation needs."""
 
-    min_monthly_savings: float = 0.0
-    medium_monthly_savings: float = 100.0
-    high_monthly_savings: float = 1000.0
+    min_monthly_savings: Amount = 0.0
+    medium_monthly_savings: Amount = 100.0
+    high_monthly_savings: Amount = 1000.0
     #: Below this many days of 1-minute data (or without a weekend) the recommendation is preliminary.
-    min_days: float = MIN_DAYS
+    min_days: Amount = MIN_DAYS
     require_weekend: bool = True
 
 

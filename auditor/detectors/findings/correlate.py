@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata
+from auditor.detectors.base import Count, DetectorConfig, DetectorInput, DetectorMetadata
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -31,7 +31,7 @@ RULE = "hot_key+key_range_throttling"
 class CorrelateConfig(DetectorConfig):
     """How far to raise correlated findings."""
 
-    raise_steps: int = 1
+    raise_steps: Count = 1
 
 
 def _compatible(a: str | None, b: str | None) -> bool:

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, InsightsInput, make_finding
+from auditor.detectors.base import (
+    Amount,
+    Count,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    InsightsInput,
+    Limit,
+    Share,
+    make_finding,
+)
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import severity_for_headroom
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -38,16 +48,16 @@ METADATA = DetectorMetadata(
 class CiHotKeyConfig(DetectorConfig):
     """Which contributors are hot keys."""
 
-    min_share: float = 0.10
+    min_share: Share = 0.10
     #: Throttled-keys rules: at least this many throttled requests for the key in the window.
-    min_throttles: float = 10.0
+    min_throttles: Amount = 10.0
     #: Throttled-keys rules: high severity when the key takes this share of all throttles.
-    high_throttle_share: float = 0.5
+    high_throttle_share: Share = 0.5
     #: Accessed-keys rules: the key's busiest period must reach this share of one partition's throughput.
-    min_saturation: float = 0.10
+    min_saturation: Amount = 0.10
     #: ConsumedThroughputUnits one partition serves per second (3,000 read units, or 1,000 write units x 3).
-    partition_units_per_second: float = 3000.0
-    max_findings_per_rule: int = 3
+    partition_units_per_second: Limit = 3000.0
+    max_findings_per_rule: Count = 3
 
 
 @dataclass(slots=True)

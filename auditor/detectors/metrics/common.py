@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from auditor.detectors.base import DetectorConfig
+from auditor.detectors.base import Amount, DetectorConfig
 from auditor.models.inventory import TableProfile
 
 #: Bytes in a GiB, the unit of the storage price.
@@ -17,8 +17,8 @@ class StoragePrices(DetectorConfig):
     """The storage price a detector's cost is computed with: us-east-1 list prices (USD per GB-month; ``_ia``: the
     Standard-IA table class), set in the config for other Regions."""
 
-    storage_gb_month_price: float = 0.25
-    storage_gb_month_price_ia: float = 0.10
+    storage_gb_month_price: Amount = 0.25
+    storage_gb_month_price_ia: Amount = 0.10
 
     def storage_gb_month(self, ia: bool) -> float:
         return self.storage_gb_month_price_ia if ia else self.storage_gb_month_price
@@ -32,10 +32,10 @@ class CapacityPrices(StoragePrices):
     """The storage and provisioned capacity prices (USD per read or write capacity unit-hour), as
     :class:`StoragePrices`."""
 
-    provisioned_rcu_hour_price: float = 0.00013
-    provisioned_rcu_hour_price_ia: float = 0.00016
-    provisioned_wcu_hour_price: float = 0.00065
-    provisioned_wcu_hour_price_ia: float = 0.00081
+    provisioned_rcu_hour_price: Amount = 0.00013
+    provisioned_rcu_hour_price_ia: Amount = 0.00016
+    provisioned_wcu_hour_price: Amount = 0.00065
+    provisioned_wcu_hour_price_ia: Amount = 0.00081
 
     def rcu_hour(self, ia: bool) -> float:
         return self.provisioned_rcu_hour_price_ia if ia else self.provisioned_rcu_hour_price

@@ -12,7 +12,7 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import Amount, DetectorInput, DetectorMetadata, MetricsInput, make_finding
 from auditor.detectors.metrics.common import GIB, CapacityPrices, created_epoch, iso
 from auditor.detectors.registry import register
 from auditor.models.billing import HOURS_PER_MONTH
@@ -43,11 +43,11 @@ class IdleTableConfig(CapacityPrices):
     """How long a table must be idle, the smallest cost worth a finding, and the prices."""
 
     #: The period without reads and writes (days); the activity read must cover it.
-    idle_days: float = 30.0
+    idle_days: Amount = 30.0
     #: No finding below this monthly cost (USD).
-    min_monthly_cost: float = 1.0
+    min_monthly_cost: Amount = 1.0
     #: Medium severity from this monthly cost (USD).
-    medium_monthly_cost: float = 25.0
+    medium_monthly_cost: Amount = 25.0
 
 
 @register(METADATA, IdleTableConfig, DetectorInput.TABLE_ACTIVITY)

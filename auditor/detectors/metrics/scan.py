@@ -9,7 +9,7 @@ which bounds the read capacity scans can have used.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import DetectorInput, DetectorMetadata, Limit, MetricsInput, make_finding
 from auditor.detectors.metrics.common import iso
 from auditor.detectors.registry import register
 from auditor.detectors.trail.scan import ScanThresholds
@@ -38,7 +38,7 @@ class CwScanConfig(ScanThresholds):
     """Thresholds are Scan requests (pages) per hour over the audited window (the CloudTrail scan defaults)."""
 
     #: Read units a full 1 MB Scan page consumes (eventually consistent).
-    read_units_per_page: float = 128.0
+    read_units_per_page: Limit = 128.0
 
 
 @register(METADATA, CwScanConfig, DetectorInput.TABLE_METRICS)

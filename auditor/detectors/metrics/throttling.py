@@ -13,7 +13,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from statistics import median
 
-from auditor.detectors.base import DetectorConfig, DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import (
+    Amount,
+    Count,
+    DetectorConfig,
+    DetectorInput,
+    DetectorMetadata,
+    Limit,
+    MetricsInput,
+    Share,
+    make_finding,
+)
 from auditor.detectors.metrics.common import iso, longest_run
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -77,27 +87,27 @@ class CwThrottlingConfig(DetectorConfig):
     """Persistence and inference thresholds."""
 
     #: Throttles must span at least this many minutes (and two periods when periods are longer than a minute).
-    min_throttled_minutes: int = 3
+    min_throttled_minutes: Count = 3
     #: High severity from this many throttled minutes, or this many events.
-    high_minutes: int = 30
-    high_events: int = 10_000
+    high_minutes: Count = 30
+    high_events: Count = 10_000
     #: Inference: throttled below this share of provisioned capacity means a hot partition.
-    low_utilisation: float = 0.5
+    low_utilisation: Amount = 0.5
     #: Inference: at or above this share of an on-demand maximum or the account quota means that limit.
-    near_limit: float = 0.9
+    near_limit: Share = 0.9
     #: Default per-table account quotas (read and write request units per second).
-    account_table_read_limit: float = 40_000.0
-    account_table_write_limit: float = 40_000.0
+    account_table_read_limit: Limit = 40_000.0
+    account_table_write_limit: Limit = 40_000.0
     #: What a new on-demand table serves at once (read and write units per second).
-    on_demand_initial_read: float = 12_000.0
-    on_demand_initial_write: float = 4_000.0
+    on_demand_initial_read: Limit = 12_000.0
+    on_demand_initial_write: Limit = 4_000.0
     #: On-demand tables absorb up to twice their peak of this many previous minutes.
-    doubling_window_minutes: int = 30
+    doubling_window_minutes: Count = 30
     #: Contributor Insights for DynamoDB (us-east-1, the CloudWatch pricing page as third-party summaries read it):
     #: per rule and month, and per million events. Throttled-keys mode has 1 rule (2 with a sort key) per table or
     #: GSI, and counts only throttled requests (x2 with a sort key).
-    ci_rule_usd_month: float = 0.50
-    ci_usd_per_million_events: float = 0.03
+    ci_rule_usd_month: Amount = 0.50
+    ci_usd_per_million_events: Amount = 0.03
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ why a recent TTL can be reported, are in docs/detectors.md.
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import Amount, DetectorInput, DetectorMetadata, MetricsInput, make_finding
 from auditor.detectors.metrics.common import GIB, StoragePrices, created_epoch, iso
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -35,9 +35,9 @@ METADATA = DetectorMetadata(
 class TtlConfig(StoragePrices):
     """How many days without TTL deletions make a finding, and the storage price for its cost."""
 
-    min_days: float = 7.0
+    min_days: Amount = 7.0
     #: Medium severity from this monthly storage cost (USD).
-    medium_monthly_storage_cost: float = 25.0
+    medium_monthly_storage_cost: Amount = 25.0
 
 
 @register(METADATA, TtlConfig, DetectorInput.TABLE_ACTIVITY)

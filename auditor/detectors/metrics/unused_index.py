@@ -11,7 +11,7 @@ Prices are us-east-1 list prices (override them in the config for other Regions)
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorInput, DetectorMetadata, MetricsInput, make_finding
+from auditor.detectors.base import Amount, DetectorInput, DetectorMetadata, MetricsInput, make_finding
 from auditor.detectors.metrics.common import CapacityPrices, iso
 from auditor.detectors.registry import register
 from auditor.models.billing import HOURS_PER_MONTH
@@ -41,14 +41,14 @@ class UnusedIndexConfig(CapacityPrices):
     """When an index counts as unused, and the prices its cost is computed with."""
 
     #: The window must cover at least this many days.
-    min_days: float = 1.0
+    min_days: Amount = 1.0
     #: Ignore indexes with fewer write units than this in the window.
-    min_write_units: float = 1.0
+    min_write_units: Amount = 1.0
     #: Medium severity from this monthly cost (USD), when the window covers ``confident_days``.
-    medium_monthly_cost: float = 25.0
-    confident_days: float = 7.0
-    on_demand_write_unit_price: float = 0.625e-6
-    on_demand_write_unit_price_ia: float = 0.78e-6
+    medium_monthly_cost: Amount = 25.0
+    confident_days: Amount = 7.0
+    on_demand_write_unit_price: Amount = 0.625e-6
+    on_demand_write_unit_price_ia: Amount = 0.78e-6
 
 
 def _average_provisioned(res: ResourceMetrics, access: str, fallback: int) -> float:

@@ -15,7 +15,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, epoch_to_dt, make_finding, per_second
+from auditor.detectors.base import (
+    Amount,
+    Count,
+    DetectorConfig,
+    DetectorMetadata,
+    Limit,
+    Share,
+    epoch_to_dt,
+    make_finding,
+    per_second,
+)
 from auditor.detectors.registry import register
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.kernel.aggregates.keys import decode_key
@@ -92,21 +102,21 @@ class HotKeyConfig(DetectorConfig):
     """A key is hot by rate (peak second or minute at ``min_utilisation`` of a partition's limit) or by share (at
     least ``min_share`` and ``skew_factor`` times a uniform share)."""
 
-    min_key_requests: int = 200
-    min_share: float = 0.10
-    skew_factor: float = 10.0
-    min_utilisation: float = 0.25
+    min_key_requests: Count = 200
+    min_share: Share = 0.10
+    skew_factor: Amount = 10.0
+    min_utilisation: Amount = 0.25
     #: A peak second with fewer requests than this is not taken as the key's rate (a handful of calls).
-    min_peak_second_requests: int = 50
+    min_peak_second_requests: Count = 50
     #: Up to this many hot keys get a finding each; more are grouped in one finding that lists all of them.
-    max_findings_per_table: int = 5
+    max_findings_per_table: Count = 5
     #: At or above this headroom (limit / peak rate) a hot key is at most ``low``.
-    huge_headroom: float = 10.0
+    huge_headroom: Amount = 10.0
     #: Throttled calls on the key that make it at least ``high`` / ``critical``.
-    high_throttles: int = 1
-    critical_throttles: int = 100
-    partition_read_units_per_second: float = 3000.0
-    partition_write_units_per_second: float = 1000.0
+    high_throttles: Count = 1
+    critical_throttles: Count = 100
+    partition_read_units_per_second: Limit = 3000.0
+    partition_write_units_per_second: Limit = 1000.0
 
 
 def headroom(reads_per_s: float, writes_per_s: float, cfg: HotKeyConfig) -> float | None:

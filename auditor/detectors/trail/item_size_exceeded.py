@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
+from auditor.detectors.base import Count, DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.window import TableWindow
@@ -33,8 +33,8 @@ METADATA = DetectorMetadata(
 class ItemSizeExceededConfig(DetectorConfig):
     """Per-key findings for the keys with the most rejected writes."""
 
-    max_keys: int = 10
-    critical_count: int = 50
+    max_keys: Count = 10
+    critical_count: Count = 50
 
 
 @register(METADATA, ItemSizeExceededConfig)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, per_second
+from auditor.detectors.base import Amount, Count, DetectorConfig, DetectorMetadata, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
@@ -33,10 +33,10 @@ METADATA = DetectorMetadata(
 class LowCardinalityConfig(DetectorConfig):
     """Heavy traffic (``min_requests`` key-identified requests) over at most ``max_distinct_keys`` values."""
 
-    min_requests: int = 1000
-    max_distinct_keys: int = 10
+    min_requests: Count = 1000
+    max_distinct_keys: Count = 10
     #: At or above this headroom (partition limit / the busiest value's peak rate) the finding is at most ``low``.
-    huge_headroom: float = 10.0
+    huge_headroom: Amount = 10.0
 
 
 @register(METADATA, LowCardinalityConfig)

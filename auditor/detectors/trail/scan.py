@@ -6,7 +6,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import Field
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding
+from auditor.detectors.base import Amount, Count, DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.scans import RCU_PER_FULL_PAGE, ScanStats
@@ -35,11 +35,11 @@ class ScanThresholds(DetectorConfig):
     """How many scans, and how many an hour, make a high or a medium finding, and the fewest worth one (this
     detector counts logical scans, the CloudWatch ``cw_scan`` Scan requests)."""
 
-    high_per_hour: float = 60.0
-    high_min_count: int = 10
-    medium_per_hour: float = 4.0
-    medium_min_count: int = 5
-    low_min_count: int = 3
+    high_per_hour: Amount = 60.0
+    high_min_count: Count = 10
+    medium_per_hour: Amount = 4.0
+    medium_min_count: Count = 5
+    low_min_count: Count = 3
 
     def tier(self, count: float, per_hour: float) -> Severity | None:
         """High or medium when ``count`` scans at ``per_hour`` reach that tier's thresholds, else None."""
@@ -56,9 +56,9 @@ class ScanConfig(ScanThresholds):
     #: Principals (exact ARNs or shell-style patterns) whose scans are known batch or admin jobs.
     allow_principals: list[str] = Field(default_factory=list)
     #: A single logical scan estimated at this many read units or more is ``low`` rather than ``info``.
-    low_read_units: float = 10_000.0
+    low_read_units: Amount = 10_000.0
     #: A Scan whose every page has a ``limit`` at most this, one page per logical scan, reads a bounded sample.
-    bounded_limit: int = 100
+    bounded_limit: Count = 100
 
 
 def _partition_key(agg: TableWindow) -> tuple[str | None, str | None]:

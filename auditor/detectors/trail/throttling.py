@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from auditor.detectors.base import DetectorConfig, DetectorMetadata, make_finding, tiered_severity
+from auditor.detectors.base import (
+    Amount,
+    Count,
+    DetectorConfig,
+    DetectorMetadata,
+    Limit,
+    Share,
+    make_finding,
+    tiered_severity,
+)
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
@@ -58,24 +67,24 @@ RECOMMENDATIONS = {
 class ThrottlingConfig(DetectorConfig):
     """Severity by throttled calls in the evaluated windows; cause rules for throttles without reasons."""
 
-    min_events: int = 1
-    medium_events: int = 10
-    high_events: int = 100
+    min_events: Count = 1
+    medium_events: Count = 10
+    high_events: Count = 100
     #: Throttles are concentrated when the busiest key has this share of the keyed throttles, or the three busiest
     #: ``few_keys_share`` of them.
-    key_concentration: float = 0.5
-    few_keys_share: float = 0.8
+    key_concentration: Share = 0.5
+    few_keys_share: Share = 0.8
     #: On a provisioned table a concentration is a hot partition (not exhausted table capacity) when the keys'
     #: share of the throttles exceeds their share of the traffic by this margin, or the other keys were spared (they
     #: got at most this fraction of the throttles their share of the traffic would have brought them, and that would
     #: have been at least ``min_keyed_throttles``), or the keys' peak rate reaches ``key_rate_utilisation`` of a
     #: partition's limit.
-    concentration_margin: float = 0.15
-    key_rate_utilisation: float = 0.8
+    concentration_margin: Share = 0.15
+    key_rate_utilisation: Amount = 0.8
     #: Fewer keyed throttles than this decide nothing.
-    min_keyed_throttles: int = 3
-    partition_read_units_per_second: float = 3000.0
-    partition_write_units_per_second: float = 1000.0
+    min_keyed_throttles: Count = 3
+    partition_read_units_per_second: Limit = 3000.0
+    partition_write_units_per_second: Limit = 1000.0
 
 
 def _peak_utilisation(agg: TableWindow, keys: list[str], cfg: ThrottlingConfig) -> float:
