@@ -48,6 +48,14 @@ class FingerprintStore:
         except (BotoCoreError, ClientError) as exc:
             raise FingerprintStoreError(f"{source_id}: fingerprints not written: {exc}") from exc
 
+    def _listed(self, key: str, source_id: str) -> bool:
+        """Whether ``key`` exists, by listing it (any error raises :class:`FingerprintStoreError`)."""
+        try:
+            page = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=key, MaxKeys=1)
+        except (ClientError, BotoCoreError) as exc:
+            raise FingerprintStoreError(f"{source_id}: fingerprints not read: {exc}") from exc
+        return any(item.get("Key") == key for item in page.get("Contents", []))
+
     def get(self, source_id: str) -> EventFingerprints | None:
         """A source's fingerprints; None when there are none (ingested before fingerprints existed, or expired:
         S3 answers NoSuchKey or 404) or they do not decode (logged): that source is then merged as it is, unchecked.
@@ -56,11 +64,17 @@ class FingerprintStore:
         :class:`FingerprintStoreError`: merging the source unchecked would count its shared events twice for good
         once the evaluator's cursor moves past the window, so the run fails and is retried instead.
         """
+        key = self.key(source_id)
         try:
-            body = self._s3.get_object(Bucket=self._bucket, Key=self.key(source_id))["Body"]
+            body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"]
             data = body.read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
+                return None
+            if code in ("AccessDenied", "403") and not self._listed(key, source_id):
+                # S3 answers 403 for a missing key when s3:ListBucket does not apply to the GetObject request (the
+                # role's ListBucket is limited to the fingerprints prefix): a listing of the exact key tells.
                 return None
             raise FingerprintStoreError(f"{source_id}: fingerprints not read: {exc}") from exc
         except BotoCoreError as exc:
