@@ -1,17 +1,12 @@
-"""Findings in formats other tools read: SARIF 2.1.0 (code-scanning dashboards) and ASFF (AWS Security Hub).
+"""Findings in formats other tools read: SARIF 2.1.0 (code-scanning dashboards), ASFF (AWS Security Hub) and CSV.
 
 All take the findings still reported and the muted ones (``--mutelist``): SARIF marks a muted result with an
 external suppression, ASFF sets its workflow status to ``SUPPRESSED``, CSV has a ``muted`` column
 (:func:`render_csv`, every cell quoted, on one line and escaped for spreadsheets). A SARIF artifact URI is
-percent-encoded, so any table name gives a valid RFC 3986 URI reference.
-
-ASFF follows the required top-level attributes of the Security Hub user guide ("Required top-level ASFF
-attributes": AwsAccountId, CreatedAt, Description, GeneratorId, Id, ProductArn, Resources, SchemaVersion,
-Severity, Title, Types, UpdatedAt) and the ``AwsSecurityFinding`` length limits (Title 256, Description 1,024,
-Remediation text 512 characters; ProductFields at most 50 pairs, keys 128 and values 2,048 characters;
-Resources[].Details.Other values under 1,024). ``AwsAccountId`` must be 12 ASCII digits and the region a region
-name: a finding whose account or region is not is refused (``ValueError``), and :func:`asff_document` leaves it
-out with its reason in ``skipped``. Findings are imported as a custom integration: the product ARN is
+percent-encoded (a valid RFC 3986 URI reference for any table name). ASFF has the required top-level attributes
+of the Security Hub user guide and stays within the ``AwsSecurityFinding`` limits (:func:`asff_finding`); a
+finding whose account is not 12 ASCII digits or whose region is not a region name is refused. Findings are
+imported as a custom integration: the product ARN is
 ``arn:<partition>:securityhub:<region>:<account>:product/<account>/default``.
 """
 
@@ -217,6 +212,11 @@ def asff_finding(
     record_state: str = "ACTIVE",
 ) -> dict[str, Any]:
     """One finding in the AWS Security Finding Format (``Id`` is the finding's stable id).
+
+    Required top-level attributes (user guide, "Required top-level ASFF attributes"): AwsAccountId, CreatedAt,
+    Description, GeneratorId, Id, ProductArn, Resources, SchemaVersion, Severity, Title, Types, UpdatedAt. Limits
+    kept: Title 256, Description 1,024, Remediation text 512 characters; ProductFields at most 50 pairs, keys 128
+    and values 2,048 characters; Resources[].Details.Other values under 1,024.
 
     Raises:
         ValueError: neither the finding nor the caller gives an account or a region, or the account is not 12
