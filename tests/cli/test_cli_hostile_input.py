@@ -1,7 +1,9 @@
-"""Hostile input to the CLI: every bad input is one line on stderr and exit 2 (never an internal error, exit 3)."""
+"""Hostile input to the CLI: a bad input is one line on stderr and exit 2; a hostile value inside good input (a key
+nested hundreds of levels deep) is handled and the run reports the rest. Never an internal error (exit 3)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,34 @@ def test_athena_time_range_is_checked_before_any_aws_call(
     code, out, err = _run([*_ATHENA, *times], capsys)
     _one_line_input_error(code, err)
     assert out == "" and message in err
+
+
+def _nested(depth: int, shape: str) -> Any:
+    value: Any = {"S": "x"}
+    for _ in range(depth):
+        value = [value] if shape == "list" else {"M": {"a": value}}
+    return value
+
+
+@pytest.mark.parametrize(("depth", "shape"), [(40, "list"), (250, "list"), (125, "dict"), (300, "dict")])
+@pytest.mark.parametrize("fmt", ["json", "sarif", "table"])
+def test_a_deeply_nested_key_of_throttled_calls_is_one_digest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], depth: int, shape: str, fmt: str
+) -> None:
+    records = [_record(n, n * 2.0, "Orders", "GetItem", {"pk": {"S": f"K{n % 3}"}}) for n in range(10)]
+    for n in range(100, 130):
+        throttled = _record(n, 5.0 + n / 100, "Orders", "PutItem", {"pk": _nested(depth, shape)})
+        throttled["errorCode"] = "ProvisionedThroughputExceededException"
+        throttled["errorMessage"] = "The level of configured provisioned throughput for the table was exceeded."
+        records.append(throttled)
+    trail = tmp_path / "trail.json"
+    trail.write_text(json.dumps({"Records": records}))  # orjson does not write nesting this deep
+    code, out, err = _run(["analyze-trail", str(trail), "--format", fmt], capsys)
+    assert code == cli.EXIT_OK, err
+    if fmt == "json":
+        doc = orjson.loads(out)
+        assert doc["stats"]["records_read"] == 40 and doc["stats"]["records_skipped"] == 0
+        throttling = [f for f in doc["findings"] if f["kind"] == "throttling"]
+        assert throttling and "not a key value" in out
+    elif fmt == "table":
+        assert "Throttling on Orders" in out and "records_read=40" in out

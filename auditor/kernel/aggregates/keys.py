@@ -19,6 +19,9 @@ _SK_NAMES: Final = frozenset({"sk", "sortkey", "sort_key", "rangekey", "range_ke
 #: DynamoDB's limit on a partition key value (2,048 bytes): a longer logged value is not a real key, and is kept as
 #: a fixed-size digest so a flood of huge distinct values cannot grow the sketches' memory.
 MAX_KEY_BYTES = 2048
+#: DynamoDB nests attribute values at most 32 levels deep (and a key attribute is a scalar): a logged value nested
+#: deeper is not a real key, and is kept as a digest so every finding and output that quotes it stays writable.
+MAX_KEY_DEPTH = 32
 
 
 def _hashed(attr: str, raw: bytes, why: str) -> str:
@@ -29,7 +32,8 @@ def encode_key(attr: str, value: Any) -> str:
     """Sketch key for one partition-key value: attribute name and a JSON literal, so numbers and strings differ.
 
     A value longer than :data:`MAX_KEY_BYTES` is stored as a digest; an integer beyond 64 bits as its digits; a
-    value JSON cannot write (nesting deeper than 255 levels) as a digest of its ``repr``-free shape.
+    value nested deeper than :data:`MAX_KEY_DEPTH` levels, or that JSON cannot write, as a digest of its
+    ``repr``-free shape.
     """
     if isinstance(value, str):
         if len(value) > MAX_KEY_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
@@ -46,7 +50,22 @@ def encode_key(attr: str, value: Any) -> str:
         return _hashed(attr, _shape_bytes(value), "not a key value")
     if len(literal) > MAX_KEY_BYTES:
         return _hashed(attr, literal.encode(), "over 2 KB")
+    if literal.count("[") + literal.count("{") > MAX_KEY_DEPTH and _depth(value) > MAX_KEY_DEPTH:
+        return _hashed(attr, _shape_bytes(value), "not a key value")
     return f"{attr}\x1f{literal}"
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (0 for a scalar), iteratively."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, level = stack.pop()
+        if isinstance(v, dict | list):
+            level += 1
+            deepest = max(deepest, level)
+            stack.extend((child, level) for child in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _shape_bytes(value: Any) -> bytes:
