@@ -72,8 +72,21 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
         "listed as muted and do not count for --fail-on",
     )
     p.add_argument(
-        "--account", metavar="ID", help="AWS account id for --format asff, for findings that do not carry one"
+        "--account",
+        metavar="ID",
+        type=_account,
+        help="AWS account id for --format asff, for findings that do not carry one (12 digits)",
     )
+
+
+def _account(value: str) -> str:
+    """``--account``, checked when the command line is read (before any work)."""
+    from auditor.formats import validate_account
+
+    try:
+        return validate_account(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def tool_version() -> str:
@@ -159,10 +172,12 @@ def output(args: argparse.Namespace, findings: Sequence[Finding], native: Native
         elif fmt == "sarif":
             text = to_json(formats.sarif_document(kept, muted or [], tool_version()))
         else:
+            skipped: list[str] = []
             try:
-                text = to_json(formats.asff_document(kept, muted or [], account=args.account, now=now))
+                text = to_json(formats.asff_document(kept, muted or [], account=args.account, now=now, skipped=skipped))
             except ValueError as exc:
                 raise InputError(str(exc)) from exc
+            warn(*skipped)
     else:
         text = native(kept, muted)
     sys.stdout.write(text)

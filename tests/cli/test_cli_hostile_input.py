@@ -130,3 +130,33 @@ def test_a_deeply_nested_key_of_throttled_calls_is_one_digest(
         assert throttling and "not a key value" in out
     elif fmt == "table":
         assert "Throttling on Orders" in out and "records_read=40" in out
+
+
+@pytest.mark.parametrize("account", ["12x", "1234567890123", "١٢٣٤٥٦٧٨٩٠١٢", ""])
+def test_a_bad_asff_account_is_refused_before_any_work(
+    trail: Path, account: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["analyze-trail", str(trail), "--format", "asff", "--account", account])
+    assert exited.value.code == cli.EXIT_INPUT
+    _, err = capsys.readouterr()
+    assert "--account must be a 12-digit AWS account id" in err
+
+
+def test_findings_asff_cannot_carry_are_each_one_warning_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A throttled table in a record whose account is not an AWS account id: the finding is left out, and said so.
+    path = tmp_path / "trail.json"
+    records = [_record(n, n * 0.01, "Orders", "PutItem", {"pk": {"S": "HOT"}}) for n in range(400)]
+    for record in records:
+        record["recipientAccountId"] = "not-an-account"
+        record["errorCode"] = "ProvisionedThroughputExceededException"
+        record["errorMessage"] = "The level of configured provisioned throughput for the table was exceeded."
+    path.write_bytes(orjson.dumps({"Records": records}))
+    code, out, err = _run(["analyze-trail", str(path), "--format", "asff", "--account", "111122223333"], capsys)
+    assert code in (cli.EXIT_OK, cli.EXIT_FINDINGS), err
+    findings = json.loads(out)["Findings"]
+    assert all(f["AwsAccountId"].isascii() and f["AwsAccountId"].isdigit() for f in findings)
+    warnings = [line for line in err.splitlines() if line.startswith("ddb-audit: warning:")]
+    assert warnings and all("'not-an-account' is not a 12-digit AWS account id" in line for line in warnings)
