@@ -132,6 +132,25 @@ def test_a_deeply_nested_key_of_throttled_calls_is_one_digest(
         assert "Throttling on Orders" in out and "records_read=40" in out
 
 
+@pytest.mark.parametrize(("depth", "shape"), [(300, "dict"), (600, "list")])
+def test_a_deeply_nested_key_of_a_write_rejected_as_too_large_is_counted_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], depth: int, shape: str
+) -> None:
+    records = [_record(n, n * 2.0, "Orders", "GetItem", {"pk": {"S": f"K{n % 3}"}}) for n in range(10)]
+    for n in range(100, 105):
+        rejected = _record(n, 5.0 + n / 100, "Orders", "PutItem", {"pk": _nested(depth, shape)})
+        rejected["errorCode"] = "ValidationException"
+        rejected["errorMessage"] = "Item size has exceeded the maximum allowed size"
+        records.append(rejected)
+    trail = tmp_path / "trail.json"
+    trail.write_text(json.dumps({"Records": records}))  # orjson does not write nesting this deep
+    code, out, err = _run(["analyze-trail", str(trail), "--format", "json"], capsys)
+    assert code == cli.EXIT_OK, err
+    doc = orjson.loads(out)
+    assert doc["stats"]["records_read"] == 15 and doc["stats"]["data_events"] == 15
+    assert any(f["kind"] == "item_size_exceeded" for f in doc["findings"])
+
+
 @pytest.mark.parametrize("account", ["12x", "1234567890123", "١٢٣٤٥٦٧٨٩٠١٢", ""])
 def test_a_bad_asff_account_is_refused_before_any_work(
     trail: Path, account: str, capsys: pytest.CaptureFixture[str]

@@ -404,7 +404,10 @@ class TableWindow:
             if not keyed:
                 add_capped(self.size_exceeded_keys, OTHER, 1, MAX_SIZE_KEYS, OTHER)
             for key in keyed:
-                encoded = orjson.dumps(key).decode()
+                try:
+                    encoded = orjson.dumps(key).decode()
+                except (TypeError, orjson.JSONEncodeError):  # nested past orjson's limit, or a number it cannot write
+                    encoded = OTHER
                 add_capped(self.size_exceeded_keys, encoded, 1, MAX_SIZE_KEYS, OTHER)
 
     # ---------------------------------------------------------------- merge
