@@ -3,10 +3,10 @@
 One run: ``CREATE EXTERNAL TABLE IF NOT EXISTS`` (DDL: not billed), then the aggregation query; each is started
 with ``StartQueryExecution`` and polled with ``GetQueryExecution`` until it succeeds, fails (its
 ``StateChangeReason`` is the error) or passes the timeout (then ``StopQueryExecution`` cancels it, so it stops
-scanning). The rows (``GetQueryResults``, every page) go through the same normaliser, aggregates and detectors as
-``analyze-trail``. The bytes each query scanned (``Statistics.DataScannedInBytes``) and their cost are reported:
-Athena bills a query's scanned bytes rounded up to the megabyte, at least 10 MB, at a price per TB
-(``DEFAULT_PRICE_PER_TB``: the us-east-1 list price; other Regions differ).
+scanning). The rows (``GetQueryResults``, streamed page by page, never all held) go through the same normaliser,
+aggregates and detectors as ``analyze-trail``. The bytes each query scanned (``Statistics.DataScannedInBytes``) and
+their cost are reported: Athena bills a query's scanned bytes rounded up to the megabyte, at least 10 MB, at a price per
+TB (``DEFAULT_PRICE_PER_TB``: the us-east-1 list price; other Regions differ).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from auditor.sources.athena_queries import (
     DEFAULT_PRICE_PER_TB,
     AthenaError,
     QueryRun,
-    fetch_rows,
+    iter_rows,
     run_query,
 )
 
@@ -116,10 +116,10 @@ def run_athena_audit(
     }
     ddl = run_query(client, create_table_sql(scope), kind="ddl", **common)
     query = run_query(client, aggregation_sql(scope), kind="aggregation", **common)
-    rows = fetch_rows(client, query.query_id)
     aggregates = new_aggregate_set(config)
     row_stats = RowStats()
-    aggregate_rows(rows, aggregates, row_stats)
+    # streamed: each result page is aggregated before the next is read (memory is bounded by a page)
+    aggregate_rows(iter_rows(client, query.query_id), aggregates, row_stats)
     spans = aggregates.spans()
     findings, errors = evaluate(spans, config)
     # stated for the scope's period as analyze-trail states them: totals, severity and cause from the windows

@@ -9,8 +9,9 @@ design is in docs/sources.md.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -236,6 +237,10 @@ GROUP BY
 ORDER BY 1, 2, 3"""
 
 
+#: The problems :class:`RowStats` keeps (the count of malformed rows is always whole).
+MAX_PROBLEMS = 10
+
+
 @dataclass(slots=True)
 class RowStats:
     """What the aggregation's rows held."""
@@ -306,14 +311,15 @@ def aggregate_rows(rows: Iterable[Mapping[str, Any]], aggregates: AggregateSet, 
             calls = int(row["calls"])
         except (KeyError, TypeError, ValueError):
             stats.rows_malformed += 1
-            stats.problems.append(f"row {n}: calls is not a number")
+            if len(stats.problems) < MAX_PROBLEMS:
+                stats.problems.append(f"row {n}: calls is not a number")
             continue
         try:
             call = normalize_record(_record(row, f"athena-{n}", str(row.get("first_time"))))
         except MalformedRecordError as exc:
             stats.rows_malformed += 1
             stats.events_skipped += calls
-            if len(stats.problems) < 10:
+            if len(stats.problems) < MAX_PROBLEMS:
                 stats.problems.append(f"row {n}: {exc}")
             continue
         if call is None:
@@ -329,22 +335,27 @@ def aggregate_rows(rows: Iterable[Mapping[str, Any]], aggregates: AggregateSet, 
             aggregates.add(last if i == calls - 1 else call)
 
 
-def rows_from_result_set(pages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of Athena ``GetQueryResults`` pages as dicts.
+def iter_result_rows(pages: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Rows of Athena ``GetQueryResults`` pages as dicts, one page at a time (a page is read only when the rows of
+    the one before it have been consumed, so memory is bounded by a page, not by the result).
 
     The first row of the first page repeats the column names (a SELECT's header); Athena returns every value as
     ``VarCharValue`` text and leaves it out for NULL.
     """
-    out: list[dict[str, Any]] = []
     names: list[str] | None = None
     for page in pages:
         result = page.get("ResultSet", {})
-        rows = list(result.get("Rows", []))
+        rows: Sequence[Mapping[str, Any]] = result.get("Rows", [])
+        skip = 0
         if names is None:
             names = [c["Name"] for c in result.get("ResultSetMetadata", {}).get("ColumnInfo", [])]
             if rows and [d.get("VarCharValue") for d in rows[0].get("Data", [])] == names:
-                rows = rows[1:]
-        for row in rows:
+                skip = 1
+        for row in itertools.islice(rows, skip, None):
             values = [d.get("VarCharValue") for d in row.get("Data", [])]
-            out.append(dict(zip(names, values, strict=False)))
-    return out
+            yield dict(zip(names, values, strict=False))
+
+
+def rows_from_result_set(pages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every row of :func:`iter_result_rows` in a list (for a result known to be small)."""
+    return list(iter_result_rows(pages))

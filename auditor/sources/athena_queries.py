@@ -1,4 +1,5 @@
-"""Athena queries: start one, wait for it (bounded, cancelled on timeout), read every result page, and what it cost.
+"""Athena queries: start one, wait for it (bounded, cancelled on timeout), read its result page by page, and what it
+cost.
 
 Each query is started with ``StartQueryExecution`` and polled with ``GetQueryExecution`` until it succeeds, fails
 (its ``StateChangeReason`` is the error) or passes the timeout (then ``StopQueryExecution`` cancels it, so it stops
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,13 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
 from auditor.exceptions import AuditorError
-from auditor.sources.athena import rows_from_result_set
+from auditor.sources.athena import iter_result_rows
 from auditor.sources.aws_calls import error_message
 
 if TYPE_CHECKING:
     from mypy_boto3_athena import AthenaClient
 
-__all__ = ["DEFAULT_PRICE_PER_TB", "AthenaError", "QueryRun", "billed_bytes", "fetch_rows", "run_query"]
+__all__ = ["DEFAULT_PRICE_PER_TB", "AthenaError", "QueryRun", "billed_bytes", "fetch_rows", "iter_rows", "run_query"]
 
 log = structlog.get_logger(__name__)
 
@@ -115,10 +116,16 @@ def run_query(
         delay = min(delay * 2, 10.0)
 
 
-def fetch_rows(client: AthenaClient, query_id: str) -> list[dict[str, Any]]:
-    """Every result row of a finished query (all pages)."""
+def iter_rows(client: AthenaClient, query_id: str) -> Iterator[dict[str, Any]]:
+    """The result rows of a finished query, read page by page (``GetQueryResults`` with ``NextToken``) as they are
+    consumed: the next page is requested only after the rows of the current one, so at most one page is held."""
     try:
         pages = client.get_paginator("get_query_results").paginate(QueryExecutionId=query_id)
-        return rows_from_result_set(list(pages))
+        yield from iter_result_rows(pages)
     except (ClientError, BotoCoreError) as exc:
         raise AthenaError(f"cannot read the results of Athena query {query_id}: {error_message(exc)}") from exc
+
+
+def fetch_rows(client: AthenaClient, query_id: str) -> list[dict[str, Any]]:
+    """Every result row of a finished query (all pages) in a list: only for a result known to be small."""
+    return list(iter_rows(client, query_id))

@@ -239,3 +239,87 @@ def test_cli_input_errors_exit_2_with_one_line(
     err = capsys.readouterr().err
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------- streamed result pages
+
+
+def _paged(stub: Stubber, rows: list[dict[str, str | None]], per_page: int) -> list[dict[str, Any]]:
+    """Queue ``rows`` as GetQueryResults pages (the header on the first, NextToken on all but the last)."""
+    pages = []
+    for n, first in enumerate(range(0, len(rows), per_page)):
+        last = first + per_page >= len(rows)
+        page = _results(rows[first : first + per_page], header=n == 0, token=None if last else f"token-{n + 1}")
+        params = {"QueryExecutionId": "agg-1", **({"NextToken": f"token-{n}"} if n else {})}
+        stub.add_response("get_query_results", page, params)
+        pages.append(page)
+    return pages
+
+
+def test_result_pages_are_aggregated_one_at_a_time_with_the_all_in_memory_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from auditor.engine import access_patterns, evaluate, new_aggregate_set, period_totals
+    from auditor.service import athena_audit
+    from auditor.sources.athena import RowStats, aggregate_rows, rows_from_result_set
+
+    client, stub = _client()
+    _start(stub, "ddl-1", create_table_sql(SCOPE))
+    stub.add_response("get_query_execution", _execution("ddl-1", "SUCCEEDED"), {"QueryExecutionId": "ddl-1"})
+    _start(stub, "agg-1", aggregation_sql(SCOPE))
+    stub.add_response("get_query_execution", _execution("agg-1", "SUCCEEDED"), {"QueryExecutionId": "agg-1"})
+    per_page, n_pages = 40, 25
+    rows = [_scan_row(k % 60, 1 + k % 7) for k in range(per_page * n_pages)]
+    pages = _paged(stub, rows, per_page)
+    assert len(pages) == n_pages
+
+    fetched: list[int] = []
+    client.meta.events.register("after-call.athena.GetQueryResults", lambda **_: fetched.append(1))
+    seen: list[int] = []
+    real = athena_audit.aggregate_rows
+
+    def watched(result_rows: Any, aggregates: Any, stats: Any) -> None:
+        def each() -> Any:
+            for k, row in enumerate(result_rows):
+                # row k is on page k // per_page: that page is the last one read, the next is not read yet
+                assert len(fetched) == k // per_page + 1, (k, len(fetched))
+                seen.append(k)
+                yield row
+
+        real(each(), aggregates, stats)
+
+    monkeypatch.setattr(athena_audit, "aggregate_rows", watched)
+    with stub:
+        result = _run(client)
+    stub.assert_no_pending_responses()
+    assert len(seen) == len(rows) and len(fetched) == n_pages
+
+    # the same as aggregating every row held in memory at once
+    config = AnalysisConfig()
+    aggregates, stats = new_aggregate_set(config), RowStats()
+    aggregate_rows(rows_from_result_set(pages), aggregates, stats)
+    spans = aggregates.spans()
+    findings, errors = evaluate(spans, config)
+    assert result.findings == period_totals(findings, aggregates, config) and result.findings
+    assert result.access_patterns == access_patterns(spans)
+    assert result.rows == stats and stats.rows == len(rows) and result.detector_errors == errors
+
+
+def test_a_result_page_that_cannot_be_read_is_an_athena_error() -> None:
+    from auditor.sources.athena_queries import iter_rows
+
+    client, stub = _client()
+    stub.add_response(
+        "get_query_results", _results([_scan_row(0, 1)], header=True, token="token-1"), {"QueryExecutionId": "agg-1"}
+    )
+    stub.add_client_error(
+        "get_query_results",
+        service_error_code="InvalidRequestException",
+        service_message="Query has not yet finished",
+        expected_params={"QueryExecutionId": "agg-1", "NextToken": "token-1"},
+    )
+    rows = iter_rows(client, "agg-1")
+    with stub:
+        assert next(rows)["calls"] == "1"
+        with pytest.raises(AthenaError, match="cannot read the results of Athena query agg-1: Query has not yet"):
+            next(rows)
