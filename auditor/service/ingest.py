@@ -29,6 +29,7 @@ from auditor.kernel.reader import Deduper
 from auditor.kernel.stats import IngestStats
 from auditor.sources.s3_objects import (
     NotificationError,
+    ObjectReadInterruptedError,
     ObjectUnreadableError,
     S3ObjectRef,
     is_trail_log_key,
@@ -152,7 +153,8 @@ def process_trail_object(
 def reread_objects(s3: S3Client, config: AnalysisConfig) -> Callable[[Sequence[str]], AggregateSet | None]:
     """For the evaluator's duplicate check (:mod:`auditor.service.dedupe`): read CloudTrail objects again, given
     their source ids (``s3://bucket/key``), together with one deduplicator, as ``analyze-trail`` reads them. None when
-    one of them cannot be read (logged)."""
+    one of them cannot be read for good (missing, or not a CloudTrail file: logged); a stream that breaks off raises
+    :class:`ObjectReadInterruptedError`, so the evaluation fails before its cursor moves and is retried."""
 
     def reread(source_ids: Sequence[str]) -> AggregateSet | None:
         total = new_aggregate_set(config)
@@ -163,6 +165,8 @@ def reread_objects(s3: S3Client, config: AnalysisConfig) -> Callable[[Sequence[s
             try:
                 with trail_object(s3, bucket, key) as obj:
                     part = ingest_source(obj.source, config, deduper, stats)
+            except ObjectReadInterruptedError:
+                raise
             except ObjectUnreadableError as exc:
                 log.warning("reread_failed", source=source_id, error=str(exc))
                 return None

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote_plus
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NotificationError",
+    "ObjectReadInterruptedError",
     "ObjectUnreadableError",
     "S3ObjectRef",
     "TrailObject",
@@ -48,6 +49,11 @@ class NotificationError(InputError):
 
 class ObjectUnreadableError(AuditorError):
     """A CloudTrail object cannot be read (missing, corrupt); nothing was stored and the message is retried."""
+
+
+class ObjectReadInterruptedError(ObjectUnreadableError):
+    """The object's stream broke off while it was read (timeout, connection reset, short read): a passing fault, so
+    whoever reads it fails and is retried rather than treating the object as unreadable for good."""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -173,6 +179,7 @@ def trail_object(s3: S3Client, bucket: str, key: str) -> Iterator[TrailObject]:
     try:
         yield TrailObject(InputSource(name=source_id, open=lambda: body), etag)
     except BotoCoreError as exc:
-        raise ObjectUnreadableError(f"{source_id}: read error: {exc}") from exc
+        raise ObjectReadInterruptedError(f"{source_id}: read error: {exc}") from exc
     finally:
-        body.close()
+        with suppress(BotoCoreError):  # closing a body cut short checks its length again: the read already failed
+            body.close()

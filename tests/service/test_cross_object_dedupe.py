@@ -22,6 +22,7 @@ from auditor.engine import analyze_trail
 from auditor.service.dedupe import Deduplication
 from auditor.service.evaluate import EvaluationParams, run_evaluation
 from auditor.service.ingest import process_trail_object, reread_objects
+from auditor.sources.s3_objects import ObjectReadInterruptedError
 from auditor.state import fingerprint_store
 from auditor.state.findings_store import FindingsStore
 from auditor.state.fingerprint_store import FingerprintStore, FingerprintStoreError
@@ -202,3 +203,40 @@ def test_a_failed_fingerprints_read_fails_the_evaluation_and_a_retry_counts_as_a
     analysis = analyze_trail([str(trail)], config, processes=1)
     expected = {(w.table, w.window_start): w.calls for w in analysis.aggregates.windows.values()}
     assert {k: v for k, v in ledger.calls.items() if v} == expected
+
+
+class _CutShort:
+    """A raw body that ends before its Content-Length: the stream broke off (botocore raises IncompleteReadError)."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body[: len(body) // 2]
+
+    def read(self, amt: int | None = None) -> bytes:
+        size = len(self._body) if amt is None else amt
+        chunk, self._body = self._body[:size], self._body[size:]
+        return chunk
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.read()
+
+    def close(self) -> None:
+        self._body = b""
+
+
+def test_a_trail_object_whose_stream_breaks_off_fails_the_check_instead_of_merging_unchecked(
+    env: tuple[Any, Any], trail: Path
+) -> None:
+    s3, _ = env
+    store, prints, starts = _ingest(env, trail)
+    bodies = {p.relative_to(trail).as_posix(): p.read_bytes() for p in _logs(trail)}
+
+    def cut_short(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        key = next((k for k in bodies if request.url.endswith(k)), None)
+        if key is None or f"/{fingerprint_store.PREFIX}" in request.url:
+            return None
+        headers = {"Content-Length": str(len(bodies[key])), "ETag": '"x"'}
+        return AWSResponse(request.url, 200, headers, _CutShort(bodies[key]))
+
+    s3.meta.events.register("before-send.s3.GetObject", cut_short)
+    with pytest.raises(ObjectReadInterruptedError):
+        Deduplication(prints.get, reread_objects(s3, AnalysisConfig())).load(store, starts)
