@@ -5,6 +5,7 @@ and access patterns must match."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -272,3 +273,22 @@ def test_scope_values_that_would_break_the_sql_are_refused(field: str, value: An
     base[field] = value
     with pytest.raises(InputError, match=message):
         AthenaScope(**base)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "message"),
+    [
+        (datetime(1, 1, 1, tzinfo=UTC), START, "years 1970 to 2999"),
+        (START, datetime(9999, 12, 31, tzinfo=UTC), "years 1970 to 2999"),
+        (START - timedelta(days=401), START, "at most 400 days"),
+        (START, START, "--start must be before --end"),
+    ],
+)
+def test_a_scope_never_lists_more_than_400_days_of_partitions(start: datetime, end: datetime, message: str) -> None:
+    base: dict[str, Any] = {"bucket": "org-trail-logs", "accounts": (A,), "regions": ("us-east-1",)}
+    with pytest.raises(InputError, match=message):
+        AthenaScope(**base, start=start, end=end)
+    widest = AthenaScope(**base, start=START - timedelta(days=400), end=START)
+    assert len(widest.days()) <= 401
+    with pytest.raises(InputError, match="at most 400 days"):  # replace() checks again
+        replace(widest, start=START - timedelta(days=401))
