@@ -21,6 +21,8 @@ from auditor.lifecycle import SuppressRule
 from auditor.models.finding import Finding, isoformat_z
 
 DEFAULT_REASON = "muted by --mutelist"
+#: A UTF-8 byte order mark, which some editors write at the start of a file: it is skipped.
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class MuteRule(SuppressRule):
@@ -50,7 +52,7 @@ class Muted:
 
 
 def load_mutelist(path: str) -> tuple[MuteRule, ...]:
-    """Read and validate a mute list.
+    """Read and validate a mute list (UTF-8 JSON; a leading byte order mark is skipped).
 
     Raises:
         InputError: the file cannot be read, is not JSON, is not an array, or a rule is invalid (the message
@@ -61,7 +63,7 @@ def load_mutelist(path: str) -> tuple[MuteRule, ...]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read the mute list: {exc.strerror or exc}") from exc
     try:
-        return tuple(_RULES.validate_json(data))
+        return tuple(_RULES.validate_json(data.removeprefix(UTF8_BOM)))
     except ValidationError as exc:
         err = exc.errors()[0]
         if err["type"] == "json_invalid":

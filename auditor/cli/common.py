@@ -5,6 +5,7 @@ print findings, and the output step (``--mutelist``, the formats for other tools
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from auditor.findings_text import FORMATS, to_json
 from auditor.models.finding import Finding, Severity
 
 if TYPE_CHECKING:
-    from auditor.mutelist import Muted
+    from auditor.mutelist import Muted, MuteRule
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
 FINDING_FORMATS = (*FORMATS, "csv", "sarif", "asff")
@@ -42,11 +43,39 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A subcommand: its name, the function that declares its parser and arguments, and its handler (exit code)."""
+    """A subcommand: its name, the function that declares its parser and arguments, and its handler (exit code).
+
+    The handler is wrapped so that a command's ``--mutelist`` is read and validated before any of its work.
+    """
 
     name: str
     add_parser: Callable[[Subparsers], None]
     run: Callable[[argparse.Namespace], int]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run", _mutelist_first(self.run))
+
+
+def _mutelist_first(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    @functools.wraps(run)
+    def checked(args: argparse.Namespace) -> int:
+        read_mutelist(args)
+        return run(args)
+
+    return checked
+
+
+def read_mutelist(args: argparse.Namespace) -> tuple[MuteRule, ...] | None:
+    """The rules of ``--mutelist`` (None without it), read and validated once and kept on ``args``."""
+    path = getattr(args, "mutelist", None)
+    if not path:
+        return None
+    rules: tuple[MuteRule, ...] | None = getattr(args, "mutelist_rules", None)
+    if rules is None:
+        from auditor.mutelist import load_mutelist
+
+        rules = args.mutelist_rules = load_mutelist(path)
+    return rules
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
@@ -156,13 +185,14 @@ def output(args: argparse.Namespace, findings: Sequence[Finding], native: Native
 
     ``muted`` is None without ``--mutelist`` (outputs stay as they were), else the muted findings.
     """
-    from auditor.mutelist import apply_mutelist, load_mutelist
+    from auditor.mutelist import apply_mutelist
 
     now = datetime.now(UTC)
     muted: list[Muted] | None = None
     kept = list(findings)
-    if args.mutelist:
-        kept, muted = apply_mutelist(findings, load_mutelist(args.mutelist), now)
+    rules = read_mutelist(args)
+    if rules is not None:
+        kept, muted = apply_mutelist(findings, rules, now)
     fmt = args.format
     if fmt in ("csv", "sarif", "asff"):
         from auditor import formats

@@ -207,3 +207,66 @@ def test_athena_default_times_are_checked_before_any_aws_call(
     code, out, err = _run([*_ATHENA, *times], capsys)
     _one_line_input_error(code, err)
     assert out == "" and message in err
+
+
+def _commands_with_mutelist() -> set[str]:
+    parser = cli.build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    assert isinstance(sub.choices, dict)
+    return {name for name, p in sub.choices.items() if any("--mutelist" in a.option_strings for a in p._actions)}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyze-trail", "{missing}"],  # the trail does not exist either: the mute list is reported first
+        _ATHENA,
+        ["audit", "--tables", "Orders"],
+        ["billing", "--input", "{missing}"],
+        ["demo", "--out", "{tmp}"],
+    ],
+)
+def test_a_bad_mute_list_is_refused_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    import boto3
+
+    def no_aws(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an AWS session was created before the mute list was read")
+
+    monkeypatch.setattr(boto3, "Session", no_aws)
+    mutelist = tmp_path / "mute.json"
+    mutelist.write_text('[{"kind": "nope"}]')
+    args = [a.format(missing=tmp_path / "missing.json", tmp=tmp_path / "out") for a in argv]
+    code, out, err = _run([*args, "--mutelist", str(mutelist)], capsys)
+    _one_line_input_error(code, err)
+    assert out == "" and f"{mutelist}: mute list rule[0].kind" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_command_that_takes_a_mute_list_is_covered() -> None:
+    assert _commands_with_mutelist() == {"analyze-trail", "athena", "audit", "billing", "demo"}
+
+
+def test_a_missing_mute_list_is_reported_before_the_trail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(["analyze-trail", str(tmp_path / "t.json"), "--mutelist", str(tmp_path / "m.json")], capsys)
+    _one_line_input_error(code, err)
+    assert out == "" and "m.json: cannot read the mute list" in err
+
+
+def test_a_mute_list_with_a_utf8_byte_order_mark_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trail = tmp_path / "trail.json"
+    records = [_record(n, n * 0.01, "Orders", "PutItem", {"pk": {"S": "HOT"}}) for n in range(400)]
+    for record in records:
+        record["errorCode"] = "ProvisionedThroughputExceededException"
+    trail.write_bytes(orjson.dumps({"Records": records}))
+    code, out, _ = _run(["analyze-trail", str(trail), "--format", "json"], capsys)
+    findings = orjson.loads(out)["findings"]
+    assert code == 0 and findings
+    mutelist = tmp_path / "mute.json"
+    mutelist.write_bytes(b"\xef\xbb\xbf" + orjson.dumps([{"table": "Orders", "reason": "accepted"}]))
+    code, out, err = _run(["analyze-trail", str(trail), "--format", "json", "--mutelist", str(mutelist)], capsys)
+    doc = orjson.loads(out)
+    assert code == 0 and err == "" and doc["findings"] == []
+    assert {m["id"] for m in doc["muted"]} == {f["id"] for f in findings}
+    assert all(m["muted_by"]["reason"] == "accepted" for m in doc["muted"])
