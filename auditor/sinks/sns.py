@@ -1,8 +1,9 @@
 """Publishing finding events and run digests to the findings topic (SNS), from the outbox.
 
 The message contract is :mod:`auditor.messages`; this module renders the messages within SNS's limits and
-:func:`publish_pending` drains the outbox oldest first: an entry is deleted only after SNS accepted it, and a failed
-publish stays pending for the next run. The size limits and delivery rules are in docs/sinks.md.
+:func:`publish_pending` drains the outbox oldest first: an entry is deleted only after the message carrying it (its
+own, or for new and worsened events the run digest) was accepted, and a failed publish or removal stays pending for
+the next run. The size limits and delivery rules are in docs/sinks.md.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ class PublishResult:
     #: Entries still pending after the drain (counted up to ``limit``) and the age of the oldest, in seconds.
     left: int = 0
     oldest_left_seconds: float = 0.0
+    #: Publishes of an entry a crashed run may already have published (SNS's at-least-once: a repeated e-mail).
+    repeated: int = 0
+    #: Outbox writes after an accepted publish that failed (the entry is kept and finished by the next run).
+    bookkeeping_failed: int = 0
 
 
 #: Most findings listed in a digest's ``digest_json`` (the rest are counted in ``more``).
@@ -229,38 +234,36 @@ def publish_one(sns: SNSClient, topic_arn: str, entry: OutboxEntry) -> str:
 def publish_pending(
     store: FindingsStore, sns: SNSClient, topic_arn: str, limit: int = 100, *, now: datetime | None = None
 ) -> PublishResult:
-    """Publish up to ``limit`` pending outbox entries, oldest first.
+    """Publish up to ``limit`` pending outbox entries, oldest first, then the run digest of the published ones.
 
-    A sent entry is deleted; a failed one stays pending with ``attempts`` + 1 (retried on the next run).
-    ``now`` stamps failed attempts (default: the clock).
+    An entry is removed only once the message carrying it was accepted: a ``resolved`` event after its own publish,
+    a ``new`` or ``worsened`` one after the run digest that lists it (until then it is kept, marked published, so
+    a refused digest is published again, with it, by the next run). A failed publish stays pending with
+    ``attempts`` + 1; a failed removal is handled per entry and retried by the next run. ``now`` stamps the entries
+    (default: the clock).
     """
     stamp = utc(now) if now is not None else datetime.now(UTC)
     result = PublishResult()
-    sent: list[OutboxEntry] = []
     kept: list[OutboxEntry] = []
+    members: list[OutboxEntry] = []
     drained = store.pending(limit)
     for entry in drained:
-        try:
-            message_id = publish_one(sns, topic_arn, entry)
-        except (ClientError, BotoCoreError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            result.failed += 1
-            result.errors.append(error)
-            log.warning(
-                "publish_failed",
-                finding_id=entry.finding_id,
-                status=entry.event.kind.value,
-                attempts=entry.attempts + 1,
-            )
-            store.mark_failed(entry, error, stamp)
+        if entry.digested:  # an accepted digest carried it; only its removal is left
+            if not _remove(store, entry, stamp, result, digested=True):
+                kept.append(entry)
+            continue
+        if not entry.published and not _publish_entry(store, sns, topic_arn, entry, stamp, result):
             kept.append(entry)
             continue
-        store.mark_sent(entry)
-        sent.append(entry)
-        result.sent += 1
-        log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
-    _publish_digest(sns, topic_arn, sent, result)
-    # A drain shorter than the limit emptied the outbox but for its failures; a full one may have left more behind.
+        if entry.event.kind in _DIGESTED:
+            members.append(entry)
+        elif not _remove(store, entry, stamp, result, digested=False):
+            kept.append(entry)
+    if members and _publish_digest(sns, topic_arn, members, result):
+        kept += [e for e in members if not _remove(store, e, stamp, result, digested=True)]
+    else:
+        kept += members
+    # A drain shorter than the limit emptied the outbox but for what it kept; a full one may have left more behind.
     left = store.pending(limit) if limit > 0 and len(drained) == limit else kept
     result.left = len(left)
     if left:
@@ -269,19 +272,82 @@ def publish_pending(
     return result
 
 
-def _publish_digest(sns: SNSClient, topic_arn: str, sent: list[OutboxEntry], result: PublishResult) -> None:
-    """Publish the digest of the events this drain sent (see the module docstring)."""
-    digest_id = "digest-" + hashlib.sha256("|".join(sorted(e.event_id for e in sent)).encode()).hexdigest()[:20]
-    msg = render_digest([e.event for e in sent], digest_id)
+#: The events a run digest lists: their entries stay until the digest is accepted.
+_DIGESTED = (EventKind.NEW, EventKind.WORSENED)
+
+
+def _error(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _publish_entry(
+    store: FindingsStore, sns: SNSClient, topic_arn: str, entry: OutboxEntry, stamp: datetime, result: PublishResult
+) -> bool:
+    """Publish one entry's own message and record it; False when it was not published (it stays pending)."""
+    if entry.publishing:  # a run published it, maybe accepted, and stopped before recording it
+        result.repeated += 1
+        log.warning("publish_may_repeat", finding_id=entry.finding_id, status=entry.event.kind.value)
+    try:
+        if not entry.publishing:
+            store.mark_publishing(entry, stamp)
+        message_id = publish_one(sns, topic_arn, entry)
+    except (ClientError, BotoCoreError) as exc:
+        result.failed += 1
+        result.errors.append(_error(exc))
+        log.warning(
+            "publish_failed", finding_id=entry.finding_id, status=entry.event.kind.value, attempts=entry.attempts + 1
+        )
+        try:
+            store.mark_failed(entry, _error(exc), stamp)
+        except (ClientError, BotoCoreError) as mark_exc:
+            log.warning("outbox_mark_failed_failed", finding_id=entry.finding_id, error=_error(mark_exc))
+        return False
+    result.sent += 1
+    log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
+    if entry.event.kind in _DIGESTED:
+        try:
+            store.mark_published(entry, stamp)
+        except (ClientError, BotoCoreError) as exc:
+            # Still listed in this run's digest; unless removed after it, the next run publishes it again once.
+            result.bookkeeping_failed += 1
+            log.warning("outbox_mark_published_failed", finding_id=entry.finding_id, error=_error(exc))
+    return True
+
+
+def _remove(
+    store: FindingsStore, entry: OutboxEntry, stamp: datetime, result: PublishResult, *, digested: bool
+) -> bool:
+    """Delete an entry whose message was accepted; on failure mark it (published, or carried by a digest) so the
+    next run only removes it. False when it is still there."""
+    try:
+        store.mark_sent(entry)
+        return True
+    except (ClientError, BotoCoreError) as exc:
+        result.bookkeeping_failed += 1
+        log.warning("outbox_delete_failed", finding_id=entry.finding_id, error=_error(exc))
+    if digested and entry.digested:
+        return False
+    try:
+        (store.mark_digested if digested else store.mark_published)(entry, stamp)
+    except (ClientError, BotoCoreError) as exc:
+        log.warning("outbox_mark_failed", finding_id=entry.finding_id, error=_error(exc))
+    return False
+
+
+def _publish_digest(sns: SNSClient, topic_arn: str, members: list[OutboxEntry], result: PublishResult) -> bool:
+    """Publish the digest of the published entries; True when it was accepted or there is nothing to list."""
+    digest_id = "digest-" + hashlib.sha256("|".join(sorted(e.event_id for e in members)).encode()).hexdigest()[:20]
+    msg = render_digest([e.event for e in members], digest_id)
     if msg is None:
-        return
+        return True
     try:
         sns.publish(
             TopicArn=topic_arn, Subject=msg.subject, Message=msg.text, MessageAttributes=msg.message_attributes()
         )
     except (ClientError, BotoCoreError) as exc:
         result.digest_failed += 1
-        log.warning("digest_publish_failed", error=f"{type(exc).__name__}: {exc}", findings=len(sent))
-        return
+        log.warning("digest_publish_failed", error=_error(exc), findings=len(members))
+        return False
     result.digests += 1
-    log.info("digest_published", findings=len(sent), event_id=digest_id)
+    log.info("digest_published", findings=len(members), event_id=digest_id)
+    return True

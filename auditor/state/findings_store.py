@@ -77,6 +77,12 @@ class OutboxEntry:
     created: str
     attempts: int = 0
     last_error: str | None = None
+    #: A publish was started (it may have been accepted: publishing it again may repeat it).
+    publishing: bool = False
+    #: SNS accepted its message; it stays until the run digest carrying it is accepted.
+    published: bool = False
+    #: A run digest carrying it was accepted; only its removal is left.
+    digested: bool = False
 
     @property
     def event_id(self) -> str:
@@ -369,6 +375,9 @@ class FindingsStore:
             created=item["created"]["S"],
             attempts=int(item.get("attempts", {}).get("N", "0")),
             last_error=item.get("last_error", {}).get("S"),
+            publishing="publishing_at" in item,
+            published="published_at" in item,
+            digested="digested_at" in item,
         )
 
     def _shard(self, shard: int, limit: int) -> Iterator[OutboxEntry]:
@@ -402,13 +411,41 @@ class FindingsStore:
         """Delete a published entry."""
         self._client.delete_item(TableName=self._table, Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)})
 
+    def _stamp(self, entry: OutboxEntry, attribute: str, now: datetime) -> None:
+        """Set ``attribute`` to ``now`` on the entry if it is still there (errors propagate)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
+                UpdateExpression="SET #m = :t",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#m": attribute, "#pk": keys.PK},
+                ExpressionAttributeValues={":t": _s(isoformat_z(now))},
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            log.info("outbox_entry_gone", sk=entry.sk)
+
+    def mark_publishing(self, entry: OutboxEntry, now: datetime) -> None:
+        """Record that a publish of the entry starts (a later run that finds it unpublished may repeat it)."""
+        self._stamp(entry, "publishing_at", now)
+
+    def mark_published(self, entry: OutboxEntry, now: datetime) -> None:
+        """Record that SNS accepted the entry's message (it waits for the run digest that carries it)."""
+        self._stamp(entry, "published_at", now)
+
+    def mark_digested(self, entry: OutboxEntry, now: datetime) -> None:
+        """Record that an accepted run digest carried the entry (when deleting it failed)."""
+        self._stamp(entry, "digested_at", now)
+
     def mark_failed(self, entry: OutboxEntry, error: str, now: datetime) -> None:
         """Count a failed publish on the entry and keep it for the next run."""
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
-                UpdateExpression="SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t",
+                UpdateExpression="SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t REMOVE publishing_at",
                 ConditionExpression="attribute_exists(#pk)",
                 ExpressionAttributeNames={
                     "#a": "attempts",
