@@ -304,6 +304,25 @@ def test_mark_sent_deletes_and_mark_failed_keeps_with_attempts(store: FindingsSt
     assert [p.sk for p in store.pending()] == [b.sk]
 
 
+def test_publish_marks_are_read_back_and_never_resurrect_a_removed_entry(store: FindingsStore) -> None:
+    a = store.enqueue(_event("a", T0))
+    assert (a.publishing, a.published, a.digested) == (False, False, False)
+    store.mark_publishing(a, T0)
+    (left,) = store.pending()
+    assert (left.publishing, left.published, left.digested) == (True, False, False)
+    store.mark_published(a, T0)
+    store.mark_digested(a, T0)
+    (left,) = store.pending()
+    assert (left.publishing, left.published, left.digested) == (True, True, True)
+    # A refused publish clears the publishing mark (a later publish repeats nothing)
+    store.mark_failed(a, "Throttling", T0)
+    assert store.pending()[0].publishing is False
+    store.mark_sent(a)
+    store.mark_published(a, T0)
+    store.mark_digested(a, T0)
+    assert store.pending() == []
+
+
 def test_event_id_is_stable() -> None:
     e = OutboxEntry(pk="OUTBOX#1", sk="2026#x#new", finding_id="x", event=_event("x", T0), created="2026")
     assert e.event_id == replace(e, attempts=5, last_error="boom").event_id  # the same on every retry
