@@ -1,7 +1,8 @@
 """Trail ingest: SQS messages carrying S3 notifications of new CloudTrail objects -> window contributions.
 
 One SQS message per object; a failing message (unreadable object, malformed body) is reported in
-``batchItemFailures`` and retried by SQS (then parked in the DLQ), the others of the batch succeed.
+``batchItemFailures`` and retried by SQS (then parked in the DLQ), the others of the batch succeed. An object whose
+content cannot be read is also recorded in the state table and counted (``UnreadableObjects``) on every attempt.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 
 from auditor.service import health
-from auditor.service.ingest import process_trail_message
+from auditor.service.ingest import ObjectContentError, process_trail_message
+from auditor.state.unreadable_store import UnreadableObjectStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -22,11 +24,17 @@ from handlers.runtime import Invocation, lambda_runtime
 @lambda_runtime(None)
 def lambda_handler(event: dict[str, Any], run: Invocation) -> PartialItemFailureResponse:
     store, config, prints = run.window_store(), run.settings.analysis_config(), run.fingerprint_store()
+    retention = run.settings.state_retention_days
+    unreadable = UnreadableObjectStore(runtime.CLIENTS.dynamodb, run.state_table(), retention_days=retention)
 
     def record_handler(record: SqsRecordModel) -> None:
         run.bind(message_id=record.messageId)
         body, now = str(record.body), datetime.now(UTC)
-        objects = process_trail_message(runtime.CLIENTS.s3, store, body, config, now, prints)
+        try:
+            objects = process_trail_message(runtime.CLIENTS.s3, store, body, config, now, prints, unreadable)
+        except ObjectContentError:
+            run.emit(health.unreadable_objects(1))  # recorded in the state table; the message still fails
+            raise
         run.emit(health.trail_objects(objects))
 
     processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel, raise_on_entire_batch_failure=False)

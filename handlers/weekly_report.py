@@ -15,6 +15,7 @@ from auditor.state.audit_cycle import AuditCycleStore
 from auditor.state.capture_store import CaptureStore
 from auditor.state.ledger_store import LedgerStore
 from auditor.state.report_store import ReportAnnouncements
+from auditor.state.unreadable_store import UnreadableObjectStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -33,5 +34,6 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         ledger=LedgerStore(ddb, table),
         capture=CaptureStore(ddb, table, trail) if trail else None,
         coverage=AuditCycleStore(ddb, table),
+        unreadable=UnreadableObjectStore(ddb, table),
     )
     return result.as_dict()

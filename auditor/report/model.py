@@ -136,6 +136,8 @@ class WeeklyReport(FrozenModel):
     input_stats: dict[str, int]
     #: Accounts/Regions the input could not audit (``coverage_gaps`` of ``ddb-audit audit``), one line each.
     coverage_gaps: list[str] = Field(default_factory=list)
+    #: Trail objects of the week that could not be read (their events are missing from the windows), one line each.
+    unreadable_objects: list[str] = Field(default_factory=list)
     findings_outside_week: int
     #: Findings of the week stored by a version without period totals: their numbers are their latest window's
     #: (from the evidence); their totals start from their next sighting.
@@ -280,6 +282,7 @@ def build_report_from_findings(
     input_stats: Mapping[str, int] | None = None,
     title: str = "DynamoDB weekly audit",
     coverage_gaps: Sequence[str] = (),
+    unreadable_objects: Sequence[str] = (),
     ledger: LedgerSummary | None = None,
     stored_without_totals: Collection[str] = (),
     audited_tables: Collection[str] = (),
@@ -292,6 +295,7 @@ def build_report_from_findings(
     absence. ``throttles`` (e.g. CloudWatch per-cause counts) replace the throttle counts taken from the
     throttling findings. ``usage`` prices the auditor's own consumption with ``rates``. ``stored_without_totals``
     are the ids of findings stored by a version without totals (the report says how their numbers are counted).
+    ``unreadable_objects`` are the week's trail objects that could not be read, one line each.
     """
     now = utc(now)
     week = week or IsoWeek.of(now)
@@ -358,6 +362,7 @@ def build_report_from_findings(
         auditor_cost=cost,
         input_stats=dict(input_stats or {}),
         coverage_gaps=list(coverage_gaps),
+        unreadable_objects=list(unreadable_objects),
         findings_outside_week=len(parsed) - len(in_week),
         stored_without_totals=sum(1 for rf in report_findings if rf.finding.id in stored_without_totals),
         what_if=sections.what_if(report_findings),

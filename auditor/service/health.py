@@ -34,6 +34,7 @@ METRIC_NAMES: Final = (
     "DuplicatesDropped",
     "FilesIngested",
     "FilesFailed",
+    "UnreadableObjects",
     "EvaluationLag",
     "FindingsOpened",
     "FindingsWorsened",
@@ -87,6 +88,11 @@ def trail_objects(objects: list[ObjectResult]) -> list[HealthMetric]:
 def files_failed(count: int) -> list[HealthMetric]:
     """Trail messages reported as batch item failures."""
     return _counts(FilesFailed=count)
+
+
+def unreadable_objects(count: int) -> list[HealthMetric]:
+    """Trail objects whose content could not be read (corrupt or truncated gzip, broken JSON), one per attempt."""
+    return _counts(UnreadableObjects=count)
 
 
 def events(result: EventsResult) -> list[HealthMetric]:

@@ -37,6 +37,7 @@ from auditor.sources.s3_objects import (
     trail_object,
 )
 from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.unreadable_store import UnreadableObjectStore
 from auditor.state.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "EventsCommitError",
     "EventsResult",
     "NotificationError",
+    "ObjectContentError",
     "ObjectResult",
     "ObjectUnreadableError",
     "S3ObjectRef",
@@ -65,6 +67,11 @@ DYNAMODB_EVENT_BRIDGE_SOURCE = "aws.dynamodb"
 
 class EventsCommitError(AuditorError):
     """The events of an SQS message could not be committed to the state table (the message is retried)."""
+
+
+class ObjectContentError(ObjectUnreadableError):
+    """A trail object was fetched but its content cannot be read (corrupt or truncated gzip, broken JSON framing):
+    recorded as an unreadable object each time (docs/service.md), and the message is retried like any other."""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -115,7 +122,8 @@ def process_trail_object(
     With ``fingerprints``, the fingerprints of the events counted are written there first, for the evaluator's
     duplicate check across objects (:mod:`auditor.service.dedupe`).
 
-    Raises :class:`ObjectUnreadableError` when the object is missing or unreadable (nothing is stored).
+    Raises :class:`ObjectUnreadableError` when the object is missing or unreadable (nothing is stored), the
+    subclass :class:`ObjectContentError` when its content cannot be read.
     """
     if store.is_processed(bucket, key):
         result = ObjectResult(bucket, key, "duplicate", reason="already processed")
@@ -129,7 +137,7 @@ def process_trail_object(
     object_etag = obj.etag
     if aggregates is None:
         reason = stats.problems[0] if stats.problems else f"{source_id}: unreadable"
-        raise ObjectUnreadableError(reason)
+        raise ObjectContentError(reason)
     if fingerprints is not None and prints is not None:
         fingerprints.put(source_id, prints)
     items = store.put_contributions(source_id, aggregates, now)
@@ -186,12 +194,14 @@ def process_trail_message(
     config: AnalysisConfig,
     now: datetime,
     fingerprints: FingerprintStore | None = None,
+    unreadable: UnreadableObjectStore | None = None,
 ) -> list[ObjectResult]:
     """Handle one SQS message of the trail-ingest queue: every log object it notifies, in order.
 
     Raises :class:`NotificationError` for a malformed body and :class:`ObjectUnreadableError` for an object
     that cannot be read; objects of the message processed before the failure stay processed (a redelivery
-    skips them as duplicates).
+    skips them as duplicates). An object whose content cannot be read (:class:`ObjectContentError`) is first
+    recorded in ``unreadable``, on every attempt (a failure to record it is logged, never hides the read error).
     """
     try:
         refs = parse_s3_notification(body)
@@ -223,12 +233,25 @@ def process_trail_message(
                 )
             except ObjectUnreadableError as exc:
                 log.error("trail_object_failed", bucket=ref.bucket, key=ref.key, error=str(exc))
+                if isinstance(exc, ObjectContentError) and unreadable is not None:
+                    _record_unreadable(unreadable, ref, str(exc), now, config.window_seconds)
                 raise
             continue
         skipped = ObjectResult(ref.bucket, ref.key, "skipped", reason=reason)
         _log_result(skipped)
         results.append(skipped)
     return results
+
+
+def _record_unreadable(
+    unreadable: UnreadableObjectStore, ref: S3ObjectRef, reason: str, now: datetime, window_seconds: int
+) -> None:
+    try:
+        unreadable.record(ref.bucket, ref.key, reason, at=now, window_seconds=window_seconds)
+    except (ClientError, BotoCoreError) as exc:
+        log.error(
+            "unreadable_object_not_recorded", bucket=ref.bucket, key=ref.key, error=f"{type(exc).__name__}: {exc}"
+        )
 
 
 def _quoted_etag(etag: str | None) -> str | None:

@@ -29,6 +29,7 @@ from auditor.state.audit_cycle import AuditCycleStore, StoredGap
 from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import ControllerRuns, LedgerLoader
 from auditor.state.report_store import CLAIM_STALE_SECONDS, ReportAnnouncements, ReportFiles, marker_pk
+from auditor.state.unreadable_store import StoredUnreadable, UnreadableObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -125,6 +126,8 @@ class WeeklyReportResult:
     message_id: str | None = None
     #: Account/Region pairs (per reason) the scheduled audit could not read in the week.
     coverage_gaps: int = 0
+    #: Trail objects of the week that could not be read (each once, however often it was retried).
+    unreadable_objects: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary, without the URL."""
@@ -178,10 +181,11 @@ def build_weekly_report(
     title: str = "DynamoDB weekly audit",
     ledger: LedgerSummary | None = None,
     coverage_gaps: Sequence[StoredGap] = (),
+    unreadable: Sequence[StoredUnreadable] = (),
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
-    the totals of that week, the account/Region pairs the scheduled audit could not read that week, and the week's
-    cost ledger when one was kept."""
+    the totals of that week, the account/Region pairs the scheduled audit could not read that week, the trail
+    objects of the week that could not be read, and the week's cost ledger when one was kept."""
     current = [week_totals(_as_of(s, week.end), week) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
     legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
@@ -192,6 +196,7 @@ def build_weekly_report(
         previous_findings=previous,
         title=title,
         coverage_gaps=[coverage_line(g) for g in coverage_gaps],
+        unreadable_objects=[unreadable_line(u) for u in unreadable],
         ledger=ledger,
         stored_without_totals=legacy,
     )
@@ -206,6 +211,20 @@ def coverage_line(gap: StoredGap) -> str:
         f"{where}: {gap.reason.replace('_', ' ')} ({gap.call or '-'}: {gap.error_code or '-'}) in {cycles}, "
         f"last {gap.last_seen}"
     )
+
+
+def unreadable_line(obj: StoredUnreadable) -> str:
+    """``s3://bucket/key (windows 2026-12-01T09:45Z to 10:00Z): <reason>; 3 failed reads, last
+    2026-12-01T10:20:00Z`` (the report escapes it for its format)."""
+    starts = [datetime.fromtimestamp(w, UTC) for w in obj.windows]
+    if not starts:
+        windows = "windows unknown"
+    elif len(starts) == 1:
+        windows = f"window {starts[0]:%Y-%m-%dT%H:%MZ}"
+    else:
+        windows = f"windows {starts[0]:%Y-%m-%dT%H:%MZ} to {starts[-1]:%Y-%m-%dT%H:%MZ}"
+    reads = f"{obj.attempts} failed read{'' if obj.attempts == 1 else 's'}"
+    return f"{obj.source_id} ({windows}): {obj.reason}; {reads}, last {obj.last_seen}"
 
 
 def load_week_ledger(
@@ -346,6 +365,12 @@ def summary_text(report: WeeklyReport, link: ReportLink) -> str:
             f"Not audited:       {gaps} account/Region pair{'' if gaps == 1 else 's'} the audit could not read "
             "(coverage gaps, listed in the report)"
         )
+    if report.unreadable_objects:
+        count = len(report.unreadable_objects)
+        lines.append(
+            f"Not read:          {count} CloudTrail object{'' if count == 1 else 's'} could not be read "
+            "(unreadable, listed in the report with their windows)"
+        )
     lines += ["", "The most important actions:"]
     if not report.actions:
         lines.append("   Nothing to do: no open findings.")
@@ -381,19 +406,24 @@ def run_weekly_report(
     ledger: LedgerLoader | None = None,
     capture: ControllerRuns | None = None,
     coverage: AuditCycleStore | None = None,
+    unreadable: UnreadableObjectStore | None = None,
 ) -> WeeklyReportResult:
     """Build last week's report from the state table, put it in S3 and announce it once (see the module docstring).
 
     ``now`` is the schedule time (it picks the week and stamps the report); ``clock`` is the wall clock (the link's
     expiry and the announcement marker). ``coverage`` (the state table) gives the week's coverage gaps of the
-    scheduled organisation audit: the accounts and Regions the report's findings do not cover.
+    scheduled organisation audit: the accounts and Regions the report's findings do not cover. ``unreadable`` (the
+    state table) gives the trail objects of the week that could not be read.
     """
     now = utc(now)
     week = report_week(now)
     states = load_states(store, week, now)
     costs = load_week_ledger(ledger, week, capture) if ledger is not None else None
     gaps = coverage.week_gaps(week.start) if coverage is not None else []
-    report = build_weekly_report(states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps)
+    unread = unreadable.week_objects(week.start) if unreadable is not None else []
+    report = build_weekly_report(
+        states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps, unreadable=unread
+    )
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)
     files.put(html_key, render_html(report), "text/html; charset=utf-8", week)
@@ -419,6 +449,7 @@ def run_weekly_report(
         url_expiry_known=credentials_end is not None,
         announcement="published",
         coverage_gaps=len(gaps),
+        unreadable_objects=len(unread),
     )
     token = uuid.uuid4().hex
     if not announcements.claim(week, token, signed_at):

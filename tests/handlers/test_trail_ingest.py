@@ -6,6 +6,7 @@ import copy
 import hashlib
 import io
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -252,7 +253,8 @@ def test_corrupt_gzip_fails_and_stores_nothing(env: tuple[Any, Any], trail_files
         notification("a/corrupt.json.gz"), notification("a/truncated.json.gz"), notification("a/not-cloudtrail.json")
     )
     assert invoke(event) == ["msg-0", "msg-1", "msg-2"]
-    assert ddb.scan(TableName=TABLE)["Items"] == []  # no partial window, no index, no mark
+    # no partial window, no index, no mark (only the records of the unreadable objects)
+    assert [i for i in ddb.scan(TableName=TABLE)["Items"] if not i["pk"]["S"].startswith("UNREADABLE#")] == []
     # The error names the object and the reason
     with pytest.raises(ObjectUnreadableError, match=r"s3://.*/a/truncated.json.gz.*gzip"):
         process_trail_object(s3, store(ddb), BUCKET, "a/truncated.json.gz", AnalysisConfig(), NOW)
@@ -364,3 +366,33 @@ def test_health_metrics_count_files_records_duplicates_and_failures(
         "DuplicatesDropped": 1,
         "FilesFailed": 1,
     }
+
+
+def test_a_truncated_object_is_counted_recorded_and_its_message_still_fails(
+    env: tuple[Any, Any], trail_files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    s3, ddb = env
+    key, body = trail_files[0]  # written at 10:05Z: its events lie in the 09:45 and 10:00 windows
+    cut = key.replace(".json.gz", "-cut.json.gz")
+    s3.put_object(Bucket=BUCKET, Key=cut, Body=body[: len(body) // 2])
+    capsys.readouterr()
+    # Two deliveries of the same truncated object (SQS retries it), plus a missing object
+    assert invoke(sqs_event(notification(cut))) == ["msg-0"]
+    [first] = emitted(capsys.readouterr().out)
+    gone = key.replace(".json.gz", "-gone.json.gz")
+    assert invoke(sqs_event(notification(cut), notification(gone))) == ["msg-0", "msg-1"]
+    [second] = emitted(capsys.readouterr().out)
+    # Each failed read of its content is one UnreadableObjects (a missing object is not one), and the message fails
+    assert first == {"UnreadableObjects": 1, "FilesFailed": 1}
+    assert second == {"UnreadableObjects": 1, "FilesFailed": 2}
+    # One record of the object, with the reason, both attempts, when, and the windows its key's time names
+    [item] = items(ddb, "UNREADABLE#")
+    assert item["pk"]["S"] == f"UNREADABLE#{keys.week_of(T0)}"
+    assert item["key"]["S"] == cut and item["bucket"]["S"] == BUCKET
+    assert "gzip" in item["reason"]["S"] and item["attempts"]["N"] == "2"
+    assert item["first_seen"]["S"] <= item["last_seen"]["S"]
+    [stamp] = re.findall(r"_(\d{8}T\d{4}Z)_", cut)
+    written = int(datetime.strptime(stamp, "%Y%m%dT%H%MZ").replace(tzinfo=UTC).timestamp())
+    assert [int(w["N"]) for w in item["windows"]["L"]] == [(written - 900) // 900 * 900, written // 900 * 900]
+    assert int(item[keys.TTL_ATTR]["N"]) > int(datetime.now(UTC).timestamp())  # bounded by TTL
+    assert not store(ddb).is_processed(BUCKET, cut)

@@ -60,7 +60,7 @@ def test_lag_and_outbox_age_alarms_read_the_health_metrics(stack: dict[str, Any]
         for p in of_type(stack, "AWS::CloudWatch::Alarm").values()
         if p.get("Namespace") == health.NAMESPACE
     }
-    assert set(alarms) == {"EvaluationLag", "OutboxAge"}
+    assert set(alarms) == {"EvaluationLag", "OutboxAge", "UnreadableObjects"}
     for alarm in alarms.values():
         assert alarm["Dimensions"] == [{"Name": "service", "Value": STACK}]
         assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
@@ -68,6 +68,21 @@ def test_lag_and_outbox_age_alarms_read_the_health_metrics(stack: dict[str, Any]
     # The evaluator runs every 15 minutes and evaluates a window 20 minutes after its end: two hours is far behind.
     assert alarms["EvaluationLag"]["Threshold"] == 7200 and alarms["EvaluationLag"]["TreatMissingData"] == "breaching"
     assert alarms["OutboxAge"]["Threshold"] == 3600
+
+
+def test_an_unreadable_trail_object_raises_the_alarm_once_it_is_met(stack: dict[str, Any]) -> None:
+    [alarm] = [
+        p
+        for p in of_type(stack, "AWS::CloudWatch::Alarm").values()
+        if p.get("Namespace") == health.NAMESPACE and p["MetricName"] == "UnreadableObjects"
+    ]
+    assert "UnreadableObjects" in health.METRIC_NAMES
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": STACK}]
+    # One failed read of one object in a quarter hour is enough (the metric is only emitted when one fails)
+    assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Threshold"] == 0 and alarm["EvaluationPeriods"] == 1 and alarm["Period"] == 900
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [ref("FindingsTopic")]
 
 
 def test_the_functions_name_the_stack_as_the_metrics_service() -> None:

@@ -344,6 +344,14 @@ def _run_everything(
     for i in range(0, len(messages), 5):
         event = sqs_event(messages[i : i + 5], queue_arn["Attributes"]["QueueArn"])
         assert invoke("TrailIngestFunction", trail_ingest, event) == {"batchItemFailures": []}
+    # A truncated object: recorded as unreadable (UpdateItem) and its message fails
+    cut = files[0].read_bytes()
+    s3.put_object(
+        Bucket=stack.bucket, Key=files[0].relative_to(tmp_path).as_posix()[:-8] + "-cut.json.gz", Body=cut[:99]
+    )
+    [message] = _receive_all(sqs, stack.trail_queue_url)
+    event = sqs_event([message], queue_arn["Attributes"]["QueueArn"])
+    assert len(invoke("TrailIngestFunction", trail_ingest, event)["batchItemFailures"]) == 1
 
     # Events ingest: the sample EventBridge batch.
     event = json.loads((ROOT / "events" / "events_ingest_sqs_eventbridge.json").read_text())

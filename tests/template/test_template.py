@@ -167,6 +167,7 @@ TRAIL_INGEST_DDB = frozenset(
         "dynamodb:GetItem",  # WindowStore.is_processed
         "dynamodb:BatchWriteItem",  # WindowStore.put_contributions (index items, then contributions)
         "dynamodb:PutItem",  # WindowStore.mark_processed (conditional put)
+        "dynamodb:UpdateItem",  # UnreadableObjectStore.record (an object whose content cannot be read)
     }
 )
 EVENTS_INGEST_DDB = frozenset(
