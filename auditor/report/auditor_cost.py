@@ -48,23 +48,32 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value >= 0.01 else f"${value:,.4f}"
 
 
+def _priced(item: str, quantity: float, unit: str, price: float, per: int, per_text: str) -> CostLine:
+    """A line priced at ``price`` per ``per`` units (said as ``per_text``)."""
+    return CostLine(
+        item=item, quantity=quantity, unit=unit, rate=f"{_usd(price)} per {per_text}", usd=quantity / per * price
+    )
+
+
 def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -> AuditorCost:
     """Price the auditor's own usage: CloudTrail data events, CloudWatch GetMetricData metrics, Lambda."""
     r = rates or CostRates()
     lines = [
-        CostLine(
-            item="CloudTrail data events delivered",
-            quantity=usage.cloudtrail_data_events,
-            unit="events",
-            rate=f"{_usd(r.cloudtrail_per_100k_data_events)} per 100,000 events",
-            usd=usage.cloudtrail_data_events / 100_000 * r.cloudtrail_per_100k_data_events,
+        _priced(
+            "CloudTrail data events delivered",
+            usage.cloudtrail_data_events,
+            "events",
+            r.cloudtrail_per_100k_data_events,
+            100_000,
+            "100,000 events",
         ),
-        CostLine(
-            item="CloudWatch GetMetricData",
-            quantity=usage.cloudwatch_metrics_requested,
-            unit="metrics requested",
-            rate=f"{_usd(r.cloudwatch_per_1k_metrics)} per 1,000 metrics",
-            usd=usage.cloudwatch_metrics_requested / 1_000 * r.cloudwatch_per_1k_metrics,
+        _priced(
+            "CloudWatch GetMetricData",
+            usage.cloudwatch_metrics_requested,
+            "metrics requested",
+            r.cloudwatch_per_1k_metrics,
+            1_000,
+            "1,000 metrics",
         ),
         CostLine(
             item="Lambda compute",
@@ -73,12 +82,13 @@ def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -
             rate=f"{_usd(r.lambda_per_gb_second * 1_000_000)} per million GB-seconds",
             usd=usage.lambda_gb_seconds * r.lambda_per_gb_second,
         ),
-        CostLine(
-            item="Lambda requests",
-            quantity=usage.lambda_requests,
-            unit="invocations",
-            rate=f"{_usd(r.lambda_per_million_requests)} per million invocations",
-            usd=usage.lambda_requests / 1_000_000 * r.lambda_per_million_requests,
+        _priced(
+            "Lambda requests",
+            usage.lambda_requests,
+            "invocations",
+            r.lambda_per_million_requests,
+            1_000_000,
+            "million invocations",
         ),
     ]
     return AuditorCost(lines=lines, total_usd=sum(line.usd for line in lines))

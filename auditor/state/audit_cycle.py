@@ -8,13 +8,16 @@ readable through ``gsi2``. The cursor and the items are in docs/state-table.md.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from auditor.models.finding import isoformat_z, utc
 from auditor.state import keys
+from auditor.state.attributes import number as _n
+from auditor.state.attributes import retention
+from auditor.state.attributes import string as _s
 from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
@@ -72,14 +75,6 @@ class StoredGap:
         return asdict(self)
 
 
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _n(value: int) -> AttributeValueTypeDef:
-    return {"N": str(value)}
-
-
 def _conditional_failed(exc: ClientError) -> bool:
     return str(exc.response.get("Error", {}).get("Code", "")) == "ConditionalCheckFailedException"
 
@@ -88,11 +83,9 @@ class AuditCycleStore:
     """The cycle cursor and the coverage gaps (see the module docstring)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str, *, retention_days: int = 90) -> None:
-        if retention_days < 1:
-            raise ValueError("retention_days must be >= 1")
         self._client = client
         self._table = table_name
-        self._retention = timedelta(days=retention_days)
+        self._retention = retention(retention_days)
         #: Conditional writes made (claims and cycle starts), for the run summary.
         self.writes = 0
 

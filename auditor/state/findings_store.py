@@ -12,7 +12,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import structlog
@@ -22,6 +22,9 @@ from auditor.exceptions import AuditorError
 from auditor.lifecycle import FindingEvent, FindingState, StateChange
 from auditor.models.finding import isoformat_z, utc
 from auditor.state import keys
+from auditor.state.attributes import number as _n
+from auditor.state.attributes import retention
+from auditor.state.attributes import string as _s
 from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
@@ -90,14 +93,6 @@ class OutboxEntry:
         return hashlib.sha256(f"{self.pk}|{self.sk}".encode()).hexdigest()[:32]
 
 
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _n(value: int) -> AttributeValueTypeDef:
-    return {"N": str(value)}
-
-
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -127,11 +122,9 @@ class FindingsStore:
         max_conflict_retries: int = 5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if retention_days < 1:
-            raise ValueError("retention_days must be >= 1")
         self._client = client
         self._table = table_name
-        self._retention = timedelta(days=retention_days)
+        self._retention = retention(retention_days)
         self._max_conflict_retries = max_conflict_retries
         self._sleep = sleep
         #: Conflicts met by :meth:`apply` since this store was built (a run summary counter).
@@ -411,21 +404,28 @@ class FindingsStore:
         """Delete a published entry."""
         self._client.delete_item(TableName=self._table, Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)})
 
-    def _stamp(self, entry: OutboxEntry, attribute: str, now: datetime) -> None:
-        """Set ``attribute`` to ``now`` on the entry if it is still there (errors propagate)."""
+    def _update_entry(
+        self, entry: OutboxEntry, update: str, names: dict[str, str], values: dict[str, AttributeValueTypeDef]
+    ) -> None:
+        """Apply ``update`` to the entry if it is still there (another publisher may have removed it meanwhile);
+        any other error propagates."""
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
-                UpdateExpression="SET #m = :t",
+                UpdateExpression=update,
                 ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#m": attribute, "#pk": keys.PK},
-                ExpressionAttributeValues={":t": _s(isoformat_z(now))},
+                ExpressionAttributeNames={**names, "#pk": keys.PK},
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if _code(exc) != "ConditionalCheckFailedException":
                 raise
             log.info("outbox_entry_gone", sk=entry.sk)
+
+    def _stamp(self, entry: OutboxEntry, attribute: str, now: datetime) -> None:
+        """Set ``attribute`` to ``now`` on the entry if it is still there."""
+        self._update_entry(entry, "SET #m = :t", {"#m": attribute}, {":t": _s(isoformat_z(now))})
 
     def mark_publishing(self, entry: OutboxEntry, now: datetime) -> None:
         """Record that a publish of the entry starts (a later run that finds it unpublished may repeat it)."""
@@ -441,29 +441,17 @@ class FindingsStore:
 
     def mark_failed(self, entry: OutboxEntry, error: str, now: datetime) -> None:
         """Count a failed publish on the entry and keep it for the next run."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
-                UpdateExpression="SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t REMOVE publishing_at",
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={
-                    "#a": "attempts",
-                    "#e": "last_error",
-                    "#t": "last_attempt_at",
-                    "#pk": keys.PK,
-                },
-                ExpressionAttributeValues={
-                    ":zero": _n(0),
-                    ":one": _n(1),
-                    ":e": _s(error[:_MAX_ERROR_CHARS] or "unknown error"),
-                    ":t": _s(isoformat_z(now)),
-                },
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-            log.info("outbox_entry_gone", sk=entry.sk)  # another publisher sent it meanwhile
+        self._update_entry(
+            entry,
+            "SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t REMOVE publishing_at",
+            {"#a": "attempts", "#e": "last_error", "#t": "last_attempt_at"},
+            {
+                ":zero": _n(0),
+                ":one": _n(1),
+                ":e": _s(error[:_MAX_ERROR_CHARS] or "unknown error"),
+                ":t": _s(isoformat_z(now)),
+            },
+        )
 
     # ------------------------------------------------------------------------------------------------ cursor
 

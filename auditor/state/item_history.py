@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 from auditor.exceptions import AuditorError
 from auditor.models.stream import ItemSizeObservation
 from auditor.state import keys
+from auditor.state.attributes import number as _n
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -150,10 +151,6 @@ class HistoryUpdate:
 
 
 # ----------------------------------------------------------------------------------------------------------- codec
-
-
-def _n(value: int) -> AttributeValueTypeDef:
-    return {"N": str(value)}
 
 
 def _key_value(typed: Mapping[str, Any]) -> AttributeValueTypeDef:

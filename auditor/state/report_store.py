@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from auditor.models.finding import isoformat_z
 from auditor.report.model import IsoWeek
 from auditor.state import keys
+from auditor.state.attributes import string as _s
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,10 +91,6 @@ class ReportFiles:
             f"https://console.aws.amazon.com/s3/object/{quote(self._bucket)}?region={quote(region)}"
             f"&prefix={quote(key, safe='')}"
         )
-
-
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
 
 
 def _code(exc: ClientError) -> str:

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.models.finding import isoformat_z, utc
 from auditor.state import keys
+from auditor.state.attributes import number as _n
+from auditor.state.attributes import retention
+from auditor.state.attributes import string as _s
 from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
 
 __all__ = ["StoredUnreadable", "UnreadableObjectStore", "object_windows", "unreadable_pk"]
 
@@ -71,24 +74,14 @@ class StoredUnreadable:
         return f"s3://{self.bucket}/{self.key}"
 
 
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _n(value: int) -> AttributeValueTypeDef:
-    return {"N": str(value)}
-
-
 class UnreadableObjectStore:
     """The unreadable trail objects (see the module docstring)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str, *, retention_days: int = 14) -> None:
-        if retention_days < 1:
-            raise ValueError("retention_days must be >= 1")
         self._client = client
         self._table = table_name
         #: At least two weeks, so the report of an object's week (run the Monday after it) still finds it.
-        self._retention = timedelta(days=max(retention_days, 14))
+        self._retention = max(retention(retention_days), timedelta(days=14))
 
     def record(
         self, bucket: str, key: str, reason: str, *, at: datetime, window_seconds: int

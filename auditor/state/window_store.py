@@ -22,6 +22,9 @@ from botocore.exceptions import ClientError
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.state import keys
+from auditor.state.attributes import number as _n
+from auditor.state.attributes import retention
+from auditor.state.attributes import string as _s
 from auditor.state.paging import query_items
 
 if TYPE_CHECKING:
@@ -62,14 +65,6 @@ class StoreError(AuditorError):
     """A state-table write could not be completed (after retries)."""
 
 
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _n(value: int | float) -> AttributeValueTypeDef:
-    return {"N": str(value)}
-
-
 def _backoff(attempt: int) -> None:
     time.sleep(min(_BACKOFF_CAP, _BACKOFF_BASE * (2**attempt)))
 
@@ -86,11 +81,9 @@ class WindowStore:
         query_page_size: int | None = None,
     ) -> None:
         """``query_page_size`` caps the items per Query page (None: DynamoDB's 1 MB pages; tests use it)."""
-        if retention_days < 1:
-            raise ValueError("retention_days must be >= 1")
         self._client = client
         self._table = table_name
-        self._retention_seconds = retention_days * 86_400
+        self._retention_seconds = int(retention(retention_days).total_seconds())
         self._page_size = query_page_size
 
     @property
