@@ -102,9 +102,6 @@ class EvaluationResult(RecordResult):
     #: The duplicate check across trail objects: objects read again together, and events two objects both counted.
     objects_reread: int = 0
     events_shared: int = 0
-    #: The outbox drain: publishes that may repeat one a crashed run made, and bookkeeping writes that failed.
-    repeated_publishes: int = 0
-    outbox_bookkeeping_failed: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (window starts as the first and last only)."""
@@ -209,7 +206,6 @@ def run_evaluation(
             log.warning("cursor_moved_by_another_evaluator", expected=cursor, wanted=starts[-1])
     published = publish_pending(findings_store, sns, params.topic_arn, params.publish_limit, now=now)
     result.take_publish(published)
-    result.repeated_publishes, result.outbox_bookkeeping_failed = published.repeated, published.bookkeeping_failed
     log.info("evaluation_finished", **result.as_dict())
     return result
 

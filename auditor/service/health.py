@@ -42,6 +42,7 @@ METRIC_NAMES: Final = (
     "OutboxPending",
     "OutboxAge",
     "PublishFailures",
+    "RepeatedPublishes",
     "SlackDelivered",
     "SlackFailures",
 )
@@ -108,6 +109,7 @@ def recorded(result: RecordResult) -> list[HealthMetric]:
             FindingsWorsened=result.worsened,
             FindingsResolved=result.resolved,
             PublishFailures=result.publish_failed,
+            RepeatedPublishes=result.repeated_publishes,
         ),
         HealthMetric("OutboxPending", result.outbox_pending, gauge=True),
         HealthMetric("OutboxAge", result.outbox_age_seconds, "Seconds", gauge=True),
@@ -118,9 +120,10 @@ def org_audit(result: OrgMetricsAuditResult) -> list[HealthMetric]:
     """An organisation audit: every target's lifecycle counts, and its one outbox drain after them."""
     metrics = [m for _, run in result.runs for m in recorded(run.recorded) if not m.gauge]
     if result.publish is not None:
-        metrics = [m for m in metrics if m.name != "PublishFailures"]
+        metrics = [m for m in metrics if m.name not in ("PublishFailures", "RepeatedPublishes")]
         metrics += [
             HealthMetric("PublishFailures", result.publish.failed),
+            HealthMetric("RepeatedPublishes", result.publish.repeated),
             HealthMetric("OutboxPending", result.publish.left, gauge=True),
             HealthMetric("OutboxAge", result.publish.oldest_left_seconds, "Seconds", gauge=True),
         ]

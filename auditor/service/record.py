@@ -157,6 +157,10 @@ class RecordResult:
     #: Events still in the outbox after the drain (up to the drain's limit), and the oldest one's age in seconds.
     outbox_pending: int = 0
     outbox_age_seconds: float = 0.0
+    #: The drain's publishes that may repeat one a crashed run made (a repeated e-mail), and its bookkeeping writes
+    #: that failed after an accepted publish (the entry is finished by the next run).
+    repeated_publishes: int = 0
+    outbox_bookkeeping_failed: int = 0
     publish_errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -169,6 +173,7 @@ class RecordResult:
         """Take an outbox drain's counters (sent, failed, what it left behind)."""
         self.published, self.publish_failed, self.publish_errors = published.sent, published.failed, published.errors
         self.outbox_pending, self.outbox_age_seconds = published.left, round(published.oldest_left_seconds, 3)
+        self.repeated_publishes, self.outbox_bookkeeping_failed = published.repeated, published.bookkeeping_failed
 
     def take_counts(self, other: RecordResult) -> None:
         """Copy ``other``'s recording counters (not the publish ones) into this result."""

@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.messages import parse_digest
+from auditor.service import health
+from auditor.service.record import RecordResult
 from auditor.sinks.sns import publish_pending
 from auditor.state.findings_store import FindingsStore
 from tests.moto_server import client, create_state_table
@@ -164,3 +166,7 @@ def test_a_crash_right_after_an_accepted_publish_loses_nothing(topic: Topic, sto
     assert sorted(set(mails)) == sorted(ids) and len(mails) == 7
     assert [sorted(d) for d in topic.digest_ids()] == [sorted(ids)]
     assert store.pending() == []
+    # ...and the repeat is a health metric of the run that made it
+    recorded = RecordResult()
+    recorded.take_publish(second)
+    assert {m.name: m.value for m in health.recorded(recorded)}["RepeatedPublishes"] == 1.0
