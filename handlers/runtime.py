@@ -32,6 +32,7 @@ from auditor.service.health import NAMESPACE, SERVICE, HealthMetric
 from auditor.sources.audit_clients import AuditClients, build_clients
 from auditor.state.findings_store import FindingsStore
 from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.unreadable_store import UnreadableObjectStore
 from auditor.state.window_store import RETRY_CONFIG, WindowStore
 
 if TYPE_CHECKING:
@@ -173,6 +174,11 @@ class Invocation:
 
     def findings_store(self) -> FindingsStore:
         return FindingsStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.finding_retention_days)
+
+    def unreadable_store(self) -> UnreadableObjectStore:
+        """The trail objects that could not be read (trail ingest records them, the weekly report lists them)."""
+        retention = self.settings.state_retention_days
+        return UnreadableObjectStore(CLIENTS.dynamodb, self.state_table(), retention_days=retention)
 
 
 def _write_metrics(metrics: list[HealthMetric], service: str) -> None:

@@ -16,7 +16,6 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 
 from auditor.service import health
 from auditor.service.ingest import ObjectContentError, process_trail_message
-from auditor.state.unreadable_store import UnreadableObjectStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -24,8 +23,7 @@ from handlers.runtime import Invocation, lambda_runtime
 @lambda_runtime(None)
 def lambda_handler(event: dict[str, Any], run: Invocation) -> PartialItemFailureResponse:
     store, config, prints = run.window_store(), run.settings.analysis_config(), run.fingerprint_store()
-    retention = run.settings.state_retention_days
-    unreadable = UnreadableObjectStore(runtime.CLIENTS.dynamodb, run.state_table(), retention_days=retention)
+    unreadable = run.unreadable_store()
 
     def record_handler(record: SqsRecordModel) -> None:
         run.bind(message_id=record.messageId)

@@ -15,7 +15,6 @@ from auditor.state.audit_cycle import AuditCycleStore
 from auditor.state.capture_store import CaptureStore
 from auditor.state.ledger_store import LedgerStore
 from auditor.state.report_store import ReportAnnouncements
-from auditor.state.unreadable_store import UnreadableObjectStore
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -34,6 +33,6 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         ledger=LedgerStore(ddb, table),
         capture=CaptureStore(ddb, table, trail) if trail else None,
         coverage=AuditCycleStore(ddb, table),
-        unreadable=UnreadableObjectStore(ddb, table),
+        unreadable=run.unreadable_store(),
     )
     return result.as_dict()

@@ -15,6 +15,11 @@ from typing import Any
 
 import orjson
 
+# The Lambda event envelopes (SQS, SNS, the schedule) are the demo's, which drives the handlers with the same shapes:
+# one definition of how AWS delivers an event to a function (re-exported for the tests).
+from auditor.demo.service import scheduled_event as scheduled_event
+from auditor.demo.service import sns_event as sns_event
+from auditor.demo.service import sqs_event as sqs_event
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -595,70 +600,6 @@ def write_trail(
 # ---------------------------------------------------------------------------------------------------------------
 # Lambda events
 # ---------------------------------------------------------------------------------------------------------------
-
-#: The account and Region of the moto server, where the tests' stacks live.
-MOTO_ACCOUNT = "123456789012"
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The Lambda SQS event for ``messages`` as ``ReceiveMessage`` returned them (as the event source builds it)."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": m.get("MessageAttributes", {}),
-                "md5OfBody": m["MD5OfBody"],
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
-
-
-def sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
-    """The Lambda SNS event for one SNS notification (the envelope an SQS subscriber receives, raw delivery off)."""
-    return {
-        "Records": [
-            {
-                "EventSource": "aws:sns",
-                "EventVersion": "1.0",
-                "EventSubscriptionArn": subscription_arn,
-                "Sns": {
-                    "Type": envelope.get("Type", "Notification"),
-                    "MessageId": envelope["MessageId"],
-                    "TopicArn": envelope["TopicArn"],
-                    "Subject": envelope.get("Subject"),
-                    "Message": envelope["Message"],
-                    "Timestamp": envelope["Timestamp"],
-                    "SignatureVersion": envelope.get("SignatureVersion", "1"),
-                    "Signature": envelope.get("Signature", "EXAMPLE"),
-                    "SigningCertUrl": envelope.get("SigningCertURL", "https://sns.us-east-1.amazonaws.com/cert.pem"),
-                    "UnsubscribeUrl": envelope.get("UnsubscribeURL", "https://sns.us-east-1.amazonaws.com/unsub"),
-                    "MessageAttributes": envelope.get("MessageAttributes", {}),
-                },
-            }
-        ]
-    }
-
-
-def scheduled_event(now: datetime, rule_arn: str, account: str = MOTO_ACCOUNT) -> dict[str, Any]:
-    """An EventBridge "Scheduled Event" as the schedule delivers it at ``now``."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": account,
-        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": REGION,
-        "resources": [rule_arn],
-        "detail": {},
-    }
 
 
 def flat_calls(batches: Iterable[list[Any]]) -> list[Any]:

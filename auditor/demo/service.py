@@ -233,14 +233,14 @@ def sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]
     }
 
 
-def scheduled_event(now: datetime, rule_arn: str) -> dict[str, Any]:
-    """An EventBridge "Scheduled Event" as the schedule delivers it."""
+def scheduled_event(now: datetime, rule_arn: str, account: str = ACCOUNT) -> dict[str, Any]:
+    """An EventBridge "Scheduled Event" as the schedule delivers it at ``now``."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": "Scheduled Event",
         "source": "aws.events",
-        "account": ACCOUNT,
+        "account": account,
         "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": REGION,
         "resources": [rule_arn],
