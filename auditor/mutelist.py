@@ -3,7 +3,8 @@
 A mute list is a JSON array of rules, each with any of ``table``, ``kind``, ``principal``, ``key`` (globs, like
 ``SUPPRESS_RULES_JSON``, see :mod:`auditor.lifecycle`), ``until`` (ISO-8601; the rule stops muting then) and an
 optional ``reason``. A finding matching an active rule is muted: it is left out of ``--fail-on`` and listed as
-muted in the output, with the rule that muted it.
+muted in the output, with the rule that muted it. A rule whose ``until`` has passed mutes nothing and is named by
+:func:`expired_rules` (the CLI warns about each).
 """
 
 from __future__ import annotations
@@ -71,6 +72,17 @@ def load_mutelist(path: str) -> tuple[MuteRule, ...]:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise InputError(f"{path}: mute list rule{loc or ' list'}: {msg}") from exc
+
+
+def expired_rules(rules: Sequence[MuteRule], now: datetime) -> list[str]:
+    """One line per rule whose ``until`` is past at ``now``: the rule's position, what it names, and when it expired."""
+    lines = []
+    for n, rule in enumerate(rules):
+        if rule.until is not None and not rule.active(now):
+            names = rule.model_dump(mode="json", exclude_none=True, include={"table", "kind", "principal", "key"})
+            what = ", ".join(f"{k}={v}" for k, v in names.items())
+            lines.append(f"mute rule [{n}] ({what}) expired at {isoformat_z(rule.until)}: it mutes nothing")
+    return lines
 
 
 def apply_mutelist(

@@ -1,8 +1,9 @@
 """``ddb-audit``: the command-line interface (docs/contract.md "CLI"), one module per command.
 
 Exit codes: 0 ran; 1 findings at or above ``--fail-on``; 2 usage or input error (one line on stderr);
-3 internal error. Output on stdout is built in full before it is written, so it is complete or absent.
-Each command module declares its parser and its handler (``COMMAND``); what they share is in ``common``.
+3 internal error. ``--version`` prints ``ddb-audit <version>``; ``--quiet`` leaves only errors on stderr. Output on
+stdout is built in full before it is written, so it is complete or absent. Each command module declares its parser
+and its handler (``COMMAND``); what they share is in ``common``, the progress display in ``progress``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from auditor.cli.common import (
     FINDING_FORMATS,
     Command,
     Parser,
+    add_quiet_option,
     tool_version,
 )
 from auditor.config import get_settings
@@ -69,8 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_parser(sub)
     debug_help = "on an internal error, log the full traceback (JSON on stderr; never local variables)"
     parser.add_argument("--debug", action="store_true", help=debug_help)
+    add_quiet_option(parser)
     for subparser in sub.choices.values():  # also accepted after the command; the top-level value is the default
         subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
+        add_quiet_option(subparser, default=argparse.SUPPRESS)
     return parser
 
 

@@ -1,5 +1,6 @@
 """``ddb-audit analyze-trail``: the trail analysis (auditor.engine) of CloudTrail data events read from files,
-directories, EventBridge events or stdin, printed in any findings format."""
+directories, EventBridge events or stdin, printed in any findings format. The steps of
+:func:`auditor.engine.analyze_trail`, taken here so that each input file read advances the progress display."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 
 from auditor.cli.common import Command, Subparsers, add_output_options, output_result, warn
+from auditor.cli.progress import counted_sources, progress
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
 from auditor.findings_text import render_markdown, render_table
@@ -32,13 +34,21 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from auditor.engine import analyze_trail
+    from auditor.engine import TrailAnalysis, access_patterns, evaluate, ingest_parallel, period_totals, plan_processes
+    from auditor.kernel.inputs import discover
 
     config = load_analysis_config(args.config or get_settings().audit_config)
     if args.jobs is not None and args.jobs < 1:
         raise InputError("--jobs must be at least 1")
-    stdin = sys.stdin.buffer if "-" in args.paths else None
-    result = analyze_trail(args.paths, config, stdin=stdin, processes=args.jobs)
+    found = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
+    with progress("analyze-trail", total=len(found), unit=" files") as bar:
+        sources = counted_sources(found, bar)
+        aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
+        spans = aggs.spans()
+        findings, errors = evaluate(spans, config)
+        result = TrailAnalysis(
+            period_totals(findings, aggs, config), access_patterns(spans, config.key_schema), stats, aggs, errors
+        )
     stats = result.stats
     if stats.files_read == 0:
         why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)

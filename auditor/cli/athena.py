@@ -4,10 +4,19 @@ per table and window, with the same detectors and findings as ``analyze-trail``.
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime, timedelta
 
-from auditor.cli.common import Command, Subparsers, add_output_options, output_result, warn
+from auditor.cli.common import (
+    Command,
+    Subparsers,
+    add_aws_options,
+    add_output_options,
+    aws_session,
+    info,
+    output_result,
+    warn,
+)
+from auditor.cli.progress import count_calls, progress
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
 from auditor.findings_text import render_markdown, render_table
@@ -40,8 +49,7 @@ def add_parser(sub: Subparsers) -> None:
     athena.add_argument(
         "--price-per-tb", type=float, default=5.0, metavar="USD", help="Athena price per TB scanned (default 5)"
     )
-    athena.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
-    athena.add_argument("--region", metavar="R", help="the Athena Region (default: the standard boto3 configuration)")
+    add_aws_options(athena, "the Athena Region (default: the standard boto3 configuration)")
     athena.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
     add_output_options(athena)
 
@@ -75,8 +83,6 @@ def _time_range(args: argparse.Namespace) -> tuple[datetime, datetime]:
 
 def run(args: argparse.Namespace) -> int:
     """``athena``: the trail analysis as SQL in Amazon Athena (auditor.service.athena_audit)."""
-    import boto3
-
     from auditor.service.athena_audit import run_athena_audit
     from auditor.sources.athena import AthenaScope
     from auditor.sources.aws_calls import CLIENT_CONFIG
@@ -98,22 +104,22 @@ def run(args: argparse.Namespace) -> int:
         database=args.database,
     )
     config = load_analysis_config(args.config or get_settings().audit_config)
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    client = session.client("athena", config=CLIENT_CONFIG)
-    result = run_athena_audit(
-        client,
-        scope,
-        config,
-        workgroup=args.workgroup,
-        output_location=args.output_location,
-        timeout_seconds=args.timeout,
-        price_per_tb=args.price_per_tb,
-    )
+    client = aws_session(args).client("athena", config=CLIENT_CONFIG)
+    with progress("athena", unit=" calls") as bar:
+        count_calls(client, bar)
+        result = run_athena_audit(
+            client,
+            scope,
+            config,
+            workgroup=args.workgroup,
+            output_location=args.output_location,
+            timeout_seconds=args.timeout,
+            price_per_tb=args.price_per_tb,
+        )
     st = result.stats()
-    print(
-        f"ddb-audit: Athena scanned {st['bytes_scanned']:,} bytes ({st['bytes_scanned'] / 1024**3:.3f} GiB) in "
-        f"{len(result.queries)} queries; cost ${st['cost_usd']:.4f} at ${result.price_per_tb:g} per TB",
-        file=sys.stderr,
+    info(
+        f"Athena scanned {st['bytes_scanned']:,} bytes ({st['bytes_scanned'] / 1024**3:.3f} GiB) in "
+        f"{len(result.queries)} queries; cost ${st['cost_usd']:.4f} at ${result.price_per_tb:g} per TB"
     )
     if result.rows.data_events == 0:
         warn(

@@ -1,19 +1,30 @@
 """``ddb-audit audit``: the read-only live audit (auditor.service.audit) of one account and Region, or of several
-accounts and Regions (auditor.service.org_audit): inventory, CloudWatch metrics and Contributor Insights."""
+accounts and Regions (auditor.service.org_audit): inventory, CloudWatch metrics and Contributor Insights.
+Tables named with ``--tables`` that do not exist are an input error, found before the long work."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from auditor.cli.common import Command, Subparsers, add_output_options, number_in, output_result, warn
+from auditor.cli.common import (
+    Command,
+    Subparsers,
+    add_aws_options,
+    add_output_options,
+    number_in,
+    output_result,
+    warn,
+)
+from auditor.cli.progress import count_calls, progress
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
 
 if TYPE_CHECKING:  # the services and sources are imported when the command runs, so the other commands start fast
+    from mypy_boto3_dynamodb import DynamoDBClient
+
     from auditor.service.audit import AuditConfig
     from auditor.sources.inventory import TableSelector
     from auditor.sources.org import SessionFactory
@@ -30,7 +41,7 @@ def add_parser(sub: Subparsers) -> None:
         NAME,
         help="read-only live audit: inventory, CloudWatch metrics and Contributor Insights (honours AWS_ENDPOINT_URL)",
     )
-    audit.add_argument("--region", metavar="R", help="AWS Region (default: the standard boto3 configuration)")
+    add_aws_options(audit, "AWS Region to audit (default: the standard boto3 configuration)")
     audit.add_argument("--tables", metavar="NAME,...", help="audit only these tables (comma-separated)")
     audit.add_argument("--prefix", metavar="P", help="audit only tables whose name starts with P")
     audit.add_argument("--tag", metavar="K=V", help="audit only tables tagged K=V")
@@ -59,8 +70,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def _add_org_options(p: argparse.ArgumentParser) -> None:
-    """Credentials, accounts and Regions of the audit."""
-    p.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    """Accounts and Regions of the audit."""
     p.add_argument(
         "--regions",
         metavar="R,...|all",
@@ -118,27 +128,50 @@ def run(args: argparse.Namespace) -> int:
     end = now - now % 60
     if args.profile or args.regions or args.accounts or args.org:
         return _run_org_audit(args, selector, start=end - int(args.days * 86_400), end=end, now=now)
-    result = run_audit(
-        build_clients(args.region),
-        selector,
-        start=end - int(args.days * 86_400),
-        end=end,
-        now=now,
-        billing_days=args.billing_days,
-        prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
-        activity_days=args.idle_days,
-        config=_audit_config(args),
-    )
+    clients = build_clients(args.region)
+    if names:
+        _check_tables(clients.dynamodb, names)
+    with progress("audit", unit=" calls") as bar:
+        for client in (clients.dynamodb, clients.cloudwatch, clients.autoscaling):
+            count_calls(client, bar)
+        result = run_audit(
+            clients,
+            selector,
+            start=end - int(args.days * 86_400),
+            end=end,
+            now=now,
+            billing_days=args.billing_days,
+            prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
+            activity_days=args.idle_days,
+            config=_audit_config(args),
+        )
     warn(*book.warnings)
     inventory = result.inventory
+    if inventory.missing:  # deleted since the check
+        raise InputError("no such table: " + ", ".join(sorted(inventory.missing)))
     if not inventory.tables:
-        if names and set(inventory.missing) >= set(names):
-            raise InputError("no such table: " + ", ".join(inventory.missing))
         blocking = [g for g in inventory.gaps if g.facet == "tables"]
         if blocking:
             raise AuditError(f"nothing could be audited: {blocking[0].describe()}: {blocking[0].message}")
     warn(*(gap.describe() for gap in result.gaps), *(f"detector failed: {err}" for err in result.errors))
     return output_result(args, result, lambda _kept, _markdown: render_audit(result, args.format))
+
+
+def _check_tables(dynamodb: DynamoDBClient, names: tuple[str, ...]) -> None:
+    """Raise InputError naming the tables of ``--tables`` that do not exist (other errors are the audit's gaps)."""
+    from botocore.exceptions import ClientError
+
+    from auditor.sources.aws_calls import NOT_FOUND, error_code
+
+    missing = []
+    for name in sorted(set(names)):
+        try:
+            dynamodb.describe_table(TableName=name)
+        except ClientError as exc:
+            if error_code(exc) in NOT_FOUND:
+                missing.append(name)
+    if missing:
+        raise InputError("no such table: " + ", ".join(missing))
 
 
 def _org_session(args: argparse.Namespace) -> tuple[SessionFactory, list[str], list[str | None]]:
@@ -189,36 +222,36 @@ def _run_org_audit(args: argparse.Namespace, selector: TableSelector, *, start: 
         raise InputError(f"--max-concurrency must be 1..{MAX_CONCURRENCY}")
     factory, regions, accounts = _org_session(args)
     todo = targets(accounts, regions)
-    done = [0]
-    tty = sys.stderr.isatty()
-
-    def progress(outcome: TargetOutcome[AuditResult]) -> None:
-        done[0] += 1
-        if tty:
-            state = "ok" if outcome.gap is None else outcome.gap.reason.replace("_", " ")
-            print(f"\r[{done[0]}/{len(todo)}] {outcome.target.describe()}: {state}\033[K", end="", file=sys.stderr)
-
     book = PriceBook(pricing_client, datetime.now(UTC).date())
-    result = run_org_audit(
-        factory,
-        todo,
-        selector,
-        start=start,
-        end=end,
-        now=now,
-        billing_days=args.billing_days,
-        activity_days=args.idle_days,
-        prices=book,
-        max_workers=args.max_concurrency,
-        on_done=progress,
-        config=_audit_config(args),
-    )
-    if tty:
-        print(file=sys.stderr)
+    with progress("audit", total=len(todo), unit=" account/Region") as bar:
+
+        def done(outcome: TargetOutcome[AuditResult]) -> None:
+            state = "ok" if outcome.gap is None else outcome.gap.reason.replace("_", " ")
+            bar.set_postfix_str(f"{outcome.target.describe()}: {state}", refresh=False)
+            bar.update(1)
+
+        result = run_org_audit(
+            factory,
+            todo,
+            selector,
+            start=start,
+            end=end,
+            now=now,
+            billing_days=args.billing_days,
+            activity_days=args.idle_days,
+            prices=book,
+            max_workers=args.max_concurrency,
+            on_done=done,
+            config=_audit_config(args),
+        )
     warn(*book.warnings, *(f"not audited: {gap.describe()}" for gap in result.coverage_gaps))
     if not result.results:
         first = result.coverage_gaps[0]
         raise InputError(f"nothing could be audited: {first.describe()}")
+    if selector.names:
+        nowhere = set.intersection(*(set(r.inventory.missing) for _, r in result.results))
+        if nowhere:
+            raise InputError("no such table in any audited account and Region: " + ", ".join(sorted(nowhere)))
     return output_result(args, result, lambda _kept, _markdown: render_org_audit(result, args.format))
 
 

@@ -1,16 +1,33 @@
 """``ddb-audit billing``: the billing-mode and table-class recommendation (auditor.billing) from one table's
-capacity history, offline, with the decision settings of ``--config`` and the options."""
+capacity history, with the decision settings of ``--config`` and the options. Offline unless live prices are asked
+for (``--region``, ``--pricing-region`` or ``--profile``: the AWS Pricing API, else the bundled price table)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
-from auditor.cli.common import Command, Subparsers, add_output_options, output_result, read_input, read_json, warn
+from auditor.cli.common import (
+    Command,
+    Subparsers,
+    add_aws_options,
+    add_output_options,
+    aws_session,
+    output_result,
+    read_input,
+    read_json,
+    warn,
+)
+from auditor.cli.progress import progress
 from auditor.exceptions import InputError
 from auditor.models.billing import BillingConfig, BillingInput
+
+if TYPE_CHECKING:
+    from auditor.sources.pricing_api import PricingClient
 
 NAME = "billing"
 
@@ -30,11 +47,16 @@ def add_parser(sub: Subparsers) -> None:
         help="auto-scaling simulation: aws (documented AWS behaviour, default) or evaluator (archived awslabs tool)",
     )
     billing.add_argument("--prices", metavar="FILE", help="price file (JSON) instead of the bundled price table")
+    add_aws_options(
+        billing,
+        "the table's AWS Region (default: the input's region): price with its current list prices from the AWS "
+        "Pricing API (needs credentials; falls back to the bundled table, labelled)",
+    )
     billing.add_argument(
-        "--region",
+        "--pricing-region",
         metavar="R",
-        help="price with region R's current list prices from the AWS Pricing API (needs credentials; falls back "
-        "to the bundled table, labelled)",
+        help="the AWS Pricing API endpoint to ask (us-east-1, eu-central-1 or ap-south-1; default: the nearest to "
+        "the table's Region); asks for live prices like --region",
     )
     billing.add_argument(
         "--config",
@@ -72,15 +94,21 @@ def run(args: argparse.Namespace) -> int:
 
     inp = BillingInput.from_json(*read_input(args.input))
     prices = load_price_file(args.prices) if args.prices else None
-    if prices is None and args.region:
-        from auditor.sources.pricing_api import PriceBook, pricing_client
+    config = _billing_config(args)  # checked before the Pricing API is asked
+    with progress("billing", total=2, unit=" steps") as bar:
+        if prices is None and (args.region or args.pricing_region or args.profile):
+            from auditor.sources.pricing_api import PriceBook
 
-        prices, warning = PriceBook(pricing_client, datetime.now(UTC).date()).get(args.region)
-        if warning:
-            warn(warning)
-    analysis = analyze_billing(
-        inp, simulation=args.simulation, prices=prices, config=_billing_config(args), trace=bool(args.trace_out)
-    )
+            bar.set_postfix_str("AWS Pricing API")
+            prices, warning = PriceBook(_pricing_client(args), datetime.now(UTC).date()).get(args.region or inp.region)
+            if warning:
+                warn(warning)
+        bar.update(1)
+        bar.set_postfix_str(f"{args.simulation} simulation")
+        analysis = analyze_billing(
+            inp, simulation=args.simulation, prices=prices, config=config, trace=bool(args.trace_out)
+        )
+        bar.update(1)
     if args.trace_out:
         from auditor.billing.trace import write_trace
 
@@ -91,6 +119,25 @@ def run(args: argparse.Namespace) -> int:
         analysis,
         lambda kept, markdown: (render_billing_markdown if markdown else render_billing_table)(analysis.result, kept),
     )
+
+
+def _pricing_client(args: argparse.Namespace) -> Callable[[str], PricingClient]:
+    """The Pricing API clients: at ``--pricing-region`` (else the endpoint nearest the priced Region), with the
+    credentials of ``--profile`` (else the standard chain; an unknown profile is an error before any work)."""
+    from auditor.sources import pricing_api
+
+    session = aws_session(args) if args.profile else None
+
+    def client_for(api_region: str) -> PricingClient:
+        region = args.pricing_region or api_region
+        base = pricing_api.pricing_client(region)  # refuses a local endpoint; the client settings
+        if session is None:
+            return base
+        config = cast(Any, base).meta.config
+        client: PricingClient = session.client("pricing", region_name=region, config=config)
+        return client
+
+    return client_for
 
 
 def _billing_config(args: argparse.Namespace) -> BillingConfig:

@@ -1,5 +1,7 @@
 """What the ``ddb-audit`` commands share: exit codes, the parser class, the output options of the commands that
-print findings, and the output step (``--mutelist``, the formats for other tools, ``--fail-on``).
+print findings, the AWS options (``--profile``, ``--region``), renamed options kept as deprecated aliases,
+``--quiet`` and the info and warning lines it silences, and the output step (``--mutelist``, the formats for other
+tools, ``--fail-on``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
 
 import orjson
 
@@ -22,6 +24,8 @@ from auditor.findings_text import FORMATS, to_json
 from auditor.models.finding import Finding, Severity
 
 if TYPE_CHECKING:
+    import boto3
+
     from auditor.mutelist import Muted, MuteRule
 
 #: Formats of every command that prints findings: the command's own three, and three for other tools.
@@ -59,6 +63,7 @@ class Command:
 def _mutelist_first(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     @functools.wraps(run)
     def checked(args: argparse.Namespace) -> int:
+        _QUIET[0] = bool(getattr(args, "quiet", False))
         read_mutelist(args)
         return run(args)
 
@@ -66,25 +71,90 @@ def _mutelist_first(run: Callable[[argparse.Namespace], int]) -> Callable[[argpa
 
 
 def read_mutelist(args: argparse.Namespace) -> tuple[MuteRule, ...] | None:
-    """The rules of ``--mutelist`` (None without it), read and validated once and kept on ``args``."""
+    """The rules of ``--mutelist`` (None without it), read and validated once and kept on ``args``; a rule whose
+    ``until`` has passed is said in a warning line when the list is read."""
     path = getattr(args, "mutelist", None)
     if not path:
         return None
     rules: tuple[MuteRule, ...] | None = getattr(args, "mutelist_rules", None)
     if rules is None:
-        from auditor.mutelist import load_mutelist
+        from auditor.mutelist import expired_rules, load_mutelist
 
         rules = args.mutelist_rules = load_mutelist(path)
+        warn(*(f"{path}: {text}" for text in expired_rules(rules, datetime.now(UTC))))
     return rules
 
 
-def add_output_options(p: argparse.ArgumentParser) -> None:
+#: Whether ``--quiet`` was given (set when a command starts): no progress, info or warning lines, only errors.
+_QUIET = [False]
+
+
+def quiet() -> bool:
+    """Whether ``--quiet`` was given to the running command."""
+    return _QUIET[0]
+
+
+def add_quiet_option(p: argparse.ArgumentParser, default: Any = False) -> None:
     p.add_argument(
-        "--format",
-        choices=FINDING_FORMATS,
-        default="table",
-        help="output format (default: table); csv, sarif (SARIF 2.1.0) and asff (AWS Security Finding Format) "
-        "list the findings only",
+        "--quiet",
+        "-q",
+        action="store_true",
+        default=default,
+        help="no progress display and no info or warning lines on stderr (errors are still printed)",
+    )
+
+
+class _Deprecated(argparse.Action):
+    """A renamed option's old name: it stores its value like the new name and prints one deprecation line."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+        self.said = False
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        if not self.said:
+            self.said = True
+            print(f"ddb-audit: deprecated: {option} is now {self.new} (the old name still works)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed(p: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
+    """Option ``new`` (``add_argument`` keywords), with its former name ``old`` still accepted: ``old`` is hidden
+    from ``--help`` and prints a deprecation line on stderr when used."""
+    action = p.add_argument(new, **kwargs)
+    kept = {k: kwargs[k] for k in ("type", "metavar", "choices") if k in kwargs}
+    p.add_argument(
+        old, dest=action.dest, action=_Deprecated, new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kept
+    )
+
+
+def add_aws_options(p: argparse.ArgumentParser, region_help: str) -> None:
+    """``--profile`` and ``--region``, as in the AWS CLI (see :func:`aws_session`)."""
+    p.add_argument("--profile", metavar="NAME", help="AWS named profile (default: the standard credential chain)")
+    p.add_argument("--region", metavar="R", help=region_help)
+
+
+def aws_session(args: argparse.Namespace) -> boto3.Session:
+    """The boto3 session of ``--profile`` and ``--region`` (each, when absent, from the standard configuration)."""
+    import boto3
+
+    return boto3.Session(profile_name=args.profile, region_name=args.region)
+
+
+def add_format_option(p: argparse.ArgumentParser, choices: Sequence[str], help: str) -> None:
+    """``--format`` (also accepted as ``--output``, as in the AWS CLI), default ``table``."""
+    p.add_argument("--format", "--output", dest="format", choices=choices, default="table", help=help)
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    add_format_option(
+        p,
+        FINDING_FORMATS,
+        "output format (default: table); csv, sarif (SARIF 2.1.0) and asff (AWS Security Finding Format) list the "
+        "findings only",
     )
     p.add_argument(
         "--fail-on",
@@ -100,16 +170,18 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
         help="JSON array of mute rules (table, kind, principal, key: globs; until; reason): matching findings are "
         "listed as muted and do not count for --fail-on",
     )
-    p.add_argument(
+    add_renamed(
+        p,
+        "--asff-account",
         "--account",
         metavar="ID",
         type=_account,
-        help="AWS account id for --format asff, for findings that do not carry one (12 digits)",
+        help="AWS account id (AwsAccountId) for --format asff, for findings that do not carry one (12 digits)",
     )
 
 
 def _account(value: str) -> str:
-    """``--account``, checked when the command line is read (before any work)."""
+    """``--asff-account``, checked when the command line is read (before any work)."""
     from auditor.formats import validate_account
 
     try:
@@ -122,8 +194,8 @@ def tool_version() -> str:
     """The installed distribution's version."""
     try:
         return package_version("ddb-traffic-auditor")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
-        return "0+unknown"
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "unknown"
 
 
 def number_in(low: float, high: float, why: str, *, include_low: bool = True) -> Callable[[str], float]:
@@ -152,9 +224,17 @@ def read_input(path: str) -> tuple[bytes, str]:
 
 
 def warn(*messages: object) -> None:
-    """Each message as a ``ddb-audit: warning:`` line on stderr."""
+    """Each message as a ``ddb-audit: warning:`` line on stderr (none with ``--quiet``)."""
+    if quiet():
+        return
     for message in messages:
         print(f"ddb-audit: warning: {message}", file=sys.stderr)
+
+
+def info(message: str) -> None:
+    """A ``ddb-audit:`` line on stderr that is neither an error nor a warning (none with ``--quiet``)."""
+    if not quiet():
+        print(f"ddb-audit: {message}", file=sys.stderr)
 
 
 def read_json(path: str) -> object:
@@ -204,7 +284,9 @@ def output(args: argparse.Namespace, findings: Sequence[Finding], native: Native
         else:
             skipped: list[str] = []
             try:
-                text = to_json(formats.asff_document(kept, muted or [], account=args.account, now=now, skipped=skipped))
+                text = to_json(
+                    formats.asff_document(kept, muted or [], account=args.asff_account, now=now, skipped=skipped)
+                )
             except ValueError as exc:
                 raise InputError(str(exc)) from exc
             warn(*skipped)

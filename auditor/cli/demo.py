@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, with_muted
+from auditor.cli.common import Command, Subparsers, add_output_options, muted_text, output, quiet, with_muted
 from auditor.exceptions import InputError
 from auditor.findings_text import render_markdown, to_json
 from auditor.models.finding import Finding
@@ -41,15 +41,21 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("the demo needs its optional extra: pip install 'ddb-traffic-auditor[demo]' (or make demo)")
     from auditor.demo.service import run_service_demo, summary_text
 
-    # The narrative is the demo's output; with --format json it goes to stderr and stdout carries the findings.
+    # The narrative is the demo's output; with --format json it goes to stderr (none with --quiet) and stdout carries
+    # the findings.
     narrate = sys.stderr if args.format == "json" else sys.stdout
+
+    def announce(message: str) -> None:
+        if narrate is sys.stdout or not quiet():
+            print(message, file=narrate, flush=True)
+
     if args.trail:
         from auditor.demo.replay import replay_summary_text, run_replay
 
-        result = run_replay(args.trail, Path(args.out), announce=lambda m: print(m, file=narrate, flush=True))
+        result = run_replay(args.trail, Path(args.out), announce=announce)
         summary_text = replay_summary_text
     else:
-        result = run_service_demo(Path(args.out), seed=args.seed, announce=lambda m: print(m, file=narrate, flush=True))
+        result = run_service_demo(Path(args.out), seed=args.seed, announce=announce)
     findings = [Finding.model_validate({k: v for k, v in f.items() if k != "status"}) for f in result.findings]
 
     def native(kept: list[Finding], muted: list[Muted] | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from auditor.cli.common import EXIT_OK, Command, Subparsers, read_input
+from auditor.cli.common import EXIT_OK, Command, Subparsers, add_format_option, read_input
 from auditor.findings_text import FORMATS, markdown_table, render_columns, to_json
 from auditor.models.dynamodb_size import iter_item_results
 
@@ -17,7 +17,7 @@ def add_parser(sub: Subparsers) -> None:
         NAME, help="exact DynamoDB item sizes (DynamoDB JSON: one item, an array, or one item per line)"
     )
     size.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
-    size.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    add_format_option(size, FORMATS, "output format (default: table)")
 
 
 def run(args: argparse.Namespace) -> int:

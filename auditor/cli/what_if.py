@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from auditor.cli.common import EXIT_OK, Command, Subparsers, number_in, read_json
+from auditor.cli.common import EXIT_OK, Command, Subparsers, add_format_option, number_in, read_json, warn
 from auditor.config import get_settings, load_analysis_config
 from auditor.exceptions import InputError
 from auditor.findings_text import FORMATS, to_json
@@ -34,7 +34,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     whatif.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, thresholds)")
     whatif.add_argument("--jobs", type=int, default=None, metavar="N", help="processes reading the input")
-    whatif.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    add_format_option(whatif, FORMATS, "output format (default: table)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,8 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if stats.files_read == 0:
         why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
         raise InputError(f"nothing could be read: {why}")
-    for problem in stats.problems:
-        print(f"ddb-audit: warning: {problem}", file=sys.stderr)
+    warn(*stats.problems)
     spans = aggs.spans()
     result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings)
     if args.profile_out:
