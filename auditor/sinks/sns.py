@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.messages import Digest, DigestAttributes, DigestItem, FindingEventAttributes, encode_finding
@@ -78,6 +78,9 @@ class PublishResult:
     repeated: int = 0
     #: Outbox writes after an accepted publish that failed (the entry is kept and finished by the next run).
     bookkeeping_failed: int = 0
+    #: Digests listing findings that an earlier crashed run's digest may already have carried to Slack (also in
+    #: ``repeated``).
+    repeated_digests: int = 0
 
 
 #: Most findings listed in a digest's ``digest_json`` (the rest are counted in ``more``).
@@ -221,14 +224,19 @@ def render(event: FindingEvent, event_id: str) -> SnsMessage:
 
 def publish_one(sns: SNSClient, topic_arn: str, entry: OutboxEntry) -> str:
     """Publish one outbox entry; returns the SNS message id (errors propagate)."""
-    msg = render(entry.event, entry.event_id)
+    return _publish(sns, topic_arn, render(entry.event, entry.event_id))[0]
+
+
+def _publish(sns: SNSClient, topic_arn: str, msg: SnsMessage) -> tuple[str, bool]:
+    """(message id, whether the client sent it more than once: an earlier attempt may have been accepted too)."""
     resp = sns.publish(
-        TopicArn=topic_arn,
-        Subject=msg.subject,
-        Message=msg.text,
-        MessageAttributes=msg.message_attributes(),
+        TopicArn=topic_arn, Subject=msg.subject, Message=msg.text, MessageAttributes=msg.message_attributes()
     )
-    return resp["MessageId"]
+    return resp["MessageId"], int(resp.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+
+
+#: Errors after which the request may have been carried out: only the answer is missing.
+_MAYBE_SENT = (ReadTimeoutError, ConnectionClosedError)
 
 
 def publish_pending(
@@ -238,31 +246,36 @@ def publish_pending(
 
     An entry is removed only once the message carrying it was accepted: a ``resolved`` event after its own publish,
     a ``new`` or ``worsened`` one after the run digest that lists it (until then it is kept, marked published, so
-    a refused digest is published again, with it, by the next run). A failed publish stays pending with
-    ``attempts`` + 1; a failed removal is handled per entry and retried by the next run. ``now`` stamps the entries
-    (default: the clock).
+    a refused digest is published again, with it, by the next run). The digest's entries are marked with its id
+    before it is sent and its acceptance is recorded in one write, so after a crash the next run only removes the
+    entries of an accepted digest. A failed publish stays pending with ``attempts`` + 1; a failed removal is handled
+    per entry and retried by the next run. ``now`` stamps the entries (default: the clock).
     """
     stamp = utc(now) if now is not None else datetime.now(UTC)
     result = PublishResult()
     kept: list[OutboxEntry] = []
     members: list[OutboxEntry] = []
+    accepted: dict[str, bool] = {}
     drained = store.pending(limit)
     for entry in drained:
-        if entry.digested:  # an accepted digest carried it; only its removal is left
+        settled = entry.digested or _digest_recorded(store, entry, accepted, result)
+        if settled is None:  # whether its digest was accepted cannot be read now: the next run decides
+            kept.append(entry)
+            continue
+        if settled:  # an accepted digest carried it; only its removal is left
             if not _remove(store, entry, stamp, result, digested=True):
                 kept.append(entry)
             continue
-        if not entry.published and not _publish_entry(store, sns, topic_arn, entry, stamp, result):
+        sent_before = entry.published or entry.digest_id is not None  # a digest is only started for sent entries
+        if not sent_before and not _publish_entry(store, sns, topic_arn, entry, stamp, result):
             kept.append(entry)
             continue
         if entry.event.kind in _DIGESTED:
             members.append(entry)
         elif not _remove(store, entry, stamp, result, digested=False):
             kept.append(entry)
-    if members and _publish_digest(sns, topic_arn, members, result):
-        kept += [e for e in members if not _remove(store, e, stamp, result, digested=True)]
-    else:
-        kept += members
+    if members:
+        kept += _send_digest(store, sns, topic_arn, members, stamp, result)
     # A drain shorter than the limit emptied the outbox but for what it kept; a full one may have left more behind.
     left = store.pending(limit) if limit > 0 and len(drained) == limit else kept
     result.left = len(left)
@@ -285,12 +298,11 @@ def _publish_entry(
 ) -> bool:
     """Publish one entry's own message and record it; False when it was not published (it stays pending)."""
     if entry.publishing:  # a run published it, maybe accepted, and stopped before recording it
-        result.repeated += 1
-        log.warning("publish_may_repeat", finding_id=entry.finding_id, status=entry.event.kind.value)
+        _may_repeat(result, "publish_may_repeat", finding_id=entry.finding_id, status=entry.event.kind.value)
     try:
         if not entry.publishing:
             store.mark_publishing(entry, stamp)
-        message_id = publish_one(sns, topic_arn, entry)
+        message_id, retried = _publish(sns, topic_arn, render(entry.event, entry.event_id))
     except (ClientError, BotoCoreError) as exc:
         result.failed += 1
         result.errors.append(_error(exc))
@@ -298,12 +310,14 @@ def _publish_entry(
             "publish_failed", finding_id=entry.finding_id, status=entry.event.kind.value, attempts=entry.attempts + 1
         )
         try:
-            store.mark_failed(entry, _error(exc), stamp)
+            store.mark_failed(entry, _error(exc), stamp, maybe_sent=isinstance(exc, _MAYBE_SENT))
         except (ClientError, BotoCoreError) as mark_exc:
             log.warning("outbox_mark_failed_failed", finding_id=entry.finding_id, error=_error(mark_exc))
         return False
     result.sent += 1
     log.info("published", finding_id=entry.finding_id, status=entry.event.kind.value, message_id=message_id)
+    if retried and not entry.publishing:
+        _may_repeat(result, "publish_retried_may_repeat", finding_id=entry.finding_id)
     if entry.event.kind in _DIGESTED:
         try:
             store.mark_published(entry, stamp)
@@ -334,20 +348,97 @@ def _remove(
     return False
 
 
-def _publish_digest(sns: SNSClient, topic_arn: str, members: list[OutboxEntry], result: PublishResult) -> bool:
-    """Publish the digest of the published entries; True when it was accepted or there is nothing to list."""
+def _digest_recorded(
+    store: FindingsStore, entry: OutboxEntry, accepted: dict[str, bool], result: PublishResult
+) -> bool | None:
+    """Whether the digest an earlier run started to send with ``entry`` was accepted (False: none was started, or
+    it was not recorded as accepted); None when that cannot be read now."""
+    if entry.digest_id is None:
+        return False
+    if entry.digest_id not in accepted:
+        try:
+            accepted[entry.digest_id] = store.digest_accepted(entry.digest_id)
+        except (ClientError, BotoCoreError) as exc:
+            result.bookkeeping_failed += 1
+            log.warning("digest_record_read_failed", digest_id=entry.digest_id, error=_error(exc))
+            return None
+    return accepted[entry.digest_id]
+
+
+def _send_digest(
+    store: FindingsStore,
+    sns: SNSClient,
+    topic_arn: str,
+    members: list[OutboxEntry],
+    stamp: datetime,
+    result: PublishResult,
+) -> list[OutboxEntry]:
+    """Send the run digest of the published entries in two phases; returns the entries still pending.
+
+    Each entry is marked with the digest's id before the publish (an entry that cannot be marked waits for the next
+    digest), and the accepted digest is recorded in one write before its entries are removed. A digest listing an
+    entry that an earlier run's digest (never recorded as accepted) listed may repeat it in Slack: counted once per
+    digest in ``repeated`` and ``repeated_digests``.
+    """
     digest_id = "digest-" + hashlib.sha256("|".join(sorted(e.event_id for e in members)).encode()).hexdigest()[:20]
+    marked: list[OutboxEntry] = []
+    waiting: list[OutboxEntry] = []
+    for entry in members:
+        try:
+            store.mark_digesting(entry, digest_id, stamp)
+            marked.append(entry)
+        except (ClientError, BotoCoreError) as exc:
+            result.bookkeeping_failed += 1
+            log.warning("outbox_mark_digesting_failed", finding_id=entry.finding_id, error=_error(exc))
+            waiting.append(entry)
+    if not marked:
+        return waiting
+    again = sum(1 for e in marked if e.digest_id is not None)
+    if again:  # an earlier run started a digest with these and stopped before recording whether it was accepted
+        result.repeated_digests += 1
+        _may_repeat(result, "digest_may_repeat", digest_id=digest_id, findings=str(again))
+    accepted = _publish_digest(sns, topic_arn, digest_id, marked, result)
+    if accepted is None:  # it may have been accepted: the marks stay, so the next digest counts a possible repeat
+        return waiting + marked
+    if not accepted:
+        for entry in marked:
+            try:
+                store.clear_digesting(entry)
+            except (ClientError, BotoCoreError) as exc:
+                log.warning("outbox_clear_digesting_failed", finding_id=entry.finding_id, error=_error(exc))
+        return waiting + marked
+    try:
+        store.record_digest(digest_id, len(marked), stamp)
+    except (ClientError, BotoCoreError) as exc:
+        # Its entries are still removed (or marked digested) one by one; one left behind is sent again, counted.
+        result.bookkeeping_failed += 1
+        log.warning("digest_record_failed", digest_id=digest_id, error=_error(exc))
+    return waiting + [e for e in marked if not _remove(store, e, stamp, result, digested=True)]
+
+
+def _publish_digest(
+    sns: SNSClient, topic_arn: str, digest_id: str, members: list[OutboxEntry], result: PublishResult
+) -> bool | None:
+    """Publish the digest of the published entries: True when it was accepted (or there is nothing to list), False
+    when it was refused, None when it may have been accepted (the answer was lost)."""
     msg = render_digest([e.event for e in members], digest_id)
     if msg is None:
         return True
     try:
-        sns.publish(
-            TopicArn=topic_arn, Subject=msg.subject, Message=msg.text, MessageAttributes=msg.message_attributes()
-        )
+        _message_id, retried = _publish(sns, topic_arn, msg)
     except (ClientError, BotoCoreError) as exc:
         result.digest_failed += 1
         log.warning("digest_publish_failed", error=_error(exc), findings=len(members))
-        return False
+        return None if isinstance(exc, _MAYBE_SENT) else False
     result.digests += 1
     log.info("digest_published", findings=len(members), event_id=digest_id)
+    if retried:
+        result.repeated_digests += 1
+        _may_repeat(result, "digest_retried_may_repeat", digest_id=digest_id)
     return True
+
+
+def _may_repeat(result: PublishResult, event: str, **fields: str) -> None:
+    """Count a publish that may repeat one an earlier attempt or run made (SNS's at-least-once)."""
+    result.repeated += 1
+    log.warning(event, **fields)

@@ -12,7 +12,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 import structlog
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         PutTypeDef,
         QueryInputTypeDef,
         TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
     )
 
 __all__ = [
@@ -55,6 +56,10 @@ _BACKOFF_BASE = 0.05
 _BACKOFF_CAP = 2.0
 #: Longest ``last_error`` kept on an outbox entry.
 _MAX_ERROR_CHARS = 500
+#: The record of an accepted run digest (``pk=DIGEST#{digest id}``, ``sk=DIGEST``), kept long after its entries.
+_DIGEST_PK_PREFIX = "DIGEST#"
+_DIGEST_SK = "DIGEST"
+_DIGEST_RETENTION = timedelta(days=14)
 
 
 class FindingsStoreError(AuditorError):
@@ -86,6 +91,8 @@ class OutboxEntry:
     published: bool = False
     #: A run digest carrying it was accepted; only its removal is left.
     digested: bool = False
+    #: The run digest listing it that a run started to send (it may have been accepted: ``digest_accepted()``).
+    digest_id: str | None = None
 
     @property
     def event_id(self) -> str:
@@ -371,6 +378,7 @@ class FindingsStore:
             publishing="publishing_at" in item,
             published="published_at" in item,
             digested="digested_at" in item,
+            digest_id=item.get("digest_id", {}).get("S"),
         )
 
     def _shard(self, shard: int, limit: int) -> Iterator[OutboxEntry]:
@@ -409,15 +417,17 @@ class FindingsStore:
     ) -> None:
         """Apply ``update`` to the entry if it is still there (another publisher may have removed it meanwhile);
         any other error propagates."""
+        params: UpdateItemInputTypeDef = {
+            "TableName": self._table,
+            "Key": {keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
+            "UpdateExpression": update,
+            "ConditionExpression": "attribute_exists(#pk)",
+            "ExpressionAttributeNames": {**names, "#pk": keys.PK},
+        }
+        if values:  # DynamoDB refuses an empty map
+            params["ExpressionAttributeValues"] = values
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={keys.PK: _s(entry.pk), keys.SK: _s(entry.sk)},
-                UpdateExpression=update,
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={**names, "#pk": keys.PK},
-                ExpressionAttributeValues=values,
-            )
+            self._client.update_item(**params)
         except ClientError as exc:
             if _code(exc) != "ConditionalCheckFailedException":
                 raise
@@ -439,11 +449,45 @@ class FindingsStore:
         """Record that an accepted run digest carried the entry (when deleting it failed)."""
         self._stamp(entry, "digested_at", now)
 
-    def mark_failed(self, entry: OutboxEntry, error: str, now: datetime) -> None:
-        """Count a failed publish on the entry and keep it for the next run."""
+    def mark_digesting(self, entry: OutboxEntry, digest_id: str, now: datetime) -> None:
+        """Record, before the run digest ``digest_id`` listing the entry is sent, that it is being sent."""
         self._update_entry(
             entry,
-            "SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t REMOVE publishing_at",
+            "SET #d = :d, #t = :t",
+            {"#d": "digest_id", "#t": "digesting_at"},
+            {":d": _s(digest_id), ":t": _s(isoformat_z(now))},
+        )
+
+    def clear_digesting(self, entry: OutboxEntry) -> None:
+        """Forget the digest mark of an entry whose digest was refused (the next digest lists it, as a first send)."""
+        self._update_entry(entry, "REMOVE #d, #t", {"#d": "digest_id", "#t": "digesting_at"}, {})
+
+    @staticmethod
+    def _digest_key(digest_id: str) -> dict[str, AttributeValueTypeDef]:
+        return {keys.PK: _s(f"{_DIGEST_PK_PREFIX}{digest_id}"), keys.SK: _s(_DIGEST_SK)}
+
+    def record_digest(self, digest_id: str, findings: int, now: datetime) -> None:
+        """Record that SNS accepted the run digest ``digest_id`` (one write: its entries need only be removed)."""
+        expires = int((utc(now) + _DIGEST_RETENTION).timestamp())
+        item = self._digest_key(digest_id) | {
+            "accepted_at": _s(isoformat_z(now)),
+            "findings": _n(findings),
+            keys.TTL_ATTR: _n(expires),
+        }
+        self._client.put_item(TableName=self._table, Item=item)
+
+    def digest_accepted(self, digest_id: str) -> bool:
+        """Whether :meth:`record_digest` recorded the digest (strongly consistent)."""
+        resp = self._client.get_item(TableName=self._table, Key=self._digest_key(digest_id), ConsistentRead=True)
+        return "Item" in resp
+
+    def mark_failed(self, entry: OutboxEntry, error: str, now: datetime, *, maybe_sent: bool = False) -> None:
+        """Count a failed publish on the entry and keep it for the next run; ``maybe_sent`` (the answer was lost, not
+        the request) keeps the ``publishing_at`` mark, so that the next publish is counted as a possible repeat."""
+        clear = "" if maybe_sent else " REMOVE publishing_at"
+        self._update_entry(
+            entry,
+            "SET #a = if_not_exists(#a, :zero) + :one, #e = :e, #t = :t" + clear,
             {"#a": "attempts", "#e": "last_error", "#t": "last_attempt_at"},
             {
                 ":zero": _n(0),

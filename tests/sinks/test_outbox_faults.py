@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 import pytest
-from botocore.exceptions import ClientError
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.messages import parse_digest
@@ -170,3 +171,89 @@ def test_a_crash_right_after_an_accepted_publish_loses_nothing(topic: Topic, sto
     recorded = RecordResult()
     recorded.take_publish(second)
     assert {m.name: m.value for m in health.recorded(recorded)}["RepeatedPublishes"] == 1.0
+
+
+def _crash_after(calls: int) -> Callable[..., None]:
+    """An ``after-call`` hook: the Lambda times out right after the ``calls``-th call returned."""
+    seen: list[int] = []
+
+    def hook(**_kw: Any) -> None:
+        seen.append(1)
+        if len(seen) == calls:
+            raise RuntimeError("Task timed out")
+
+    return hook
+
+
+def test_a_crash_after_the_digest_was_recorded_as_accepted_does_not_repeat_it(
+    topic: Topic, store: FindingsStore
+) -> None:
+    ids = _queue(store)
+    # Six e-mails, the digest, the record of its acceptance; the run stops during the first removal.
+    store._client.meta.events.register("after-call.dynamodb.DeleteItem", _crash_after(1))
+    with pytest.raises(RuntimeError):
+        publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert [sorted(d) for d in topic.digest_ids()] == [sorted(ids)]
+    assert sorted(topic.mail_ids()) == sorted(ids)
+    assert len(store.pending()) == 5
+    second = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (second.sent, second.digests, second.repeated, second.repeated_digests) == (0, 0, 0, 0)
+    assert topic.digest_ids() == [] and topic.mail_ids() == []
+    assert store.pending() == []
+
+
+def test_a_crash_at_the_instant_sns_accepted_the_digest_sends_it_again_once_and_counts_it(
+    topic: Topic, store: FindingsStore
+) -> None:
+    """Before its acceptance is recorded, nothing can tell an accepted digest from a lost one: it is sent again (the
+    one repeat in Slack, counted in RepeatedPublishes), never dropped."""
+    ids = _queue(store)
+    topic.sns.meta.events.register("after-call.sns.Publish", _crash_after(7))  # six e-mails, then the digest
+    with pytest.raises(RuntimeError):
+        publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert [sorted(d) for d in topic.digest_ids()] == [sorted(ids)]
+    assert sorted(topic.mail_ids()) == sorted(ids)
+    second = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (second.sent, second.digests, second.repeated, second.repeated_digests) == (0, 1, 1, 1)
+    assert [sorted(d) for d in topic.digest_ids()] == [sorted(ids)]
+    assert topic.mail_ids() == []
+    assert store.pending() == []
+    third = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (third.digests, third.repeated) == (0, 0)
+
+
+def test_a_digest_whose_answer_was_lost_is_sent_again_and_counted(topic: Topic, store: FindingsStore) -> None:
+    """A read timeout may follow an accepted publish: the digest's marks stay, so the next digest is counted."""
+    ids = _queue(store)
+    is_digest = lambda p: (  # noqa: E731
+        ReadTimeoutError(endpoint_url="sns") if p["MessageAttributes"]["kind"]["StringValue"] == "digest" else None
+    )
+    topic.sns.meta.events.register("provide-client-params.sns.Publish", _once(is_digest))
+    first = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (first.sent, first.digests, first.digest_failed, first.repeated) == (6, 0, 1, 0)
+    assert all(e.digest_id for e in store.pending())
+    second = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (second.sent, second.digests, second.repeated, second.repeated_digests) == (0, 1, 1, 1)
+    assert [sorted(d) for d in topic.digest_ids()] == [sorted(ids)]
+    assert store.pending() == []
+
+
+def test_a_publish_the_client_sent_twice_is_counted(topic: Topic, store: FindingsStore) -> None:
+    """botocore sends a publish again after a 500 or a lost answer: the first attempt may have been accepted too."""
+    _queue(store, 1)
+    sent: list[int] = []
+
+    def server_error_once(request: Any, **_kw: Any) -> AWSResponse | None:
+        if sent:
+            return None
+        sent.append(1)
+        return AWSResponse(request.url, 500, {}, _Raw())
+
+    topic.sns.meta.events.register("before-send.sns.Publish", server_error_once)
+    result = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (result.sent, result.digests, result.repeated, result.repeated_digests) == (1, 1, 1, 0)
+
+
+class _Raw:
+    def stream(self, **_kw: Any) -> Any:
+        yield b""
