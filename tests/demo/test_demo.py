@@ -12,7 +12,7 @@ import pytest
 from auditor.demo.service import DemoResult, run_service_demo, summary_text
 
 NARRATIVE: list[str] = []
-#: When the demo of these tests runs (the README's transcript is a run at this time).
+#: When the demo of these tests runs (the transcript in docs/commands/demo.md is a run at this time).
 DEMO_NOW = datetime(2026, 12, 5, 12, 30, tzinfo=UTC)
 
 
@@ -167,9 +167,10 @@ def test_stored_totals_equal_analyze_trail_on_the_demos_own_trail(demo: DemoResu
     """The service's totals (the report's week) match what analyze-trail reports on the demo's OUT/trail/.
 
     Windows, first and last seen and the scan counts are exact. Two counts may differ by a hair: an event CloudTrail
-    delivers in two different files counts twice in the service (a known limit, see README) and the hot-key count is
-    a sketch estimate merged in another order. A throttling story is one finding per table or index whatever its
-    cause and sources: its CloudTrail part's totals are compared (CloudWatch's part is the metrics audit's own).
+    delivers in two different files counts twice in the service (a known limit, see docs/commands/demo.md) and the
+    hot-key count is a sketch estimate merged in another order. A throttling story is one finding per table or index
+    whatever its cause and sources: its CloudTrail part's totals are compared (CloudWatch's part is the metrics audit's
+    own).
     """
     from auditor.engine import analyze_trail
 
@@ -211,13 +212,30 @@ def _normalised(lines: list[str]) -> list[str]:
     return out
 
 
-def test_the_readme_transcript_is_the_real_output(demo: DemoResult) -> None:
-    """README's demo transcript is what the current code prints (times, paths and the duration aside)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("```\nrun 1: ") + 4
-    block = readme[start : readme.index("```", start)].splitlines()
-    printed = [line for m in NARRATIVE for line in m.splitlines()] + summary_text(demo).splitlines()
-    assert _normalised(block) == _normalised(printed)
+def _block(page: str, first: str) -> list[str]:
+    """The lines of the fenced block of ``page`` (relative to the repository) that starts with ``first``."""
+    text = (Path(__file__).resolve().parents[2] / page).read_text()
+    start = text.index(f"```\n{first}") + 4
+    return text[start : text.index("```", start)].splitlines()
+
+
+def _printed(demo: DemoResult) -> list[str]:
+    return [line for m in NARRATIVE for line in m.splitlines()] + summary_text(demo).splitlines()
+
+
+def test_the_documented_transcript_is_the_real_output(demo: DemoResult) -> None:
+    """The demo transcript in docs/commands/demo.md is what the current code prints (times, paths and the duration
+    aside)."""
+    assert _normalised(_block("docs/commands/demo.md", "run 1: ")) == _normalised(_printed(demo))
+
+
+def test_the_readme_findings_are_the_real_output(demo: DemoResult) -> None:
+    """README's excerpt of the demo's output (the findings table) is a contiguous part of what the code prints."""
+    excerpt = _normalised(_block("README.md", "SEVERITY  STATUS"))
+    printed = _normalised(_printed(demo))
+    assert len(excerpt) > 10
+    starts = [i for i, line in enumerate(printed) if line == excerpt[0]]
+    assert any(printed[i : i + len(excerpt)] == excerpt for i in starts), excerpt
 
 
 def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:
