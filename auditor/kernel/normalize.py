@@ -64,6 +64,7 @@ from auditor.kernel.general import (
     _api_call,
     _as_int,
     _ci,
+    _maybe_service,
     _normalize_general,
     _put_or_delete,
     _query_access,
@@ -313,7 +314,8 @@ def single_item(record: dict[str, Any]) -> SingleItem | None:
     key (or key condition), account and region are logged as CloudTrail logs them, at an event time already seen
     (and checked) by ``_parse_time``. For them, the result holds exactly what :func:`normalize_record` would give
     (same time, account, region, table, index, key, key condition, access and consistency); the caller is not read,
-    because the aggregates do not count the callers of successful single-item calls and Queries. ``None`` for every
+    because the aggregates do not count the callers of successful single-item calls and Queries (a record that may be
+    an AWS service's, which the aggregates keep apart, is handed back). ``None`` for every
     other record, including any that ``normalize_record`` would reject or read differently: the caller then takes
     ``normalize_record``, the reference.
     """
@@ -332,6 +334,8 @@ def single_item(record: dict[str, Any]) -> SingleItem | None:
     except KeyError:
         return None
     if _F_IDENTITY not in record or _F_AGENT not in record or _F_IP not in record:
+        return None
+    if _maybe_service(record[_F_IDENTITY]):  # an AWS service's call: kept apart, read by the full path
         return None
     if (
         source != DYNAMODB_EVENT_SOURCE
@@ -367,6 +371,9 @@ def light_item(record: LightRecord) -> SingleItem | None:
         or record.error is not UNSET
     ):
         return None
+    identity = bytes(record.identity)
+    if b"AWSService" in identity or b"aws-service-role" in identity or b"dynamodb.amazonaws.com" in identity:
+        return None  # maybe an AWS service's call (see _maybe_service): the full path decides
     event_time = record.time
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:

@@ -9,6 +9,7 @@ import orjson
 from auditor.detectors.base import Count, DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
+from auditor.kernel.aggregates.failures import WHOLE_CALL
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -42,19 +43,26 @@ def detect(agg: TableWindow, cfg: ItemSizeExceededConfig) -> list[Finding]:
     """One finding per rejected key (the busiest ``max_keys``), plus one with ``key: null`` for the rest."""
     if agg.size_exceeded == 0:
         return []
-    ranked = sorted(agg.size_exceeded_keys.items(), key=lambda kv: (kv[0] == OTHER, -kv[1], kv[0]))
+    unnamed = (OTHER, WHOLE_CALL)
+    ranked = sorted(agg.size_exceeded_keys.items(), key=lambda kv: (kv[0] in unnamed, -kv[1], kv[0]))
     groups: list[tuple[dict[str, Any] | None, int]] = []
     rest = 0
     for encoded, n in ranked:
-        if encoded != OTHER and len(groups) < cfg.max_keys:
+        if encoded not in unnamed and len(groups) < cfg.max_keys:
             groups.append((orjson.loads(encoded), n))
         else:
             rest += n
     if rest:
         groups.append((None, rest))
+    # A batch or transaction rejected as a whole is charged once to the call: its error does not say which item.
+    whole_calls = agg.size_exceeded_keys.get(WHOLE_CALL, 0)
     findings = []
     for key, n in groups:
         label = ", ".join(f"{a}={v}" for a, v in key.items()) if key else "unidentified keys"
+        if key is None and whole_calls:
+            label = f"{whole_calls} batch or transaction call{'s' if whole_calls != 1 else ''}, item not named"
+            if n > whole_calls:
+                label += f", and {n - whole_calls} other writes"
         findings.append(
             make_finding(
                 METADATA,
@@ -75,6 +83,7 @@ def detect(agg: TableWindow, cfg: ItemSizeExceededConfig) -> list[Finding]:
                 evidence={
                     "count": n,
                     "key": key,
+                    "whole_calls": whole_calls if key is None else 0,
                     "limit_bytes": 409600,
                     "source": "cloudtrail",
                     "window_seconds": agg.window_seconds,

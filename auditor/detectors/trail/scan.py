@@ -9,7 +9,7 @@ from pydantic import Field
 from auditor.detectors.base import Amount, Count, DetectorConfig, DetectorMetadata, make_finding
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
-from auditor.kernel.aggregates.scans import RCU_PER_FULL_PAGE, ScanStats
+from auditor.kernel.aggregates.scans import RCU_PER_FULL_PAGE, SCAN_SPAN_SECONDS, ScanStats
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -154,6 +154,13 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             f"in {agg.window_seconds // 60} minutes ({per_hour:.1f} per hour), an estimated {st.read_units:,.0f} read "
             f"units."
         )
+        inferred = st.inferred() if operation == "Scan" else 0
+        if inferred:
+            summary += (
+                f" {inferred} of these scans were inferred by grouping pages in time (their request parameters were "
+                f"truncated, so whether a page continued a scan is not logged); a group spans at most "
+                f"{SCAN_SPAN_SECONDS} seconds."
+            )
         if bounded:
             summary += (
                 f" Every page had Limit {st.limit_max} or less: each call reads at most {st.limit_max} items "
@@ -193,6 +200,10 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             "estimated_read_units": round(st.read_units, 1),
             "page_limit": st.limit_max or None,
             "limit_bounded": bounded,
+            # how pages were grouped into logical scans: from exclusiveStartKey, segment and totalSegments as logged,
+            # or (for some) inferred from their times
+            "grouping": "inferred_from_time" if inferred else "logged",
+            "inferred_scans": inferred,
             "filters": sorted(st.filters),
             "window_seconds": agg.window_seconds,
         }

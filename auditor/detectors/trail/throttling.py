@@ -14,7 +14,7 @@ from auditor.detectors.base import (
 )
 from auditor.detectors.registry import register
 from auditor.kernel.aggregates.bounds import OTHER
-from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
+from auditor.kernel.aggregates.failures import FROM_MESSAGE, GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -54,8 +54,9 @@ RECOMMENDATIONS = {
     ),
     "gsi_backpressure": (
         "A global secondary index could not absorb its share of the writes, so base-table writes were "
-        "throttled. Give the index more write capacity (or on-demand), and check its partition key for "
-        "skew: a low-cardinality GSI key throttles the whole table."
+        "throttled: raising the table's capacity will not help. Give the index at least the table's write capacity "
+        "(or its own on-demand maximum), project fewer attributes into it, and check its partition key for skew: "
+        "a low-cardinality GSI key throttles the whole table."
     ),
     "unknown": (
         "CloudTrail does not say why these calls were throttled. Check the per-cause CloudWatch metrics "
@@ -111,6 +112,8 @@ def _resolve(raw_cause: str, agg: TableWindow, cfg: ThrottlingConfig) -> tuple[s
     (``provisioned``, for ProvisionedThroughputExceededException) or its on-demand maximum (``on_demand_max``, for
     ThrottlingException).
     """
+    if raw_cause.startswith(FROM_MESSAGE):  # a classic message that names the cause (a GSI's)
+        return raw_cause[len(FROM_MESSAGE) :], "error_message", None
     if raw_cause not in (GENERIC_PROVISIONED, GENERIC_ON_DEMAND):
         source = "throttling_reasons" if raw_cause not in ("unknown", "account_limit") else "error_code"
         missing = (

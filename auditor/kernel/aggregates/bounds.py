@@ -31,6 +31,8 @@ MAX_SIZE_KEYS: Final = 50
 #: Key accesses a window batches before folding them into its sketches
 #: (:meth:`~auditor.kernel.aggregates.window.TableWindow.flush`).
 PENDING_LIMIT: Final = 4096
+#: AWS services whose own calls a window counts apart.
+MAX_SERVICES: Final = 20
 #: Partition-key attribute names a window tracks.
 MAX_KEY_ATTRS: Final = 8
 

@@ -1,8 +1,8 @@
 """Scans and PartiQL statements of one table window, counted per principal.
 
-:class:`ScanStats` counts the pages of Scans (and full-scan PartiQL statements) of one principal and recovers the
-logical scans from when pages started; :class:`StatementStats` counts the PartiQL statements whose verdict (full scan
-or not) waits for the table's key schema at detection time. Both merge in any order.
+:class:`ScanStats` counts the pages of Scans (and full-scan PartiQL statements) of one principal and the logical
+scans they belong to, from what CloudTrail logs of each page; :class:`StatementStats` counts the PartiQL statements
+whose verdict (full scan or not) waits for the table's key schema at detection time. Both merge in any order.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from typing import Any, Final
 
 from auditor.kernel.calls import ApiCall
 
-#: Scan pages are grouped into logical scans by time: the seconds in which pages started a scan, and starts at most
-#: :data:`SCAN_GAP_SECONDS` apart belong to one logical scan (see :meth:`ScanStats.logical`).
+#: Pages whose logged fields cannot say whether they start a scan (truncated request parameters) are grouped by time:
+#: starts at most :data:`SCAN_GAP_SECONDS` apart, and never more than :data:`SCAN_SPAN_SECONDS` after the first start
+#: of the group (about the time one paginated scan takes), are one inferred scan (see :meth:`ScanStats.logical`).
 SCAN_GAP_SECONDS: Final = 2
-#: Intervals of scan starts kept per principal; starts beyond them count as separate logical scans (``overflow``).
+SCAN_SPAN_SECONDS: Final = 60
+#: Distinct seconds of undecided pages kept per principal; more count as separate logical scans (``overflow``).
 MAX_SCAN_RUNS: Final = 512
-#: A 1 MB Scan page of items up to 4 KB read eventually consistent: 256 items x 0.5 RCU.
+#: A 1 MB Scan page of items up to 4 KB read eventually consistent: 256 items x 0.5 RCU (strongly consistent: 256).
 RCU_PER_FULL_PAGE: Final = 128.0
-#: Scan segments kept per principal.
+#: Scan segments kept per principal (and segment counts per parallel scan size).
 MAX_SEGMENTS: Final = 64
 
 
@@ -27,11 +29,12 @@ MAX_SEGMENTS: Final = 64
 class ScanStats:
     """Scans by one principal with one operation (Scan, or a full-scan ExecuteStatement).
 
-    ``count`` counts calls (pages). Logical scans are recovered from ``runs``: intervals of the seconds in which a
-    page *started* a scan (a page without ``exclusiveStartKey``; when the trail logs no ``exclusiveStartKey`` every
-    page looks like a start, and the pages of one paginated or parallel scan follow each other within a second or
-    two), with starts at most :data:`SCAN_GAP_SECONDS` apart in one interval. Intervals merge by union (and close
-    the same gaps), so the count does not depend on the order of the records or files.
+    ``count`` counts calls (pages). Logical scans come from what CloudTrail logs of each page: a page without
+    ``exclusiveStartKey`` starts a scan (``starts``), a page with it continues one (``continuations``); a parallel
+    scan's segments each start once, so its starts are counted per ``totalSegments`` and ``segment``
+    (``segment_starts``) and one parallel scan is the most starts any of its segments had. Only pages whose request
+    parameters were truncated (they may have lost ``exclusiveStartKey``) are grouped by time (``undecided``), and such
+    a group never chains: it ends :data:`SCAN_SPAN_SECONDS` after it began.
     """
 
     count: int = 0
@@ -40,21 +43,46 @@ class ScanStats:
     first: float = float("inf")
     last: float = 0.0
     indexes: set[str] = field(default_factory=set)
-    runs: list[list[int]] = field(default_factory=list)
+    #: Pages that started a (non-parallel) scan: no ``exclusiveStartKey`` logged.
+    starts: int = 0
+    #: (totalSegments, segment) -> pages that started that segment.
+    segment_starts: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: Distinct seconds of pages that cannot tell whether they start a scan, grouped by time in :meth:`logical`.
+    undecided: set[int] = field(default_factory=set)
     #: Pages that continued a scan (``exclusiveStartKey`` logged).
     continuations: int = 0
     #: Pages without a ``limit`` (each reads up to 1 MB), and the largest ``limit`` logged.
     unbounded_pages: int = 0
     limit_max: int = 0
-    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, eventually consistent).
+    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, eventually consistent unless
+    #: the page logged ``consistentRead: true``, then twice).
     read_units: float = 0.0
-    #: Starts beyond :data:`MAX_SCAN_RUNS` intervals (counted as separate logical scans).
+    #: Starts beyond the caps (counted as separate logical scans).
     overflow: int = 0
     filters: set[str] = field(default_factory=set)
 
+    def parallel(self) -> int:
+        """Logical parallel scans: per ``totalSegments``, the most starts any one segment had."""
+        most: dict[int, int] = {}
+        for (total, _), n in self.segment_starts.items():
+            if n > most.get(total, 0):
+                most[total] = n
+        return sum(most.values())
+
+    def inferred(self) -> int:
+        """Logical scans grouped by time from the undecided pages (a group never spans more than one scan's time)."""
+        groups = 0
+        begin = last = None
+        for second in sorted(self.undecided):
+            if begin is None or last is None or second - last > SCAN_GAP_SECONDS or second - begin > SCAN_SPAN_SECONDS:
+                groups += 1
+                begin = second
+            last = second
+        return groups
+
     def logical(self) -> int:
-        """Logical scans: intervals of starts (plus starts beyond the interval cap); at least 1 if any page."""
-        n = len(self.runs) + self.overflow
+        """Logical scans: starts, parallel scans, inferred groups and starts beyond the caps; at least 1 if any page."""
+        n = self.starts + self.parallel() + self.inferred() + self.overflow
         return n if n else min(self.count, 1)
 
     def add_page(self, call: ApiCall, index: str | None, epoch: float, is_scan: bool) -> None:
@@ -64,54 +92,53 @@ class ScanStats:
             self.first = epoch
         if epoch > self.last:
             self.last = epoch
-        if call.scan_segment is not None and len(self.segments) < MAX_SEGMENTS:
-            self.segments.add(call.scan_segment)
-        if call.scan_total_segments and call.scan_total_segments > self.total_segments:
-            self.total_segments = call.scan_total_segments
+        segment, total = call.scan_segment, call.scan_total_segments
+        if segment is not None and len(self.segments) < MAX_SEGMENTS:
+            self.segments.add(segment)
+        if total and total > self.total_segments:
+            self.total_segments = total
         if index and len(self.indexes) < 10:
             self.indexes.add(index)
         if call.scan_continuation:
             self.continuations += 1
+        elif call.truncated:
+            self._undecided(int(epoch))
+        elif segment is not None and total is not None and total > 1 and 0 <= segment < total:
+            self._segment_start(total, segment, 1)
         else:
-            self.start(int(epoch))
+            self.starts += 1
         limit = call.scan_limit
+        full = RCU_PER_FULL_PAGE * (2.0 if call.consistent_read else 1.0)
         if limit is None or limit <= 0 or not is_scan:
             self.unbounded_pages += 1
-            self.read_units += RCU_PER_FULL_PAGE
+            self.read_units += full
         else:
             self.limit_max = max(self.limit_max, limit)
-            self.read_units += min(RCU_PER_FULL_PAGE, limit * 0.5)
+            self.read_units += min(full, limit * full / 256)
         if call.scan_filter and len(self.filters) < 5:
             self.filters.add(call.scan_filter)
 
-    def start(self, second: int) -> None:
-        """A page that started a scan in ``second``."""
-        runs = self.runs
-        if runs:  # pages mostly arrive in time order: extend the last interval without a sort
-            last = runs[-1]
-            if last[0] <= second <= last[1] + SCAN_GAP_SECONDS:
-                last[1] = max(last[1], second)
-                return
-        self._union([[second, second]])
+    def _segment_start(self, total: int, segment: int, n: int) -> None:
+        key = (total, segment)
+        if key in self.segment_starts or len(self.segment_starts) < MAX_SEGMENTS:
+            self.segment_starts[key] = self.segment_starts.get(key, 0) + n
+        else:
+            self.overflow += n
 
-    def _union(self, more: list[list[int]]) -> None:
-        merged: list[list[int]] = []
-        for s, e in sorted([*self.runs, *more]):
-            if merged and s - merged[-1][1] <= SCAN_GAP_SECONDS:
-                if e > merged[-1][1]:
-                    merged[-1][1] = e
-            else:
-                merged.append([s, e])
-        if len(merged) > MAX_SCAN_RUNS:
-            self.overflow += len(merged) - MAX_SCAN_RUNS
-            merged = merged[:MAX_SCAN_RUNS]
-        self.runs = merged
+    def _undecided(self, second: int) -> None:
+        if second in self.undecided or len(self.undecided) < MAX_SCAN_RUNS:
+            self.undecided.add(second)
+        else:
+            self.overflow += 1
 
     def merge(self, other: ScanStats) -> None:
         """Add another principal's counters (same principal and operation)."""
         self.count += other.count
-        if other.runs:
-            self._union([list(r) for r in other.runs])
+        self.starts += other.starts
+        for (total, segment), n in other.segment_starts.items():
+            self._segment_start(total, segment, n)
+        for second in sorted(other.undecided):
+            self._undecided(second)
         self.overflow += other.overflow
         self.continuations += other.continuations
         self.unbounded_pages += other.unbounded_pages
@@ -128,6 +155,8 @@ class ScanStats:
             self.indexes.update(sorted(other.indexes)[: 10 - len(self.indexes)])
 
     def to_list(self) -> list[Any]:
+        """The serialised form: the 13 fields of the time-grouped form (its intervals now the undecided seconds, as
+        ``[s, s]``), then the starts and the segment starts."""
         return [
             self.count,
             sorted(self.segments),
@@ -135,20 +164,27 @@ class ScanStats:
             self.first,
             self.last,
             sorted(self.indexes),
-            self.runs,
+            [[s, s] for s in sorted(self.undecided)],
             self.continuations,
             self.unbounded_pages,
             self.limit_max,
             round(self.read_units, 1),
             self.overflow,
             sorted(self.filters),
+            self.starts,
+            [[t, s, n] for (t, s), n in sorted(self.segment_starts.items())],
         ]
 
     @classmethod
     def from_list(cls, d: list[Any]) -> ScanStats:
         st = cls(int(d[0]), set(d[1]), int(d[2]), float(d[3]), float(d[4]), set(d[5]))
+        if len(d) >= 15:
+            st.undecided = {int(a) for a, _ in d[6]}
+            st.starts = int(d[13])
+            st.segment_starts = {(int(t), int(s)): int(n) for t, s, n in d[14]}
+        elif len(d) >= 13:  # stored when starts were grouped by time: each interval was one logical scan
+            st.starts = len(d[6])
         if len(d) >= 13:
-            st.runs = [[int(a), int(b)] for a, b in d[6]]
             st.continuations, st.unbounded_pages, st.limit_max = int(d[7]), int(d[8]), int(d[9])
             st.read_units, st.overflow, st.filters = float(d[10]), int(d[11]), {str(f) for f in d[12]}
         else:  # stored before logical scans: every page a start, of unknown size

@@ -27,6 +27,7 @@ from auditor.kernel.aggregates.bounds import (
     MAX_ROW_ERRORS,
     MAX_SCANNERS,
     MAX_SECOND_ENTRIES,
+    MAX_SERVICES,
     MAX_SIZE_KEYS,
     MAX_STATEMENTS,
     MAX_THROTTLE_KEYS,
@@ -38,12 +39,20 @@ from auditor.kernel.aggregates.bounds import (
     add_capped_names,
     prune_seconds,
 )
-from auditor.kernel.aggregates.failures import SIZE_EXCEEDED_PREFIXES, THROTTLE_CODES, throttle_cause
+from auditor.kernel.aggregates.failures import (
+    SIZE_EXCEEDED_PREFIXES,
+    THROTTLE_CODES,
+    TRANSACTION_CANCELED,
+    WHOLE_CALL,
+    throttle_cause,
+    transaction_reasons,
+)
 from auditor.kernel.aggregates.keys import encode_key, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
 from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
+from auditor.kernel.general import SERVICE
 
 
 @dataclass(slots=True)
@@ -112,6 +121,10 @@ class TableWindow:
     item_size_source: str | None = field(default=None, compare=False)
     #: windows merged into this one (for span aggregates: distinct window starts)
     windows: set[int] = field(default_factory=set)
+    #: Calls AWS services made on their own behalf (Time to Live deletes, global-table replication, ...: principal
+    #: type ``AWSService``, see :data:`auditor.kernel.general.SERVICE`), per service: kept apart from the users'
+    #: traffic, never a user's hot key or scan.
+    service_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def observed_seconds(self) -> float:
@@ -231,6 +244,9 @@ class TableWindow:
         This is the hot path of every ingest (one call per CloudTrail record): key accesses are only appended to
         the pending batch, which :meth:`flush` folds into the sketches every :data:`.bounds.PENDING_LIMIT` accesses.
         """
+        if call.principal_type == SERVICE:
+            add_capped(self.service_calls, call.principal or SERVICE, 1, MAX_SERVICES, OTHER)
+            return
         self._count_call(call.operation, epoch)
         error = call.error_code
         if error is not None:
@@ -382,25 +398,33 @@ class TableWindow:
         stats.add_page(call, item.index, epoch, op == "Scan")
 
     def _add_error(self, call: ApiCall, items: Sequence[ItemAccess], error: str, pk_hint: str | None) -> None:
+        """One failed call, charged where the error belongs: a call-level error (a single-item call's, or a batch's or
+        transaction's as a whole) once to the call, an item-level one (a transaction's cancellation reason) to its
+        item."""
         add_capped(self.errors, error, 1, MAX_ERROR_CODES, OTHER)
+        message = call.error_message
         if error in THROTTLE_CODES:
-            cause, index = throttle_cause(error, call.error_message)
-            access = "write" if call.access is Access.WRITE else "read"
-            tk = (cause, access, index or "")
-            self.throttles[tk] = self.throttles.get(tk, 0) + 1
-            for item in items:
-                if item.key:
-                    attr = partition_attr(item.key, pk_hint)
-                    add_capped(self.throttle_keys, encode_key(attr, item.key[attr]), 1, MAX_THROTTLE_KEYS, OTHER)
-            if (
-                call.error_message
-                and len(self.throttle_messages) < 3
-                and call.error_message not in self.throttle_messages
-            ):
-                self.throttle_messages.append(call.error_message[:300])
-        elif error == "ValidationException" and (call.error_message or "").startswith(SIZE_EXCEEDED_PREFIXES):
+            write = call.access is Access.WRITE
+            cause, index = throttle_cause(error, message, write, call.index)
+            # A batch rejected with a throttling error had every item throttled (DynamoDB answers it only when no
+            # item could be processed), so each item's key counts.
+            self._add_throttle(cause, write, index, [i for i in items if i.key], pk_hint, message)
+        elif error == TRANSACTION_CANCELED:
+            # The reasons are listed in the order of the call's items; a throttled item is charged to its key.
+            throttled = [
+                (item, cause)
+                for item, cause in zip(call.items, transaction_reasons(message), strict=False)
+                if cause is not None and item.table == self.table
+            ]
+            for item, cause in throttled:
+                write = item.access is Access.WRITE
+                self._add_throttle(cause, write, None, [item] if item.key else [], pk_hint, message)
+        elif error == "ValidationException" and (message or "").startswith(SIZE_EXCEEDED_PREFIXES):
             self.size_exceeded += 1
             keyed = [i.key for i in items if i.key]
+            if len(call.items) > 1:  # a batch or transaction rejected as a whole: which item was too large is not said
+                add_capped(self.size_exceeded_keys, WHOLE_CALL, 1, MAX_SIZE_KEYS, OTHER)
+                return
             if not keyed:
                 add_capped(self.size_exceeded_keys, OTHER, 1, MAX_SIZE_KEYS, OTHER)
             for key in keyed:
@@ -409,6 +433,26 @@ class TableWindow:
                 except (TypeError, orjson.JSONEncodeError):  # nested past orjson's limit, or a number it cannot write
                     encoded = OTHER
                 add_capped(self.size_exceeded_keys, encoded, 1, MAX_SIZE_KEYS, OTHER)
+
+    def _add_throttle(
+        self,
+        cause: str,
+        write: bool,
+        index: str | None,
+        keyed: Sequence[ItemAccess],
+        pk_hint: str | None,
+        message: str | None,
+    ) -> None:
+        """One throttled call (or transaction item) and the keys it throttled."""
+        tk = (cause, "write" if write else "read", index or "")
+        self.throttles[tk] = self.throttles.get(tk, 0) + 1
+        for item in keyed:
+            key = item.key
+            assert key
+            attr = partition_attr(key, pk_hint)
+            add_capped(self.throttle_keys, encode_key(attr, key[attr]), 1, MAX_THROTTLE_KEYS, OTHER)
+        if message and len(self.throttle_messages) < 3 and message[:300] not in self.throttle_messages:
+            self.throttle_messages.append(message[:300])
 
     # ---------------------------------------------------------------- merge
 
@@ -462,6 +506,8 @@ class TableWindow:
             self.throttles[tk] = self.throttles.get(tk, 0) + n
         for k, n in other.throttle_keys.items():
             add_capped(self.throttle_keys, k, n, MAX_THROTTLE_KEYS, OTHER)
+        for k, n in other.service_calls.items():
+            add_capped(self.service_calls, k, n, MAX_SERVICES, OTHER)
         for m in other.throttle_messages:
             if len(self.throttle_messages) < 3 and m not in self.throttle_messages:
                 self.throttle_messages.append(m)
@@ -724,6 +770,7 @@ def window_to_dict(tw: TableWindow) -> dict[str, Any]:
         "throttle_messages": tw.throttle_messages,
         "size_exceeded": tw.size_exceeded,
         "size_exceeded_keys": tw.size_exceeded_keys,
+        "service_calls": tw.service_calls,
         "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in tw.patterns.items()],
         "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in tw.statements.items()],
         "seconds": [
@@ -759,6 +806,7 @@ def window_from_dict(cls: type[TableWindow], d: dict[str, Any]) -> TableWindow:
     tw.throttle_messages = [str(m) for m in d["throttle_messages"]]
     tw.size_exceeded = int(d["size_exceeded"])
     tw.size_exceeded_keys = {str(k): int(v) for k, v in d["size_exceeded_keys"].items()}
+    tw.service_calls = {str(k): int(v) for k, v in d.get("service_calls", {}).items()}  # absent before it was kept
     tw.patterns = {}
     for row in d["patterns"]:
         i, o, t, e = row[:4]
