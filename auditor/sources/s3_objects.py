@@ -2,8 +2,9 @@
 
 - :func:`parse_s3_notification`: the body of an SQS message is an S3 event notification (``{"Records": [{"eventSource":
   "aws:s3", "eventName": "ObjectCreated:Put", "s3": {...}}]}``), possibly wrapped in an SNS envelope (S3 -> SNS ->
-  SQS without raw delivery). ``s3:TestEvent`` messages name no object. Keys are URL-decoded (``unquote_plus``: S3
-  encodes a space as ``+``). Anything else raises :class:`NotificationError`.
+  SQS without raw delivery), or an EventBridge ``Object Created`` event (S3 -> EventBridge -> SQS). ``s3:TestEvent``
+  messages name no object. Notification keys are URL-decoded (``unquote_plus``: S3 encodes a space as ``+``);
+  EventBridge keys are not encoded. Anything else raises :class:`NotificationError`.
 - :func:`is_trail_log_key`: digest and Insights files and objects that are not ``.json``/``.json.gz`` are not logs.
 - :func:`trail_object`: the object as an :class:`~auditor.kernel.reader.InputSource` streamed from S3 (never
   read whole into memory); a missing object, or a stream that breaks off, raises :class:`ObjectUnreadableError`.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import unquote_plus
 
 import orjson
@@ -38,6 +39,7 @@ __all__ = [
     "trail_object",
 ]
 
+_Model = TypeVar("_Model", bound=BaseModel)
 _SKIPPED_FOLDERS = frozenset({"CloudTrail-Digest", "CloudTrail-Insight"})
 _LOG_SUFFIXES = (".json.gz", ".json")
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket"})
@@ -91,6 +93,31 @@ class _S3Notification(BaseModel):
     records: list[_S3Record] = Field(alias="Records")
 
 
+class _EventBridgeObject(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    key: str = Field(min_length=1)
+    size: int | None = None
+    etag: str | None = None
+
+
+class _EventBridgeDetail(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    bucket: _S3Bucket
+    obj: _EventBridgeObject = Field(alias="object")
+    reason: str | None = None
+
+
+class _EventBridgeObjectCreated(BaseModel):
+    """S3's ``Object Created`` event as EventBridge delivers it (the event itself is the SQS message body). Shape:
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html ("Object created"); the key is not
+    URL-encoded there, unlike in S3 event notifications."""
+
+    model_config = ConfigDict(extra="ignore")
+    source: Literal["aws.s3"]
+    detail_type: Literal["Object Created"] = Field(alias="detail-type")
+    detail: _EventBridgeDetail
+
+
 @dataclass(frozen=True, slots=True)
 class S3ObjectRef:
     """One object named by an S3 event notification (``key`` already URL-decoded)."""
@@ -116,12 +143,9 @@ def parse_s3_notification(body: str | bytes) -> list[S3ObjectRef]:
         return parse_s3_notification(doc["Message"])  # S3 -> SNS -> SQS
     if isinstance(doc, dict) and doc.get("Event") == "s3:TestEvent":
         return []
-    try:
-        note = _S3Notification.model_validate(doc)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise NotificationError(f"not an S3 event notification: {loc}: {err['msg']}") from exc
+    if isinstance(doc, dict) and "detail-type" in doc:
+        return [_eventbridge_object(doc)]  # S3 -> EventBridge -> SQS
+    note = _validated(_S3Notification, doc, "an S3 event notification")
     return [
         S3ObjectRef(
             bucket=r.s3.bucket.name,
@@ -132,6 +156,26 @@ def parse_s3_notification(body: str | bytes) -> list[S3ObjectRef]:
         )
         for r in note.records
     ]
+
+
+def _validated(model: type[_Model], doc: object, what: str) -> _Model:
+    """``doc`` as ``model``, or :class:`NotificationError` naming the first problem."""
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise NotificationError(f"not {what}: {'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}") from exc
+
+
+def _eventbridge_object(doc: dict[str, Any]) -> S3ObjectRef:
+    detail = _validated(_EventBridgeObjectCreated, doc, "an S3 Object Created event").detail
+    return S3ObjectRef(
+        bucket=detail.bucket.name,
+        key=detail.obj.key,
+        event_name=f"ObjectCreated:{detail.reason or 'Unknown'}",
+        size=detail.obj.size,
+        etag=detail.obj.etag,
+    )
 
 
 def is_trail_log_key(key: str) -> bool:
