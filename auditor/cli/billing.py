@@ -133,7 +133,7 @@ def _pricing_client(args: argparse.Namespace) -> Callable[[str], PricingClient]:
         base = pricing_api.pricing_client(region)  # refuses a local endpoint; the client settings
         if session is None:
             return base
-        config = cast(Any, base).meta.config
+        config = cast("Any", base).meta.config
         client: PricingClient = session.client("pricing", region_name=region, config=config)
         return client
 

@@ -64,8 +64,11 @@ def _mutelist_first(run: Callable[[argparse.Namespace], int]) -> Callable[[argpa
     @functools.wraps(run)
     def checked(args: argparse.Namespace) -> int:
         _QUIET[0] = bool(getattr(args, "quiet", False))
-        read_mutelist(args)
-        return run(args)
+        try:
+            read_mutelist(args)
+            return run(args)
+        finally:
+            _QUIET[0] = False
 
     return checked
 
