@@ -51,6 +51,50 @@ PTE_MESSAGE = "The level of configured provisioned throughput for the table was 
 TE = "ThrottlingException"
 TE_MESSAGE = "Rate of requests exceeds the allowed throughput."
 
+API = f"arn:aws:iam::{ACCOUNT}:role/users-api"
+REPORTING = f"arn:aws:iam::{ACCOUNT}:role/reporting"
+# The classic throttling messages, word for word from the DynamoDB API Reference (TransactWriteItems, "Errors",
+# TransactionCanceledException: the ProvisionedThroughputExceeded and ThrottlingError messages), which are the
+# messages of the same name the single-item calls answer; docs/capacity.md lists them.
+ON_DEMAND_MESSAGE = (
+    "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or "
+    "index so please try again shortly. If exceptions persist, check if you have a hot key: "
+    "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
+)
+GSI_PROVISIONED_MESSAGE = (
+    "The level of configured provisioned throughput for one or more global secondary indexes of the table was "
+    "exceeded. Consider increasing your provisioning level for the under-provisioned global secondary indexes with "
+    "the UpdateTable API."
+)
+GSI_ON_DEMAND_MESSAGE = (
+    "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically "
+    "scaling your index so please try again shortly."
+)
+#: A write over 400 KB (DynamoDB developer guide, Programming.Errors: ValidationException).
+ITEM_SIZE_MESSAGE = "Item size has exceeded the maximum allowed size"
+#: Time to Live deletes: an AWS service's call (CloudTrail userIdentity element: ``type`` ``AWSService`` with the
+#: service in ``invokedBy``), the service being DynamoDB itself (its TTL stream records name principal
+#: ``dynamodb.amazonaws.com``: DynamoDB developer guide, time-to-live-ttl-streams).
+TTL_IDENTITY: dict[str, Any] = {"type": "AWSService", "invokedBy": "dynamodb.amazonaws.com"}
+#: Global-table replication: DynamoDB's service-linked role AWSServiceRoleForDynamoDBReplication (DynamoDB developer
+#: guide, global tables: "Using IAM with global tables"), as CloudTrail shows an assumed role.
+_SERVICE_ROLES = f"arn:aws:iam::{ACCOUNT}:role/aws-service-role"
+REPLICATION_ROLE = f"{_SERVICE_ROLES}/replication.dynamodb.amazonaws.com/AWSServiceRoleForDynamoDBReplication"
+REPLICATION_IDENTITY: dict[str, Any] = {
+    "type": "AssumedRole",
+    "principalId": "AROAEXAMPLE:replication",
+    "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSServiceRoleForDynamoDBReplication/replication",
+    "accountId": ACCOUNT,
+    "sessionContext": {
+        "sessionIssuer": {
+            "type": "Role",
+            "arn": REPLICATION_ROLE,
+            "accountId": ACCOUNT,
+            "userName": "AWSServiceRoleForDynamoDBReplication",
+        }
+    },
+}
+
 Truth = set[tuple[Any, ...]]
 
 
@@ -69,6 +113,8 @@ class Workload:
     severities: dict[tuple[str, tuple[Any, ...]], set[str]] = field(default_factory=dict)
     #: What the analysis is told that CloudTrail does not log (``--config``): typical item size per table.
     item_size_bytes: dict[str, int] = field(default_factory=dict)
+    #: (kind, table) -> how many findings of that kind the table must get (one per problem, not one per key)
+    finding_counts: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def expect(self, kind: str, ident: tuple[Any, ...], severities: set[str] | None = None) -> None:
         self.expected.setdefault(kind, set()).add(ident)
@@ -92,12 +138,14 @@ class Gen:
         principal: str = APP,
         region: str = "us-east-1",
         error: tuple[str, str] | None = None,
+        identity: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         when = START + timedelta(seconds=t)
         role = principal.rsplit("/", 1)[-1]
         rec: dict[str, Any] = {
             "eventVersion": "1.09",
-            "userIdentity": {
+            "userIdentity": identity
+            or {
                 "type": "AssumedRole",
                 "principalId": f"AROAEXAMPLE:{role}-session",
                 "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{role}-session",
@@ -323,7 +371,117 @@ def build(scale: float = 1.0, seed: int = 7) -> Workload:
                 )
             )
             get("Catalog", t + 0.5, {"pk": f"BRAND#{g.rng.randrange(50)}", "sk": "META"}, region=region)
+    _capacity_scenarios(g, w, dur)
     return w
+
+
+def _capacity_scenarios(g: Gen, w: Workload, dur: Any) -> None:
+    """Issue 29's cases: throttling causes from every classic message, AWS services' own traffic, errors charged
+    where they belong, logical scans from what is logged, and transactions metered at twice the units."""
+    r = w.records
+    hour = 3600.0
+
+    def put(table: str, t: float, key: dict[str, Any], **kw: Any) -> None:
+        r.append(g.record("PutItem", table, t, {"key": key, "item": [*key, "payload"]}, **kw))
+
+    # 10a. A provisioned GSI that cannot absorb the writes: the base-table writes are throttled with the GSI message
+    #      (spread over keys, as the index's capacity is what ran out) -> gsi_backpressure, advice about the index.
+    for t in g.spread(600, dur(60), int(200 * dur(60))):
+        put("Shipments", t, {"shipmentId": f"SHIP#{g.rng.randrange(100_000)}"})
+    for t in g.spread(600, dur(60), int(40 * dur(60))):
+        put("Shipments", t, {"shipmentId": f"SHIP#{g.rng.randrange(100_000)}"}, error=(PTE, GSI_PROVISIONED_MESSAGE))
+    w.expect("throttling", ("Shipments", "gsi_backpressure"))
+    # 10b. The same on an on-demand GSI (ThrottlingException with the on-demand GSI message).
+    for t in g.spread(700, dur(30), int(300 * dur(30))):
+        put("Events", t, {"eventId": f"EV#{g.rng.randrange(1_000_000)}"})
+    for t in g.spread(700, dur(30), int(50 * dur(30))):
+        put("Events", t, {"eventId": f"EV#{g.rng.randrange(1_000_000)}"}, error=(TE, GSI_ON_DEMAND_MESSAGE))
+    w.expect("throttling", ("Events", "gsi_backpressure"))
+
+    # 11. ProvisionedThroughputExceededException carrying the on-demand text: decided by the keys' spread.
+    #     a) writes concentrated on one key -> key_range (and the key is hot);
+    for t in g.spread(1000, dur(30), int(500 * dur(30))):
+        put("Likes", t, {"postId": f"POST#{g.rng.randrange(100_000)}"})
+    for t in g.spread(1000, dur(30), int(1100 * dur(30))):
+        put("Likes", t, {"postId": "POST#viral"})
+    for t in g.spread(1000, dur(30), int(100 * dur(30))):
+        key = "POST#viral" if g.rng.random() < 0.95 else f"POST#{g.rng.randrange(100_000)}"
+        put("Likes", t, {"postId": key}, error=(PTE, ON_DEMAND_MESSAGE))
+    w.expect("throttling", ("Likes", "key_range"))
+    w.expect("hot_key", ("Likes", "POST#viral"), {"critical"})
+    #     b) spread over many keys -> on_demand_max;
+    for t in g.spread(1100, dur(20), int(3000 * dur(20))):
+        put("Views", t, {"viewId": f"V#{g.rng.randrange(1_000_000)}"})
+    for t in g.spread(1100, dur(20), int(200 * dur(20))):
+        put("Views", t, {"viewId": f"V#{g.rng.randrange(1_000_000)}"}, error=(PTE, ON_DEMAND_MESSAGE))
+    w.expect("throttling", ("Views", "on_demand_max"))
+    w.forbidden.setdefault("hot_key", set()).add(("Views", "*"))
+    #     c) strongly consistent reads concentrated on one key -> key_range (and the key is hot).
+    for t in g.spread(1300, dur(20), int(3500 * dur(20))):
+        r.append(g.record("GetItem", "Feeds", t, {"key": {"feedId": "FEED#global"}, "consistentRead": True}))
+    for t in g.spread(1300, dur(20), int(100 * dur(20))):
+        key = "FEED#global" if g.rng.random() < 0.9 else f"FEED#{g.rng.randrange(100_000)}"
+        params = {"key": {"feedId": key}, "consistentRead": True}
+        r.append(g.record("GetItem", "Feeds", t, params, error=(PTE, ON_DEMAND_MESSAGE)))
+    w.expect("throttling", ("Feeds", "key_range"))
+    w.expect("hot_key", ("Feeds", "FEED#global"), {"critical"})
+
+    # 12. AWS services' own traffic is not the users': Time to Live deleting 900 items/s of one partition, and
+    #     global-table replication writing 1,200 items/s of one key, are no hot key (the users' reads are spread).
+    for t in g.spread(1400, dur(30), int(900 * dur(30))):
+        params = {"key": {"cartId": "CART#archive", "line": f"L#{g.rng.randrange(10**9)}"}}
+        r.append(g.record("DeleteItem", "ExpiringCarts", t, params, identity=TTL_IDENTITY))
+    for t in g.spread(1500, dur(30), int(1200 * dur(30))):
+        put("GlobalCarts", t, {"cartId": "CART#team"}, principal=REPLICATION_ROLE, identity=REPLICATION_IDENTITY)
+    for table in ("ExpiringCarts", "GlobalCarts"):
+        for t in g.spread(0, hour, 1000):
+            r.append(g.record("GetItem", table, t, {"key": {"cartId": f"CART#{g.rng.randrange(50_000)}"}}))
+    w.forbidden.setdefault("hot_key", set()).update({("ExpiringCarts", "*"), ("GlobalCarts", "*")})
+
+    # 13. Three BatchWriteItem calls of ten items rejected as a whole for one oversized item (BatchWriteItem has no
+    #     CloudTrail sample: its API request shape, camel-cased like the logged PutItem) -> one finding, for the calls,
+    #     not ten for keys that were not oversized.
+    for i in range(3):
+        writes = [{"putRequest": {"key": {"uploadId": f"UP#{i}-{n}"}}} for n in range(10)]
+        params = {"requestItems": {"Uploads": writes}}
+        r.append(
+            g.record(
+                "BatchWriteItem", "Uploads", 900 + i * 60, params, error=("ValidationException", ITEM_SIZE_MESSAGE)
+            )
+        )
+    for t in g.spread(0, hour, 300):
+        put("Uploads", t, {"uploadId": f"UP#{g.rng.randrange(10**6)}"})
+    w.expect("item_size_exceeded", ("Uploads",), {"high"})
+    w.finding_counts[("item_size_exceeded", "Uploads")] = 1
+
+    # 14. An API role running a filtered full-table Scan twice a second for the hour, never with exclusiveStartKey:
+    #     7,200 logical scans on a request path (high); a reporting role starting 400 independent scans at random
+    #     times (some within 2 s of another): 400, not fewer.
+    filtered = {"filterExpression": "#s = :s", "expressionAttributeNames": {"#s": "status"}}
+    for i in range(7200):
+        r.append(g.record("Scan", "Users", i * 0.5 + g.rng.random() * 0.1, dict(filtered), principal=API))
+    w.expect("scan", ("Users", API, "Scan"), {"high"})
+    w.logical_scans[("Users", API, "Scan")] = 7200
+    for t in sorted(g.rng.random() * hour for _ in range(400)):
+        r.append(g.record("Scan", "Reports", t, {}, principal=REPORTING))
+    w.expect("scan", ("Reports", REPORTING, "Scan"), {"high"})
+    w.logical_scans[("Reports", REPORTING, "Scan")] = 400
+
+    # 15. A key written by TransactWriteItems 280 times a second: DynamoDB meters each transactional write at 2 WCU,
+    #     so the key takes 560 WCU/s, past half a partition's 1,000 WCU (high). The request shape is the
+    #     TransactWriteItems sample of the DynamoDB developer guide's CloudTrail page.
+    for t in g.spread(2000, dur(30), int(280 * dur(30))):
+        item = {
+            "operation": "Update",
+            "tableName": "Wallets",
+            "key": {"walletId": "WALLET#whale"},
+            "updateExpression": "SET #b = #b + :d",
+            "expressionAttributeNames": {"#b": "balance"},
+        }
+        r.append(g.record("TransactWriteItems", "Wallets", t, {"requestItems": [item]}))
+    for t in g.spread(0, hour, 2000):
+        r.append(g.record("GetItem", "Wallets", t, {"key": {"walletId": f"WALLET#{g.rng.randrange(100_000)}"}}))
+    w.expect("hot_key", ("Wallets", "WALLET#whale"), {"high"})
 
 
 def identities(finding: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -395,6 +553,16 @@ def logical_errors(workload: Workload, findings: list[dict[str, Any]]) -> list[s
     return out
 
 
+def count_errors(workload: Workload, findings: list[dict[str, Any]]) -> list[str]:
+    """Tables whose number of findings of a kind differs from the truth (one per problem, not one per key)."""
+    out = []
+    for (kind, table), want in sorted(workload.finding_counts.items()):
+        got = sum(1 for f in findings if f["kind"] == kind and f["table"] == table)
+        if got != want:
+            out.append(f"{kind} on {table}: {got} findings (expected {want})")
+    return out
+
+
 def run(scale: float, seed: int) -> tuple[Workload, dict[str, Any], float]:
     """Generate, analyse (as ``analyze-trail`` does) and return (workload, JSON document, seconds)."""
     from auditor.config import AnalysisConfig
@@ -425,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    severity: {line}")
     for line in logical_errors(workload, findings):
         print(f"    logical scans: {line}")
+    for line in count_errors(workload, findings):
+        print(f"    findings: {line}")
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.workloads import logical_errors, run, score
+from benchmarks.workloads import count_errors, logical_errors, run, score
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,7 @@ def test_precision_and_recall_are_perfect(analysed: tuple[Any, dict[str, Any]]) 
         assert (s.precision, s.recall) == (1.0, 1.0), (kind, s)
         assert not s.wrong_severity, (kind, s.wrong_severity)
     assert not logical_errors(workload, doc["findings"])
+    assert not count_errors(workload, doc["findings"])
 
 
 def test_a_short_burst_is_judged_at_its_own_rate(analysed: tuple[Any, dict[str, Any]]) -> None:
@@ -57,8 +58,8 @@ def test_hot_key_and_its_throttling_are_linked(analysed: tuple[Any, dict[str, An
 def test_throttling_causes_have_their_own_fix(analysed: tuple[Any, dict[str, Any]]) -> None:
     _, doc = analysed
     fixes = {f["evidence"]["cause"]: f["recommendation"] for f in doc["findings"] if f["kind"] == "throttling"}
-    assert set(fixes) == {"key_range", "on_demand_max", "provisioned"}
-    assert len(set(fixes.values())) == 3
+    assert set(fixes) == {"key_range", "on_demand_max", "provisioned", "gsi_backpressure"}
+    assert len(set(fixes.values())) == 4
 
 
 def test_scans_are_logical_and_described_as_what_they_are(analysed: tuple[Any, dict[str, Any]]) -> None:
@@ -110,3 +111,48 @@ def test_catalogue_rows_per_region_with_shares_per_region(analysed: tuple[Any, d
     query = [p for p in doc["access_patterns"] if p["table"] == "Catalog" and p["operation"] == "Query"]
     assert {p["key_template"] for p in query} == {"pk=BRAND#{n}, sk begins_with ?"}
     assert {p["region"] for p in query} == {"us-east-1", "eu-west-1"}
+
+
+def test_gsi_back_pressure_is_reported_as_such_with_advice_about_the_index(
+    analysed: tuple[Any, dict[str, Any]],
+) -> None:
+    _, doc = analysed
+    for table in ("Shipments", "Events"):
+        f = _one(doc, "throttling", table)
+        assert f["evidence"]["cause"] == "gsi_backpressure"
+        assert f["evidence"]["cause_source"] == "error_message"
+        assert "index" in f["recommendation"] and "table's capacity will not help" in f["recommendation"]
+
+
+def test_the_on_demand_text_is_decided_by_the_keys_whatever_the_exception(analysed: tuple[Any, dict[str, Any]]) -> None:
+    # every one of these throttles is a ProvisionedThroughputExceededException carrying the on-demand text
+    _, doc = analysed
+    causes = {t: _one(doc, "throttling", t)["evidence"]["cause"] for t in ("Likes", "Views", "Feeds")}
+    assert causes == {"Likes": "key_range", "Views": "on_demand_max", "Feeds": "key_range"}
+
+
+def test_aws_services_traffic_is_no_users_hot_key(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    assert not [f for f in doc["findings"] if f["table"] in ("ExpiringCarts", "GlobalCarts")]
+
+
+def test_a_batch_rejected_for_size_is_one_finding_for_the_calls(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    f = _one(doc, "item_size_exceeded", "Uploads")
+    assert (f["evidence"]["key"], f["evidence"]["count"], f["evidence"]["whole_calls"]) == (None, 3, 3)
+
+
+def test_a_frequent_scan_on_a_request_path_counts_every_start(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    users = _one(doc, "scan", "Users")
+    assert (users["evidence"]["count"], users["evidence"]["pages"], users["severity"]) == (7200, 7200, "high")
+    assert users["evidence"]["grouping"] == "logged"
+    assert "request path" in users["recommendation"]
+    assert _one(doc, "scan", "Reports")["evidence"]["count"] == 400
+
+
+def test_a_transactional_write_is_metered_at_two_units(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    f = next(f for f in doc["findings"] if f["kind"] == "hot_key" and f["table"] == "Wallets")
+    assert f["evidence"]["peak_write_units_per_second"] >= 500
+    assert f["severity"] == "high"

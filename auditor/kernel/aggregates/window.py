@@ -54,6 +54,11 @@ from auditor.kernel.aggregates.templates import key_template, query_template, st
 from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 from auditor.kernel.general import SERVICE
 
+#: Operations whose items DynamoDB meters at twice the units of a plain read or write ("Transactional read/write
+#: requests": https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling);
+#: the key counts (``key_requests`` and the key sketches) count such an item twice, so they are in single-item units.
+TRANSACTIONAL: Final = frozenset({"TransactWriteItems", "TransactGetItems", "ExecuteTransaction"})
+
 
 @dataclass(slots=True)
 class TableWindow:
@@ -252,6 +257,7 @@ class TableWindow:
         if error is not None:
             self._add_error(call, items, error, pk_hint)
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
+        transactional = call.operation in TRANSACTIONAL
         for item in items:
             is_write = item.access is Access.WRITE
             if is_write:
@@ -264,7 +270,11 @@ class TableWindow:
                 self._add_scan(call, item, epoch)
                 template = ""
             elif key:
-                self._add_key(key, is_write, call.consistent_read is False, epoch, pk_hint, item.statement is None)
+                eventual = call.consistent_read is False
+                schema = item.statement is None
+                self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
+                if transactional:  # DynamoDB meters a transaction's item at twice the units: counted twice
+                    self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
                 template = key_template(key) or ""
             else:
                 template = ""
