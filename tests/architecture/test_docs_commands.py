@@ -5,7 +5,8 @@ match one rule of ``RULES``: run here, offline, in a scratch directory holding a
 files the docs name; run by another test (which must exist); or not runnable offline, with the reason. Every
 ``ddb-audit`` command must also parse with the real parser. Each command page's options table lists exactly the
 options of that command's parser (shared output options once, on docs/commands/index.md). README.md stays a front
-door: at most 300 lines, and its links reach existing pages and headings.
+door: at most 300 lines, and its links reach existing pages and headings. No page tells history by commit hash or
+issue number: figures stand for the code as it is.
 """
 
 from __future__ import annotations
@@ -313,3 +314,20 @@ def test_every_finding_kind_has_a_page_the_readme_links() -> None:
         assert (DOCS / "findings" / f"{kind.value}.md").is_file(), kind
         assert f"(docs/findings/{kind.value}.md)" in readme, kind
         assert f"({kind.value}.md)" in index, kind
+
+
+#: An issue number ("issue 27", "issues 12 to 20", "(#31)") or a commit hash (7 to 40 hex digits, letters and digits).
+HISTORY = re.compile(r"\b[Ii]ssues? #?\d+|\(#\d+\)|(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])")
+#: Hex words that are neither: the example of an internal error's short id.
+NOT_HISTORY = {"1a2b3c4d"}
+
+
+def test_no_page_tells_history_by_commit_or_issue() -> None:
+    found = [
+        f"{page.relative_to(ROOT)}:{n}: {m.group(0)}"
+        for page in PAGES
+        for n, line in enumerate(page.read_text().splitlines(), 1)
+        for m in HISTORY.finditer(line)
+        if m.group(0) not in NOT_HISTORY
+    ]
+    assert not found, found
