@@ -2,7 +2,8 @@
 
 ``Settings`` is the one model that reads the process environment (Lambda and CLI alike); nothing else
 in the code base touches ``os.environ``. ``AnalysisConfig`` is the analysis tuning document (the CLI's
-``--config FILE``): window size, key schema hints and per-detector thresholds.
+``--config FILE``): window size, key schema hints and per-detector thresholds. Its ``service`` section holds the
+deployed stack's advanced settings (:data:`DOCUMENT_SETTINGS`); an environment variable of the same name wins.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -124,7 +125,7 @@ class Settings(BaseModel):
         if not self.analysis_config_json:
             return AnalysisConfig()
         try:
-            return AnalysisConfig.model_validate_json(self.analysis_config_json)
+            return AnalysisConfig.model_validate_json(_analysis_part(self.analysis_config_json))
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
@@ -136,10 +137,71 @@ class Settings(BaseModel):
         return value.upper() if isinstance(value, str) else value
 
 
+#: The settings the ``service`` section of the configuration document (``ANALYSIS_CONFIG_JSON``) may hold: the
+#: deployed stack's advanced settings (docs/deploy.md), which template.yaml does not set as environment variables.
+DOCUMENT_SETTINGS = frozenset(
+    {
+        "log_level",
+        "evaluation_delay_seconds",
+        "resolve_after_seconds",
+        "publish_resolved",
+        "suppress_rules_json",
+        "redact_keys",
+        "slack_timeout_seconds",
+        "slack_max_attempts",
+        "state_retention_days",
+        "finding_retention_days",
+        "item_size_history_floor_bytes",
+        "large_item_threshold_pct",
+        "audit_tables",
+        "audit_table_prefix",
+        "audit_table_tag",
+        "audit_lookback_seconds",
+        "billing_lookback_days",
+        "billing_audit_hour_utc",
+        "audit_accounts",
+        "audit_organization",
+        "audit_regions",
+        "audit_concurrency",
+        "report_link_expiry_seconds",
+        "audit_budget_percent",
+        "capture_table_arns",
+    }
+)
+
+
+def _document_settings(document: str | None) -> dict[str, Any]:
+    """The ``service`` section of the configuration document, as Settings input (lists of names joined with
+    commas, a ``*_json`` setting given as JSON serialised). A document that is not a JSON object is left to
+    :meth:`Settings.analysis_config` to report."""
+    try:
+        parsed = orjson.loads(document) if document else None
+    except orjson.JSONDecodeError:
+        return {}
+    section = parsed.get("service") if isinstance(parsed, dict) else None
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigurationError("ANALYSIS_CONFIG_JSON: service must be an object of settings")
+    unknown = sorted(set(section) - DOCUMENT_SETTINGS)
+    if unknown:
+        raise ConfigurationError(f"ANALYSIS_CONFIG_JSON: service.{unknown[0]} is not a document setting")
+    out: dict[str, Any] = {}
+    for name, value in section.items():
+        if name.endswith("_json") and not isinstance(value, str):
+            value = orjson.dumps(value).decode()
+        elif isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        out[name] = value
+    return out
+
+
 def settings_from_env(environ: dict[str, str] | None = None) -> Settings:
-    """Build settings from ``environ`` (default: the process environment)."""
+    """Build settings from ``environ`` (default: the process environment), then the configuration document's
+    ``service`` section for the settings the environment does not set."""
     env = dict(os.environ) if environ is None else environ
-    data = {k.lower(): v for k, v in env.items() if k.lower() in Settings.model_fields}
+    data: dict[str, Any] = {k.lower(): v for k, v in env.items() if k.lower() in Settings.model_fields}
+    data = {**_document_settings(data.get("analysis_config_json")), **data}
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
@@ -168,6 +230,24 @@ class AnalysisConfig(DetectorSettings):
     item_size_bytes: dict[str, Annotated[int, Field(ge=1, le=409_600)]] = Field(default_factory=dict)
 
 
+def _without_service(document: object) -> object:
+    """The analysis part of the configuration document: without its ``service`` section (read by ``Settings``)."""
+    if isinstance(document, dict):
+        return {k: v for k, v in document.items() if k != "service"}
+    return document
+
+
+def _analysis_part(document: str) -> str:
+    """``document`` without its ``service`` section (unchanged when it has none or is not JSON)."""
+    try:
+        parsed = orjson.loads(document)
+    except orjson.JSONDecodeError:
+        return document
+    if isinstance(parsed, dict) and "service" in parsed:
+        return orjson.dumps(_without_service(parsed)).decode()
+    return document
+
+
 def load_analysis_config(path: str | Path | None) -> AnalysisConfig:
     """Read an analysis config JSON file; ``None`` gives the defaults."""
     if path is None:
@@ -180,7 +260,7 @@ def load_analysis_config(path: str | Path | None) -> AnalysisConfig:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"{p}: config is not valid JSON: {exc}") from exc
     try:
-        return AnalysisConfig.model_validate(data)
+        return AnalysisConfig.model_validate(_without_service(data))
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
