@@ -1,22 +1,35 @@
 # ddb-traffic-auditor: `make demo` and `make test` are the two set-up commands.
 # Each creates (or reuses) .venv and installs what it needs.
 
-PYTHON ?= python3
-VENV   ?= .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-dev
+PYTHON     ?= python3
+VENV       ?= .venv
+BIN        := $(VENV)/bin
+PIP_FLAGS  := --quiet --disable-pip-version-check
+DEV_STAMP  := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: venv test lint typecheck unit unit-compiled fast demo bench bench-lambda bench-stages clean tools template-check build fuzz
+.PHONY: venv test lint typecheck unit unit-compiled docs fast demo wheel-check bench bench-lambda bench-stages clean \
+        tools template-check build fuzz
 
-# The default install is pure Python, exactly what the Lambda functions run (setup.py compiles nothing unless
-# DDB_AUDIT_COMPILE=1).
-$(STAMP): pyproject.toml setup.py
+# Two installs of the project into one .venv, both pure Python, exactly what the Lambda functions run (setup.py
+# compiles nothing unless DDB_AUDIT_COMPILE=1): `make demo` the runtime and the demo extra only (no dev tools, no
+# bytecode written ahead: only what the demo imports is compiled, as it runs), every other target the dev extra,
+# which holds the demo's too (so `make demo` after them installs nothing).
+define install
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install $(strip $(PIP_FLAGS) $(2)) -e '.[$(1)]'
+endef
 
-venv: $(STAMP)
+$(DEMO_STAMP): pyproject.toml setup.py
+	$(call install,demo,--no-compile)
+	@touch $@
+
+$(DEV_STAMP): pyproject.toml setup.py
+	$(call install,dev)
+	@touch $@ $(DEMO_STAMP)
+
+venv: $(DEV_STAMP)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -33,23 +46,52 @@ unit: venv
 KERNEL_COPY := build/kernel-compiled
 unit-compiled: venv
 	@rm -rf $(KERNEL_COPY) && mkdir -p $(KERNEL_COPY)
-	@cp -R auditor handlers tests benchmarks events examples pyproject.toml setup.py README.md template.yaml $(KERNEL_COPY)/
+	@cp -R auditor handlers tests benchmarks events examples pyproject.toml setup.py README.md LICENSE template.yaml \
+		$(KERNEL_COPY)/
 	@find $(KERNEL_COPY) -name __pycache__ -prune -exec rm -rf {} +
 	cd $(KERNEL_COPY) && DDB_AUDIT_COMPILE=1 $(abspath $(BIN))/python setup.py --quiet build_ext --inplace
 	cd $(KERNEL_COPY) && DDB_AUDIT_EXPECT_COMPILED=1 $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider tests/kernel
 
-test: lint typecheck unit unit-compiled template-check
+# The documentation site (mkdocs.yml, docs/): every page and link must resolve.
+docs: venv
+	$(BIN)/mkdocs build --strict --quiet -d build/site
+
+test: lint typecheck unit unit-compiled template-check docs
 
 # Opt-in: compile the CloudTrail kernel (auditor/kernel) with mypyc, in place, for a faster `ddb-audit analyze-trail`
-# (again after pulling changes to the kernel; a plain `pip install -e .` goes back to pure Python).
+# (again after pulling changes to the kernel; a plain `pip install -e .` goes back to pure Python). The dev extra
+# holds the build requirements, so the build runs in .venv (mypyc needs its mypy).
 fast: venv
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'setuptools>=69' wheel
-	DDB_AUDIT_COMPILE=1 $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-build-isolation -e '.[dev]'
+	DDB_AUDIT_COMPILE=1 $(BIN)/python -m pip install $(PIP_FLAGS) --no-build-isolation -e '.[dev]'
 
-# The demo is an optional extra (moto is no runtime dependency). .venv has it: the dev extra holds moto[server] too,
-# and installing `.[demo]` on top would rebuild (and recompile) the project for nothing.
-demo: venv
+# The demo is an optional extra (moto is no runtime dependency): `make demo` installs the runtime and `.[demo]`.
+demo: $(DEMO_STAMP)
 	$(BIN)/ddb-audit demo --out audit-demo
+
+# The package as a user installs it: `python -m build` makes the sdist and then the wheel from the sdist (so the
+# sdist holds all the build needs); the wheel with the demo extra goes into a new venv without any dev tool, where
+# `ddb-audit --version` and `ddb-audit demo` run (outside the source tree, which must not be imported). It is built
+# in a clone holding the checkout's tracked files as they are now (git gives the version and the file list), since
+# a pure build removes the compiled kernel of `make fast` from the tree it runs in.
+wheel-check: venv
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	git clone -q . "$$tmp/src"; \
+	git ls-files -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$$tmp/src"; \
+	git ls-files -z --deleted | (cd "$$tmp/src" && xargs -0 rm -f); \
+	git -C "$$tmp/src" add -A; \
+	$(BIN)/python -m build --outdir "$$tmp/dist" "$$tmp/src" >"$$tmp/build.log" 2>&1 \
+		|| { cat "$$tmp/build.log"; exit 1; }; \
+	ls "$$tmp"/dist; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install $(PIP_FLAGS) --no-compile "$$(echo "$$tmp"/dist/*.whl)[demo]"; \
+	cd "$$tmp"; \
+	for tool in mypy ruff pytest hypothesis duckdb; do \
+		if venv/bin/python -c "import $$tool" 2>/dev/null; then echo "wheel-check: $$tool is installed" >&2; exit 1; fi; \
+	done; \
+	venv/bin/ddb-audit --version; \
+	venv/bin/ddb-audit demo --out "$$tmp/demo" >"$$tmp/demo.log" 2>&1 || { cat "$$tmp/demo.log"; exit 1; }; \
+	tail -n 3 "$$tmp/demo.log"; \
+	echo "wheel-check: the wheel installs with [demo] and runs the demo without dev tools"
 
 bench: venv
 	$(BIN)/python -m benchmarks.ingest
@@ -68,7 +110,7 @@ fuzz: venv
 	$(BIN)/python -m tests.fuzz.measure --cases 500
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data build
+	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache .pytest_cache audit-demo benchmarks/.data build dist
 	find auditor -name '*.so' -delete && rm -f ddb_traffic_auditor__mypyc.*.so
 
 # ---- template.yaml: checks and packaging --------------------------------------------------------------------
@@ -86,7 +128,6 @@ SAM_ENV         := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 # only reads it with this flag (samconfig.toml sets it for sam deploy/package/sync). The built template keeps the
 # loop: CloudFormation expands it at deploy time with the real parameter values.
 SAM_FLAGS       := --language-extensions
-PIP_FLAGS       := --quiet --disable-pip-version-check
 
 $(TOOLS_STAMP):
 	@rm -rf $(TOOLS)/sam $(TOOLS)/checkov $(TOOLS)/.installed-*
@@ -129,17 +170,23 @@ LAMBDA_FUNCTIONS := DependenciesLayer \
 LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package
-LAMBDA_SOURCES   := pyproject.toml setup.py README.md $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
+#: What building the wheel reads besides the packages.
+LAMBDA_TREE      := pyproject.toml setup.py README.md LICENSE
+LAMBDA_SOURCES   := $(LAMBDA_TREE) $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
 #: The runtime's interpreter, to write the package's bytecode (see lambda-bytecode); found on PATH.
 LAMBDA_PYTHON_BIN ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
 #: What a function's own artifact holds (the project and its metadata; the rest of $(LAMBDA_PACKAGE) is the layer).
 LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 
-# The wheel is built from a clean copy of the sources (no stale build/ directory can leak deleted modules in).
+# The wheel is built from a clean copy of the sources (no stale build/ directory can leak deleted modules in). The
+# copy has no git metadata, so the version setuptools-scm gives the checkout is handed over the way a git archive
+# carries it (.git_archival.txt); without git it is pyproject.toml's fallback_version.
 $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 	@rm -rf $(LAMBDA_PACKAGE) && mkdir -p $(LAMBDA_PACKAGE)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	mkdir "$$tmp/src" && cp -R pyproject.toml setup.py README.md auditor handlers "$$tmp/src/"; \
+	mkdir "$$tmp/src" && cp -R $(LAMBDA_TREE) auditor handlers "$$tmp/src/"; \
+	if node=$$(git rev-parse HEAD 2>/dev/null) && name=$$(git describe --tags --long --match 'v[0-9]*' 2>/dev/null); then \
+		printf 'node: %s\ndescribe-name: %s\n' "$$node" "$$name" >"$$tmp/src/.git_archival.txt"; fi; \
 	find "$$tmp/src" -name __pycache__ -prune -exec rm -rf {} +; \
 	find "$$tmp/src" -name '*.so' -delete; \
 	DDB_AUDIT_COMPILE=0 $(PYTHON) -m pip wheel $(PIP_FLAGS) --no-deps --wheel-dir "$$tmp/wheels" "$$tmp/src"; \
