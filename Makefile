@@ -154,8 +154,17 @@ template-check: venv tools
 	BC_SKIP_MAPPING=TRUE $(CHECKOV) --quiet --compact --framework cloudformation --directory $(TOOLS)/checkov-input
 
 # `sam build` (makefile builder, in source: no copy of .venv): runs the build-<LogicalId> targets below.
+# SAM streams the build targets' standard output but shows their error output only when one fails, so the package
+# build says the bytecode's absence on standard output, and the build ends with a warning line when the package has
+# no bytecode of the runtime's version (see lambda-bytecode). A package built without it is built again once that
+# Python is found.
 build: tools
+	@if [ -e $(LAMBDA_PACKAGE)/.built ] && [ -z "$$($(LAMBDA_PYC_FOUND))" ] && $(LAMBDA_PYTHON_OK); then \
+		rm -f $(LAMBDA_PACKAGE)/.built; fi
 	$(SAM_ENV) $(SAM) build $(SAM_FLAGS) --build-in-source --template template.yaml
+	@test -n "$$($(LAMBDA_PYC_FOUND))" || echo "WARNING: the Lambda package has no bytecode: no working\
+	 python$(LAMBDA_PYTHON) on PATH (or LAMBDA_PYTHON_BIN), so each cold start compiles every module it imports\
+	 (about 1 s more CPU); install Python $(LAMBDA_PYTHON) and run make build again" >&2
 
 # The functions share one layer (DependenciesLayer: every dependency from pyproject.toml, under python/) and each
 # function's own artifact is only the project's code (auditor/ and handlers/, without the demo), so the dependencies
@@ -175,6 +184,11 @@ LAMBDA_TREE      := pyproject.toml setup.py README.md LICENSE
 LAMBDA_SOURCES   := $(LAMBDA_TREE) $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
 #: The runtime's interpreter, to write the package's bytecode (see lambda-bytecode); found on PATH.
 LAMBDA_PYTHON_BIN ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
+#: Succeeds when LAMBDA_PYTHON_BIN runs and is the runtime's version (a pyenv shim of a version not selected fails).
+LAMBDA_PYTHON_OK  = { [ -n "$(LAMBDA_PYTHON_BIN)" ] && "$(LAMBDA_PYTHON_BIN)" -c 'import sys; \
+                    sys.exit(sys.version_info[:2] != tuple(map(int, "$(LAMBDA_PYTHON)".split("."))))' 2>/dev/null; }
+#: Prints a bytecode file of the runtime's version in the built package, if there is one.
+LAMBDA_PYC_FOUND  = find $(LAMBDA_PACKAGE)/handlers -name '*.cpython-$(subst .,,$(LAMBDA_PYTHON)).pyc' -print -quit 2>/dev/null
 #: What a function's own artifact holds (the project and its metadata; the rest of $(LAMBDA_PACKAGE) is the layer).
 LAMBDA_OWN       := auditor handlers ddb_traffic_auditor-*.dist-info
 
@@ -194,7 +208,7 @@ $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON) \
 		--target $(LAMBDA_PACKAGE) "$$tmp"/wheels/*.whl
 	rm -rf $(LAMBDA_PACKAGE)/bin $(LAMBDA_PACKAGE)/auditor/demo
-	@$(MAKE) --no-print-directory lambda-bytecode LAMBDA_BYTECODE_DIR=$(LAMBDA_PACKAGE)
+	@$(MAKE) --no-print-directory lambda-bytecode LAMBDA_BYTECODE_DIR=$(LAMBDA_PACKAGE) 2>&1
 	@touch $@
 
 # Lambda's file system is read-only, so Python cannot cache the bytecode it compiles: without .pyc files in the
@@ -205,7 +219,7 @@ $(LAMBDA_PACKAGE)/.built: $(LAMBDA_SOURCES)
 # that interpreter the package still works, and says it will compile at each cold start.
 .PHONY: lambda-bytecode
 lambda-bytecode:
-	@if [ -n "$(LAMBDA_PYTHON_BIN)" ] && "$(LAMBDA_PYTHON_BIN)" -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(LAMBDA_PYTHON)".split("."))))' 2>/dev/null; then \
+	@if $(LAMBDA_PYTHON_OK); then \
 		"$(LAMBDA_PYTHON_BIN)" -m compileall -q -j 0 --invalidation-mode unchecked-hash "$(LAMBDA_BYTECODE_DIR)" >/dev/null \
 			|| echo "lambda-bytecode: some modules did not compile; they compile at each cold start" >&2; \
 	else \
