@@ -184,7 +184,7 @@ LAMBDA_TREE      := pyproject.toml setup.py README.md LICENSE
 LAMBDA_SOURCES   := $(LAMBDA_TREE) $(shell find auditor handlers -type f -not -path '*/__pycache__/*' -not -name '*.so')
 #: The runtime's interpreter, to write the package's bytecode (see lambda-bytecode); found on PATH.
 LAMBDA_PYTHON_BIN ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
-#: Succeeds when LAMBDA_PYTHON_BIN runs and is the runtime's version (a pyenv shim of a version not selected fails).
+#: Succeeds when LAMBDA_PYTHON_BIN runs and is the runtime's version (a shim that cannot start that version fails).
 LAMBDA_PYTHON_OK  = { [ -n "$(LAMBDA_PYTHON_BIN)" ] && "$(LAMBDA_PYTHON_BIN)" -c 'import sys; \
                     sys.exit(sys.version_info[:2] != tuple(map(int, "$(LAMBDA_PYTHON)".split("."))))' 2>/dev/null; }
 #: Prints a bytecode file of the runtime's version in the built package, if there is one.
