@@ -60,7 +60,7 @@ def test_lag_and_outbox_age_alarms_read_the_health_metrics(stack: dict[str, Any]
         for p in of_type(stack, "AWS::CloudWatch::Alarm").values()
         if p.get("Namespace") == health.NAMESPACE
     }
-    assert set(alarms) == {"EvaluationLag", "OutboxAge", "UnreadableObjects"}
+    assert set(alarms) == {"EvaluationLag", "OutboxAge", "UnreadableObjects", "LateContributions"}
     for alarm in alarms.values():
         assert alarm["Dimensions"] == [{"Name": "service", "Value": STACK}]
         assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
@@ -83,6 +83,23 @@ def test_an_unreadable_trail_object_raises_the_alarm_once_it_is_met(stack: dict[
     assert alarm["Threshold"] == 0 and alarm["EvaluationPeriods"] == 1 and alarm["Period"] == 900
     assert alarm["TreatMissingData"] == "notBreaching"
     assert alarm["AlarmActions"] == [ref("FindingsTopic")]
+
+
+def test_late_contributions_raise_the_alarm_within_the_hour(stack: dict[str, Any]) -> None:
+    """A contribution stored after its window was evaluated (the window is evaluated again) is worth knowing about,
+    but at most once an hour: the metric is only emitted when some were late."""
+    [alarm] = [
+        p
+        for p in of_type(stack, "AWS::CloudWatch::Alarm").values()
+        if p.get("Namespace") == health.NAMESPACE and p["MetricName"] == "LateContributions"
+    ]
+    assert "LateContributions" in health.METRIC_NAMES
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": STACK}]
+    assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Threshold"] == 0 and alarm["EvaluationPeriods"] == 1 and alarm["Period"] == 3600
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [ref("FindingsTopic")]
+    assert "evaluation_delay_seconds" in alarm["AlarmDescription"]
 
 
 def test_the_functions_name_the_stack_as_the_metrics_service() -> None:

@@ -53,14 +53,30 @@ def test_the_auditor_account_may_only_read_log_files_and_decrypt_them_through_s3
     assert decrypt["Condition"] == {"StringEquals": {"kms:ViaService": {"Fn::Sub": "s3.${AWS::Region}.amazonaws.com"}}}
 
 
+def test_new_log_objects_are_forwarded_to_the_auditor_accounts_bus_by_default() -> None:
+    """The auditor stack's default (TrailNotification EventBridge): the bucket sends its events to EventBridge and a
+    rule forwards the log objects' Object Created events to the auditor account's default bus, whose policy the
+    auditor stack writes (TrailEventsFromBucketAccount)."""
+    resources = _stack()["Resources"]
+    notification = resources["TrailBucket"]["Properties"]["NotificationConfiguration"]
+    assert notification == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
+    rule = resources["ForwardTrailObjects"]["Properties"]
+    assert rule["EventPattern"]["detail"]["object"]["key"] == [{"prefix": {"Fn::Sub": "AWSLogs/${OrganizationId}/"}}]
+    (target,) = rule["Targets"]
+    bus = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AuditorAccountId}:event-bus/default"}
+    assert target["Arn"] == bus and target["RoleArn"] == {"Fn::GetAtt": ["ForwardTrailObjectsRole", "Arn"]}
+    [put] = resources["ForwardTrailObjectsRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    assert (put["Action"], put["Resource"]) == ("events:PutEvents", bus)
+
+
 def test_notifications_go_to_the_auditor_queue_for_the_prefix_the_auditor_reads() -> None:
-    assert "NotificationConfiguration" not in _stack()["Resources"]["TrailBucket"]["Properties"]  # first deployment
     queue = "arn:aws:sqs:us-east-1:111122223333:auditor-TrailQueue-AbC"
     stack = _stack(AuditorQueueArn=queue)
     [config] = stack["Resources"]["TrailBucket"]["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
     assert config["Queue"] == {"Ref": "AuditorQueueArn"} and config["Event"] == "s3:ObjectCreated:*"
     rules = {r["Name"]: r["Value"] for r in config["Filter"]["S3Key"]["Rules"]}
     assert rules == {"prefix": stack["Outputs"]["TrailPrefix"]["Value"], "suffix": ".json.gz"}
+    assert "ForwardTrailObjects" not in stack["Resources"]
 
 
 def test_the_docs_give_the_same_statements_for_an_existing_bucket_and_key() -> None:
@@ -80,20 +96,18 @@ def test_the_docs_give_the_same_statements_for_an_existing_bucket_and_key() -> N
     assert notify["QueueConfigurations"][0]["Events"] == ["s3:ObjectCreated:*"]
 
 
-def test_the_metrics_audit_may_assume_only_the_member_role_and_list_accounts_only_for_the_organisation() -> None:
-    from tests.template.test_template import role_statements
+def test_the_metrics_audit_may_assume_only_the_member_role_by_its_default_name() -> None:
+    """The accounts to audit are settings of the configuration document (read at run time), so the role names the
+    one member role it may assume (templates/member-role.yaml's default name) and may list the Organization's
+    accounts; the member role's trust policy decides which auditor account gets in."""
+    from tests.template.test_template import MEMBER_ROLE_ARN, role_statements
     from tests.template.variants import VARIANTS
 
-    org = resolve(load_template(), VARIANTS["org-metrics-audit"])
-    sids = {s["Sid"]: s for s in role_statements(org, "MetricsAuditRole")}
+    stack = resolve(load_template(), VARIANTS["existing-bucket"])
+    sids = {s["Sid"]: s for s in role_statements(stack, "MetricsAuditRole")}
     assert sids["AssumeMemberRole"]["Action"] == "sts:AssumeRole"
-    assert sids["AssumeMemberRole"]["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/${MemberRoleName}"}
+    assert sids["AssumeMemberRole"]["Resource"] == MEMBER_ROLE_ARN
     assert sids["ListOrganizationAccounts"]["Action"] == "organizations:ListAccounts"
-    env = org["Globals"]["Function"]["Environment"]["Variables"]
-    assert env["MEMBER_ROLE_NAME"] == {"Ref": "MemberRoleName"} and env["AUDIT_ORGANIZATION"] == {
-        "Ref": "AuditOrganization"
-    }
-    single = resolve(load_template(), VARIANTS["existing-bucket"])
-    assert not {"AssumeMemberRole", "ListOrganizationAccounts"} & {
-        s["Sid"] for s in role_statements(single, "MetricsAuditRole")
-    }
+    env = stack["Globals"]["Function"]["Environment"]["Variables"]
+    member = load_template(ROOT / "templates" / "member-role.yaml")["Parameters"]["RoleName"]["Default"]
+    assert env["MEMBER_ROLE_NAME"] == member and MEMBER_ROLE_ARN["Fn::Sub"].endswith(f":role/{member}")

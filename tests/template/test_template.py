@@ -30,7 +30,9 @@ import boto3
 import pytest
 from cfnlint.api import lint_file
 
-from auditor.config import Settings, settings_from_env
+from auditor.config import DOCUMENT_SETTINGS, Settings, settings_from_env
+from auditor.cost.plan import ALWAYS_ON_EVENTS, ALWAYS_ON_NAME
+from auditor.exceptions import ConfigurationError
 from auditor.service.ingest import parse_s3_notification
 from auditor.state import keys
 from tests.template.makefile import makefile_list, makefile_var
@@ -143,6 +145,9 @@ INSIGHT_RULES_ARN = {
     "insight-rule/DynamoDBContributorInsights-*"
 }
 FINGERPRINT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/fingerprints/*"}
+#: The read-only member role of templates/member-role.yaml (its default name), in any audited account.
+MEMBER_ROLE_ARN = {"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/DdbTrafficAuditorMember"}
+ANY_KEY_OF_THE_REGION = {"Fn::Sub": "arn:${AWS::Partition}:kms:${AWS::Region}:*:key/*"}
 REPORT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/reports/*"}
 
 
@@ -347,12 +352,15 @@ HANDLERS = {
     "CaptureControllerFunction": "handlers.capture_controller.lambda_handler",
 }
 
-#: Scheduled functions: their schedule parameter, and the alarm on their errors.
+#: Scheduled functions: their schedule (fixed: not a deploy-time question), and the alarm on their errors.
 SCHEDULED = {
-    "EvaluatorFunction": ("EvaluationSchedule", "EvaluatorErrorsAlarm"),
-    "MetricsAuditFunction": ("MetricsAuditSchedule", "MetricsAuditErrorsAlarm"),
-    "WeeklyReportFunction": ("WeeklyReportSchedule", "WeeklyReportErrorsAlarm"),
-    # Not a parameter: the controller's schedule is the planner's 5-minute slice. Only with CreateTrail=true.
+    # every 15 minutes: one window (window_seconds' default) per run
+    "EvaluatorFunction": ("rate(15 minutes)", "EvaluatorErrorsAlarm"),
+    # hourly: the daily billing decision needs a run in every UTC hour (billing_audit_hour_utc)
+    "MetricsAuditFunction": ("rate(1 hour)", "MetricsAuditErrorsAlarm"),
+    # Monday 07:00 UTC: the ISO week that ended seven hours earlier
+    "WeeklyReportFunction": ("cron(0 7 ? * MON *)", "WeeklyReportErrorsAlarm"),
+    # The planner's 5-minute slice. Only with CreateTrail=true.
     "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
 }
 
@@ -486,13 +494,12 @@ def test_every_function_has_its_own_explicit_role(stack: dict[str, Any]) -> None
 
 
 def org_audit_actions(stack: Mapping[str, Any], function: str) -> frozenset[str]:
-    """What the metrics audit needs beyond NEEDS when it audits other accounts (MemberRoleName set): assume the member
-    role, and list the Organization's accounts with AuditOrganization."""
-    params = stack["Parameters"]
-    if function != "MetricsAuditFunction" or not params["MemberRoleName"]["Default"]:
+    """What the metrics audit needs beyond NEEDS to audit other accounts (the configuration document's
+    ``audit_accounts`` or ``audit_organization``, read at run time): assume the member role, list the Organization's
+    accounts."""
+    if function != "MetricsAuditFunction":
         return frozenset()
-    org = params["AuditOrganization"]["Default"] == "true"
-    return frozenset({"sts:AssumeRole"} | ({"organizations:ListAccounts"} if org else set()))
+    return frozenset({"sts:AssumeRole", "organizations:ListAccounts"})
 
 
 def test_iam_actions_are_exactly_what_the_code_needs(stack: dict[str, Any]) -> None:
@@ -587,7 +594,7 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "sts":
                 # the metrics audit across accounts: only the member role, by its name, in any account
                 assert actions == {"sts:AssumeRole"} and name == "MetricsAuditFunction", (name, s)
-                assert granted_on == [{"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/${MemberRoleName}"}], (name, s)
+                assert granted_on == [MEMBER_ROLE_ARN], (name, s)
             elif service == "kms":
                 _assert_kms_statement(name, s, needs)
             elif service == "dynamodb":
@@ -637,8 +644,10 @@ def _assert_kms_statement(name: str, s: Mapping[str, Any], needs: Needs) -> None
         # the trail objects: read by trail ingest, and again by the evaluator when two objects share events
         assert name in ("TrailIngestFunction", "EvaluatorFunction"), s
         assert services == {"s3"} and s["Action"] == "kms:Decrypt", s
-    elif s["Resource"] == ref("SlackSecretKmsKeyArn"):
+    elif s["Resource"] == ANY_KEY_OF_THE_REGION:
+        # the Slack secret's own key, whichever it is: only for that secret (its ARN is the encryption context)
         assert name == "NotifierFunction" and services == {"secretsmanager"} and s["Action"] == "kms:Decrypt", s
+        assert s["Condition"]["StringEquals"]["kms:EncryptionContext:SecretARN"] == ref("SlackWebhookSecretArn"), s
     else:
         pytest.fail(f"{name}: KMS on an unexpected key: {s}")
 
@@ -761,7 +770,7 @@ def test_sqs_events_report_partial_failures_with_bounded_concurrency(stack: dict
             seen += 1
             ev = event["Properties"]
             assert ev["FunctionResponseTypes"] == ["ReportBatchItemFailures"], name
-            assert ev["ScalingConfig"] == {"MaximumConcurrency": ref("IngestMaxConcurrency")}, name
+            assert ev["ScalingConfig"] == {"MaximumConcurrency": 5}, name
             queue = ev["Queue"]["Fn::GetAtt"][0]
             timeout = int(props["Timeout"])
             window = int(ev.get("MaximumBatchingWindowInSeconds", 0))
@@ -879,15 +888,9 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
     expected = set(SCHEDULED) - ({"CaptureControllerFunction"} if "DataEventsTrail" not in resources(stack) else set())
     assert set(scheduled) == expected
     for name, props in scheduled.items():
-        parameter, alarm = SCHEDULED[name]
+        schedule, alarm = SCHEDULED[name]
         (event,) = props["Events"].values()
-        if parameter.startswith("rate("):
-            assert event["Properties"]["Schedule"] == parameter, name
-        else:
-            assert event["Properties"]["Schedule"] == ref(parameter), name
-            assert re.fullmatch(
-                stack["Parameters"][parameter]["AllowedPattern"], stack["Parameters"][parameter]["Default"]
-            )
+        assert event["Properties"]["Schedule"] == schedule, name
         assert alarms[alarm]["Dimensions"] == [{"Name": "FunctionName", "Value": ref(name)}], name
         assert alarms[alarm]["Namespace"] == "AWS/Lambda" and alarms[alarm]["MetricName"] == "Errors", name
         assert alarms[alarm]["AlarmActions"] == [ref("FindingsTopic")], name
@@ -900,10 +903,12 @@ def test_weekly_report_link_and_bucket(stack: dict[str, Any]) -> None:
     props = function_props(stack, "WeeklyReportFunction")
     env = props["Environment"]["Variables"]
     assert env["REPORTS_BUCKET"] == ref("ReportsBucket")
-    assert env["REPORT_LINK_EXPIRY_SECONDS"] == ref("ReportLinkExpirySeconds")
-    parameter = stack["Parameters"]["ReportLinkExpirySeconds"]
-    assert int(parameter["MaxValue"]) == 604_800  # SigV4 presigned URLs live at most 7 days
-    assert "session" in parameter["Description"], "document that the role session bounds the link's lifetime"
+    assert "report_link_expiry_seconds" in DOCUMENT_SETTINGS  # the configuration document sets it
+    with pytest.raises(ConfigurationError):  # SigV4 presigned URLs live at most 7 days
+        settings_from_env({"ANALYSIS_CONFIG_JSON": '{"service": {"report_link_expiry_seconds": 604801}}'})
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    line = next(x for x in deploy.splitlines() if "`report_link_expiry_seconds`" in x)
+    assert "session" in line, "document that the role session bounds the link's lifetime"
 
 
 def test_every_function_logs_to_its_own_group_with_retention(stack: dict[str, Any]) -> None:
@@ -911,7 +916,7 @@ def test_every_function_logs_to_its_own_group_with_retention(stack: dict[str, An
     used = [props["LoggingConfig"]["LogGroup"]["Ref"] for props in functions(stack).values()]
     assert sorted(used) == sorted(log_groups), "one log group per function, none unused"
     for name in used:
-        assert log_groups[name]["RetentionInDays"] == ref("LogRetentionDays"), name
+        assert log_groups[name]["RetentionInDays"] == 30, name
 
 
 # --------------------------------------------------------------------------------------------------- state table
@@ -938,7 +943,7 @@ def test_state_table_follows_the_key_design(template: dict[str, Any]) -> None:
     )
     assert table["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTR, "Enabled": True}
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-    assert table["DeletionProtectionEnabled"] == {"Fn::If": ["DeletionProtectionOn", True, False]}
+    assert table["DeletionProtectionEnabled"] is True  # docs/deploy.md says how to delete the stack
     assert "TableName" not in table, "a generated name lets two stacks live in one account"
 
 
@@ -950,13 +955,17 @@ def _environment(template: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def test_environment_is_exactly_the_settings_fields(template: dict[str, Any]) -> None:
+    """Every Settings field reaches the functions once: from the environment, or from the configuration document."""
     names = {n for n in _environment(template) if not n.startswith("POWERTOOLS_") or n.lower() in Settings.model_fields}
     fields = set(Settings.model_fields)
     assert {n.lower() for n in names} <= fields, (
         f"not Settings fields: {sorted(n for n in names if n.lower() not in fields)}"
     )
     assert all(n == n.upper() for n in names)
-    missing = fields - {n.lower() for n in names} - set(SETTINGS_NOT_DEPLOYED)
+    assert fields >= DOCUMENT_SETTINGS
+    shadowed = {n.lower() for n in names} & DOCUMENT_SETTINGS
+    assert not shadowed, f"set by the template, so the configuration document could not: {sorted(shadowed)}"
+    missing = fields - {n.lower() for n in names} - DOCUMENT_SETTINGS - set(SETTINGS_NOT_DEPLOYED)
     assert not missing, f"Settings fields the functions do not get (add them to Globals): {sorted(missing)}"
     assert not {n.lower() for n in names} & set(SETTINGS_NOT_DEPLOYED)
     for name, res in resources(template).items():
@@ -984,6 +993,7 @@ def test_parameter_defaults_make_valid_settings(template: dict[str, Any]) -> Non
     assert settings.state_table_name == "dummy-StateTable"
     assert settings.slack_secret_arn == ""
     assert settings.redact_keys is True and settings.publish_resolved is False
+    assert settings.member_role_name == "DdbTrafficAuditorMember"  # what MetricsAuditRole may assume
 
 
 def test_every_value_cloudformation_accepts_is_a_valid_setting(template: dict[str, Any]) -> None:
@@ -1004,23 +1014,56 @@ def test_parameters_are_described(template: dict[str, Any]) -> None:
         assert len(spec.get("Description", "")) >= 20, name
 
 
+MAX_PARAMETERS = 15
+
+
+def test_a_guided_deploy_asks_few_grouped_labelled_questions(template: dict[str, Any]) -> None:
+    """At most 15 parameters, each with a default, in exactly one labelled group; the template lists them in the
+    groups' order (``sam deploy --guided`` asks them in template order, the console by group)."""
+    parameters = template["Parameters"]
+    assert len(parameters) <= MAX_PARAMETERS, f"{len(parameters)} parameters: move advanced ones to the document"
+    assert all("Default" in spec for spec in parameters.values())
+    interface = template["Metadata"]["AWS::CloudFormation::Interface"]
+    grouped = [name for group in interface["ParameterGroups"] for name in group["Parameters"]]
+    assert sorted(grouped) == sorted(parameters) and len(set(grouped)) == len(grouped), "each in exactly one group"
+    assert grouped == list(parameters), "list the parameters in the groups' order"
+    assert all(group["Label"]["default"] for group in interface["ParameterGroups"])
+    labels = interface["ParameterLabels"]
+    assert set(labels) == set(parameters) and all(labels[name]["default"] for name in parameters)
+    # The trail bucket is asked first, and has no placeholder: the rule requires it unless the stack makes a trail.
+    assert grouped[0] == "TrailBucketName" and parameters["TrailBucketName"]["Default"] == ""
+    (assertion,) = template["Rules"]["ExistingTrailBucketNeedsName"]["Assertions"]
+    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [ref("TrailBucketName"), ""]}]}
+
+
+def test_the_document_settings_are_documented() -> None:
+    """docs/deploy.md lists every setting of the configuration document's service section, with its default."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    documented = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
+    assert documented >= DOCUMENT_SETTINGS, f"not in docs/deploy.md: {sorted(DOCUMENT_SETTINGS - documented)}"
+    example = json.loads(re.search(r"```json\n(.*?)```", text, re.S).group(1))  # type: ignore[union-attr]
+    settings = settings_from_env({"ANALYSIS_CONFIG_JSON": json.dumps(example)})
+    settings.analysis_config()
+    assert set(example["service"]) <= DOCUMENT_SETTINGS
+
+
 # -------------------------------------------------------------------------------------------------- trail/events
 
 
 def test_new_trail_logs_dynamodb_data_events_only(template: dict[str, Any]) -> None:
     stack = resolve(template, VARIANTS["all-features"])
     trail = stack["Resources"]["DataEventsTrail"]["Properties"]
+    # It starts with the capture controller's always-on selector (scans and PartiQL); the controller adds tables.
     (selector,) = trail["AdvancedEventSelectors"]
-    assert selector["FieldSelectors"] == [
-        {"Field": "eventCategory", "Equals": ["Data"]},
-        {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
-        {"Field": "resources.ARN", "Equals": ref("TrailTableArns")},
-    ]
+    assert selector == {
+        "Name": ALWAYS_ON_NAME,
+        "FieldSelectors": [
+            {"Field": "eventCategory", "Equals": ["Data"]},
+            {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
+            {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)},
+        ],
+    }
     assert trail["S3BucketName"] == ref("TrailBucket") and trail["IsLogging"] is True
-    # Without table ARNs the selector logs every table.
-    unrestricted = resolve(template, {**VARIANTS["all-features"], "TrailTableArns": ""})
-    (selector,) = unrestricted["Resources"]["DataEventsTrail"]["Properties"]["AdvancedEventSelectors"]
-    assert [f["Field"] for f in selector["FieldSelectors"]] == ["eventCategory", "resources.type"]
     # The new bucket notifies the trail queue about log files only (not digests).
     notification = stack["Resources"]["TrailBucket"]["Properties"]["NotificationConfiguration"]
     assert notification == {
@@ -1080,51 +1123,163 @@ def _receive_all(sqs: Any, queue_url: str) -> list[str]:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
-def test_s3_notification_command_wires_the_existing_bucket_to_the_queue(
-    template: dict[str, Any], moto_url: str
+def _run_output_command(command: str, s3: Any, workdir: Path) -> None:
+    """Run a command the stack outputs (``aws s3api`` steps joined by ``&&``, files between them, ``jq``): the
+    ``aws s3api`` calls through boto3 against moto, ``jq`` itself."""
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("jq is not installed")
+    for step in command.split(" && "):
+        argv = shlex.split(step)
+        redirect = argv.index(">") if ">" in argv else None
+        target = workdir / argv[redirect + 1] if redirect is not None else None
+        argv = argv[:redirect] if redirect is not None else argv
+        if argv[:3] == ["aws", "s3api", "get-bucket-notification-configuration"]:
+            got = s3.get_bucket_notification_configuration(Bucket=argv[argv.index("--bucket") + 1])
+            got.pop("ResponseMetadata", None)
+            assert target is not None
+            target.write_text(json.dumps(got) if got else "")  # the CLI prints nothing for an empty configuration
+        elif argv[:3] == ["aws", "s3api", "put-bucket-notification-configuration"]:
+            file = argv[argv.index("--notification-configuration") + 1].removeprefix("file://")
+            configuration = json.loads((workdir / file).read_text())
+            s3.put_bucket_notification_configuration(
+                Bucket=argv[argv.index("--bucket") + 1], NotificationConfiguration=configuration
+            )
+        else:
+            assert argv[0] == "jq" and target is not None, step
+            out = subprocess.run([jq, *argv[1:]], cwd=workdir, capture_output=True, text=True, check=True)
+            target.write_text(out.stdout)
+
+
+def _render(node: Any, values: Mapping[str, str]) -> Any:
+    """``node`` with ``Ref`` and ``Fn::Sub`` of the given names replaced by their values."""
+    if isinstance(node, dict) and set(node) == {"Ref"}:
+        return values[node["Ref"]]
+    if isinstance(node, dict) and set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+        return re.sub(r"\$\{([^}]+)\}", lambda m: values[m.group(1)], node["Fn::Sub"])
+    if isinstance(node, dict):
+        return {key: _render(child, values) for key, child in node.items()}
+    if isinstance(node, list):
+        return [_render(child, values) for child in node]
+    return node
+
+
+LOG_KEY = "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/111122223333_CloudTrail_us-east-1_x.json.gz"
+NOT_LOGS = (
+    "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/notes.txt",  # other suffix
+    "elsewhere/111122223333_CloudTrail_us-east-1_x.json.gz",  # other prefix
+)
+#: A notification the bucket already has (a SIEM's queue for every new object under siem/): it must stay.
+SIEM_QUEUE = {
+    "Id": "siem",
+    "Events": ["s3:ObjectCreated:*"],
+    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "siem/"}]}},
+}
+
+
+def _bucket_with_siem_and_queues(moto_url: str, bucket: str) -> tuple[Any, Any, str, str, str]:
+    """(s3, sqs, trail queue URL, its ARN, SIEM queue ARN): the bucket already notifies a SIEM queue."""
+    s3, sqs = _client("s3", moto_url), _client("sqs", moto_url)
+    s3.create_bucket(Bucket=bucket)
+    arns = []
+    for name in (f"{bucket}-trail-queue", f"{bucket}-siem"):
+        url = sqs.create_queue(QueueName=name)["QueueUrl"]
+        arns.append(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+    siem = {**SIEM_QUEUE, "QueueArn": arns[1]}
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={"QueueConfigurations": [siem]})
+    trail_url = sqs.get_queue_url(QueueName=f"{bucket}-trail-queue")["QueueUrl"]
+    _receive_all(sqs, trail_url)
+    return s3, sqs, trail_url, arns[0], arns[1]
+
+
+def test_s3_notification_command_adds_the_queue_and_keeps_the_buckets_notifications(
+    template: dict[str, Any], moto_url: str, tmp_path: Path
 ) -> None:
-    """The documented command, run against S3 (moto), delivers new trail log objects to the trail queue."""
-    overrides = {**VARIANTS["existing-bucket"], "TrailPrefix": "AWSLogs/111122223333/CloudTrail/"}
+    """The documented command, run against S3 (moto), delivers new trail log objects to the trail queue and leaves
+    the bucket's other notification in place (run twice: still one auditor notification)."""
+    overrides = {**VARIANTS["existing-bucket-s3-notification"], "TrailPrefix": "AWSLogs/111122223333/CloudTrail/"}
     stack = resolve(template, overrides)
     params = parameter_values(template, overrides)
-    s3, sqs = _client("s3", moto_url), _client("sqs", moto_url)
     bucket = params["TrailBucketName"]
-    s3.create_bucket(Bucket=bucket)
-    queue_url = sqs.create_queue(QueueName="trail-queue")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-
-    command = stack["Outputs"]["S3NotificationCommand"]["Value"]["Fn::Sub"]
-    rendered = (
-        command.replace("${TrailBucketName}", bucket)
-        .replace("${TrailPrefix}", params["TrailPrefix"])
-        .replace("${TrailQueue.Arn}", queue_arn)
+    s3, sqs, queue_url, queue_arn, siem_arn = _bucket_with_siem_and_queues(moto_url, bucket)
+    assert "EnableEventBridgeCommand" not in stack["Outputs"] and "TrailObjectsRule" not in stack["Resources"]
+    values = {"TrailBucketName": bucket, "TrailPrefix": params["TrailPrefix"], "TrailQueue.Arn": queue_arn}
+    command = _render(stack["Outputs"]["S3NotificationCommand"]["Value"], values)
+    for _ in range(2):
+        _run_output_command(command, s3, tmp_path)
+    configs = s3.get_bucket_notification_configuration(Bucket=bucket)["QueueConfigurations"]
+    assert sorted((c["Id"], c["QueueArn"]) for c in configs) == [("ddb-traffic-auditor", queue_arn), ("siem", siem_arn)]
+    assert json.loads((tmp_path / "notification-before.json").read_text())["QueueConfigurations"][0]["Id"] in (
+        "siem",
+        "ddb-traffic-auditor",
     )
-    assert "${" not in rendered
-    argv = shlex.split(rendered)
-    assert argv[:3] == ["aws", "s3api", "put-bucket-notification-configuration"]
-    assert argv[argv.index("--bucket") + 1] == bucket
-    configuration = json.loads(argv[argv.index("--notification-configuration") + 1])
-    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=configuration)
-    _receive_all(sqs, queue_url)  # S3's test event
-
-    log_key = "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/111122223333_CloudTrail_us-east-1_x.json.gz"
-    for key in (
-        log_key,
-        "AWSLogs/111122223333/CloudTrail-Digest/us-east-1/2026/12/01/digest.json.gz",  # other prefix
-        "AWSLogs/111122223333/CloudTrail/us-east-1/2026/12/01/notes.txt",  # other suffix
-    ):
+    _receive_all(sqs, queue_url)  # S3's test events
+    for key in (LOG_KEY, *NOT_LOGS):
         s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
     bodies = _receive_all(sqs, queue_url)
     assert len(bodies) == 1
     (ref_,) = parse_s3_notification(bodies[0])  # what the trail ingest function reads
-    assert (ref_.bucket, ref_.key, ref_.event_name) == (bucket, log_key, "ObjectCreated:Put")
+    assert (ref_.bucket, ref_.key, ref_.event_name) == (bucket, LOG_KEY, "ObjectCreated:Put")
 
 
-def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -> None:
+def test_eventbridge_path_delivers_new_log_objects_and_leaves_the_notifications_alone(
+    template: dict[str, Any], moto_url: str, tmp_path: Path
+) -> None:
+    """The default path, on moto: the EnableEventBridgeCommand output turns EventBridge on for the bucket (its SIEM
+    notification stays), the stack's rule (its event pattern as deployed) takes the new log object's Object Created
+    event to the trail queue, and the trail ingest's parser reads it."""
+    overrides = {**VARIANTS["existing-bucket"], "TrailPrefix": "AWSLogs/111122223333/"}
+    stack = resolve(template, overrides)
+    params = parameter_values(template, overrides)
+    bucket = "eventbridge-trail-bucket"
+    s3, sqs, queue_url, queue_arn, siem_arn = _bucket_with_siem_and_queues(moto_url, bucket)
+    assert "S3NotificationCommand" not in stack["Outputs"]
+    _run_output_command(
+        _render(stack["Outputs"]["EnableEventBridgeCommand"]["Value"], {"TrailBucketName": bucket}), s3, tmp_path
+    )
+    written = json.loads((tmp_path / "notification.json").read_text())  # moto does not read EventBridge back
+    assert written["EventBridgeConfiguration"] == {} and written["QueueConfigurations"][0]["Id"] == "siem"
+    configuration = s3.get_bucket_notification_configuration(Bucket=bucket)
+    assert [(c["Id"], c["QueueArn"]) for c in configuration["QueueConfigurations"]] == [("siem", siem_arn)]
+
+    rule = stack["Resources"]["TrailObjectsRule"]["Properties"]
+    values = {"TrailBucketName": bucket, "TrailPrefix": params["TrailPrefix"], "AWS::AccountId": "123456789012"}
+    events = _client("events", moto_url)
+    events.put_rule(Name="trail-objects", EventPattern=json.dumps(_render(rule["EventPattern"], values)))
+    (target,) = rule["Targets"]
+    assert target["Arn"] == getatt("TrailQueue") and target["DeadLetterConfig"]["Arn"] == getatt("TrailDLQ")
+    events.put_targets(Rule="trail-objects", Targets=[{"Id": target["Id"], "Arn": queue_arn}])
+    for key in (LOG_KEY, *NOT_LOGS):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+    bodies = _receive_all(sqs, queue_url)
+    assert len(bodies) == 1
+    (ref_,) = parse_s3_notification(bodies[0])
+    assert (ref_.bucket, ref_.key) == (bucket, LOG_KEY)
+    assert ref_.event_name.startswith("ObjectCreated:")  # what the ingest reads (moto's "reason" is not AWS's)
+
+
+def test_queue_policy_lets_only_the_trail_bucket_or_its_rule_send(stack: dict[str, Any]) -> None:
     statements = stack["Resources"]["TrailQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
     allow = [s for s in statements if s["Effect"] == "Allow"]
-    assert len(allow) == 1 and allow[0]["Principal"] == {"Service": "s3.amazonaws.com"}
-    assert allow[0]["Action"] == "sqs:SendMessage" and allow[0]["Resource"] == getatt("TrailQueue")
+    assert len(allow) == 1 and allow[0]["Action"] == "sqs:SendMessage"
+    bucket_owner = ref("TrailBucketAccountId") if "TrailBucketInOtherAccount" in _true_conditions(stack) else None
+    if "TrailObjectsRule" in stack["Resources"]:  # EventBridge: the stack's rule, to the queue and its DLQ
+        assert allow[0]["Principal"] == {"Service": "events.amazonaws.com"}
+        assert allow[0]["Resource"] == [getatt("TrailQueue"), getatt("TrailDLQ")]
+        assert allow[0]["Condition"] == {"ArnEquals": {"aws:SourceArn": getatt("TrailObjectsRule")}}
+        pattern = stack["Resources"]["TrailObjectsRule"]["Properties"]["EventPattern"]
+        assert pattern["detail"]["bucket"]["name"] == [ref("TrailBucketName")]
+        assert pattern["account"] == [bucket_owner or ref("AWS::AccountId")]
+        policies = of_type(stack, "AWS::Events::EventBusPolicy")
+        if bucket_owner:  # the log-archive account forwards the bucket's events to this account's default bus
+            (policy,) = policies.values()
+            principal = {"Fn::Sub": "arn:${AWS::Partition}:iam::${TrailBucketAccountId}:root"}
+            assert policy["Statement"]["Principal"] == {"AWS": principal}
+            assert policy["Statement"]["Action"] == "events:PutEvents"
+        else:
+            assert not policies
+        return
+    assert allow[0]["Principal"] == {"Service": "s3.amazonaws.com"} and allow[0]["Resource"] == getatt("TrailQueue")
     source = allow[0]["Condition"]["ArnEquals"]["aws:SourceArn"]
     if "TrailBucket" in stack["Resources"]:
         name, variables = stack["Resources"]["TrailBucket"]["Properties"]["BucketName"]["Fn::Sub"]
@@ -1133,9 +1288,14 @@ def test_queue_policy_lets_only_the_trail_bucket_notify(stack: dict[str, Any]) -
     else:
         assert source == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrailBucketName}"}
     # an organisation trail's bucket in a log-archive account notifies as that account
-    other_account = stack["Parameters"]["TrailBucketAccountId"]["Default"] and "TrailBucket" not in stack["Resources"]
-    expected_owner = ref("TrailBucketAccountId") if other_account else ref("AWS::AccountId")
-    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": expected_owner}
+    assert allow[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": bucket_owner or ref("AWS::AccountId")}
+
+
+def _true_conditions(stack: Mapping[str, Any]) -> set[str]:
+    """The conditions true in a resolved variant (told by the parameters it was resolved with)."""
+    params = stack["Parameters"]
+    other_account = params["TrailBucketAccountId"]["Default"] and params["CreateTrail"]["Default"] == "false"
+    return {"TrailBucketInOtherAccount"} if other_account else set()
 
 
 # --------------------------------------------------------------------------------------------- references, lint
@@ -1210,8 +1370,10 @@ def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> Non
     assert config["default"]["build"]["parameters"]["build_in_source"] is True
     deploy = config["default"]["deploy"]["parameters"]
     assert deploy["capabilities"] == "CAPABILITY_IAM"
+    # No placeholder values: the guided deploy asks for the trail bucket and saves the answers here.
+    assert "parameter_overrides" not in deploy
     overrides = {}
-    for item in deploy["parameter_overrides"]:
+    for item in deploy.get("parameter_overrides", []):
         # SAM splits an unquoted value at spaces ("rate(15 minutes)" -> "rate(15"): every value is quoted.
         match = re.fullmatch(r'(\w+)="([^"]*)"', item)
         assert match, f'samconfig.toml: write {item!r} as Name="value"'
@@ -1236,8 +1398,8 @@ def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, A
     env = stack["Globals"]["Function"]["Environment"]["Variables"]
     trail_name = stack["Resources"]["DataEventsTrail"]["Properties"]["TrailName"]
     assert env["CAPTURE_TRAIL_NAME"] == trail_name
-    assert env["AUDIT_BUDGET_PERCENT"] == ref("AuditBudgetPercent")
-    assert stack["Parameters"]["AuditBudgetPercent"]["Default"] in (1, "1")
+    assert {"audit_budget_percent", "capture_table_arns"} <= DOCUMENT_SETTINGS  # the configuration document
+    assert Settings().audit_budget_percent == 1.0
     cloudtrail = [
         st
         for st in role_statements(stack, props["Role"]["Fn::GetAtt"][0])

@@ -33,9 +33,14 @@ DOCUMENTS_STREAM_ARN = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/Documents/st
 
 #: Parameter values of the deployments the checks cover (everything else keeps its default).
 VARIANTS: dict[str, dict[str, str]] = {
-    # The minimal deployment: an existing trail bucket (SSE-S3), no EventBridge, no Slack, no e-mail.
+    # The minimal deployment: an existing trail bucket (SSE-S3) read through EventBridge, no Slack, no e-mail.
     "existing-bucket": {"TrailBucketName": "example-trail-bucket"},
-    # Existing SSE-KMS trail bucket under a custom prefix, Slack with the default secret key, one watched stream.
+    # The same bucket wired by its own S3 notification instead.
+    "existing-bucket-s3-notification": {
+        "TrailBucketName": "example-trail-bucket",
+        "TrailNotification": "S3Notification",
+    },
+    # Existing SSE-KMS trail bucket under a custom prefix, Slack, one watched stream.
     "existing-bucket-kms-slack": {
         "TrailBucketName": "example-trail-bucket",
         "TrailPrefix": "org/AWSLogs/",
@@ -43,28 +48,26 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
         "ItemSizeStreamArns": DOCUMENTS_STREAM_ARN,
     },
-    # An organisation trail's bucket and SSE-KMS key in a log-archive account (the Control Tower layout).
+    # An organisation trail's bucket and SSE-KMS key in a log-archive account (the Control Tower layout), its
+    # Object Created events forwarded to this account's default event bus.
     "org-trail-log-archive": {
         "TrailBucketName": "aws-controltower-logs-999988887777-us-east-1",
         "TrailBucketAccountId": "999988887777",
         "TrailPrefix": "o-a1b2c3d4e5/AWSLogs/",
         "TrailKmsKeyArn": "arn:aws:kms:us-east-1:999988887777:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     },
-    # The metrics audit over the Organization's accounts in two Regions, through the member role.
-    "org-metrics-audit": {
-        "TrailBucketName": "example-trail-bucket",
-        "AuditOrganization": "true",
-        "AuditRegions": "us-east-1,eu-west-1",
-        "MemberRoleName": "DdbTrafficAuditorMember",
+    # The same organisation trail's bucket notifying the trail queue directly (S3 sends as the log-archive account).
+    "org-trail-s3-notification": {
+        "TrailBucketName": "aws-controltower-logs-999988887777-us-east-1",
+        "TrailBucketAccountId": "999988887777",
+        "TrailPrefix": "o-a1b2c3d4e5/AWSLogs/",
+        "TrailNotification": "S3Notification",
     },
     # Every optional part on.
     "all-features": {
         "CreateTrail": "true",
-        "TrailTableArns": f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/Orders,"
-        f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/Sessions",
         "EnableEventBridgeSource": "true",
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
-        "SlackSecretKmsKeyArn": KMS_KEY_ARN,
         "AlertEmail": "ops@example.com",
         "ItemSizeStreamArns": f"{ORDERS_STREAM_ARN},{DOCUMENTS_STREAM_ARN}",
         "EnableSecurityHub": "true",
