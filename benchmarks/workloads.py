@@ -483,6 +483,32 @@ def _capacity_scenarios(g: Gen, w: Workload, dur: Any) -> None:
         r.append(g.record("GetItem", "Wallets", t, {"key": {"walletId": f"WALLET#{g.rng.randrange(100_000)}"}}))
     w.expect("hot_key", ("Wallets", "WALLET#whale"), {"high"})
 
+    # 16. A low-cardinality key (three status values) read by paginated, strongly consistent Queries: 2.5 Queries a
+    #     second of five pages each on STATUS#open. Each of the four pages that log exclusiveStartKey shows that the
+    #     page before it read a full 1 MB (256 RCU): about 2,560 RCU/s on one partition (high), not 12.5 units.
+    #     The Query shape is the real captures' (the partition-key value in ``key``, next to the expression).
+    for q, t in enumerate(g.spread(2200, 60, 150)):  # a full minute whatever the scale (750 records)
+        for page in range(5):
+            params: dict[str, Any] = {
+                "key": {"status": "STATUS#open"},
+                "keyConditionExpression": "#s = :s",
+                "expressionAttributeNames": {"#s": "status"},
+                "consistentRead": True,
+            }
+            if page:
+                params["exclusiveStartKey"] = {"status": "STATUS#open", "ticketId": f"T#{q}-{page}"}
+            r.append(g.record("Query", "Tickets", t + page * 0.05, params))
+    for t in g.spread(0, hour, 300):
+        status = g.rng.choice(["STATUS#closed", "STATUS#pending"])
+        params = {
+            "key": {"status": status},
+            "keyConditionExpression": "#s = :s",
+            "expressionAttributeNames": {"#s": "status"},
+        }
+        r.append(g.record("Query", "Tickets", t, params))
+    w.expect("low_cardinality_key", ("Tickets",), {"high"})
+    w.expect("hot_key", ("Tickets", "STATUS#open"), {"high", "critical"})
+
 
 def identities(finding: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The truth identities one reported finding stands for."""

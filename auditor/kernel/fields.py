@@ -309,6 +309,7 @@ _KEY_CONDITION: Final = _PARAM_KEYS[11]
 _EXPRESSION_NAMES: Final = _PARAM_KEYS[12]
 _KEY_CONDITIONS: Final = _PARAM_KEYS[13]
 _CONSISTENT_READ: Final = _reader_keys("consistentRead")[0]
+_EXCLUSIVE_START_KEY: Final = _reader_keys("exclusiveStartKey")[0]
 
 #: What a fast or general request reader gives: access, items, tables, index, scan segment, scan total
 #: segments, statement, truncated.

@@ -234,6 +234,8 @@ def _api_call(
     )
     if name == "Scan":
         _scan_page(call, raw)
+    elif name == "Query":
+        _query_page(call, raw)
     if name in _CONSISTENCY_LOGGED:
         _consistency(call, raw)
     return call
@@ -311,6 +313,17 @@ def _consistency(call: ApiCall, raw: Mapping[str, Any] | None) -> None:
         consistent = _ci(raw).get("consistentread")
     if type(consistent) is bool:
         call.consistent_read = consistent
+
+
+def _query_page(call: ApiCall, raw: Mapping[str, Any] | None) -> None:
+    """Set what a Query page logs about its pagination: ``limit`` and ``exclusiveStartKey`` (in ``scan_limit`` and
+    ``scan_continuation``: a page that continues a Query shows that the page before it was not the last)."""
+    if raw is None:
+        return
+    params = raw if _is_camel(raw) else _ci(raw)
+    get = params.get
+    call.scan_limit = _as_int(get("limit"))
+    call.scan_continuation = bool(get("exclusiveStartKey") or get("exclusivestartkey"))
 
 
 def _scan_page(call: ApiCall, raw: Mapping[str, Any] | None) -> None:

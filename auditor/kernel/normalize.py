@@ -26,6 +26,7 @@ from auditor.kernel.fields import (
     _ENVELOPE,
     _ERROR_CODE,
     _ERROR_MESSAGE,
+    _EXCLUSIVE_START_KEY,
     _F_ACCOUNT,
     _F_AGENT,
     _F_CATEGORY,
@@ -424,7 +425,7 @@ def _single_item_request(
     table: Any
     key: Any
     if name == "Query":
-        if not _is_camel(raw):
+        if not _is_camel(raw) or _EXCLUSIVE_START_KEY in raw:  # a page after a full one: metered by the full path
             return None
         try:
             request = _fast_query_or_scan(raw, name)

@@ -156,3 +156,10 @@ def test_a_transactional_write_is_metered_at_two_units(analysed: tuple[Any, dict
     f = next(f for f in doc["findings"] if f["kind"] == "hot_key" and f["table"] == "Wallets")
     assert f["evidence"]["peak_write_units_per_second"] >= 500
     assert f["severity"] == "high"
+
+
+def test_a_query_page_after_a_full_one_meters_that_page_at_1_mb(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    f = _one(doc, "low_cardinality_key", "Tickets")
+    assert f["severity"] == "high"
+    assert f["evidence"]["busiest_value_headroom_factor"] < 2.0

@@ -289,3 +289,37 @@ def test_scan_counts_merge_in_any_order_and_survive_serialisation() -> None:
 def test_a_scan_stored_when_starts_were_grouped_by_time_keeps_its_count() -> None:
     stored = [30, [], 0, 1.0, 90.0, [], [[0, 4], [60, 61], [88, 90]], 12, 30, 0, 3840.0, 0, []]
     assert ScanStats.from_list(stored).logical() == 3
+
+
+# ----------------------------------------------------------------------------- Query pages
+
+
+def _query(continuation: bool, limit: int | None = None) -> dict[str, Any]:
+    """A Query as the real captures log it (the partition-key value in ``key``, next to the expression)."""
+    record = _delete(APP_IDENTITY)
+    record["eventName"] = "Query"
+    params: dict[str, Any] = {
+        "tableName": "Tickets",
+        "key": {"status": "OPEN"},
+        "keyConditionExpression": "#s = :s",
+        "expressionAttributeNames": {"#s": "status"},
+    }
+    if continuation:
+        params["exclusiveStartKey"] = {"status": "OPEN", "ticketId": "T#9"}
+    if limit is not None:
+        params["limit"] = limit
+    record["requestParameters"] = params
+    return record
+
+
+@pytest.mark.parametrize(("limit", "units"), [(None, 256), (25, 25), (5000, 256)])
+def test_a_query_page_that_continues_meters_the_full_page_before_it(limit: int | None, units: int) -> None:
+    first, then = _query(False, limit), _query(True, limit)
+    assert normalize_record(first) is not None  # (single_item reads event times the full path has seen)
+    assert single_item(copy.deepcopy(first)) is not None
+    assert single_item(copy.deepcopy(then)) is None  # the full path reads the page's pagination
+    parsed = normalize_record(then)
+    assert parsed is not None and parsed.scan_continuation and parsed.scan_limit == limit
+    agg = span([parsed])
+    # this page (one read) and the rest of the page before it: 1 MB, or ``limit`` items of up to 4 KB
+    assert (agg.key_requests, agg.item_reads) == (units, 1)

@@ -60,6 +60,27 @@ from auditor.kernel.general import SERVICE
 TRANSACTIONAL: Final = frozenset({"TransactWriteItems", "TransactGetItems", "ExecuteTransaction"})
 
 
+#: A 1 MB page in reads of a 4 KB item: what a Query page that was not the last reads (a page stops at 1 MB).
+PAGE_READS: Final = 256
+
+
+def _extra_units(call: ApiCall) -> int:
+    """How many reads or writes of one item a key access of ``call`` costs beyond one, in the units the key counts
+    use (one read of an item up to 4 KB, one write up to 1 KB; the detectors scale them by the table's item size).
+
+    A transactional item costs two (:data:`TRANSACTIONAL`). A Query page that logs ``exclusiveStartKey`` continues a
+    Query, so the page before it was not the last: it read 1 MB (:data:`PAGE_READS`), or ``limit`` items of up to
+    4 KB when the Query was bounded, where one read of the key had been counted for it.
+    """
+    operation = call.operation
+    if operation in TRANSACTIONAL:
+        return 1
+    if operation == "Query" and call.scan_continuation:
+        limit = call.scan_limit
+        return (min(limit, PAGE_READS) if limit is not None and limit > 0 else PAGE_READS) - 1
+    return 0
+
+
 @dataclass(slots=True)
 class TableWindow:
     """Traffic of one table in one window (or in several windows merged: ``window_seconds`` adds up)."""
@@ -257,7 +278,7 @@ class TableWindow:
         if error is not None:
             self._add_error(call, items, error, pk_hint)
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
-        transactional = call.operation in TRANSACTIONAL
+        extra = _extra_units(call)
         for item in items:
             is_write = item.access is Access.WRITE
             if is_write:
@@ -273,7 +294,7 @@ class TableWindow:
                 eventual = call.consistent_read is False
                 schema = item.statement is None
                 self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
-                if transactional:  # DynamoDB meters a transaction's item at twice the units: counted twice
+                for _ in range(extra):  # metered above one read or write of the item (see ``_extra_units``)
                     self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
                 template = key_template(key) or ""
             else:
