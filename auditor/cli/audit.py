@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     end = now - now % 60
     if args.profile or args.regions or args.accounts or args.org:
         return _run_org_audit(args, selector, start=end - int(args.days * 86_400), end=end, now=now)
+    config = _audit_config(args)  # an input error before any AWS call
     clients = build_clients(args.region)
     if names:
         _check_tables(clients.dynamodb, names)
@@ -143,12 +144,13 @@ def run(args: argparse.Namespace) -> int:
             billing_days=args.billing_days,
             prices=(book := PriceBook(pricing_client, datetime.now(UTC).date())),
             activity_days=args.idle_days,
-            config=_audit_config(args),
+            config=config,
         )
     warn(*book.warnings)
     inventory = result.inventory
-    if inventory.missing:  # deleted since the check
-        raise InputError("no such table: " + ", ".join(sorted(inventory.missing)))
+    gone = set(inventory.missing) & set(names)  # named, and deleted since the check
+    if gone:
+        raise InputError("no such table: " + ", ".join(sorted(gone)))
     if not inventory.tables:
         blocking = [g for g in inventory.gaps if g.facet == "tables"]
         if blocking:
