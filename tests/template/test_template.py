@@ -1036,6 +1036,14 @@ def test_a_guided_deploy_asks_few_grouped_labelled_questions(template: dict[str,
     assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [ref("TrailBucketName"), ""]}]}
 
 
+def test_docs_deploy_lists_every_question(template: dict[str, Any]) -> None:
+    """docs/deploy.md's table of questions names every parameter, in the template's order."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    section = text.split("## The questions", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\|[^|]*\| `(\w+)` \|", section, re.M)
+    assert listed == list(template["Parameters"])
+
+
 def test_the_document_settings_are_documented() -> None:
     """docs/deploy.md lists every setting of the configuration document's service section, with its default."""
     text = (ROOT / "docs" / "deploy.md").read_text()
