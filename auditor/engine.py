@@ -445,8 +445,14 @@ def analyze_trail(
 
     ``processes``: how many processes read the input (None: automatic, see :func:`plan_processes`).
     """
+    return analyze_sources(discover(paths, stdin=stdin), config, processes)
+
+
+def analyze_sources(
+    sources: Sequence[InputSource], config: AnalysisConfig | None = None, processes: int | None = None
+) -> TrailAnalysis:
+    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened)."""
     cfg = config or AnalysisConfig()
-    sources = discover(paths, stdin=stdin)
     aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)

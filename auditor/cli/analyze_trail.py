@@ -1,6 +1,6 @@
-"""``ddb-audit analyze-trail``: the trail analysis (auditor.engine) of CloudTrail data events read from files,
-directories, EventBridge events or stdin, printed in any findings format. The steps of
-:func:`auditor.engine.analyze_trail`, taken here so that each input file read advances the progress display."""
+"""``ddb-audit analyze-trail``: the trail analysis (:func:`auditor.engine.analyze_sources`) of CloudTrail data events
+read from files, directories, EventBridge events or stdin, printed in any findings format; each input file opened
+advances the progress display."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from auditor.engine import TrailAnalysis, access_patterns, evaluate, ingest_parallel, period_totals, plan_processes
+    from auditor.engine import analyze_sources
     from auditor.kernel.inputs import discover
 
     config = load_analysis_config(args.config or get_settings().audit_config)
@@ -42,13 +42,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--jobs must be at least 1")
     found = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
     with progress("analyze-trail", total=len(found), unit=" files") as bar:
-        sources = counted_sources(found, bar)
-        aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
-        spans = aggs.spans()
-        findings, errors = evaluate(spans, config)
-        result = TrailAnalysis(
-            period_totals(findings, aggs, config), access_patterns(spans, config.key_schema), stats, aggs, errors
-        )
+        result = analyze_sources(counted_sources(found, bar), config, args.jobs)
     stats = result.stats
     if stats.files_read == 0:
         why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
