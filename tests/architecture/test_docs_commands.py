@@ -79,6 +79,7 @@ RULES = (
     ),
     Rule(r"^ddb-audit (audit|athena) ", why="reads a live AWS account (the test checks that it parses)"),
     Rule(r"^(echo .* \| )?ddb-audit ", run=True),
+    Rule(r"^sed .* docs/iam/\S+\.json > \S+\.json$", run=True),
 )
 
 #: The analysis of ``audit --format json`` that ``what-if --audit audit.json`` reads in the scratch directory.
@@ -185,12 +186,14 @@ def test_every_documented_ddb_audit_command_parses() -> None:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A working directory holding what the documented commands read: a trail, histories, a price and mute file."""
+    """A working directory holding what the documented commands read: a trail, histories, a price and mute file,
+    and the docs (the IAM policy templates)."""
     here = tmp_path_factory.mktemp("docs-commands")
     records = demo_workload(datetime(2026, 12, 1, 9, tzinfo=UTC), hours=0.25)
     write_trail(records, here / "trail")
     shutil.copytree(here / "trail", here / "logs")
     shutil.copytree(ROOT / "examples", here / "examples")
+    shutil.copytree(DOCS, here / "docs")
     shutil.copy(ROOT / "examples" / "billing" / "spiky-on-demand.json", here / "history.json")
     (here / "audit.json").write_text(json.dumps(AUDIT_JSON))
     # The price file and the mute list are the ones the docs show.
@@ -211,7 +214,8 @@ RUN = [c for c in COMMANDS if (r := _rule(c)) is not None and r.run]
 
 @pytest.mark.parametrize("command", RUN, ids=[f"{c.page}: {c.text[:60]}" for c in RUN])
 def test_the_documented_command_runs(command: Command, scratch: Path) -> None:
-    """Exit 0, or 1 (findings at or above ``--fail-on``); the output a comment shows after the command is printed."""
+    """Exit 0, or 1 (findings at or above ``--fail-on``); the output a comment shows after the command is printed,
+    and a ``.json`` file it writes holds JSON."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("AWS_PROFILE", None)
     done = subprocess.run(
@@ -226,6 +230,8 @@ def test_the_documented_command_runs(command: Command, scratch: Path) -> None:
     assert done.returncode in (0, 1), f"{command.page}: {command.text}\n{done.stderr[-2000:]}"
     if command.expected is not None and command.expected.startswith(("[", "{")):
         assert json.loads(done.stdout) == json.loads(command.expected)
+    for written in re.findall(r"> (\S+\.json)\b", command.text):  # a JSON file the command writes is JSON
+        json.loads((scratch / written).read_text())
 
 
 # ---- the command pages follow --help ------------------------------------------------------------------------
