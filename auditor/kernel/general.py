@@ -200,15 +200,15 @@ def _api_call(
                     session = _SESSION_CACHE[arn]
                 except KeyError:
                     session = _session_name(arn)
-            if type(principal) is str and _is_service_role(principal, arn):
+            if type(arn) is str and _SERVICE_LINKED in arn:
                 ptype = SERVICE
         elif ptype == SERVICE:
             principal = _str_or_none(identity.get("invokedBy")) or SERVICE
         else:
             principal = _str_or_none(arn)
             ptype = _str_or_none(ptype)
-            if principal == DYNAMODB_EVENT_SOURCE:
-                ptype = SERVICE
+            if _is_dynamodb(identity):
+                principal, ptype = DYNAMODB_EVENT_SOURCE, SERVICE
     access, items, tables, index, segment, total, statement, truncated = request
     call = ApiCall(
         event_id,
@@ -243,33 +243,34 @@ def _api_call(
 
 #: ``ApiCall.principal_type`` of a call an AWS service made on its own behalf, kept apart from user traffic: a
 #: ``userIdentity`` of type ``AWSService`` (the principal is its ``invokedBy``, e.g. ``dynamodb.amazonaws.com`` for
-#: Time to Live deletes), or a service-linked role (``role/aws-service-role/...``, named ``AWSServiceRoleFor...``: for
-#: instance global-table replication's). An application role that a service assumes (AppSync, Step Functions) is the
-#: application's traffic and stays a user's. Sources: the CloudTrail userIdentity element
-#: (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html) and
-#: the service-linked roles page (https://docs.aws.amazon.com/IAM/latest/UserGuide/using-service-linked-roles.html).
+#: Time to Live deletes), an identity whose ``arn``, ``principalId`` or ``invokedBy`` is ``dynamodb.amazonaws.com``
+#: (DynamoDB itself, as its Time to Live stream records name it), or a service-linked role (named
+#: ``AWSServiceRole...``: global-table replication's ``AWSServiceRoleForDynamoDBReplication``). An application role
+#: that a service assumes (AppSync, Step Functions) is the application's traffic and stays a user's. Sources: the
+#: CloudTrail userIdentity element
+#: (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html), the
+#: service-linked roles page (https://docs.aws.amazon.com/IAM/latest/UserGuide/using-service-linked-roles.html) and
+#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/time-to-live-ttl-streams.html.
 SERVICE: Final = "AWSService"
+#: What the assumed-role ARN of a service-linked role holds (``assumed-role/AWSServiceRoleFor.../session``).
+_SERVICE_LINKED: Final = "assumed-role/AWSServiceRole"
 
 
-def _is_service_role(issuer: str, arn: Any) -> bool:
-    """Whether an assumed role is a service-linked role (its issuer's path, or its name)."""
-    return "/aws-service-role/" in issuer or (type(arn) is str and "assumed-role/AWSServiceRoleFor" in arn)
+def _is_dynamodb(identity: dict[str, Any]) -> bool:
+    """Whether an identity (not an assumed role, not ``AWSService``) is DynamoDB itself."""
+    return DYNAMODB_EVENT_SOURCE in (identity.get(_ARN), identity.get("principalId"), identity.get("invokedBy"))
 
 
 def _maybe_service(identity: Any) -> bool:
-    """Whether :func:`_api_call` may read ``identity`` as an AWS service's (:data:`SERVICE`): true for every identity
-    it reads so (and possibly a few more), so a fast reader that skips the identity hands those records back."""
+    """Whether :func:`_api_call` reads ``identity`` as an AWS service's (:data:`SERVICE`), for a fast reader that skips
+    the identity: such a record is handed back to the full path."""
     if type(identity) is not dict:
         return False
-    if identity.get(_TYPE) == SERVICE:
-        return True
-    arn = identity.get(_ARN)
-    if type(arn) is str and ("AWSServiceRoleFor" in arn or "/aws-service-role/" in arn or arn == DYNAMODB_EVENT_SOURCE):
-        return True
-    context = identity.get(_SESSION_CONTEXT)
-    issuer = context.get(_SESSION_ISSUER) if type(context) is dict else None
-    issuer_arn = issuer.get(_ARN) if type(issuer) is dict else None
-    return type(issuer_arn) is str and "/aws-service-role/" in issuer_arn
+    ptype = identity.get(_TYPE)
+    if ptype == "AssumedRole":
+        arn = identity.get(_ARN)
+        return type(arn) is str and _SERVICE_LINKED in arn
+    return ptype == SERVICE or _is_dynamodb(identity)
 
 
 def _query_access(table: str, name: str, index: str | None, params: Mapping[str, Any], lowered: bool) -> ItemAccess:

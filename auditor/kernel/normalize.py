@@ -373,8 +373,8 @@ def light_item(record: LightRecord) -> SingleItem | None:
     ):
         return None
     identity = bytes(record.identity)
-    if b"AWSService" in identity or b"aws-service-role" in identity or b"dynamodb.amazonaws.com" in identity:
-        return None  # maybe an AWS service's call (see _maybe_service): the full path decides
+    if b"AWSService" in identity or b"dynamodb.amazonaws.com" in identity:
+        return None  # maybe an AWS service's call (see _maybe_service: its type, a service-linked role, DynamoDB)
     event_time = record.time
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:

@@ -198,6 +198,8 @@ def _delete(identity: dict[str, Any]) -> dict[str, Any]:
     ("identity", "principal"),
     [
         (TTL_IDENTITY, "dynamodb.amazonaws.com"),
+        # the identity DynamoDB's own Time to Live stream records carry (developer guide, time-to-live-ttl-streams)
+        ({"type": "Service", "principalId": "dynamodb.amazonaws.com"}, "dynamodb.amazonaws.com"),
         (REPLICATION_IDENTITY, REPLICATION_IDENTITY["sessionContext"]["sessionIssuer"]["arn"]),  # type: ignore[index]
     ],
 )
@@ -217,8 +219,10 @@ def test_an_aws_services_call_is_kept_apart(identity: dict[str, Any], principal:
     assert back.service_calls == {principal: 1}
 
 
-def test_an_application_role_stays_a_users() -> None:
-    record = _delete(APP_IDENTITY)
+@pytest.mark.parametrize("invoked_by", [None, "appsync.amazonaws.com"])
+def test_an_application_role_stays_a_users(invoked_by: str | None) -> None:
+    # a role the application gives a service (AppSync resolvers) carries the service in invokedBy: still the app's
+    record = _delete(APP_IDENTITY if invoked_by is None else {**APP_IDENTITY, "invokedBy": invoked_by})
     parsed = normalize_record(record)
     assert parsed is not None and parsed.principal_type == "AssumedRole"
     assert single_item(copy.deepcopy(record)) is not None
