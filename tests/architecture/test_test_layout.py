@@ -19,6 +19,7 @@ NOT_MIRRORED = {
     "template": "template.yaml",
     "fuzz": "hostile inputs across the pipeline",
     "architecture": "rules over the whole code base",
+    "faults": "faults injected into every AWS call of the deployed pipeline's handlers",
 }
 #: Top-level code packages besides auditor/ whose folders the tests mirror.
 OTHER_PACKAGES = ("handlers", "benchmarks")

@@ -1,0 +1,137 @@
+"""The cases of the fault-injection suite and its table (fault, counts equal, Slack once, e-mails repeated).
+
+:data:`OPERATIONS` lists every AWS call each handler makes on the suite's trail (a test checks it against a clean
+run); :data:`CASES` is every operation with every fault kind at its first call, plus a timeout after its last call
+where it is called more than once. :data:`SLACK_REPEATS` names the cases where Slack gets a finding twice and why.
+``python -m tests.faults`` runs every case and prints the table (docs/faults.md).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tests.faults.pipeline import KINDS, SLACK_KINDS, Fault
+
+if TYPE_CHECKING:
+    from tests.faults.pipeline import Outcome, Trail
+
+#: Every AWS call of each handler on the suite's trail, in the order a clean run first makes them.
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "trail-ingest": ("dynamodb.GetItem", "s3.GetObject", "s3.PutObject", "dynamodb.BatchWriteItem", "dynamodb.PutItem"),
+    "evaluator": (
+        "dynamodb.GetItem",
+        "dynamodb.Query",
+        "s3.GetObject",
+        "dynamodb.UpdateItem",
+        "dynamodb.BatchGetItem",
+        "dynamodb.TransactWriteItems",
+        "sns.Publish",
+        "dynamodb.PutItem",
+        "dynamodb.DeleteItem",
+    ),
+    "notifier": ("secretsmanager.GetSecretValue", "slack.post"),
+}
+#: The evaluator's operations called at several steps of a run: a timeout after the last call too (0: the last).
+REPEATED = {
+    ("evaluator", op)
+    for op in (
+        "dynamodb.Query",
+        "s3.GetObject",
+        "dynamodb.UpdateItem",
+        "dynamodb.TransactWriteItems",
+        "sns.Publish",
+        "dynamodb.DeleteItem",
+    )
+}
+
+
+def _cases() -> list[Fault]:
+    cases: list[Fault] = []
+    for handler, ops in OPERATIONS.items():
+        for op in ops:
+            kinds = SLACK_KINDS if op == "slack.post" else KINDS
+            cases += [Fault(handler, op, 1, kind) for kind in kinds]
+            if (handler, op) in REPEATED:
+                cases.append(Fault(handler, op, 0, "timeout"))
+    return cases
+
+
+CASES = _cases()
+
+#: The cases where Slack gets a post (the run digest: every finding of the run) a second time, and why
+#: (docs/faults.md). The last ``sns.Publish`` of the
+#: evaluator is the run digest: stopped or unanswered exactly between SNS's acceptance and the one write recording it,
+#: it is sent again (counted in RepeatedPublishes). The webhook has no idempotency key: a notifier stopped after
+#: Slack accepted a post is retried by Lambda and posts it again (not counted: the notifier keeps no state).
+SLACK_REPEATS: dict[str, tuple[int, bool, str]] = {
+    "evaluator:sns.Publish#last:timeout": (1, True, "stopped between SNS accepting the digest and recording it"),
+    "evaluator:sns.Publish#last:response_lost": (1, True, "the digest's answer lost: botocore sent it again"),
+    "notifier:slack.post#1:slack_timeout": (1, False, "stopped after Slack accepted the post: Lambda retries"),
+}
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    fault: str
+    counts_equal: bool
+    slack_lost: int
+    slack_repeats: int
+    allowed_slack_repeats: int
+    mails_lost: int
+    mails_repeated: int
+    counted: int
+    #: Repeats (e-mails, and digests sent again by the evaluator) that RepeatedPublishes does not count.
+    uncounted: int
+
+    def cells(self) -> tuple[str, str, str, str]:
+        slack = "yes" if not (self.slack_lost or self.slack_repeats) else f"{self.slack_repeats} repeated"
+        if self.slack_lost:
+            slack = f"{self.slack_lost} LOST"
+        elif self.slack_repeats:
+            why = SLACK_REPEATS.get(self.fault)
+            slack += f" ({'counted' if why and why[1] else 'not counted'}: {why[2] if why else 'unexpected'})"
+        mails = str(self.mails_repeated) + (" (counted)" if self.mails_repeated and not self.uncounted else "")
+        if self.mails_lost:
+            mails += f", {self.mails_lost} LOST"
+        return self.fault, "yes" if self.counts_equal else "NO", slack, mails
+
+
+def row_of(fault: Fault, outcome: Outcome, clean: Outcome, trail: Trail) -> Row:
+    """How the run with ``fault`` compares with ``analyze-trail`` and with the clean run's deliveries."""
+    equal = sorted(outcome.findings) == sorted(trail.expected) and all(
+        f["totals"] == trail.expected[fid]["totals"] for fid, f in outcome.findings.items()
+    )
+    slack_lost = sum(1 for fid in clean.slack_ids if fid not in outcome.slack_ids)
+    slack_repeats = sum(n - 1 for n in outcome.slack_ids.values())
+    # A digest sent again lists every finding of the run once more: the repeats of one post.
+    again, counted_slack, _why = SLACK_REPEATS.get(fault.id, (0, True, ""))
+    allowed = again * len(clean.slack_ids)
+    mails_lost = sum(1 for key in clean.mails if key not in outcome.mails)
+    counted = int(outcome.health.get("RepeatedPublishes", 0))
+    must_count = outcome.repeated_mails + (outcome.slack_repeat_posts if counted_slack else 0)
+    return Row(
+        fault.id,
+        equal,
+        slack_lost,
+        slack_repeats,
+        allowed,
+        mails_lost,
+        outcome.repeated_mails,
+        counted,
+        max(0, must_count - counted),
+    )
+
+
+def render(rows: list[Row]) -> str:
+    """The table as Markdown."""
+    head = ("fault (handler:operation#call:kind)", "counts equal", "Slack once", "e-mails repeated")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    kinds = Counter(r.fault.rsplit(":", 1)[1] for r in rows)
+    lines.append("")
+    lines.append(f"{len(rows)} cases: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    return "\n".join(lines) + "\n"
