@@ -140,8 +140,8 @@ def run_controller(
 ) -> ControllerResult:
     """One controller run for the slice that contains ``now`` (see the module docstring).
 
-    ``table_arns`` limits the audited tables (the trail's ``TrailTableArns``); ``fixed_usd_month`` is the auditor's
-    monthly cost outside data events, which the budget pays first (None:
+    ``table_arns`` limits the audited tables (the configuration document's ``service.capture_table_arns``);
+    ``fixed_usd_month`` is the auditor's monthly cost outside data events, which the budget pays first (None:
     :func:`auditor.cost.cost_model.fixed_monthly_usd` for the tables listed).
     """
     cfg = config or PlannerConfig()

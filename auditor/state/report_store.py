@@ -86,7 +86,7 @@ class ReportFiles:
 
     def console_link(self, key: str, region: str) -> str:
         """The object's page in the S3 console: it needs an AWS sign-in with read access to the bucket, and works as
-        long as the report is kept (``ReportRetentionDays``)."""
+        long as the report is kept (365 days: the reports bucket's lifecycle rule)."""
         return (
             f"https://console.aws.amazon.com/s3/object/{quote(self._bucket)}?region={quote(region)}"
             f"&prefix={quote(key, safe='')}"
