@@ -76,9 +76,7 @@ demo: $(DEMO_STAMP)
 wheel-check: venv
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	git clone -q . "$$tmp/src"; \
-	git ls-files -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$$tmp/src"; \
-	git ls-files -z --deleted | (cd "$$tmp/src" && xargs -0 rm -f); \
-	git -C "$$tmp/src" add -A; \
+	git diff --quiet HEAD || git diff --binary HEAD | git -C "$$tmp/src" apply --index; \
 	$(BIN)/python -m build --outdir "$$tmp/dist" "$$tmp/src" >"$$tmp/build.log" 2>&1 \
 		|| { cat "$$tmp/build.log"; exit 1; }; \
 	ls "$$tmp"/dist; \
