@@ -142,6 +142,12 @@ class Injector:
         events.register("before-send", self._before_send, unique_id="fault-injector-send")
         events.register("after-call", self._after_call, unique_id="fault-injector-after")
 
+    def uninstall(self) -> None:
+        events = boto3._get_default_session().events
+        events.unregister("before-call", unique_id="fault-injector-call")
+        events.unregister("before-send", unique_id="fault-injector-send")
+        events.unregister("after-call", unique_id="fault-injector-after")
+
     def count(self, operation: str) -> bool:
         """Count a call of ``operation``; True when the fault is due at it (it is then spent)."""
         if self.handler is None:

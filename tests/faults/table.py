@@ -1,8 +1,9 @@
 """The cases of the fault-injection suite and its table (fault, counts equal, Slack once, e-mails repeated).
 
 :data:`OPERATIONS` lists every AWS call each handler makes on the suite's trail (a test checks it against a clean
-run); :data:`CASES` is every operation with every fault kind at its first call, plus a timeout after its last call
-where it is called more than once. :data:`SLACK_REPEATS` names the cases where Slack gets a finding twice and why.
+run); :data:`CASES` is every operation with every fault kind at its first call, plus a timeout after the last call
+of the evaluator's operations that serve several steps, and the run digest's answer lost. :data:`SLACK_REPEATS`
+names the cases where Slack gets a finding twice and why.
 ``python -m tests.faults`` runs every case and prints the table (docs/faults.md).
 """
 
@@ -42,9 +43,12 @@ REPEATED = {
         "dynamodb.UpdateItem",
         "dynamodb.TransactWriteItems",
         "sns.Publish",
+        "dynamodb.PutItem",
         "dynamodb.DeleteItem",
     )
 }
+#: The evaluator's last publish is the run digest: its answer lost too.
+LAST_LOST = {("evaluator", "sns.Publish")}
 
 
 def _cases() -> list[Fault]:
@@ -55,6 +59,8 @@ def _cases() -> list[Fault]:
             cases += [Fault(handler, op, 1, kind) for kind in kinds]
             if (handler, op) in REPEATED:
                 cases.append(Fault(handler, op, 0, "timeout"))
+            if (handler, op) in LAST_LOST:
+                cases.append(Fault(handler, op, 0, "response_lost"))
     return cases
 
 
@@ -80,6 +86,7 @@ class Row:
     counts_equal: bool
     slack_lost: int
     slack_repeats: int
+    slack_repeat_posts: int
     allowed_slack_repeats: int
     mails_lost: int
     mails_repeated: int
@@ -88,12 +95,13 @@ class Row:
     uncounted: int
 
     def cells(self) -> tuple[str, str, str, str]:
-        slack = "yes" if not (self.slack_lost or self.slack_repeats) else f"{self.slack_repeats} repeated"
+        slack = "yes"
         if self.slack_lost:
             slack = f"{self.slack_lost} LOST"
         elif self.slack_repeats:
             why = SLACK_REPEATS.get(self.fault)
-            slack += f" ({'counted' if why and why[1] else 'not counted'}: {why[2] if why else 'unexpected'})"
+            again = f"{self.slack_repeat_posts} post again ({self.slack_repeats} findings)"
+            slack = f"{again}, {'counted' if why and why[1] else 'not counted'}: {why[2] if why else 'unexpected'}"
         mails = str(self.mails_repeated) + (" (counted)" if self.mails_repeated and not self.uncounted else "")
         if self.mails_lost:
             mails += f", {self.mails_lost} LOST"
@@ -118,6 +126,7 @@ def row_of(fault: Fault, outcome: Outcome, clean: Outcome, trail: Trail) -> Row:
         equal,
         slack_lost,
         slack_repeats,
+        outcome.slack_repeat_posts,
         allowed,
         mails_lost,
         outcome.repeated_mails,

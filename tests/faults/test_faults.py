@@ -30,6 +30,7 @@ def catcher() -> Iterator[SlackCatcher]:
     slack = SlackCatcher().start()
     INJECTOR.install()
     yield slack
+    INJECTOR.uninstall()
     slack.stop()
 
 
@@ -72,3 +73,9 @@ def test_a_fault_loses_and_repeats_nothing_uncounted(
     assert outcome.parked == 0, row
     assert row.slack_repeats == row.allowed_slack_repeats, row
     assert row.uncounted == 0, row
+
+
+def test_docs_faults_md_has_a_row_for_every_case() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "faults.md").read_text()
+    rows = {line.split(" | ")[0].strip("| ") for line in doc.splitlines() if line.startswith("| ") and ":" in line}
+    assert {f.id for f in CASES} <= rows, "run python -m tests.faults and paste its table into docs/faults.md"
