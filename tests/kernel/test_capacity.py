@@ -326,4 +326,7 @@ def test_a_query_page_that_continues_meters_the_full_page_before_it(limit: int |
     assert parsed is not None and parsed.scan_continuation and parsed.scan_limit == limit
     agg = span([parsed])
     # this page (one read) and the rest of the page before it: 1 MB, or ``limit`` items of up to 4 KB
-    assert (agg.key_requests, agg.item_reads) == (units, 1)
+    assert (agg.key_requests, agg.key_reads, agg.item_reads) == (units, units, 1)
+    assert agg.hot.counts['status\x1f"OPEN'] == units
+    assert sum(n for (k, _), n in agg.seconds.items() if k == 'status\x1f"OPEN') == units
+    assert agg.key_attrs == {"status": units}

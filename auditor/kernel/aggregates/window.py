@@ -294,8 +294,8 @@ class TableWindow:
                 eventual = call.consistent_read is False
                 schema = item.statement is None
                 self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
-                for _ in range(extra):  # metered above one read or write of the item (see ``_extra_units``)
-                    self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
+                if extra:  # metered above one read or write of the item (see ``_extra_units``)
+                    self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema)
                 template = key_template(key) or ""
             else:
                 template = ""
@@ -384,6 +384,32 @@ class TableWindow:
                 self.key_reads_eventual += 1
             bufs[2].append(int(epoch) * 2)
         self._pending_attrs.append(attr if schema else "")
+
+    def _add_units(
+        self, extra: int, key: dict[str, Any], is_write: bool, eventual: bool, epoch: float, pk_hint: str | None,
+        schema: bool,
+    ) -> None:  # fmt: skip
+        """``extra`` more units of the key access :meth:`_add_key` just counted (a transaction's second unit, the rest
+        of a full Query page): the key's pending entries and counts repeated, without encoding it again."""
+        if extra == 1:
+            self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
+            return
+        self._repeat_last(extra, is_write, eventual)
+
+    def _repeat_last(self, extra: int, is_write: bool, eventual: bool) -> None:
+        """Repeat the table-key access :meth:`_add_key` appended last (to ``_pending_bufs``) ``extra`` times."""
+        bufs = self._pending_bufs
+        bufs[0].extend([bufs[0][-1]] * extra)
+        bufs[2].extend([bufs[2][-1]] * extra)
+        self._pending_attrs.extend([self._pending_attrs[-1]] * extra)
+        self.key_requests += extra
+        if is_write:
+            bufs[1].extend([bufs[1][-1]] * extra)
+            self.key_writes += extra
+        else:
+            self.key_reads += extra
+            if eventual:
+                self.key_reads_eventual += extra
 
     def _count_pattern(self, pattern: tuple[str, str, str, bool], items: int, error: str | None) -> None:
         """One call (with ``items`` accesses) of an access pattern; its error code, if it failed."""
