@@ -3,14 +3,20 @@
 :func:`encode_key` turns an attribute name and value into the string the window sketches count (bounded: a value
 over DynamoDB's 2 KB key limit is kept as a digest); :func:`decode_key` gives the logged key back for a finding.
 :func:`partition_attr` picks the partition-key attribute of a logged key map, which CloudTrail does not name.
+Each index is its own partition space: its keys carry the index's prefix (:func:`index_key`) in the table's sketches
+and its counts are kept in an :class:`IndexKeys`, never mixed with the table's.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
+
+from auditor.kernel.aggregates.sketch import DistinctCounter
 
 #: Partition-key and sort-key attribute names recognised when the key schema is not configured.
 _PK_NAMES: Final = frozenset({"pk", "partitionkey", "partition_key", "hashkey", "hash_key", "pk1", "gsi1pk"})
@@ -88,7 +94,9 @@ def _shape_bytes(value: Any) -> bytes:
 
 
 def decode_key(encoded: str) -> dict[str, Any]:
-    """Inverse of :func:`encode_key`: the key as CloudTrail logged it (attribute name -> value)."""
+    """Inverse of :func:`encode_key` (and of :func:`index_key`): the key as CloudTrail logged it (name -> value)."""
+    if encoded.startswith(INDEX_MARK):
+        encoded = encoded.partition(_INDEX_END)[2]
     attr, _, lit = encoded.partition("\x1f")
     if lit.startswith('"'):
         return {attr: lit[1:]}
@@ -131,3 +139,122 @@ def _guess_partition_attr(key: tuple[str, ...]) -> str:
         if name.lower() not in _SK_NAMES:
             return name
     return first
+
+
+# --- one partition space per index ---------------------------------------------------------------------------------
+#
+# An index has its own partitions: the keys of an index Query (or of a PartiQL statement on ``"Table"."Index"``) are
+# the index's key values, and their share is measured against the index's traffic, never the table's. In the
+# table's sketches such a key is ``INDEX_MARK + index name + _INDEX_END + encode_key(...)``: index names are
+# ``[a-zA-Z0-9_.-]`` (CreateTable's IndexName), so neither control character can occur in one.
+
+#: First character of a sketch key of an index's partition space.
+INDEX_MARK: Final = "\x1d"
+_INDEX_END: Final = "\x1e"
+#: Index spaces a window keeps apart; the keys of further indexes, or of a name longer than an index name may be
+#: (255 characters), share the :data:`OTHER_INDEX` space.
+MAX_INDEX_SPACES: Final = 8
+MAX_INDEX_NAME: Final = 255
+OTHER_INDEX: Final = "(other indexes)"
+#: An index space's distinct keys are stored exactly up to this many characters, else as registers (about 5.5 KB),
+#: so the spaces add at most about 50 KB to a serialised window.
+_EXACT_CHARS: Final = 4096
+
+
+def index_key(index: str | None, encoded: str) -> str:
+    """The sketch key of ``encoded`` (from :func:`encode_key`) in ``index``'s partition space (None: the table's)."""
+    return encoded if index is None else f"{INDEX_MARK}{index}{_INDEX_END}{encoded}"
+
+
+def key_index(encoded: str) -> str | None:
+    """The index whose partition space a sketch key belongs to; None for the table's own."""
+    if encoded.startswith(INDEX_MARK):
+        return encoded[1:].partition(_INDEX_END)[0]
+    return None
+
+
+@dataclass(slots=True)
+class IndexKeys:
+    """The counts of one index's partition space (its keys themselves are in the table window's sketches)."""
+
+    #: key-identified requests to the index, its reads, writes and reads logged ``consistentRead: false``
+    requests: int = 0
+    reads: int = 0
+    writes: int = 0
+    reads_eventual: int = 0
+    #: distinct partition-key values of the index
+    distinct: DistinctCounter = field(default_factory=DistinctCounter)
+    #: the attributes taken as the index's partition key (from its Query key conditions), with their counts
+    attrs: dict[str, int] = field(default_factory=dict)
+
+    def add(self, attr: str, is_write: bool, eventual: bool) -> None:
+        """One key access to the index."""
+        self.requests += 1
+        if is_write:
+            self.writes += 1
+        else:
+            self.reads += 1
+            if eventual:
+                self.reads_eventual += 1
+        attrs = self.attrs
+        if attr in attrs:
+            attrs[attr] += 1
+        elif len(attrs) < 8:
+            attrs[attr] = 1
+
+    @property
+    def partition_key_attr(self) -> str | None:
+        """The attribute most often taken as the index's partition key."""
+        return max(sorted(self.attrs), key=lambda k: self.attrs[k]) if self.attrs else None
+
+    def merge(self, other: IndexKeys) -> None:
+        """Add ``other`` (the same index) into this one."""
+        self.requests += other.requests
+        self.reads += other.reads
+        self.writes += other.writes
+        self.reads_eventual += other.reads_eventual
+        self.distinct.merge(other.distinct)
+        for attr, n in other.attrs.items():
+            if attr in self.attrs or len(self.attrs) < 8:
+                self.attrs[attr] = self.attrs.get(attr, 0) + n
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        counts = [self.requests, self.reads, self.writes, self.reads_eventual]
+        distinct = self.distinct
+        if distinct.exact is not None and sum(len(v) for v in distinct.exact) > _EXACT_CHARS:
+            distinct = DistinctCounter()
+            distinct.exact = set(self.distinct.exact)
+            distinct._to_hll()  # as registers, as DistinctCounter.to_dict does past its own limit
+        return {"counts": counts, "distinct": distinct.to_dict(), "attrs": self.attrs}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IndexKeys:
+        """Inverse of :meth:`to_dict`."""
+        requests, reads, writes, eventual = (int(n) for n in d["counts"])
+        attrs = {str(k): int(v) for k, v in d.get("attrs", {}).items()}
+        return cls(requests, reads, writes, eventual, DistinctCounter.from_dict(d["distinct"]), attrs)
+
+
+def index_space(spaces: dict[str, IndexKeys], index: str) -> tuple[str, IndexKeys]:
+    """``index``'s space in ``spaces`` (created when new; the :data:`OTHER_INDEX` space once full) and its name."""
+    found = spaces.get(index)
+    if found is None:
+        if len(spaces) >= MAX_INDEX_SPACES or len(index) > MAX_INDEX_NAME or _INDEX_END in index:
+            index = OTHER_INDEX
+            found = spaces.get(index)
+        if found is None:
+            found = spaces[index] = IndexKeys()
+    return index, found
+
+
+def count_distinct(new: Iterable[str], table: DistinctCounter, spaces: dict[str, IndexKeys]) -> None:
+    """Add new sketch keys to the distinct counter of their space: the table's, or their index's."""
+    mine = [k for k in new if not k.startswith(INDEX_MARK)]
+    table.update(mine)
+    if spaces:
+        for k in new:
+            if k.startswith(INDEX_MARK):
+                index = key_index(k)
+                if index is not None and index in spaces:
+                    spaces[index].distinct.add(k)
