@@ -47,7 +47,7 @@ from auditor.kernel.aggregates.failures import (
     throttle_cause,
     transaction_reasons,
 )
-from auditor.kernel.aggregates.keys import encode_key, partition_attr
+from auditor.kernel.aggregates.keys import IndexKeys, count_distinct, encode_key, index_key, index_space, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
@@ -151,6 +151,10 @@ class TableWindow:
     #: type ``AWSService``, see :data:`auditor.kernel.general.SERVICE`), per service: kept apart from the users'
     #: traffic, never a user's hot key or scan.
     service_calls: dict[str, int] = field(default_factory=dict)
+    #: Each index's own partition space (index name -> :class:`.keys.IndexKeys`): the keys of an index Query or a
+    #: PartiQL statement on an index are counted there, and in the sketches under the index's prefix
+    #: (:func:`.keys.index_key`), never in the table's ``key_requests``, ``distinct`` or ``key_attrs``.
+    index_keys: dict[str, IndexKeys] = field(default_factory=dict)
 
     @property
     def observed_seconds(self) -> float:
@@ -235,7 +239,7 @@ class TableWindow:
             # Keys the window sketch does not hold (new, or pruned) go to the distinct counter (idempotent).
             new = set(keys).difference(hot.counts)
             if new:
-                distinct.update(new)
+                count_distinct(new, distinct, self.index_keys)
             hot.add_many(keys)
             per_minute = minutes.get(minute)
             if per_minute is None:
@@ -293,9 +297,10 @@ class TableWindow:
             elif key:
                 eventual = call.consistent_read is False
                 schema = item.statement is None
-                self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
+                index = item.index
+                self._add_key(key, is_write, eventual, epoch, pk_hint, schema, index)
                 if extra:  # metered above one read or write of the item (see ``_extra_units``)
-                    self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema)
+                    self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema, index)
                 template = key_template(key) or ""
             else:
                 template = ""
@@ -336,7 +341,7 @@ class TableWindow:
         else:
             self.item_reads += 1
         if key:
-            self._add_key(key, is_write, eventual, epoch, pk_hint, True)
+            self._add_key(key, is_write, eventual, epoch, pk_hint, True, index)
         template = query_template(condition, key) if condition is not None else key_template(key) or ""
         self._count_pattern((index or "", operation, template, True), 1, None)
         if len(self._pending_attrs) >= PENDING_LIMIT:
@@ -352,17 +357,28 @@ class TableWindow:
         ops[operation] = ops.get(operation, 0) + 1
 
     def _add_key(
-        self, key: dict[str, Any], is_write: bool, eventual: bool, epoch: float, pk_hint: str | None, schema: bool
+        self,
+        key: dict[str, Any],
+        is_write: bool,
+        eventual: bool,
+        epoch: float,
+        pk_hint: str | None,
+        schema: bool,
+        index: str | None = None,
     ) -> None:
         """One access to a logged (non-empty) key, into the pending batch. ``eventual``: a read made eventually
-        consistent on request; ``schema``: the key's attribute names tell the table's key schema (not PartiQL's)."""
+        consistent on request; ``schema``: the key's attribute names tell the table's key schema (not PartiQL's);
+        ``index``: the key is one of that index's (its own partition space, see :attr:`index_keys`)."""
         if len(key) == 1:
             attr, value = next(iter(key.items()))
         else:
-            attr = partition_attr(key, pk_hint)
+            attr = partition_attr(key, pk_hint if index is None else None)
             value = key[attr]
         # inline for short strings (at most 512 characters are at most 2 KB of UTF-8); encode_key caps the rest
         encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
+        if index is not None:
+            self._add_index_key(index, attr, encoded, is_write, eventual, epoch)
+            return
         self.key_requests += 1
         minute = int(epoch // 60)
         if minute == self._pending_minute:
@@ -385,14 +401,37 @@ class TableWindow:
             bufs[2].append(int(epoch) * 2)
         self._pending_attrs.append(attr if schema else "")
 
+    def _add_index_key(self, index: str, attr: str, encoded: str, is_write: bool, eventual: bool, epoch: float) -> None:
+        """:meth:`_add_key` for a key of ``index``: counted in the index's space, not in the table's."""
+        index, space = index_space(self.index_keys, index)
+        space.add(attr, is_write, eventual)
+        encoded = index_key(index, encoded)
+        minute = int(epoch // 60)
+        bufs = self._pending.get(minute)
+        if bufs is None:
+            bufs = self._pending[minute] = ([], [], [])
+        bufs[0].append(encoded)
+        if is_write:
+            bufs[1].append(encoded)
+        bufs[2].append(int(epoch) * 2 + is_write)
+        self._pending_attrs.append("")
+
     def _add_units(
-        self, extra: int, key: dict[str, Any], is_write: bool, eventual: bool, epoch: float, pk_hint: str | None,
+        self,
+        extra: int,
+        key: dict[str, Any],
+        is_write: bool,
+        eventual: bool,
+        epoch: float,
+        pk_hint: str | None,
         schema: bool,
-    ) -> None:  # fmt: skip
+        index: str | None,
+    ) -> None:
         """``extra`` more units of the key access :meth:`_add_key` just counted (a transaction's second unit, the rest
-        of a full Query page): the key's pending entries and counts repeated, without encoding it again."""
-        if extra == 1:
-            self._add_key(key, is_write, eventual, epoch, pk_hint, schema)
+        of a full Query page): a table key's pending entries and counts repeated, without encoding it again."""
+        if index is not None or extra == 1:
+            for _ in range(extra):
+                self._add_key(key, is_write, eventual, epoch, pk_hint, schema, index)
             return
         self._repeat_last(extra, is_write, eventual)
 
@@ -506,8 +545,9 @@ class TableWindow:
         for item in keyed:
             key = item.key
             assert key
-            attr = partition_attr(key, pk_hint)
-            add_capped(self.throttle_keys, encode_key(attr, key[attr]), 1, MAX_THROTTLE_KEYS, OTHER)
+            attr = partition_attr(key, pk_hint if item.index is None else None)
+            encoded = index_key(item.index, encode_key(attr, key[attr]))
+            add_capped(self.throttle_keys, encoded, 1, MAX_THROTTLE_KEYS, OTHER)
         if message and len(self.throttle_messages) < 3 and message[:300] not in self.throttle_messages:
             self.throttle_messages.append(message[:300])
 
@@ -565,6 +605,8 @@ class TableWindow:
             add_capped(self.throttle_keys, k, n, MAX_THROTTLE_KEYS, OTHER)
         for k, n in other.service_calls.items():
             add_capped(self.service_calls, k, n, MAX_SERVICES, OTHER)
+        for name, space in other.index_keys.items():
+            index_space(self.index_keys, name)[1].merge(space)
         for m in other.throttle_messages:
             if len(self.throttle_messages) < 3 and m not in self.throttle_messages:
                 self.throttle_messages.append(m)
@@ -828,6 +870,7 @@ def window_to_dict(tw: TableWindow) -> dict[str, Any]:
         "size_exceeded": tw.size_exceeded,
         "size_exceeded_keys": tw.size_exceeded_keys,
         "service_calls": tw.service_calls,
+        "index_keys": {name: space.to_dict() for name, space in tw.index_keys.items()},
         "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in tw.patterns.items()],
         "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in tw.statements.items()],
         "seconds": [
@@ -864,6 +907,7 @@ def window_from_dict(cls: type[TableWindow], d: dict[str, Any]) -> TableWindow:
     tw.size_exceeded = int(d["size_exceeded"])
     tw.size_exceeded_keys = {str(k): int(v) for k, v in d["size_exceeded_keys"].items()}
     tw.service_calls = {str(k): int(v) for k, v in d.get("service_calls", {}).items()}  # absent before it was kept
+    tw.index_keys = {str(k): IndexKeys.from_dict(v) for k, v in d.get("index_keys", {}).items()}  # absent before
     tw.patterns = {}
     for row in d["patterns"]:
         i, o, t, e = row[:4]
