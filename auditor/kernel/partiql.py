@@ -88,9 +88,11 @@ def parse_statement(text: object, partition_key: object = None) -> Statement:
     """Parse one PartiQL statement as CloudTrail logs it.
 
     ``partition_key``, when known, makes ``full_scan`` precise: a SELECT/UPDATE/DELETE is a full scan unless
-    that attribute has an equality (a visible literal or a ``?`` parameter) or an ``IN`` list reachable through
-    top-level ANDs. Without it, any such top-level condition is taken to be on the partition key. An equality
-    whose value is ``***(Redacted)`` never counts: CloudTrail redacts non-key values only.
+    that attribute (the partition key of the statement's target: its index, if it names one) has an equality (a
+    visible literal or a ``?`` parameter) or an ``IN`` list reachable through top-level ANDs. Without it, any such
+    top-level condition is taken to be on the partition key. An equality whose value is ``***(Redacted)`` counts
+    only on an index: CloudTrail redacts the values of the table's non-key attributes, and an index's key
+    attributes are such attributes, so on ``"Table"."Index"`` it may be the index's key (:func:`_hidden_keys`).
 
     Never raises: unparseable text gives ``Statement(verb="UNKNOWN", table=None)``. Results are cached, so
     treat the returned ``key_equalities`` dict as read-only.
@@ -282,6 +284,7 @@ def _with_where(
     constrained: set[str] = set()
     if start >= 0:
         _conjunction(tokens[start:i], equalities, redacted, constrained)
+    _hidden_keys(index, redacted, constrained)
 
     if partition_key is not None:
         full_scan = partition_key not in constrained
@@ -296,6 +299,18 @@ def _with_where(
         full_scan=full_scan,
         constrained=tuple(sorted(constrained)),
     )
+
+
+def _hidden_keys(index: str | None, redacted: list[str], constrained: set[str]) -> None:
+    """On an index, an equality with a redacted value may be on the index's key: it constrains.
+
+    CloudTrail redacts the values of the attributes that are not keys of the *table*; an index's key attributes are
+    such attributes, so the value that selects the index's partition is always redacted. Whether the attribute is the
+    index's partition key is decided with the index's key schema at detection time (the statement is kept with its
+    ``constrained`` attributes, as one with a ``?`` parameter is).
+    """
+    if index is not None:
+        constrained.update(redacted)
 
 
 #: At most this many attribute names are kept from an INSERT's ``VALUE {...}``.
@@ -543,6 +558,7 @@ def _parse_simple(text: str, partition_key: str | None) -> Statement | None:
                     redacted.append(attr)
         pos = condition.end()
         at_end = end is not None
+    _hidden_keys(index, redacted, constrained)
 
     full_scan = partition_key not in constrained if partition_key is not None else not constrained
     return Statement(verb, table, index, equalities, tuple(redacted), full_scan, tuple(sorted(constrained)))
