@@ -70,17 +70,29 @@ def _partition_key(agg: TableWindow) -> tuple[str | None, str | None]:
     return (learned, "trail") if learned else (None, None)
 
 
+def _index_key(agg: TableWindow, index: str) -> tuple[str | None, str | None]:
+    """An index's own partition key, never the table's: the table's description, else the attribute its Query
+    records name (:attr:`TableWindow.index_keys`)."""
+    described = agg.index_schema.get(index)
+    if described:
+        return described, "inventory"
+    space = agg.index_keys.get(index)
+    learned = space.partition_key_attr if space is not None else None
+    return (learned, "trail") if learned else (None, None)
+
+
 def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | None, str | None]:
-    """PartiQL statements that constrain attributes but not the partition key, per principal (schema known)."""
+    """PartiQL statements that constrain attributes but not the partition key of their target (the table, or the
+    index they name), per principal (schema known; an unknown key leaves the statement a key lookup)."""
     pk, source = _partition_key(agg)
+    shown, shown_source = pk, source
     found: dict[str, ScanStats] = {}
-    if pk is None:
-        return found, None, None
     for (principal, _verb, index, constrained), st in agg.statements.items():
-        # a statement on an index is decided by the index's partition key where the description gives it
-        key = agg.index_schema.get(index, pk) if index else pk
-        if key in constrained.split(","):
+        key, key_source = _index_key(agg, index) if index else (pk, source)
+        if key is None or key in constrained.split(","):
             continue
+        if shown is None:  # decided by an index's key alone
+            shown, shown_source = key, key_source
         mine = found.setdefault(principal, ScanStats())
         mine.count += st.count
         mine.overflow += st.count
@@ -90,7 +102,7 @@ def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | No
         mine.last = max(mine.last, st.last)
         if index:
             mine.indexes.add(index)
-    return found, pk, source
+    return found, shown, shown_source
 
 
 def _minutes(seconds: int) -> str:
