@@ -6,7 +6,8 @@ minute (reads and writes separately) against one partition's 3,000 RCU / 1,000 W
 its own rate, however long the trail is. The share rule (a key far above a uniform share) still applies, but a key
 far below the partition limits is at most ``low`` and says so. There is no cap on the keys reported: up to
 ``max_findings_per_table`` get a finding each; more are grouped in one finding that lists every one of them.
-Throttles observed on a key raise its severity.
+Throttles observed on a key raise its severity. Each index is its own partition space (:mod:`.key_spaces`): an
+index's keys are measured against the index's traffic and reported on the index.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from auditor.detectors.base import (
     per_second,
 )
 from auditor.detectors.registry import register
+from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
@@ -70,9 +72,18 @@ class UnitCosts:
     eventual_read_share: float = 0.0
 
     @classmethod
-    def of(cls, agg: TableWindow) -> UnitCosts:
+    def of(cls, agg: TableWindow, space: KeySpace | None = None) -> UnitCosts:
+        """The costs of ``space``'s requests (the table's by default), at the table's item size."""
         size = agg.item_size_bytes
-        eventual = agg.key_reads_eventual / agg.key_reads if agg.key_reads else 0.0
+        reads, eventual_reads = (
+            (agg.key_reads, agg.key_reads_eventual)
+            if space is None
+            else (
+                space.reads,
+                space.reads_eventual,
+            )
+        )
+        eventual = eventual_reads / reads if reads else 0.0
         size_read = math.ceil(size / 4096) if size else 1
         return cls(
             read=size_read * (1.0 - 0.5 * eventual),
@@ -177,14 +188,18 @@ class KeyRates:
         return reads, writes
 
 
-def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
-    """Every key that is hot by rate or by share, busiest first (pure: reads the aggregate only)."""
-    total = agg.key_requests
+def key_rates(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace | None = None) -> list[KeyRates]:
+    """Every key of ``space`` (the table's own by default) that is hot by rate or by share, busiest first (pure:
+    reads the aggregate only)."""
+    if space is None:
+        space = key_spaces(agg)[0]
+    total = space.requests
     minute_floor = int(min(cfg.partition_read_units_per_second, cfg.partition_write_units_per_second) * 60 * 0.05)
-    minutes = agg.minute_peaks(min_requests=max(1, minute_floor))
-    seconds = agg.second_peaks()
-    hot_writes = agg.hot_writes.counts
-    costs = UnitCosts.of(agg)
+    holds = space.holds
+    minutes = {k: v for k, v in agg.minute_peaks(min_requests=max(1, minute_floor)).items() if holds(k)}
+    seconds = {k: v for k, v in agg.second_peaks().items() if holds(k)}
+    hot_writes = space.write_counts
+    costs = UnitCosts.of(agg, space)
     read_limit = cfg.partition_read_units_per_second / costs.read  # requests per second at the limit
     write_limit = cfg.partition_write_units_per_second / costs.write
     candidates: set[str] = set()
@@ -199,15 +214,15 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig) -> list[KeyRates]:
         if w >= cfg.min_peak_second_requests and w / write_limit >= cfg.min_utilisation:
             candidates.add(encoded)
     if total >= cfg.min_key_requests:
-        distinct = max(1, agg.distinct.estimate())
+        distinct = max(1, space.distinct)
         threshold = max(cfg.min_share, cfg.skew_factor / distinct)
-        for encoded, count in agg.hot.top(64):
+        for encoded, count in space.top(64):
             if count / total < threshold:
                 break
             candidates.add(encoded)
     out = []
     for encoded in candidates:
-        count = agg.hot.counts.get(encoded, 0)
+        count = space.counts.get(encoded, 0)
         rates = KeyRates(encoded, count, min(count, hot_writes.get(encoded, 0)), count / total if total else 0.0)
         rates.costs = costs
         if encoded in minutes:
@@ -285,26 +300,33 @@ def _minutes(agg: TableWindow) -> str:
 
 @register(METADATA, HotKeyConfig)
 def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
-    """One finding per hot key, or one finding listing them all when there are more than the per-table limit."""
-    keys = key_rates(agg, cfg)
+    """Per partition space (the table's, each index's): one finding per hot key, or one finding listing them all
+    when there are more than the per-table limit."""
+    return [f for space in key_spaces(agg) for f in _detect_space(agg, space, cfg)]
+
+
+def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[Finding]:
+    keys = key_rates(agg, cfg, space)
     if not keys:
         return []
-    total = agg.key_requests
-    distinct = agg.distinct.estimate()
+    total = space.requests
+    where = space.where(agg.table)
     common = {
         "window_seconds": agg.window_seconds,
         "source": "cloudtrail",
         "key_requests": total,
-        "distinct_partition_keys": distinct,
-        "estimate_error": agg.hot.error,
+        "distinct_partition_keys": space.distinct,
+        "estimate_error": space.error,
         "assumption": keys[0].costs.assumption(),
         "read_units_per_read": round(keys[0].costs.read, 3),
         "write_units_per_write": keys[0].costs.write,
         "item_size_bytes": keys[0].costs.item_size_bytes,
         "item_size_source": keys[0].costs.item_size_source,
     }
+    if space.index is not None:
+        common["index"] = space.index
     if len(keys) > cfg.max_findings_per_table:
-        return [_grouped(agg, keys, cfg, common)]
+        return [_grouped(agg, keys, cfg, common, space)]
     findings = []
     for k in keys:
         ev = _key_evidence(k, agg, cfg)
@@ -315,7 +337,7 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
         ru, wu = ev["peak_read_units_per_second"], ev["peak_write_units_per_second"]
         period = bucket_of(value)
         summary = (
-            f"{attr}={value!s:.80} on {agg.table} peaked at {r:.0f} reads/s and {w:.0f} writes/s "
+            f"{attr}={value!s:.80} on {where} peaked at {r:.0f} reads/s and {w:.0f} writes/s "
             f"(busiest second {k.second_reads} reads / {k.second_writes} writes; busiest minute "
             f"{k.minute_reads / 60:.0f} reads/s / {k.minute_writes / 60:.0f} writes/s) against one partition's "
             f"{cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU"
@@ -326,7 +348,9 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                 else ""
             )
             + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
-            + f" It took {k.share:.0%} of the {total} key-identified requests in {_minutes(agg)}."
+            + f" It took {k.share:.0%} of the {total} key-identified requests"
+            + (" to the index" if space.index is not None else "")
+            + f" in {_minutes(agg)}."
         )
         summary += headroom_sentence(h)
         if h is not None and h >= cfg.huge_headroom:
@@ -357,16 +381,19 @@ def detect(agg: TableWindow, cfg: HotKeyConfig) -> list[Finding]:
                 agg,
                 severity=severity,
                 discriminator=ev["key"],
-                title=f"Hot partition key {attr}={value!s:.60} on {agg.table}",
+                title=f"Hot partition key {attr}={value!s:.60} on {where}",
                 summary=summary,
                 recommendation=recommendation,
                 evidence=evidence,
+                index=space.index,
             )
         )
     return findings
 
 
-def _grouped(agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: dict[str, Any]) -> Finding:
+def _grouped(
+    agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: dict[str, Any], space: KeySpace
+) -> Finding:
     listed = [_key_evidence(k, agg, cfg) for k in keys]
     severities = [_severity(k, ev["headroom_factor"], cfg) for k, ev in zip(keys, listed, strict=True)]
     severity = max(severities, key=lambda s: s.rank)
@@ -383,9 +410,9 @@ def _grouped(agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: 
         agg,
         severity=severity,
         discriminator="many-hot-keys",
-        title=f"{len(listed)} hot partition keys on {agg.table}",
+        title=f"{len(listed)} hot partition keys on {space.where(agg.table)}",
         summary=(
-            f"{len(listed)} partition keys of {agg.table} ran close to or past one partition's limit "
+            f"{len(listed)} partition keys of {space.where(agg.table)} ran close to or past one partition's limit "
             f"({cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU "
             f"per second); the hottest, {attr}={next(iter(first['key'].values()))!s:.60}, peaked at "
             f"{first['peak_writes_per_second']:.0f} writes/s and {first['peak_reads_per_second']:.0f} reads/s. "
@@ -411,4 +438,5 @@ def _grouped(agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: 
             "suggested_shards": shards,
             **common,
         },
+        index=space.index,
     )

@@ -1,10 +1,12 @@
-"""``low_cardinality_key``: heavy traffic spread over very few partition-key values."""
+"""``low_cardinality_key``: heavy traffic spread over very few partition-key values, per partition space (the
+table's, and each index's on the index: :mod:`.key_spaces`)."""
 
 from __future__ import annotations
 
 from auditor.detectors.base import Amount, Count, DetectorConfig, DetectorMetadata, make_finding, per_second
 from auditor.detectors.registry import register
 from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
+from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
@@ -41,18 +43,23 @@ class LowCardinalityConfig(DetectorConfig):
 
 @register(METADATA, LowCardinalityConfig)
 def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
-    """One finding per table whose key-identified traffic uses very few partition-key values."""
-    total = agg.key_requests
-    distinct = agg.distinct.estimate()
+    """One finding per table or index whose key-identified traffic uses very few partition-key values."""
+    return [f for space in key_spaces(agg) for f in _detect_space(agg, space, cfg)]
+
+
+def _detect_space(agg: TableWindow, space: KeySpace, cfg: LowCardinalityConfig) -> list[Finding]:
+    total = space.requests
+    distinct = space.distinct
     if total < cfg.min_requests or distinct == 0 or distinct > cfg.max_distinct_keys:
         return []
-    attr = agg.partition_key_attr or "partition key"
-    top = agg.hot.top(distinct)
+    attr = space.key_attr or "partition key"
+    where = space.where(agg.table)
+    top = space.top(distinct)
     values = [
         {"value": next(iter(decode_key(k).values())), "requests": c, "share": round(c / total, 4)} for k, c in top
     ]
     busiest = top[0][1] if top else 0
-    busiest_writes = agg.hot_writes.counts.get(top[0][0], 0) if top else 0
+    busiest_writes = space.write_counts.get(top[0][0], 0) if top else 0
     h = headroom(
         per_second(busiest - busiest_writes, agg.observed_seconds),
         per_second(busiest_writes, agg.observed_seconds),
@@ -78,10 +85,11 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
             agg,
             severity=severity,
             discriminator=attr,
-            title=f"{agg.table} is keyed on low-cardinality {attr}",
+            title=f"{where} is keyed on low-cardinality {attr}",
             summary=(
-                f"{total} key-identified requests to {agg.table} ({rate:.1f}/s) used only {distinct} distinct "
-                f"values of {attr}: the table can spread this traffic over at most {distinct} partitions."
+                f"{total} key-identified requests to {where} ({rate:.1f}/s) used only {distinct} distinct "
+                f"values of {attr}: the {'table' if space.index is None else 'index'} can spread this traffic over "
+                f"at most {distinct} partitions."
                 + (
                     f" Its busiest value peaked far below a partition's limits (headroom {h:,.0f}x), so this is at "
                     "most low."
@@ -112,6 +120,8 @@ def detect(agg: TableWindow, cfg: LowCardinalityConfig) -> list[Finding]:
                 "window_seconds": agg.window_seconds,
                 "source": "cloudtrail",
                 "time_bucket": period,
+                **({"index": space.index} if space.index is not None else {}),
             },
+            index=space.index,
         )
     ]
