@@ -372,6 +372,9 @@ def build(scale: float = 1.0, seed: int = 7) -> Workload:
             )
             get("Catalog", t + 0.5, {"pk": f"BRAND#{g.rng.randrange(50)}", "sk": "META"}, region=region)
     _capacity_scenarios(g, w, dur)
+    from benchmarks.workloads_index import index_scenarios  # its own module (it imports this one)
+
+    index_scenarios(g, w, dur)
     return w
 
 
