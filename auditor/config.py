@@ -52,7 +52,7 @@ class Settings(BaseModel):
     resolve_after_seconds: int = Field(default=86_400, ge=900)
     #: Publish resolved findings too (new and worsened ones are always published).
     publish_resolved: bool = False
-    #: Suppress/snooze rules as a JSON list (see README "Suppressing findings").
+    #: Suppress/snooze rules as a JSON list (docs/alerts.md, "Suppressing and snoozing findings").
     suppress_rules_json: str | None = None
     #: Redact key values in messages that leave the account (Slack).
     redact_keys: bool = True

@@ -2,8 +2,8 @@
 
 Pure functions of aggregates and capacity records (no boto3, no clock). A resource's *headroom* is
 ``limit per second / peak per second``; at a growth ``G`` it throttles when ``headroom <= G``. The limits (partition,
-provisioned, auto scaling, on-demand, per-table and account quotas) and what the numbers mean are in the README's
-"ddb-audit what-if" section.
+provisioned, auto scaling, on-demand, per-table and account quotas) and what the numbers mean are in
+docs/commands/what-if.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 One document per analysis (``ddb-audit-load-profile``, version 1): per table, each operation's rate scaled to the
 growth with its key templates and their weights, and the hot keys with their shares. Keys appear raw, as CloudTrail
-logged them. The format and what each field means are in the README's "Load-test profile" section.
+logged them. The format and what each field means are in docs/commands/what-if.md
+("Load-test profile").
 """
 
 from __future__ import annotations
