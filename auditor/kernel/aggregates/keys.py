@@ -188,7 +188,8 @@ class IndexKeys:
     attrs: dict[str, int] = field(default_factory=dict)
 
     def add(self, attr: str, is_write: bool, eventual: bool) -> None:
-        """One key access to the index."""
+        """One key access to the index; ``attr``: its partition-key attribute, or "" when the access does not tell
+        the index's key schema (a PartiQL statement's equalities)."""
         self.requests += 1
         if is_write:
             self.writes += 1
@@ -199,7 +200,7 @@ class IndexKeys:
         attrs = self.attrs
         if attr in attrs:
             attrs[attr] += 1
-        elif len(attrs) < 8:
+        elif attr and len(attrs) < 8:
             attrs[attr] = 1
 
     @property
