@@ -377,7 +377,7 @@ class TableWindow:
         # inline for short strings (at most 512 characters are at most 2 KB of UTF-8); encode_key caps the rest
         encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
         if index is not None:
-            self._add_index_key(index, attr, encoded, is_write, eventual, epoch)
+            self._add_index_key(index, attr if schema else "", encoded, is_write, eventual, epoch)
             return
         self.key_requests += 1
         minute = int(epoch // 60)
