@@ -81,19 +81,17 @@ def _index_key(agg: TableWindow, index: str) -> tuple[str | None, str | None]:
     return (learned, "trail") if learned else (None, None)
 
 
-def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | None, str | None]:
+def _schema_full_scans(agg: TableWindow) -> dict[str, tuple[ScanStats, str, str]]:
     """PartiQL statements that constrain attributes but not the partition key of their target (the table, or the
-    index they name), per principal (schema known; an unknown key leaves the statement a key lookup)."""
+    index they name), per principal, with the key that decided and where it came from (schema known; an unknown key
+    leaves the statement a key lookup)."""
     pk, source = _partition_key(agg)
-    shown, shown_source = pk, source
-    found: dict[str, ScanStats] = {}
+    found: dict[str, tuple[ScanStats, str, str]] = {}
     for (principal, _verb, index, constrained), st in agg.statements.items():
         key, key_source = _index_key(agg, index) if index else (pk, source)
-        if key is None or key in constrained.split(","):
+        if key is None or key_source is None or key in constrained.split(","):
             continue
-        if shown is None:  # decided by an index's key alone
-            shown, shown_source = key, key_source
-        mine = found.setdefault(principal, ScanStats())
+        mine = found.setdefault(principal, (ScanStats(), key, key_source))[0]
         mine.count += st.count
         mine.overflow += st.count
         mine.unbounded_pages += st.count
@@ -102,7 +100,7 @@ def _schema_full_scans(agg: TableWindow) -> tuple[dict[str, ScanStats], str | No
         mine.last = max(mine.last, st.last)
         if index:
             mine.indexes.add(index)
-    return found, shown, shown_source
+    return found
 
 
 def _minutes(seconds: int) -> str:
@@ -117,9 +115,9 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     findings: list[Finding] = []
     hours = agg.window_seconds / 3600
     scans = dict(agg.scans)
-    by_schema, pk, schema_source = _schema_full_scans(agg)
-    decided: dict[tuple[str, str], str] = {}
-    for principal, extra in by_schema.items():
+    pk = _partition_key(agg)[0]
+    decided: dict[tuple[str, str], tuple[str, str]] = {}  # -> the partition key that decided, and its source
+    for principal, (extra, key, key_source) in _schema_full_scans(agg).items():
         sk = (principal, "ExecuteStatement")
         mine = scans.get(sk)
         if mine is None:
@@ -130,7 +128,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             merged.merge(extra)
             merged.first, merged.last = min(mine.first, extra.first), max(mine.last, extra.last)
             scans[sk] = merged
-        decided[sk] = f"key_schema_{schema_source}"
+        decided[sk] = (key, key_source)
     for (principal, operation), st in sorted(scans.items()):
         if principal != OTHER and any(fnmatchcase(principal, p) for p in cfg.allow_principals):
             continue
@@ -184,8 +182,11 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
                 "one is a full table scan), or query a GSI keyed on the filtered attribute. "
             )
             if (principal, operation) in decided:
-                origin = "analysis config" if schema_source == "config" else "key names the trail logs"
-                fix += f"The partition key is {pk!r} (from the {origin}): these statements constrain other attributes. "
+                key, key_source = decided[(principal, operation)]
+                origin = "analysis config" if key_source == "config" else "key names the trail logs"
+                fix += (
+                    f"The partition key is {key!r} (from the {origin}): these statements constrain other attributes. "
+                )
         elif bounded:
             fix = "A Limit-bounded Scan reads little; if it looks items up, a GetItem or Query on the key is cheaper. "
         else:
@@ -220,8 +221,9 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             "window_seconds": agg.window_seconds,
         }
         if operation == "ExecuteStatement":
-            evidence["decided_by"] = decided.get((principal, operation), "no_key_condition")
-            evidence["partition_key"] = pk
+            key, key_source = decided.get((principal, operation), (pk, ""))
+            evidence["decided_by"] = f"key_schema_{key_source}" if key_source else "no_key_condition"
+            evidence["partition_key"] = key
         findings.append(
             make_finding(
                 METADATA,
