@@ -114,19 +114,26 @@ def row_of(fault: Fault, outcome: Outcome, clean: Outcome, trail: Trail) -> Row:
         f["totals"] == trail.expected[fid]["totals"] for fid, f in outcome.findings.items()
     )
     slack_lost = sum(1 for fid in clean.slack_ids if fid not in outcome.slack_ids)
-    slack_repeats = sum(n - 1 for n in outcome.slack_ids.values())
+    # Slack is told a finding once per new or worsened event (a late object may worsen one: a second event).
+    events = Counter(fid for fid, status in outcome.mails if status in ("new", "worsened"))
+    told: Counter[str] = Counter()
+    slack_repeats = repeat_posts = 0
+    for post in outcome.slack_posts:
+        told.update(post)
+        again = sum(1 for fid in post if told[fid] > max(1, events[fid]))
+        slack_repeats, repeat_posts = slack_repeats + again, repeat_posts + (again > 0)
     # A digest sent again lists every finding of the run once more: the repeats of one post.
     again, counted_slack, _why = SLACK_REPEATS.get(fault.id, (0, True, ""))
     allowed = again * len(clean.slack_ids)
     mails_lost = sum(1 for key in clean.mails if key not in outcome.mails)
     counted = int(outcome.health.get("RepeatedPublishes", 0))
-    must_count = outcome.repeated_mails + (outcome.slack_repeat_posts if counted_slack else 0)
+    must_count = outcome.repeated_mails + (repeat_posts if counted_slack else 0)
     return Row(
         fault.id,
         equal,
         slack_lost,
         slack_repeats,
-        outcome.slack_repeat_posts,
+        repeat_posts,
         allowed,
         mails_lost,
         outcome.repeated_mails,
