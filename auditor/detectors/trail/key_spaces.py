@@ -50,18 +50,19 @@ def key_spaces(agg: TableWindow) -> list[KeySpace]:
     """The table's space, then each index's, by name."""
     hot = agg.hot.counts
     writes = agg.hot_writes.counts
+    spaces: list[tuple[str | None, dict[str, int], dict[str, int]]]
     if not agg.index_keys:
         spaces = [(None, hot, writes)]
     else:
         split: dict[str | None, tuple[dict[str, int], dict[str, int]]] = {None: ({}, {})}
-        for name in agg.index_keys:
-            split[name] = ({}, {})
-        for counts, slot in ((hot, 0), (writes, 1)):
-            for encoded, n in counts.items():
+        for index in agg.index_keys:
+            split[index] = ({}, {})
+        for sketch, slot in ((hot, 0), (writes, 1)):
+            for encoded, n in sketch.items():
                 found = split.get(key_index(encoded))
                 if found is not None:
                     found[slot][encoded] = n
-        spaces = [(name, *split[name]) for name in [None, *sorted(agg.index_keys)]]
+        spaces = [(index, *split[index]) for index in [None, *sorted(agg.index_keys)]]
     out = []
     for name, counts, write_counts in spaces:
         if name is None:

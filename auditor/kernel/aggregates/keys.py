@@ -223,9 +223,10 @@ class IndexKeys:
         """JSON-ready form."""
         counts = [self.requests, self.reads, self.writes, self.reads_eventual]
         distinct = self.distinct
-        if distinct.exact is not None and sum(len(v) for v in distinct.exact) > _EXACT_CHARS:
+        exact = distinct.exact
+        if exact is not None and sum(len(v) for v in exact) > _EXACT_CHARS:
             distinct = DistinctCounter()
-            distinct.exact = set(self.distinct.exact)
+            distinct.exact = set(exact)
             distinct._to_hll()  # as registers, as DistinctCounter.to_dict does past its own limit
         return {"counts": counts, "distinct": distinct.to_dict(), "attrs": self.attrs}
 
