@@ -116,7 +116,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     hours = agg.window_seconds / 3600
     scans = dict(agg.scans)
     pk = _partition_key(agg)[0]
-    decided: dict[tuple[str, str], tuple[str, str]] = {}  # -> the partition key that decided, and its source
+    decided: dict[tuple[str, str], tuple[str | None, str]] = {}  # -> the partition key that decided, and its source
     for principal, (extra, key, key_source) in _schema_full_scans(agg).items():
         sk = (principal, "ExecuteStatement")
         mine = scans.get(sk)
@@ -182,10 +182,11 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
                 "one is a full table scan), or query a GSI keyed on the filtered attribute. "
             )
             if (principal, operation) in decided:
-                key, key_source = decided[(principal, operation)]
+                decided_key, key_source = decided[(principal, operation)]
                 origin = "analysis config" if key_source == "config" else "key names the trail logs"
                 fix += (
-                    f"The partition key is {key!r} (from the {origin}): these statements constrain other attributes. "
+                    f"The partition key is {decided_key!r} (from the {origin}): these statements constrain other "
+                    "attributes. "
                 )
         elif bounded:
             fix = "A Limit-bounded Scan reads little; if it looks items up, a GetItem or Query on the key is cheaper. "
@@ -221,9 +222,9 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             "window_seconds": agg.window_seconds,
         }
         if operation == "ExecuteStatement":
-            key, key_source = decided.get((principal, operation), (pk, ""))
+            decided_key, key_source = decided.get((principal, operation), (pk, ""))
             evidence["decided_by"] = f"key_schema_{key_source}" if key_source else "no_key_condition"
-            evidence["partition_key"] = key
+            evidence["partition_key"] = decided_key
         findings.append(
             make_finding(
                 METADATA,
