@@ -82,13 +82,14 @@ def key_spaces(agg: TableWindow) -> list[KeySpace]:
             )
             continue
         space = agg.index_keys[name]
+        requests, reads, eventual = space.counts
         out.append(
             KeySpace(
                 name,
-                space.requests,
-                space.reads,
-                space.writes,
-                space.reads_eventual,
+                requests,
+                reads,
+                requests - reads,
+                eventual,
                 space.distinct.estimate(),
                 agg.index_schema.get(name) or space.partition_key_attr,
                 counts,

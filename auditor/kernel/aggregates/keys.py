@@ -177,11 +177,9 @@ def key_index(encoded: str) -> str | None:
 class IndexKeys:
     """The counts of one index's partition space (its keys themselves are in the table window's sketches)."""
 
-    #: key-identified requests to the index, its reads, writes and reads logged ``consistentRead: false``
-    requests: int = 0
-    reads: int = 0
-    writes: int = 0
-    reads_eventual: int = 0
+    #: key-identified requests to the index, its reads and its reads logged ``consistentRead: false`` (the rest of
+    #: its requests are writes)
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0])
     #: distinct partition-key values of the index
     distinct: DistinctCounter = field(default_factory=DistinctCounter)
     #: the attributes taken as the index's partition key (from its Query key conditions), with their counts
@@ -190,13 +188,11 @@ class IndexKeys:
     def add(self, attr: str, is_write: bool, eventual: bool) -> None:
         """One key access to the index; ``attr``: its partition-key attribute, or "" when the access does not tell
         the index's key schema (a PartiQL statement's equalities)."""
-        self.requests += 1
-        if is_write:
-            self.writes += 1
-        else:
-            self.reads += 1
-            if eventual:
-                self.reads_eventual += 1
+        counts = self.counts
+        counts[0] += 1
+        if not is_write:
+            counts[1] += 1
+            counts[2] += eventual
         attrs = self.attrs
         if attr in attrs:
             attrs[attr] += 1
@@ -210,10 +206,7 @@ class IndexKeys:
 
     def merge(self, other: IndexKeys) -> None:
         """Add ``other`` (the same index) into this one."""
-        self.requests += other.requests
-        self.reads += other.reads
-        self.writes += other.writes
-        self.reads_eventual += other.reads_eventual
+        self.counts = [mine + theirs for mine, theirs in zip(self.counts, other.counts, strict=True)]
         self.distinct.merge(other.distinct)
         for attr, n in other.attrs.items():
             if attr in self.attrs or len(self.attrs) < 8:
@@ -221,21 +214,20 @@ class IndexKeys:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        counts = [self.requests, self.reads, self.writes, self.reads_eventual]
         distinct = self.distinct
         exact = distinct.exact
         if exact is not None and sum(len(v) for v in exact) > _EXACT_CHARS:
             distinct = DistinctCounter()
             distinct.exact = set(exact)
             distinct._to_hll()  # as registers, as DistinctCounter.to_dict does past its own limit
-        return {"counts": counts, "distinct": distinct.to_dict(), "attrs": self.attrs}
+        return {"counts": self.counts, "distinct": distinct.to_dict(), "attrs": self.attrs}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> IndexKeys:
         """Inverse of :meth:`to_dict`."""
-        requests, reads, writes, eventual = (int(n) for n in d["counts"])
+        requests, reads, eventual = (int(n) for n in d["counts"])
         attrs = {str(k): int(v) for k, v in d.get("attrs", {}).items()}
-        return cls(requests, reads, writes, eventual, DistinctCounter.from_dict(d["distinct"]), attrs)
+        return cls([requests, reads, eventual], DistinctCounter.from_dict(d["distinct"]), attrs)
 
 
 def index_space(spaces: dict[str, IndexKeys], index: str) -> tuple[str, IndexKeys]:
