@@ -417,16 +417,9 @@ class TableWindow:
         self._pending_attrs.append("")
 
     def _add_units(
-        self,
-        extra: int,
-        key: dict[str, Any],
-        is_write: bool,
-        eventual: bool,
-        epoch: float,
-        pk_hint: str | None,
-        schema: bool,
-        index: str | None,
-    ) -> None:
+        self, extra: int, key: dict[str, Any], is_write: bool, eventual: bool, epoch: float, pk_hint: str | None,
+        schema: bool, index: str | None,
+    ) -> None:  # fmt: skip
         """``extra`` more units of the key access :meth:`_add_key` just counted (a transaction's second unit, the rest
         of a full Query page): a table key's pending entries and counts repeated, without encoding it again."""
         if index is not None or extra == 1:
