@@ -17,37 +17,41 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType, field
 
 
-class LightRecord(msgspec.Struct, gc=False):
+class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     """The fields of a successful GetItem, PutItem, UpdateItem, DeleteItem or Query that the light path reads, typed.
 
     A record of another operation or service, or missing one of the required fields, does not decode (the full
     decoder reads it). ``identity``, ``agent`` and ``ip`` are only required to be there; ``error`` to be absent.
+    The other scalars of the envelope are typed too, so that a value orjson cannot read there is not skipped (rule 3).
+
+    The fields are declared in the order CloudTrail writes a record's keys: msgspec looks each key up from the field
+    after the one it last matched, so a record in that order finds every field at the first try (about a tenth of
+    the decoding time).
     """
 
+    version: str | UnsetType = field(name="eventVersion", default=UNSET)
+    identity: Raw = field(name="userIdentity")
+    time: str = field(name="eventTime")
     source: Literal["dynamodb.amazonaws.com"] = field(name="eventSource")
     operation: Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"] = field(name="eventName")
-    event_id: str = field(name="eventID")
-    time: str = field(name="eventTime")
-    params: dict[str, Any] = field(name="requestParameters")
-    account: str = field(name="recipientAccountId")
     region: str = field(name="awsRegion")
-    category: str = field(name="eventCategory")
-    management: bool = field(name="managementEvent")
-    identity: Raw = field(name="userIdentity")
-    agent: Raw = field(name="userAgent")
     ip: Raw = field(name="sourceIPAddress")
+    agent: Raw = field(name="userAgent")
     error: Raw | UnsetType = field(name="errorCode", default=UNSET)
-    # The other scalars of the envelope, typed so that a value orjson cannot read there is not skipped (rule 3).
-    version: str | UnsetType = field(name="eventVersion", default=UNSET)
+    error_message: str | UnsetType = field(name="errorMessage", default=UNSET)
+    params: dict[str, Any] = field(name="requestParameters")
     request_id: str | UnsetType = field(name="requestID", default=UNSET)
+    event_id: str = field(name="eventID")
+    read_only: bool | UnsetType = field(name="readOnly", default=UNSET)
     event_type: str | UnsetType = field(name="eventType", default=UNSET)
     api_version: str | UnsetType = field(name="apiVersion", default=UNSET)
-    read_only: bool | UnsetType = field(name="readOnly", default=UNSET)
+    management: bool = field(name="managementEvent")
+    account: str = field(name="recipientAccountId")
     shared_event_id: str | UnsetType = field(name="sharedEventID", default=UNSET)
     vpc_endpoint_id: str | UnsetType = field(name="vpcEndpointId", default=UNSET)
     vpc_endpoint_account: str | UnsetType = field(name="vpcEndpointAccountId", default=UNSET)
+    category: str = field(name="eventCategory")
     console_session: str | UnsetType = field(name="sessionCredentialFromConsole", default=UNSET)
-    error_message: str | UnsetType = field(name="errorMessage", default=UNSET)
     #: The record's bytes, for the full decoder when :func:`~auditor.kernel.normalize.light_item` hands the record
     #: back. Set after decoding by :func:`light_record` and :func:`light_run` (over whatever a record may hold under
     #: this unlikely name).
