@@ -33,7 +33,7 @@ from auditor.sources.audit_clients import AuditClients, build_clients
 from auditor.state.findings_store import FindingsStore
 from auditor.state.fingerprint_store import FingerprintStore
 from auditor.state.unreadable_store import UnreadableObjectStore
-from auditor.state.window_store import RETRY_CONFIG, WindowStore
+from auditor.state.window_store import RETRY_CONFIG, SightingStore, WindowStore
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
@@ -171,6 +171,10 @@ class Invocation:
         """Where trail objects' event fingerprints go (None: the duplicate check across objects is off)."""
         bucket = self.settings.fingerprints_bucket
         return FingerprintStore(CLIENTS.s3, bucket) if bucket else None
+
+    def sighting_store(self) -> SightingStore:
+        """What each evaluated window sighted (the evaluator corrects the weeks of a window evaluated again)."""
+        return SightingStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.state_retention_days)
 
     def findings_store(self) -> FindingsStore:
         return FindingsStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.finding_retention_days)

@@ -3,7 +3,8 @@
 :func:`run_evaluation` reads the cursor, loads the windows closed since (after the evaluation delay), runs the
 traffic detectors on each table window alone, records the findings through :mod:`auditor.service.record`, advances
 the cursor conditionally and drains the outbox. A crash before the cursor moves makes the next run evaluate the same
-windows again, harmlessly. The steps are in docs/service.md.
+windows again, harmlessly. Windows that got a contribution after they were evaluated are evaluated again, their part
+of the findings' totals replaced (:mod:`auditor.service.late`). The steps are in docs/service.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from auditor.kernel.aggregates.window import TableWindow
 from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.dedupe import Deduplication
-from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_lifecycle
+from auditor.service.late import Reevaluation, corrections, record_sightings
+from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_corrections, apply_lifecycle
 from auditor.sinks.sns import publish_pending
 from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import CapturePlans, WindowLedger, WindowLoader
@@ -41,6 +43,10 @@ DEFAULT_LOOKBACK_SECONDS = 86_400
 #: Outbox entries published per invocation.
 DEFAULT_PUBLISH_LIMIT = 200
 
+
+#: A late window is evaluated again only while all its contributions are surely kept (their TTL runs from their write,
+#: at most this long after the window's start); older ones are counted (``late_expired``) and dropped.
+LATE_MARGIN_SECONDS = 86_400
 
 #: How far before the first evaluated window the capture plans are read (a slice without a plan of its own keeps
 #: what the latest earlier plan left on the trail).
@@ -102,6 +108,11 @@ class EvaluationResult(RecordResult):
     #: The duplicate check across trail objects: objects read again together, and events two objects both counted.
     objects_reread: int = 0
     events_shared: int = 0
+    #: Windows evaluated again after a late contribution, the finding states their sightings corrected, and late
+    #: windows too old to evaluate again exactly (their earlier contributions may have expired).
+    late_windows: int = 0
+    late_corrected: int = 0
+    late_expired: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (window starts as the first and last only)."""
@@ -151,20 +162,20 @@ def _evaluate_windows(
     params: EvaluationParams,
     result: EvaluationResult,
     describe: DescribeTables | None = None,
-) -> tuple[list[Finding], dict[TableKey, datetime]]:
+) -> tuple[list[tuple[TableWindow, list[Finding]]], dict[TableKey, datetime]]:
     """Findings of every table window alone, and each table's horizon (end of its latest window). ``describe``
     gives the tables' descriptions (their key schemas), read once per run for the tables of these windows."""
-    findings: list[Finding] = []
+    evaluated: list[tuple[TableWindow, list[Finding]]] = []
     horizons: dict[TableKey, datetime] = {}
     schemas = describe({(tw.account, tw.region, tw.table) for tw in windows}) if describe and windows else None
     for tw in windows:
         found, errors = evaluate([tw], params.analysis, schemas)
-        findings.extend(found)
+        evaluated.append((tw, found))
         result.detector_errors.extend(errors)
         end = datetime.fromtimestamp(tw.window_start + params.analysis.window_seconds, tz=UTC)
         key = (tw.account, tw.region, tw.table)
         horizons[key] = max(horizons.get(key, end), end)
-    return findings, horizons
+    return evaluated, horizons
 
 
 def run_evaluation(
@@ -177,12 +188,16 @@ def run_evaluation(
     capture: CapturePlans | None = None,
     ledger: WindowLedger | None = None,
     dedupe: Deduplication | None = None,
+    late: Reevaluation | None = None,
 ) -> EvaluationResult:
     """Evaluate the windows closed since the last run, store the findings' changes and publish them.
 
     ``capture``: the capture controller's plans (None: the trail logs everything). ``ledger``: the daily cost
     ledger, which gets each evaluated window's data events per table. ``dedupe``: the duplicate check across trail
-    objects (:mod:`auditor.service.dedupe`; None: contributions are merged as they are)."""
+    objects (:mod:`auditor.service.dedupe`; None: contributions are merged as they are). ``late``: the seal, the late
+    flags and the windows' sightings: the windows are sealed before they are loaded, their sightings kept, and the
+    windows flagged late are evaluated again after this run's windows (None: late contributions are not looked for).
+    """
     now = utc(now)
     result = EvaluationResult()
     cursor = findings_store.get_cursor()
@@ -196,57 +211,108 @@ def run_evaluation(
         lookback_seconds=params.initial_lookback_seconds,
     )
     result.window_starts = starts
+    run = _Run(window_store, findings_store, params, now, result, describe, capture, ledger, dedupe, late)
     if starts:
-        _evaluate_and_store(
-            window_store, findings_store, params, now, starts, result, describe, capture, ledger, dedupe
-        )
+        if late is not None:  # before loading: a contribution stored from now on to these windows is flagged late
+            late.flags.seal(starts[-1], now)
+        run.evaluate_and_store(starts)
         if findings_store.advance_cursor(starts[-1], expected=cursor, now=now):
             result.cursor, result.cursor_advanced = starts[-1], True
         else:
             log.warning("cursor_moved_by_another_evaluator", expected=cursor, wanted=starts[-1])
+    if late is not None:
+        run.reevaluate_late(late)
     published = publish_pending(findings_store, sns, params.topic_arn, params.publish_limit, now=now)
     result.take_publish(published)
     log.info("evaluation_finished", **result.as_dict())
     return result
 
 
-def _evaluate_and_store(
-    window_store: WindowLoader,
-    store: FindingsStore,
-    params: EvaluationParams,
-    now: datetime,
-    starts: list[int],
-    result: EvaluationResult,
-    describe: DescribeTables | None,
-    capture: CapturePlans | None,
-    ledger: WindowLedger | None,
-    dedupe: Deduplication | None,
-) -> None:
-    if dedupe is None:
-        windows = window_store.load_windows(starts)
-    else:
-        windows, checked = dedupe.load(window_store, starts)
-        result.objects_reread, result.events_shared = checked.objects_reread, checked.events_shared
-    result.table_windows = len(windows)
-    if ledger is not None:  # the data events ingested per table and window (a window evaluated again overwrites)
-        for tw in windows:
-            day = datetime.fromtimestamp(tw.window_start, UTC).date()
-            ledger.put_window(day, tw.account, tw.region, tw.table, tw.window_start, tw.calls)
-    if capture is not None and windows:
-        mark_captured(
-            windows,
-            capture.plans(starts[0] - PLAN_LOOKBACK_SECONDS, starts[-1] + params.analysis.window_seconds),
+@dataclass(slots=True)
+class _Run:
+    """One evaluator run's collaborators, shared by the cursor's windows and the late ones."""
+
+    window_store: WindowLoader
+    store: FindingsStore
+    params: EvaluationParams
+    now: datetime
+    result: EvaluationResult
+    describe: DescribeTables | None
+    capture: CapturePlans | None
+    ledger: WindowLedger | None
+    dedupe: Deduplication | None
+    late: Reevaluation | None
+
+    def _load(
+        self, starts: list[int], wanted: set[tuple[str | None, str | None, str, int]] | None = None
+    ) -> tuple[list[tuple[TableWindow, list[Finding]]], dict[TableKey, datetime]]:
+        """Load, book and evaluate the windows of ``starts`` (only the ``wanted`` table windows, when given)."""
+        if self.dedupe is None:
+            windows = self.window_store.load_windows(starts)
+        else:
+            windows, checked = self.dedupe.load(self.window_store, starts)
+            self.result.objects_reread += checked.objects_reread
+            self.result.events_shared += checked.events_shared
+        if wanted is not None:
+            windows = [tw for tw in windows if (tw.account, tw.region, tw.table, tw.window_start) in wanted]
+        if self.ledger is not None:  # the data events per table and window (a window evaluated again overwrites)
+            for tw in windows:
+                day = datetime.fromtimestamp(tw.window_start, UTC).date()
+                self.ledger.put_window(day, tw.account, tw.region, tw.table, tw.window_start, tw.calls)
+        if self.capture is not None and windows:
+            mark_captured(
+                windows,
+                self.capture.plans(starts[0] - PLAN_LOOKBACK_SECONDS, starts[-1] + self.params.analysis.window_seconds),
+            )
+        return _evaluate_windows(windows, self.params, self.result, self.describe)
+
+    def evaluate_and_store(self, starts: list[int]) -> None:
+        """The cursor's windows: evaluate, keep their sightings, record the findings' lifecycle."""
+        evaluated, horizons = self._load(starts)
+        self.result.table_windows = len(evaluated)
+        self.result.tables = len(horizons)
+        if self.late is not None:
+            record_sightings(self.late.sightings, evaluated, self.now)
+        # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).
+        recorded = apply_lifecycle(
+            self.store,
+            [f for _, found in evaluated for f in found],
+            now=self.now,
+            scope=ResolveScope.tables(horizons, [SOURCE_CLOUDTRAIL]),
+            rules=self.params.rules,
+            resolve_after_seconds=self.params.resolve_after_seconds,
+            publish_resolved=self.params.publish_resolved,
         )
-    findings, horizons = _evaluate_windows(windows, params, result, describe)
-    result.tables = len(horizons)
-    # Absence in the evaluated windows is evidence for CloudTrail findings only (see auditor.service.record).
-    recorded = apply_lifecycle(
-        store,
-        findings,
-        now=now,
-        scope=ResolveScope.tables(horizons, [SOURCE_CLOUDTRAIL]),
-        rules=params.rules,
-        resolve_after_seconds=params.resolve_after_seconds,
-        publish_resolved=params.publish_resolved,
-    )
-    result.take_counts(recorded)
+        self.result.take_counts(recorded)
+
+    def reevaluate_late(self, late: Reevaluation) -> None:
+        """The windows flagged late: evaluate each again, replace its part of its findings' weeks, clear the flag
+        (only then: a crash in between makes the next run do the same again, which changes nothing more)."""
+        flags = late.flags.late_windows()
+        if not flags:
+            return
+        oldest = self.now.timestamp() - (late.flags.retention_seconds - LATE_MARGIN_SECONDS)
+        fresh = [f for f in flags if f.window_start >= oldest]
+        for f in flags:
+            if f.window_start < oldest:
+                log.error("late_window_expired", table=f.table, window_start=f.window_start, late=f.contributions)
+                self.result.late_expired += 1
+                late.flags.clear_late(f)
+        if not fresh:
+            return
+        wanted = {(f.account, f.region, f.table, f.window_start) for f in fresh}
+        evaluated, _ = self._load(sorted({f.window_start for f in fresh}), wanted)
+        recorded = apply_corrections(
+            self.store,
+            corrections(late.sightings, evaluated, self.now),
+            now=self.now,
+            rules=self.params.rules,
+            resolve_after_seconds=self.params.resolve_after_seconds,
+        )
+        self.result.add_counts(recorded)
+        self.result.late_windows += len(fresh)
+        self.result.late_corrected += recorded.states_written
+        for f in fresh:
+            if not late.flags.clear_late(f):  # flagged again meanwhile: the next run evaluates it again
+                log.info("late_window_flagged_again", table=f.table, window_start=f.window_start)
+        log.info("late_windows_evaluated", windows=len(fresh), corrected=recorded.states_written)

@@ -35,6 +35,7 @@ METRIC_NAMES: Final = (
     "FilesIngested",
     "FilesFailed",
     "UnreadableObjects",
+    "LateContributions",
     "EvaluationLag",
     "FindingsOpened",
     "FindingsWorsened",
@@ -83,7 +84,12 @@ def trail_objects(objects: list[ObjectResult]) -> list[HealthMetric]:
         RecordsFailed=sum(o.stats.get("records_skipped", 0) for o in objects),
         DuplicatesDropped=sum(o.stats.get("duplicates_dropped", 0) + (o.status == "duplicate") for o in objects),
     )
-    return metrics
+    return metrics + late_contributions(sum(o.late for o in objects))
+
+
+def late_contributions(count: int) -> list[HealthMetric]:
+    """Window contributions stored after the evaluator sealed their window (evaluated again); only when some were."""
+    return _counts(LateContributions=count) if count else []
 
 
 def files_failed(count: int) -> list[HealthMetric]:
@@ -98,7 +104,7 @@ def unreadable_objects(count: int) -> list[HealthMetric]:
 
 def events(result: EventsResult) -> list[HealthMetric]:
     """An EventBridge events batch."""
-    return ingest_stats(result.stats)
+    return ingest_stats(result.stats) + late_contributions(result.late)
 
 
 def recorded(result: RecordResult) -> list[HealthMetric]:

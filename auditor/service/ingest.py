@@ -2,8 +2,9 @@
 
 :func:`process_trail_message` streams one CloudTrail object into window contributions, then marks it processed (a
 redelivery writes the same items again). :func:`process_events` commits each chunk of events with a conditional
-marker per event id in the same transaction, so a duplicated delivery counts once. The failure policy and the
-design choices are in docs/service.md.
+marker per event id in the same transaction, so a duplicated delivery counts once. A contribution to a window the
+evaluator already sealed is flagged late, for the evaluator to evaluate it again (``late`` in the results). The
+failure policy and the design choices are in docs/service.md.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from auditor.sources.s3_objects import (
 )
 from auditor.state.fingerprint_store import FingerprintStore
 from auditor.state.unreadable_store import UnreadableObjectStore
-from auditor.state.window_store import TRANSACT_MAX_ITEMS, StoreError, WindowStore
+from auditor.state.window_store import LateWindow, StoreError, WindowStore, events_fit
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -92,6 +93,8 @@ class ObjectResult:
     #: Window contributions stored (one per table and window of the file).
     windows: int = 0
     items_written: int = 0
+    #: Window contributions that arrived after the evaluator had sealed their window (flagged late).
+    late: int = 0
 
 
 def _log_result(result: ObjectResult) -> None:
@@ -102,6 +105,7 @@ def _log_result(result: ObjectResult) -> None:
         reason=result.reason,
         windows=result.windows,
         items_written=result.items_written,
+        late=result.late,
         **result.stats,
     )
 
@@ -141,6 +145,7 @@ def process_trail_object(
     if fingerprints is not None and prints is not None:
         fingerprints.put(source_id, prints)
     items = store.put_contributions(source_id, aggregates, now)
+    late = store.flag_late(source_id, aggregates, now)  # after the write: see docs/service.md
     counters = stats.as_dict()
     marked = store.mark_processed(bucket, key, etag=object_etag or etag, stats=counters, now=now)
     result = ObjectResult(
@@ -151,8 +156,11 @@ def process_trail_object(
         stats=counters,
         windows=len(aggregates.windows),
         items_written=items,
+        late=len(late),
     )
     _log_result(result)
+    for window in late:
+        log.warning("late_contribution", source=source_id, table=window.table, window_start=window.window_start)
     for problem in stats.problems[:5]:
         log.warning("trail_record_skipped", bucket=bucket, key=key, problem=problem)
     return result
@@ -279,6 +287,8 @@ class EventsResult:
     ignored: int = 0
     transactions: int = 0
     items_written: int = 0
+    #: Window contributions committed after the evaluator had sealed their window (flagged late).
+    late: int = 0
     #: SQS message ids whose events could not be committed (report them as batch item failures).
     failed_message_ids: list[str] = field(default_factory=list)
 
@@ -319,7 +329,7 @@ def _chunks(calls: Sequence[tuple[str, ApiCall]], window_seconds: int) -> Iterat
     for mid, call in calls:
         start = int(call.time.timestamp() // window_seconds) * window_seconds
         mine = {(call.account, call.region, table, start) for table in call.tables}
-        if chunk and len(chunk) + 1 + len(windows | mine) > TRANSACT_MAX_ITEMS:
+        if chunk and not events_fit(len(chunk) + 1, len(windows | mine)):
             yield chunk
             chunk, windows = [], set()
         chunk.append((mid, call))
@@ -349,10 +359,14 @@ def _commit_chunk(
         aggs = _aggregate(pending, config)
         ids = [call.event_id for _, call in pending]
         result.transactions += 1
-        existing = store.commit_events(ids, _events_source_id(ids), aggs, now)
+        late: list[LateWindow] = []
+        existing = store.commit_events(ids, _events_source_id(ids), aggs, now, late)
         if not existing:
             result.stats.data_events += len(pending)
-            result.items_written += len(pending) + len(aggs.windows)
+            result.items_written += len(pending) + len(aggs.windows) + len(late)
+            result.late += len(late)
+            for window in late:
+                log.warning("late_contribution", events=len(ids), table=window.table, window_start=window.window_start)
             return
         result.stats.duplicates_dropped += len(existing)
         pending = [(mid, call) for mid, call in pending if call.event_id not in existing]
@@ -416,6 +430,7 @@ def process_events(
         ignored=result.ignored,
         transactions=result.transactions,
         items_written=result.items_written,
+        late=result.late,
         failed_messages=len(result.failed_message_ids),
         problems=stats.problems[:5],
     )

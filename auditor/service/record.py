@@ -4,7 +4,8 @@ Every source of findings (the window evaluator, the hourly metrics audit, the st
 :func:`record_findings` (or :func:`apply_lifecycle` when it publishes at another moment): read the stored states,
 decide each change with :mod:`auditor.lifecycle`, write it with its publish intent in one transaction, drain the
 outbox. A source resolves only its own findings on the tables it read (:class:`ResolveScope`), and
-:func:`carry_over` keeps the other sources' part of a story. The rules are in docs/service.md.
+:func:`carry_over` keeps the other sources' part of a story. A window evaluated again replaces its part of the
+weekly totals (:func:`apply_corrections`). The rules are in docs/service.md.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from auditor.lifecycle import (
     table_key,
     transition,
 )
-from auditor.models.finding import Finding, FindingKind, utc
+from auditor.models.finding import Finding, FindingKind, Totals, utc, worst
 from auditor.sinks.sns import PublishResult, publish_pending
 from auditor.state.findings_store import FindingsStore
 
@@ -47,11 +48,15 @@ __all__ = [
     "SOURCE_CLOUDWATCH_BILLING",
     "SOURCE_CONTRIBUTOR_INSIGHTS",
     "SOURCE_STREAMS",
+    "Correction",
     "LifecycleParams",
     "OpenFindings",
     "RecordResult",
     "ResolveScope",
+    "apply_corrections",
     "apply_lifecycle",
+    "correct",
+    "corrected_week",
     "finding_source",
     "record_findings",
 ]
@@ -138,6 +143,10 @@ class OpenFindings:
         return self._cache[key]
 
 
+#: The counters of :class:`RecordResult` that recording sets (the others are the outbox drain's).
+_COUNTERS = ("findings_seen", "states_written", "new", "worsened", "resolved", "events_queued", "muted", "conflicts")
+
+
 @dataclass(slots=True)
 class RecordResult:
     """What recording one run's findings did."""
@@ -174,6 +183,23 @@ class RecordResult:
         self.published, self.publish_failed, self.publish_errors = published.sent, published.failed, published.errors
         self.outbox_pending, self.outbox_age_seconds = published.left, round(published.oldest_left_seconds, 3)
         self.repeated_publishes, self.outbox_bookkeeping_failed = published.repeated, published.bookkeeping_failed
+
+    def count(self, written: StateChange | None) -> None:
+        """Count one state change as stored (None: nothing was left to write)."""
+        if written is None:
+            return
+        status = written.state.status
+        self.states_written += 1
+        self.new += int(status is FindingStatus.NEW)
+        self.worsened += int(status is FindingStatus.WORSENED)
+        self.resolved += int(status is FindingStatus.RESOLVED)
+        self.events_queued += int(written.event is not None)
+        self.muted += int(written.muted_event is not None)
+
+    def add_counts(self, other: RecordResult) -> None:
+        """Add ``other``'s recording counters (not the publish ones) to this result's."""
+        for name in _COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def take_counts(self, other: RecordResult) -> None:
         """Copy ``other``'s recording counters (not the publish ones) into this result."""
@@ -305,16 +331,135 @@ def apply_lifecycle(
         def recompute(stored: FindingState | None, seen: Finding | None = seen) -> StateChange | None:
             return decide(stored, seen)
 
-        written = store.apply(change, recompute)
+        result.count(store.apply(change, recompute))
+    result.conflicts = store.conflicts - conflicts_before
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """One finding's week after a window was evaluated again (a late contribution): the week's CloudTrail totals
+    summed again from every evaluated window of the week (None: no window of it sights the finding any more), and
+    the window's new sighting of it (None: the window no longer shows it)."""
+
+    finding_id: str
+    week: str
+    totals: Totals | None
+    seen: Finding | None = None
+    #: How many of the week's other evaluated windows sight the finding: its stored week must count these and at
+    #: most the window itself, else earlier windows have no stored sightings (stored before they were kept) and
+    #: the week is left as it is.
+    other_windows: int = 0
+
+
+def corrected_week(stored: Totals | None, cloudtrail: Totals | None) -> Totals | None:
+    """A week's totals with their CloudTrail part replaced by ``cloudtrail``; the parts of other sources (a throttling
+    story CloudWatch saw too) are kept as they are."""
+    others = {s: t for s, t in ((stored.by_source or {}) if stored else {}).items() if s != SOURCE_CLOUDTRAIL}
+    if not others:
+        return cloudtrail
+    parts = dict(others)
+    if cloudtrail is not None:
+        parts.update(cloudtrail.by_source or {SOURCE_CLOUDTRAIL: cloudtrail})
+    peaks = [t.peak_severity for t in others.values()] + [cloudtrail.peak_severity if cloudtrail else None]
+    return Totals.of_sources(parts).model_copy(update={"peak_severity": worst(peaks)})
+
+
+def correct(
+    stored: FindingState | None,
+    correction: Correction,
+    *,
+    now: datetime,
+    rules: Sequence[SuppressRule] = (),
+    resolve_after_seconds: int = 86_400,
+) -> StateChange | None:
+    """The change a corrected week makes to one finding (None: none).
+
+    The week's totals are **replaced** (an absolute sum over the week's windows, so applying the same correction
+    again changes nothing). A sighting that makes the finding new (never stored, re-opened by later evidence, no
+    longer muted) or worse than published is decided and announced as any sighting (:func:`transition`); otherwise
+    only the totals and the first/last seen times change: the stored finding keeps its latest evidence and is not
+    announced again.
+    """
+    seen = correction.seen
+    if stored is None:
+        if seen is None or correction.totals is None:
+            return None
+        return transition(
+            None,
+            seen,
+            now=now,
+            rules=rules,
+            resolve_after_seconds=resolve_after_seconds,
+            horizon=None,
+            counted=[correction.totals],
+        )
+    weekly = dict(stored.weekly_totals)
+    before = weekly.get(correction.week)
+    part = before if before is None or before.by_source is None else before.by_source.get(SOURCE_CLOUDTRAIL)
+    if not 0 <= (part.windows if part is not None else 0) - correction.other_windows <= 1:
+        log.warning("late_correction_skipped", finding_id=stored.id, week=correction.week, reason="sightings missing")
+        return None
+    week = corrected_week(before, correction.totals)
+    if week is None:
+        weekly.pop(correction.week, None)
+    else:
+        weekly[correction.week] = week
+    if seen is not None:
+        change = transition(
+            stored.model_copy(update={"weekly_totals": weekly}),
+            seen,
+            now=now,
+            rules=rules,
+            resolve_after_seconds=resolve_after_seconds,
+            horizon=None,
+            counted=[],
+        )
+        if change is not None and (change.event is not None or change.muted_event is not None):
+            return change
+    finding = stored.finding
+    first, last = finding.first_seen, finding.last_seen
+    if seen is not None:
+        first, last = min(first, seen.first_seen), max(last, seen.last_seen)
+    latest = weekly[max(weekly)] if weekly else None
+    update = {"totals": latest, "first_seen": first, "last_seen": last}
+    state = stored.model_copy(update={"finding": finding.model_copy(update=update), "weekly_totals": weekly})
+    if state == stored:
+        return None
+    return StateChange(stored, state.model_copy(update={"updated_at": now}))
+
+
+def apply_corrections(
+    store: FindingsStore,
+    corrections: Iterable[Correction],
+    *,
+    now: datetime,
+    rules: Sequence[SuppressRule] = (),
+    resolve_after_seconds: int = 86_400,
+) -> RecordResult:
+    """Store the corrected weeks of windows evaluated again (:func:`correct`, each conditional on the version read
+    as every lifecycle write); publishes nothing and resolves nothing."""
+    now = utc(now)
+    corrections = sorted(corrections, key=lambda c: (c.finding_id, c.week))
+    result = RecordResult(findings_seen=len({c.finding_id for c in corrections if c.seen is not None}))
+    stored = store.get_many({c.finding_id for c in corrections})
+    conflicts_before = store.conflicts
+    for c in corrections:
+
+        def decide(state: FindingState | None, c: Correction = c) -> StateChange | None:
+            return correct(state, c, now=now, rules=rules, resolve_after_seconds=resolve_after_seconds)
+
+        change = decide(stored.get(c.finding_id))
+        if change is None:
+            continue
+        written = store.apply(change, decide)
         if written is None:
             continue
-        status = written.state.status
-        result.states_written += 1
-        result.new += int(status is FindingStatus.NEW)
-        result.worsened += int(status is FindingStatus.WORSENED)
-        result.resolved += int(status is FindingStatus.RESOLVED)
-        result.events_queued += int(written.event is not None)
-        result.muted += int(written.muted_event is not None)
+        stored[c.finding_id] = written.state
+        if written.event is None and written.muted_event is None:
+            result.states_written += 1  # the totals only: the status did not move
+        else:
+            result.count(written)
     result.conflicts = store.conflicts - conflicts_before
     return result
 

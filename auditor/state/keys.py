@@ -1,8 +1,9 @@
 """The state table's key design: one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL.
 
 The key builders of every item the stores write (window contributions and index, ingest marks, findings and the
-outbox, cursors, item size histories, capture plans, the cost ledger, coverage gaps). docs/state-table.md lists the
-access patterns first, then these keys, and why no partition takes every write.
+outbox, cursors and the evaluator's seal, late windows, evaluated windows' sightings, item size histories, capture
+plans, the cost ledger, coverage gaps). docs/state-table.md lists the access patterns first, then these keys, and
+why no partition takes every write.
 """
 
 from __future__ import annotations
@@ -87,6 +88,26 @@ def outbox_sk(created_iso: str, finding_id: str, event: str) -> str:
 
 CURSOR_PK = "CURSOR"
 EVALUATOR_CURSOR_SK = "evaluator"
+#: The evaluator's seal (``pk=CURSOR``): the start of the latest window an evaluator began to load; a contribution to
+#: a window at or before it arrived late.
+EVALUATOR_SEAL_SK = "evaluator-seal"
+#: The one partition of the windows that got a contribution after they were evaluated (rare: the evaluator drains it).
+LATE_PK = "LATE"
+
+
+def late_sk(account: str | None, region: str | None, table: str, window_start: int) -> str:
+    """Sort key of one late (table, window): window start first (zero-padded), so the set reads oldest first."""
+    return f"{window_start:012d}#{table_ref(account, region, table)}"
+
+
+def sightings_pk(account: str | None, region: str | None, table: str, week: str) -> str:
+    """Partition of a table's evaluated windows' sightings in one ISO week (``2026-W49``)."""
+    return f"SIGHT#{table_ref(account, region, table)}#{week}"
+
+
+def sightings_sk(window_start: int) -> str:
+    """Sort key of one evaluated window's sightings (zero-padded: a week reads in time order)."""
+    return f"{window_start:012d}"
 
 
 def capture_pk(trail: str) -> str:

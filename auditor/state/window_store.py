@@ -2,8 +2,11 @@
 
 :class:`WindowStore` writes one contribution per (source, window) under a key derived from the source, so a
 redelivered object never counts twice, indexes the windows that have traffic, marks processed objects, and commits
-event batches with a conditional marker per event id in one transaction (:meth:`WindowStore.commit_events`). The
-items, their attributes and the retry rules are in docs/state-table.md.
+event batches with a conditional marker per event id in one transaction (:meth:`WindowStore.commit_events`). A
+contribution to a window the evaluator had already sealed is flagged late (:class:`LateWindow`), for the evaluator
+to evaluate that window again; :class:`SightingStore` keeps what each evaluated window sighted, so that the window
+evaluated again replaces its part of the findings' weekly totals. The items, their attributes and the retry rules
+are in docs/state-table.md.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.models.finding import Totals
 from auditor.state import keys
 from auditor.state.attributes import number as _n
 from auditor.state.attributes import retention
@@ -36,7 +41,20 @@ if TYPE_CHECKING:
         WriteRequestTypeDef,
     )
 
-__all__ = ["EVENT_SK", "RETRY_CONFIG", "TRANSACT_MAX_ITEMS", "StoreError", "WindowStore", "event_pk"]
+__all__ = [
+    "EVENT_SK",
+    "RETRY_CONFIG",
+    "TRANSACT_MAX_ITEMS",
+    "LateWindow",
+    "SightingStore",
+    "StoreError",
+    "WindowSightings",
+    "WindowStore",
+    "event_pk",
+    "events_fit",
+    "ids_ever",
+    "sum_week",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +72,28 @@ _BACKOFF_CAP = 2.0
 
 EVENT_SK = "EVT"
 AGG_ATTR = "agg"
+#: The seal's attribute: the start of the latest window an evaluator began to load.
+SEAL_ATTR = "through"
+#: A late window's attribute: how many late contributions it got (the evaluator clears it only if unchanged).
+LATE_COUNT_ATTR = "contributions"
+
+
+def events_fit(events: int, windows: int) -> bool:
+    """Whether ``events`` with contributions to ``windows`` fit one :meth:`WindowStore.commit_events`: a marker per
+    event, a contribution and maybe a late flag per window, and the check of the evaluator's seal."""
+    return events + 2 * windows + 1 <= TRANSACT_MAX_ITEMS
+
+
+@dataclass(frozen=True, slots=True)
+class LateWindow:
+    """A (table, window) that got a contribution after the evaluator sealed it (:meth:`WindowStore.late_windows`)."""
+
+    account: str | None
+    region: str | None
+    table: str
+    window_start: int
+    #: Late contributions flagged so far (the evaluator clears the flag only when it is still this many).
+    contributions: int
 
 
 def event_pk(event_id: str) -> str:
@@ -89,6 +129,11 @@ class WindowStore:
     @property
     def table_name(self) -> str:
         return self._table
+
+    @property
+    def retention_seconds(self) -> int:
+        """How long a contribution is kept after it is written (its TTL)."""
+        return self._retention_seconds
 
     def _expires_at(self, now: datetime) -> int:
         return int(now.timestamp()) + self._retention_seconds
@@ -266,21 +311,28 @@ class WindowStore:
     # ------------------------------------------------------------------------------------------------ events
 
     def commit_events(
-        self, event_ids: Sequence[str], source_id: str, aggregates: AggregateSet, now: datetime
+        self,
+        event_ids: Sequence[str],
+        source_id: str,
+        aggregates: AggregateSet,
+        now: datetime,
+        late: list[LateWindow] | None = None,
     ) -> set[str]:
         """Atomically record ``event_ids`` as processed and store ``aggregates`` as their contribution.
 
         One ``TransactWriteItems``: a conditional put (``attribute_not_exists(pk)``) of ``pk=EVT#{eventID}`` per
         event, and the contribution items of ``source_id`` (the window-index items are written before, outside
-        the transaction: they are idempotent, and keeping them out avoids conflicts between concurrent batches).
-        Returns the ids that were already recorded: when non-empty, **nothing** was written and the caller
-        retries without them. An empty result means everything was committed. ``event_ids`` must be unique and
-        ``len(event_ids) + len(aggregates.windows)`` at most :data:`TRANSACT_MAX_ITEMS`.
+        the transaction: they are idempotent, and keeping them out avoids conflicts between concurrent batches),
+        and a check of the evaluator's seal: when it already covers a window of the batch, the transaction is
+        committed again with a late flag per such window (appended to ``late``), so the flag and the contribution
+        are stored together or not at all. Returns the ids that were already recorded: when non-empty,
+        **nothing** was written and the caller retries without them. An empty result means everything was
+        committed. ``event_ids`` must be unique and fit one transaction (:func:`events_fit`).
         """
         if len(set(event_ids)) != len(event_ids):
             raise ValueError("event_ids must be unique")
         index, contributions = self._items(source_id, aggregates, now)
-        if len(event_ids) + len(contributions) > TRANSACT_MAX_ITEMS:
+        if not events_fit(len(event_ids), len(contributions)):
             raise ValueError(f"a transaction holds at most {TRANSACT_MAX_ITEMS} items")
         if not event_ids and not contributions:
             return set()
@@ -305,9 +357,18 @@ class WindowStore:
         ]
         actions.extend({"Put": {"TableName": self._table, "Item": item}} for item in contributions)
         self._batch_put(index)
+        windows = sorted(aggregates.windows)
+        sealed: int | None = None  # the seal read after a failed check: None expects no window of the batch sealed
+        flagged: list[LateWindow] = []
         for attempt in range(_MAX_ROUNDS):
+            flags = [
+                cast("TransactWriteItemTypeDef", {"Update": self._late_update(w, source_id, now)}) for w in flagged
+            ]
+            check = self._seal_check(min(w[3] for w in windows) if windows else 0, sealed)
             try:
-                self._client.transact_write_items(TransactItems=actions)
+                self._client.transact_write_items(TransactItems=[*actions, *flags, check])
+                if late is not None:
+                    late.extend(flagged)
                 return set()
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
@@ -319,12 +380,146 @@ class WindowStore:
                 }
                 if existing:
                     return existing
+                if len(codes) == len(actions) + len(flags) + 1 and codes[-1] == "ConditionalCheckFailed":
+                    # the evaluator sealed a window of the batch: flag it late (the check returns the seal it met)
+                    met: Mapping[str, Any] = reasons[-1].get("Item") or {}
+                    seen = met.get(SEAL_ATTR, {}).get("N")
+                    sealed = int(seen) if seen is not None else self.sealed_through()
+                    flagged = [_late_window(w) for w in windows if sealed is not None and w[3] <= sealed]
+                    continue
                 retryable = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "None"}
                 if not codes or not set(codes) <= retryable:
                     raise StoreError(f"{self._table}: transaction cancelled: {', '.join(codes) or exc}") from exc
                 log.info("transaction_retry", attempt=attempt + 1, reasons=sorted(set(codes) - {"None"}))
                 _backoff(attempt)
         raise StoreError(f"{self._table}: transaction still conflicting after {_MAX_ROUNDS} attempts")
+
+    # ------------------------------------------------------------------------------------------------ late windows
+
+    def _seal_key(self) -> dict[str, AttributeValueTypeDef]:
+        return {keys.PK: _s(keys.CURSOR_PK), keys.SK: _s(keys.EVALUATOR_SEAL_SK)}
+
+    def _seal_check(self, first_start: int, sealed: int | None) -> TransactWriteItemTypeDef:
+        """The transaction's check of the seal: it covers no window from ``first_start`` on (``sealed`` None), or it
+        is still ``sealed`` (read after a failed check; the windows it covers are flagged late)."""
+        if sealed is None:
+            condition, value = "attribute_not_exists(#t) OR #t < :t", first_start
+        else:
+            condition, value = "#t = :t", sealed
+        return {
+            "ConditionCheck": {
+                "TableName": self._table,
+                "Key": self._seal_key(),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#t": SEAL_ATTR},
+                "ExpressionAttributeValues": {":t": _n(value)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def seal(self, through: int, now: datetime) -> None:
+        """The evaluator, before it loads windows up to the one starting at ``through``: a contribution stored from
+        now on to a window at or before it is flagged late. Only ever moves forward."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._seal_key(),
+                UpdateExpression="SET #t = :t, updated_at = :now",
+                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
+                ExpressionAttributeNames={"#t": SEAL_ATTR},
+                ExpressionAttributeValues={":t": _n(through), ":now": _s(now.isoformat())},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+    def sealed_through(self) -> int | None:
+        """The start of the latest window an evaluator sealed (None: none yet)."""
+        resp = self._client.get_item(TableName=self._table, Key=self._seal_key(), ConsistentRead=True)
+        value = resp.get("Item", {}).get(SEAL_ATTR, {}).get("N")
+        return int(value) if value is not None else None
+
+    def _late_update(self, late: LateWindow, source_id: str, now: datetime) -> dict[str, Any]:
+        """The update that flags one (table, window) late (``ADD contributions 1``), as ``UpdateItem`` takes it."""
+        return {
+            "TableName": self._table,
+            "Key": {
+                keys.PK: _s(keys.LATE_PK),
+                keys.SK: _s(keys.late_sk(late.account, late.region, late.table, late.window_start)),
+            },
+            "UpdateExpression": "ADD #c :one SET #a = :a, #r = :r, #tb = :tb, window_start = :w, "
+            "last_source = :src, last_at = :now, first_at = if_not_exists(first_at, :now), #x = :x",
+            "ExpressionAttributeNames": {
+                "#c": LATE_COUNT_ATTR,
+                "#a": "account",
+                "#r": "region",
+                "#tb": "table",
+                "#x": keys.TTL_ATTR,
+            },
+            "ExpressionAttributeValues": {
+                ":one": _n(1),
+                ":a": _s(late.account or ""),
+                ":r": _s(late.region or ""),
+                ":tb": _s(late.table),
+                ":w": _n(late.window_start),
+                ":src": _s(source_id),
+                ":now": _s(now.isoformat()),
+                ":x": _n(self._expires_at(now)),
+            },
+        }
+
+    def flag_late(self, source_id: str, aggregates: AggregateSet, now: datetime) -> list[LateWindow]:
+        """After ``source_id``'s contributions are stored: flag each of its windows the evaluator sealed already.
+
+        Called after :meth:`put_contributions` (the seal is read after the write, so a window the evaluator loaded
+        before the write is always flagged). Returns the windows flagged."""
+        sealed = self.sealed_through()
+        if sealed is None:
+            return []
+        flagged = [_late_window(w) for w in sorted(aggregates.windows) if w[3] <= sealed]
+        for late in flagged:
+            self._client.update_item(**self._late_update(late, source_id, now))
+        return flagged
+
+    def late_windows(self) -> list[LateWindow]:
+        """The windows flagged late and not cleared yet, oldest first (strongly consistent)."""
+        out: list[LateWindow] = []
+        for item in self._query(keys.LATE_PK):
+            out.append(
+                LateWindow(
+                    account=item.get("account", {}).get("S") or None,
+                    region=item.get("region", {}).get("S") or None,
+                    table=item["table"]["S"],
+                    window_start=int(item["window_start"]["N"]),
+                    contributions=int(item[LATE_COUNT_ATTR]["N"]),
+                )
+            )
+        return out
+
+    def clear_late(self, late: LateWindow) -> bool:
+        """Clear a late flag once its window was evaluated again, only if no contribution was flagged since
+        (``contributions`` unchanged); False when one was (the next run evaluates the window again)."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key={
+                    keys.PK: _s(keys.LATE_PK),
+                    keys.SK: _s(keys.late_sk(late.account, late.region, late.table, late.window_start)),
+                },
+                ConditionExpression="#c = :n",
+                ExpressionAttributeNames={"#c": LATE_COUNT_ATTR},
+                ExpressionAttributeValues={":n": _n(late.contributions)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+
+def _late_window(window: tuple[str | None, str | None, str, int]) -> LateWindow:
+    account, region, table, start = window
+    return LateWindow(account, region, table, start, 1)
 
 
 def _loads(data: bytes) -> dict[str, Any]:
@@ -348,3 +543,87 @@ def merge_parts(parts: Iterable[Sequence[tuple[str, TableWindow]]]) -> list[Tabl
             merged.append(window)
     merged.sort(key=lambda w: (w.table, w.window_start, w.account or "", w.region or ""))
     return merged
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# What each evaluated table window sighted
+# ---------------------------------------------------------------------------------------------------------------------
+
+#: A week's items outlive the week by a contribution's retention: a window of the week can be evaluated again as
+#: long as its contributions are kept, and its week is then summed from the week's first window on.
+_SIGHTINGS_EXTRA_SECONDS = 8 * 86_400
+
+
+@dataclass(slots=True)
+class WindowSightings:
+    """One evaluated table window: each finding's totals there, and every id ever sighted there (a finding that a
+    second evaluation no longer sees keeps its id here, so its week is summed again without the window)."""
+
+    window_start: int
+    totals: dict[str, Totals] = field(default_factory=dict)
+    ever: set[str] = field(default_factory=set)
+
+
+class SightingStore:
+    """The evaluated windows' sightings (see the module docstring)."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, *, retention_days: int = 14) -> None:
+        self._client = client
+        self._table = table_name
+        self._expiry = int(retention(retention_days).total_seconds()) + _SIGHTINGS_EXTRA_SECONDS
+
+    def put(
+        self,
+        account: str | None,
+        region: str | None,
+        table: str,
+        week: str,
+        sightings: WindowSightings,
+        now: datetime,
+    ) -> None:
+        """Store one window's sightings (overwrites: a window evaluated again replaces its item)."""
+        doc = {fid: t.model_dump(mode="json") for fid, t in sorted(sightings.totals.items())}
+        item: dict[str, Any] = {
+            keys.PK: _s(keys.sightings_pk(account, region, table, week)),
+            keys.SK: _s(keys.sightings_sk(sightings.window_start)),
+            "window_start": _n(sightings.window_start),
+            "totals": {"B": zlib.compress(orjson.dumps(doc), 6)},
+            "written_at": _s(now.isoformat()),
+            keys.TTL_ATTR: _n(int(now.timestamp()) + self._expiry),
+        }
+        ever = sorted(sightings.ever | set(sightings.totals))
+        if ever:
+            item["ever"] = {"SS": ever}
+        self._client.put_item(TableName=self._table, Item=item)
+
+    def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]:
+        """Every stored window of a table's ISO week, by window start (strongly consistent)."""
+        params: QueryInputTypeDef = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": keys.PK},
+            "ExpressionAttributeValues": {":pk": _s(keys.sightings_pk(account, region, table, week))},
+            "ConsistentRead": True,
+        }
+        out: dict[int, WindowSightings] = {}
+        for item in query_items(self._client, params):
+            start = int(item["window_start"]["N"])
+            raw = orjson.loads(zlib.decompress(bytes(item["totals"]["B"])))
+            totals = {fid: Totals.model_validate(doc) for fid, doc in raw.items()}
+            out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])))
+        return out
+
+
+def sum_week(windows: Iterable[WindowSightings], finding_id: str) -> Totals | None:
+    """A finding's totals over the given windows (in time order), None when none of them sighted it."""
+    total: Totals | None = None
+    for w in sorted(windows, key=lambda w: w.window_start):
+        part = w.totals.get(finding_id)
+        if part is not None:
+            total = part if total is None else total.merged(part)
+    return total
+
+
+def ids_ever(windows: Mapping[int, WindowSightings]) -> set[str]:
+    """Every finding id any of the windows ever sighted."""
+    return {fid for w in windows.values() for fid in w.ever | set(w.totals)}

@@ -517,3 +517,24 @@ def test_each_evaluated_window_books_its_data_events_in_the_daily_ledger(env: En
     assert summary.total.auditor_usd > summary.rows[0].auditor_usd  # the shared runs are in the total only
     md = render_markdown(build_weekly_report([], week, at(60 * 24 * 7), ledger=summary))
     assert "What the audit cost" in md and "| Sessions |" in md and "| **Total** |" in md
+
+
+def test_handler_evaluates_a_late_window_again_and_corrects_the_totals(handler_env: Env) -> None:
+    handler_env.put([*sessions_traffic(0), *alice_scans(0, 2)])
+    event = schedule_event()  # 12:00
+    while evaluator.lambda_handler(event, CONTEXT)["backlog"]:
+        pass
+    [scan] = [s for s in handler_env.findings.week_findings(T0) if s.finding.kind is FindingKind.SCAN]
+    assert scan.finding.totals is not None and scan.finding.totals.count == 2
+    # a trail object of the 10:00 window retried long after the window was evaluated
+    late = AggregateSet(900)
+    for c in alice_scans(5, 3):
+        late.add(c)
+    handler_env.windows.put_contributions("s3://trail/late.json.gz", late, at(130))
+    assert handler_env.windows.flag_late("s3://trail/late.json.gz", late, at(130))
+    event["time"] = "2026-12-01T12:15:00Z"
+    result = evaluator.lambda_handler(event, CONTEXT)
+    assert (result["late_windows"], result["late_corrected"]) == (1, 1)
+    [scan] = [s for s in handler_env.findings.week_findings(T0) if s.finding.kind is FindingKind.SCAN]
+    assert scan.finding.totals is not None and scan.finding.totals.count == 5
+    assert handler_env.windows.late_windows() == []

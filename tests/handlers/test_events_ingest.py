@@ -272,3 +272,19 @@ def test_health_metrics_count_ingested_duplicate_and_malformed_events(
     assert invoke(sqs_event(get_item, get_item, put_item, "{not json")) == []
     [metrics] = emitted(capsys.readouterr().out)
     assert metrics == {"RecordsIngested": 2, "RecordsFailed": 1, "DuplicatesDropped": 1}
+
+
+def test_events_committed_after_their_window_was_evaluated_are_flagged_and_counted(
+    ddb: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(ddb).seal(SAMPLE_START, NOW)  # the evaluator evaluated both windows of the sample already
+    capsys.readouterr()
+    assert invoke(sample()) == []
+    [metrics] = emitted(capsys.readouterr().out)
+    assert metrics == {"RecordsIngested": 2, "RecordsFailed": 0, "DuplicatesDropped": 0, "LateContributions": 2}
+    late = store(ddb).late_windows()
+    assert sorted((w.table, w.window_start) for w in late) == [("Music", MUSIC_START), ("Orders", SAMPLE_START)]
+    capsys.readouterr()
+    assert invoke(sample()) == []  # redelivered: duplicates, not late again
+    [again] = emitted(capsys.readouterr().out)
+    assert again == {"RecordsIngested": 0, "RecordsFailed": 0, "DuplicatesDropped": 2}

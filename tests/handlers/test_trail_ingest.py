@@ -396,3 +396,24 @@ def test_a_truncated_object_is_counted_recorded_and_its_message_still_fails(
     assert [int(w["N"]) for w in item["windows"]["L"]] == [(written - 900) // 900 * 900, written // 900 * 900]
     assert int(item[keys.TTL_ATTR]["N"]) > int(datetime.now(UTC).timestamp())  # bounded by TTL
     assert not store(ddb).is_processed(BUCKET, cut)
+
+
+def test_an_object_ingested_after_its_windows_were_evaluated_is_flagged_and_counted(
+    env: tuple[Any, Any], trail_files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    s3, ddb = env
+    key, body = trail_files[1]  # retried after the evaluator passed its window (the queue's visibility timeout)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+    local, _ = local_aggregate(body)
+    store(ddb).seal(int(T0.timestamp()), NOW)  # the evaluator evaluated the windows up to 10:00
+    sealed = sorted((w[2], w[3]) for w in local.windows if w[3] <= int(T0.timestamp()))
+    assert sealed
+    capsys.readouterr()
+    assert invoke(sqs_event(notification(key))) == []
+    [metrics] = emitted(capsys.readouterr().out)
+    assert metrics["LateContributions"] == len(sealed) and metrics["FilesIngested"] == 1
+    assert sorted((w.table, w.window_start) for w in store(ddb).late_windows()) == sealed
+    capsys.readouterr()
+    assert invoke(sqs_event(notification(key))) == []  # redelivered: a duplicate, not late again
+    [again] = emitted(capsys.readouterr().out)
+    assert "LateContributions" not in again
