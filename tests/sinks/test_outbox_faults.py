@@ -257,3 +257,20 @@ def test_a_publish_the_client_sent_twice_is_counted(topic: Topic, store: Finding
 class _Raw:
     def stream(self, **_kw: Any) -> Any:
         yield b""
+
+
+def test_a_finding_event_whose_answer_was_lost_is_published_again_and_counted(
+    topic: Topic, store: FindingsStore
+) -> None:
+    finding = scan_finding()
+    store.enqueue(FindingEvent(kind=EventKind.RESOLVED, finding=finding, at=T0))
+    topic.sns.meta.events.register(
+        "provide-client-params.sns.Publish", _once(lambda _p: ReadTimeoutError(endpoint_url="sns"))
+    )
+    first = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (first.sent, first.failed, first.left) == (0, 1, 1)
+    [entry] = store.pending()
+    assert entry.publishing and entry.attempts == 1  # the mark stays: SNS may have accepted it
+    second = publish_pending(store, topic.sns, topic.arn, now=T0)
+    assert (second.sent, second.repeated, second.left) == (1, 1, 0)
+    assert topic.mail_ids() == [finding.id]
