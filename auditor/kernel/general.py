@@ -207,7 +207,7 @@ def _api_call(
         else:
             principal = _str_or_none(arn)
             ptype = _str_or_none(ptype)
-            if _is_dynamodb(identity):
+            if ptype != "IAMUser" and _is_dynamodb(identity):
                 principal, ptype = DYNAMODB_EVENT_SOURCE, SERVICE
     access, items, tables, index, segment, total, statement, truncated = request
     call = ApiCall(
@@ -257,7 +257,7 @@ _SERVICE_LINKED: Final = "assumed-role/AWSServiceRole"
 
 
 def _is_dynamodb(identity: dict[str, Any]) -> bool:
-    """Whether an identity (not an assumed role, not ``AWSService``) is DynamoDB itself."""
+    """Whether an identity (not an assumed role, an IAM user or ``AWSService``) is DynamoDB itself."""
     return DYNAMODB_EVENT_SOURCE in (identity.get(_ARN), identity.get("principalId"), identity.get("invokedBy"))
 
 
@@ -270,7 +270,7 @@ def _maybe_service(identity: Any) -> bool:
     if ptype == "AssumedRole":
         arn = identity.get(_ARN)
         return type(arn) is str and _SERVICE_LINKED in arn
-    return ptype == SERVICE or _is_dynamodb(identity)
+    return ptype == SERVICE or (ptype != "IAMUser" and _is_dynamodb(identity))
 
 
 def _query_access(table: str, name: str, index: str | None, params: Mapping[str, Any], lowered: bool) -> ItemAccess:

@@ -60,6 +60,8 @@ from auditor.kernel.general import SERVICE
 TRANSACTIONAL: Final = frozenset({"TransactWriteItems", "TransactGetItems", "ExecuteTransaction"})
 
 
+#: The operations whose key accesses may cost more than one unit each (see :func:`_extra_units`).
+METERED_OPERATIONS: Final = TRANSACTIONAL | {"Query"}
 #: A 1 MB page in reads of a 4 KB item: what a Query page that was not the last reads (a page stops at 1 MB).
 PAGE_READS: Final = 256
 
@@ -282,7 +284,7 @@ class TableWindow:
         if error is not None:
             self._add_error(call, items, error, pk_hint)
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
-        extra = _extra_units(call)
+        extra = _extra_units(call) if call.operation in METERED_OPERATIONS else 0
         for item in items:
             is_write = item.access is Access.WRITE
             if is_write:
