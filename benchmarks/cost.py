@@ -59,13 +59,11 @@ from typing import Any
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
 from auditor.cost.cost_model import (
-    AuditorUsage,
+    BillLine,
     DynamoDBUsage,
-    auditor_spend,
-    data_event_usage,
     dynamodb_spend,
-    fixed_monthly_usage,
     fixed_monthly_usd,
+    month_lines,
 )
 from auditor.cost.plan import (
     SECONDS_PER_MONTH,
@@ -313,13 +311,10 @@ def _events(acct: Account, i: int, start_minute: int, minutes: int, writes_only:
     return total
 
 
-def fixed_usage(acct: Account, extra_metrics: int, controller: bool) -> AuditorUsage:
-    """The auditor's usage that does not depend on the data events (a month)."""
-    return fixed_monthly_usage(len(acct.tables), extra_metrics, controller=controller)
-
-
-def event_usage(events: float) -> AuditorUsage:
-    return data_event_usage(events)
+def strategy_lines(acct: Account, events: float, controller_metrics: int, *, controller: bool) -> list[BillLine]:
+    """The month's bill of a strategy, line by line (:func:`auditor.cost.cost_model.month_lines`: the model the
+    ledger and the weekly report render)."""
+    return month_lines(len(acct.tables), events, controller_metrics, controller=controller)
 
 
 # ---- governor
@@ -649,6 +644,20 @@ class Result:
     generated: int
     throttle_causes_found: int = 0
     throttled_keys_named: int = 0
+    lines: list[BillLine] = field(default_factory=list)
+
+
+def print_lines(results: list[Result]) -> None:
+    """Every line of each strategy's monthly bill (USD), with its quantity under the governor and its price."""
+    print()
+    names = [r.name for r in results]
+    print(
+        f"{'cost line ($/month)':<34} " + " ".join(f"{n:>12}" for n in names) + f" {'quantity (governor)':>22}  price"
+    )
+    for k, line in enumerate(results[-1].lines):
+        cells = " ".join(f"{r.lines[k].usd:>12,.2f}" for r in results)
+        print(f"{line.item:<34} {cells} {line.quantity:>16,.2f} {line.unit[:5]:<5}  {line.rate}")
+    print(f"{'total':<34} " + " ".join(f"{r.auditor_usd:>12,.2f}" for r in results))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -675,14 +684,28 @@ def main(argv: list[str] | None = None) -> int:
         probe = gov.probe_selectors.get(minute)
         return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
 
-    strategies: list[tuple[str, float, AuditorUsage, Capture]] = [
-        ("full", total_requests, fixed_usage(acct, 0, controller=False), lambda i, m: full_selectors),
-        ("writes-only", write_events, fixed_usage(acct, 0, controller=False), lambda i, m: writes_selectors),
-        ("governor", gov.events, fixed_usage(acct, gov.metrics_polled, controller=True), governor_capture),
+    strategies: list[tuple[str, float, list[BillLine], Capture]] = [
+        (
+            "full",
+            total_requests,
+            strategy_lines(acct, total_requests, 0, controller=False),
+            lambda i, m: full_selectors,
+        ),
+        (
+            "writes-only",
+            write_events,
+            strategy_lines(acct, write_events, 0, controller=False),
+            lambda i, m: writes_selectors,
+        ),
+        (
+            "governor",
+            gov.events,
+            strategy_lines(acct, gov.events, gov.metrics_polled, controller=True),
+            governor_capture,
+        ),
     ]
     results: list[Result] = []
-    for name, events, fixed, capture in strategies:
-        usage = fixed.plus(event_usage(events))
+    for name, events, lines, capture in strategies:
         rng = random.Random(args.seed)
         hot = 0
         generated = 0
@@ -696,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
             cause_ok, key_ok = throttling_found(acct, th, capture, rng)
             causes += cause_ok
             named += key_ok
-        results.append(Result(name, events, auditor_spend(usage).total, hot, scans, generated, causes, named))
+        results.append(Result(name, events, sum(x.usd for x in lines), hot, scans, generated, causes, named, lines))
 
     print(
         f"reference account: {TABLES} tables, {total_requests / 1e9:.2f} billion requests/month "
@@ -710,6 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         f"fixed auditor costs ${gov.fixed_usd_month:,.2f} (planner's estimate); captures by reason {gov.reasons}; "
         f"{gov.always_on_events:,.0f} always-on events; {gov.metrics_polled:,} CloudWatch metrics polled"
     )
+    print_lines(results)
     print()
     print(
         f"{'strategy':<12} {'data events':>14} {'auditor $/mo':>13} {'DynamoDB $/mo':>14} {'ratio':>9} "

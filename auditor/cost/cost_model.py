@@ -15,64 +15,22 @@ from typing import Any, Literal
 from pydantic import Field
 
 from auditor.billing.pricing import ClassPrices
+from auditor.cost.bill import (
+    DAYS_PER_MONTH,
+    GIB,
+    HOURS_PER_MONTH,
+    LEDGER_GROUPS,
+    AuditorRates,
+    AuditorUsage,
+    BillLine,
+    bill_lines,
+    grouped,
+)
 from auditor.models.base import FrozenModel
 
-HOURS_PER_MONTH = 730.0
-DAYS_PER_MONTH = HOURS_PER_MONTH / 24
-GIB = float(2**30)
-
-AuditorLine = Literal[
-    "cloudtrail_data_events", "lambda", "state_table", "cloudwatch_metrics", "contributor_insights", "s3"
-]
-AUDITOR_LINES: tuple[AuditorLine, ...] = (
-    "cloudtrail_data_events",
-    "lambda",
-    "state_table",
-    "cloudwatch_metrics",
-    "contributor_insights",
-    "s3",
-)
-
-
-class AuditorRates(FrozenModel):
-    """The prices of what the auditor itself uses (USD per unit; module docstring for the sources)."""
-
-    data_event: float = Field(default=0.10 / 100_000, ge=0)
-    lambda_gb_second: float = Field(default=0.0000133334, ge=0)
-    lambda_request: float = Field(default=0.20 / 1_000_000, ge=0)
-    state_read_unit: float = Field(default=0.125 / 1_000_000, ge=0)
-    state_write_unit: float = Field(default=0.625 / 1_000_000, ge=0)
-    metric_requested: float = Field(default=0.01 / 1_000, ge=0)
-    ci_rule_month: float = Field(default=0.50, ge=0)
-    ci_event: float = Field(default=0.03 / 1_000_000, ge=0)
-    s3_put: float = Field(default=0.005 / 1_000, ge=0)
-    s3_get: float = Field(default=0.0004 / 1_000, ge=0)
-    s3_gb_month: float = Field(default=0.023, ge=0)
-
-
-class AuditorUsage(FrozenModel):
-    """What the auditor used on behalf of one audited table in one period (``days`` long)."""
-
-    days: float = Field(default=1.0, gt=0)
-    data_events: int = Field(default=0, ge=0)
-    lambda_gb_seconds: float = Field(default=0.0, ge=0)
-    lambda_requests: int = Field(default=0, ge=0)
-    state_read_units: float = Field(default=0.0, ge=0)
-    state_write_units: float = Field(default=0.0, ge=0)
-    metrics_requested: int = Field(default=0, ge=0)
-    ci_rules: int = Field(default=0, ge=0, description="Contributor Insights rules active during the period")
-    ci_events: int = Field(default=0, ge=0)
-    s3_puts: int = Field(default=0, ge=0)
-    s3_gets: int = Field(default=0, ge=0)
-    s3_bytes_stored: float = Field(default=0.0, ge=0, description="average bytes kept during the period")
-
-    def plus(self, other: AuditorUsage) -> AuditorUsage:
-        """Two usages of the same period added (counts add; ``days`` is the longer of the two)."""
-        merged: dict[str, Any] = {"days": max(self.days, other.days)}
-        for name in type(self).model_fields:
-            if name != "days":
-                merged[name] = getattr(self, name) + getattr(other, name)
-        return AuditorUsage(**merged)
+#: The ledger lines every entry shows (the others when they cost something: :data:`auditor.cost.bill.LEDGER_GROUPS`).
+AUDITOR_LINES: tuple[str, ...] = LEDGER_GROUPS[:6]
+__all__ = ["DAYS_PER_MONTH", "GIB", "HOURS_PER_MONTH", "AuditorRates", "AuditorUsage", "BillLine", "bill_lines"]
 
 
 class DynamoDBUsage(FrozenModel):
@@ -111,21 +69,8 @@ def dynamodb_spend(usage: DynamoDBUsage, prices: ClassPrices) -> Spend:
 
 
 def auditor_spend(usage: AuditorUsage, rates: AuditorRates | None = None) -> Spend:
-    """The auditor's own bill for the period, one line per service."""
-    r = rates or AuditorRates()
-    month_share = usage.days / DAYS_PER_MONTH
-    return Spend(
-        lines={
-            "cloudtrail_data_events": usage.data_events * r.data_event,
-            "lambda": usage.lambda_gb_seconds * r.lambda_gb_second + usage.lambda_requests * r.lambda_request,
-            "state_table": usage.state_read_units * r.state_read_unit + usage.state_write_units * r.state_write_unit,
-            "cloudwatch_metrics": usage.metrics_requested * r.metric_requested,
-            "contributor_insights": usage.ci_rules * r.ci_rule_month * month_share + usage.ci_events * r.ci_event,
-            "s3": usage.s3_puts * r.s3_put
-            + usage.s3_gets * r.s3_get
-            + usage.s3_bytes_stored / GIB * r.s3_gb_month * month_share,
-        }
-    )
+    """The auditor's own bill for the period, one line per ledger group (:func:`auditor.cost.bill.bill_lines`)."""
+    return Spend(lines=grouped(bill_lines(usage, rates)))
 
 
 class LedgerEntry(FrozenModel):
@@ -279,49 +224,107 @@ FIXED_MODEL: dict[str, float] = {
     "metrics_audit_gb_s_per_run": 30.0,  # hourly: 730 runs
     "controller_gb_s_per_run": 0.25,  # every 5 minutes: 8,760 runs
     "trail_objects_per_month": 8_760.0,  # CloudTrail delivers about one file per 5 minutes
+    "digest_objects_per_month": 730.0,  # log file validation: one digest file an hour
     "state_write_units_per_object": 6.0,
     "state_read_units_per_evaluation": 20.0,
+    "state_bytes_per_table": 1_000_000.0,  # windows, findings, ledger and plan items kept (TTL-bounded)
     "metrics_audit_metrics_per_table": 3.0,  # consumed read/write, plus provisioned on provisioned tables
     "lambda_gb_s_per_million_events": 40.0,  # the 1 GB ingest function at about 25,000 records/s
     "compressed_bytes_per_event": 150.0,
     # the daily cost ledger: 96 window updates (an item of about 2 KB: 2 write units) and 24 hour updates (about
     # 4 KB: 4 units) per table and day (auditor.state.ledger_store)
     "ledger_write_units_per_table_day": 96 * 2 + 24 * 4,
+    # CloudWatch Logs: about 3 KB per invocation (START/END/REPORT, the run's summary line, its EMF line), 2 KB per
+    # table per metrics-audit run; stored compressed (about 15 %) for the log groups' 30 days
+    "log_bytes_per_run": 3_000.0,
+    "log_bytes_per_table_audit": 2_000.0,
+    "log_stored_fraction": 0.15,
+    # KMS: CloudTrail's GenerateDataKey per object, the ingest's Decrypt per GET, the fingerprints' and the state
+    # table's and log groups' calls (about 10 an hour)
+    "kms_requests_per_object": 3.0,
+    "kms_requests_per_hour": 10.0,
+    # SQS: the event source mapping's long polls (5 pollers, one 20-second poll each) plus a delete per object
+    "sqs_polls_per_month": 5 * 3 * 60 * HOURS_PER_MONTH,
+    "sns_publishes_per_month": 300.0,  # alerts and alarm notifications
+    "report_objects_per_month": 3 * 52 / 12,  # the weekly report's Markdown, HTML and JSON
 }
 CONTROLLER_RUNS_PER_MONTH = 8_760
 
 
-def fixed_monthly_usage(tables: int, controller_metrics: int = 0, *, controller: bool = True) -> AuditorUsage:
+class StackShape(FrozenModel):
+    """What the deployed stack holds that bills by the month, whatever the traffic (template.yaml)."""
+
+    controller: bool = True
+    #: the default deployment's alarms (8), plus the controller's when it runs
+    alarms: int = Field(default=8, ge=0)
+    #: the EMF health metrics of the handlers (each name and dimension set is one custom metric)
+    custom_metrics: int = Field(default=14, ge=0)
+    dashboard: bool = True
+    kms_key: bool = True
+    #: a Slack webhook secret read by the notifier (the secret itself is yours: only its reads are counted)
+    slack: bool = False
+    #: the capture controller's CloudWatch reads a month, when known (the ledger otherwise estimates them)
+    controller_metrics: int | None = None
+
+    def lean(self) -> StackShape:
+        """The stack trimmed for a small budget: no health dashboard, the 4 custom metrics the alarms need."""
+        return self.model_copy(update={"dashboard": False, "custom_metrics": min(self.custom_metrics, LEAN_METRICS)})
+
+
+#: Custom metrics the alarms read (evaluation lag, outbox age, unreadable objects, late contributions).
+LEAN_METRICS = 4
+
+
+def fixed_monthly_usage(
+    tables: int, controller_metrics: int = 0, *, controller: bool = True, shape: StackShape | None = None
+) -> AuditorUsage:
     """The auditor's usage in a month that does not depend on the data events (:data:`FIXED_MODEL`)."""
     m = FIXED_MODEL
+    stack = (shape or StackShape()).model_copy(update={"controller": controller})
+    objects = m["trail_objects_per_month"]
     lam = 2_920 * m["evaluator_gb_s_per_run"] + 730 * m["metrics_audit_gb_s_per_run"]
-    requests = 2_920 + 730 + int(m["trail_objects_per_month"])
+    requests = 2_920 + 730 + int(objects)
     if controller:
         lam += CONTROLLER_RUNS_PER_MONTH * m["controller_gb_s_per_run"]
         requests += CONTROLLER_RUNS_PER_MONTH
+    logs = requests * m["log_bytes_per_run"] + 730 * tables * m["log_bytes_per_table_audit"]
     return AuditorUsage(
         days=DAYS_PER_MONTH,
         lambda_gb_seconds=lam,
         lambda_requests=requests,
         state_read_units=2_920 * m["state_read_units_per_evaluation"],
-        state_write_units=m["trail_objects_per_month"] * m["state_write_units_per_object"]
+        state_write_units=objects * m["state_write_units_per_object"]
         + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0)
         + tables * m["ledger_write_units_per_table_day"] * DAYS_PER_MONTH,
+        state_bytes_stored=tables * m["state_bytes_per_table"],
         # the metrics audit hourly, plus its daily billing read
         metrics_requested=int(tables * m["metrics_audit_metrics_per_table"] * (730 + 30)) + controller_metrics,
-        s3_puts=int(m["trail_objects_per_month"]),
-        s3_gets=int(m["trail_objects_per_month"]),
+        custom_metrics=stack.custom_metrics,
+        alarms=stack.alarms + (1 if controller else 0),
+        dashboards=1 if stack.dashboard else 0,
+        log_bytes_ingested=logs,
+        log_bytes_stored=logs * m["log_stored_fraction"],
+        # trail objects and digests (written by CloudTrail, billed to the bucket), fingerprints, reports
+        s3_puts=int(2 * objects + m["digest_objects_per_month"] + m["report_objects_per_month"]),
+        s3_gets=int(2 * objects),
+        kms_keys=1 if stack.kms_key else 0,
+        kms_requests=int(objects * m["kms_requests_per_object"] + HOURS_PER_MONTH * m["kms_requests_per_hour"]),
+        sns_publishes=int(m["sns_publishes_per_month"]),
+        sqs_requests=int(m["sqs_polls_per_month"] + objects),
+        secret_api_calls=2_920 if stack.slack else 0,
     )
 
 
 def data_event_usage(events: float) -> AuditorUsage:
-    """The auditor's usage that grows with the data events of a month (CloudTrail, ingest Lambda, S3 storage)."""
+    """The auditor's usage that grows with the data events of a month (CloudTrail, ingest Lambda, S3 storage).
+
+    The trail bucket expires objects after 30 days, so a steady month keeps a month of events."""
     m = FIXED_MODEL
     return AuditorUsage(
         days=DAYS_PER_MONTH,
         data_events=int(events),
         lambda_gb_seconds=events / 1e6 * m["lambda_gb_s_per_million_events"],
-        s3_bytes_stored=events * m["compressed_bytes_per_event"] / 2,  # grows through the month: half on average
+        s3_bytes_stored=events * m["compressed_bytes_per_event"],
     )
 
 
@@ -333,8 +336,21 @@ def controller_poll_metrics(tables: int, busy_tables: int, poll_every_slices: in
 
 
 def fixed_monthly_usd(
-    tables: int, busy_tables: int, poll_every_slices: int = 3, rates: AuditorRates | None = None
+    tables: int,
+    busy_tables: int,
+    poll_every_slices: int = 3,
+    rates: AuditorRates | None = None,
+    shape: StackShape | None = None,
 ) -> float:
     """The budget's first claim: the auditor's monthly cost outside data events, with the controller's reads."""
     polls = controller_poll_metrics(tables, busy_tables, poll_every_slices)
-    return auditor_spend(fixed_monthly_usage(tables, polls), rates).total
+    return auditor_spend(fixed_monthly_usage(tables, polls, shape=shape), rates).total
+
+
+def month_lines(
+    tables: int, data_events: float, controller_metrics: int, *, controller: bool, shape: StackShape | None = None
+) -> list[BillLine]:
+    """The month's bill, line by line, for an account of ``tables`` tables and ``data_events`` data events (every
+    Scan and PartiQL page counted): what the benchmark prints and the week's ledger adds up to."""
+    usage = fixed_monthly_usage(tables, controller_metrics, controller=controller, shape=shape)
+    return bill_lines(usage.plus(data_event_usage(data_events)))

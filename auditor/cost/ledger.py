@@ -18,14 +18,15 @@ from typing import Any
 from auditor.billing.pricing import RegionPrices, bundled_prices
 from auditor.cost.cost_model import (
     DAYS_PER_MONTH,
-    FIXED_MODEL,
     SHARED,
     AuditorRates,
     AuditorUsage,
     LedgerEntry,
     LedgerSummary,
     Spend,
+    StackShape,
     auditor_spend,
+    controller_poll_metrics,
     data_event_usage,
     dynamodb_spend,
     fixed_monthly_usage,
@@ -212,10 +213,8 @@ def day_entry(
             auditor[k] = auditor.get(k, 0.0) + v
     events = sum(int(v) for v in windows.values() if isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
     if events:
-        usage = data_event_usage(events).model_copy(update={"days": 1.0})
-        # data_event_usage's storage is the month's average; a day of events keeps its bytes for the rest of the month
-        usage = usage.model_copy(update={"s3_bytes_stored": events * FIXED_MODEL["compressed_bytes_per_event"]})
-        for k, v in auditor_spend(usage, rates).lines.items():
+        # the day's events as a month's usage: their trail files stay in the bucket for its 30-day expiry
+        for k, v in auditor_spend(data_event_usage(events), rates).lines.items():
             auditor[k] = auditor.get(k, 0.0) + v
     return LedgerEntry(
         day=day,
@@ -227,12 +226,19 @@ def day_entry(
     )
 
 
-def shared_day_entry(day: date, tables: int, *, controller: bool, rates: AuditorRates | None = None) -> LedgerEntry:
+def shared_day_entry(
+    day: date, tables: int, *, controller: bool, rates: AuditorRates | None = None, shape: StackShape | None = None
+) -> LedgerEntry:
     """The service's own costs of a day that belong to no table (an estimate,
-    :data:`auditor.cost.cost_model.FIXED_MODEL`): the scheduled functions' Lambda runs, the state-table reads and
-    writes of ingest and evaluation, the trail files' S3 requests. The CloudWatch reads are measured per table, so
-    they are not in this line."""
-    usage = fixed_monthly_usage(tables, controller=controller).model_copy(update={"metrics_requested": 0})
+    :data:`auditor.cost.cost_model.FIXED_MODEL`): the scheduled functions' Lambda runs and their logs, the state
+    table, the trail files' S3 requests, the alarms, dashboard, custom metrics, KMS key, SQS and SNS, and the capture
+    controller's CloudWatch reads (``shape.controller_metrics`` a month; None: estimated for half the tables busy). The
+    metrics audit's CloudWatch reads are measured per table, so they are not in this line."""
+    known = None if shape is None else shape.controller_metrics
+    polls = 0 if not controller else controller_poll_metrics(tables, tables // 2, 3) if known is None else known
+    usage = fixed_monthly_usage(tables, controller=controller, shape=shape).model_copy(
+        update={"metrics_requested": polls}
+    )
     monthly = auditor_spend(usage, rates).lines
     return LedgerEntry(
         day=day,
@@ -242,12 +248,14 @@ def shared_day_entry(day: date, tables: int, *, controller: bool, rates: Auditor
     )
 
 
-def week_ledger(entries: Iterable[LedgerEntry], *, controller: bool) -> LedgerSummary | None:
+def week_ledger(
+    entries: Iterable[LedgerEntry], *, controller: bool, shape: StackShape | None = None
+) -> LedgerSummary | None:
     """The stored days' entries plus each day's shared costs, summed per table and in total."""
     stored = list(entries)
     days = sorted({e.day for e in stored})
     tables = len({(e.account, e.region, e.table) for e in stored if e.table != SHARED})
-    shared = [shared_day_entry(d, tables, controller=controller) for d in days]
+    shared = [shared_day_entry(d, tables, controller=controller, shape=shape) for d in days]
     return summarise([*stored, *shared])
 
 

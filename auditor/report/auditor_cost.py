@@ -1,11 +1,17 @@
 """The auditor's own cost in the weekly report: what it consumed in the week (:class:`AuditorUsage`, from its metrics
-or the input's counters), priced line by line at public us-east-1 prices (:class:`CostRates`)."""
+or the input's counters), priced line by line by the one model of the stack's bill
+(:func:`auditor.cost.bill.bill_lines`, the same the cost ledger and ``benchmarks.cost`` use)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
+from auditor.cost.bill import AuditorRates, bill_lines
+from auditor.cost.bill import AuditorUsage as StackUsage
 from auditor.models.base import FrozenModel
+
+#: The lines the report always shows (the others when the week used them).
+ALWAYS_SHOWN = ("CloudTrail data events delivered", "CloudWatch GetMetricData", "Lambda compute", "Lambda requests")
 
 
 class AuditorUsage(FrozenModel):
@@ -15,6 +21,24 @@ class AuditorUsage(FrozenModel):
     cloudwatch_metrics_requested: int = Field(default=0, ge=0)
     lambda_gb_seconds: float = Field(default=0.0, ge=0)
     lambda_requests: int = Field(default=0, ge=0)
+    #: The rest of the stack's usage in the week (S3, logs, alarms, KMS...: :class:`auditor.cost.bill.AuditorUsage`).
+    stack: StackUsage | None = None
+
+    def usage(self) -> StackUsage:
+        """The week as the bill model's usage."""
+        own = StackUsage(
+            days=7.0,
+            data_events=self.cloudtrail_data_events,
+            metrics_requested=self.cloudwatch_metrics_requested,
+            lambda_gb_seconds=self.lambda_gb_seconds,
+            lambda_requests=self.lambda_requests,
+        )
+        return own if self.stack is None else own.plus(self.stack)
+
+    @classmethod
+    def of(cls, usage: StackUsage) -> AuditorUsage:
+        """The report's usage for a bill model's usage (the inverse of :meth:`usage`)."""
+        return cls(stack=usage)
 
 
 class CostRates(FrozenModel):
@@ -26,6 +50,14 @@ class CostRates(FrozenModel):
     lambda_per_gb_second: float = 0.0000133334
     lambda_per_million_requests: float = 0.20
 
+    def rates(self) -> AuditorRates:
+        return AuditorRates(
+            data_event=self.cloudtrail_per_100k_data_events / 100_000,
+            metric_requested=self.cloudwatch_per_1k_metrics / 1_000,
+            lambda_gb_second=self.lambda_per_gb_second,
+            lambda_request=self.lambda_per_million_requests / 1_000_000,
+        )
+
 
 class CostLine(FrozenModel):
     item: str
@@ -33,6 +65,7 @@ class CostLine(FrozenModel):
     unit: str
     rate: str
     usd: float
+    source: str = ""
 
 
 class AuditorCost(FrozenModel):
@@ -42,53 +75,13 @@ class AuditorCost(FrozenModel):
     total_usd: float
 
 
-def _usd(value: float) -> str:
-    """A unit price for people: ``$0.10``, ``$13.33`` (never ``$1.33334e-05``: tiny prices are stated per a larger
-    quantity by the caller)."""
-    return f"${value:,.2f}" if value >= 0.01 else f"${value:,.4f}"
-
-
-def _priced(item: str, quantity: float, unit: str, price: float, per: int, per_text: str) -> CostLine:
-    """A line priced at ``price`` per ``per`` units (said as ``per_text``)."""
-    return CostLine(
-        item=item, quantity=quantity, unit=unit, rate=f"{_usd(price)} per {per_text}", usd=quantity / per * price
-    )
-
-
 def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -> AuditorCost:
-    """Price the auditor's own usage: CloudTrail data events, CloudWatch GetMetricData metrics, Lambda."""
-    r = rates or CostRates()
+    """Price the auditor's own usage with :func:`auditor.cost.bill.bill_lines`: every line the week used, and always
+    CloudTrail data events, CloudWatch GetMetricData and Lambda."""
+    priced = bill_lines(usage.usage(), (rates or CostRates()).rates())
     lines = [
-        _priced(
-            "CloudTrail data events delivered",
-            usage.cloudtrail_data_events,
-            "events",
-            r.cloudtrail_per_100k_data_events,
-            100_000,
-            "100,000 events",
-        ),
-        _priced(
-            "CloudWatch GetMetricData",
-            usage.cloudwatch_metrics_requested,
-            "metrics requested",
-            r.cloudwatch_per_1k_metrics,
-            1_000,
-            "1,000 metrics",
-        ),
-        CostLine(
-            item="Lambda compute",
-            quantity=usage.lambda_gb_seconds,
-            unit="GB-seconds",
-            rate=f"{_usd(r.lambda_per_gb_second * 1_000_000)} per million GB-seconds",
-            usd=usage.lambda_gb_seconds * r.lambda_per_gb_second,
-        ),
-        _priced(
-            "Lambda requests",
-            usage.lambda_requests,
-            "invocations",
-            r.lambda_per_million_requests,
-            1_000_000,
-            "million invocations",
-        ),
+        CostLine(item=b.item, quantity=b.quantity, unit=b.unit, rate=b.rate, usd=b.usd, source=b.source)
+        for b in priced
+        if b.item in ALWAYS_SHOWN or b.quantity > 0
     ]
     return AuditorCost(lines=lines, total_usd=sum(line.usd for line in lines))

@@ -1,5 +1,5 @@
-"""benchmarks.cost's throttling recall: a planted episode goes through the real detectors, CloudWatch for the cause
-(whatever the capture) and the captured throttled calls for the key."""
+"""benchmarks.cost: the throttling recall (a planted episode goes through the real detectors, CloudWatch for the cause
+whatever the capture, the captured throttled calls for the key) and its cost lines (the ledger's and the report's)."""
 
 from __future__ import annotations
 
@@ -50,3 +50,51 @@ def test_a_hot_partitions_key_is_named_only_from_captured_calls() -> None:
     assert throttling_found(acct, th, lambda i, m: ALL if m >= 615 else [], random.Random(1)) == (True, True)
     # Captured only after the episode: the cause (CloudWatch) but not the key.
     assert throttling_found(acct, th, lambda i, m: ALL if m >= 620 else [], random.Random(1)) == (True, False)
+
+
+# ---------------------------------------------------------------- one model of the bill
+
+
+def test_the_weekly_reports_cost_lines_equal_the_benchmarks_model_for_the_same_usage() -> None:
+    from datetime import date, timedelta
+
+    from auditor.cost.bill import grouped
+    from auditor.cost.cost_model import (
+        DAYS_PER_MONTH,
+        FIXED_MODEL,
+        AuditorRates,
+        StackShape,
+        data_event_usage,
+        fixed_monthly_usage,
+    )
+    from auditor.cost.ledger import day_entry, week_ledger
+    from auditor.report.auditor_cost import AuditorUsage, estimate_auditor_cost
+    from benchmarks.cost import strategy_lines
+
+    acct = build_account(16)
+    tables, polls = len(acct.tables), 304_022
+    events = 510 * tables * DAYS_PER_MONTH  # 510 data events per table and day
+    month = strategy_lines(acct, events, polls, controller=True)
+
+    # The report's cost lines for the month's usage: the benchmark's lines, item by item.
+    usage = fixed_monthly_usage(tables, polls, controller=True)
+    report = estimate_auditor_cost(AuditorUsage.of(usage.plus(data_event_usage(events))))
+    shown = {line.item: line.usd for line in report.lines}
+    assert shown == pytest.approx({line.item: line.usd for line in month if line.item in shown})
+    assert report.total_usd == pytest.approx(sum(line.usd for line in month))
+
+    # The weekly report's ledger (7 stored days: each table's data events and the metrics audit's reads, plus the
+    # shared costs) adds up to the same lines over a week.
+    per_table_day = 510
+    audit_metrics = FIXED_MODEL["metrics_audit_metrics_per_table"] * (730 + 30) / DAYS_PER_MONTH
+    reads_usd = audit_metrics * AuditorRates().metric_requested
+    days = [date(2026, 11, 30) + timedelta(days=i) for i in range(7)]
+    entries = [
+        day_entry(d, None, None, t.name, {"h": {"auditor": {"cloudwatch_metrics": reads_usd}}}, {"w": per_table_day})
+        for d in days
+        for t in acct.tables
+    ]
+    summary = week_ledger(entries, controller=True, shape=StackShape(controller_metrics=polls))
+    assert summary is not None
+    expected = {k: v * 7 / DAYS_PER_MONTH for k, v in grouped(month).items()}
+    assert summary.total.auditor_lines == pytest.approx(expected, rel=1e-6)

@@ -245,8 +245,12 @@ def test_fixed_monthly_cost_grows_with_tables_and_the_controllers_reads() -> Non
     assert controller_poll_metrics(100, 50, 3) == 2 * (100 * 730 + 50 * 8760 // 3 + 5 * 8760)
     small, large = fixed_monthly_usd(10, 5), fixed_monthly_usd(100, 50)
     assert 0 < small < large
-    # 100 tables: the metrics audit's reads and the controller's polls dominate (about $2.28 + $3.06).
-    assert 5.0 < large < 9.0
+    # 100 tables, every line counted: the CloudWatch reads (metrics audit $2.28, controller polls $3.06), the
+    # custom metrics ($4.20), the dashboard ($3.00), the KMS key ($1.00), the alarms ($0.90) and the rest.
+    assert 16.0 < large < 20.0
+    from auditor.cost.cost_model import StackShape
+
+    assert fixed_monthly_usd(100, 50, shape=StackShape().lean()) == pytest.approx(large - 3.0 - 10 * 0.30)
 
 
 # ---------------------------------------------------------------- the service's daily ledger
