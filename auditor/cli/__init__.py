@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from auditor.cli import analyze_trail, athena, audit, billing, demo, item_size, report, what_if
+from auditor.cli import analyze_trail, athena, audit, billing, demo, item_size, model_review, report, what_if
 from auditor.cli.common import (
     EXIT_FINDINGS,
     EXIT_INPUT,
@@ -54,6 +54,7 @@ _COMMANDS: tuple[Command, ...] = (
     audit.COMMAND,
     billing.COMMAND,
     what_if.COMMAND,
+    model_review.COMMAND,
     athena.COMMAND,
     demo.COMMAND,
 )

@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "findings_text": 3,
     "cost": 3,
     "whatif": 3,
+    "review": 3,
     #: DynamoDB's documented per-partition and per-table limits (pure; the traffic detectors use them).
     "whatif.limits": 1,
     "sources": 4,

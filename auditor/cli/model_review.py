@@ -1,0 +1,90 @@
+"""``ddb-audit model-review``: proposals to change tables' keys and indexes from the access patterns observed in
+CloudTrail input (auditor.review), priced by the capacity model; ``--replay`` shows each change at 1x and 2x the
+average load and at the observed peak."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from auditor.cli.common import EXIT_OK, Command, Subparsers, add_format_option, read_json, warn
+from auditor.config import get_settings, load_analysis_config
+from auditor.exceptions import InputError
+from auditor.findings_text import FORMATS, to_json
+
+NAME = "model-review"
+
+
+def add_parser(sub: Subparsers) -> None:
+    review = sub.add_parser(
+        NAME, help="propose key, index and item changes from the access patterns in CloudTrail input, priced"
+    )
+    review.add_argument("paths", nargs="+", metavar="PATH", help="CloudTrail input, as for analyze-trail")
+    review.add_argument(
+        "--audit", metavar="FILE", help="JSON output of ddb-audit audit: table sizes, unused indexes, large items"
+    )
+    review.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, item sizes)")
+    review.add_argument("--replay", action="store_true", help="also replay each change at 1x, 2x and the observed peak")
+    add_format_option(review, FORMATS, "output format (default: table)")
+
+
+def _audit(path: str | None) -> tuple[list[Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
+    """The audit's findings (as JSON dicts) and its table blocks by name."""
+    if not path:
+        return [], {}
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not the JSON output of ddb-audit audit")
+    findings: list[Mapping[str, Any]] = [
+        f for f in doc.get("findings") or [] if isinstance(f, dict) and isinstance(f.get("table"), str)
+    ]
+    tables: dict[str, Mapping[str, Any]] = {
+        str(t["table"]): t for t in doc.get("tables") or [] if isinstance(t, dict) and t.get("table")
+    }
+    return findings, tables
+
+
+def run(args: argparse.Namespace) -> int:
+    from auditor.engine import analyze_sources
+    from auditor.kernel.inputs import discover
+    from auditor.review.context import ReviewInput
+    from auditor.review.review import replay, review
+    from auditor.review.review_text import render_review, review_document
+    from auditor.review.signals import collect_signals
+
+    config = load_analysis_config(args.config or get_settings().audit_config)
+    audit_findings, tables = _audit(args.audit)
+    piped = sys.stdin.buffer.read() if "-" in args.paths else None
+
+    def sources() -> list[Any]:
+        return discover(args.paths, stdin=io.BytesIO(piped) if piped is not None else None)
+
+    result = analyze_sources(sources(), config)
+    if result.stats.files_read == 0:
+        problems = result.stats.problems
+        why = problems[0] if problems else "no CloudTrail log files found in " + ", ".join(args.paths)
+        raise InputError(f"nothing could be read: {why}")
+    warn(*result.stats.problems)
+    data = ReviewInput(
+        spans=result.aggregates.spans(),
+        findings=[f.model_dump(mode="json") for f in result.findings] + audit_findings,
+        patterns=result.access_patterns,
+        signals=collect_signals(sources()),
+        tables=tables,
+        item_sizes=config.item_size_bytes,
+    )
+    proposals = review(data)
+    replayed = replay(proposals) if args.replay else None
+    if args.format == "json":
+        text = to_json(review_document(proposals, replayed))
+    else:
+        text = render_review(proposals, replayed, args.format)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+COMMAND = Command(NAME, add_parser, run)

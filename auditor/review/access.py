@@ -1,0 +1,205 @@
+"""Proposals from how items are found: ``add_gsi`` (a recurring filtered Scan), ``query_instead_of_gets`` (bursts of
+GetItems on one partition: an N+1 read) and ``composite_sort_key`` (a Query that filters on the same attribute every
+time). Each needs traffic that repeats (:class:`~auditor.review.model.ReviewConfig`), never one call."""
+
+from __future__ import annotations
+
+import math
+
+from auditor.kernel.aggregates.window import TableWindow
+from auditor.review.context import ReviewInput, rate, size_assumption
+from auditor.review.model import Effect, Proposal, read_units, write_units
+
+
+def _confidence(n: float, strong: float) -> str:
+    return "high" if n >= strong else "medium"
+
+
+def add_gsi(data: ReviewInput) -> list[Proposal]:
+    """A principal that Scans with a filter on the same attribute on most pages, repeatedly: an index keyed on it."""
+    cfg = data.config
+    out: list[Proposal] = []
+    for span in data.spans:
+        tk = (span.account, span.region, span.table)
+        for (principal, op), stats in sorted(span.scans.items()):
+            if op != "Scan" or stats.logical() < cfg.scan.min_scans:
+                continue
+            sig = data.signals.scans.get((tk, principal))
+            if sig is None or not sig.pages:
+                continue
+            keyed = {a: n for a, n in sig.equal.items() if n / sig.pages >= cfg.scan.min_filter_share}
+            if not keyed:
+                continue
+            attr = max(sorted(keyed), key=lambda a: keyed[a])
+            ranged = {a: n for a, n in sig.ranges.items() if n / sig.pages >= cfg.scan.min_filter_share}
+            sort = max(sorted(ranged), key=lambda a: ranged[a]) if ranged else None
+            projected = sorted(a for a, n in sig.projected.items() if n / sig.pages >= cfg.scan.min_filter_share)
+            out.append(_gsi(data, span, principal, stats.logical(), stats.read_units, attr, sort, projected))
+    return out
+
+
+def _gsi(
+    data: ReviewInput,
+    span: TableWindow,
+    principal: str,
+    scans: int,
+    scan_units: float,
+    attr: str,
+    sort: str | None,
+    projected: list[str],
+) -> Proposal:
+    seconds = span.observed_seconds
+    size, source = data.item_size(span.table)
+    price = data.pricing(span.region)
+    projection = "INCLUDE" if projected else "ALL"
+    index_item = min(size, 100 + 40 * len(projected)) if projected else size
+    writes = rate(span.item_writes, seconds)
+    storage = data.storage_bytes(span.table)
+    index_storage = storage * index_item / size if storage is not None else 0.0
+    before = Effect(reads=price.monthly(rate(scan_units, seconds), 0.0))
+    after = Effect(
+        reads=price.monthly(rate(scans, seconds) * read_units(index_item, eventual=True), 0.0),
+        index_writes=price.monthly(0.0, writes * write_units(index_item)),
+        storage=price.monthly(0.0, 0.0, index_storage),
+    )
+    name = f"By{attr[:1].upper()}{attr[1:]}"
+    assumptions = [
+        f"each Scan becomes one Query of {name} reading one item (a selective equality on {attr})",
+        f"every table write ({writes:.2f}/s) writes {attr} and so the index (index write amplification)",
+    ]
+    if storage is None:
+        assumptions.append("index storage not priced: pass --audit for the table's size")
+    return Proposal(
+        kind="add_gsi",
+        where=(span.account, span.region, span.table),
+        subject=f"{attr}|{sort or ''}",
+        title=f"{span.table}: add a GSI keyed on {attr} for the Scans that filter on it",
+        change={
+            "index": name,
+            "partition_key": attr,
+            "sort_key": sort,
+            "projection": projection,
+            "projected_attributes": projected,
+            "replaces": f"Scan with filter on {attr}",
+        },
+        patterns=[f"Scan filter {attr} = :v" + (f", {sort} range" if sort else "")],
+        principals=[principal],
+        confidence=_confidence(scans, data.config.scan.min_scans * 10),
+        assumptions=assumptions + size_assumption(size, source),
+        before=before,
+        after=after,
+        evidence={
+            "logical_scans": scans,
+            "scans_per_second": round(rate(scans, seconds), 3),
+            "scan_read_units": round(scan_units, 1),
+            "observed_seconds": seconds,
+        },
+    )
+
+
+def query_instead_of_gets(data: ReviewInput) -> list[Proposal]:
+    """Many GetItems of distinct items of one partition by one principal within seconds, repeatedly: one Query."""
+    cfg = data.config
+    out: list[Proposal] = []
+    for (tk, principal, template), row in sorted(data.signals.gets.items(), key=lambda kv: str(kv[0])):
+        if (
+            row.bursts < cfg.burst.min_bursts
+            or len(row.partitions) < cfg.burst.min_partitions
+            or row.burst_gets < cfg.burst.min_share * row.gets
+        ):
+            continue
+        span = data.span(tk)
+        seconds = span.observed_seconds if span is not None else 1.0
+        size, source = data.item_size(tk[2])
+        price = data.pricing(tk[1])
+        eventual = row.eventual > row.gets / 2
+        per_burst = row.burst_gets / row.bursts
+        before_units = rate(row.burst_gets, seconds) * read_units(size, eventual)
+        after_units = rate(row.bursts, seconds) * read_units(per_burst * size, eventual)
+        out.append(
+            Proposal(
+                kind="query_instead_of_gets",
+                where=tk,
+                subject=f"{principal}|{template}",
+                title=f"{tk[2]}: one Query per {row.partition_attr} instead of {per_burst:.0f} GetItems",
+                change={
+                    "operation": "Query",
+                    "key_condition": f"{row.partition_attr} = :v",
+                    "replaces": f"GetItem {template} x{per_burst:.1f} within 2 s",
+                    "requests_saved": row.burst_gets - row.bursts,
+                },
+                patterns=[f"GetItem {template}"],
+                principals=[principal],
+                confidence=_confidence(row.bursts, cfg.burst.min_bursts * 10),
+                assumptions=[
+                    f"a burst's {per_burst:.1f} items are the partition's item collection (one Query page reads them)",
+                    *size_assumption(size, source),
+                ],
+                before=Effect(reads=price.monthly(before_units, 0.0)),
+                after=Effect(reads=price.monthly(after_units, 0.0)),
+                evidence={
+                    "gets": row.gets,
+                    "bursts": row.bursts,
+                    "burst_gets": row.burst_gets,
+                    "largest_burst": row.largest,
+                    "partitions": len(row.partitions),
+                    "requests_per_second_before": round(rate(row.burst_gets, seconds), 3),
+                    "requests_per_second_after": round(rate(row.bursts, seconds), 3),
+                },
+            )
+        )
+    return out
+
+
+def composite_sort_key(data: ReviewInput) -> list[Proposal]:
+    """A Query template that filters on the same attribute on (nearly) every call: a sort key that begins with it."""
+    cfg = data.config
+    out: list[Proposal] = []
+    for (tk, index, template), row in sorted(data.signals.queries.items(), key=lambda kv: str(kv[0])):
+        if row.queries < cfg.filter.min_queries or not row.attrs:
+            continue
+        attr = max(sorted(row.attrs), key=lambda a: row.attrs[a])
+        if row.attrs[attr] < cfg.filter.min_share * row.queries:
+            continue
+        span = data.span(tk)
+        seconds = span.observed_seconds if span is not None else 1.0
+        size, source = data.item_size(tk[2])
+        price = data.pricing(tk[1])
+        per_query = cfg.filter.items_per_query
+        kept = max(1, math.ceil(per_query * cfg.filter.keeps))
+        q = rate(row.queries, seconds)
+        sort = template.split(", ", 1)[1].split(" ", 1)[0] if ", " in template else None
+        new_sort = f"{attr}#{sort}" if sort else attr
+        out.append(
+            Proposal(
+                kind="composite_sort_key",
+                where=tk,
+                index=index or None,
+                subject=f"{index}|{template}|{attr}",
+                title=f"{tk[2]}: a sort key that begins with {attr} (the Query filters on it every time)",
+                change={
+                    "sort_key": new_sort,
+                    "key_condition": f"{template.split(',', 1)[0]}, {new_sort} begins_with :{attr}",
+                    "alternative": f"a GSI with the same partition key and sort key {new_sort} (an LSI only at "
+                    "table creation)",
+                    "replaces": f"Query {template} with FilterExpression on {attr}",
+                },
+                patterns=[f"Query {template} filter {attr}"],
+                principals=sorted(row.principals),
+                confidence="medium",
+                assumptions=[
+                    f"each Query reads {per_query} items and its filter keeps {kept} (CloudTrail logs neither "
+                    "ScannedCount nor Count: set assumed_items_per_query and assumed_filter_keeps)",
+                    *size_assumption(size, source),
+                ],
+                before=Effect(reads=price.monthly(q * read_units(per_query * size), 0.0)),
+                after=Effect(reads=price.monthly(q * read_units(kept * size), 0.0)),
+                evidence={
+                    "queries": row.queries,
+                    "filtered": row.filtered,
+                    "filter_attribute_queries": row.attrs[attr],
+                    "queries_per_second": round(q, 3),
+                },
+            )
+        )
+    return out

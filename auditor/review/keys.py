@@ -1,0 +1,264 @@
+"""Proposals from where the load lands and what items hold: ``shard_partition_key`` (a partition key whose metered
+peak needs more than one partition), ``cache_reads`` (a read-heavy hot key), ``split_item`` (items growing toward
+400 KB) and ``drop_index`` (an index nothing reads). They start from the engine's and the audit's findings, whose
+ids they link, and add the change and its price."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from auditor.review.context import ReviewInput, rate, size_assumption
+from auditor.review.model import SECONDS_PER_MONTH, Effect, Proposal, partition_headroom, write_units
+from auditor.whatif.limits import WhatIfConfig
+
+
+def _num(ev: Mapping[str, Any], name: str, default: float = 0.0) -> float:
+    value = ev.get(name)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+
+def _where(f: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
+    return (f.get("account"), f.get("region"), str(f["table"]))
+
+
+def _hot_keys(data: ReviewInput) -> dict[tuple[Any, ...], Mapping[str, Any]]:
+    """The hot-key findings, one per (account, region, table, index, key): the one with the highest peak."""
+    best: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    for f in data.of_kind("hot_key"):
+        ev = f.get("evidence") or {}
+        if not isinstance(ev.get("key"), Mapping):
+            continue
+        hk = (f.get("account"), f.get("region"), f["table"], f.get("index"), json.dumps(ev["key"], sort_keys=True))
+        units = _num(ev, "peak_read_units_per_second") + 3 * _num(ev, "peak_write_units_per_second")
+        prev = best.get(hk)
+        if prev is None or units > _num(prev["evidence"], "peak_read_units_per_second") + 3 * _num(
+            prev["evidence"], "peak_write_units_per_second"
+        ):
+            best[hk] = f
+    return best
+
+
+def _read_heavy(ev: Mapping[str, Any], data: ReviewInput) -> bool:
+    r, w = _num(ev, "peak_read_units_per_second"), _num(ev, "peak_write_units_per_second")
+    cfg = data.config
+    return (
+        r + w > 0
+        and r / (r + w) >= cfg.hot_key.cache_read_share
+        and _num(ev, "peak_reads_per_second", r) >= (cfg.hot_key.cache_peak_reads)
+    )
+
+
+def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[Proposal]:
+    """A hot (not read-heavy) or low-cardinality key whose peak leaves less than the target headroom: write shards."""
+    limits = limits or WhatIfConfig()
+    target = data.config.hot_key.shard_utilisation
+    out: list[Proposal] = []
+    for f in _hot_keys(data).values():
+        ev = f["evidence"]
+        if _read_heavy(ev, data):
+            continue
+        r, w = _num(ev, "peak_read_units_per_second"), _num(ev, "peak_write_units_per_second")
+        h = partition_headroom(r, w, limits)
+        if h is None or h >= 1 / target:
+            continue
+        out.append(_shard(data, f, r, w, h, dict(ev["key"]), limits))
+    sharded = {(p.account, p.region, p.table, p.index) for p in out}
+    for f in data.of_kind("low_cardinality_key"):
+        ev = f.get("evidence") or {}
+        if (f.get("account"), f.get("region"), f["table"], f.get("index")) in sharded:
+            continue
+        h = ev.get("busiest_value_headroom_factor")
+        if not isinstance(h, int | float) or h <= 0 or h >= 1 / target:
+            continue
+        attr = str(ev.get("key_attribute") or "pk")
+        units = _num(ev, "requests_per_second")
+        out.append(_shard(data, f, units * 0.0, limits.partition_write_units / h, float(h), {attr: "(all)"}, limits))
+    return out
+
+
+def _shard(
+    data: ReviewInput, f: Mapping[str, Any], r: float, w: float, h: float, key: dict[str, Any], limits: WhatIfConfig
+) -> Proposal:
+    target = data.config.hot_key.shard_utilisation
+    shards = max(2, math.ceil(1 / (h * target)))
+    ev = f.get("evidence") or {}
+    attr, value = next(iter(key.items()))
+    price = data.pricing(f.get("region"))
+    reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")
+    ru, wu = _num(ev, "read_units_per_read", 1.0), _num(ev, "write_units_per_write", 1.0)
+    after_h = partition_headroom(r / shards, w / shards, limits)
+    title = f"{f['table']}: write {attr}={value} across {shards} shards ({attr}#0..{shards - 1})"
+    return Proposal(
+        kind="shard_partition_key",
+        title=title,
+        where=_where(f),
+        index=f.get("index"),
+        subject=f"{attr}={value}",
+        change={
+            "partition_key": f"{attr}#<shard 0..{shards - 1}>",
+            "shards": shards,
+            "suffix": "computed from the item's id (hash mod shards), so a GetItem by id still reads one shard",
+            "reads_fan_out": f"a read of every item of {attr}={value} becomes {shards} Queries, one per shard",
+            "peak_units_per_shard": {"read": round(r / shards, 1), "write": round(w / shards, 1)},
+        },
+        patterns=[f"{attr}={value}"],
+        principals=[],
+        confidence="high" if h < 1 else "medium",
+        assumptions=[
+            f"shards sized for {1 / target:.0f}x headroom at the observed peak ({r:.0f} RCU/s, {w:.0f} WCU/s)",
+            "the suffix spreads writes evenly (a computed suffix; a random one makes every read fan out)",
+            f"each read of the whole key fans out to {shards} Queries of at least one read unit each",
+        ],
+        before=Effect(reads=price.monthly(reads * ru, 0.0), writes=price.monthly(0.0, writes * wu), headroom=h),
+        after=Effect(
+            reads=price.monthly(reads * ru + reads * (shards - 1) * 0.5, 0.0),
+            writes=price.monthly(0.0, writes * wu),
+            headroom=after_h,
+        ),
+        findings=[str(f.get("id"))],
+        evidence={"peak_read_units_per_second": r, "peak_write_units_per_second": w},
+        peak=(r, w),
+        peak_after=(r / shards, w / shards),
+        average=(reads * ru, writes * wu),
+    )
+
+
+def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[Proposal]:
+    """A hot key read far more than written, at a high peak: DAX or an application cache in front of it."""
+    limits = limits or WhatIfConfig()
+    cfg = data.config
+    out: list[Proposal] = []
+    for f in _hot_keys(data).values():
+        ev = f["evidence"]
+        if not _read_heavy(ev, data):
+            continue
+        r, w = _num(ev, "peak_read_units_per_second"), _num(ev, "peak_write_units_per_second")
+        miss = 1 - cfg.hot_key.cache_hit_ratio
+        price = data.pricing(f.get("region"))
+        reads, ru = _num(ev, "reads_per_second"), _num(ev, "read_units_per_read", 1.0)
+        key = dict(ev["key"])
+        attr, value = next(iter(key.items()))
+        dax = cfg.dax_node_hour * cfg.dax_nodes * SECONDS_PER_MONTH / 3600
+        out.append(
+            Proposal(
+                kind="cache_reads",
+                where=_where(f),
+                index=f.get("index"),
+                subject=f"{attr}={value}",
+                title=f"{f['table']}: cache the reads of {attr}={value} (DAX or an application cache)",
+                change={
+                    "cache": "DAX cluster (item cache) or an application cache with a TTL",
+                    "hit_ratio": cfg.hot_key.cache_hit_ratio,
+                    "peak_reads_reaching_the_table": round(r * miss, 1),
+                },
+                patterns=[f"{attr}={value}"],
+                principals=[],
+                confidence="medium",
+                assumptions=[
+                    f"{cfg.hot_key.cache_hit_ratio:.0%} of the key's reads hit the cache (eventually consistent "
+                    "reads only: strongly consistent reads pass through DAX)",
+                    f"DAX: {cfg.dax_nodes} nodes at ${cfg.dax_node_hour}/node-hour (an application cache costs "
+                    "what its own nodes cost)",
+                ],
+                before=Effect(reads=price.monthly(reads * ru, 0.0), headroom=partition_headroom(r, w, limits)),
+                after=Effect(
+                    reads=price.monthly(reads * ru * miss, 0.0),
+                    extra=round(dax, 2),
+                    headroom=partition_headroom(r * miss, w, limits),
+                ),
+                findings=[str(f.get("id"))],
+                evidence={"peak_read_units_per_second": r, "peak_write_units_per_second": w},
+                peak=(r, w),
+                peak_after=(r * miss, w),
+                average=(reads * ru, _num(ev, "writes_per_second") * _num(ev, "write_units_per_write", 1.0)),
+            )
+        )
+    return out
+
+
+def split_item(data: ReviewInput) -> list[Proposal]:
+    """Items near 400 KB (large_item, item_growth) or writes refused for size (item_size_exceeded): an item
+    collection of small items under the same partition key."""
+    cfg = data.config
+    out: list[Proposal] = []
+    seen: set[tuple[Any, ...]] = set()
+    for f in data.of_kind("large_item", "item_growth", "item_size_exceeded"):
+        ev = f.get("evidence") or {}
+        size = _num(ev, "size_bytes")
+        oversize = f.get("kind") == "item_size_exceeded" and _num(ev, "count") >= cfg.item.split_min_oversize_writes
+        if size < cfg.item.split_min_bytes and not oversize:
+            continue
+        size = size or float(_num(ev, "limit_bytes", 409_600))
+        tk = (f.get("account"), f.get("region"), f["table"])
+        if tk in seen:
+            continue
+        seen.add(tk)
+        span = data.span(tk)
+        writes = rate(span.item_writes, span.observed_seconds) if span is not None else 0.0
+        price = data.pricing(f.get("region"))
+        attribute = ev.get("growth_attribute") or "the growing list or map"
+        own, source = data.item_size(f["table"])
+        out.append(
+            Proposal(
+                kind="split_item",
+                where=tk,
+                subject=str(ev.get("key") or ""),
+                title=f"{tk[2]}: move {attribute} into an item collection (one item per element)",
+                change={
+                    "sort_key": "<ENTITY>#<element id>",
+                    "moves": attribute,
+                    "item_size_bytes_before": round(size),
+                    "item_size_bytes_after": 1024,
+                },
+                patterns=[f"{f.get('kind')} {ev.get('key') or ''}".strip()],
+                principals=[],
+                confidence="high" if oversize or size >= 300 * 1024 else "medium",
+                assumptions=[
+                    "each write then adds or updates one element of up to 1 KB instead of rewriting the whole item",
+                    f"the table's writes ({writes:.2f}/s) are writes of such items",
+                    *size_assumption(own, source),
+                ],
+                before=Effect(writes=price.monthly(0.0, writes * write_units(size))),
+                after=Effect(writes=price.monthly(0.0, writes * write_units(1024))),
+                findings=[str(f.get("id"))],
+                evidence={"size_bytes": round(size), "finding_kind": f.get("kind")},
+            )
+        )
+    return out
+
+
+def drop_index(data: ReviewInput) -> list[Proposal]:
+    """An index that CloudWatch saw no reads of (unused_index) and no access pattern of the trail reads."""
+    out: list[Proposal] = []
+    for f in data.of_kind("unused_index"):
+        index = f.get("index")
+        if not index or any(p.index == index for p in data.table_patterns(f["table"])):
+            continue
+        ev = f.get("evidence") or {}
+        before = Effect(
+            index_writes=_num(ev, "monthly_write_cost"),
+            storage=_num(ev, "monthly_storage_cost"),
+            extra=_num(ev, "monthly_read_capacity_cost"),
+        )
+        out.append(
+            Proposal(
+                kind="drop_index",
+                where=_where(f),
+                index=str(index),
+                subject=str(index),
+                title=f"{f['table']}: delete the index {index} (no reads in {_num(ev, 'days_analyzed'):.0f} days)",
+                change={"delete_index": index, "projection": ev.get("projection")},
+                patterns=[],
+                principals=[],
+                confidence="high" if _num(ev, "days_analyzed") >= 14 else "medium",
+                assumptions=["no reader of the index runs less often than the audited window (monthly jobs)"],
+                before=before,
+                after=Effect(),
+                findings=[str(f.get("id"))],
+                evidence={"days_analyzed": ev.get("days_analyzed"), "writes": ev.get("writes")},
+            )
+        )
+    return out

@@ -1,0 +1,69 @@
+"""``ddb-audit model-review``: the command over a planted trail and an audit document, every format, stdin, errors."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+from auditor.cli import main
+from benchmarks.workloads_review import AUDIT, EXPECTED, HEALTHY, build
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    here = tmp_path_factory.mktemp("model-review")
+    (here / "trail.json").write_bytes(orjson.dumps({"Records": build(0.1)}))
+    (here / "audit.json").write_bytes(orjson.dumps(AUDIT))
+    return here / "trail.json", here / "audit.json"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["model-review", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_json_has_every_planted_kind_priced_and_nothing_on_healthy_tables(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    trail, audit = files
+    doc = orjson.loads(_run(capsys, str(trail), "--audit", str(audit), "--format", "json", "--replay"))
+    got = {(p["kind"], p["table"]) for p in doc["proposals"]}
+    assert got == EXPECTED
+    assert not {p["table"] for p in doc["proposals"]} & HEALTHY
+    for p in doc["proposals"]:
+        priced = p["before"]["monthly_cost"] != p["after"]["monthly_cost"]
+        assert priced or p["before"]["headroom"] is not None, p
+        assert p["id"].startswith("rv-") and p["confidence"] in ("high", "medium") and p["assumptions"]
+    shard = next(r for r in doc["replay"] if r["kind"] == "shard_partition_key" and r["level"] == "peak")
+    assert shard["throttles_before"] and not shard["throttles_after"] and shard["headroom_after"] > 1
+
+
+def test_table_and_markdown(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    trail, _ = files
+    table = _run(capsys, str(trail))
+    assert "proposals, monthly saving" in table and "add_gsi" in table and "assumes:" in table
+    markdown = _run(capsys, str(trail), "--format", "markdown", "--replay")
+    assert markdown.startswith("## Model review") and "### Replay" in markdown
+
+
+def test_stdin_is_read_once_for_both_passes(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trail, _ = files
+    stdin = io.TextIOWrapper(io.BytesIO(trail.read_bytes()))
+    monkeypatch.setattr("sys.stdin", stdin)
+    doc = orjson.loads(_run(capsys, "-", "--format", "json"))
+    assert ("add_gsi", "Users") in {(p["kind"], p["table"]) for p in doc["proposals"]}
+
+
+def test_nothing_readable_and_a_bad_audit_are_input_errors(
+    tmp_path: Path, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["model-review", str(tmp_path)]) == 2
+    bad = tmp_path / "audit.json"
+    bad.write_text("[1]")
+    assert main(["model-review", str(files[0]), "--audit", str(bad)]) == 2
+    assert "not the JSON output" in capsys.readouterr().err

@@ -1,0 +1,67 @@
+"""The review signals: filter attributes of Queries and Scans, GetItem bursts on one partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auditor.kernel.normalize import normalize_record
+from auditor.review.signals import ReviewSignals, expression_attributes
+from benchmarks.workloads import Gen
+
+API = "arn:aws:iam::111122223333:role/api"
+
+
+def _observe(signals: ReviewSignals, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        signals.observe(record, normalize_record(record))
+    signals.fold()
+
+
+def test_expression_attributes_tell_equality_from_range_and_resolve_names() -> None:
+    assert expression_attributes("#e = :e AND begins_with(#n, :p)", {"#e": "email", "#n": "name"}) == (
+        {"email"},
+        {"name"},
+    )
+    assert expression_attributes("age BETWEEN :a AND :b OR #s IN (:x, :y)", {"#s": "state"}) == ({"state"}, {"age"})
+    assert expression_attributes("attribute_exists(deleted) AND #t > :t", {"#t": "ttl"}) == (set(), {"deleted", "ttl"})
+
+
+def test_a_query_filter_is_counted_per_key_template() -> None:
+    g = Gen(1)
+    records = []
+    for i in range(10):
+        params: dict[str, Any] = {"key": {"tenantId": f"T#{i}"}, "keyConditionExpression": "tenantId = :t"}
+        if i < 7:
+            params |= {"filterExpression": "#s = :s", "expressionAttributeNames": {"#s": "status"}}
+        records.append(g.record("Query", "Tickets", float(i), params, principal=API))
+    signals = ReviewSignals()
+    _observe(signals, records)
+    ((_, _, template), row), *_ = signals.queries.items()
+    assert template == "tenantId=T#{n}"
+    assert (row.queries, row.filtered, row.attrs) == (10, 7, {"status": 7})
+
+
+def test_gets_of_distinct_items_of_one_partition_are_a_burst_and_one_item_reread_is_not() -> None:
+    g = Gen(2)
+    records = []
+    for c in range(3):
+        for i in range(6):
+            key = {"customerId": f"C#{c}", "orderId": f"O#{i}"}
+            records.append(g.record("GetItem", "Orders", c * 10 + i * 0.1, {"key": key}, principal=API))
+        for _ in range(6):
+            key = {"feedId": f"F#{c}", "postId": "P#1"}
+            records.append(g.record("GetItem", "Feed", c * 10 + 0.5, {"key": key}, principal=API))
+    signals = ReviewSignals(burst_min=5)
+    _observe(signals, records)
+    rows = {tk[2]: row for (tk, _, _), row in signals.gets.items()}
+    assert (rows["Orders"].bursts, rows["Orders"].burst_gets, len(rows["Orders"].partitions)) == (3, 18, 3)
+    assert rows["Feed"].bursts == 0
+
+
+def test_failed_calls_and_records_that_are_no_data_event_are_skipped() -> None:
+    g = Gen(3)
+    record = g.record("Scan", "Users", 0.0, {"filterExpression": "email = :e"}, principal=API, error=("X", "y"))
+    signals = ReviewSignals()
+    _observe(signals, [record])
+    signals.observe({"eventSource": "s3.amazonaws.com"}, None)
+    assert not signals.scans
