@@ -207,8 +207,8 @@ def _api_call(
         else:
             principal = _str_or_none(arn)
             ptype = _str_or_none(ptype)
-            if ptype != "IAMUser" and _is_dynamodb(identity):
-                principal, ptype = DYNAMODB_EVENT_SOURCE, SERVICE
+            if ptype == _STREAM_SERVICE:  # DynamoDB's own identity in its stream records (TTL deletes)
+                principal, ptype = principal or _str_or_none(identity.get("principalId")) or SERVICE, SERVICE
     access, items, tables, index, segment, total, statement, truncated = request
     call = ApiCall(
         event_id,
@@ -243,22 +243,18 @@ def _api_call(
 
 #: ``ApiCall.principal_type`` of a call an AWS service made on its own behalf, kept apart from user traffic: a
 #: ``userIdentity`` of type ``AWSService`` (the principal is its ``invokedBy``, e.g. ``dynamodb.amazonaws.com`` for
-#: Time to Live deletes), an identity whose ``arn``, ``principalId`` or ``invokedBy`` is ``dynamodb.amazonaws.com``
-#: (DynamoDB itself, as its Time to Live stream records name it), or a service-linked role (named
-#: ``AWSServiceRole...``: global-table replication's ``AWSServiceRoleForDynamoDBReplication``). An application role
-#: that a service assumes (AppSync, Step Functions) is the application's traffic and stays a user's. Sources: the
-#: CloudTrail userIdentity element
+#: Time to Live deletes) or ``Service`` (the identity DynamoDB's Time to Live stream records carry, principal
+#: ``dynamodb.amazonaws.com``), or a service-linked role (named ``AWSServiceRole...``: global-table replication's
+#: ``AWSServiceRoleForDynamoDBReplication``). An application role that a service assumes (AppSync, Step Functions)
+#: is the application's traffic and stays a user's. Sources: the CloudTrail userIdentity element
 #: (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html), the
 #: service-linked roles page (https://docs.aws.amazon.com/IAM/latest/UserGuide/using-service-linked-roles.html) and
-#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/time-to-live-ttl-streams.html.
+#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/time-to-live-ttl-streams.html. Every such
+#: identity holds the text ``Service`` (what the light readers look for, :func:`_maybe_service`).
 SERVICE: Final = "AWSService"
+_STREAM_SERVICE: Final = "Service"
 #: What the assumed-role ARN of a service-linked role holds (``assumed-role/AWSServiceRoleFor.../session``).
 _SERVICE_LINKED: Final = "assumed-role/AWSServiceRole"
-
-
-def _is_dynamodb(identity: dict[str, Any]) -> bool:
-    """Whether an identity (not an assumed role, an IAM user or ``AWSService``) is DynamoDB itself."""
-    return DYNAMODB_EVENT_SOURCE in (identity.get(_ARN), identity.get("principalId"), identity.get("invokedBy"))
 
 
 def _maybe_service(identity: Any) -> bool:
@@ -270,7 +266,7 @@ def _maybe_service(identity: Any) -> bool:
     if ptype == "AssumedRole":
         arn = identity.get(_ARN)
         return type(arn) is str and _SERVICE_LINKED in arn
-    return ptype == SERVICE or (ptype != "IAMUser" and _is_dynamodb(identity))
+    return ptype in (SERVICE, _STREAM_SERVICE)
 
 
 def _query_access(table: str, name: str, index: str | None, params: Mapping[str, Any], lowered: bool) -> ItemAccess:

@@ -372,9 +372,8 @@ def light_item(record: LightRecord) -> SingleItem | None:
         or record.error is not UNSET
     ):
         return None
-    identity = bytes(record.identity)
-    if b"AWSService" in identity or b"dynamodb.amazonaws.com" in identity:
-        return None  # maybe an AWS service's call (see _maybe_service: its type, a service-linked role, DynamoDB)
+    if b"Service" in bytes(record.identity):
+        return None  # maybe an AWS service's call (see _maybe_service: type AWSService or Service, AWSServiceRole...)
     event_time = record.time
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:
