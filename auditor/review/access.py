@@ -15,33 +15,49 @@ def _confidence(n: float, strong: float) -> str:
     return "high" if n >= strong else "medium"
 
 
+def _scanners(data: ReviewInput, span: TableWindow) -> dict[tuple[str, str], tuple[int, float]]:
+    """(principal, operation) -> (logical scans, read units) of the span's Scans and of the PartiQL statements the
+    scan detector found to be full scans (their verdict waits for the key schema: its findings carry it)."""
+    found = {(p, op): (st.logical(), st.read_units) for (p, op), st in span.scans.items()}
+    for f in data.of_kind("scan"):
+        ev = f.get("evidence") or {}
+        if (f.get("account"), f.get("region"), f["table"]) == (span.account, span.region, span.table) and ev.get(
+            "operation"
+        ) == "ExecuteStatement":
+            key = (str(ev.get("principal") or "(unknown)"), "ExecuteStatement")
+            scans, units = int(ev.get("logical_scans") or 0), float(ev.get("estimated_read_units") or 0.0)
+            if scans > found.get(key, (0, 0.0))[0]:
+                found[key] = (scans, units)
+    return found
+
+
 def add_gsi(data: ReviewInput) -> list[Proposal]:
     """A principal that Scans with a filter on the same attribute on most pages, repeatedly: an index keyed on it."""
     cfg = data.config
     out: list[Proposal] = []
     for span in data.spans:
         tk = (span.account, span.region, span.table)
-        for (principal, op), stats in sorted(span.scans.items()):
-            if op != "Scan" or stats.logical() < cfg.scan.min_scans:
+        keys = {span.schema_hint, span.partition_key_attr}
+        for (principal, op), (scans, units) in sorted(_scanners(data, span).items()):
+            sig = data.signals.scans.get((tk, principal, op))
+            if scans < cfg.scan.min_scans or sig is None or not sig.pages:
                 continue
-            sig = data.signals.scans.get((tk, principal))
-            if sig is None or not sig.pages:
-                continue
-            keyed = {a: n for a, n in sig.equal.items() if n / sig.pages >= cfg.scan.min_filter_share}
+            share = cfg.scan.min_filter_share
+            keyed = {a: n for a, n in sig.equal.items() if n / sig.pages >= share and a not in keys}
             if not keyed:
                 continue
             attr = max(sorted(keyed), key=lambda a: keyed[a])
-            ranged = {a: n for a, n in sig.ranges.items() if n / sig.pages >= cfg.scan.min_filter_share}
+            ranged = {a: n for a, n in sig.ranges.items() if n / sig.pages >= share}
             sort = max(sorted(ranged), key=lambda a: ranged[a]) if ranged else None
-            projected = sorted(a for a, n in sig.projected.items() if n / sig.pages >= cfg.scan.min_filter_share)
-            out.append(_gsi(data, span, principal, stats.logical(), stats.read_units, attr, sort, projected))
+            projected = sorted(a for a, n in sig.projected.items() if n / sig.pages >= share)
+            out.append(_gsi(data, span, (principal, op), scans, units, attr, sort, projected))
     return out
 
 
 def _gsi(
     data: ReviewInput,
     span: TableWindow,
-    principal: str,
+    who: tuple[str, str],
     scans: int,
     scan_units: float,
     attr: str,
@@ -80,10 +96,10 @@ def _gsi(
             "sort_key": sort,
             "projection": projection,
             "projected_attributes": projected,
-            "replaces": f"Scan with filter on {attr}",
+            "replaces": f"{who[1]} with filter on {attr}",
         },
-        patterns=[f"Scan filter {attr} = :v" + (f", {sort} range" if sort else "")],
-        principals=[principal],
+        patterns=[f"{who[1]} filter {attr} = :v" + (f", {sort} range" if sort else "")],
+        principals=[who[0]],
         confidence=_confidence(scans, data.config.scan.min_scans * 10),
         assumptions=assumptions + size_assumption(size, source),
         before=before,

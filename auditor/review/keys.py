@@ -10,7 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from auditor.review.context import ReviewInput, rate, size_assumption
+from auditor.kernel.aggregates.keys import encode_key
+from auditor.kernel.aggregates.window import TableWindow
+from auditor.review.context import ReviewInput, rate
 from auditor.review.model import SECONDS_PER_MONTH, Effect, Proposal, partition_headroom, write_units
 from auditor.whatif.limits import WhatIfConfig
 
@@ -197,10 +199,9 @@ def split_item(data: ReviewInput) -> list[Proposal]:
             continue
         seen.add(tk)
         span = data.span(tk)
-        writes = rate(span.item_writes, span.observed_seconds) if span is not None else 0.0
+        writes = _item_writes(span, ev) if span is not None else 0.0
         price = data.pricing(f.get("region"))
         attribute = ev.get("growth_attribute") or "the growing list or map"
-        own, source = data.item_size(f["table"])
         out.append(
             Proposal(
                 kind="split_item",
@@ -218,8 +219,7 @@ def split_item(data: ReviewInput) -> list[Proposal]:
                 confidence="high" if oversize or size >= 300 * 1024 else "medium",
                 assumptions=[
                     "each write then adds or updates one element of up to 1 KB instead of rewriting the whole item",
-                    f"the table's writes ({writes:.2f}/s) are writes of such items",
-                    *size_assumption(own, source),
+                    f"{writes:.3f} writes a second of such items, as observed",
                 ],
                 before=Effect(writes=price.monthly(0.0, writes * write_units(size))),
                 after=Effect(writes=price.monthly(0.0, writes * write_units(1024))),
@@ -228,6 +228,17 @@ def split_item(data: ReviewInput) -> list[Proposal]:
             )
         )
     return out
+
+
+def _item_writes(span: TableWindow, ev: Mapping[str, Any]) -> float:
+    """Writes per second of the large item: the key's (its sketch count, at least the refused writes) when the
+    finding names one, else the table's (a large_item finding's size is the table's average item)."""
+    key = ev.get("key")
+    if not isinstance(key, Mapping) or len(key) != 1:
+        return rate(span.item_writes, span.observed_seconds)
+    attr, value = next(iter(key.items()))
+    counted = span.hot_writes.counts.get(encode_key(str(attr), value), 0)
+    return rate(max(counted, _num(ev, "count")), span.observed_seconds)
 
 
 def drop_index(data: ReviewInput) -> list[Proposal]:

@@ -140,7 +140,7 @@ class ReviewSignals:
 
     burst_min: int = 5
     queries: dict[tuple[TableKey, str, str], QueryFilters] = field(default_factory=dict)
-    scans: dict[tuple[TableKey, str], ScanFilters] = field(default_factory=dict)
+    scans: dict[tuple[TableKey, str, str], ScanFilters] = field(default_factory=dict)
     gets: dict[tuple[TableKey, str, str], GetBursts] = field(default_factory=dict)
     _open: dict[tuple[TableKey, str, str, str, int], set[str]] = field(default_factory=dict)
     _latest: int = 0
@@ -157,6 +157,18 @@ class ReviewSignals:
             self._query(tk, principal, call, params)
         elif call.operation == "Scan":
             self._scan(tk, principal, params)
+        elif call.operation == "ExecuteStatement" and call.items[0].statement is not None:
+            # a SELECT's WHERE equalities: the filter when the statement turns out to be a full scan (the scan
+            # detector decides it with the key schema); the partition key is left out by the rule
+            statement = call.items[0].statement
+            row = (
+                _row(self.scans, (tk, principal, "ExecuteStatement"), ScanFilters)
+                if statement.verb == "SELECT"
+                else None
+            )
+            if row is not None:
+                row.pages += 1
+                _count(row.equal, {*statement.redacted_equalities, *statement.key_equalities, *statement.constrained})
         elif call.operation in ("GetItem", "BatchGetItem"):
             self._gets(call, principal)
 
@@ -175,8 +187,7 @@ class ReviewSignals:
             _count(row.attrs, attrs[0] | attrs[1])
 
     def _scan(self, tk: TableKey, principal: str, params: Mapping[str, Any]) -> None:
-        sk = (tk, principal)
-        row = _row(self.scans, sk, ScanFilters)
+        row = _row(self.scans, (tk, principal, "Scan"), ScanFilters)
         if row is None:
             return
         row.pages += 1

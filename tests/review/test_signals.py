@@ -65,3 +65,13 @@ def test_failed_calls_and_records_that_are_no_data_event_are_skipped() -> None:
     _observe(signals, [record])
     signals.observe({"eventSource": "s3.amazonaws.com"}, None)
     assert not signals.scans
+
+
+def test_a_full_scan_select_counts_its_redacted_equalities_as_its_filter() -> None:
+    g = Gen(4)
+    statement = 'SELECT * FROM "Users" WHERE "email" = ***(Redacted)'
+    record = g.record("ExecuteStatement", "Users", 0.0, {"statement": statement}, principal=API)
+    signals = ReviewSignals()
+    _observe(signals, [record])
+    ((_, principal, op), row), *_ = signals.scans.items()
+    assert (principal, op, row.pages, row.equal) == (API, "ExecuteStatement", 1, {"email": 1})
