@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from auditor.review.context import ReviewInput
     from auditor.review.review import replay, review
     from auditor.review.review_text import render_review, review_document
+    from auditor.review.rewrite import whatif_replay
     from auditor.review.signals import collect_signals
 
     config = load_analysis_config(args.config or get_settings().audit_config)
@@ -78,10 +79,11 @@ def run(args: argparse.Namespace) -> int:
     )
     proposals = review(data)
     replayed = replay(proposals) if args.replay else None
+    whatif = whatif_replay(proposals, data.spans) if args.replay else []
     if args.format == "json":
-        text = to_json(review_document(proposals, replayed))
+        text = to_json(review_document(proposals, replayed, whatif))
     else:
-        text = render_review(proposals, replayed, args.format)
+        text = render_review(proposals, replayed, args.format, whatif)
     sys.stdout.write(text)
     sys.stdout.flush()
     return EXIT_OK

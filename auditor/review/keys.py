@@ -125,6 +125,7 @@ def _shard(
         peak=(r, w),
         peak_after=(r / shards, w / shards),
         average=(reads * ru, writes * wu),
+        key=key if value != "(all)" and not f.get("index") else None,
     )
 
 
@@ -176,6 +177,7 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
                 peak=(r, w),
                 peak_after=(r * miss, w),
                 average=(reads * ru, _num(ev, "writes_per_second") * _num(ev, "write_units_per_write", 1.0)),
+                key=None if f.get("index") else key,
             )
         )
     return out

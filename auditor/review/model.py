@@ -180,6 +180,8 @@ class Proposal:
     peak_after: tuple[float, float] | None = None
     #: The average read and write units per second of the same resource (the replay's 1x).
     average: tuple[float, float] | None = None
+    #: The table's partition key the change spreads (shards) or relieves (cache), for the what-if replay.
+    key: dict[str, Any] | None = None
 
     @property
     def account(self) -> str | None:

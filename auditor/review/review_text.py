@@ -13,11 +13,16 @@ from auditor.escaping import markdown_line_text, terminal_text
 from auditor.findings_text import markdown_table, render_columns
 from auditor.review.model import Proposal
 from auditor.review.review import ReplayRow
+from auditor.review.rewrite import WhatIfReplay
 
 Escape = Callable[[object], str]
 
 
-def review_document(proposals: Sequence[Proposal], replayed: Sequence[ReplayRow] | None = None) -> dict[str, Any]:
+def review_document(
+    proposals: Sequence[Proposal],
+    replayed: Sequence[ReplayRow] | None = None,
+    whatif: Sequence[WhatIfReplay] = (),
+) -> dict[str, Any]:
     """The JSON document (docs/contract.md ``model-review``)."""
     doc: dict[str, Any] = {
         "proposals": [p.to_dict() for p in proposals],
@@ -25,6 +30,7 @@ def review_document(proposals: Sequence[Proposal], replayed: Sequence[ReplayRow]
     }
     if replayed is not None:
         doc["replay"] = [r.to_dict() for r in replayed]
+        doc["what_if"] = [w.to_dict() for w in whatif]
     return doc
 
 
@@ -89,7 +95,25 @@ def _replay_rows(rows: Sequence[ReplayRow]) -> list[list[str]]:
 _REPLAY_HEADER = ("proposal", "kind", "load", "headroom before", "headroom after", "cost before", "cost after")
 
 
-def render_review(proposals: Sequence[Proposal], replayed: Sequence[ReplayRow] | None, fmt: str) -> str:
+def _whatif_rows(rows: Sequence[WhatIfReplay], esc: Escape) -> list[list[str]]:
+    return [
+        [
+            w.proposal,
+            esc(w.table),
+            ", ".join(f"{esc(k)}={esc(v)}" for k, v in w.key.items()),
+            _throttles(w.headroom_before),
+            _throttles(w.headroom_after),
+        ]
+        for w in rows
+    ]
+
+
+_WHATIF_HEADER = ("proposal", "table", "key", "what-if headroom before", "after")
+
+
+def render_review(
+    proposals: Sequence[Proposal], replayed: Sequence[ReplayRow] | None, fmt: str, whatif: Sequence[WhatIfReplay] = ()
+) -> str:
     """``table`` or ``markdown`` text of the proposals (and of the replay, when run)."""
     md = fmt == "markdown"
     esc: Escape = markdown_line_text if md else terminal_text
@@ -105,6 +129,8 @@ def render_review(proposals: Sequence[Proposal], replayed: Sequence[ReplayRow] |
             out += ["### " + _details(p, esc, "")[0], *(f"- {x}" for x in _details(p, esc, "")[1:]), ""]
         if replayed is not None:
             out += ["### Replay", "", *markdown_table(_REPLAY_HEADER, _replay_rows(replayed)), ""]
+            if whatif:
+                out += [*markdown_table(_WHATIF_HEADER, _whatif_rows(whatif, esc)), ""]
         return "\n".join(out)
     out = [head, "", render_columns(rows, _HEADER)]
     for p in proposals:
@@ -114,4 +140,9 @@ def render_review(proposals: Sequence[Proposal], replayed: Sequence[ReplayRow] |
             "Replay (1x and 2x the average load, and the observed peak):",
             render_columns(_replay_rows(replayed), _REPLAY_HEADER),
         ]
+        if whatif:
+            out += [
+                "The what-if over the rewritten traffic:",
+                render_columns(_whatif_rows(whatif, esc), _WHATIF_HEADER),
+            ]
     return "\n".join(out)

@@ -39,6 +39,8 @@ def test_json_has_every_planted_kind_priced_and_nothing_on_healthy_tables(
         assert p["id"].startswith("rv-") and p["confidence"] in ("high", "medium") and p["assumptions"]
     shard = next(r for r in doc["replay"] if r["kind"] == "shard_partition_key" and r["level"] == "peak")
     assert shard["throttles_before"] and not shard["throttles_after"] and shard["headroom_after"] > 1
+    events = next(w for w in doc["what_if"] if w["table"] == "Events")
+    assert events["key"] == {"day": "2026-12-03"} and events["headroom_after"] > 4 * events["headroom_before"]
 
 
 def test_table_and_markdown(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
