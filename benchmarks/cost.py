@@ -58,22 +58,18 @@ from typing import Any
 
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
-from auditor.cost.cost_model import (
-    BillLine,
-    DynamoDBUsage,
-    dynamodb_spend,
-    fixed_monthly_usd,
-    month_lines,
-)
+from auditor.cost.cost_model import BillLine, DynamoDBUsage, StackShape, dynamodb_spend, month_lines
 from auditor.cost.plan import (
     SECONDS_PER_MONTH,
     CapturePlan,
     PlannerConfig,
     PlanState,
     TableTraffic,
+    pages_per_scan,
     plan_slice,
     selectors_for,
     selectors_match,
+    stack_for_budget,
     tables_to_poll,
 )
 from auditor.detectors.base import MetricsInput
@@ -135,6 +131,8 @@ class ScanJob:
     principal: str
     operation: str  # Scan or ExecuteStatement
     minutes: list[int]
+    #: data events per scan: one per page of at most 1 MB (the table's size)
+    pages: int = 1
 
 
 @dataclass(slots=True)
@@ -258,6 +256,8 @@ def build_account(seed: int) -> Account:
                 key=f"THROTTLED#{n}",
             )
         )
+    for job in scans:
+        job.pages = int(pages_per_scan(tables[job.table].storage_gb * 2**30))
     acct = Account(tables=tables, bursts=bursts, scans=scans, throttles=throttles)
     for b in bursts:
         acct.by_table.setdefault(b.table, []).append(b)
@@ -280,12 +280,15 @@ def dynamodb_bill(acct: Account) -> tuple[float, list[float]]:
             reads += r * 3600
             writes += w * 3600
             peak_r, peak_w = max(peak_r, r), max(peak_w, w)
+        # a scanned page is 1 MB read eventually consistent: 128 read units (on provisioned tables: within capacity)
+        reads += sum(len(j.minutes) * j.pages * 128 for j in acct.scans if j.table == i)
         if t.mode == "PROVISIONED":  # auto scaling at 70 % target over the diurnal cycle: average / 0.7
+            scanned = sum(len(j.minutes) * j.pages * 128 for j in acct.scans if j.table == i)
             usage = DynamoDBUsage(
                 days=730 / 24,
                 billing_mode="PROVISIONED",
                 table_class=t.table_class,  # type: ignore[arg-type]
-                rcu_hours=max(1.0, reads / 3600 / 0.7 / 730) * 730,
+                rcu_hours=max(1.0, (reads - scanned) / 3600 / 0.7 / 730) * 730,
                 wcu_hours=max(1.0, writes / 3600 / 0.7 / 730) * 730,
                 storage_bytes=t.storage_gb * 2**30,
             )
@@ -311,10 +314,17 @@ def _events(acct: Account, i: int, start_minute: int, minutes: int, writes_only:
     return total
 
 
-def strategy_lines(acct: Account, events: float, controller_metrics: int, *, controller: bool) -> list[BillLine]:
+def strategy_lines(
+    acct: Account, events: float, controller_metrics: int, *, controller: bool, shape: StackShape | None = None
+) -> list[BillLine]:
     """The month's bill of a strategy, line by line (:func:`auditor.cost.cost_model.month_lines`: the model the
     ledger and the weekly report render)."""
-    return month_lines(len(acct.tables), events, controller_metrics, controller=controller)
+    return month_lines(len(acct.tables), events, controller_metrics, controller=controller, shape=shape)
+
+
+def scan_pages(acct: Account) -> float:
+    """Data events of every planted Scan and SELECT: each page one."""
+    return float(sum(len(j.minutes) * j.pages for j in acct.scans))
 
 
 # ---- governor
@@ -331,6 +341,8 @@ class GovernorRun:
     fixed_usd_month: float
     reasons: dict[str, int]
     first_plan: CapturePlan | None
+    shape: StackShape = field(default_factory=StackShape)
+    notes: list[str] = field(default_factory=list)
 
 
 def run_governor(acct: Account, bill_per_table: list[float], budget_percent: float) -> GovernorRun:
@@ -338,10 +350,10 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
     rare_rate = {j.table: 0.0 for j in acct.scans}
     for j in acct.scans:
         rare_rate[j.table] += len(j.minutes) / SECONDS_PER_MONTH
-    always_on_events = float(sum(len(j.minutes) for j in acct.scans))
-    # Fixed costs the planner subtracts: its own estimate of the month's non-event costs (with the polling below).
+    # Fixed costs the planner subtracts first: the stack the budget affords (with the polling below).
     busy = sum(t.avg_rate >= cfg.poll_min_rate for t in acct.tables)
-    fixed = fixed_monthly_usd(len(acct.tables), busy, cfg.poll_every_slices)
+    choice = stack_for_budget(sum(bill_per_table) * budget_percent / 100, len(acct.tables), busy, cfg)
+    cfg, fixed = choice.config, choice.fixed_usd_month
     base = [
         TableTraffic(
             table=t.name,
@@ -349,6 +361,7 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
             requests_per_second=t.avg_rate,
             monthly_dynamodb_usd=bill_per_table[i],
             rare_per_second=rare_rate.get(i, 0.0),
+            pages_per_scan=pages_per_scan(t.storage_gb * 2**30),
         )
         for i, t in enumerate(acct.tables)
     ]
@@ -363,6 +376,7 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
     reasons: dict[str, int] = {}
     index = {t.name: i for i, t in enumerate(acct.tables)}
     first: CapturePlan | None = None
+    notes: set[str] = set()
     for s in range(SLICES):
         minute = s * SLICE // 60
         seen = minute - CW_DELAY_MINUTES
@@ -382,7 +396,14 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
                 day_peaks[tt.table] = max(r / cfg.half_partition_read, w / cfg.half_partition_write)
                 traffic.append(
                     TableTraffic(
-                        tt.table, tt.arn, tt.requests_per_second, tt.monthly_dynamodb_usd, tt.rare_per_second, r, w
+                        tt.table,
+                        tt.arn,
+                        tt.requests_per_second,
+                        tt.monthly_dynamodb_usd,
+                        tt.rare_per_second,
+                        r,
+                        w,
+                        tt.pages_per_scan,
                     )
                 )
             else:
@@ -392,9 +413,9 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
         state = plan.state
         if first is None:
             first = plan
-        if plan.captures:
-            idx = frozenset(index[c.table] for c in plan.captures)
-            plans[s] = idx
+        notes.update(n for n in plan.notes if "scans and PartiQL" in n)
+        if plan.captures or plan.scan_capped:
+            plans[s] = frozenset(index[c.table] for c in plan.captures)
             selectors[s] = selectors_for(plan, probes=False)
             if plan.probe_seconds:
                 probe_minutes = math.ceil(plan.probe_seconds / 60)
@@ -411,8 +432,26 @@ def run_governor(acct: Account, bill_per_table: list[float], budget_percent: flo
                         * c.seconds
                         / (60 * math.ceil(c.seconds / 60))
                     )
+    # The always-on selector's events: every page of each scan the trail logged then.
+    no_capture = _plan_of(frozenset(), acct)
+    always_on_events = 0.0
+    for j in acct.scans:
+        arn = acct.tables[j.table].arn
+        for m in j.minutes:
+            logged = probe_selectors.get(m) or selectors.get(m * 60 // SLICE, no_capture)
+            always_on_events += j.pages * selectors_match(logged, j.operation, arn, True)
     return GovernorRun(
-        plans, selectors, probe_selectors, events + always_on_events, always_on_events, metrics, fixed, reasons, first
+        plans,
+        selectors,
+        probe_selectors,
+        events + always_on_events,
+        always_on_events,
+        metrics,
+        fixed,
+        reasons,
+        first,
+        choice.shape,
+        [choice.note, *sorted(notes)],
     )
 
 
@@ -684,11 +723,12 @@ def main(argv: list[str] | None = None) -> int:
         probe = gov.probe_selectors.get(minute)
         return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
 
+    pages = scan_pages(acct)
     strategies: list[tuple[str, float, list[BillLine], Capture]] = [
         (
             "full",
-            total_requests,
-            strategy_lines(acct, total_requests, 0, controller=False),
+            total_requests + pages,
+            strategy_lines(acct, total_requests + pages, 0, controller=False),
             lambda i, m: full_selectors,
         ),
         (
@@ -700,7 +740,7 @@ def main(argv: list[str] | None = None) -> int:
         (
             "governor",
             gov.events,
-            strategy_lines(acct, gov.events, gov.metrics_polled, controller=True),
+            strategy_lines(acct, gov.events, gov.metrics_polled, controller=True, shape=gov.shape),
             governor_capture,
         ),
     ]
@@ -731,8 +771,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"governor: budget {args.budget_percent:g}% = ${bill * args.budget_percent / 100:,.2f}/month; "
         f"fixed auditor costs ${gov.fixed_usd_month:,.2f} (planner's estimate); captures by reason {gov.reasons}; "
-        f"{gov.always_on_events:,.0f} always-on events; {gov.metrics_polled:,} CloudWatch metrics polled"
+        f"{gov.always_on_events:,.0f} always-on events (Scan and SELECT pages, of {pages:,.0f}); "
+        f"{gov.metrics_polled:,} CloudWatch metrics polled"
     )
+    for note in gov.notes:
+        print(f"  {note}")
     print_lines(results)
     print()
     print(

@@ -297,8 +297,11 @@ def fixed_monthly_usage(
         + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0)
         + tables * m["ledger_write_units_per_table_day"] * DAYS_PER_MONTH,
         state_bytes_stored=tables * m["state_bytes_per_table"],
-        # the metrics audit hourly, plus its daily billing read
-        metrics_requested=int(tables * m["metrics_audit_metrics_per_table"] * (730 + 30)) + controller_metrics,
+        # the metrics audit hourly, plus its daily billing read; the controller's daily read of the scan and PartiQL
+        # requests (one metric per table and operation)
+        metrics_requested=audit_metrics(tables)
+        + controller_metrics
+        + (int(4 * tables * DAYS_PER_MONTH) if controller else 0),
         custom_metrics=stack.custom_metrics,
         alarms=stack.alarms + (1 if controller else 0),
         dashboards=1 if stack.dashboard else 0,
@@ -313,6 +316,11 @@ def fixed_monthly_usage(
         sqs_requests=int(m["sqs_polls_per_month"] + objects),
         secret_api_calls=2_920 if stack.slack else 0,
     )
+
+
+def audit_metrics(tables: int) -> int:
+    """Metrics the metrics audit requests in a month: hourly, plus its daily billing read."""
+    return int(tables * FIXED_MODEL["metrics_audit_metrics_per_table"] * (730 + 30))
 
 
 def data_event_usage(events: float) -> AuditorUsage:

@@ -25,6 +25,7 @@ from auditor.cost.cost_model import (
     LedgerSummary,
     Spend,
     StackShape,
+    audit_metrics,
     auditor_spend,
     controller_poll_metrics,
     data_event_usage,
@@ -236,9 +237,8 @@ def shared_day_entry(
     metrics audit's CloudWatch reads are measured per table, so they are not in this line."""
     known = None if shape is None else shape.controller_metrics
     polls = 0 if not controller else controller_poll_metrics(tables, tables // 2, 3) if known is None else known
-    usage = fixed_monthly_usage(tables, controller=controller, shape=shape).model_copy(
-        update={"metrics_requested": polls}
-    )
+    usage = fixed_monthly_usage(tables, polls, controller=controller, shape=shape)
+    usage = usage.model_copy(update={"metrics_requested": usage.metrics_requested - audit_metrics(tables)})
     monthly = auditor_spend(usage, rates).lines
     return LedgerEntry(
         day=day,

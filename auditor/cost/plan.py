@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from auditor.cost.cost_model import StackShape, fixed_monthly_usd
 from auditor.models.base import FrozenModel
 
 DATA_EVENT_USD = 0.10 / 100_000
@@ -25,7 +26,10 @@ HALF_PARTITION_WRITE = 500.0
 #: The operations logged on every table whatever the plan (scans and PartiQL).
 ALWAYS_ON_EVENTS: tuple[str, ...] = ("Scan", "ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction")
 ALWAYS_ON_NAME = "ddb-audit: scans and PartiQL (always on)"
+SCAN_ROTATION_NAME = "ddb-audit: scans and PartiQL of capped tables this slice"
 SLICE_NAME = "ddb-audit: full capture this slice"
+#: A Scan or SELECT returns at most 1 MB a page, and each page is one data event.
+PAGE_BYTES = 2**20
 #: CloudTrail allows 500 values across all conditions of a trail's advanced event selectors.
 MAX_SELECTOR_VALUES = 500
 
@@ -55,6 +59,11 @@ class PlannerConfig(FrozenModel):
     poll_min_rate: float = Field(default=1.0, ge=0)
     #: Headroom on selector values, for the trail's other selectors (management events, other services).
     max_values: int = Field(default=MAX_SELECTOR_VALUES - 20, ge=10, le=MAX_SELECTOR_VALUES)
+    #: One table's scans and PartiQL may use at most this share of what the budget leaves for data events; above it,
+    #: they are logged one slice in N (a note says so).
+    scan_cap_share: float = Field(default=0.25, gt=0, le=1)
+    #: Poll the busy tables every ``poll_every_slices`` slices (False: hourly and the watched tables only).
+    poll_busy: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +81,8 @@ class TableTraffic:
     #: The latest CloudWatch minute's consumed units per second (None: not read this run).
     recent_read_units: float | None = None
     recent_write_units: float | None = None
+    #: Expected pages (data events) per Scan or PartiQL statement: the table's size over 1 MB (:func:`pages_per_scan`).
+    pages_per_scan: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +122,10 @@ class CapturePlan:
     burst_usd: float
     state: PlanState
     notes: tuple[str, ...] = ()
+    #: Tables whose scans and PartiQL reached the per-table cap (left out of the always-on selector), as ARNs ...
+    scan_capped: tuple[str, ...] = ()
+    #: ... and those of them whose scans and PartiQL this slice logs.
+    scan_slice: tuple[str, ...] = ()
 
     @property
     def probe_seconds(self) -> int | None:
@@ -146,6 +161,8 @@ class CapturePlan:
             "sampling_usd_month": round(self.sampling_usd_month, 6),
             "burst_usd": round(self.burst_usd, 6),
             "notes": list(self.notes),
+            "scan_capped": list(self.scan_capped),
+            "scan_slice": list(self.scan_slice),
         }
 
 
@@ -191,9 +208,9 @@ def plan_slice(
     st = state or PlanState()
     dynamodb = sum(max(t.monthly_dynamodb_usd, 0.0) for t in tables)
     budget = dynamodb * cfg.budget_percent / 100
-    always_on = sum(t.rare_per_second for t in tables) * SECONDS_PER_MONTH * cfg.data_event_usd
-    sampling = max(0.0, budget - fixed_usd_month - always_on)
     notes: list[str] = []
+    always_on, capped = scan_budget(tables, budget - fixed_usd_month, cfg, notes)
+    sampling = max(0.0, budget - fixed_usd_month - always_on)
     if budget <= 0:
         notes.append("budget 0: always-on selector only")
     elif sampling <= 0:
@@ -238,10 +255,18 @@ def plan_slice(
         elif slice_index % every == _offset(t.table, every):
             captures[t.table] = TableCapture(t.table, t.arn, "rotation", fraction, every)
     chosen = sorted(captures.values(), key=lambda c: ({"burst": 0, "continuous": 1, "rotation": 2}[c.reason], c.table))
-    room = cfg.max_values - _always_on_values()
+    room = cfg.max_values - _always_on_values() - (2 * len(capped) + 6 if capped else 0)
     if len(chosen) > room:
         notes.append(f"{len(chosen) - room} captures dropped: CloudTrail allows {MAX_SELECTOR_VALUES} selector values")
         chosen = chosen[:room]
+    in_full = {c.arn for c in chosen if c.seconds is None}
+    scan_slice = sorted(
+        t.arn
+        for t in tables
+        if t.table in capped
+        and t.arn not in in_full
+        and slice_index % capped[t.table] == _offset(t.table, capped[t.table])
+    )
     return CapturePlan(
         slice_index=slice_index,
         slice_seconds=cfg.slice_seconds,
@@ -253,7 +278,79 @@ def plan_slice(
         burst_usd=burst_usd,
         state=PlanState(burst_spent_usd=spent, month_elapsed=st.month_elapsed, bursts=bursts),
         notes=tuple(notes),
+        scan_capped=tuple(sorted(t.arn for t in tables if t.table in capped)),
+        scan_slice=tuple(scan_slice),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StackChoice:
+    """How lean the stack runs for its budget: what it holds, how the controller polls, what that costs a month."""
+
+    shape: StackShape
+    config: PlannerConfig
+    fixed_usd_month: float
+    note: str
+
+
+def stack_for_budget(
+    budget_usd_month: float, tables: int, busy: int, config: PlannerConfig | None = None, keep_share: float = 0.5
+) -> StackChoice:
+    """The first of three steps whose fixed costs leave ``keep_share`` of the budget for data events (else the
+    leanest): the full stack; without the health dashboard and with the 4 custom metrics the alarms read; and, in
+    addition, the busy tables read hourly only (the watched ones still every slice). The budget pays the fixed costs
+    first; the note says which step and what it saves."""
+    cfg = config or PlannerConfig()
+    full = StackShape()
+    steps = [
+        (full, cfg, "full stack"),
+        (full.lean(), cfg, "lean stack: no health dashboard, 4 custom metrics"),
+        (
+            full.lean(),
+            cfg.model_copy(update={"poll_busy": False}),
+            "lean stack: no health dashboard, 4 custom metrics, busy tables read hourly",
+        ),
+    ]
+    costs = [fixed_monthly_usd(tables, busy if c.poll_busy else 0, c.poll_every_slices, shape=sh) for sh, c, _ in steps]
+    pick = next((i for i, c in enumerate(costs) if c <= budget_usd_month * (1 - keep_share)), len(steps) - 1)
+    shape, chosen, what = steps[pick]
+    saved = costs[0] - costs[pick]
+    note = f"{what}: fixed costs ${costs[pick]:,.2f}/month of a ${budget_usd_month:,.2f} budget"
+    if saved > 0:
+        note += f" (saves ${saved:,.2f} against the full stack's ${costs[0]:,.2f})"
+    return StackChoice(shape, chosen, costs[pick], note)
+
+
+def pages_per_scan(table_bytes: float) -> float:
+    """Expected data events of one full-table Scan or SELECT: one per page of at most 1 MB."""
+    return max(1.0, math.ceil(table_bytes / PAGE_BYTES))
+
+
+def scan_budget(
+    tables: Sequence[TableTraffic], data_budget: float, cfg: PlannerConfig, notes: list[str]
+) -> tuple[float, dict[str, int]]:
+    """(the always-on selector's expected monthly cost, the capped tables: one slice in N).
+
+    Each table's scans and PartiQL cost their calls times their pages. When the budget leaves something for data
+    events, a table may use at most ``scan_cap_share`` of it: above that its scans are logged one slice in N (a note
+    names the table, the expected cost and the cap). With nothing left, every scan stays logged (the always-on
+    selector is the floor of the service)."""
+    total = 0.0
+    capped: dict[str, int] = {}
+    cap = cfg.scan_cap_share * data_budget
+    for t in tables:
+        cost = t.rare_per_second * t.pages_per_scan * SECONDS_PER_MONTH * cfg.data_event_usd
+        if data_budget <= 0 or cost <= cap:
+            total += cost
+            continue
+        every = math.ceil(cost / cap)
+        capped[t.table] = every
+        total += cost / every
+        notes.append(
+            f"{t.table}: scans and PartiQL would cost ${cost:,.2f}/month (about {t.pages_per_scan:,.0f} pages a "
+            f"scan), above the per-table cap of ${cap:,.2f}: logged one slice in {every}"
+        )
+    return total, capped
 
 
 def tables_to_poll(
@@ -272,7 +369,7 @@ def tables_to_poll(
     if slice_index % per_hour == 0:
         return {t.table for t in tables}
     polled = {t.table for t in tables if last_ratio.get(t.table, 0.0) >= cfg.watch_fraction}
-    if slice_index % cfg.poll_every_slices == 0:
+    if cfg.poll_busy and slice_index % cfg.poll_every_slices == 0:
         polled |= {t.table for t in tables if t.requests_per_second >= cfg.poll_min_rate}
     return polled
 
@@ -307,9 +404,12 @@ def selectors_for(plan: CapturePlan, *, probes: bool = True) -> list[dict[str, A
         {"Field": "eventCategory", "Equals": ["Data"]},
         {"Field": "resources.type", "Equals": ["AWS::DynamoDB::Table"]},
     ]
-    out: list[dict[str, Any]] = [
-        {"Name": ALWAYS_ON_NAME, "FieldSelectors": [*base, {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)}]}
-    ]
+    names = {"Field": "eventName", "Equals": list(ALWAYS_ON_EVENTS)}
+    except_capped = [{"Field": "resources.ARN", "NotEquals": list(plan.scan_capped)}] if plan.scan_capped else []
+    out: list[dict[str, Any]] = [{"Name": ALWAYS_ON_NAME, "FieldSelectors": [*base, names, *except_capped]}]
+    if plan.scan_slice:
+        arn_equals = {"Field": "resources.ARN", "Equals": list(plan.scan_slice)}
+        out.append({"Name": SCAN_ROTATION_NAME, "FieldSelectors": [*base, names, arn_equals]})
     arns = sorted({c.arn for c in plan.captures if probes or c.seconds is None})
     if arns:
         out.append({"Name": SLICE_NAME, "FieldSelectors": [*base, {"Field": "resources.ARN", "Equals": arns}]})
@@ -318,7 +418,7 @@ def selectors_for(plan: CapturePlan, *, probes: bool = True) -> list[dict[str, A
 
 def is_ours(selector: dict[str, Any]) -> bool:
     """True for the selectors the controller manages (it leaves every other selector of the trail alone)."""
-    return selector.get("Name") in (ALWAYS_ON_NAME, SLICE_NAME)
+    return selector.get("Name") in (ALWAYS_ON_NAME, SCAN_ROTATION_NAME, SLICE_NAME)
 
 
 def selectors_match(selectors: Sequence[dict[str, Any]], event_name: str, arn: str, read_only: bool) -> bool:

@@ -20,21 +20,25 @@ import orjson
 import structlog
 
 from auditor.billing.pricing import bundled_prices
-from auditor.cost.cost_model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend, fixed_monthly_usd
+from auditor.cost.cost_model import DAYS_PER_MONTH, DynamoDBUsage, dynamodb_spend
 from auditor.cost.plan import (
     ALWAYS_ON_NAME,
+    SCAN_ROTATION_NAME,
     SLICE_NAME,
     CapturePlan,
     PlannerConfig,
     PlanState,
     TableTraffic,
     line_ratio,
+    pages_per_scan,
     plan_slice,
     selectors_for,
+    stack_for_budget,
     tables_to_poll,
 )
 from auditor.sinks.trail_selectors import put_selectors
 from auditor.sources.capture_inputs import list_tables, read_peaks, read_selectors
+from auditor.sources.scan_requests import read_scan_pages
 from auditor.state import keys
 from auditor.state.capture_store import PLAN_RETENTION_DAYS, CaptureStore
 
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 #: Selectors the controller manages: its own two, and the stack's initial all-tables selector it replaces.
-MANAGED_NAMES = (ALWAYS_ON_NAME, SLICE_NAME, "DynamoDB table data events")
+MANAGED_NAMES = (ALWAYS_ON_NAME, SCAN_ROTATION_NAME, SLICE_NAME, "DynamoDB table data events")
 PUT_ATTEMPTS = 4
 __all__ = ["PLAN_RETENTION_DAYS", "CaptureClients", "ControllerResult", "run_controller"]
 
@@ -127,6 +131,10 @@ def _monthly_usd(desc: dict[str, Any], rate: float) -> float:
     return dynamodb_spend(usage, bundled_prices(region).for_class(usage.table_class)).total
 
 
+def _pages(desc: dict[str, Any]) -> float:
+    return pages_per_scan(float(desc.get("TableSizeBytes") or 0))
+
+
 def run_controller(
     clients: CaptureClients,
     *,
@@ -177,19 +185,33 @@ def run_controller(
     last_read: dict[str, int] = {k: int(v) for k, v in state.get("last_read", {}).items()}
     rates: dict[str, float] = {k: float(v) for k, v in state.get("rates", {}).items()}
     names = {str(t["TableName"]) for t in tables}
+    # CloudWatch publishes a minute about 2 minutes late: read up to the minute ending 2 minutes ago.
+    end = (epoch // 60 - 2) * 60
+    # Scan and PartiQL pages per second, read once a day (what the always-on selector costs, table by table).
+    day = now.strftime("%Y-%m-%d")
+    scan_rates: dict[str, float] = {k: float(v) for k, v in state.get("scan_rates", {}).items()}
+    if state.get("scan_day") != day:
+        scan_rates = read_scan_pages(clients.cloudwatch, sorted(names), end - 86_400, end)
     base = [
         TableTraffic(
             table=str(t["TableName"]),
             arn=str(t["TableArn"]),
             requests_per_second=rates.get(str(t["TableName"]), 0.0),
             monthly_dynamodb_usd=_monthly_usd(t, rates.get(str(t["TableName"]), 0.0)),
+            rare_per_second=scan_rates.get(str(t["TableName"]), 0.0) / _pages(t),
+            pages_per_scan=_pages(t),
         )
         for t in tables
         if t.get("TableStatus") in (None, "ACTIVE", "UPDATING") and (table_arns is None or t["TableArn"] in table_arns)
     ]
+    stack_note: list[str] = []
+    if fixed_usd_month is None:
+        # the budget pays the fixed costs first: the stack as lean as the budget needs it
+        busy = sum(1 for t in base if t.requests_per_second >= cfg.poll_min_rate)
+        budget = sum(t.monthly_dynamodb_usd for t in base) * cfg.budget_percent / 100
+        choice = stack_for_budget(budget, len(base), busy, cfg)
+        cfg, fixed_usd_month, stack_note = choice.config, choice.fixed_usd_month, [choice.note]
     poll = sorted(tables_to_poll(base, last_ratio, slice_index, cfg))
-    # CloudWatch publishes a minute about 2 minutes late: read up to the minute ending 2 minutes ago.
-    end = (epoch // 60 - 2) * 60
     peaks: dict[str, tuple[float, float, float]] = {}
     for name in poll:
         start = max(last_read.get(name, end - 3600), end - 3600)
@@ -201,7 +223,9 @@ def run_controller(
             rate = avg if tt.table not in rates else 0.9 * rates[tt.table] + 0.1 * avg
             rates[tt.table] = rate
             last_read[tt.table] = end
-            tt = TableTraffic(tt.table, tt.arn, rate, tt.monthly_dynamodb_usd, tt.rare_per_second, r, w)
+            tt = TableTraffic(
+                tt.table, tt.arn, rate, tt.monthly_dynamodb_usd, tt.rare_per_second, r, w, tt.pages_per_scan
+            )
             last_ratio[tt.table] = line_ratio(tt, cfg)
         traffic.append(tt)
     month = now.strftime("%Y-%m")
@@ -213,9 +237,6 @@ def run_controller(
         month_elapsed=elapsed,
         bursts={k: (int(v[0]), int(v[1])) for k, v in state.get("bursts", {}).items() if k in names},
     )
-    if fixed_usd_month is None:
-        busy = sum(1 for t in traffic if t.requests_per_second >= cfg.poll_min_rate)
-        fixed_usd_month = fixed_monthly_usd(len(traffic), busy, cfg.poll_every_slices)
     plan = plan_slice(traffic, slice_index, fixed_usd_month=fixed_usd_month, state=plan_state, config=cfg)
     desired = _others(selectors) + selectors_for(plan)
     after_probe = _others(selectors) + selectors_for(plan, probes=False)
@@ -226,6 +247,8 @@ def run_controller(
         "last_ratio": {k: v for k, v in last_ratio.items() if k in names},
         "last_read": {k: v for k, v in last_read.items() if k in names},
         "rates": {k: v for k, v in rates.items() if k in names},
+        "scan_day": day,
+        "scan_rates": {k: v for k, v in scan_rates.items() if k in names},
         "applied": applied,
         "last_good": state.get("last_good"),
     }
@@ -233,7 +256,10 @@ def run_controller(
     if not store.record(version, new_state, plan_doc, slice_start, now):
         return ControllerResult("lost_race", slice_start, detail="another run recorded this slice first")
 
-    result = ControllerResult("applied", slice_start, plan=plan_doc, notes=list(plan.notes))
+    result = ControllerResult("applied", slice_start, plan=plan_doc, notes=[*stack_note, *plan.notes])
+    for note in plan.notes:
+        if "per-table cap" in note:
+            log.warning("capture_scan_cap_reached", note=note)
     final: list[dict[str, Any]] | None = after_probe
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"

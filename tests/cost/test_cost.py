@@ -326,3 +326,43 @@ def test_contributor_insights_rules_and_events_by_mode() -> None:
     assert (rules, events) == (4, 20 + 610)
     off = TableProfile(name="T", contributor_insights=ContributorInsights(status="DISABLED"))
     assert insights_usage(off, metrics(), since=0) == (0, 0)
+
+
+# ---------------------------------------------------------------- scans by the page, the per-table cap, a lean stack
+
+
+def test_scans_are_budgeted_by_the_page_and_capped_per_table() -> None:
+    from auditor.cost.plan import SCAN_ROTATION_NAME, pages_per_scan
+
+    assert pages_per_scan(0) == 1 and pages_per_scan(10 * 2**30) == 10 * 1024
+    big = TableTraffic("Big", "arn:aws:dynamodb:us-east-1:1:table/Big", 1.0, 1000.0, 1 / 3600, pages_per_scan=10_240)
+    small = TableTraffic("Small", "arn:aws:dynamodb:us-east-1:1:table/Small", 1.0, 1000.0, 1 / 3600)
+    # budget $20, fixed $10: $10 for data events, so one table's scans may cost $2.50
+    plans = [plan_slice([big, small], i, fixed_usd_month=10.0) for i in range(12)]
+    big_cost = 10_240 * 730 * 1e-6  # a scan an hour of 10,240 pages: $7.48 a month
+    assert any("Big: scans and PartiQL would cost $7.48/month" in n and "one slice in 3" in n for n in plans[0].notes)
+    assert plans[0].always_on_usd_month == pytest.approx(big_cost / 3 + 730 * 1e-6)
+    assert all(p.scan_capped == (big.arn,) for p in plans)
+    rotated = [i for i, p in enumerate(plans) if p.scan_slice == (big.arn,)]
+    in_full = [i for i, p in enumerate(plans) if big.table in p.tables]
+    assert len(set(rotated) | set(in_full)) >= 4  # one slice in 3 at least (or captured in full)
+    logged = [i for i, p in enumerate(plans) if selectors_match(selectors_for(p), "Scan", big.arn, True)]
+    assert logged == sorted(set(rotated) | set(in_full))
+    assert all(selectors_match(selectors_for(p), "Scan", small.arn, True) for p in plans)
+    assert SCAN_ROTATION_NAME in {s["Name"] for s in selectors_for(plans[rotated[0]])}
+    # with nothing left for data events, every scan stays logged (the service's floor)
+    floor = plan_slice([big, small], 0, fixed_usd_month=50.0)
+    assert floor.scan_capped == () and selectors_match(selectors_for(floor), "Scan", big.arn, True)
+
+
+def test_a_small_budget_runs_a_leaner_stack() -> None:
+    from auditor.cost.plan import stack_for_budget
+
+    rich = stack_for_budget(100.0, 100, 60)
+    assert rich.shape.dashboard and rich.config.poll_busy and rich.note.startswith("full stack")
+    lean = stack_for_budget(30.0, 100, 60)
+    assert not lean.shape.dashboard and lean.shape.custom_metrics == 4 and lean.config.poll_busy
+    leanest = stack_for_budget(10.0, 100, 60)
+    assert not leanest.config.poll_busy and "busy tables read hourly" in leanest.note
+    assert leanest.fixed_usd_month < lean.fixed_usd_month < rich.fixed_usd_month
+    assert "saves $" in leanest.note

@@ -265,3 +265,23 @@ def test_rejected_update_without_a_last_good_keeps_the_always_on_selector(env: d
         )
     assert result.status == "fallback"
     assert [s["Name"] for s in captured[-1]] == ["Management events", ALWAYS_ON_NAME]
+
+
+def test_scan_and_partiql_pages_are_read_once_a_day_per_table(env: dict[str, Any]) -> None:
+    from auditor.sources.scan_requests import read_scan_pages
+
+    create_table(env["ddb"], "Scanned")
+    end = int(time.time()) // 60 * 60 - 120
+    for k in range(12):  # twelve requests logged as two datapoints each of Scan and ExecuteStatement
+        put_points(env["cw"], "SuccessfulRequestLatency", "Scanned", {end - 3600 + k * 60: 5.0}, operation="Scan")
+    put_points(
+        env["cw"], "SuccessfulRequestLatency", "Scanned", {end - 600: 5.0, end - 540: 5.0}, operation="ExecuteStatement"
+    )
+    rates = read_scan_pages(env["cw"], ["Scanned", "Other"], end - 86_400, end)
+    assert rates["Scanned"] * 86_400 == pytest.approx(14)
+    assert rates.get("Other", 0.0) == 0.0
+    # the controller keeps the day's reading in its state, and reads again the next day only
+    result = _run(env, _now())
+    assert result.status == "applied"
+    item = env["ddb"].get_item(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})["Item"]
+    assert _now().strftime("%Y-%m-%d") in str(item)
