@@ -5,10 +5,17 @@ time). Each needs traffic that repeats (:class:`~auditor.review.model.ReviewConf
 from __future__ import annotations
 
 import math
+import re
 
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.review.context import ReviewInput, rate, size_assumption
 from auditor.review.model import Effect, Proposal, read_units, write_units
+
+#: Attribute names of statuses and flags: few distinct values, so an index keyed on one alone has hot partitions
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general-sparse-indexes.html).
+_FEW_VALUES = re.compile(
+    r"[Ss]tatus|[Ss]tate$|[Tt]ype$|[Ff]lag|[Ee]xpired|[Dd]eleted|[Aa]ctive|[Ee]nabled|^(is|has)(_|[A-Z])"
+)
 
 
 def _confidence(n: float, strong: float) -> str:
@@ -85,6 +92,12 @@ def _gsi(
     ]
     if storage is None:
         assumptions.append("index storage not priced: pass --audit for the table's size")
+    few = _FEW_VALUES.search(attr) is not None
+    if few:
+        assumptions.append(
+            f"{attr} looks like a status or flag with few values: keyed on it alone the index would have hot "
+            f"partitions; write {attr} only on the items the Scan looks for (a sparse index) or shard it"
+        )
     return Proposal(
         kind="add_gsi",
         where=(span.account, span.region, span.table),
@@ -100,7 +113,7 @@ def _gsi(
         },
         patterns=[f"{who[1]} filter {attr} = :v" + (f", {sort} range" if sort else "")],
         principals=[who[0]],
-        confidence=_confidence(scans, data.config.scan.min_scans * 10),
+        confidence="medium" if few else _confidence(scans, data.config.scan.min_scans * 10),
         assumptions=assumptions + size_assumption(size, source),
         before=before,
         after=after,

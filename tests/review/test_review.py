@@ -121,3 +121,18 @@ def test_one_scan_or_one_query_is_never_a_proposal() -> None:
     ):
         signals.observe(record, normalize_record(record))
     assert review(ReviewInput([], [], [], signals)) == []
+
+
+def test_a_status_or_flag_attribute_is_flagged_as_few_valued_for_an_index() -> None:
+    from auditor.review.access import _FEW_VALUES
+
+    assert [
+        a
+        for a in ("status", "invoiceStatus", "expired", "isActive", "email", "tier", "hashKey")
+        if _FEW_VALUES.search(a)
+    ] == [
+        "status",
+        "invoiceStatus",
+        "expired",
+        "isActive",
+    ]
