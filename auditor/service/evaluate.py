@@ -295,7 +295,7 @@ class _Run:
         fresh = [f for f in flags if f.window_start >= oldest]
         for f in flags:
             if f.window_start < oldest:
-                log.error("late_window_expired", table=f.table, window_start=f.window_start, late=f.contributions)
+                log.error("late_window_expired", table=f.table, window_start=f.window_start)
                 self.result.late_expired += 1
                 late.flags.clear_late(f)
         if not fresh:

@@ -12,6 +12,7 @@ are in docs/state-table.md.
 from __future__ import annotations
 
 import time
+import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,8 +75,9 @@ EVENT_SK = "EVT"
 AGG_ATTR = "agg"
 #: The seal's attribute: the start of the latest window an evaluator began to load.
 SEAL_ATTR = "through"
-#: A late window's attribute: how many late contributions it got (the evaluator clears it only if unchanged).
-LATE_COUNT_ATTR = "contributions"
+#: A late window's attribute: a token written anew by every late contribution (the evaluator clears the flag only
+#: while it is the token it read).
+LATE_FLAG_ATTR = "flag"
 
 
 def events_fit(events: int, windows: int) -> bool:
@@ -92,8 +94,8 @@ class LateWindow:
     region: str | None
     table: str
     window_start: int
-    #: Late contributions flagged so far (the evaluator clears the flag only when it is still this many).
-    contributions: int
+    #: The token of the latest late contribution (the evaluator clears the flag only while it is still this one).
+    flag: str
 
 
 def event_pk(event_id: str) -> str:
@@ -361,8 +363,8 @@ class WindowStore:
         sealed: int | None = None  # the seal read after a failed check: None expects no window of the batch sealed
         flagged: list[LateWindow] = []
         for attempt in range(_MAX_ROUNDS):
-            flags = [
-                cast("TransactWriteItemTypeDef", {"Update": self._late_update(w, source_id, now)}) for w in flagged
+            flags: list[TransactWriteItemTypeDef] = [
+                {"Put": {"TableName": self._table, "Item": self._late_item(w, source_id, now)}} for w in flagged
             ]
             check = self._seal_check(min(w[3] for w in windows) if windows else 0, sealed)
             try:
@@ -439,33 +441,19 @@ class WindowStore:
         value = resp.get("Item", {}).get(SEAL_ATTR, {}).get("N")
         return int(value) if value is not None else None
 
-    def _late_update(self, late: LateWindow, source_id: str, now: datetime) -> dict[str, Any]:
-        """The update that flags one (table, window) late (``ADD contributions 1``), as ``UpdateItem`` takes it."""
+    def _late_item(self, late: LateWindow, source_id: str, now: datetime) -> dict[str, AttributeValueTypeDef]:
+        """The item that flags one (table, window) late, with its ``flag`` token (see :meth:`clear_late`)."""
         return {
-            "TableName": self._table,
-            "Key": {
-                keys.PK: _s(keys.LATE_PK),
-                keys.SK: _s(keys.late_sk(late.account, late.region, late.table, late.window_start)),
-            },
-            "UpdateExpression": "ADD #c :one SET #a = :a, #r = :r, #tb = :tb, window_start = :w, "
-            "last_source = :src, last_at = :now, first_at = if_not_exists(first_at, :now), #x = :x",
-            "ExpressionAttributeNames": {
-                "#c": LATE_COUNT_ATTR,
-                "#a": "account",
-                "#r": "region",
-                "#tb": "table",
-                "#x": keys.TTL_ATTR,
-            },
-            "ExpressionAttributeValues": {
-                ":one": _n(1),
-                ":a": _s(late.account or ""),
-                ":r": _s(late.region or ""),
-                ":tb": _s(late.table),
-                ":w": _n(late.window_start),
-                ":src": _s(source_id),
-                ":now": _s(now.isoformat()),
-                ":x": _n(self._expires_at(now)),
-            },
+            keys.PK: _s(keys.LATE_PK),
+            keys.SK: _s(keys.late_sk(late.account, late.region, late.table, late.window_start)),
+            "account": _s(late.account or ""),
+            "region": _s(late.region or ""),
+            "table": _s(late.table),
+            "window_start": _n(late.window_start),
+            LATE_FLAG_ATTR: _s(late.flag),
+            "last_source": _s(source_id),
+            "last_at": _s(now.isoformat()),
+            keys.TTL_ATTR: _n(self._expires_at(now)),
         }
 
     def flag_late(self, source_id: str, aggregates: AggregateSet, now: datetime) -> list[LateWindow]:
@@ -478,7 +466,7 @@ class WindowStore:
             return []
         flagged = [_late_window(w) for w in sorted(aggregates.windows) if w[3] <= sealed]
         for late in flagged:
-            self._client.update_item(**self._late_update(late, source_id, now))
+            self._client.put_item(TableName=self._table, Item=self._late_item(late, source_id, now))
         return flagged
 
     def late_windows(self) -> list[LateWindow]:
@@ -491,14 +479,14 @@ class WindowStore:
                     region=item.get("region", {}).get("S") or None,
                     table=item["table"]["S"],
                     window_start=int(item["window_start"]["N"]),
-                    contributions=int(item[LATE_COUNT_ATTR]["N"]),
+                    flag=item[LATE_FLAG_ATTR]["S"],
                 )
             )
         return out
 
     def clear_late(self, late: LateWindow) -> bool:
         """Clear a late flag once its window was evaluated again, only if no contribution was flagged since
-        (``contributions`` unchanged); False when one was (the next run evaluates the window again)."""
+        (its ``flag`` token unchanged); False when one was (the next run evaluates the window again)."""
         try:
             self._client.delete_item(
                 TableName=self._table,
@@ -506,9 +494,9 @@ class WindowStore:
                     keys.PK: _s(keys.LATE_PK),
                     keys.SK: _s(keys.late_sk(late.account, late.region, late.table, late.window_start)),
                 },
-                ConditionExpression="#c = :n",
-                ExpressionAttributeNames={"#c": LATE_COUNT_ATTR},
-                ExpressionAttributeValues={":n": _n(late.contributions)},
+                ConditionExpression="#f = :f",
+                ExpressionAttributeNames={"#f": LATE_FLAG_ATTR},
+                ExpressionAttributeValues={":f": _s(late.flag)},
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -519,7 +507,7 @@ class WindowStore:
 
 def _late_window(window: tuple[str | None, str | None, str, int]) -> LateWindow:
     account, region, table, start = window
-    return LateWindow(account, region, table, start, 1)
+    return LateWindow(account, region, table, start, uuid.uuid4().hex)  # a fresh token for every late contribution
 
 
 def _loads(data: bytes) -> dict[str, Any]:
