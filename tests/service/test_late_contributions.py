@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from auditor.config import AnalysisConfig
 from auditor.engine import analyze_trail
 from auditor.models.finding import FindingKind, Totals
+from auditor.service import evaluate as evaluate_module
 from auditor.service.evaluate import EvaluationParams, EvaluationResult, run_evaluation
 from auditor.service.ingest import process_events, process_trail_object
 from auditor.service.late import Reevaluation
@@ -251,4 +252,31 @@ def test_events_redelivered_after_their_window_was_evaluated_are_counted_as_anal
     second = evaluate(NEXT_RUN)
     assert second.late_windows > 0
     _assert_as_analyze_trail(ddb, sampled)
+    assert _late_items(ddb) == []
+
+
+def test_a_crash_after_the_sightings_are_replaced_but_before_the_findings_counts_once(
+    env: tuple[Any, Any, str], trail: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3, ddb, endpoint = env
+    store = WindowStore(ddb, TABLE)
+    keys = [_key(p) for p in trail]
+    for path, key in zip(trail, keys, strict=True):
+        s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+    for key in (keys[0], keys[2]):
+        process_trail_object(s3, store, BUCKET, key, AnalysisConfig(), T0 + timedelta(minutes=16))
+    evaluate = _evaluator(ddb, client("sns", endpoint))
+    evaluate(FIRST_RUN)
+    assert process_trail_object(s3, store, BUCKET, keys[1], AnalysisConfig(), RETRY).late > 0
+
+    def crash(*_: Any, **__: Any) -> None:
+        raise RuntimeError("the evaluator stops here")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluate_module, "apply_corrections", crash)
+        with pytest.raises(RuntimeError, match="stops here"):
+            evaluate(NEXT_RUN)
+    assert _late_items(ddb) != []  # the windows' sightings were replaced, the findings not yet
+    evaluate(NEXT_RUN + timedelta(minutes=15))
+    _assert_as_analyze_trail(ddb, trail)
     assert _late_items(ddb) == []
