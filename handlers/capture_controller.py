@@ -1,16 +1,21 @@
-"""Capture controller: a 5-minute EventBridge schedule -> the stack's own trail's DynamoDB data-event selectors
-within the audit budget (``auditor.service.capture.run_controller``).
+"""Capture controller: a 5-minute EventBridge schedule -> the trail's DynamoDB data-event selectors within the audit
+budget.
 
-Deployed only when the stack creates its trail (``CreateTrail=true``). The scheduled event's ``time`` decides the
-slice, so a retried event plans the same slice (and loses the conditional write to the first attempt).
+With the stack's own trail (``CreateTrail=true``, ``CAPTURE_MANAGES_TRAIL=true``) it sets the selectors
+(``auditor.service.capture.run_controller``); with an existing trail it advises once a day: the selectors it would set
+and one command to apply them, in its log (``auditor.service.capture.advise_controller``). The scheduled event's
+``time`` decides the slice, so a retried event plans the same slice (and loses the conditional write to the first
+attempt).
 """
 
 from __future__ import annotations
 
+import os
+
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.cost.plan import PlannerConfig
-from auditor.service.capture import CaptureClients, run_controller
+from auditor.service.capture import CaptureClients, advise_controller, run_controller
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -20,12 +25,24 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     clients = runtime.CLIENTS
     settings = run.settings
     arns = frozenset(a.strip() for a in (settings.capture_table_arns or "").split(",") if a.strip())
+    capture = CaptureClients(clients.cloudtrail, clients.cloudwatch, clients.dynamodb)
+    config = PlannerConfig(budget_percent=settings.audit_budget_percent)
+    if os.environ.get("CAPTURE_MANAGES_TRAIL", "true") != "true":
+        advice = advise_controller(
+            capture,
+            trail=None,  # not the stack's: the command names a placeholder
+            state_table=run.state_table(),
+            now=schedule.time,
+            config=config,
+            table_arns=arns or None,
+        )
+        return advice.as_dict()
     result = run_controller(
-        CaptureClients(clients.cloudtrail, clients.cloudwatch, clients.dynamodb),
+        capture,
         trail=settings.require("capture_trail_name"),
         state_table=run.state_table(),
         now=schedule.time,
-        config=PlannerConfig(budget_percent=settings.audit_budget_percent),
+        config=config,
         table_arns=arns or None,
     )
     return result.as_dict()

@@ -52,7 +52,7 @@ log = structlog.get_logger(__name__)
 #: Selectors the controller manages: its own two, and the stack's initial all-tables selector it replaces.
 MANAGED_NAMES = (ALWAYS_ON_NAME, SCAN_ROTATION_NAME, SLICE_NAME, "DynamoDB table data events")
 PUT_ATTEMPTS = 4
-__all__ = ["PLAN_RETENTION_DAYS", "CaptureClients", "ControllerResult", "run_controller"]
+__all__ = ["PLAN_RETENTION_DAYS", "CaptureClients", "ControllerResult", "advise_controller", "run_controller"]
 
 
 @dataclass(slots=True)
@@ -278,6 +278,85 @@ def run_controller(
         result.status = "failed"
     store.record(version + 1, new_state, None, slice_start, now)
     log.info("capture_plan", **result.as_dict())
+    return result
+
+
+def advise_controller(
+    clients: CaptureClients,
+    *,
+    trail: str | None,
+    state_table: str,
+    now: datetime,
+    config: PlannerConfig | None = None,
+    table_arns: frozenset[str] | None = None,
+) -> ControllerResult:
+    """With a trail the stack does not own: the selectors the controller would set, and one command to apply them.
+
+    Once a day (the first slice of the UTC day; other runs return ``idle``): each table's average rate and its scan
+    and PartiQL pages over the last day, then the plan's static part: the always-on selector (with its per-table
+    caps) and the tables the budget pays to capture continuously. Rotation and burst probes need the controller to
+    own the trail. Nothing is written to the trail; the advice is logged (``capture_advice``) and returned.
+    """
+    cfg = config or PlannerConfig()
+    epoch = int(now.timestamp())
+    slice_index = epoch // cfg.slice_seconds
+    slice_start = slice_index * cfg.slice_seconds
+    if slice_index % (86_400 // cfg.slice_seconds) != 0:
+        return ControllerResult("idle", slice_start, detail="advice is computed once a day")
+    end = (epoch // 60 - 2) * 60
+    tables = [
+        t
+        for t in list_tables(clients.dynamodb, state_table)
+        if t.get("TableStatus") in (None, "ACTIVE", "UPDATING") and (table_arns is None or t["TableArn"] in table_arns)
+    ]
+    names = sorted(str(t["TableName"]) for t in tables)
+    peaks = read_peaks(clients.cloudwatch, names, end - 86_400, end)
+    scans = read_scan_pages(clients.cloudwatch, names, end - 86_400, end)
+    traffic = []
+    for t in tables:
+        name = str(t["TableName"])
+        rate = peaks.get(name, (0.0, 0.0, 0.0))[2]
+        traffic.append(
+            TableTraffic(
+                name,
+                str(t["TableArn"]),
+                rate,
+                _monthly_usd(t, rate),
+                scans.get(name, 0.0) / _pages(t),
+                pages_per_scan=_pages(t),
+            )
+        )
+    busy = sum(1 for t in traffic if t.requests_per_second >= cfg.poll_min_rate)
+    choice = stack_for_budget(
+        sum(t.monthly_dynamodb_usd for t in traffic) * cfg.budget_percent / 100, len(traffic), busy, cfg
+    )
+    plan = plan_slice(traffic, slice_index, fixed_usd_month=choice.fixed_usd_month, config=choice.config)
+    static = CapturePlan(
+        plan.slice_index,
+        plan.slice_seconds,
+        tuple(c for c in plan.captures if c.reason == "continuous"),
+        plan.budget_usd_month,
+        plan.fixed_usd_month,
+        plan.always_on_usd_month,
+        plan.sampling_usd_month,
+        0.0,
+        plan.state,
+        scan_capped=plan.scan_capped,
+    )
+    selectors = selectors_for(static)
+    command = (
+        f"aws cloudtrail put-event-selectors --trail-name {trail or 'YOUR-TRAIL'} --advanced-event-selectors "
+        f"'{orjson.dumps(selectors).decode()}'"
+    )
+    notes = [
+        choice.note,
+        *plan.notes,
+        "put-event-selectors replaces the trail's selectors: add the trail's other selectors (management events, "
+        "other services) to the list before running the command",
+    ]
+    log.warning("capture_advice", trail=trail, selectors=selectors, command=command, notes=notes)
+    result = ControllerResult("advised", slice_start, plan=_plan_document(static, slice_start), detail=command)
+    result.notes = notes
     return result
 
 

@@ -285,3 +285,23 @@ def test_scan_and_partiql_pages_are_read_once_a_day_per_table(env: dict[str, Any
     assert result.status == "applied"
     item = env["ddb"].get_item(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})["Item"]
     assert _now().strftime("%Y-%m-%d") in str(item)
+
+
+def test_with_a_trail_it_does_not_own_the_controller_advises_once_a_day(env: dict[str, Any]) -> None:
+    from auditor.service.capture import advise_controller
+
+    create_table(env["ddb"], "Quiet")
+    before = _selectors(env["ct"])
+    day = datetime.fromtimestamp(int(time.time()) // 86_400 * 86_400 + 30, UTC)
+    advice = advise_controller(env["clients"], trail="their-trail", state_table=STATE, now=day)
+    assert advice.status == "advised"
+    assert advice.detail.startswith("aws cloudtrail put-event-selectors --trail-name their-trail ")
+    selectors = orjson.loads(advice.detail.split("--advanced-event-selectors ", 1)[1].strip("'"))
+    assert selectors[0]["Name"] == ALWAYS_ON_NAME
+    # one quiet table: its $0.57 budget does not pay the stack's fixed costs, so scans and PartiQL only (the guard:
+    # never every table)
+    assert len(selectors) == 1 and any("no sampling" in n for n in advice.notes)
+    assert any("replaces the trail's selectors" in n for n in advice.notes)
+    assert _selectors(env["ct"]) == before  # nothing written to the trail
+    later = advise_controller(env["clients"], trail=None, state_table=STATE, now=day.replace(minute=5))
+    assert later.status == "idle"
