@@ -298,10 +298,12 @@ class _Run:
                 log.error("late_window_expired", table=f.table, window_start=f.window_start)
                 self.result.late_expired += 1
                 late.flags.clear_late(f)
+        starts = sorted({f.window_start for f in fresh})[: self.params.max_windows_per_run]  # the rest: next runs
+        fresh = [f for f in fresh if f.window_start in starts]
         if not fresh:
             return
         wanted = {(f.account, f.region, f.table, f.window_start) for f in fresh}
-        evaluated, _ = self._load(sorted({f.window_start for f in fresh}), wanted)
+        evaluated, _ = self._load(starts, wanted)
         recorded = apply_corrections(
             self.store,
             corrections(late.sightings, evaluated, self.now),

@@ -20,8 +20,9 @@ from auditor.kernel.stats import IngestStats
 from auditor.lifecycle import FindingStatus, SuppressRule
 from auditor.models.finding import FindingKind
 from auditor.service.evaluate import EvaluationParams, EvaluationResult, closed_window_starts, run_evaluation
+from auditor.service.late import Reevaluation
 from auditor.state.findings_store import FindingsStore
-from auditor.state.window_store import WindowStore
+from auditor.state.window_store import SightingStore, WindowStore
 from handlers import evaluator, runtime
 from tests import factories as f
 from tests.emf import emitted
@@ -538,3 +539,27 @@ def test_handler_evaluates_a_late_window_again_and_corrects_the_totals(handler_e
     [scan] = [s for s in handler_env.findings.week_findings(T0) if s.finding.kind is FindingKind.SCAN]
     assert scan.finding.totals is not None and scan.finding.totals.count == 5
     assert handler_env.windows.late_windows() == []
+
+
+def test_late_windows_too_old_to_evaluate_again_are_dropped_and_the_rest_wait_their_turn(env: Env) -> None:
+    store = WindowStore(env.ddb, TABLE, retention_days=3)
+    late = Reevaluation(store, SightingStore(env.ddb, TABLE, retention_days=3))
+    day = 86_400
+    offsets = [10, day + 10, day + 910]  # three windows flagged late: 10:00 today, 10:00 and 10:15 tomorrow
+    for n, offset in enumerate(offsets):
+        aggs = AggregateSet(900)
+        aggs.add(f.call("Scan", "Sessions", None, at=offset, principal=ALICE, event_id=f"late-{n}"))
+        store.put_contributions(f"s3://trail/late-{n}.json.gz", aggs, at(0))
+    store.seal(int(T0.timestamp()) + day + 900, at(0))
+    for n, offset in enumerate(offsets):
+        aggs = AggregateSet(900)
+        aggs.add(f.call("Scan", "Sessions", None, at=offset + 5, principal=ALICE, event_id=f"again-{n}"))
+        assert len(store.flag_late(f"s3://trail/again-{n}.json.gz", aggs, at(0))) == 1
+    # two days and an hour later: retention 3 days less a day of margin, so the first window is too old
+    params = env.params(max_windows_per_run=1, initial_lookback_seconds=0)
+    now = T0 + timedelta(days=2, hours=1)
+    result = run_evaluation(store, env.findings, env.sns, params, now, late=late)
+    assert (result.late_expired, result.late_windows) == (1, 1)  # at most max_windows_per_run evaluated again
+    result = run_evaluation(store, env.findings, env.sns, params, now + timedelta(minutes=15), late=late)
+    assert (result.late_expired, result.late_windows) == (0, 1)
+    assert store.late_windows() == []
