@@ -202,7 +202,7 @@ class _Parser:
         name: str,
         shard: Shard | None = None,
         light: Callable[[bytes, int, int], LightRecord | None] | None = None,
-        run: Callable[[bytes, int, int, bytes, int, int], tuple[list[Any], int]] | None = None,
+        run: Callable[[bytes, int, int, bytes, int, int, bool], tuple[list[Any], int]] | None = None,
     ) -> None:
         self._chunks = chunks
         self.name = name
@@ -500,6 +500,9 @@ class _Parser:
         run = None if unwrap else self.run
         failed: orjson.JSONDecodeError | None = None
         failed_at = -1
+        # Whether every byte of ``ascii_of`` (the buffer last checked) is ASCII: one check per buffer, not per record.
+        ascii_of: bytes | None = None
+        ascii = False
         while True:
             if sep is not None:
                 # Fast path: cut consecutive records at the learnt separator.
@@ -510,8 +513,11 @@ class _Parser:
                     while True:
                         if run is not None:
                             # Records the typed decoder reads, as many as it can in one call (see
-                            # decode.light_run); the first one it does not read takes the paths below.
-                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST)
+                            # runs.light_run); the first one it does not read takes the paths below.
+                            if buf is not ascii_of:
+                                ascii_of = buf
+                                ascii = buf.isascii()
+                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST, ascii)
                             if done:
                                 yield LightRun(done)
                                 if len(done) == RUN_MOST:

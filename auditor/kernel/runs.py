@@ -18,9 +18,13 @@ from auditor.kernel.stats import IngestStats
 RUN_MOST: Final = 1024
 
 
-def light_run(buf: bytes, start: int, limit: int, sep: bytes, advance: int, most: int) -> tuple[list[Any], int]:
+def light_run(
+    buf: bytes, start: int, limit: int, sep: bytes, advance: int, most: int, ascii: bool = False
+) -> tuple[list[Any], int]:
     """The consecutive records of a ``Records`` array from ``start``, cut at the separator ``sep`` (``}`` + the gap
     between two records + the next record's first key; the next record starts ``advance`` bytes after the cut).
+    ``ascii`` says that the caller found every byte of ``buf`` to be ASCII (one check of the whole buffer instead of
+    one per record, see rule 1 of the typed decoder).
 
     Gives ``([record, ...], where the next record starts)``: each record as
     :func:`~auditor.kernel.decode.light_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
@@ -41,7 +45,7 @@ def light_run(buf: bytes, start: int, limit: int, sep: bytes, advance: int, most
         if cut < 0:
             break
         data = buf[pos : cut + 1]
-        if data.isascii():
+        if ascii or data.isascii():
             try:
                 record = decode(data)
             except DECODE_ERRORS:
