@@ -15,14 +15,14 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from auditor.exceptions import MalformedRecordError, SourceReadError
+from auditor.exceptions import SourceReadError
 from auditor.kernel.calls import ApiCall, CallBatch
 from auditor.kernel.decode import LightRecord, light_record
 from auditor.kernel.dedupe import Deduper
 from auditor.kernel.framing import SKIPPED, LightRun, Shard, _Parser
 from auditor.kernel.inputs import DEFAULT_CHUNK_SIZE, InputSource, _chunks, _regular_file
 from auditor.kernel.normalize import light_item, normalize_record, single_item
-from auditor.kernel.runs import Malformed, light_run, read_run, reparse
+from auditor.kernel.runs import full_call, light_run, read_run, reparse
 from auditor.kernel.stats import IngestStats
 
 __all__ = ["SKIPPED", "Deduper", "InputSource", "Shard", "iter_records", "read_calls"]
@@ -112,40 +112,6 @@ def read_calls(
     light = light and normalize is normalize_record
     seen = deduper.seen
 
-    def full(record: Any, index: int) -> ApiCall | None:
-        """The call of one record decoded in full (None: not a data-plane call, a duplicate or a bad record)."""
-        if type(record) is not dict:
-            stats.records_skipped += 1
-            why = record.reason if type(record) is Malformed else "not a JSON object"
-            stats.note(f"{name}: record {index}: {why}")
-            return None
-        try:
-            call = normalize(record)
-        except MalformedRecordError as exc:
-            stats.records_skipped += 1
-            stats.note(f"{name}: record {index}: {exc}")
-            return None
-        except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
-            # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what
-            # a key can hold, nesting too deep): one bad record. Only the type is noted, not the value.
-            stats.records_skipped += 1
-            stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
-            return None
-        if call is None:
-            return None
-        # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event
-        # twice, while records that only share an id (as the AWS documentation samples do) are distinct.
-        if call.event_id and seen((call.event_id, call.operation, call.time)):
-            stats.duplicates_dropped += 1
-            return None
-        if call.management_labelled:
-            stats.note(
-                f"{name}: record {index}: data-plane {call.operation} labelled eventCategory Management "
-                "(analysed as a data event)"
-            )
-        stats.data_events += 1
-        return call
-
     try:
         stream = source.open()
     except OSError as exc:
@@ -155,7 +121,7 @@ def read_calls(
         for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
             if kind is LightRun:  # consecutive records of a Records array (no shard), typed where they could be
-                batch = read_run(record.records, index, stats, seen, full)
+                batch = read_run(record.records, index, stats, seen, name, normalize)
                 index += len(record.records)
                 if batch:
                     yield batch
@@ -180,7 +146,7 @@ def read_calls(
                     stats.data_events += 1
                     yield [item]
                 continue
-            call = full(record, index)
+            call = full_call(record, index, name, stats, seen, normalize)
             if call is not None:
                 yield [call]
         stats.records_seen += index

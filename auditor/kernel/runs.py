@@ -3,12 +3,13 @@ into calls in one loop each, for the reader's hot path (:func:`auditor.kernel.re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
+from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
 from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
 from auditor.kernel.normalize import light_item, single_item
@@ -68,12 +69,13 @@ def read_run(
     index: int,
     stats: IngestStats,
     seen: Callable[[Hashable], bool],
-    full: Callable[[Any, int], ApiCall | None],
+    name: str,
+    normalize: Callable[[Mapping[str, Any]], ApiCall | None],
 ) -> CallBatch:
     """The calls of a run's ``records`` (numbered from ``index + 1``), in input order, counted into ``stats``.
 
-    A successful single-item call comes as its ``SingleItem``, any other record as what ``full(record, number)``
-    gives (its ``ApiCall``, or nothing: not a data-plane call, a duplicate or a bad record). A typed record
+    A successful single-item call comes as its ``SingleItem``, any other record as what :func:`full_call` gives (its
+    ``ApiCall``, or nothing: not a data-plane call, a duplicate or a bad record). A typed record
     :func:`~auditor.kernel.normalize.light_item` hands back is decoded in full first. ``seen`` drops repeated events,
     as the reader does for every call.
     """
@@ -98,12 +100,55 @@ def read_run(
                 events += 1
                 out.append(item)
             continue
-        call = full(record, index)
+        call = full_call(record, index, name, stats, seen, normalize)
         if call is not None:
             out.append(call)
     stats.duplicates_dropped += duplicates
     stats.data_events += events
     return out
+
+
+def full_call(
+    record: Any,
+    index: int,
+    name: str,
+    stats: IngestStats,
+    seen: Callable[[Hashable], bool],
+    normalize: Callable[[Mapping[str, Any]], ApiCall | None],
+) -> ApiCall | None:
+    """The call of record number ``index`` of source ``name``, decoded in full, by ``normalize``; None: not a
+    data-plane call, a duplicate (``seen``) or a bad record (counted and noted in ``stats``)."""
+    if type(record) is not dict:
+        stats.records_skipped += 1
+        why = record.reason if type(record) is Malformed else "not a JSON object"
+        stats.note(f"{name}: record {index}: {why}")
+        return None
+    try:
+        call = normalize(record)
+    except MalformedRecordError as exc:
+        stats.records_skipped += 1
+        stats.note(f"{name}: record {index}: {exc}")
+        return None
+    except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
+        # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what a key can
+        # hold, nesting too deep): one bad record. Only the type is noted, not the value.
+        stats.records_skipped += 1
+        stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
+        return None
+    if call is None:
+        return None
+    # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event twice,
+    # while records that only share an id (as the AWS documentation samples do) are distinct.
+    if call.event_id and seen((call.event_id, call.operation, call.time)):
+        stats.duplicates_dropped += 1
+        return None
+    if call.management_labelled:
+        stats.note(
+            f"{name}: record {index}: data-plane {call.operation} labelled eventCategory Management "
+            "(analysed as a data event)"
+        )
+    stats.data_events += 1
+    return call
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from auditor.kernel import reader as cloudtrail
 from auditor.kernel.calls import Access, ApiCall
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import Deduper, InputSource, iter_records, read_calls
+from auditor.kernel.runs import Malformed
 from auditor.kernel.stats import IngestStats
 from tests.factories import flat_calls
 
@@ -218,7 +219,7 @@ def test_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     # an over-size record is one skipped record: the records around it are kept
     for chunk_size in (1000, 7, 1 << 20):
         got = read_all(log_file([RECORDS[0], {"a": "x" * 20_000}, RECORDS[1]]), chunk_size)
-        assert got == [RECORDS[0], cloudtrail.Malformed("record too large (over 0 MiB)"), RECORDS[1]]
+        assert got == [RECORDS[0], Malformed("record too large (over 0 MiB)"), RECORDS[1]]
     with pytest.raises(SourceReadError, match="unexpected end of data"):
         read_all(b'{"Records":[{"a":"' + b"x" * 5000, 100)
 
@@ -234,7 +235,7 @@ def test_an_oversized_json_lines_record_is_one_skipped_record(monkeypatch: pytes
     data = _lines_with_an_oversized_one()
     if compress:
         data = gzip.compress(data)
-    too_large = cloudtrail.Malformed("record too large (over 0 MiB)")
+    too_large = Malformed("record too large (over 0 MiB)")
     for chunk_size in (7, 1000, 1 << 20):
         assert read_all(data, chunk_size) == [RECORDS[0], too_large, RECORDS[1], RECORDS[2]]
     # alone, or after a line that is not a record: still one record too large
@@ -471,7 +472,7 @@ def test_undecodable_record_is_one_malformed_record(data: bytes, reason: str) ->
     for chunk_size in (1, 3, inputs.DEFAULT_CHUNK_SIZE):
         got = read_all(b'{"Records":[' + a + b"," + data + b"," + b + b"]}", chunk_size)
         assert len(got) == 3 and got[0] == RECORDS[0] and got[2] == RECORDS[1]
-        assert isinstance(got[1], cloudtrail.Malformed) and reason in got[1].reason
+        assert isinstance(got[1], Malformed) and reason in got[1].reason
 
 
 @pytest.mark.parametrize(
