@@ -2,8 +2,10 @@
 
 The weekly report's announcement comes through the same topic and is posted as a compact summary with a button to
 the report. A message that still cannot be delivered after the notifier's own retries makes the handler raise, so
-Lambda retries it and then parks it in the dead-letter queue: delayed or parked, never dropped. The failure policy
-is in docs/sinks.md.
+Lambda retries it and then parks it in the dead-letter queue: delayed or parked, never dropped. Each post is recorded
+in the state table, so a message Slack accepted already (SNS delivered it twice, Lambda retried it) is not posted
+again, and one that may have been (a stop between Slack's answer and the record) is posted again and counted in
+``RepeatedPublishes``. The failure policy is in docs/sinks.md.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def lambda_handler(sns: SnsModel, run: Invocation) -> dict[str, int]:
     budget = run.time_left() - TIME_RESERVE_SECONDS
     try:
         result = notify(
-            events, secrets_client=runtime.CLIENTS.secretsmanager, settings=run.settings, budget_seconds=budget
+            events,
+            secrets_client=runtime.CLIENTS.secretsmanager,
+            settings=run.settings,
+            budget_seconds=budget,
+            deliveries=run.slack_deliveries(),
         )
     except SlackDeliveryError as exc:
         run.emit(health.slack(exc.result) if exc.result is not None else [])

@@ -32,6 +32,7 @@ from auditor.service.health import NAMESPACE, SERVICE, HealthMetric
 from auditor.sources.audit_clients import AuditClients, build_clients
 from auditor.state.findings_store import FindingsStore
 from auditor.state.fingerprint_store import FingerprintStore
+from auditor.state.slack_deliveries import SlackDeliveries
 from auditor.state.unreadable_store import UnreadableObjectStore
 from auditor.state.window_store import RETRY_CONFIG, SightingStore, WindowStore
 
@@ -178,6 +179,10 @@ class Invocation:
 
     def findings_store(self) -> FindingsStore:
         return FindingsStore(CLIENTS.dynamodb, self.state_table(), retention_days=self.settings.finding_retention_days)
+
+    def slack_deliveries(self) -> SlackDeliveries:
+        """The notifier's delivery record per message (a message is posted to Slack once, or again counted)."""
+        return SlackDeliveries(CLIENTS.dynamodb, self.state_table())
 
     def unreadable_store(self) -> UnreadableObjectStore:
         """The trail objects that could not be read (trail ingest records them, the weekly report lists them)."""

@@ -156,5 +156,7 @@ def stream_batch(result: StreamBatchResult) -> list[HealthMetric]:
 
 
 def slack(result: NotifyResult) -> list[HealthMetric]:
-    """Slack deliveries and failures of one notifier invocation."""
-    return _counts(SlackDelivered=result.delivered, SlackFailures=result.failed)
+    """Slack deliveries and failures of one notifier invocation, and its posts that may repeat an earlier one
+    (``RepeatedPublishes``, only when there are some)."""
+    repeats = _counts(RepeatedPublishes=result.repeated) if result.repeated else []
+    return _counts(SlackDelivered=result.delivered, SlackFailures=result.failed) + repeats

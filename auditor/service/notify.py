@@ -5,7 +5,8 @@ digests (one per evaluation or audit run, kind ``digest``) at ``SlackMinSeverity
 announcements; with ``SlackMessages=finding`` every finding event at ``SlackMinSeverity`` or above instead. This
 module hands the received messages (:class:`auditor.messages.FindingNotification`) to the Slack sink, which renders
 each one (:mod:`auditor.sinks.slack_blocks`: a digest lists only findings at the minimum severity and posts nothing
-when none reaches it) and delivers it with retries (:func:`auditor.sinks.slack.notify_slack`).
+when none reaches it) and delivers it with retries (:func:`auditor.sinks.slack.notify_slack`), recording each post in
+the state table (:mod:`auditor.state.slack_deliveries`) so that a message is posted once, or again counted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
     from auditor.config import Settings
+    from auditor.state.slack_deliveries import DeliveryLog
 
 
 def notify(
@@ -28,6 +30,16 @@ def notify(
     secrets_client: SecretsManagerClient,
     settings: Settings,
     budget_seconds: float | None,
+    deliveries: DeliveryLog | None = None,
 ) -> NotifyResult:
-    """Post every record to Slack; raises :class:`auditor.sinks.slack.SlackDeliveryError` if any was not delivered."""
-    return notify_slack(list(records), secrets_client=secrets_client, settings=settings, budget_seconds=budget_seconds)
+    """Post every record to Slack; raises :class:`auditor.sinks.slack.SlackDeliveryError` if any was not delivered.
+
+    ``deliveries`` (the state table's delivery records) skips a message Slack accepted already and counts a
+    possible repeat."""
+    return notify_slack(
+        list(records),
+        secrets_client=secrets_client,
+        settings=settings,
+        budget_seconds=budget_seconds,
+        deliveries=deliveries,
+    )

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,8 +26,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from auditor.config import Settings
 from auditor.exceptions import AuditorError, ConfigurationError
-from auditor.messages import FindingNotification
+from auditor.messages import AttributeName, FindingNotification
 from auditor.sinks.slack_blocks import build_message, text_only
+from auditor.state.slack_deliveries import Claim, DeliveryLog
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -279,9 +281,20 @@ class NotifyResult:
     #: Delivered from the readable message because ``finding_json`` was missing or invalid.
     from_message: int = 0
     failed: int = 0
+    #: Messages Slack had accepted already (a duplicate SNS delivery, a retry after the ``posted`` mark): not posted.
+    already_posted: int = 0
+    #: Posts of messages an earlier delivery marked ``posting`` and never ``posted``: Slack may have had them.
+    repeated: int = 0
+    #: Posts whose ``posted`` mark could not be written (a later delivery of the message counts a possible repeat).
+    bookkeeping_failed: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        """The counts; the delivery records' counts only when not zero."""
+        counts = asdict(self)
+        return {name: n for name, n in counts.items() if n or name not in _RECORD_COUNTS}
+
+
+_RECORD_COUNTS = frozenset({"already_posted", "repeated", "bookkeeping_failed"})
 
 
 #: Statuses meaning the webhook itself is gone or forbidden (revoked, channel archived): re-read the secret.
@@ -296,11 +309,14 @@ def notify_slack(
     sleep: Callable[[float], None] = time.sleep,
     budget_seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    deliveries: DeliveryLog | None = None,
 ) -> NotifyResult:
     """Render and post every event; raise :class:`SlackDeliveryError` at the end if any could not be delivered.
 
     Every event is attempted even if an earlier one failed; the error raised names how many failed, so the
-    caller (the Lambda) fails and the event is retried, then dead-lettered, never dropped silently.
+    caller (the Lambda) fails and the event is retried, then dead-lettered, never dropped silently. With
+    ``deliveries`` each post is recorded (:mod:`auditor.state.slack_deliveries`): a message Slack accepted already
+    is not posted again, one that may have reached it is posted again and counted in ``repeated``.
     """
     secret_arn = settings.require("slack_secret_arn")
     secret = get_slack_secret(secrets_client, secret_arn)
@@ -314,6 +330,9 @@ def notify_slack(
         )
         if not payload:
             result.skipped += 1
+            continue
+        record = _Record.begin(deliveries, event, result, errors)
+        if record is None:
             continue
         remaining = None if budget_seconds is None else budget_seconds - (clock() - started)
         post = _poster(secret.webhook_url, settings, sleep=sleep, clock=clock, budget_seconds=remaining)
@@ -332,7 +351,9 @@ def notify_slack(
             bound.error("slack_delivery_failed", error=str(exc), status=exc.status, attempts=exc.attempts)
             errors.append(exc)
             result.failed += 1
+            record.refused(exc)
             continue
+        record.posted(result)
         result.delivered += 1
         result.from_message += 0 if structured else 1
     if errors:
@@ -346,6 +367,70 @@ def notify_slack(
             result=result,
         )
     return result
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """One message's delivery record around its post (nothing when the notifier keeps none)."""
+
+    deliveries: DeliveryLog | None
+    key: str
+    token: str
+    log: Any
+
+    @classmethod
+    def begin(
+        cls,
+        deliveries: DeliveryLog | None,
+        event: FindingNotification,
+        result: NotifyResult,
+        errors: list[SlackDeliveryError],
+    ) -> _Record | None:
+        """Mark the message ``posting``; None when it must not be posted now (accepted already, or not marked)."""
+        key = event.attributes.get(AttributeName.EVENT_ID) or event.message_id
+        bound = log.bind(message_id=event.message_id, message_key=key)
+        if deliveries is None:
+            return cls(None, key, "", bound)
+        try:
+            claim, token = deliveries.begin(key, _now())
+        except (ClientError, BotoCoreError) as exc:  # not posted: the message fails, Lambda retries it (delayed)
+            bound.error("slack_delivery_record_failed", error=f"{type(exc).__name__}: {exc}")
+            errors.append(SlackDeliveryError(f"cannot record the delivery: {exc}", status=None, attempts=0,
+                                             retryable=True))  # fmt: skip
+            result.failed += 1
+            return None
+        if claim is Claim.POSTED:
+            bound.info("slack_already_posted")
+            result.already_posted += 1
+            return None
+        if claim is Claim.UNSURE:  # an earlier delivery stopped between its post and the mark, or lost the answer
+            bound.warning("slack_post_may_repeat")
+            result.repeated += 1
+        return cls(deliveries, key, token, bound)
+
+    def posted(self, result: NotifyResult) -> None:
+        """Slack accepted the post: mark it (a failed mark makes a later delivery a counted repeat, never a loss)."""
+        if self.deliveries is None:
+            return
+        try:
+            self.deliveries.posted(self.key, self.token, _now())
+        except (ClientError, BotoCoreError) as exc:
+            result.bookkeeping_failed += 1
+            self.log.warning("slack_posted_mark_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def refused(self, exc: SlackDeliveryError) -> None:
+        """Slack answered with a refusal: nothing was posted, the next delivery is a first post. Without an answer
+        (a timeout, a lost connection) the ``posting`` mark stays: Slack may have accepted it."""
+        if self.deliveries is None or exc.status is None:
+            return
+        try:
+            self.deliveries.refused(self.key, self.token, _now())
+        except (ClientError, BotoCoreError) as error:
+            self.log.warning("slack_refused_mark_failed", error=f"{type(error).__name__}: {error}")
 
 
 def _poster(

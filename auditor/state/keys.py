@@ -2,8 +2,8 @@
 
 The key builders of every item the stores write (window contributions and index, ingest marks, findings and the
 outbox, cursors and the evaluator's seal, late windows, evaluated windows' sightings, item size histories, capture
-plans, the cost ledger, coverage gaps). docs/state-table.md lists the access patterns first, then these keys, and
-why no partition takes every write.
+plans, the cost ledger, coverage gaps, the notifier's Slack delivery records). docs/state-table.md lists the access
+patterns first, then these keys, and why no partition takes every write.
 """
 
 from __future__ import annotations
@@ -126,3 +126,14 @@ def capture_plan_sk(slice_start: int) -> str:
 def ledger_pk(day: date) -> str:
     """Partition of one UTC day of the cost ledger (one item per audited table)."""
     return f"LEDGER#{day.isoformat()}"
+
+
+#: The key prefix of the notifier's delivery records (template.yaml scopes the notifier's role to it).
+SLACK_PREFIX = "SLACK#"
+SLACK_DELIVERY_SK = "DELIVERY"
+
+
+def slack_delivery_pk(message_key: str) -> str:
+    """Partition of the notifier's delivery record of one message (its ``event_id``, else its SNS message id; a long
+    id is hashed)."""
+    return f"{SLACK_PREFIX}{message_key if len(message_key) <= 200 else _digest(message_key, 64)}"

@@ -23,7 +23,7 @@ from auditor.sinks.slack import SlackDeliveryError, forget_slack_secret, get_sla
 from handlers import runtime
 from tests.emf import emitted
 from tests.lambda_context import lambda_context
-from tests.moto_server import client
+from tests.moto_server import client, create_state_table
 from tests.sinks.test_slack_blocks import assert_valid_message
 
 EVENT_FILE = Path(__file__).resolve().parents[2] / "events" / "notifier_sns.json"
@@ -298,8 +298,17 @@ def _sns_event() -> dict[str, Any]:
     return json.loads(EVENT_FILE.read_text())
 
 
+def _another(event: dict[str, Any], n: int = 2) -> dict[str, Any]:
+    """The event as another message (its SNS message id and ``event_id``): a message posted already is not again."""
+    sns = event["Records"][0]["Sns"]
+    sns["MessageId"] = f"{sns['MessageId'][:-2]}{n:02d}"
+    sns["MessageAttributes"]["event_id"]["Value"] += f"-{n}"
+    return event
+
+
 def _configure(monkeypatch: pytest.MonkeyPatch, endpoint: str, url: str, **env: str) -> str:
     arn = _create_secret(endpoint, json.dumps({"webhook_url": url}))
+    monkeypatch.setenv("STATE_TABLE_NAME", create_state_table(client("dynamodb", endpoint)))
     monkeypatch.setenv("SLACK_SECRET_ARN", arn)
     monkeypatch.setenv("SLACK_TIMEOUT_SECONDS", "2")
     monkeypatch.setenv("SLACK_MAX_ATTEMPTS", "2")
@@ -374,7 +383,7 @@ def test_handler_emits_slack_health_metrics(
     lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
     slack.default = Reply(500, b"oops")
     with pytest.raises(SlackDeliveryError):  # the failure is counted before the invocation fails
-        lambda_handler(_sns_event(), lambda_context("notifier", remaining_ms=60_000))
+        lambda_handler(_another(_sns_event()), lambda_context("notifier", remaining_ms=60_000))
     assert emitted(capsys.readouterr().out) == [
         {"SlackDelivered": 1, "SlackFailures": 0},
         {"SlackDelivered": 0, "SlackFailures": 1},

@@ -225,12 +225,15 @@ WEEKLY_REPORT_DDB_TABLE = frozenset(
         "dynamodb:Query",  # LedgerStore.entries (the week's LEDGER#{day}), CaptureStore.any_plan
     }
 )
+#: The notifier's delivery records (SlackDeliveries.begin: conditional PutItem; posted, refused: UpdateItem), only
+#: its own items (dynamodb:LeadingKeys SLACK#*).
+NOTIFIER_DDB = frozenset({"dynamodb:PutItem", "dynamodb:UpdateItem"})
 NOTIFIER_OWN = frozenset(
     {
         "secretsmanager:GetSecretValue",  # slack.get_slack_secret
         "sqs:SendMessage",  # Lambda parks undeliverable events in its DLQ, a KMS queue (Decrypt, GenerateDataKey)
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
+        *NOTIFIER_DDB,
+        *KMS_THROUGH_SERVICES,  # the DLQ and the state table
     }
 )
 
@@ -279,8 +282,8 @@ NEEDS: dict[str, Needs] = {
     ),
     "NotifierFunction": Needs(
         actions=LOGS | XRAY | NOTIFIER_OWN,
-        dynamodb={},
-        kms_via=frozenset({"sqs"}),
+        dynamodb={"table": NOTIFIER_DDB},
+        kms_via=frozenset({"sqs", "dynamodb"}),
     ),
     "SecurityHubFunction": Needs(
         actions=LOGS | XRAY | SECURITY_HUB_OWN,
@@ -618,6 +621,14 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
         assert unscoped == needs.unscoped | (org_audit_actions(stack, name) - {"sts:AssumeRole"}), name
         assert audited == needs.audited, name
         assert streams == needs.streams, name
+
+
+def test_the_notifier_writes_only_its_own_delivery_records(stack: dict[str, Any]) -> None:
+    """The notifier's state-table grant is scoped to the partition keys of its delivery records (``SLACK#...``)."""
+    props = function_props(stack, "NotifierFunction")
+    [grant] = [s for s in role_statements(stack, role_name(props)) if str(s["Action"]).startswith("['dynamodb:")]
+    assert set(grant["Action"]) == NOTIFIER_DDB and grant["Resource"] == STATE_TABLE_ARN, grant
+    assert grant["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{keys.SLACK_PREFIX}*"]}}
 
 
 def _state_table_target(resource: Any) -> str | None:
