@@ -39,6 +39,7 @@ from auditor.report.contents import (
 )
 from auditor.report.figures import monthly_savings
 from auditor.report.inputs import CapacitySeries, FindingInput, ThrottleCount, parse_finding
+from auditor.review.weekly import ProposalRow, proposal_rows
 
 
 def docs_url(kind: FindingKind) -> str:
@@ -145,6 +146,8 @@ class WeeklyReport(FrozenModel):
     #: Nearest limits first (from the open findings that measured a headroom); see
     #: :func:`auditor.report.sections.what_if`.
     what_if: list[WhatIfRow] = Field(default_factory=list)
+    #: How the data model should change, from the open findings (:func:`auditor.review.weekly.proposal_rows`).
+    model_review: list[ProposalRow] = Field(default_factory=list)
     #: The service's cost ledger for the week: the auditor's cost next to the audited DynamoDB cost, per table and in
     #: total (:func:`auditor.cost.ledger.week_ledger`); None when no ledger was kept.
     ledger: LedgerSummary | None = None
@@ -366,6 +369,7 @@ def build_report_from_findings(
         findings_outside_week=len(parsed) - len(in_week),
         stored_without_totals=sum(1 for rf in report_findings if rf.finding.id in stored_without_totals),
         what_if=sections.what_if(report_findings),
+        model_review=proposal_rows([rf.finding for rf in report_findings if rf.is_open], patterns),
         ledger=ledger,
         sampled_findings=sum(
             1 for rf in report_findings if rf.finding.totals is not None and rf.finding.totals.margin is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from auditor.kernel.aggregates.keys import encode_key
@@ -201,7 +202,7 @@ def split_item(data: ReviewInput) -> list[Proposal]:
             continue
         seen.add(tk)
         span = data.span(tk)
-        writes = _item_writes(span, ev) if span is not None else 0.0
+        writes = _item_writes(span, ev) if span is not None else _reported_writes(f)
         price = data.pricing(f.get("region"))
         attribute = ev.get("growth_attribute") or "the growing list or map"
         out.append(
@@ -241,6 +242,22 @@ def _item_writes(span: TableWindow, ev: Mapping[str, Any]) -> float:
     attr, value = next(iter(key.items()))
     counted = span.hot_writes.counts.get(encode_key(str(attr), value), 0)
     return rate(max(counted, _num(ev, "count")), span.observed_seconds)
+
+
+def _reported_writes(f: Mapping[str, Any]) -> float:
+    """Writes per second of the large item as its finding reports them, without the trail: the writes refused over
+    the window (item_size_exceeded), the writes CloudWatch counted over the finding's period (large_item), or the
+    stream samples of the item over their days (item_growth)."""
+    ev = f.get("evidence") or {}
+    if f.get("kind") == "item_size_exceeded":
+        return rate(_num(ev, "count"), _num(ev, "window_seconds"))
+    if f.get("kind") == "item_growth":
+        return rate(_num(ev, "samples"), _num(ev, "span_days") * 86_400)
+    try:
+        seconds = datetime.fromisoformat(str(f["last_seen"])) - datetime.fromisoformat(str(f["first_seen"]))
+    except (KeyError, ValueError):
+        return 0.0
+    return rate(_num(ev, "writes"), seconds.total_seconds())
 
 
 def drop_index(data: ReviewInput) -> list[Proposal]:

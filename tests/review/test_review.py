@@ -136,3 +136,23 @@ def test_a_status_or_flag_attribute_is_flagged_as_few_valued_for_an_index() -> N
         "expired",
         "isActive",
     ]
+
+
+def test_the_weekly_report_rows_come_from_findings_alone() -> None:
+    from datetime import UTC, datetime
+
+    from auditor.models.finding import Finding
+    from auditor.review.weekly import proposal_rows
+
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    base = {
+        "severity": "critical",
+        "title": "t",
+        "summary": "s",
+        "recommendation": "r",
+        "first_seen": at,
+        "last_seen": at,
+    }
+    hot = Finding.model_validate({**_hot_key(0.0, 2500.0), **base})
+    (row,) = proposal_rows([hot])
+    assert (row.kind, row.table, row.headroom_before, row.headroom_after) == ("shard_partition_key", "Events", 0.4, 2.0)
