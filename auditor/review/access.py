@@ -87,7 +87,7 @@ def _gsi(
     )
     name = f"By{attr[:1].upper()}{attr[1:]}"
     assumptions = [
-        f"each Scan becomes one Query of {name} reading one item (a selective equality on {attr})",
+        f"each full scan becomes one Query of {name} reading one item (a selective equality on {attr})",
         f"every table write ({writes:.2f}/s) writes {attr} and so the index (index write amplification)",
     ]
     if storage is None:
@@ -218,7 +218,7 @@ def composite_sort_key(data: ReviewInput) -> list[Proposal]:
                 confidence="medium",
                 assumptions=[
                     f"each Query reads {per_query} items and its filter keeps {kept} (CloudTrail logs neither "
-                    "ScannedCount nor Count: set assumed_items_per_query and assumed_filter_keeps)",
+                    "ScannedCount nor Count: the saving scales with what the filter really discards)",
                     *size_assumption(size, source),
                 ],
                 before=Effect(reads=price.monthly(q * read_units(per_query * size), 0.0)),

@@ -120,7 +120,8 @@ def render_review(
     saving = sum(p.before.monthly - p.after.monthly for p in proposals)
     if not proposals:
         return "No proposals: no access pattern in this input repeats in a way the model should change.\n"
-    head = f"{len(proposals)} proposals, monthly saving {_money(saving)} (on-demand prices)"
+    change = f"monthly saving {_money(saving)}" if saving >= 0 else f"monthly cost rises {_money(-saving)}"
+    head = f"{len(proposals)} proposals, {change} (on-demand prices)"
     rows = [_row(p, esc) for p in proposals]
     out: list[str] = []
     if md:
@@ -137,7 +138,7 @@ def render_review(
         out += ["\n".join(_details(p, esc, "  ")), ""]
     if replayed is not None:
         out += [
-            "Replay (1x and 2x the average load, and the observed peak):",
+            "Replay (1x and 2x the average load, and the observed peak; each cost is a month at that load):",
             render_columns(_replay_rows(replayed), _REPLAY_HEADER),
         ]
         if whatif:

@@ -46,7 +46,7 @@ def test_json_has_every_planted_kind_priced_and_nothing_on_healthy_tables(
 def test_table_and_markdown(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     trail, _ = files
     table = _run(capsys, str(trail))
-    assert "proposals, monthly saving" in table and "add_gsi" in table and "assumes:" in table
+    assert "proposals, monthly " in table and "add_gsi" in table and "assumes:" in table
     markdown = _run(capsys, str(trail), "--format", "markdown", "--replay")
     assert markdown.startswith("## Model review") and "### Replay" in markdown
 
