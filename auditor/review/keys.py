@@ -108,7 +108,7 @@ def _shard(
             "peak_units_per_shard": {"read": round(r / shards, 1), "write": round(w / shards, 1)},
         },
         patterns=[f"{attr}={value}"],
-        principals=[],
+        principals=data.signals.key_principals(_where(f), key) if value != "(all)" else [],
         confidence="high" if h < 1 else "medium",
         assumptions=[
             f"shards sized for {1 / target:.0f}x headroom at the observed peak ({r:.0f} RCU/s, {w:.0f} WCU/s)",
@@ -159,7 +159,7 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
                     "peak_reads_reaching_the_table": round(r * miss, 1),
                 },
                 patterns=[f"{attr}={value}"],
-                principals=[],
+                principals=data.signals.key_principals(_where(f), key),
                 confidence="medium",
                 assumptions=[
                     f"{cfg.hot_key.cache_hit_ratio:.0%} of the key's reads hit the cache (eventually consistent "

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from auditor.exceptions import SourceReadError
-from auditor.kernel.aggregates.keys import partition_attr
+from auditor.kernel.aggregates.keys import encode_key, partition_attr
+from auditor.kernel.aggregates.sketch import HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.normalize import normalize_record
@@ -30,6 +31,8 @@ BURST_SECONDS: Final = 2
 MAX_OPEN_BUCKETS: Final = 50_000
 #: Distinct items remembered per burst bucket (enough to tell a burst of distinct items from one item re-read).
 MAX_BUCKET_ITEMS: Final = 64
+#: Single-item calls whose key names the partition the caller reads or writes.
+_KEYED: Final = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"})
 #: Rows kept per summary map; more are not counted (bounded memory whatever the traffic).
 MAX_ROWS: Final = 2_000
 
@@ -142,6 +145,8 @@ class ReviewSignals:
     queries: dict[tuple[TableKey, str, str], QueryFilters] = field(default_factory=dict)
     scans: dict[tuple[TableKey, str, str], ScanFilters] = field(default_factory=dict)
     gets: dict[tuple[TableKey, str, str], GetBursts] = field(default_factory=dict)
+    #: Per table, heavy hitters of (partition key, principal): who reads and writes its busiest keys.
+    callers: dict[TableKey, HeavyHitters] = field(default_factory=dict)
     _open: dict[tuple[TableKey, str, str, str, int], set[str]] = field(default_factory=dict)
     _latest: int = 0
 
@@ -153,6 +158,14 @@ class ReviewSignals:
         params = params if isinstance(params, Mapping) else {}
         tk: TableKey = (call.account, call.region, call.items[0].table)
         principal = call.principal or "(unknown)"
+        item = call.items[0]
+        if call.operation in _KEYED and item.key and not item.index and len(call.items) == 1:
+            attr = partition_attr(item.key, None)
+            callers = self.callers.get(tk)
+            if callers is None and len(self.callers) < MAX_ROWS:
+                callers = self.callers[tk] = HeavyHitters(1024)
+            if callers is not None:
+                callers.add(f"{encode_key(attr, item.key[attr])}\x1e{principal}")
         if call.operation == "Query":
             self._query(tk, principal, call, params)
         elif call.operation == "Scan":
@@ -171,6 +184,16 @@ class ReviewSignals:
                 _count(row.equal, {*statement.redacted_equalities, *statement.key_equalities, *statement.constrained})
         elif call.operation in ("GetItem", "BatchGetItem"):
             self._gets(call, principal)
+
+    def key_principals(self, tk: TableKey, key: Mapping[str, Any], most: int = 3) -> list[str]:
+        """The principals that called one partition key of a table most (at most ``most``), busiest first."""
+        callers = self.callers.get(tk)
+        if callers is None or not key:
+            return []
+        attr, value = next(iter(key.items()))
+        prefix = encode_key(str(attr), value) + "\x1e"
+        found = sorted((-n, k[len(prefix) :]) for k, n in callers.counts.items() if k.startswith(prefix))
+        return [principal for _, principal in found[:most]]
 
     def _query(self, tk: TableKey, principal: str, call: ApiCall, params: Mapping[str, Any]) -> None:
         item = call.items[0]

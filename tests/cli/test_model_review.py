@@ -37,6 +37,8 @@ def test_json_has_every_planted_kind_priced_and_nothing_on_healthy_tables(
         priced = p["before"]["monthly_cost"] != p["after"]["monthly_cost"]
         assert priced or p["before"]["headroom"] is not None, p
         assert p["id"].startswith("rv-") and p["confidence"] in ("high", "medium") and p["assumptions"]
+    sharded = next(p for p in doc["proposals"] if p["kind"] == "shard_partition_key")
+    assert sharded["principals"] == ["arn:aws:iam::111122223333:role/events-ingest"]
     shard = next(r for r in doc["replay"] if r["kind"] == "shard_partition_key" and r["level"] == "peak")
     assert shard["throttles_before"] and not shard["throttles_after"] and shard["headroom_after"] > 1
     events = next(w for w in doc["what_if"] if w["table"] == "Events")

@@ -75,3 +75,20 @@ def test_a_full_scan_select_counts_its_redacted_equalities_as_its_filter() -> No
     _observe(signals, [record])
     ((_, principal, op), row), *_ = signals.scans.items()
     assert (principal, op, row.pages, row.equal) == (API, "ExecuteStatement", 1, {"email": 1})
+
+
+def test_the_callers_of_a_busy_key_are_kept_busiest_first() -> None:
+    g = Gen(6)
+    other = "arn:aws:iam::111122223333:role/other"
+    records = [
+        g.record("PutItem", "Events", i / 10, {"key": {"day": "D1", "id": str(i)}}, principal=API) for i in range(30)
+    ]
+    records += [
+        g.record("GetItem", "Events", i / 10, {"key": {"day": "D1", "id": "1"}}, principal=other) for i in range(5)
+    ]
+    records += [g.record("GetItem", "Events", 1.0, {"key": {"day": "D2", "id": "1"}}, principal=other)]
+    signals = ReviewSignals()
+    _observe(signals, records)
+    tk = ("111122223333", "us-east-1", "Events")
+    assert signals.key_principals(tk, {"day": "D1"}) == [API, other]
+    assert signals.key_principals(tk, {"day": "D3"}) == []
