@@ -92,3 +92,15 @@ def test_the_callers_of_a_busy_key_are_kept_busiest_first() -> None:
     tk = ("111122223333", "us-east-1", "Events")
     assert signals.key_principals(tk, {"day": "D1"}) == [API, other]
     assert signals.key_principals(tk, {"day": "D3"}) == []
+
+
+def test_single_key_batch_gets_of_one_partition_make_a_burst_too() -> None:
+    g = Gen(7)
+    records = []
+    for i in range(6):
+        params = {"requestItems": {"Orders": {"keys": [{"customerId": "C#1", "orderId": f"O#{i}"}]}}}
+        records.append(g.record("BatchGetItem", "Orders", i * 0.1, params, principal=API))
+    signals = ReviewSignals()
+    _observe(signals, records)
+    ((_, _, template), row), *_ = signals.gets.items()
+    assert (template, row.gets, row.bursts) == ("customerId=C#{n}, orderId=O#{n}", 6, 1)
