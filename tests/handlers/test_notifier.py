@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import structlog
+from botocore.exceptions import ClientError
 from structlog.testing import capture_logs
 
 from auditor.config import Settings, get_settings
@@ -20,6 +21,7 @@ from auditor.exceptions import ConfigurationError
 from auditor.messages import FindingNotification
 from auditor.redact import redact_value
 from auditor.sinks.slack import SlackDeliveryError, forget_slack_secret, get_slack_secret, notify_slack, post_webhook
+from auditor.state.slack_deliveries import SlackDeliveries
 from handlers import runtime
 from tests.emf import emitted
 from tests.lambda_context import lambda_context
@@ -476,3 +478,132 @@ def test_worsened_event_from_the_sns_publisher(aws_reset: str, slack: SlackStub,
     assert payload["blocks"][0]["text"]["text"].startswith(":red_circle: Worsened: Hot partition key")
     assert "*Severity*\nhigh → critical" in [f["text"] for f in payload["blocks"][1]["fields"]]
     assert b"CUSTOMER#42" not in slack.posts[0].body
+
+
+# ----------------------------------------------------------------------------- the delivery records (state table)
+
+
+class _Stop(BaseException):  # Lambda stopping the invocation at its timeout: no ``except Exception`` sees it
+    """The invocation stopped here."""
+
+
+def _invoke(event: dict[str, Any] | None = None) -> dict[str, int]:
+    from handlers.notifier import lambda_handler
+
+    return lambda_handler(event or _sns_event(), lambda_context("notifier", remaining_ms=60_000))
+
+
+def _throttled(operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, operation)
+
+
+def test_a_duplicate_sns_delivery_is_posted_once(
+    aws_reset: str, slack: SlackStub, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+    capsys.readouterr()
+    assert _invoke()["delivered"] == 1
+    again = _invoke()  # SNS delivers the message again (or Lambda retries it after the record)
+    assert again["delivered"] == 0 and again["already_posted"] == 1 and "repeated" not in again
+    assert len(slack.posts) == 1
+    assert emitted(capsys.readouterr().out) == [
+        {"SlackDelivered": 1, "SlackFailures": 0},
+        {"SlackDelivered": 0, "SlackFailures": 0},
+    ]
+
+
+def test_a_stop_between_the_post_and_its_record_posts_again_counted(
+    aws_reset: str, slack: SlackStub, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+
+    def stop(*_a: Any, **_k: Any) -> None:
+        raise _Stop
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SlackDeliveries, "posted", stop)
+        with pytest.raises(_Stop):
+            _invoke()
+    capsys.readouterr()
+    result = _invoke()  # Lambda's retry: the record says "posting", Slack may have the message
+    assert result["delivered"] == 1 and result["repeated"] == 1
+    assert len(slack.posts) == 2 and slack.posts[0].body == slack.posts[1].body
+    assert emitted(capsys.readouterr().out) == [{"SlackDelivered": 1, "SlackFailures": 0, "RepeatedPublishes": 1}]
+    assert _invoke()["already_posted"] == 1 and len(slack.posts) == 2  # recorded now
+
+
+def test_a_stop_after_the_record_posts_nothing_more(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+    real = SlackDeliveries.posted
+
+    def record_then_stop(self: SlackDeliveries, *args: Any) -> None:
+        real(self, *args)
+        raise _Stop
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SlackDeliveries, "posted", record_then_stop)
+        with pytest.raises(_Stop):
+            _invoke()
+    result = _invoke()
+    assert result["delivered"] == 0 and result["already_posted"] == 1 and len(slack.posts) == 1
+
+
+def test_a_failed_posted_mark_keeps_the_post_and_a_later_delivery_counts(
+    aws_reset: str, slack: SlackStub, monkeypatch
+) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+
+    def throttled(*_a: Any, **_k: Any) -> None:
+        raise _throttled("UpdateItem")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SlackDeliveries, "posted", throttled)
+        first = _invoke()  # delivered: the invocation succeeds, nothing is retried
+    assert first["delivered"] == 1 and first["bookkeeping_failed"] == 1 and len(slack.posts) == 1
+    again = _invoke()  # a duplicate delivery of it: a possible repeat, counted, never a loss
+    assert again["delivered"] == 1 and again["repeated"] == 1 and len(slack.posts) == 2
+
+
+def test_a_failed_delivery_record_fails_the_message_unposted(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+
+    def throttled(*_a: Any, **_k: Any) -> None:
+        raise _throttled("PutItem")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SlackDeliveries, "begin", throttled)
+        with pytest.raises(SlackDeliveryError, match="cannot record the delivery"):
+            _invoke()  # Lambda retries it: delayed, never lost
+    assert slack.posts == []
+    result = _invoke()
+    assert result["delivered"] == 1 and "repeated" not in result and len(slack.posts) == 1
+
+
+def test_a_refused_post_is_a_first_post_on_the_retry(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
+    _configure(monkeypatch, aws_reset, slack.url)
+    slack.script = [Reply(404, b"no_service")]
+    with pytest.raises(SlackDeliveryError):
+        _invoke()
+    result = _invoke()
+    assert result["delivered"] == 1 and "repeated" not in result and len(slack.posts) == 2
+
+
+def test_a_post_without_an_answer_keeps_its_mark(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
+    """A timeout may hide an accepted post: the retry posts again, counted."""
+    _configure(monkeypatch, aws_reset, slack.url, SLACK_MAX_ATTEMPTS="1", SLACK_TIMEOUT_SECONDS="0.3")
+    slack.script = [Reply(200, delay=2.0)]
+    with pytest.raises(SlackDeliveryError):
+        _invoke()
+    result = _invoke()
+    assert result["delivered"] == 1 and result["repeated"] == 1 and len(slack.posts) == 2
+
+
+def test_the_record_is_keyed_on_the_event_id(aws_reset: str, slack: SlackStub, monkeypatch) -> None:
+    """A message the evaluator published again (the same ``event_id``, a new SNS message id) is posted once."""
+    _configure(monkeypatch, aws_reset, slack.url)
+    _invoke()
+    event = _sns_event()
+    event["Records"][0]["Sns"]["MessageId"] = "another-sns-message-id"
+    assert _invoke(event)["already_posted"] == 1
+    del event["Records"][0]["Sns"]["MessageAttributes"]["event_id"]  # no event_id: the SNS message id
+    assert _invoke(event)["delivered"] == 1 and len(slack.posts) == 2
