@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.workloads import ACCOUNT, ITEM_SIZE_MESSAGE, Gen
+from benchmarks.workloads import ACCOUNT, ITEM_SIZE_MESSAGE, PTE, PTE_MESSAGE, Gen
 
 USERS_API = f"arn:aws:iam::{ACCOUNT}:role/users-api"
 ORDERS_API = f"arn:aws:iam::{ACCOUNT}:role/orders-api"
@@ -40,6 +40,7 @@ EXPECTED: frozenset[tuple[str, str]] = frozenset(
         ("add_gsi", "Accounts"),
         ("query_instead_of_gets", "Orders"),
         ("shard_partition_key", "Events"),
+        ("shard_partition_key", "Wallets"),
         ("composite_sort_key", "Tickets"),
         ("split_item", "Carts"),
         ("cache_reads", "Products"),
@@ -47,7 +48,7 @@ EXPECTED: frozenset[tuple[str, str]] = frozenset(
     }
 )
 #: Tables with traffic close to each kind's thresholds, healthy: no proposal at all.
-HEALTHY: frozenset[str] = frozenset({"Sessions", "Catalog", "Reports", "Profiles", "Feed", "Ledger"})
+HEALTHY: frozenset[str] = frozenset({"Sessions", "Catalog", "Reports", "Profiles", "Feed", "Ledger", "Scores"})
 
 #: The ``ddb-audit audit`` JSON the review reads with ``--audit`` (findings in their detectors' evidence shapes).
 AUDIT: dict[str, Any] = {
@@ -118,6 +119,16 @@ def build(scale: float = 1.0, seed: int = 11) -> list[dict[str, Any]]:
         rec("PutItem", "Events", t, {"key": {"day": "2026-12-03", "eventId": f"E#{t:.5f}"}}, INGEST)
     for t in g.spread(0, span, int(2 * span)):
         rec("PutItem", "Events", t, {"key": {"day": "2026-12-02", "eventId": f"E#{t:.5f}"}}, INGEST)
+    # shard_partition_key, throttled: a provisioned table's key at 300 writes a second (3.3x headroom on paper) whose
+    # writes are throttled with the provisioned-table message (DynamoDB API Reference, common errors): its partition
+    # served less than the documented 1,000 units.
+    burst = 20 * min(1.0, scale * 2)
+    for t in g.spread(300, burst, int(300 * burst)):
+        rec("PutItem", "Wallets", t, {"key": {"walletId": "WALLET#whale", "at": f"{t:.4f}"}}, INGEST)
+    for t in g.spread(300, burst, 40):
+        rec("PutItem", "Wallets", t, {"key": {"walletId": "WALLET#whale"}}, INGEST, error=(PTE, PTE_MESSAGE))
+    for t in g.spread(0, span, int(span)):
+        rec("PutItem", "Wallets", t, {"key": {"walletId": f"WALLET#{g.rng.randrange(10**5)}"}}, INGEST)
     # composite_sort_key: each tenant's tickets queried with a filter on status, every time.
     for t in g.spread(0, span, int(1 * span)):
         query = {
@@ -167,6 +178,10 @@ def _healthy(g: Gen, rec: Any, span: float) -> None:
     for t0 in g.spread(0, span, int(span / 2)):  # the same item re-read in bursts: a retry loop, not an N+1 read
         for t in g.spread(t0, 0.9, 8):
             rec("GetItem", "Feed", t, {"key": {"feedId": "F#1", "postId": "P#1"}}, CATALOG)
+    for t in g.spread(400, 20 * min(1.0, span / 300), int(300 * 20 * min(1.0, span / 300))):  # hot on paper only
+        rec("PutItem", "Scores", t, {"key": {"game": "G#1", "at": f"{t:.4f}"}}, INGEST)
+    for t in g.spread(0, span, int(span)):
+        rec("PutItem", "Scores", t, {"key": {"game": f"G#{g.rng.randrange(10**4)}", "at": f"{t:.4f}"}}, INGEST)
     for t in g.spread(0, span, int(300 * span / 10)):  # busy but spread: 300 writes/s over many accounts
         rec("PutItem", "Ledger", t, {"key": {"accountId": f"A#{g.rng.randrange(10**4)}", "at": f"{t:.4f}"}}, INGEST)
 

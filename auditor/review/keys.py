@@ -65,9 +65,13 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
             continue
         r, w = _num(ev, "peak_read_units_per_second"), _num(ev, "peak_write_units_per_second")
         h = partition_headroom(r, w, limits)
-        if h is None or h >= 1 / target:
+        throttled = _num(ev, "throttled_calls") >= data.config.hot_key.min_throttled
+        if h is None or (h >= 1 / target and not throttled):
             continue
-        out.append(_shard(data, f, r, w, h, dict(ev["key"]), limits))
+        # A key throttled at its peak had no headroom left there, whatever the documented limit says (a provisioned
+        # table's capacity is shared by its partitions): its headroom is taken as at most 1.
+        seen = min(h, 1.0) if throttled else h
+        out.append(_shard(data, f, r, w, seen, dict(ev["key"]), limits, seen / h))
     sharded = {(p.account, p.region, p.table, p.index) for p in out}
     for f in data.of_kind("low_cardinality_key"):
         ev = f.get("evidence") or {}
@@ -83,7 +87,14 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
 
 
 def _shard(
-    data: ReviewInput, f: Mapping[str, Any], r: float, w: float, h: float, key: dict[str, Any], limits: WhatIfConfig
+    data: ReviewInput,
+    f: Mapping[str, Any],
+    r: float,
+    w: float,
+    h: float,
+    key: dict[str, Any],
+    limits: WhatIfConfig,
+    scale: float = 1.0,
 ) -> Proposal:
     target = data.config.hot_key.shard_utilisation
     shards = max(2, math.ceil(1 / (h * target)))
@@ -92,7 +103,7 @@ def _shard(
     price = data.pricing(f.get("region"))
     reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")
     ru, wu = _num(ev, "read_units_per_read", 1.0), _num(ev, "write_units_per_write", 1.0)
-    after_h = partition_headroom(r / shards, w / shards, limits)
+    after_h = (partition_headroom(r / shards, w / shards, limits) or 0.0) * scale
     title = f"{f['table']}: write {attr}={value} across {shards} shards ({attr}#0..{shards - 1})"
     return Proposal(
         kind="shard_partition_key",
@@ -109,11 +120,19 @@ def _shard(
         },
         patterns=[f"{attr}={value}"],
         principals=data.signals.key_principals(_where(f), key) if value != "(all)" else [],
-        confidence="high" if h < 1 else "medium",
+        confidence="high" if h <= 1 else "medium",
         assumptions=[
             f"shards sized for {1 / target:.0f}x headroom at the observed peak ({r:.0f} RCU/s, {w:.0f} WCU/s)",
             "the suffix spreads writes evenly (a computed suffix; a random one makes every read fan out)",
             f"each read of the whole key fans out to {shards} Queries of at least one read unit each",
+            *(
+                [
+                    f"the key throttled ({_num(ev, 'throttled_calls'):.0f} calls) below the documented partition "
+                    "limit: its partition served at most the observed peak (headroom 1.0 there)"
+                ]
+                if scale < 1
+                else []
+            ),
         ],
         before=Effect(reads=price.monthly(reads * ru, 0.0), writes=price.monthly(0.0, writes * wu), headroom=h),
         after=Effect(
@@ -121,6 +140,7 @@ def _shard(
             writes=price.monthly(0.0, writes * wu),
             headroom=after_h,
         ),
+        capacity_scale=scale,
         findings=[str(f.get("id"))],
         evidence={"peak_read_units_per_second": r, "peak_write_units_per_second": w},
         peak=(r, w),

@@ -68,6 +68,8 @@ class HotKeyRule(FrozenModel):
     cache_read_share: float = Field(default=0.8, gt=0, le=1)
     cache_peak_reads: float = Field(default=100.0, gt=0)
     cache_hit_ratio: float = Field(default=0.9, gt=0, lt=1)
+    #: Throttled calls that make a hot key with headroom left on paper a sharding case (it throttled at its peak).
+    min_throttled: int = Field(default=10, ge=1)
 
 
 class ItemRule(FrozenModel):
@@ -182,6 +184,8 @@ class Proposal:
     average: tuple[float, float] | None = None
     #: The table's partition key the change spreads (shards) or relieves (cache), for the what-if replay.
     key: dict[str, Any] | None = None
+    #: The partition's capacity as observed over the documented one (below 1: the key throttled before the limit).
+    capacity_scale: float = 1.0
 
     @property
     def account(self) -> str | None:

@@ -58,6 +58,10 @@ class ReplayRow:
         }
 
 
+def _scaled(headroom: float | None, scale: float) -> float | None:
+    return headroom * scale if headroom is not None else None
+
+
 def _round(value: float | None) -> float | None:
     return round(value, 2) if value is not None else None
 
@@ -75,8 +79,10 @@ def replay(proposals: Sequence[Proposal], limits: WhatIfConfig | None = None) ->
             before = after = None
             if p.peak is not None and p.peak_after is not None:
                 scale = multiple / peak_multiple
-                before = partition_headroom(p.peak[0] * scale, p.peak[1] * scale, limits)
-                after = partition_headroom(p.peak_after[0] * scale, p.peak_after[1] * scale, limits)
+                before = _scaled(partition_headroom(p.peak[0] * scale, p.peak[1] * scale, limits), p.capacity_scale)
+                after = _scaled(
+                    partition_headroom(p.peak_after[0] * scale, p.peak_after[1] * scale, limits), p.capacity_scale
+                )
             fixed_after = p.after.storage + p.after.extra
             fixed_before = p.before.storage + p.before.extra
             rows.append(

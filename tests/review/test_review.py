@@ -156,3 +156,15 @@ def test_the_weekly_report_rows_come_from_findings_alone() -> None:
     hot = Finding.model_validate({**_hot_key(0.0, 2500.0), **base})
     (row,) = proposal_rows([hot])
     assert (row.kind, row.table, row.headroom_before, row.headroom_after) == ("shard_partition_key", "Events", 0.4, 2.0)
+
+
+def test_a_hot_key_that_throttled_is_sharded_even_with_headroom_on_paper() -> None:
+    throttled = _hot_key(0.0, 300.0)
+    throttled["evidence"]["throttled_calls"] = 40
+    (p,) = review(_input(throttled))
+    assert (p.kind, p.change["shards"], p.before.headroom, p.after.headroom) == ("shard_partition_key", 2, 1.0, 2.0)
+    assert "throttled (40 calls)" in p.assumptions[-1]
+    peak = next(r for r in replay([p]) if r.level == "peak")
+    assert peak.headroom_before == 1.0 and peak.headroom_after == 2.0
+    throttled["evidence"]["throttled_calls"] = 3  # a few throttles: not a repeating pattern
+    assert review(_input(throttled)) == []
