@@ -20,10 +20,13 @@ Three strategies, side by side in one run:
   CloudWatch publishes a minute about 2 minutes late, so the planner sees the minute ending 2 minutes before the
   slice starts).
 
-For each it prints the auditor's monthly cost (CloudTrail data events counted from the traffic model; Lambda,
-state table, CloudWatch reads, S3 from the per-run and per-event estimates of
-:data:`auditor.cost.cost_model.FIXED_MODEL`, the same the controller's budget uses), the audited
-DynamoDB bill (:func:`auditor.cost.cost_model.dynamodb_spend`), the ratio, and the recall of the planted problems.
+For each it prints every line of the auditor's monthly bill (:func:`auditor.cost.cost_model.month_lines`, the model
+the ledger and the weekly report render: data events counted from the traffic model, every page of a Scan or SELECT
+one event; the stack's fixed lines from :data:`auditor.cost.cost_model.FIXED_MODEL`; the governor runs the stack its
+budget affords, :func:`auditor.cost.plan.stack_for_budget`), the audited DynamoDB bill (the scans' reads included),
+the ratio, and the recall of the planted problems; then the adversarial groups (:mod:`benchmarks.cost_adversarial`),
+recall per group for the governor and for full capture. ``--line``, ``--cooldown-slices`` and ``--poll-every`` tune
+the governor (the trigger as a fraction of a partition, the probe cooldown, the busy tables' reading interval).
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
 normalised calls, aggregated by :class:`auditor.kernel.aggregates.window.TableWindow` and passed to the real detectors
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
@@ -40,8 +43,8 @@ CloudTrail one. A cause counts as found when a throttling finding on the table n
 named (hot-partition episodes) when a CloudTrail throttling finding lists it. CloudWatch does not depend on the
 capture, so the cause recall is the same for every strategy; naming the key does.
 
-The last line reads ``governor ratio=<float> hot_key_recall=<float> scan_recall=<float>`` (the line before it
-adds the throttling recalls).
+The last line reads ``governor ratio=<float> hot_key_recall=<float> scan_recall=<float> adversarial_recall=<float>``
+(the adversarial recall over every key of the four groups; an earlier line gives the throttling recalls).
 It exits 0 whatever the numbers: it reports, it does not gate.
 """
 
@@ -345,8 +348,10 @@ class GovernorRun:
     notes: list[str] = field(default_factory=list)
 
 
-def run_governor(acct: Account, bill_per_table: list[float], budget_percent: float) -> GovernorRun:
-    cfg = PlannerConfig(budget_percent=budget_percent, slice_seconds=SLICE)
+def run_governor(
+    acct: Account, bill_per_table: list[float], budget_percent: float, tuning: dict[str, Any] | None = None
+) -> GovernorRun:
+    cfg = PlannerConfig(budget_percent=budget_percent, slice_seconds=SLICE, **(tuning or {}))
     rare_rate = {j.table: 0.0 for j in acct.scans}
     for j in acct.scans:
         rare_rate[j.table] += len(j.minutes) / SECONDS_PER_MONTH
@@ -686,6 +691,34 @@ class Result:
     lines: list[BillLine] = field(default_factory=list)
 
 
+def capture_of(gov: GovernorRun, no_capture: list[dict[str, Any]]) -> Capture:
+    """The trail's selectors at each minute under the governor's plans."""
+
+    def capture(i: int, minute: int) -> list[dict[str, Any]]:
+        probe = gov.probe_selectors.get(minute)
+        return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
+
+    return capture
+
+
+def adversarial(
+    acct: Account, groups: Any, gov: GovernorRun, full: Capture, seed: int, budget: float, tuning: dict[str, Any]
+) -> float:
+    """Recall per adversarial group (:mod:`benchmarks.cost_adversarial`), the governor against full capture; a second
+    account (the next seed) with its own governor. Returns the governor's recall over every adversarial key."""
+    from benchmarks.cost_adversarial import print_groups, recall
+
+    rng = random.Random(seed)
+    no_capture = _plan_of(frozenset(), acct)
+    captures = {"governor": capture_of(gov, no_capture), "full": full}
+    rows = recall(groups, lambda b, s: hot_key_found(acct, b, captures[s], rng)[0])
+    other = build_account(seed + 1)
+    other_gov = run_governor(other, dynamodb_bill(other)[1], budget, tuning)
+    other_captures = {"governor": capture_of(other_gov, no_capture), "full": full}
+    rows += recall([("second account", other.bursts)], lambda b, s: hot_key_found(other, b, other_captures[s], rng)[0])
+    return print_groups(rows)
+
+
 def print_lines(results: list[Result]) -> None:
     """Every line of each strategy's monthly bill (USD), with its quantity under the governor and its price."""
     print()
@@ -703,13 +736,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.cost", description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=16)
     p.add_argument("--budget-percent", type=float, default=1.0)
+    p.add_argument("--line", type=float, default=0.5, help="the burst trigger, as a fraction of a partition's limit")
+    p.add_argument("--cooldown-slices", type=int, default=288, help="slices before a table is probed again")
+    p.add_argument("--poll-every", type=int, default=3, help="read the busy tables every N slices")
     args = p.parse_args(argv)
+    tuning = {
+        "half_partition_read": 3000 * args.line,
+        "half_partition_write": 1000 * args.line,
+        "burst_cooldown_slices": args.cooldown_slices,
+        "poll_every_slices": args.poll_every,
+    }
     t0 = time.perf_counter()
     acct = build_account(args.seed)
+    planted = list(acct.bursts)
+    from benchmarks.cost_adversarial import plant
+
+    groups = plant(acct, args.seed)  # the adversarial groups' keys, seen by the governor's CloudWatch readings
     bill, per_table = dynamodb_bill(acct)
     total_requests = sum(_events(acct, i, h * 60, 1) * 60 for i in range(TABLES) for h in range(730))
     write_events = sum(acct.requests(i, h * 60 + 30)[1] * 3600 for i in range(TABLES) for h in range(730))
-    gov = run_governor(acct, per_table, args.budget_percent)
+    gov = run_governor(acct, per_table, args.budget_percent, tuning)
 
     base = [
         {"Field": "eventCategory", "Equals": ["Data"]},
@@ -719,9 +765,10 @@ def main(argv: list[str] | None = None) -> int:
     writes_selectors = [{"Name": "writes", "FieldSelectors": [*base, {"Field": "readOnly", "Equals": ["false"]}]}]
     no_capture = _plan_of(frozenset(), acct)
 
-    def governor_capture(i: int, minute: int) -> list[dict[str, Any]]:
-        probe = gov.probe_selectors.get(minute)
-        return probe if probe is not None else gov.selectors.get(minute * 60 // SLICE, no_capture)
+    governor_capture = capture_of(gov, no_capture)
+
+    def full_capture(i: int, minute: int) -> list[dict[str, Any]]:
+        return full_selectors
 
     pages = scan_pages(acct)
     strategies: list[tuple[str, float, list[BillLine], Capture]] = [
@@ -729,7 +776,7 @@ def main(argv: list[str] | None = None) -> int:
             "full",
             total_requests + pages,
             strategy_lines(acct, total_requests + pages, 0, controller=False),
-            lambda i, m: full_selectors,
+            full_capture,
         ),
         (
             "writes-only",
@@ -749,7 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(args.seed)
         hot = 0
         generated = 0
-        for b in acct.bursts:
+        for b in planted:
             ok, n = hot_key_found(acct, b, capture, rng)
             hot += ok
             generated += n
@@ -764,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"reference account: {TABLES} tables, {total_requests / 1e9:.2f} billion requests/month "
         f"({write_events / total_requests:.0%} writes), DynamoDB bill ${bill:,.2f}/month; "
-        f"planted: {len(acct.bursts)} hot keys above half a partition's limit, {len(acct.scans)} scan jobs, "
+        f"planted: {len(planted)} hot keys above half a partition's limit, {len(acct.scans)} scan jobs, "
         f"{len(acct.throttles)} throttling episodes ({sum(th.cause == 'key_range' for th in acct.throttles)} hot "
         f"partitions; {sum(th.cause_metrics for th in acct.throttles)} with DynamoDB's per-cause metrics)"
     )
@@ -787,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(
             f"{r.name:<12} {r.events:>14,.0f} {r.auditor_usd:>13,.2f} {bill:>14,.2f} {r.auditor_usd / bill:>9.2%} "
-            f"{r.hot_found / len(acct.bursts):>15.2f} {r.scans_found / len(acct.scans):>12.2f} "
+            f"{r.hot_found / len(planted):>15.2f} {r.scans_found / len(acct.scans):>12.2f} "
             f"{r.throttle_causes_found / len(acct.throttles):>24.2f} {r.throttled_keys_named / key_range:>20.2f} "
             f"{r.generated:>17,}"
         )
@@ -810,9 +857,10 @@ def main(argv: list[str] | None = None) -> int:
         f"governor throttling_cause_recall={g.throttle_causes_found / len(acct.throttles):.4f} "
         f"throttled_key_named={g.throttled_keys_named / key_range:.4f}"
     )
+    adversarial_recall = adversarial(acct, groups, gov, full_capture, args.seed, args.budget_percent, tuning)
     print(
-        f"governor ratio={g.auditor_usd / bill:.6f} hot_key_recall={g.hot_found / len(acct.bursts):.4f} "
-        f"scan_recall={g.scans_found / len(acct.scans):.4f}"
+        f"governor ratio={g.auditor_usd / bill:.6f} hot_key_recall={g.hot_found / len(planted):.4f} "
+        f"scan_recall={g.scans_found / len(acct.scans):.4f} adversarial_recall={adversarial_recall:.4f}"
     )
     return 0
 

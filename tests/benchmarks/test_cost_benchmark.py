@@ -98,3 +98,19 @@ def test_the_weekly_reports_cost_lines_equal_the_benchmarks_model_for_the_same_u
     assert summary is not None
     expected = {k: v * 7 / DAYS_PER_MONTH for k, v in grouped(month).items()}
     assert summary.total.auditor_lines == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_adversarial_groups_plant_where_the_reference_set_does_not_look() -> None:
+    from benchmarks.cost_adversarial import plant
+
+    acct = build_account(16)
+    before = len(acct.bursts)
+    groups = dict(plant(acct, 16))
+    floor, short, repeat = groups.values()
+    assert [len(g) for g in groups.values()] == [10, 10, 9]
+    assert len(acct.bursts) == before + 10 + 10 + 9 + 9  # each repeated key follows a first one on its table
+    assert all(300 <= (b.rate if b.write else b.rate / 3) <= 450 for b in floor)  # 30-45 % of a partition
+    assert all(5 <= b.minutes <= 10 and (b.rate >= 520 if b.write else b.rate >= 1560) for b in short)
+    for b in repeat:
+        first = next(f for f in acct.by_table[b.table] if f.key == b.key.replace("REPEAT", "FIRST"))
+        assert 120 <= b.start - (first.start + first.minutes) <= 480
