@@ -179,6 +179,7 @@ EVENTS_INGEST_DDB = frozenset(
     {
         "dynamodb:BatchWriteItem",  # window-index items before the transaction
         "dynamodb:PutItem",  # WindowStore.commit_events: TransactWriteItems of (conditional) Puts
+        "dynamodb:ConditionCheckItem",  # ... and the ConditionCheck of the evaluator's seal (late windows)
     }
 )
 EVALUATOR_DDB_TABLE = frozenset(
