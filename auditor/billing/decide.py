@@ -601,6 +601,21 @@ def _missing_note(coverage: float, simulation: Simulation) -> str:
     )
 
 
+def ran_at_capacity(inp: BillingInput) -> bool:
+    """Whether the table or a GSI consumed at least the provisioned capacity in force in some period: there its
+    requests throttle (burst capacity aside)."""
+    for s in inp.series:
+        for consumed, prov in ((s.consumed_read, s.provisioned_read), (s.consumed_write, s.provisioned_write)):
+            for c, p in zip(consumed, prov or [], strict=False):
+                if c is not None and p is not None and p > 0 and c / inp.period_seconds >= p:
+                    return True
+    return False
+
+
+#: The note of a throttled table whose cheaper provisioned option is not advised.
+THROTTLED_NOTE = "the table throttled in the period: no lower capacity and no reserved capacity is advised"
+
+
 def decide_table(
     inp: BillingInput,
     *,
@@ -608,10 +623,13 @@ def decide_table(
     config: BillingConfig | None = None,
     prices: RegionPrices | None = None,
     traces: list[SeriesTrace] | None = None,
+    throttled: bool = False,
 ) -> tuple[BillingResult, list[str]]:
     """The per-table decision (no findings). Returns the result and warnings for the user.
 
     With ``traces`` (a list), each series' per-minute consumed, simulated and throttled capacity is appended to it.
+    A table that throttled in the period (``throttled``, or consumption at its provisioned capacity) is never advised
+    a provisioned option (lower capacity) nor reserved capacity: it keeps its mode or moves to on-demand.
     """
     cfg = config or BillingConfig()
     if prices is None:
@@ -642,6 +660,11 @@ def decide_table(
         max_share=cfg.max_throttled_share,
     )
     action, recommended, recommended_cost = _choose(inp.billing_mode, costs.acceptable, current_cost, od_m, est_m, cfg)
+    throttled = throttled or ran_at_capacity(inp)
+    if throttled:
+        notes.append(THROTTLED_NOTE)
+        if action in ("adjust_provisioned", "switch_to_provisioned"):
+            action, recommended, recommended_cost = "keep", inp.billing_mode, current_cost
     reason = _reason(action, current_cost, od_m, est_m, cur_m, costs.acceptable, throttling, cfg)
 
     coverage, confidence, label = _confidence(sum(s.present for s in sims), sum(s.expected for s in sims), days, cfg)
@@ -657,7 +680,7 @@ def decide_table(
     ]
     use_current = recommended == "PROVISIONED" and action == "keep"
     rc: ReservedCapacityNote | None = None
-    if recommended == "PROVISIONED" and inp.table_class == "STANDARD":
+    if recommended == "PROVISIONED" and inp.table_class == "STANDARD" and not throttled:
         rc = _reserved_capacity(sims, use_current, prices, window_hours)
     hourly_peak = costs.hourly_peak * monthly if simulation == "aws" else None
     result = BillingResult(
@@ -739,6 +762,10 @@ def _setting(dim: _Dim, d: Dimension, cfg: BillingConfig, simulation: Simulation
         own = cfg.settings(d).max_capacity
         peak = dim.run.peak_per_second * 60
         hi = own if own is not None else _max_capacity(peak, target, lo, dim.policy.max_capacity)
+    # Never below the observed need: the peak minute served at the target utilisation.
+    need = needed_capacity(dim.run.peak_per_second * 60, target)
+    lo = max(lo, 1)
+    hi = max(hi, lo, need)
     current = dim.current
     optimal = None
     if current is not None:
@@ -794,11 +821,15 @@ def analyze_billing(
     mode_config: billing_mode.BillingModeConfig | None = None,
     class_config: table_class.TableClassConfig | None = None,
     trace: bool = False,
+    throttled: bool = False,
 ) -> BillingAnalysis:
     """Decide and produce the ``billing_mode`` and ``table_class`` findings (docs/contract.md); ``trace`` keeps every
-    series' per-minute capacity in ``traces``."""
+    series' per-minute capacity in ``traces``; ``throttled``: the table throttled in the period (see
+    :func:`decide_table`)."""
     traces: list[SeriesTrace] | None = [] if trace else None
-    result, warnings = decide_table(inp, simulation=simulation, config=config, prices=prices, traces=traces)
+    result, warnings = decide_table(
+        inp, simulation=simulation, config=config, prices=prices, traces=traces, throttled=throttled
+    )
     data = BillingResultInput(result, account)
     findings = billing_mode.detect(data, mode_config) + table_class.detect(data, class_config)
     findings.sort(key=Finding.sort_key)

@@ -156,10 +156,15 @@ class BillingRow(FrozenModel):
     preliminary: bool = False
     #: The recommendation's own savings estimate (``monthly_savings`` is 0 for a preliminary one).
     estimated_savings: float | None = None
+    #: ``collecting data: N of 7 days``: too little history for any recommendation (no change, no saving).
+    collecting: str | None = None
 
     @property
     def change(self) -> str:
-        """``PAY_PER_REQUEST → PROVISIONED``; a recommendation that keeps the mode or class says what it changes."""
+        """``PAY_PER_REQUEST → PROVISIONED``; a recommendation that keeps the mode or class says what it changes; a
+        table still collecting history says so."""
+        if self.collecting:
+            return self.collecting
         if self.current != self.recommended:
             return f"{self.current} → {self.recommended}"
         if self.kind == FindingKind.BILLING_MODE:

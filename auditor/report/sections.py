@@ -9,7 +9,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity
@@ -237,6 +237,14 @@ def items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
     return rows
 
 
+def _collecting(evidence: dict[str, Any]) -> str | None:
+    """``collecting data: N of 7 days`` for a table with too little capacity history (None otherwise)."""
+    if evidence.get("collecting_data") is not True:
+        return None
+    days, needed = number_or_none(evidence.get("days_analyzed")) or 0.0, number_or_none(evidence.get("days_needed"))
+    return f"collecting data: {days:.1f} of {needed or 7:g} days"
+
+
 def billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
     rows = []
     for rf in findings:
@@ -264,6 +272,7 @@ def billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
                 confidence=number_or_none(ev.get("confidence")),
                 preliminary=ev.get("preliminary") is True,
                 estimated_savings=number_or_none(ev.get("monthly_savings")),
+                collecting=_collecting(ev),
             )
         )
     rows.sort(key=lambda r: (r.status == "resolved", -r.monthly_savings, r.table))

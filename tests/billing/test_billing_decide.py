@@ -18,7 +18,7 @@ import pytest
 from auditor.billing.decide import analyze_billing, decide_table
 from auditor.billing.pricing import bundled_prices
 from auditor.billing.simulate import EvaluatorParams, ScalingPolicy
-from auditor.models.billing import BillingConfig, BillingInput
+from auditor.models.billing import BillingConfig, BillingInput, DimensionSettings, Simulation
 from auditor.models.finding import REQUIRED_EVIDENCE, FindingKind, Severity
 from tests import billing_reference as reference
 
@@ -453,3 +453,34 @@ def test_per_dimension_settings_are_validated() -> None:
         BillingConfig(read={"min_capacity": 10, "max_capacity": 5})
     with pytest.raises(ValueError):
         BillingConfig(write={"target_utilization": 95})
+
+
+def test_a_throttled_table_is_never_advised_lower_or_reserved_capacity() -> None:
+    """Consumption at the provisioned capacity in force is throttling: no right-sizing, no reserved capacity."""
+    reads = rate(100.0)
+    reads[DAY] = 400.0 * 60  # one minute at the 400 RCU provisioned
+    r, _ = decide_table(make(reads, rate(20.0), mode="PROVISIONED", provisioned=(400.0, 200.0)))
+    assert r.action not in ("adjust_provisioned", "switch_to_provisioned")
+    assert r.reserved_capacity is None
+    assert any("throttled" in n for n in r.notes)
+    # The same table without that minute is right-sized with reserved capacity (the old advice).
+    calm, _ = decide_table(make(rate(100.0), rate(20.0), mode="PROVISIONED", provisioned=(400.0, 200.0)))
+    assert calm.action == "adjust_provisioned" and calm.reserved_capacity is not None
+    told, _ = decide_table(
+        make(rate(100.0), rate(20.0), mode="PROVISIONED", provisioned=(400.0, 200.0)), throttled=True
+    )
+    assert told.action != "adjust_provisioned" and told.reserved_capacity is None
+
+
+@pytest.mark.parametrize("simulation", ["evaluator"])
+def test_suggested_maximums_are_never_below_the_observed_need(simulation: Simulation) -> None:
+    """A 5-minute peak of 1,000 RCU at 70% target needs 1,429 units: the maximum suggested is at least that, even
+    under a configured maximum of 5."""
+    reads = rate(10.0)
+    for i in range(5):
+        reads[3 * DAY + i] = 1000.0 * 60
+    cfg = BillingConfig(read=DimensionSettings(max_capacity=5.0), write=DimensionSettings(max_capacity=5.0))
+    r, _ = decide_table(make(reads, rate(0.0)), config=cfg, simulation=simulation)
+    for cap in r.capacity:
+        assert cap.read.max_capacity >= 1429 and cap.read.min_capacity >= 1
+        assert cap.write.max_capacity >= cap.write.min_capacity >= 1

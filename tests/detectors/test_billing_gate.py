@@ -1,5 +1,5 @@
-"""Billing gating: a recommendation from under 7 days of 1-minute data, or from data with no weekend, is preliminary
-(info, never alerted, not counted in savings), shown in the report with its days analysed and confidence."""
+"""Billing gating: under 7 days of 1-minute data there is no recommendation ("collecting data: N of 7 days", info,
+never alerted, no savings); one from data with no weekend is preliminary, shown with its days and confidence."""
 
 from __future__ import annotations
 
@@ -37,7 +37,10 @@ def test_a_recommendation_needs_seven_days(days: int, preliminary: bool) -> None
     assert finding.evidence["preliminary"] is preliminary
     assert finding.evidence["days_analyzed"] == days
     assert (finding.severity is Severity.INFO) is preliminary
-    assert finding.title.startswith("Preliminary: ") is preliminary
+    # Under 7 days there is no recommendation at all: the table is collecting data (no change, no saving).
+    assert finding.title.startswith("Orders: collecting data: ") is preliminary
+    assert ("monthly_savings" not in finding.evidence) is preliminary
+    assert (finding.evidence["recommended_mode"] == finding.evidence["current_mode"]) is preliminary
 
 
 def test_a_preliminary_recommendation_is_stored_muted_and_announced_once_it_has_the_data() -> None:
@@ -61,9 +64,17 @@ def test_the_report_shows_preliminary_rows_with_days_and_confidence_and_no_savin
     report = build_report_from_findings([short, full], week.end + timedelta(hours=1), week=week)
     rows = {b.table: b for b in report.billing}
     assert rows["Orders"].preliminary and rows["Orders"].monthly_savings == 0.0
-    assert rows["Orders"].days_analyzed == 1.0 and rows["Orders"].confidence is not None
-    assert rows["Orders"].estimated_savings == short.evidence["monthly_savings"]
-    assert not rows["Users"].preliminary
+    assert rows["Orders"].days_analyzed == 1.0
+    assert rows["Orders"].estimated_savings is None and rows["Orders"].change == "collecting data: 1.0 of 7 days"
+    assert not rows["Users"].preliminary and rows["Users"].collecting is None
     assert report.summary.monthly_savings == pytest.approx(full.evidence["monthly_savings"])
     md = render_markdown(report)
-    assert "preliminary (" in md and "not counted" in md
+    line = next(x for x in md.splitlines() if x.startswith("| Orders |") and "collecting data" in x)
+    assert "→" not in line and "$" not in line.split("|")[5]
+
+
+def test_no_table_class_advice_while_collecting_data() -> None:
+    analysis = analyze_billing(make(rate(1, DAY), rate(1, DAY), table_size_bytes=500 * 2**30))
+    assert analysis.result.table_class_hint is not None  # the decision has an opinion...
+    assert [f.kind for f in analysis.findings] == [FindingKind.BILLING_MODE]  # ...shown only as collecting data
+    assert analysis.findings[0].evidence["collecting_data"] is True

@@ -9,7 +9,13 @@ it directly.
 from __future__ import annotations
 
 from auditor.detectors.base import BillingResultInput, DetectorInput, DetectorMetadata
-from auditor.detectors.billing.gate import SavingsConfig, savings_finding, savings_severity
+from auditor.detectors.billing.gate import (
+    SavingsConfig,
+    collecting_data,
+    collecting_finding,
+    savings_finding,
+    savings_severity,
+)
 from auditor.detectors.registry import register
 from auditor.models.billing import BillingResult, CapacityRecommendation
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -66,8 +72,13 @@ def _recommendation(result: BillingResult) -> str:
 
 @register(METADATA, BillingModeConfig, DetectorInput.BILLING_RESULT)
 def detect(data: BillingResultInput, cfg: BillingModeConfig) -> list[Finding]:
-    """One finding when the decision recommends a change worth at least ``min_monthly_savings``."""
+    """One finding when the decision recommends a change worth at least ``min_monthly_savings``; with too little
+    history (under ``min_days``), one ``collecting data`` finding instead when any change would be in question."""
     result = data.result
+    if collecting_data(result, cfg):
+        hint = result.table_class_hint
+        in_question = result.action != "keep" or (hint is not None and hint.recommended_class != hint.current_class)
+        return [collecting_finding(METADATA, data, cfg)] if in_question else []
     if result.action == "keep" or result.monthly_savings < cfg.min_monthly_savings:
         return []
     savings = result.monthly_savings

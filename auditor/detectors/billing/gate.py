@@ -1,11 +1,11 @@
 """When a billing or table-class recommendation is trusted enough to act on.
 
-A recommendation built from less than :data:`MIN_DAYS` days of 1-minute data, or from data that holds no
-Saturday or Sunday, is **preliminary**: it is still recorded and shown in the report (with the days analysed and the
-confidence), but with severity ``info``, ``"preliminary": true`` in its evidence, no weight in any savings headline,
-and it is never alerted (the lifecycle stores it muted, see :func:`auditor.lifecycle.transition`). Weekday-only
-traffic misses the weekly low that decides whether provisioned capacity pays off, and an hour or a day says little
-about a month's bill.
+Under :data:`MIN_DAYS` days of 1-minute capacity history there is no recommendation at all: :func:`collecting_finding`
+says ``collecting data: N of 7 days`` (info, no savings, no change advised). A recommendation from data that holds no
+Saturday or Sunday is **preliminary**: recorded and shown in the report (with the days analysed and the confidence),
+but with severity ``info``, ``"preliminary": true`` in its evidence, no weight in any savings headline, and never
+alerted (the lifecycle stores both muted, see :func:`auditor.lifecycle.transition`). Weekday-only traffic misses the
+weekly low that decides whether provisioned capacity pays off, and an hour or a day says little about a month's bill.
 """
 
 from __future__ import annotations
@@ -56,6 +56,45 @@ def preliminary_reason(
     if require_weekend and not includes_weekend(start, end):
         missing.append("no weekend in the data")
     return "; ".join(missing) or None
+
+
+def collecting_data(result: BillingResult, cfg: SavingsConfig) -> bool:
+    """Too few days of capacity history for any billing or table-class recommendation."""
+    return result.days_analyzed < cfg.min_days
+
+
+def collecting_text(days: float, needed: float = MIN_DAYS) -> str:
+    """``collecting data: 0.0 of 7 days`` (the words every output shows for a table still collecting)."""
+    return f"collecting data: {days:.1f} of {needed:g} days"
+
+
+def collecting_finding(meta: DetectorMetadata, data: BillingResultInput, cfg: SavingsConfig) -> Finding:
+    """The one info finding of a table with too little capacity history: no change, no savings, never alerted."""
+    result = data.result
+    text = collecting_text(result.days_analyzed, cfg.min_days)
+    return make_finding(
+        meta,
+        Table(data.account, result.region, result.table),
+        discriminator=meta.id,
+        severity=Severity.INFO,
+        title=f"{result.table}: {text}",
+        summary=(
+            f"{result.table} has {result.days_analyzed:.1f} days of 1-minute capacity history; a billing "
+            f"recommendation needs {cfg.min_days:g}. No change is advised and no saving counted until then."
+        ),
+        recommendation="Nothing to do yet: the billing run decides once the history covers the days it needs.",
+        evidence={
+            "collecting_data": True,
+            "days_analyzed": round(result.days_analyzed, 3),
+            "days_needed": cfg.min_days,
+            "current_mode": result.current_mode,
+            "recommended_mode": result.current_mode,
+            "preliminary": True,
+            "preliminary_reason": text,
+        },
+        first=result.window_start,
+        last=result.window_end,
+    )
 
 
 def is_preliminary(evidence: dict[str, Any]) -> bool:

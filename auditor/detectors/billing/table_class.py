@@ -7,7 +7,7 @@ table size is known) and returns at most one finding. Not in the traffic-detecto
 from __future__ import annotations
 
 from auditor.detectors.base import BillingResultInput, DetectorInput, DetectorMetadata
-from auditor.detectors.billing.gate import SavingsConfig, savings_finding, savings_severity
+from auditor.detectors.billing.gate import SavingsConfig, collecting_data, savings_finding, savings_severity
 from auditor.detectors.registry import register
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -34,8 +34,11 @@ class TableClassConfig(SavingsConfig):
 
 @register(METADATA, TableClassConfig, DetectorInput.BILLING_RESULT)
 def detect(data: BillingResultInput, cfg: TableClassConfig) -> list[Finding]:
-    """One finding when the other table class is cheaper by the decision's margin."""
+    """One finding when the other table class is cheaper by the decision's margin (none while the table is still
+    collecting history: ``billing_mode`` says so once)."""
     result = data.result
+    if collecting_data(result, cfg):
+        return []
     hint = result.table_class_hint
     if hint is None or hint.recommended_class == hint.current_class:
         return []
