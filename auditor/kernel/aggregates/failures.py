@@ -37,25 +37,27 @@ _LIMIT_CAUSE: Final = {
 FROM_MESSAGE: Final = "message:"
 
 # The classic messages DynamoDB answers a throttled call with (docs/capacity.md lists them with their sources: the
-# DynamoDB API Reference, TransactWriteItems/TransactGetItems "Errors", and the botocore exception pages). They are
-# matched on a distinctive part, so a message cut at CloudTrail's 1 KB or with a reason appended still matches.
-#: Provisioned GSI: "The level of configured provisioned throughput for one or more global secondary indexes of the
-#: table was exceeded. Consider increasing your provisioning level for the under-provisioned global secondary
-#: indexes with the UpdateTable API."
-_GSI_PROVISIONED: Final = "provisioned throughput for one or more global secondary indexes"
-#: On-demand GSI: "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is
-#: automatically scaling your index so please try again shortly."
-_GSI_ON_DEMAND: Final = "current capacity for one or more global secondary indexes"
-#: Provisioned table: "The level of configured provisioned throughput for the table was exceeded. Consider increasing
-#: your provisioning level with the UpdateTable API."
-_TABLE_PROVISIONED: Final = "level of configured provisioned throughput"
-#: On-demand table (logged with ProvisionedThroughputExceededException as with ThrottlingException): "Throughput
-#: exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so
-#: please try again shortly. If exceptions persist, check if you have a hot key: ..."
-_ON_DEMAND: Final = "current capacity of your table or index"
-#: Account quota (RequestLimitExceeded): "Throughput exceeds the current throughput quota for your account." (older
-#: SDKs: "... limit for your account").
-_ACCOUNT: Final = "for your account"
+# DynamoDB API Reference, TransactWriteItems/TransactGetItems "Errors", and the botocore exception pages), each matched
+# on a distinctive part, so a message cut at CloudTrail's 1 KB or with a reason appended still matches:
+# - provisioned GSI: "The level of configured provisioned throughput for one or more global secondary indexes of the
+#   table was exceeded. Consider increasing your provisioning level for the under-provisioned global secondary
+#   indexes with the UpdateTable API.";
+# - on-demand GSI: "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is
+#   automatically scaling your index so please try again shortly.";
+# - provisioned table: "The level of configured provisioned throughput for the table was exceeded. Consider
+#   increasing your provisioning level with the UpdateTable API.";
+# - on-demand table (logged with ProvisionedThroughputExceededException as with ThrottlingException): "Throughput
+#   exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so
+#   please try again shortly. If exceptions persist, check if you have a hot key: ...";
+# - account quota (RequestLimitExceeded): "Throughput exceeds the current throughput quota for your account." (older
+#   SDKs: "... limit for your account").
+_GSI_PROVISIONED, _GSI_ON_DEMAND, _TABLE_PROVISIONED, _ON_DEMAND, _ACCOUNT = (
+    "provisioned throughput for one or more global secondary indexes",
+    "current capacity for one or more global secondary indexes",
+    "level of configured provisioned throughput",
+    "current capacity of your table or index",
+    "for your account",
+)
 
 
 def throttle_cause(

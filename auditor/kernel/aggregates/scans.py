@@ -43,23 +43,23 @@ class ScanStats:
     first: float = float("inf")
     last: float = 0.0
     indexes: set[str] = field(default_factory=set)
-    #: Pages that started a (non-parallel) scan: no ``exclusiveStartKey`` logged.
-    starts: int = 0
-    #: (totalSegments, segment) -> pages that started that segment.
     segment_starts: dict[tuple[int, int], int] = field(default_factory=dict)
-    #: Distinct seconds of pages that cannot tell whether they start a scan, grouped by time in :meth:`logical`.
-    undecided: set[int] = field(default_factory=set)
     #: Pages that continued a scan (``exclusiveStartKey`` logged).
     continuations: int = 0
     #: Pages without a ``limit`` (each reads up to 1 MB), and the largest ``limit`` logged.
     unbounded_pages: int = 0
     limit_max: int = 0
-    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, eventually consistent unless
-    #: the page logged ``consistentRead: true``, then twice).
+    #: Estimated read units of all pages (1 MB pages or ``limit`` items of up to 4 KB, twice if strongly consistent).
     read_units: float = 0.0
     #: Starts beyond the caps (counted as separate logical scans).
     overflow: int = 0
     filters: set[str] = field(default_factory=set)
+    # How pages start logical scans (see the class docstring): ``segment_starts`` holds per (totalSegments, segment)
+    # the pages that started that segment, ``starts`` the pages that started a (non-parallel) scan, with no
+    # ``exclusiveStartKey`` logged, and ``undecided`` the distinct seconds of pages that cannot tell whether they start
+    # a scan, grouped by time in :meth:`inferred`.
+    starts: int = 0
+    undecided: set[int] = field(default_factory=set)
 
     def parallel(self) -> int:
         """Logical parallel scans: per ``totalSegments``, the most starts any one segment had."""
