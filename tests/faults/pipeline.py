@@ -4,7 +4,8 @@ order AWS runs them, with one injected fault, and what came out (stored totals, 
 Faults are botocore event hooks on the default session (the handlers' clients are built from it) that act on the
 n-th call of one operation in one handler, once; a Lambda timeout is :class:`LambdaTimeout`. The driver does what
 AWS does after a failure: SQS redelivers failed trail messages, the schedule runs the evaluator again, Lambda
-retries a failed notifier event (twice, then its DLQ). docs/faults.md describes the suite and its table.
+retries a failed notifier event (twice, then its DLQ), SNS delivers a message twice. docs/faults.md describes the
+suite and its table.
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ PER_FINDING = {
 
 #: The fault kinds: an error the handler's code sees (``throttled``: as when botocore's retries are spent), errors
 #: botocore retries (``transient``: a 500, then no connection, before AWS carried the call out; ``response_lost``: the
-#: answer lost after AWS carried it out), a Lambda timeout right after a call returned, and the Slack webhook
-#: answering 500 once or accepting a post just before the notifier's timeout. ``late`` (not in the cases yet) is a
-#: throttled trail-ingest call whose message comes back only after the evaluator evaluated its windows.
+#: answer lost after AWS carried it out), a Lambda timeout right after a call returned, the Slack webhook answering
+#: 500 once or accepting a post just before the notifier's timeout, and SNS delivering the posted message once more.
+#: ``late`` (not in the cases yet) is a throttled trail-ingest call whose message comes back only after the evaluator
+#: evaluated its windows.
 KINDS = ("throttled", "transient", "response_lost", "timeout")
-SLACK_KINDS = ("slack_500", "slack_timeout")
+SLACK_KINDS = ("slack_500", "slack_timeout", "sns_duplicate")
 HANDLERS = ("trail-ingest", "evaluator", "notifier")
 
 
@@ -131,11 +133,14 @@ class Injector:
     #: The calls in order: (handler, operation).
     log: list[tuple[str, str]] = field(default_factory=list)
     fired: bool = False
+    #: ``sns_duplicate``: the notifier's message is delivered once more after the invocation that posted it.
+    duplicate: bool = False
     _send: str | None = None
     _crash: str | None = None
 
     def reset(self, fault: Fault | None) -> None:
         self.fault, self.fired, self.handler, self._send, self._crash = fault, False, None, None, None
+        self.duplicate = False
         self.calls.clear()
         self.log.clear()
 
@@ -207,6 +212,7 @@ def _slack_faults() -> Iterator[None]:
         kind = INJECTOR.fault.kind if due and INJECTOR.fault else None
         if kind == "slack_500":
             failing.append(True)
+        INJECTOR.duplicate = INJECTOR.duplicate or kind == "sns_duplicate"
         delivery = real_post(url, payload, **{**kw, "sleep": lambda _s: None})
         if kind == "slack_timeout":
             raise LambdaTimeout("slack.post")
@@ -401,6 +407,9 @@ class Pipeline:
             event = sns_event(orjson.loads(m["Body"]), f"{self.stack.topic_arn}:slack")
             for _attempt in range(3):
                 done, _ = self._invoke("notifier", notifier.lambda_handler, event)
+                if done and INJECTOR.duplicate:  # SNS delivers the message again (at least once)
+                    INJECTOR.duplicate = False
+                    done = False
                 if done:
                     break
             else:

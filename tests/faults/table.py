@@ -2,8 +2,9 @@
 
 :data:`OPERATIONS` lists every AWS call each handler makes on the suite's trail (a test checks it against a clean
 run); :data:`CASES` is every operation with every fault kind at its first call, plus a timeout after the last call
-of the evaluator's operations that serve several steps, and the run digest's answer lost. :data:`SLACK_REPEATS`
-names the cases where Slack gets a finding twice and why.
+of the evaluator's operations that serve several steps, the run digest's answer lost, and the Slack faults (a 500, a
+stop right after the post, SNS delivering the message twice). :data:`SLACK_REPEATS` names the cases where Slack gets a
+finding twice and why.
 ``python -m tests.faults`` runs every case and prints the table (docs/faults.md).
 """
 
@@ -32,7 +33,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "dynamodb.PutItem",
         "dynamodb.DeleteItem",
     ),
-    "notifier": ("secretsmanager.GetSecretValue", "slack.post"),
+    "notifier": ("secretsmanager.GetSecretValue", "dynamodb.PutItem", "slack.post", "dynamodb.UpdateItem"),
 }
 #: The evaluator's operations called at several steps of a run: a timeout after the last call too (0: the last).
 REPEATED = {
@@ -67,14 +68,12 @@ def _cases() -> list[Fault]:
 CASES = _cases()
 
 #: The cases where Slack gets a post (the run digest: every finding of the run) a second time, and why
-#: (docs/faults.md). The last ``sns.Publish`` of the
-#: evaluator is the run digest: stopped or unanswered exactly between SNS's acceptance and the one write recording it,
-#: it is sent again (counted in RepeatedPublishes). The webhook has no idempotency key: a notifier stopped after
-#: Slack accepted a post is retried by Lambda and posts it again (not counted: the notifier keeps no state).
+#: (docs/faults.md). The webhook has no idempotency key: a notifier stopped after Slack accepted a post, before its
+#: delivery record says so, is retried by Lambda and posts it again (counted in RepeatedPublishes). A digest the
+#: evaluator sends again (stopped or unanswered between SNS's acceptance and the one write recording it) carries the
+#: same ``event_id``: the notifier's record of it skips it.
 SLACK_REPEATS: dict[str, tuple[int, bool, str]] = {
-    "evaluator:sns.Publish#last:timeout": (1, True, "stopped between SNS accepting the digest and recording it"),
-    "evaluator:sns.Publish#last:response_lost": (1, True, "the digest's answer lost: botocore sent it again"),
-    "notifier:slack.post#1:slack_timeout": (1, False, "stopped after Slack accepted the post: Lambda retries"),
+    "notifier:slack.post#1:slack_timeout": (1, True, "stopped after Slack accepted the post, before its record"),
 }
 
 
