@@ -295,7 +295,7 @@ def test_on_demand_table_near_the_account_quota_is_account_limit() -> None:
     assert only(cw_throttling.detect(MetricsInput(p, tm))).evidence["cause"] == "account_limit"
 
 
-def test_on_demand_traffic_more_than_doubling_its_peak_is_unknown_not_a_hot_partition() -> None:
+def test_on_demand_traffic_more_than_doubling_its_peak_is_on_demand_not_a_hot_partition() -> None:
     p = profile(mode="PAY_PER_REQUEST")
     tm = metrics(p)
     put(
@@ -305,7 +305,7 @@ def test_on_demand_traffic_more_than_doubling_its_peak_is_unknown_not_a_hot_part
     )
     put(tm, "WriteThrottleEvents", range(30, 36), 100)
     f = only(cw_throttling.detect(MetricsInput(p, tm)))
-    assert f.evidence["cause"] == "unknown"
+    assert f.evidence["cause"] == "on_demand_max"  # decided (on-demand scaling): not unknown (issue 29)
     assert f.evidence["cause_source"] == "inferred_on_demand_ramp"
 
 

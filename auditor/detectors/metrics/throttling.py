@@ -66,8 +66,11 @@ RECOMMENDATIONS = {
         "'Table-level read/write throughput limit' in Service Quotas, or spread the load over time."
     ),
     "on_demand_max": (
-        "The table or index hit its own on-demand maximum (OnDemandThroughput). If the traffic is legitimate, raise "
-        "MaxReadRequestUnits / MaxWriteRequestUnits (or set -1 for no maximum); if it is a cost guard, it works."
+        "The on-demand table or index was throttled at its on-demand limit: its own maximum (OnDemandThroughput), or, "
+        "when the traffic more than doubled its previous peak within 30 minutes, the capacity on-demand had scaled to. "
+        "If the traffic is legitimate, raise MaxReadRequestUnits / MaxWriteRequestUnits (or set -1 for no maximum; if "
+        "it is a cost guard, it works), and pre-warm the table (warm throughput) or ramp up gradually before known "
+        "peaks."
     ),
     "gsi_backpressure": (
         "The index could not absorb its share of the writes, so writes to the base table were throttled (an index "
@@ -174,7 +177,7 @@ def _infer(
     initial = cfg.on_demand_initial_read if access == "read" else cfg.on_demand_initial_write
     ceiling = max(initial, 2 * _peak_rate(res, access, t, cfg.doubling_window_minutes * 60))
     if rate >= cfg.near_limit * ceiling:
-        return "unknown", "inferred_on_demand_ramp", None
+        return "on_demand_max", "inferred_on_demand_ramp", None
     return "key_range", "inferred_below_on_demand_limits", None
 
 
