@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         problems = result.stats.problems
         why = problems[0] if problems else "no CloudTrail log files found in " + ", ".join(args.paths)
         raise InputError(f"nothing could be read: {why}")
-    warn(*result.stats.problems)
+    warn(*result.stats.problems, *(f"detector failed: {err}" for err in result.detector_errors))
     data = ReviewInput(
         spans=result.aggregates.spans(),
         findings=[f.model_dump(mode="json") for f in result.findings] + audit_findings,
