@@ -24,10 +24,38 @@ def to_json(document: Any) -> str:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
 
 
+ELLIPSIS = "…"
+#: A cut backs up to the last space when the word it would split is at most this long (a longer run is no word).
+LONGEST_WORD = 30
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, ending in ``…`` when cut: at a word boundary (the cut word is dropped,
+    ``159 writ…`` becomes ``159 …``), never inside a number nor an ``&amp;``-style escape. Every output that shortens
+    text (terminal cells, Slack, the report) uses this one function."""
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    end = limit - 1
+    cut = text[:end]
+    if cut and not cut[-1].isspace() and not text[end].isspace():  # inside a word
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        if space >= 0 and end - space - 1 <= LONGEST_WORD:
+            cut = cut[: space + 1]
+        else:
+            digits = len(cut) - len(cut.rstrip("0123456789.,"))
+            if digits and text[end].isdigit() and digits < len(cut):
+                cut = cut[: len(cut) - digits]
+    amp = cut.rfind("&", max(0, len(cut) - 6))
+    if amp != -1 and ";" not in cut[amp:] and ";" in text[amp : amp + 8]:
+        cut = cut[:amp]  # never half an HTML entity
+    return cut + ELLIPSIS
+
+
 def _cut(text: str, width: int) -> str:
     # cleaned first: a cut cannot leave an escape sequence open, and the width counts what is shown
-    text = terminal_text(text)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(terminal_text(text), width)
 
 
 def _columns(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from html import escape
 from itertools import count
 
+from auditor.findings_text import shorten
 from auditor.models.finding import Severity
 from auditor.report.contents import ITEM_LIMIT_BYTES, CapacityPanel
 from auditor.report.model import WeeklyReport
@@ -104,7 +105,7 @@ def e(text: object) -> str:
 
 def fit(text: str, max_chars: int) -> str:
     """Shorten to ``max_chars`` with an ellipsis (the full text goes into a tooltip)."""
-    return text if len(text) <= max_chars else text[: max(1, max_chars - 1)] + "…"
+    return shorten(text, max(2, max_chars))
 
 
 def compact(value: float) -> str:

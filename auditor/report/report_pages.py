@@ -20,6 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from auditor.findings_text import shorten
 from auditor.escaping import drop_controls, report_text
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
@@ -244,7 +245,7 @@ def _plain(value: Any, name: str = "") -> str:
 
 def _evidence_value(name: str, value: Any) -> str:
     text = _plain(value, name)
-    return text if len(text) <= 400 else text[:399] + "…"
+    return shorten(text, 400)
 
 
 def evidence_items(finding: Finding) -> list[tuple[str, str]]:

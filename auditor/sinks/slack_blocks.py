@@ -18,6 +18,7 @@ import orjson
 import structlog
 
 from auditor.escaping import drop_controls
+from auditor.findings_text import shorten
 from auditor.messages import (
     AttributeName,
     Digest,
@@ -105,16 +106,9 @@ def escape_plain(text: str) -> str:
 
 
 def truncate(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut; never inside an ``&amp;`` escape."""
-    if len(text) <= limit:
-        return text
-    if limit <= 0:
-        return ""
-    cut = text[: limit - 1]
-    amp = cut.rfind("&", max(0, len(cut) - 4))
-    if amp != -1 and any(text.startswith(e, amp) and amp + len(e) > len(cut) for e in _ENTITIES):
-        cut = cut[:amp]
-    return cut + ELLIPSIS
+    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut: at a word boundary, never inside a
+    number nor an ``&amp;`` escape (:func:`auditor.findings_text.shorten`, the one cut of every output)."""
+    return shorten(text, limit)
 
 
 def _mrkdwn(text: str) -> dict[str, Any]:
