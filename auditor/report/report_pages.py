@@ -20,8 +20,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from auditor.findings_text import shorten
 from auditor.escaping import drop_controls, report_text
+from auditor.findings_text import shorten
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
 from auditor.report.contents import STATUSES, WHAT_IF_GROWTHS, Delta

@@ -31,7 +31,7 @@ from auditor.messages import (
     parse_weekly_summary,
 )
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, isoformat_z
-from auditor.redact import ELLIPSIS, redact_finding, redact_text
+from auditor.redact import redact_finding, redact_text
 
 log = structlog.get_logger(__name__)
 
