@@ -71,3 +71,20 @@ def test_nothing_readable_and_a_bad_audit_are_input_errors(
     bad.write_text("[1]")
     assert main(["model-review", str(files[0]), "--audit", str(bad)]) == 2
     assert "not the JSON output" in capsys.readouterr().err
+
+
+def test_config_item_sizes_price_the_reads_and_drop_the_default_assumption(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trail, _ = files
+    config = tmp_path / "config.json"
+    config.write_text('{"item_size_bytes": {"Orders": 6000}}')
+
+    def orders(*argv: str) -> dict:
+        doc = orjson.loads(_run(capsys, str(trail), "--format", "json", *argv))
+        return next(p for p in doc["proposals"] if p["kind"] == "query_instead_of_gets")
+
+    default, sized = orders(), orders("--config", str(config))
+    assert any("the default" in a for a in default["assumptions"])
+    assert not any("the default" in a for a in sized["assumptions"])
+    assert sized["before"]["monthly_cost"] > default["before"]["monthly_cost"]
