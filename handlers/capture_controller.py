@@ -1,16 +1,14 @@
 """Capture controller: a 5-minute EventBridge schedule -> the trail's DynamoDB data-event selectors within the audit
 budget.
 
-With the stack's own trail (``CreateTrail=true``, ``CAPTURE_MANAGES_TRAIL=true``) it sets the selectors
-(``auditor.service.capture.run_controller``); with an existing trail it advises once a day: the selectors it would set
-and one command to apply them, in its log (``auditor.service.capture.advise_controller``). The scheduled event's
-``time`` decides the slice, so a retried event plans the same slice (and loses the conditional write to the first
-attempt).
+With the stack's own trail (``CreateTrail=true``: ``CAPTURE_TRAIL_NAME`` names it) it sets the selectors
+(``auditor.service.capture.run_controller``); without one (an existing trail: the name empty) it advises once a
+day, the selectors it would set and one command to apply them, in its log
+(``auditor.service.capture.advise_controller``). The scheduled event's ``time`` decides the slice, so a retried event
+plans the same slice (and loses the conditional write to the first attempt).
 """
 
 from __future__ import annotations
-
-import os
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
@@ -27,7 +25,7 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     arns = frozenset(a.strip() for a in (settings.capture_table_arns or "").split(",") if a.strip())
     capture = CaptureClients(clients.cloudtrail, clients.cloudwatch, clients.dynamodb)
     config = PlannerConfig(budget_percent=settings.audit_budget_percent)
-    if os.environ.get("CAPTURE_MANAGES_TRAIL", "true") != "true":
+    if not settings.capture_trail_name:
         advice = advise_controller(
             capture,
             trail=None,  # not the stack's: the command names a placeholder
