@@ -29,6 +29,7 @@ HELPERS = {
     "auditor.detectors.findings.scan_volume",
     "auditor.detectors.findings.period",
     "auditor.detectors.trail.timebucket",
+    "auditor.detectors.trail.key_spaces",
     "auditor.detectors.billing.gate",
 }
 

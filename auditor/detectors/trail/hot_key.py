@@ -32,6 +32,7 @@ from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
+from auditor.models.capacity import Headroom, reconcile
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -131,7 +132,8 @@ class HotKeyConfig(DetectorConfig):
 
 
 def headroom(reads_per_s: float, writes_per_s: float, cfg: HotKeyConfig) -> float | None:
-    """The traffic multiple at which this key alone would exceed one partition's limit."""
+    """The traffic multiple at which this key alone would exceed one partition's limit, on paper (the assumptions
+    only; :meth:`KeyRates.headroom` reconciles it with the throttles observed)."""
     limits = []
     if reads_per_s > 0:
         limits.append(cfg.partition_read_units_per_second / reads_per_s)
@@ -187,6 +189,17 @@ class KeyRates:
             writes = max(writes, float(self.second_writes))
         return reads, writes
 
+    def headroom(self, cfg: HotKeyConfig) -> Headroom:
+        """The key's headroom (:func:`auditor.models.capacity.reconcile`): the partition limit over its metered peak,
+        at most 1.0 when calls on the key were throttled."""
+        h = headroom(*self.peak_units(cfg), cfg)
+        return reconcile(
+            1.0 if h is not None else None,
+            1.0 / h if h else None,
+            self.throttles,
+            item_size_source=self.costs.item_size_source,
+        )
+
 
 def key_rates(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace | None = None) -> list[KeyRates]:
     """Every key of ``space`` (the table's own by default) that is hot by rate or by share, busiest first (pure:
@@ -238,7 +251,7 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace | None = None
         out.append(rates)
 
     def order(k: KeyRates) -> tuple[float, int, str]:
-        h = headroom(*k.peak_units(cfg), cfg)
+        h = k.headroom(cfg).value
         return (h if h is not None else float("inf"), -k.requests, k.encoded)
 
     out.sort(key=order)
@@ -263,7 +276,8 @@ def _stamp(epoch: int) -> str | None:
 def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str, Any]:
     r, w = k.peak_rates(cfg)
     ru, wu = k.peak_units(cfg)
-    h = headroom(ru, wu, cfg)
+    model = k.headroom(cfg)
+    h = model.value
     key = decode_key(k.encoded)
     return {
         "key": key,
@@ -284,7 +298,7 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "peak_minute_reads": k.minute_reads,
         "peak_minute_writes": k.minute_writes,
         "peak_minute": _stamp(k.minute_writes_at if k.minute_writes >= k.minute_reads else k.minute_reads_at),
-        "headroom_factor": round(h, 2) if h is not None else None,
+        **model.evidence(),
         "partition_utilisation": round(1 / h, 4) if h else None,
         "throttled_calls": k.throttles,
     }
@@ -330,8 +344,9 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
     findings = []
     for k in keys:
         ev = _key_evidence(k, agg, cfg)
-        h = ev["headroom_factor"]
-        severity = _severity(k, h, cfg)
+        model = k.headroom(cfg)
+        h = model.value
+        severity = _severity(k, model.assumed, cfg)
         attr, value = next(iter(ev["key"].items()))
         r, w = ev["peak_reads_per_second"], ev["peak_writes_per_second"]
         ru, wu = ev["peak_read_units_per_second"], ev["peak_write_units_per_second"]
@@ -347,16 +362,20 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
                 if (k.costs.read, k.costs.write) != (1.0, 1.0)
                 else ""
             )
-            + (f": {1 / h:.0%} of the limit (headroom {h:.1f}x)." if h else ".")
+            + (
+                f": {1 / h:.0%} of the limit (headroom {h:.1f}x)."
+                if h and not model.contradicted
+                else f": {1 / model.assumed:.0%} of the limit on the assumptions."
+                if model.assumed
+                else "."
+            )
             + f" It took {k.share:.0%} of the {total} key-identified requests"
             + (" to the index" if space.index is not None else "")
             + f" in {_minutes(agg)}."
         )
-        summary += headroom_sentence(h)
+        summary += model.sentence() if model.throttled else headroom_sentence(h)
         if h is not None and h >= cfg.huge_headroom:
             summary += f" Its peak is far below the partition limits (headroom {h:,.0f}x), so it is at most low."
-        if k.throttles:
-            summary += f" {k.throttles} calls on this key were throttled."
         shards: int | None
         if period is not None:
             recommendation, shards = shard_advice(attr, str(value), period, wu, ru)
@@ -395,7 +414,7 @@ def _grouped(
     agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: dict[str, Any], space: KeySpace
 ) -> Finding:
     listed = [_key_evidence(k, agg, cfg) for k in keys]
-    severities = [_severity(k, ev["headroom_factor"], cfg) for k, ev in zip(keys, listed, strict=True)]
+    severities = [_severity(k, ev["assumed_headroom_factor"], cfg) for k, ev in zip(keys, listed, strict=True)]
     severity = max(severities, key=lambda s: s.rank)
     first = listed[0]
     attr = next(iter(first["key"]))

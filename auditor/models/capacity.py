@@ -1,0 +1,126 @@
+"""One model of a resource's headroom, reconciled with the throttling observed on it (docs/capacity.md).
+
+A key, index or table's headroom on paper is ``limit / metered peak``; the peak rests on assumptions (the item size,
+the capacity available, one key per partition). Throttling observed on the resource bounds what was available: a
+resource throttled at its peak has no headroom there, whatever the assumptions say. :func:`reconcile` is the only
+place that decides it; the hot-key finding, ``what-if``, the report and Slack read its value. :func:`item_size` picks
+a table's item size from its sources in their order of trust. Pure: no boto3, no clock, no environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ITEM_SIZE_SOURCES", "Headroom", "item_size", "reconcile"]
+
+Resource = Literal["key", "table", "index"]
+
+#: The sources of an item size, most trusted first; ``default`` (1 KB written, 4 KB read) is an assumption.
+ITEM_SIZE_SOURCES = ("config", "streams", "inventory", "cloudwatch", "default")
+
+#: Item size sources that are measured or given, not assumed (an item larger than assumed is then not the suspect).
+_KNOWN_SIZES = ("config", "streams")
+
+
+@dataclass(frozen=True, slots=True)
+class Headroom:
+    """A resource's headroom: the traffic multiple at which it throttles, reconciled with what was observed."""
+
+    #: The reconciled headroom (None: no traffic to measure); at most 1.0 when the resource throttled.
+    value: float | None
+    #: ``limit / metered peak`` from the assumptions alone.
+    assumed: float | None
+    throttled: int = 0
+    #: Which assumption the throttling contradicts (None when it does not contradict any).
+    contradicted: str | None = None
+    #: What would confirm it.
+    confirm: str | None = None
+
+    @property
+    def throttles_now(self) -> bool:
+        """The resource throttled at today's peak: it throttles at any growth."""
+        return self.value is not None and self.value <= 1.0 and self.throttled > 0
+
+    def sentence(self) -> str:
+        """`` It throttled N times: no headroom at today's peak (...).`` (empty when it did not throttle)."""
+        if not self.throttled:
+            return ""
+        text = f" {self.throttled:,} calls on it were throttled: no headroom at today's peak, it throttles now."
+        if self.contradicted and self.assumed:
+            text += (
+                f" The throttling contradicts the assumptions, which put the peak at {1 / self.assumed:.0%} of the "
+                f"limit: {self.contradicted}."
+            )
+        if self.confirm:
+            text += f" To confirm: {self.confirm}."
+        return text
+
+    def evidence(self) -> dict[str, object]:
+        """The fields a finding's evidence carries (``headroom_factor`` is :attr:`value`)."""
+        return {
+            "headroom_factor": round(self.value, 2) if self.value is not None else None,
+            "assumed_headroom_factor": round(self.assumed, 2) if self.assumed is not None else None,
+            "throttles_now": self.throttles_now,
+            "contradicted_assumption": self.contradicted,
+            "to_confirm": self.confirm,
+        }
+
+
+def _suspects(resource: Resource, item_size_source: str | None, provisioned: bool | None) -> tuple[str, str]:
+    """(the assumptions the throttling may contradict, what would confirm them), the likeliest first."""
+    suspects: list[str] = []
+    confirm: list[str] = []
+    if item_size_source not in _KNOWN_SIZES:
+        where = f"the {item_size_source}'s average" if item_size_source else "the default 1 KB written / 4 KB read"
+        suspects.append(f"items larger than assumed ({where})")
+        confirm.append("set item_size_bytes in --config, or read the sizes from the table's stream")
+    if resource == "key":
+        suspects.append("several hot keys sharing one partition")
+        confirm.append("Contributor Insights in throttled-keys mode names the throttled keys")
+    if provisioned is not False:
+        suspects.append("capacity below the peak (provisioned or scaling up)")
+        confirm.append("CloudWatch's ThrottledRequests and the consumed against the provisioned capacity")
+    return " or ".join(suspects), "; ".join(confirm)
+
+
+def reconcile(
+    limit_per_second: float | None,
+    peak_per_second: float | None,
+    throttled: int = 0,
+    *,
+    resource: Resource = "key",
+    item_size_source: str | None = None,
+    provisioned: bool | None = None,
+) -> Headroom:
+    """The headroom of a resource whose metered peak is ``peak_per_second`` against ``limit_per_second``, on which
+    ``throttled`` calls were observed. Throttled, it is at most 1.0 (it throttles now); when the assumptions put it
+    above 1.0 the result names the assumption the evidence contradicts and what would confirm it."""
+    assumed = limit_per_second / peak_per_second if limit_per_second and peak_per_second else None
+    if throttled <= 0:
+        return Headroom(assumed, assumed)
+    if assumed is not None and assumed <= 1.0:
+        return Headroom(assumed, assumed, throttled)
+    contradicted, confirm = _suspects(resource, item_size_source, provisioned)
+    return Headroom(1.0, assumed, throttled, contradicted if assumed is not None else None, confirm or None)
+
+
+def item_size(
+    *,
+    config: int | None = None,
+    streams: int | None = None,
+    inventory: int | None = None,
+    cloudwatch: int | None = None,
+) -> tuple[int | None, str]:
+    """A table's typical item size and its source, in the order of :data:`ITEM_SIZE_SOURCES`: the configuration,
+    the stream's images (exact), DescribeTable's size over its item count, CloudWatch's consumed units per request;
+    else ``(None, "default")``, the 1 KB / 4 KB assumption, to be said wherever it is used."""
+    for size, source in (
+        (config, "config"),
+        (streams, "streams"),
+        (inventory, "inventory"),
+        (cloudwatch, "cloudwatch"),
+    ):
+        if size is not None and size > 0:
+            return size, source
+    return None, "default"
