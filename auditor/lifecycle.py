@@ -40,6 +40,20 @@ class FindingStatus(StrEnum):
         """Every status but ``resolved``."""
         return self is not FindingStatus.RESOLVED
 
+    @property
+    def label(self) -> str:
+        """The status word as a label (``Ongoing``): every output shows these four words, nothing else."""
+        return self.value.capitalize()
+
+
+#: What each status means (the report's hints, the docs): the lifecycle's own rules in words.
+STATUS_MEANINGS: dict[str, str] = {
+    FindingStatus.NEW: "First seen by the latest evaluation, or seen again after it was resolved.",
+    FindingStatus.ONGOING: "Seen before and still happening.",
+    FindingStatus.WORSENED: "Still happening, and more severe than when it was last alerted.",
+    FindingStatus.RESOLVED: "Not seen any more.",
+}
+
 
 class EventKind(StrEnum):
     """What a published message says happened to a finding."""

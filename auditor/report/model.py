@@ -221,6 +221,11 @@ def _classify(
     prev_sev = prev.finding.severity if prev is not None else fi.published_severity
     if fi.status == "resolved" and (fi.resolved_at is None or fi.resolved_at < week.end):
         return "resolved", prev_sev
+    if fi.status in ("new", "ongoing", "worsened"):  # the lifecycle's own word: the same as the state table's
+        raised = fi.published_severity is not None and f.severity.rank > fi.published_severity.rank
+        if fi.status == "worsened" or (fi.status == "ongoing" and raised):
+            return "worsened", fi.published_severity
+        return fi.status, prev_sev
     if f.first_seen >= week.start:
         return "new", None
     if previous is not None:

@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from auditor.escaping import drop_controls, report_text
 from auditor.findings_text import shorten
+from auditor.lifecycle import STATUS_MEANINGS, FindingStatus
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
 from auditor.report.contents import STATUSES, WHAT_IF_GROWTHS, Delta
@@ -32,18 +33,9 @@ from auditor.report.model import WeeklyReport
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
 
-STATUS_LABELS = {
-    "new": "New this week",
-    "worsened": "Worsened",
-    "ongoing": "Ongoing",
-    "resolved": "Resolved",
-}
-STATUS_HINTS = {
-    "new": "First seen this week.",
-    "worsened": "Seen before, and more severe than last week.",
-    "ongoing": "Seen before and still happening.",
-    "resolved": "Not seen any more.",
-}
+#: The lifecycle's status words (auditor.lifecycle.FindingStatus), the same in every output.
+STATUS_LABELS = {str(s): s.label for s in FindingStatus}
+STATUS_HINTS = {str(k): v for k, v in STATUS_MEANINGS.items()}
 
 # ------------------------------------------------------------------------------------------------ filters
 

@@ -202,12 +202,12 @@ def test_stored_lifecycle_states_are_understood() -> None:
         },
         # A SPEC finding dict with lifecycle keys added: severity above the last published one.
         {**f_worse.model_dump(mode="json"), "status": "ongoing", "published_severity": "medium"},
-        # Stored "new" describes one evaluation, not the week: first seen long ago means ongoing.
+        # Stored "new" is the lifecycle's word, shown as such however long ago it was first seen (one vocabulary).
         {**f_reopened.model_dump(mode="json"), "status": "new", "unknown_extra": 1},
     ]
     report = build_report_from_findings(states, NOW, week=W49)
     status = {rf.finding.id: rf.status for rf in report.findings}
-    assert status == {f_resolved.id: "resolved", f_worse.id: "worsened", f_reopened.id: "ongoing"}
+    assert status == {f_resolved.id: "resolved", f_worse.id: "worsened", f_reopened.id: "new"}
     resolved = next(rf for rf in report.findings if rf.status == "resolved")
     assert resolved.resolved_at == MON + timedelta(days=1)
 
@@ -521,3 +521,15 @@ def test_parse_findings_document_shapes_and_errors() -> None:
         parse_findings_document({"findings": [], "access_patterns": [{**pattern, "requests": "many"}]}, "in")
     with pytest.raises(InputError, match=r"findings\[0\]: expected a finding object"):
         parse_findings_document([42], "in")
+
+
+def test_the_report_speaks_the_lifecycles_status_words() -> None:
+    """One vocabulary: the report's labels are the lifecycle's four words, and a stored status is shown as stored."""
+    from auditor.lifecycle import FindingStatus
+    from auditor.report.report_pages import STATUS_LABELS, render_markdown
+
+    assert {label.lower() for label in STATUS_LABELS.values()} == {s.value for s in FindingStatus}
+    old = finding(disc="n", first=MON - timedelta(days=20), last=MON + timedelta(days=1))
+    report = build_report_from_findings([{**old.model_dump(mode="json"), "status": "new"}], NOW, week=W49)
+    md = render_markdown(report)
+    assert "### New (1)" in md and "### Ongoing (0)" in md and "this week ·" not in md and "· new ·" in md
