@@ -243,3 +243,5 @@ class Summary(FrozenModel):
     tables_seen: int
     monthly_savings: float
     auditor_cost_usd: float | None
+    #: The savings headline by source (billing mode, table class, idle tables, unused indexes), largest first.
+    savings_breakdown: dict[str, float] = {}

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from auditor.models.finding import Finding, measure
+from auditor.models.finding import Finding, FindingKind, measure
 
 
 def format_key(key: Any) -> str:
@@ -67,11 +67,28 @@ def period_per_hour(finding: Finding) -> float | None:
     return finding.totals.peak_per_hour if finding.totals is not None else None
 
 
+#: Where the money of a finding kind comes from: its savings estimate, or what the unused resource costs a month.
+SAVINGS_SOURCES: dict[FindingKind, tuple[str, str]] = {
+    FindingKind.BILLING_MODE: ("billing mode", "monthly_savings"),
+    FindingKind.TABLE_CLASS: ("table class", "monthly_savings"),
+    FindingKind.IDLE_TABLE: ("idle tables", "monthly_cost"),
+    FindingKind.UNUSED_INDEX: ("unused indexes", "monthly_cost"),
+}
+
+
+def savings_source(finding: Finding) -> str | None:
+    """The headline's breakdown line the finding's money goes to (None: a finding kind without money)."""
+    source = SAVINGS_SOURCES.get(finding.kind)
+    return source[0] if source is not None else None
+
+
 def monthly_savings(finding: Finding) -> float:
-    """Dollars per month the fix saves (0 when the finding carries no cost estimate)."""
+    """Dollars per month the fix saves: a billing or table-class finding's savings estimate, an idle table's or an
+    unused index's monthly cost (0 when the finding carries no cost estimate)."""
     if finding.evidence.get("preliminary") is True:  # too little data: never part of a savings figure
         return 0.0
-    value = number_or_none(finding.evidence.get("monthly_savings"))
+    source = SAVINGS_SOURCES.get(finding.kind)
+    value = number_or_none(finding.evidence.get(source[1] if source is not None else "monthly_savings"))
     return max(0.0, value) if value is not None else 0.0
 
 

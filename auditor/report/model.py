@@ -345,6 +345,7 @@ def build_report_from_findings(
         tables_seen=len({t.table for t in tables} | set(audited_tables)),
         monthly_savings=sum(rf.monthly_savings for rf in open_),
         auditor_cost_usd=None if cost is None else cost.total_usd,
+        savings_breakdown=sections.savings_breakdown(open_),
     )
     capacity_panels = [panel for s in capacity for panel in sections.resample_capacity(s)]
     return WeeklyReport(

@@ -34,6 +34,7 @@ from auditor.report.figures import (
     period_per_hour,
     period_share,
     principal_name,
+    savings_source,
     source_count,
 )
 from auditor.report.inputs import CapacitySeries, ThrottleCount
@@ -235,6 +236,16 @@ def items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
         )
     )
     return rows
+
+
+def savings_breakdown(findings: Iterable[ReportFinding]) -> dict[str, float]:
+    """The savings headline by source (:func:`figures.savings_source`), largest first; none without money."""
+    parts: dict[str, float] = defaultdict(float)
+    for rf in findings:
+        source = savings_source(rf.finding)
+        if source is not None and rf.monthly_savings > 0:
+            parts[source] += rf.monthly_savings
+    return dict(sorted(parts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _collecting(evidence: dict[str, Any]) -> str | None:

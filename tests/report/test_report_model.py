@@ -533,3 +533,27 @@ def test_the_report_speaks_the_lifecycles_status_words() -> None:
     report = build_report_from_findings([{**old.model_dump(mode="json"), "status": "new"}], NOW, week=W49)
     md = render_markdown(report)
     assert "### New (1)" in md and "### Ongoing (0)" in md and "this week ·" not in md and "· new ·" in md
+
+
+def test_the_savings_headline_counts_every_dollar_found_with_a_breakdown() -> None:
+    """Billing, table class, idle tables and unused indexes all count; a preliminary one does not."""
+    found = [
+        finding("billing_mode"),
+        finding("table_class"),
+        finding("idle_table", "medium", "Archive2024", evidence={"monthly_cost": 66.43, "days_idle": 30}),
+        finding("unused_index", "low", "Jobs", evidence={"monthly_cost": 12.0, "days_analyzed": 30}),
+        finding("billing_mode", "info", "Users", evidence={"preliminary": True, "monthly_savings": 999.0}),
+    ]
+    report = build_report_from_findings(found, NOW, week=W49)
+    assert report.summary.monthly_savings == pytest.approx(60.0 + 5 + 66.43 + 12.0)
+    assert report.summary.savings_breakdown == {
+        "idle tables": 66.43,
+        "billing mode": 60.0,
+        "unused indexes": 12.0,
+        "table class": 5.0,
+    }
+    from auditor.report.report_pages import render_markdown
+
+    md = render_markdown(report)
+    assert "$143/month" in md
+    assert "Potential savings per month: idle tables $66, billing mode $60, unused indexes $12, table class $5." in md
