@@ -29,6 +29,8 @@ class ReportFinding(FrozenModel):
     previous_severity: Severity | None = None
     resolved_at: datetime | None = None
     docs_url: str
+    #: Why the finding's advice is held back (no saving counted), e.g. a throttled table's capacity advice.
+    held: str | None = None
 
     @property
     def is_open(self) -> bool:
@@ -156,15 +158,16 @@ class BillingRow(FrozenModel):
     preliminary: bool = False
     #: The recommendation's own savings estimate (``monthly_savings`` is 0 for a preliminary one).
     estimated_savings: float | None = None
-    #: ``collecting data: N of 7 days``: too little history for any recommendation (no change, no saving).
-    collecting: str | None = None
+    #: What the row says instead of a change, with no saving: ``collecting data: N of 7 days`` (too little history)
+    #: or that lower capacity is not advised to a table that throttled this week.
+    instead: str | None = None
 
     @property
     def change(self) -> str:
         """``PAY_PER_REQUEST → PROVISIONED``; a recommendation that keeps the mode or class says what it changes; a
         table still collecting history says so."""
-        if self.collecting:
-            return self.collecting
+        if self.instead:
+            return self.instead
         if self.current != self.recommended:
             return f"{self.current} → {self.recommended}"
         if self.kind == FindingKind.BILLING_MODE:

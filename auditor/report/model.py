@@ -315,7 +315,7 @@ def build_report_from_findings(
         prev_week = week.previous()
         prev_parsed = [parse_finding(f, f"previous_findings[{i}]") for i, f in enumerate(previous_findings)]
         previous = _attach_scan_volume(_merge_duplicates(fi for fi in prev_parsed if _active_in(fi, prev_week)))
-    report_findings = _report_findings(current, previous, week)
+    report_findings = sections.hold_capacity_advice(_report_findings(current, previous, week))
     previous_report = (
         None
         if previous is None

@@ -238,6 +238,32 @@ def items(findings: Sequence[ReportFinding]) -> list[ItemRow]:
     return rows
 
 
+#: The billing row of a throttled table whose advice would add provisioned (lower or reserved) capacity.
+HELD_THROTTLED = "not advised: the table throttled this week (no lower or reserved capacity)"
+
+
+def hold_capacity_advice(findings: Sequence[ReportFinding]) -> list[ReportFinding]:
+    """A billing finding towards provisioned capacity (right-sizing, a switch, reserved capacity) on a table with an
+    open throttling finding is held: shown as not advised, no saving counted."""
+    throttled = {
+        (rf.finding.account, rf.finding.region, rf.finding.table)
+        for rf in findings
+        if rf.is_open and rf.finding.kind == FindingKind.THROTTLING
+    }
+    out = []
+    for rf in findings:
+        f = rf.finding
+        if (
+            f.kind == FindingKind.BILLING_MODE
+            and f.evidence.get("recommended_mode") == "PROVISIONED"
+            and f.evidence.get("collecting_data") is not True
+            and (f.account, f.region, f.table) in throttled
+        ):
+            rf = rf.model_copy(update={"monthly_savings": 0.0, "held": HELD_THROTTLED})
+        out.append(rf)
+    return out
+
+
 def savings_breakdown(findings: Iterable[ReportFinding]) -> dict[str, float]:
     """The savings headline by source (:func:`figures.savings_source`), largest first; none without money."""
     parts: dict[str, float] = defaultdict(float)
@@ -283,7 +309,7 @@ def billing(findings: Sequence[ReportFinding]) -> list[BillingRow]:
                 confidence=number_or_none(ev.get("confidence")),
                 preliminary=ev.get("preliminary") is True,
                 estimated_savings=number_or_none(ev.get("monthly_savings")),
-                collecting=_collecting(ev),
+                instead=_collecting(ev) or rf.held,
             )
         )
     rows.sort(key=lambda r: (r.status == "resolved", -r.monthly_savings, r.table))

@@ -66,7 +66,7 @@ def test_the_report_shows_preliminary_rows_with_days_and_confidence_and_no_savin
     assert rows["Orders"].preliminary and rows["Orders"].monthly_savings == 0.0
     assert rows["Orders"].days_analyzed == 1.0
     assert rows["Orders"].estimated_savings is None and rows["Orders"].change == "collecting data: 1.0 of 7 days"
-    assert not rows["Users"].preliminary and rows["Users"].collecting is None
+    assert not rows["Users"].preliminary and rows["Users"].instead is None
     assert report.summary.monthly_savings == pytest.approx(full.evidence["monthly_savings"])
     md = render_markdown(report)
     line = next(x for x in md.splitlines() if x.startswith("| Orders |") and "collecting data" in x)

@@ -557,3 +557,15 @@ def test_the_savings_headline_counts_every_dollar_found_with_a_breakdown() -> No
     md = render_markdown(report)
     assert "$143/month" in md
     assert "Potential savings per month: idle tables $66, billing mode $60, unused indexes $12, table class $5." in md
+
+
+def test_a_throttled_tables_capacity_advice_is_held() -> None:
+    """Orders throttles this week: its right-sizing (lower, reserved capacity) is not advised and saves nothing."""
+    advice = {"recommended_mode": "PROVISIONED", "current_mode": "PROVISIONED", "monthly_savings": 524.51}
+    found = [finding("throttling", "critical"), finding("billing_mode", "low", evidence=advice)]
+    report = build_report_from_findings(found, NOW, week=W49)
+    (row,) = report.billing
+    assert row.monthly_savings == 0.0 and row.change.startswith("not advised: the table throttled")
+    assert report.summary.monthly_savings == 0.0
+    calm = build_report_from_findings([finding("billing_mode", "low", evidence=advice)], NOW, week=W49)
+    assert calm.summary.monthly_savings == pytest.approx(524.51)  # no throttling: the advice stands
