@@ -1,5 +1,6 @@
 """``ddb-audit what-if``: which keys, indexes and tables throttle first if traffic grows (auditor.whatif), from
-CloudTrail input and optionally an audit's CloudWatch capacity; can write a load-test profile."""
+CloudTrail input and optionally an audit's CloudWatch capacity; can write a load-test profile. It reads ``--config``
+as the detectors do: the tables' item sizes and the partition limits of the ``hot_key`` settings."""
 
 from __future__ import annotations
 
@@ -38,10 +39,10 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from auditor.engine import ingest_parallel, plan_processes
+    from auditor.engine import apply_table_facts, ingest_parallel, plan_processes
     from auditor.kernel.inputs import discover
     from auditor.whatif.capacity import capacity_from_audit
-    from auditor.whatif.limits import what_if
+    from auditor.whatif.limits import WhatIfConfig, what_if
     from auditor.whatif.loadtest import load_profile
     from auditor.whatif.whatif_text import render_what_if
 
@@ -56,7 +57,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"nothing could be read: {why}")
     warn(*stats.problems)
     spans = aggs.spans()
-    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings)
+    for agg in spans:
+        apply_table_facts(agg, config)  # the config's item sizes and key schema, as the detectors read them
+    hot_key = config.detector_config("hot_key")
+    limits = WhatIfConfig(
+        partition_read_units=hot_key.partition_read_units_per_second,
+        partition_write_units=hot_key.partition_write_units_per_second,
+    )
+    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings, config=limits)
     if args.profile_out:
         try:
             Path(args.profile_out).write_text(to_json(load_profile(spans, args.growth)), encoding="utf-8")

@@ -9,10 +9,11 @@ a table's item size from its sources in their order of trust. Pure: no boto3, no
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ITEM_SIZE_SOURCES", "Headroom", "item_size", "reconcile"]
+__all__ = ["ITEM_SIZE_SOURCES", "Headroom", "item_size", "reconcile", "unit_costs"]
 
 Resource = Literal["key", "table", "index"]
 
@@ -60,7 +61,8 @@ class Headroom:
         """The fields a finding's evidence carries (``headroom_factor`` is :attr:`value`)."""
         return {
             "headroom_factor": round(self.value, 2) if self.value is not None else None,
-            "assumed_headroom_factor": round(self.assumed, 2) if self.assumed is not None else None,
+            # as a share of the limit, not a headroom: a throttled resource shows no headroom above 1x anywhere
+            "assumed_utilisation": round(1 / self.assumed, 4) if self.assumed else None,
             "throttles_now": self.throttles_now,
             "contradicted_assumption": self.contradicted,
             "to_confirm": self.confirm,
@@ -124,3 +126,13 @@ def item_size(
         if size is not None and size > 0:
             return size, source
     return None, "default"
+
+
+def unit_costs(item_size_bytes: int | None, reads: int = 0, eventual_reads: int = 0) -> tuple[float, float]:
+    """(read units per read, write units per write) at ``item_size_bytes`` (1 and 1 when unknown, the default
+    assumption): ``ceil(size / 4 KB)`` per strongly consistent read, half for the share of ``reads`` logged
+    eventually consistent, and ``ceil(size / 1 KB)`` per write."""
+    eventual = eventual_reads / reads if reads else 0.0
+    read = math.ceil(item_size_bytes / 4096) if item_size_bytes else 1
+    write = float(math.ceil(item_size_bytes / 1024)) if item_size_bytes else 1.0
+    return read * (1.0 - 0.5 * eventual), write

@@ -15,9 +15,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from auditor.kernel.aggregates.failures import FROM_MESSAGE
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.base import FrozenModel
+from auditor.models.capacity import Headroom, reconcile, unit_costs
 
 __all__ = [
     "LIMIT_NAMES",
@@ -30,7 +32,9 @@ __all__ = [
     "headroom_sentence",
     "key_limits",
     "partition_headroom",
+    "table_is_provisioned",
     "table_limits_from_trail",
+    "trail_notes",
     "what_if",
 ]
 
@@ -102,18 +106,38 @@ class LimitItem:
     region: str | None = None
     #: Start of the period in which the peak was seen (ISO-8601 UTC), when known.
     peak_at: str | None = None
+    #: Calls on the resource the trail saw throttled (for a table: by its capacity, not by a hot key).
+    throttled: int = 0
+    #: Where the item size behind the peak comes from (None: the 1 KB / 4 KB default, an assumption).
+    item_size_source: str | None = None
+    #: True on a provisioned table, False on an on-demand one, None when unknown.
+    provisioned: bool | None = None
+
+    @property
+    def model(self) -> Headroom:
+        """The headroom of :func:`auditor.models.capacity.reconcile`: limit over peak, at most 1 when throttled."""
+        return reconcile(
+            self.limit_per_second,
+            self.peak_per_second,
+            self.throttled,
+            resource="key" if self.key else "index" if self.index else "table",
+            item_size_source=self.item_size_source if self.source == "cloudtrail" else "cloudwatch",
+            provisioned=self.provisioned,
+        )
 
     @property
     def headroom(self) -> float:
-        """The traffic multiple at which this resource reaches its limit."""
-        return self.limit_per_second / self.peak_per_second
+        """The traffic multiple at which this resource reaches its limit (at most 1 when it throttles now)."""
+        h = self.model.value
+        return h if h is not None else self.limit_per_second / self.peak_per_second
 
     def throttles_at(self, growth: float) -> bool:
         return self.headroom <= growth
 
-    def sort_key(self) -> tuple[float, str, str, str, str, str]:
+    def sort_key(self) -> tuple[float, int, str, str, str, str, str]:
         return (
             self.headroom,
+            -self.throttled,
             self.table,
             self.index or "",
             str(sorted(self.key.items())) if self.key else "",
@@ -137,6 +161,19 @@ class LimitItem:
             "source": self.source,
             "account": self.account,
             "region": self.region,
+            **self._reconciled(),
+        }
+
+    def _reconciled(self) -> dict[str, Any]:
+        """What the headroom rests on: the throttles observed, the assumption they contradict, the item size."""
+        model = self.model
+        return {
+            "throttled_calls": self.throttled,
+            "throttles_now": model.throttles_now,
+            "assumed_utilisation": round(1 / model.assumed, 4) if model.assumed else None,
+            "contradicted_assumption": model.contradicted,
+            "to_confirm": model.confirm,
+            "item_size_source": (self.item_size_source or "default") if self.source == "cloudtrail" else None,
         }
 
 
@@ -154,9 +191,15 @@ def partition_headroom(reads_per_second: float, writes_per_second: float, cfg: W
 
 
 def _partition_item(
-    agg: TableWindow, key: dict[str, Any], reads: float, writes: float, at: str | None, cfg: WhatIfConfig
+    agg: TableWindow,
+    key: dict[str, Any],
+    reads: float,
+    writes: float,
+    at: str | None,
+    cfg: WhatIfConfig,
+    throttled: int = 0,
 ) -> LimitItem | None:
-    """A key's partition limit from its peak reads and writes per second (None without traffic)."""
+    """A key's partition limit from its peak read and write units per second (None without traffic)."""
     h = partition_headroom(reads, writes, cfg)
     if h is None:
         return None
@@ -176,6 +219,9 @@ def _partition_item(
         account=agg.account,
         region=agg.region,
         peak_at=at,
+        throttled=throttled,
+        item_size_source=agg.item_size_source if agg.item_size_bytes else None,
+        provisioned=table_is_provisioned(agg),
     )
 
 
@@ -184,11 +230,14 @@ def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitI
 
     Every key a minute's sketch holds is a candidate; its peak is the minute in which its reads and writes used the
     largest part of one partition (counts are lower bounds of the true counts, see
-    :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). One unit per request (CloudTrail has no item sizes).
+    :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). Requests are weighed in units at the table's item size
+    (:func:`~auditor.models.capacity.unit_costs`, as the hot-key detector does); a key the trail saw throttled
+    throttles now (:func:`~auditor.models.capacity.reconcile`), and is listed first.
     """
     cfg = cfg or WhatIfConfig()
     best: dict[str, tuple[float, int, int, int]] = {}
-    r_unit, w_unit = cfg.partition_read_units, cfg.partition_write_units
+    ru, wu = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
+    r_unit, w_unit = cfg.partition_read_units / ru, cfg.partition_write_units / wu
     for minute, (m_all, m_writes) in agg.minutes.items():
         wcounts = m_writes.counts
         for encoded, n in m_all.counts.items():
@@ -197,10 +246,23 @@ def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitI
             prev = best.get(encoded)
             if prev is None or used > prev[0] or (used == prev[0] and minute < prev[1]):
                 best[encoded] = (used, minute, n - writes, writes)
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[: cfg.max_keys_per_table]
+    throttled = agg.throttle_keys
+
+    def pressure(kv: tuple[str, tuple[float, int, int, int]]) -> tuple[float, str]:
+        return (-(max(kv[1][0], 1.0) if throttled.get(kv[0]) else kv[1][0]), kv[0])
+
+    ranked = sorted(best.items(), key=pressure)[: cfg.max_keys_per_table]
     items = []
     for encoded, (_, minute, reads, writes) in ranked:
-        item = _partition_item(agg, decode_key(encoded), reads / 60, writes / 60, _iso(minute * 60), cfg)
+        item = _partition_item(
+            agg,
+            decode_key(encoded),
+            reads * ru / 60,
+            writes * wu / 60,
+            _iso(minute * 60),
+            cfg,
+            throttled.get(encoded, 0),
+        )
         if item is not None:
             items.append(item)
     return items
@@ -210,7 +272,10 @@ def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -
     """The per-table quota against the table's busiest minute of key-identified requests in CloudTrail.
 
     Used when no CloudWatch capacity is given for the table. Requests without a key (Scan, full-scan PartiQL) are not
-    in the per-minute counts, and each request counts one unit, so the peak is a lower bound.
+    in the per-minute counts, and requests count in units at the table's item size, so the peak is a lower bound.
+    A table the trail shows provisioned (its throttles carry the provisioned-capacity message) is measured against
+    its provisioned capacity, which the trail does not give: it is listed only when calls were throttled for its
+    capacity (it throttles now), and :func:`trail_notes` asks for ``--audit``; never against the on-demand maximum.
     """
     cfg = cfg or WhatIfConfig()
     peaks: dict[Access, tuple[int, int]] = {}
@@ -219,22 +284,79 @@ def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -
             prev = peaks.get(access)
             if n > 0 and (prev is None or n > prev[1] or (n == prev[1] and minute < prev[0])):
                 peaks[access] = (minute, n)
-    return [
-        LimitItem(
-            table=agg.table,
-            index=None,
-            key=None,
-            limit="table_max",
-            access=access,
-            peak_per_second=n / 60,
-            limit_per_second=cfg.table_quota(access),
-            source="cloudtrail",
-            account=agg.account,
-            region=agg.region,
-            peak_at=_iso(minute * 60),
+    units = dict(zip(ACCESSES, unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual), strict=True))
+    provisioned = table_is_provisioned(agg)
+    items = []
+    for access, (minute, n) in sorted(peaks.items()):
+        throttled = _capacity_throttles(agg, access)
+        if provisioned and not throttled:
+            continue
+        peak = n * units[access] / 60
+        items.append(
+            LimitItem(
+                table=agg.table,
+                index=None,
+                key=None,
+                limit="provisioned" if provisioned else "table_max",
+                access=access,
+                peak_per_second=peak,
+                # a provisioned table throttled for its capacity had at most its peak
+                limit_per_second=peak if provisioned else cfg.table_quota(access),
+                source="cloudtrail",
+                account=agg.account,
+                region=agg.region,
+                peak_at=_iso(minute * 60),
+                throttled=throttled,
+                item_size_source=agg.item_size_source if agg.item_size_bytes else None,
+                provisioned=provisioned,
+            )
         )
-        for access, (minute, n) in sorted(peaks.items())
+    return items
+
+
+def _causes(agg: TableWindow, access: Access | None = None) -> list[tuple[str, int]]:
+    """The table's own throttle causes (not its indexes'), without the message marker, with their counts."""
+    return [
+        (cause.removeprefix(FROM_MESSAGE), n)
+        for (cause, acc, index), n in agg.throttles.items()
+        if not index and (access is None or acc == access)
     ]
+
+
+def table_is_provisioned(agg: TableWindow) -> bool | None:
+    """What the trail's throttle messages say of the table's capacity mode (None: no throttle says it)."""
+    causes = {c for c, _ in _causes(agg)}
+    if any(c.startswith("provisioned") for c in causes):
+        return True
+    if any(c.startswith("on_demand") for c in causes):
+        return False
+    return None
+
+
+def _capacity_throttles(agg: TableWindow, access: Access) -> int:
+    """Calls throttled for the table's capacity (provisioned or on-demand maximum), not for a hot key."""
+    return sum(n for c, n in _causes(agg, access) if c in ("provisioned", "on_demand_max"))
+
+
+def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacity] = ()) -> list[str]:
+    """What the trail-only what-if cannot measure: provisioned tables without CloudWatch capacity, and tables whose
+    item size is the 1 KB / 4 KB default assumption."""
+    notes = []
+    for agg in spans:
+        if any(_same_table(c, agg) for c in capacity):
+            continue
+        if table_is_provisioned(agg):
+            notes.append(
+                f"{agg.table} is provisioned: its capacity is not in the trail, so its table limit is not measured "
+                "(pass --audit with the audit's CloudWatch capacity)."
+            )
+    if any(not agg.item_size_bytes for agg in spans):
+        names = ", ".join(sorted({agg.table for agg in spans if not agg.item_size_bytes})[:5])
+        notes.append(
+            f"Item sizes of {names} are the default assumption (1 KB written, 4 KB read): set item_size_bytes in "
+            "--config."
+        )
+    return notes
 
 
 def _by_access(reads: int, writes: int) -> tuple[tuple[Access, int], tuple[Access, int]]:
@@ -405,6 +527,8 @@ class WhatIfResult:
 
     growth: float
     items: list[LimitItem]
+    #: What the input could not measure (provisioned capacity unknown, item sizes assumed), in the text output.
+    notes: tuple[str, ...] = ()
 
     @property
     def throttling(self) -> list[LimitItem]:
@@ -439,4 +563,4 @@ def what_if(
     items += capacity_limits(capacity, cfg)
     items += contributor_insights_limits(insight_findings)
     items.sort(key=LimitItem.sort_key)
-    return WhatIfResult(growth=float(growth), items=items)
+    return WhatIfResult(growth=float(growth), items=items, notes=tuple(trail_notes(spans, capacity)))

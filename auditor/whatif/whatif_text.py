@@ -39,7 +39,12 @@ def _where(item: LimitItem, esc: Escape) -> str:
 
 def describe_item(item: LimitItem, escape: Escape = str) -> str:
     """``Orders key pk=CUSTOMER#42 reaches partition_write at 1.8x today's peak`` (names passed through
-    ``escape``)."""
+    ``escape``); ``... throttles now (N calls throttled: no headroom)`` for one the trail saw throttled."""
+    if item.model.throttles_now:
+        return (
+            f"{_where(item, escape)} throttles now at {item.limit} ({item.throttled:,} calls throttled: no headroom "
+            "at today's peak)"
+        )
     return f"{_where(item, escape)} reaches {item.limit} at {item.headroom:.1f}x today's peak"
 
 
@@ -66,7 +71,7 @@ def _rows(result: WhatIfResult, esc: Escape = str) -> list[tuple[str, ...]]:
     return [
         (
             f"{i.headroom:.2f}x",
-            "yes" if i.throttles_at(result.growth) else "no",
+            "now" if i.model.throttles_now else "yes" if i.throttles_at(result.growth) else "no",
             esc(i.table),
             esc(i.index) if i.index else "-",
             _key_text(i.key, esc),
@@ -101,12 +106,12 @@ def render_what_if(result: WhatIfResult, fmt: str) -> str:
             out.append("")
         if more > 0:
             out += [f"{more} more in the JSON output.", ""]
-        out += [note, ""]
+        out += [note, *(markdown_line_text(n) for n in result.notes), ""]
         return "\n".join(out)
     lines = [headline(result, terminal_text), ""]
     if rows:
         lines += render_columns(rows, _HEADER).rstrip("\n").split("\n")
     if more > 0:
         lines.append(f"... {more} more (use --format json for all)")
-    lines += ["", note]
+    lines += ["", note, *(terminal_text(n) for n in result.notes)]
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ def test_a_throttled_key_has_no_headroom_and_the_contradicted_assumption_is_name
     assert h.contradicted is not None and "items larger than assumed" in h.contradicted
     assert "several hot keys sharing one partition" in h.contradicted
     assert h.confirm is not None and "throttled-keys mode" in h.confirm and "item_size_bytes" in h.confirm
-    assert h.evidence()["headroom_factor"] == 1.0 and h.evidence()["assumed_headroom_factor"] == 5.81
+    assert h.evidence()["headroom_factor"] == 1.0 and h.evidence()["assumed_utilisation"] == 0.172
     assert "835 calls on it were throttled" in h.sentence() and "17% of the limit" in h.sentence()
 
 

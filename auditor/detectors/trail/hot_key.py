@@ -12,7 +12,6 @@ index's keys are measured against the index's traffic and reported on the index.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
-from auditor.models.capacity import Headroom, reconcile
+from auditor.models.capacity import Headroom, reconcile, unit_costs
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -85,10 +84,10 @@ class UnitCosts:
             )
         )
         eventual = eventual_reads / reads if reads else 0.0
-        size_read = math.ceil(size / 4096) if size else 1
+        read, write = unit_costs(size, reads, eventual_reads)
         return cls(
-            read=size_read * (1.0 - 0.5 * eventual),
-            write=float(math.ceil(size / 1024)) if size else 1.0,
+            read=read,
+            write=write,
             item_size_bytes=size,
             item_size_source=agg.item_size_source if size else None,
             eventual_read_share=eventual,
@@ -414,7 +413,7 @@ def _grouped(
     agg: TableWindow, keys: list[KeyRates], cfg: HotKeyConfig, common: dict[str, Any], space: KeySpace
 ) -> Finding:
     listed = [_key_evidence(k, agg, cfg) for k in keys]
-    severities = [_severity(k, ev["assumed_headroom_factor"], cfg) for k, ev in zip(keys, listed, strict=True)]
+    severities = [_severity(k, k.headroom(cfg).assumed, cfg) for k in keys]
     severity = max(severities, key=lambda s: s.rank)
     first = listed[0]
     attr = next(iter(first["key"]))
