@@ -76,8 +76,8 @@ PER_FINDING = {
 #: botocore retries (``transient``: a 500, then no connection, before AWS carried the call out; ``response_lost``: the
 #: answer lost after AWS carried it out), a Lambda timeout right after a call returned, the Slack webhook answering
 #: 500 once or accepting a post just before the notifier's timeout, and SNS delivering the posted message once more.
-#: ``late`` (not in the cases yet) is a throttled trail-ingest call whose message comes back only after the evaluator
-#: evaluated its windows.
+#: ``late`` is a throttled trail-ingest call whose message comes back only after the evaluator evaluated its windows
+#: (the evaluator evaluates them again: auditor/service/late.py).
 KINDS = ("throttled", "transient", "response_lost", "timeout")
 SLACK_KINDS = ("slack_500", "slack_timeout", "sns_duplicate")
 HANDLERS = ("trail-ingest", "evaluator", "notifier")

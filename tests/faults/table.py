@@ -2,8 +2,9 @@
 
 :data:`OPERATIONS` lists every AWS call each handler makes on the suite's trail (a test checks it against a clean
 run); :data:`CASES` is every operation with every fault kind at its first call, plus a timeout after the last call
-of the evaluator's operations that serve several steps, the run digest's answer lost, and the Slack faults (a 500, a
-stop right after the post, SNS delivering the message twice). :data:`SLACK_REPEATS` names the cases where Slack gets a
+of the evaluator's operations that serve several steps, the run digest's answer lost, every trail-ingest call failing
+so that its message comes back only after the evaluator ran (a late object), and the Slack faults (a 500, a stop right
+after the post, SNS delivering the message twice). :data:`SLACK_REPEATS` names the cases where Slack gets a
 finding twice and why.
 ``python -m tests.faults`` runs every case and prints the table (docs/faults.md).
 """
@@ -62,6 +63,9 @@ def _cases() -> list[Fault]:
                 cases.append(Fault(handler, op, 0, "timeout"))
             if (handler, op) in LAST_LOST:
                 cases.append(Fault(handler, op, 0, "response_lost"))
+            if handler == "trail-ingest":
+                # a late object: the message that failed comes back only after the evaluator evaluated its windows
+                cases.append(Fault(handler, op, 1, "late"))
     return cases
 
 
