@@ -3,7 +3,8 @@
 The real handlers run end to end against a moto server (an S3 trail bucket with generated CloudTrail files and
 planted problems, the state table, the findings topic, the Slack secret and a local stand-in for the webhook, audited
 tables with planted CloudWatch metrics, the reports bucket): trail ingest, events ingest, the evaluator, the Slack
-notifier, the stream item-size watcher, the metrics audit and the weekly report. The rarer paths run too: publishes
+notifier, the stream item-size watcher, the metrics audit, the capture controller (managing the stack's own trail,
+and advising with an existing one) and the weekly report. The rarer paths run too: publishes
 that fail (the outbox marks them failed, the next run sends them), a weekly announcement released after a failed
 publish and not repeated on a retry, and a finding written concurrently by someone else (a version conflict).
 
@@ -291,6 +292,8 @@ class Recorded:
     announcements: list[dict[str, str]]
     audit_results: list[dict[str, Any]]
     report_results: list[Any]
+    #: the capture controller's run without a trail of the stack's own (it advises)
+    advice: dict[str, Any] = field(default_factory=dict)
 
 
 def _stream_events() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -461,6 +464,11 @@ def _run_everything(
         for n in range(2)
     ]
     assert capture_results[0]["status"] == "applied", capture_results
+    # With an existing trail (CAPTURE_TRAIL_NAME empty): the day's first slice, the advice (no trail call).
+    monkeypatch.setenv("CAPTURE_TRAIL_NAME", "")
+    day = datetime.fromtimestamp(now_s - now_s % 86_400 + 86_400 + 5, UTC)
+    advice = invoke(ADVISING_CONTROLLER, capture_controller, scheduled_event(day, rule))
+    monkeypatch.setenv("CAPTURE_TRAIL_NAME", trail)
 
     # Weekly report: the first announcement fails (released, raised), the retry announces, a third run does not.
     reports_bucket = f"{stack.bucket}-reports"
@@ -479,7 +487,7 @@ def _run_everything(
         for n in (1, 2)
     ]
     announcements += [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
-    return Recorded(recorder, catcher, announcements, audit_results, report_results)
+    return Recorded(recorder, catcher, announcements, audit_results, report_results, advice)
 
 
 # ------------------------------------------------------------------------------------- what the roles grant
@@ -523,14 +531,18 @@ ALL_FUNCTIONS = {
     "MetricsAuditFunction",
     "WeeklyReportFunction",
 }
+#: The capture controller's run with an existing trail (CreateTrail=false), recorded apart from its managing runs.
+ADVISING_CONTROLLER = "CaptureControllerFunction (existing trail)"
 
 
 def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly_used(recorded: Recorded) -> None:
     recorder = recorded.recorder
     assert recorded.catcher.posts, "the notifier posted to the Slack stand-in"
     stack = resolve(load_template(), VARIANTS["all-features"])
-    assert set(recorder.calls) == ALL_FUNCTIONS
+    assert set(recorder.calls) == ALL_FUNCTIONS | {ADVISING_CONTROLLER}
     for function, calls in recorder.calls.items():
+        if function == ADVISING_CONTROLLER:
+            continue  # another variant: test_the_advising_controller_needs_no_trail_permission
         grants = _granted(stack, function)
         used_actions = {action for action, _ in calls}
         assert used_actions <= grants.actions, f"{function} calls ungranted {sorted(used_actions - grants.actions)}"
@@ -546,13 +558,36 @@ def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly
         assert tableless <= grants.unscoped, f"{function}: {sorted(tableless)} need Resource '*'"
 
 
+def test_the_advising_controller_needs_no_trail_permission(recorded: Recorded) -> None:
+    """With an existing trail (CreateTrail=false) the controller calls no CloudTrail API (its role has none) and every
+    call it makes is granted; it returns the selectors and the command to apply them."""
+    assert recorded.advice["status"] == "advised" and "put-event-selectors" in recorded.advice["detail"]
+    calls = recorded.recorder.calls[ADVISING_CONTROLLER]
+    assert {
+        ("dynamodb:ListTables", None),
+        ("dynamodb:DescribeTable", "audited"),
+        ("cloudwatch:GetMetricData", None),
+    } <= calls
+    assert not {action for action, _ in calls if action.startswith("cloudtrail:")}, calls
+    for variant in ("existing-bucket", "org-trail-log-archive"):
+        grants = _granted(resolve(load_template(), VARIANTS[variant]), "CaptureControllerFunction")
+        assert not {a for a in grants.actions if a.startswith("cloudtrail:")}, variant
+        used = {action for action, _ in calls}
+        assert used <= grants.actions, f"{variant}: calls ungranted {sorted(used - grants.actions)}"
+        audited = {action for action, target in calls if target == "audited"}
+        assert audited <= grants.audited, f"{variant}: audited-table calls not granted: {sorted(audited)}"
+        tableless = {action for action, target in calls if target is None and action.startswith("dynamodb:")}
+        assert tableless <= grants.unscoped, f"{variant}: {sorted(tableless)} need Resource '*'"
+
+
 def test_audited_tables_are_only_described(recorded: Recorded) -> None:
     """Only the metrics audit and the capture controller touch other tables, and only their metadata; the audit read
     every metadata grant, the controller only describes them."""
     foreign = recorded.recorder.foreign
-    assert {function for function, _, _ in foreign} == {"MetricsAuditFunction", "CaptureControllerFunction"}
+    controllers = {"CaptureControllerFunction", ADVISING_CONTROLLER}
+    assert {function for function, _, _ in foreign} == {"MetricsAuditFunction"} | controllers
     assert {action for f, action, _ in foreign if f == "MetricsAuditFunction"} == AUDITED_TABLE_METADATA
-    assert {action for f, action, _ in foreign if f == "CaptureControllerFunction"} == {"dynamodb:DescribeTable"}
+    assert {action for f, action, _ in foreign if f in controllers} == {"dynamodb:DescribeTable"}
     assert {t for f, _, t in foreign if f == "MetricsAuditFunction"} <= {
         f"{AUDITED_PREFIX}hot",
         f"{AUDITED_PREFIX}small",

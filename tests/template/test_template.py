@@ -310,7 +310,6 @@ NEEDS: dict[str, Needs] = {
         actions=LOGS
         | XRAY
         | CAPTURE_CONTROLLER_UNSCOPED
-        | CAPTURE_TRAIL_SELECTORS
         | {"dynamodb:DescribeTable"}
         | CAPTURE_CONTROLLER_DDB
         | KMS_THROUGH_SERVICES,
@@ -364,7 +363,7 @@ SCHEDULED = {
     "MetricsAuditFunction": ("rate(1 hour)", "MetricsAuditErrorsAlarm"),
     # Monday 07:00 UTC: the ISO week that ended seven hours earlier
     "WeeklyReportFunction": ("cron(0 7 ? * MON *)", "WeeklyReportErrorsAlarm"),
-    # The planner's 5-minute slice. Only with CreateTrail=true.
+    # The planner's 5-minute slice (with an existing trail: the day's first slice advises, the others are idle).
     "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
 }
 
@@ -506,11 +505,19 @@ def org_audit_actions(stack: Mapping[str, Any], function: str) -> frozenset[str]
     return frozenset({"sts:AssumeRole", "organizations:ListAccounts"})
 
 
+def own_trail_actions(stack: Mapping[str, Any], function: str) -> frozenset[str]:
+    """What the capture controller needs beyond NEEDS with the stack's own trail (CreateTrail=true): its selectors.
+    With an existing trail it advises and calls no CloudTrail API."""
+    if function != "CaptureControllerFunction" or "DataEventsTrail" not in resources(stack):
+        return frozenset()
+    return CAPTURE_TRAIL_SELECTORS
+
+
 def test_iam_actions_are_exactly_what_the_code_needs(stack: dict[str, Any]) -> None:
     for name, props in functions(stack).items():
         statements = role_statements(stack, role_name(props))
         actions = {a for s in statements for a in as_list(s["Action"])}
-        needed = NEEDS[name].actions | org_audit_actions(stack, name)
+        needed = NEEDS[name].actions | org_audit_actions(stack, name) | own_trail_actions(stack, name)
         assert actions == needed, f"{name}: extra {sorted(actions - needed)}, missing {sorted(needed - actions)}"
         for s in statements:
             assert s["Effect"] == "Allow" and "NotAction" not in s and "NotResource" not in s, (name, s)
@@ -899,8 +906,7 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
         for name, props in functions(stack).items()
         if any(e["Type"] == "Schedule" for e in props.get("Events", {}).values())
     }
-    expected = set(SCHEDULED) - ({"CaptureControllerFunction"} if "DataEventsTrail" not in resources(stack) else set())
-    assert set(scheduled) == expected
+    assert set(scheduled) == set(SCHEDULED)  # the capture controller too: it advises with an existing trail
     for name, props in scheduled.items():
         schedule, alarm = SCHEDULED[name]
         (event,) = props["Events"].values()
@@ -1412,14 +1418,10 @@ def test_samconfig_example_matches_the_template(template: dict[str, Any]) -> Non
 
 
 def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, Any]) -> None:
-    """CreateTrail only; CloudTrail access is GetEventSelectors/PutEventSelectors on the stack's trail, nothing else."""
-    if "DataEventsTrail" not in resources(stack):
-        assert "CaptureControllerFunction" not in resources(stack)
-        return
+    """In every stack. CreateTrail=true: CloudTrail access is GetEventSelectors/PutEventSelectors on the stack's trail,
+    nothing else. An existing trail: no CloudTrail access and an empty CAPTURE_TRAIL_NAME (the controller advises)."""
     props = function_props(stack, "CaptureControllerFunction")
-    env = stack["Globals"]["Function"]["Environment"]["Variables"]
-    trail_name = stack["Resources"]["DataEventsTrail"]["Properties"]["TrailName"]
-    assert env["CAPTURE_TRAIL_NAME"] == trail_name
+    env = props["Environment"]["Variables"]  # with the globals'
     assert {"audit_budget_percent", "capture_table_arns"} <= DOCUMENT_SETTINGS  # the configuration document
     assert Settings().audit_budget_percent == 1.0
     cloudtrail = [
@@ -1427,6 +1429,11 @@ def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, A
         for st in role_statements(stack, props["Role"]["Fn::GetAtt"][0])
         if any(a.startswith("cloudtrail:") for a in as_list(st["Action"]))
     ]
+    if "DataEventsTrail" not in resources(stack):
+        assert env["CAPTURE_TRAIL_NAME"] == "" and cloudtrail == []
+        return
+    trail_name = stack["Resources"]["DataEventsTrail"]["Properties"]["TrailName"]
+    assert env["CAPTURE_TRAIL_NAME"] == trail_name
     assert len(cloudtrail) == 1
     assert sorted(as_list(cloudtrail[0]["Action"])) == ["cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"]
     assert cloudtrail[0]["Resource"] == {"Fn::GetAtt": ["DataEventsTrail", "Arn"]}
