@@ -34,6 +34,7 @@ from auditor.kernel.inputs import discover
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
+from auditor.models.capacity import item_size
 from auditor.models.finding import Finding, Totals, window_totals
 from auditor.models.inventory import TableProfile
 
@@ -283,11 +284,13 @@ def apply_table_facts(agg: TableWindow, config: AnalysisConfig, schemas: TableSc
     keys (without either the detectors fall back to the key names the trail itself logs); and its typical item
     size, ``item_size_bytes`` from the config, else the description's size over its item count."""
     profile = (schemas or {}).get((agg.account, agg.region, agg.table))
-    agg.item_size_bytes, agg.item_size_source = None, None
-    if (size := config.item_size_bytes.get(agg.table)) is not None:
-        agg.item_size_bytes, agg.item_size_source = size, "config"
-    elif profile is not None and profile.size_bytes and profile.item_count:
-        agg.item_size_bytes, agg.item_size_source = max(1, round(profile.size_bytes / profile.item_count)), "inventory"
+    described = (
+        max(1, round(profile.size_bytes / profile.item_count))
+        if profile is not None and profile.size_bytes and profile.item_count
+        else None
+    )
+    size, source = item_size(config=config.item_size_bytes.get(agg.table), inventory=described)
+    agg.item_size_bytes, agg.item_size_source = (size, source) if size is not None else (None, None)
     agg.index_schema = {i.name: i.partition_key for i in profile.indexes if i.partition_key} if profile else {}
     if (hint := config.key_schema.get(agg.table)) is not None:
         agg.schema_hint, agg.schema_source = hint, "config"

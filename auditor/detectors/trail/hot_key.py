@@ -334,7 +334,8 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
         "read_units_per_read": round(keys[0].costs.read, 3),
         "write_units_per_write": keys[0].costs.write,
         "item_size_bytes": keys[0].costs.item_size_bytes,
-        "item_size_source": keys[0].costs.item_size_source,
+        # "default": the 1 KB / 4 KB assumption, stated as such (docs/capacity.md)
+        "item_size_source": keys[0].costs.item_size_source or "default",
     }
     if space.index is not None:
         common["index"] = space.index
