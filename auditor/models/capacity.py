@@ -50,8 +50,8 @@ class Headroom:
         text = f" {self.throttled:,} calls on it were throttled: no headroom at today's peak, it throttles now."
         if self.contradicted and self.assumed:
             text += (
-                f" The throttling contradicts the assumptions, which put the peak at {1 / self.assumed:.0%} of the "
-                f"limit: {self.contradicted}."
+                f" The throttling contradicts the assumptions, which put the peak at {_share(1 / self.assumed)} of "
+                f"the limit: {self.contradicted}."
             )
         if self.confirm:
             text += f" To confirm: {self.confirm}."
@@ -67,6 +67,11 @@ class Headroom:
             "contradicted_assumption": self.contradicted,
             "to_confirm": self.confirm,
         }
+
+
+def _share(value: float) -> str:
+    """``17%``, or ``under 1%``."""
+    return f"{value:.0%}" if value >= 0.01 else "under 1%"
 
 
 def _suspects(resource: Resource, item_size_source: str | None, provisioned: bool | None) -> tuple[str, str]:

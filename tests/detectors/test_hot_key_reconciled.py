@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.detectors.trail import hot_key
+from auditor.detectors.trail import hot_key, low_cardinality_key
 from tests.detectors.test_index_spaces import _span
 from tests.kernel.test_index_spaces import _get, _record
 
@@ -37,3 +37,13 @@ def test_an_unthrottled_key_keeps_its_headroom() -> None:
     [f] = hot_key.detect(_span(_records(0)), hot_key.HotKeyConfig())
     assert f.evidence["headroom_factor"] > 1 and f.evidence["assumed_utilisation"] < 1
     assert f.evidence["throttles_now"] is False and f.evidence["contradicted_assumption"] is None
+
+
+def test_a_throttled_low_cardinality_table_reads_no_headroom_above_1x() -> None:
+    statuses = ("PENDING", "RUNNING", "DONE")
+    records = [_record("GetItem", i * 0.5, {"key": {"status": statuses[i % 3]}}, i) for i in range(1200)]
+    records += [_record("GetItem", 700 + i, {"key": {"status": "PENDING"}}, 2000 + i, THROTTLED) for i in range(12)]
+    [f] = low_cardinality_key.detect(_span(records), low_cardinality_key.LowCardinalityConfig())
+    assert f.evidence["throttled_calls"] == 12 and f.evidence["headroom_factor"] == 1.0
+    assert f.evidence["busiest_value_headroom_factor"] == 1.0 and f.evidence["throttles_now"] is True
+    assert "no headroom at today's peak" in f.summary and "far below" not in f.summary

@@ -10,6 +10,7 @@ from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
+from auditor.models.capacity import reconcile
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -71,6 +72,11 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: LowCardinalityConfig) 
         h_peak = headroom((peak[1] - peak[2]) / 60, peak[2] / 60, HotKeyConfig())
         if h_peak is not None and (h is None or h_peak < h):
             h = h_peak
+    # throttles on the space's values bound its headroom (the one model, docs/capacity.md)
+    throttled = sum(agg.throttle_keys.get(k, 0) for k, _ in top)
+    model = reconcile(1.0 if h is not None else None, 1.0 / h if h else None, throttled)
+    # the severity stays the design's, from the headroom on paper: the throttling finding carries the throttles'
+    h = model.assumed
     if h is not None and h <= 2.0:
         severity = Severity.HIGH
     elif h is not None and h >= cfg.huge_headroom:
@@ -93,10 +99,10 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: LowCardinalityConfig) 
                 + (
                     f" Its busiest value peaked far below a partition's limits (headroom {h:,.0f}x), so this is at "
                     "most low."
-                    if h is not None and h >= cfg.huge_headroom
+                    if h is not None and h >= cfg.huge_headroom and not model.throttled
                     else ""
                 )
-                + headroom_sentence(h)
+                + (model.sentence() if model.throttled else headroom_sentence(h))
             ),
             recommendation=(
                 shard_advice(
@@ -115,8 +121,9 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: LowCardinalityConfig) 
                 "key_attribute": attr,
                 "values": values,
                 "requests_per_second": round(rate, 3),
-                "busiest_value_headroom_factor": round(h, 2) if h is not None else None,
-                "headroom_factor": round(h, 2) if h is not None else None,
+                "busiest_value_headroom_factor": round(model.value, 2) if model.value is not None else None,
+                **model.evidence(),
+                "throttled_calls": throttled,
                 "window_seconds": agg.window_seconds,
                 "source": "cloudtrail",
                 "time_bucket": period,
