@@ -544,18 +544,23 @@ def test_every_call_the_handlers_make_is_granted_and_dynamodb_grants_are_exactly
         if function == ADVISING_CONTROLLER:
             continue  # another variant: test_the_advising_controller_needs_no_trail_permission
         grants = _granted(stack, function)
-        used_actions = {action for action, _ in calls}
-        assert used_actions <= grants.actions, f"{function} calls ungranted {sorted(used_actions - grants.actions)}"
+        _assert_granted(function, calls, grants)
         used_state = {(action, target) for action, target in calls if target not in (None, "audited")}
         used_state = {c for c in used_state if c[0].startswith("dynamodb:")}
         assert used_state == grants.state_table, (
             f"{function}: state table used but not granted {sorted(used_state - grants.state_table)}, "
             f"granted but unused {sorted(grants.state_table - used_state)}"
         )
-        audited = {action for action, target in calls if target == "audited"}
-        assert audited <= grants.audited, f"{function}: audited-table calls not granted: {sorted(audited)}"
-        tableless = {action for action, target in calls if target is None and action.startswith("dynamodb:")}
-        assert tableless <= grants.unscoped, f"{function}: {sorted(tableless)} need Resource '*'"
+
+
+def _assert_granted(label: str, calls: set[Call], grants: Grants) -> None:
+    """Every action called is granted; audited-table calls on the audited tables, table-less ones on '*'."""
+    used = {action for action, _ in calls}
+    assert used <= grants.actions, f"{label} calls ungranted {sorted(used - grants.actions)}"
+    audited = {action for action, target in calls if target == "audited"}
+    assert audited <= grants.audited, f"{label}: audited-table calls not granted: {sorted(audited)}"
+    tableless = {action for action, target in calls if target is None and action.startswith("dynamodb:")}
+    assert tableless <= grants.unscoped, f"{label}: {sorted(tableless)} need Resource '*'"
 
 
 def test_the_advising_controller_needs_no_trail_permission(recorded: Recorded) -> None:
@@ -572,12 +577,7 @@ def test_the_advising_controller_needs_no_trail_permission(recorded: Recorded) -
     for variant in ("existing-bucket", "org-trail-log-archive"):
         grants = _granted(resolve(load_template(), VARIANTS[variant]), "CaptureControllerFunction")
         assert not {a for a in grants.actions if a.startswith("cloudtrail:")}, variant
-        used = {action for action, _ in calls}
-        assert used <= grants.actions, f"{variant}: calls ungranted {sorted(used - grants.actions)}"
-        audited = {action for action, target in calls if target == "audited"}
-        assert audited <= grants.audited, f"{variant}: audited-table calls not granted: {sorted(audited)}"
-        tableless = {action for action, target in calls if target is None and action.startswith("dynamodb:")}
-        assert tableless <= grants.unscoped, f"{variant}: {sorted(tableless)} need Resource '*'"
+        _assert_granted(f"{ADVISING_CONTROLLER} in {variant}", calls, grants)
 
 
 def test_audited_tables_are_only_described(recorded: Recorded) -> None:
