@@ -9,7 +9,7 @@ docs/commands/what-if.md.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -516,6 +516,35 @@ def contributor_insights_limits(findings: Iterable[dict[str, Any]]) -> list[Limi
     return items
 
 
+#: Throttling causes that say a table or index ran out of its capacity (not a hot key's partition), and the limits
+#: that capacity is.
+CAPACITY_CAUSES = {"provisioned": ("provisioned", "autoscaling_max"), "on_demand_max": ("on_demand_max",)}
+
+
+def capacity_throttled(items: Sequence[LimitItem], findings: Iterable[dict[str, Any]]) -> list[LimitItem]:
+    """The CloudWatch items with the throttle events the audit's ``throttling`` findings counted for their capacity
+    (causes :data:`CAPACITY_CAUSES`, the same table, index and access): such a table or index throttles now
+    (:func:`auditor.models.capacity.reconcile`)."""
+    events: dict[tuple[str, str | None, str, str], int] = {}
+    for f in findings:
+        ev = f.get("evidence")
+        if f.get("kind") != "throttling" or not isinstance(ev, dict) or ev.get("cause") not in CAPACITY_CAUSES:
+            continue
+        index = f.get("index") if isinstance(f.get("index"), str) else None
+        for access in ACCESSES:
+            n = ev.get(f"{access}_throttle_events")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                for limit in CAPACITY_CAUSES[ev["cause"]]:
+                    slot = (str(f.get("table")), index, access, limit)
+                    events[slot] = max(events.get(slot, 0), n)
+    out = []
+    for item in items:
+        n = events.get((item.table, item.index, item.access or "", item.limit))
+        provisioned = item.limit != "on_demand_max"
+        out.append(replace(item, throttled=n, provisioned=provisioned) if n else item)
+    return out
+
+
 def _same_table(res: ResourceCapacity, agg: TableWindow) -> bool:
     """The same table, unless both name their account and the accounts differ."""
     return res.table == agg.table and (res.account is None or agg.account is None or res.account == agg.account)
@@ -560,7 +589,7 @@ def what_if(
         items += key_limits(agg, cfg)
         if not any(_same_table(c, agg) for c in capacity):
             items += table_limits_from_trail(agg, cfg)
-    items += capacity_limits(capacity, cfg)
+    items += capacity_throttled(capacity_limits(capacity, cfg), insight_findings)
     items += contributor_insights_limits(insight_findings)
     items.sort(key=LimitItem.sort_key)
     return WhatIfResult(growth=float(growth), items=items, notes=tuple(trail_notes(spans, capacity)))

@@ -20,7 +20,7 @@ from auditor.engine import analyze_trail
 from auditor.report.contents import ReportFinding
 from auditor.report.sections import what_if as report_what_if
 from auditor.sinks.slack_blocks import render_finding
-from auditor.whatif.limits import what_if
+from auditor.whatif.limits import ResourceCapacity, what_if
 from auditor.whatif.whatif_text import render_what_if
 from tests.factories import call, span
 
@@ -109,3 +109,24 @@ def test_the_demos_throttled_hot_key_has_no_headroom_above_1x_anywhere(
     # the Slack message (summary and evidence fields)
     slack = orjson.dumps(render_finding(finding, status="new")).decode()
     assert "no headroom at today's peak" in slack and max(_headrooms(slack), default=0) <= 1
+
+
+def test_a_provisioned_table_is_measured_against_its_capacity_and_throttles_now_when_cloudwatch_says_so() -> None:
+    orders = ResourceCapacity("Orders", None, "PROVISIONED", peak_read=50.0, peak_write=90.0, provisioned_write=100)
+    throttled = {
+        "kind": "throttling",
+        "table": "Orders",
+        "evidence": {"cause": "provisioned", "write_throttle_events": 2160, "read_throttle_events": 0},
+    }
+    calm = what_if([], 2.0, capacity=[orders])
+    first = calm.items[0]
+    assert (first.limit, first.access, first.limit_per_second) == ("provisioned", "write", 100.0)
+    assert first.headroom == pytest.approx(100 / 90) and not first.model.throttles_now
+    result = what_if([], 2.0, capacity=[orders], insight_findings=[throttled])
+    first = result.items[0]
+    assert (first.limit, first.throttled, first.model.assumed) == ("provisioned", 2160, pytest.approx(100 / 90))
+    # the assumptions put the peak at 90% of the provisioned 100: throttled, it throttles now
+    assert first.headroom == first.model.value == 1.0 and first.model.throttles_now
+    assert "capacity below the peak" in (first.model.contradicted or "")
+    quota = next(i for i in result.items if i.limit == "table_max" and i.access == "write")
+    assert quota.throttled == 0  # the 40,000-unit quota is not what throttled
