@@ -51,9 +51,10 @@ def drop_controls(text: str) -> str:
 
 
 def report_text(value: object) -> str:
-    """``value`` for report text (Markdown or HTML report): control characters dropped, line breaks as spaces."""
+    """``value`` for report text (Markdown or HTML report): control and format characters (bidirectional controls,
+    soft hyphens, zero-width characters) dropped, line breaks as spaces."""
     text = _LINE_BREAKS.sub(" ", str(value)).replace("\t", " ")
-    return _BIDI.sub("", _CONTROL.sub("", text))
+    return _strip_format_chars(_BIDI.sub("", _CONTROL.sub("", text)))
 
 
 def markdown_text(value: object) -> str:

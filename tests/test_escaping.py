@@ -102,6 +102,19 @@ def test_markdown_text_never_forms_html(value: str) -> None:
     assert "<script" not in html and "<img" not in html and "<a " not in html
 
 
+@given(st.text())
+@settings(max_examples=300, deadline=None)
+def test_report_and_markdown_text_never_pass_a_control_or_format_character(value: str) -> None:
+    # a soft hyphen (U+00AD) or a zero-width space is invisible: a name from traffic that holds one reads as another
+    for out in (report_text(value), markdown_text(value)):
+        assert not any(unicodedata.category(c) in ("Cc", "Cf") for c in out)
+
+
+def test_report_text_drops_soft_hyphens_and_zero_width_characters() -> None:
+    assert report_text("Get\u00adItem") == "GetItem"
+    assert markdown_text("Orders\u200b\u2060") == "Orders"
+
+
 def test_report_text_drops_controls_and_keeps_the_rest() -> None:
     assert report_text("Orders\x00\x07\x1b[2J") == "Orders[2J"
     assert report_text("a\nb\tc") == "a b c"
