@@ -18,17 +18,17 @@ distinct metrics matching the namespace, name and dimension filters, 500 per pag
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from moto.cloudwatch.exceptions import InvalidParameterValue
-from moto.cloudwatch.models import CloudWatchBackend, MetricDatumBase, Statistics
+from moto.cloudwatch.models import MetricDatumBase
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core.responses import ActionResult
+
+from auditor.demo.metric_data import compute, matching_metrics
 
 #: CloudWatch's limits per GetMetricData request and response.
 MAX_QUERIES = 500
@@ -93,50 +93,6 @@ class Served:
         return page, rest
 
 
-def _dims(dimensions: Any) -> frozenset[tuple[str, str]]:
-    return frozenset((d.name, d.value) for d in dimensions)
-
-
-def compute(
-    backend: CloudWatchBackend, queries: list[dict[str, Any]], start: datetime, end: datetime, scan_by: str
-) -> list[dict[str, Any]]:
-    """Every MetricStat query's datapoints over ``[start, end)``, one per period with data (moto's semantics)."""
-    index: dict[_Key, list[MetricDatumBase]] = defaultdict(list)
-    for md in backend.get_all_metrics():
-        if start <= md.timestamp < end:
-            index[(md.namespace, md.name, _dims(md.dimensions))].append(md)
-    out: list[dict[str, Any]] = []
-    for q in queries:
-        if "MetricStat" not in q:
-            raise InvalidParameterValue("this stand-in answers MetricStat queries only")
-        ms, metric = q["MetricStat"], q["MetricStat"]["Metric"]
-        dims = frozenset((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
-        period, stat = int(ms["Period"]), ms["Stat"]
-        buckets: dict[int, list[MetricDatumBase]] = defaultdict(list)
-        for md in index.get((metric["Namespace"], metric["MetricName"], dims), ()):
-            buckets[int((md.timestamp - start).total_seconds()) // period].append(md)
-        timestamps: list[datetime] = []
-        values: list[Any] = []
-        for b in sorted(buckets):
-            stats = Statistics([stat], start + timedelta(seconds=b * period))
-            stats.metric_data = buckets[b]
-            timestamps.append(stats.timestamp)
-            values.append(stats.get_statistics_for_type(stat))
-        if scan_by == "TimestampDescending":
-            timestamps.reverse()
-            values.reverse()
-        out.append(
-            {
-                "id": q["Id"],
-                "label": q.get("Label") or f"{metric['MetricName']} {stat}",
-                "values": values,
-                "timestamps": timestamps,
-                "status_code": "Complete",
-            }
-        )
-    return out
-
-
 def install(monkeypatch: pytest.MonkeyPatch, page_datapoints: int = MAX_DATAPOINTS) -> Served:
     """Patch the in-process moto server's GetMetricData (undone with ``monkeypatch``); returns the record."""
     served = Served(page_datapoints)
@@ -181,16 +137,7 @@ def install(monkeypatch: pytest.MonkeyPatch, page_datapoints: int = MAX_DATAPOIN
                 raise InvalidParameterValue("Request parameter NextToken is invalid")
             metrics = listed.pop(token)
         else:
-            namespace, name = params.get("Namespace"), params.get("MetricName")
-            wanted = {(d["Name"], d.get("Value")) for d in params.get("Dimensions", [])}
-            unique: dict[_Key, MetricDatumBase] = {}
-            for md in self.cloudwatch_backend.get_all_metrics():
-                if (namespace and md.namespace != namespace) or (name and md.name != name):
-                    continue
-                dims = _dims(md.dimensions)
-                if all((k, v) in dims if v is not None else k in dict(dims) for k, v in wanted):
-                    unique.setdefault((md.namespace, md.name, dims), md)
-            metrics = list(unique.values())
+            metrics = matching_metrics(self.cloudwatch_backend, params)
         next_token = str(uuid.uuid4()) if len(metrics) > MAX_QUERIES else None
         if next_token is not None:
             listed[next_token] = metrics[MAX_QUERIES:]

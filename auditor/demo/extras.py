@@ -1,22 +1,25 @@
 """The demo's CloudWatch metrics and DynamoDB stream: the inputs of the metrics audit and the Streams watcher.
 
-:func:`plant_tables_and_metrics` creates the demo's tables on the local endpoint and publishes an hour of per-minute
-metrics with planted problems; :func:`grow_items` makes two ``Documents`` items grow on a stream and returns its
-records as Lambda's event records. What is planted is in docs/demo.md.
+:func:`create_tables` creates the demo's tables on the local endpoint (before the first run, so DescribeTable answers);
+:func:`plant_metrics` publishes 14 days of per-minute capacity and an hour of metrics with planted problems;
+:func:`grow_items` makes two ``Documents`` items grow on a stream and returns its records as Lambda's event records.
+What is planted is in docs/demo.md.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.config import Config
 
-from auditor.demo.stack import REGION, aws_client
+from auditor.demo.stack import ACCOUNT, REGION, aws_client
 
-#: An hour of per-minute metrics. (moto's GetMetricData scans every datapoint for every period, so a day of them
-#: takes the local endpoint ~45 s; the demo audits an hour, which leaves out ``unused_index``: it needs a day.)
+#: An hour of per-minute metrics with the planted problems (the audit's hour).
 _MINUTES = 60
+#: Days of per-minute capacity history before it: what the billing run needs (7 days) for a recommendation.
+HISTORY_DAYS = 14
 #: moto cannot decode the gzip bodies botocore sends for large PutMetricData requests.
 _NO_COMPRESSION = Config(disable_request_compression=True)
 
@@ -34,10 +37,9 @@ def _dims(table: str, index: str | None = None, operation: str | None = None) ->
     return out
 
 
-def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
-    """Create the demo tables and an hour of metrics ending at ``end``; returns the table names."""
+def create_tables(endpoint: str, end: datetime) -> list[str]:
+    """Create the demo's tables (Archive2024 and Carts backdated 90 days before ``end``); returns their names."""
     ddb = _client("dynamodb", endpoint)
-    cw = _client("cloudwatch", endpoint)
     key = [{"AttributeName": "pk", "KeyType": "HASH"}]
     attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
     ddb.create_table(
@@ -62,8 +64,127 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     for name in ("Sessions", "Catalog", "Jobs", "Users", "Attachments"):
         ddb.create_table(TableName=name, KeySchema=key, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
     idle_and_ttl_tables(ddb, end)
+    ddb.create_table(
+        TableName="Documents",
+        KeySchema=[{"AttributeName": "docId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "docId", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    return [*TABLES, "Documents"]
 
+
+#: The tables of the metrics audit (Orders with its ByStatus GSI).
+TABLES = ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments", "Archive2024", "Carts"]
+#: Each table's (or GSI's) per-minute capacity at the daily peak: (table, index, metric, units a minute).
+_STEADY: list[tuple[str, str | None, str, float]] = [
+    ("Orders", None, "ConsumedWriteCapacityUnits", 21_000.0),
+    ("Orders", None, "ConsumedReadCapacityUnits", 48_000.0),
+    ("Orders", "ByStatus", "ConsumedWriteCapacityUnits", 21_000.0),
+    ("Orders", "ByStatus", "ConsumedReadCapacityUnits", 0.0),
+    ("Sessions", None, "ConsumedReadCapacityUnits", 9_000.0),
+    ("Attachments", None, "ConsumedWriteCapacityUnits", 9_000.0),
+    ("Users", None, "ConsumedReadCapacityUnits", 3_000.0),
+    ("Users", None, "ConsumedWriteCapacityUnits", 300.0),
+    ("Carts", None, "ConsumedWriteCapacityUnits", 600.0),
+]
+#: Orders' provisioned capacity in force (published every 5 minutes).
+_PROVISIONED: list[tuple[str | None, str, float]] = [
+    (None, "ProvisionedReadCapacityUnits", 2000.0),
+    (None, "ProvisionedWriteCapacityUnits", 1000.0),
+    ("ByStatus", "ProvisionedReadCapacityUnits", 100.0),
+    ("ByStatus", "ProvisionedWriteCapacityUnits", 1000.0),
+]
+
+
+#: The report's capacity charts: (table, index, provisioned) read back from the local endpoint, hourly.
+CHARTED: list[tuple[str, str | None, bool]] = [
+    ("Orders", None, True),
+    ("Orders", "ByStatus", True),
+    ("Users", None, False),
+]
+
+
+def read_capacity(endpoint: str, start: datetime, end: datetime) -> list[Any]:
+    """The charted tables' hourly capacity over ``[start, end)`` as the report's ``CapacitySeries``, read back from the
+    local endpoint's CloudWatch (consumed ``Sum``, provisioned ``Average`` per hour)."""
+    from auditor.demo.metric_data import fast_metric_reads
+    from auditor.report.inputs import CapacitySeries
+
+    cw = _client("cloudwatch", endpoint)
+    hours = int((end - start).total_seconds()) // 3600
+    out = []
+    for table, index, provisioned in CHARTED:
+        names = ["ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits"]
+        names += ["ProvisionedReadCapacityUnits", "ProvisionedWriteCapacityUnits"] if provisioned else []
+        queries = [
+            {"Id": f"m{i}", "MetricStat": {"Metric": {"Namespace": "AWS/DynamoDB", "MetricName": n,
+             "Dimensions": _dims(table, index)}, "Period": 3600, "Stat": "Sum" if "Consumed" in n else "Average"}}
+            for i, n in enumerate(names)
+        ]  # fmt: skip
+        with fast_metric_reads():
+            results = cw.get_metric_data(MetricDataQueries=queries, StartTime=start, EndTime=end)["MetricDataResults"]
+        values: list[list[float | None]] = []
+        for r in results:
+            pairs = zip(r["Timestamps"], r["Values"], strict=True)
+            by_hour = {int((t - start).total_seconds()) // 3600: v for t, v in pairs}
+            values.append([by_hour.get(h) for h in range(hours)])
+        out.append(
+            CapacitySeries(
+                table=table, index=index, start=start, period_seconds=3600, consumed_read=values[0],
+                consumed_write=values[1], provisioned_read=values[2] if provisioned else None,
+                provisioned_write=values[3] if provisioned else None,
+            )
+        )  # fmt: skip
+    return out
+
+
+def daily_shape(stamp: int) -> float:
+    """The share of the daily peak at ``stamp`` (epoch seconds): 40% at night, 100% at 14:00 UTC."""
+    return 0.7 - 0.3 * math.cos(2 * math.pi * ((stamp % 86_400) / 86_400 - 14 / 24))
+
+
+def _put(cw: Any, data: list[dict[str, Any]]) -> None:
+    for i in range(0, len(data), 1000):
+        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 1000])
+
+
+def _store_history(data: list[dict[str, Any]], account: str, region: str) -> None:
+    """Store the capacity history in the in-process local endpoint's CloudWatch directly: the same datapoints
+    PutMetricData would store, without serialising 200,000 of them over HTTP (the demo must stay quick)."""
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    # as the endpoint stores what PutMetricData sends: naive UTC times, float values
+    stored = [
+        d | {"Timestamp": d["Timestamp"].astimezone(UTC).replace(tzinfo=None), "Value": float(d["Value"])} for d in data
+    ]
+    cloudwatch_backends[account][region].put_metric_data("AWS/DynamoDB", stored)
+
+
+def capacity_history(t0: int, end: datetime, steady: list[tuple[str, str | None, str, float]]) -> list[dict[str, Any]]:
+    """``HISTORY_DAYS`` days of per-minute capacity before ``t0`` (epoch seconds), following :func:`daily_shape`."""
+    data: list[dict[str, Any]] = []
+    for stamp in range(t0 - HISTORY_DAYS * 86_400, t0, 60):
+        when, share = datetime.fromtimestamp(stamp, end.tzinfo), daily_shape(stamp)
+        # Users is busy an hour a day (a daily batch) and quiet otherwise: on-demand is its right mode.
+        burst = 1.0 if (stamp % 86_400) // 3600 == 13 else 0.02
+        for table, index, metric, peak in steady:
+            data.append({"MetricName": metric, "Dimensions": _dims(table, index), "Timestamp": when,
+                         "Value": round(peak * (burst if table == "Users" else share))})  # fmt: skip
+    return data
+
+
+def plant_metrics(endpoint: str, end: datetime) -> list[str]:
+    """14 days of per-minute capacity and an hour of metrics with planted problems ending at ``end``; returns the
+    tables."""
+    cw = _client("cloudwatch", endpoint)
     t0 = int(end.timestamp()) // 60 * 60 - 60 * _MINUTES
+    history = capacity_history(t0, end, _STEADY)
+    for stamp in range(t0 - HISTORY_DAYS * 86_400, t0, 300):
+        for index, metric, units in _PROVISIONED:
+            history.append({"MetricName": metric, "Dimensions": _dims("Orders", index),
+                            "Timestamp": datetime.fromtimestamp(stamp, end.tzinfo), "Value": units})  # fmt: skip
+    _store_history(history, ACCOUNT, REGION)
     data: list[dict[str, Any]] = []
 
     def series(metric: str, table: str, values: list[float], **dims: str | None) -> None:
@@ -118,9 +239,8 @@ def plant_tables_and_metrics(endpoint: str, end: datetime) -> list[str]:
     series("ConsumedWriteCapacityUnits", "Users", [300.0] * _MINUTES)
     # Carts takes writes all the time, but its TTL deletes nothing (TimeToLiveDeletedItemCount never published).
     series("ConsumedWriteCapacityUnits", "Carts", [600.0] * _MINUTES)
-    for i in range(0, len(data), 500):
-        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
-    return ["Orders", "Sessions", "Catalog", "Jobs", "Users", "Attachments", "Archive2024", "Carts"]
+    _put(cw, data)
+    return TABLES
 
 
 def idle_and_ttl_tables(ddb: Any, end: datetime) -> None:
@@ -180,6 +300,11 @@ def plant_member_account(endpoint: str, end: datetime) -> list[str]:
         BillingMode="PAY_PER_REQUEST",
     )
     t0 = int(end.timestamp()) // 60 * 60 - 60 * _MINUTES
+    _store_history(
+        capacity_history(t0, end, [("Ledger", None, "ConsumedReadCapacityUnits", 12_000.0)]),
+        MEMBER_ACCOUNT,
+        MEMBER_REGION,
+    )
     data: list[dict[str, Any]] = []
     for i in range(_MINUTES):
         stamp = datetime.fromtimestamp(t0 + 60 * i, end.tzinfo)
@@ -196,8 +321,7 @@ def plant_member_account(endpoint: str, end: datetime) -> list[str]:
                      "Timestamp": stamp, "Value": 8_000.0})  # fmt: skip
         data.append({"MetricName": "ConsumedReadCapacityUnits", "Dimensions": _dims("Ledger"), "Timestamp": stamp,
                      "Value": 12_000.0})  # fmt: skip
-    for i in range(0, len(data), 500):
-        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])  # type: ignore[arg-type]
+    _put(cw, data)
     return ["Ledger"]
 
 
@@ -205,13 +329,6 @@ def grow_items(endpoint: str, end: datetime, days: float = 8.0) -> tuple[str, li
     """Grow two ``Documents`` items with ``list_append`` and return (stream ARN, Lambda stream event records)."""
     ddb = _client("dynamodb", endpoint)
     streams = _client("dynamodbstreams", endpoint)
-    ddb.create_table(
-        TableName="Documents",
-        KeySchema=[{"AttributeName": "docId", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "docId", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
     arn = ddb.describe_table(TableName="Documents")["Table"]["LatestStreamArn"]
     # DOC#7 is the document whose writes CloudTrail shows failing; DOC#42 is on its way there.
     plans = {"DOC#7": (96_000, 8_000, 37), "DOC#42": (70_000, 5_000, 20)}

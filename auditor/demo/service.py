@@ -371,15 +371,19 @@ class ServiceDemo:
     def metrics_audit(self, summary: RunSummary, now: datetime) -> None:
         """The hourly metrics audit over an hour of planted CloudWatch metrics: the day's billing run.
 
-        Billing is decided by the run in ``BILLING_AUDIT_HOUR_UTC``, so the demo's run is given that hour. Its billing
-        read covers a day, not 14: the planted metrics are an hour (a 14-day read finds the same hour, so the same
-        low-confidence findings), and the local endpoint's GetMetricData costs periods x datapoints per query.
+        Billing is decided by the run in ``BILLING_AUDIT_HOUR_UTC``, so the demo's run is given that hour; its read
+        covers the 14 days of per-minute capacity planted before the hour (the local endpoint's metric reads are
+        indexed while it runs: :mod:`auditor.demo.metric_data`).
         """
-        from auditor.demo.extras import MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_tables_and_metrics
+        from auditor.demo.extras import HISTORY_DAYS, MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_metrics
+        from auditor.demo.metric_data import fast_metric_reads
         from handlers import metrics_audit
 
-        tables = plant_tables_and_metrics(self.stack.endpoint, now)
-        self.say(f"  CloudWatch  an hour of per-minute metrics for {len(tables)} tables (Orders with its ByStatus GSI)")
+        tables = plant_metrics(self.stack.endpoint, now)
+        self.say(
+            f"  CloudWatch  {HISTORY_DAYS} days of per-minute capacity and an hour of per-minute metrics for "
+            f"{len(tables)} tables (Orders with its ByStatus GSI)"
+        )
         self.say(
             "  activity  Archive2024 and Carts stand for tables created 90 days ago (backdated on the local endpoint)"
         )
@@ -390,13 +394,13 @@ class ServiceDemo:
         )
         billing = {
             "BILLING_AUDIT_HOUR_UTC": str(now.astimezone(UTC).hour),
-            "BILLING_LOOKBACK_DAYS": "1",
+            "BILLING_LOOKBACK_DAYS": str(HISTORY_DAYS),
             # two accounts x two Regions, through the read-only member role (templates/member-role.yaml)
             "AUDIT_ACCOUNTS": f"{ACCOUNT},{MEMBER_ACCOUNT}",
             "AUDIT_REGIONS": f"{REGION},{MEMBER_REGION}",
             "MEMBER_ROLE_NAME": "DdbTrafficAuditorMember",
         }
-        with _environment(billing):
+        with _environment(billing), fast_metric_reads():
             result: dict[str, Any] = dict(
                 metrics_audit.lambda_handler(
                     scheduled_event(now, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/ddb-auditor-metrics-audit"),
@@ -418,7 +422,8 @@ class ServiceDemo:
             self.say(f"    not audited: {gap['account']}/{gap['region']}: {gap['reason']} ({gap['error_code']})")
         self.say(
             f"  billing  the day's billing run: {read.get('tables_decided', 0)} tables decided from a "
-            f"{read.get('days', 0):g}-day read of 1-minute capacity (CloudWatch has the planted hour of it)"
+            f"{read.get('days', 0):g}-day read of 1-minute capacity; Ledger in {MEMBER_REGION} is priced at the "
+            "bundled us-east-1 list prices (the one billing_warning on stderr)"
         )
         cost = result.get("cost")
         if isinstance(cost, dict):
@@ -527,6 +532,7 @@ def _write_report(
     stack: Stack, out: Path, findings: list[dict[str, Any]], start: datetime, end: datetime
 ) -> list[Path]:
     """The weekly report over the demo's findings and the traffic windows in the state table."""
+    from auditor.demo.extras import read_capacity
     from auditor.engine import access_patterns
     from auditor.kernel.aggregates.window import AggregateSet
     from auditor.report.auditor_cost import AuditorUsage
@@ -546,10 +552,13 @@ def _write_report(
     for tw in windows:
         aggs.windows[(tw.account, tw.region, tw.table, tw.window_start)] = tw
     spans = aggs.spans()
+    week = IsoWeek.of(end)
     report = build_report_from_findings(
         findings,
         end,
-        week=IsoWeek.of(end),
+        week=week,
+        # the week's capacity, read back from the local endpoint's CloudWatch
+        capacity=read_capacity(stack.endpoint, week.start, end.replace(minute=0, second=0, microsecond=0)),
         access_patterns=access_patterns(spans),
         usage=AuditorUsage(cloudtrail_data_events=sum(tw.calls for tw in windows)),
         title="DynamoDB weekly audit (demo)",
@@ -630,10 +639,14 @@ def run_service_demo(
     the time (a rotating table is captured in one slice of every few), so a run at a given ``now`` is reproducible
     and runs at other times may show other rotating tables.
     """
+    from auditor.demo.extras import create_tables
+
     began = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     with local_stack("ddb-audit-demo-") as (stack, catcher, work):
         announce(f"local AWS endpoint {stack.endpoint}: bucket, trail queue, topic, state table and Slack secret")
+        tables = create_tables(stack.endpoint, (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0))
+        announce(f"tables  {', '.join(tables)} on the local endpoint (DescribeTable answers for every audited table)")
         # Traffic in the recent past; each evaluation runs at the scheduled time just after its hour closed
         # (the schedule's event time is the evaluator's "now").
         hour = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
@@ -666,7 +679,7 @@ def run_service_demo(
 
 def summary_text(result: DemoResult) -> str:
     """What the demo found and sent, for a person to read."""
-    from auditor.findings_text import render_columns
+    from auditor.findings_text import render_columns, shorten
 
     rows = [
         (
@@ -675,7 +688,7 @@ def summary_text(result: DemoResult) -> str:
             f["kind"],
             f"{f.get('account') or '-'}/{f.get('region') or '-'}",
             f["table"],
-            f["title"][:70],
+            shorten(f["title"], 70),
         )
         for f in sorted(result.findings, key=lambda f: (-_RANK.get(f["severity"], 0), f["table"], f["kind"]))
     ]
@@ -712,7 +725,7 @@ def summary_text(result: DemoResult) -> str:
         )
         lines += ["  " + ", ".join(shown[i : i + 5]) for i in range(0, len(shown), 5)]
     if result.slack_posts:
-        lines.append(f"First Slack digest: {result.slack_posts[0].get('text', '')[:160]}")
+        lines.append(f"First Slack digest: {shorten(result.slack_posts[0].get('text', ''), 160)}")
     lines += [f"Files: {p}" for p in result.files]
     lines.append(f"Finished in {result.seconds:.1f} s.")
     return "\n".join(lines) + "\n"
