@@ -87,6 +87,7 @@ def collecting_finding(meta: DetectorMetadata, data: BillingResultInput, cfg: Sa
             "collecting_data": True,
             "days_analyzed": round(result.days_analyzed, 3),
             "days_needed": cfg.min_days,
+            "confidence": result.confidence,
             "current_mode": result.current_mode,
             "recommended_mode": result.current_mode,
             "preliminary": True,
