@@ -18,7 +18,7 @@ import orjson
 import structlog
 
 from auditor.escaping import drop_controls
-from auditor.findings_text import shorten
+from auditor.findings_text import ELLIPSIS, shorten
 from auditor.messages import (
     AttributeName,
     Digest,
@@ -109,6 +109,14 @@ def truncate(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut: at a word boundary, never inside a
     number nor an ``&amp;`` escape (:func:`auditor.findings_text.shorten`, the one cut of every output)."""
     return shorten(text, limit)
+
+
+def recut(text: str) -> str:
+    """A text cut upstream (it ends in ``…``, e.g. the digest's one-line fix), cut again at a word boundary so that it
+    never ends inside a word or a number (``159 writ…`` becomes ``159 …``)."""
+    if not text.endswith(ELLIPSIS):
+        return text
+    return shorten(text[: -len(ELLIPSIS)] + "xx", len(text))  # "xx": it went on past the cut
 
 
 def _mrkdwn(text: str) -> dict[str, Any]:
@@ -516,7 +524,7 @@ def render_digest(digest: Digest, *, min_severity: str = "medium", report_url: s
             f"{_code(escape_entities(truncate(where, 200)))} {escape_mrkdwn(truncate(item.title, 300))}",
         ]
         if item.fix:
-            lines.append(f"Fix: {escape_mrkdwn(truncate(item.fix, 400))}")
+            lines.append(f"Fix: {escape_mrkdwn(truncate(recut(item.fix), 400))}")
         console = _link(console_table_url(item.table, item.region), "table in the AWS console")
         lines.append(f"Finding {_code(escape_entities(truncate(item.id, 100)))} · {console}")
         blocks.append({"type": "section", "text": _mrkdwn(truncate("\n".join(lines), MAX_SECTION_TEXT))})

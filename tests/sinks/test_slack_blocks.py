@@ -334,3 +334,12 @@ def test_retry_after_parsing() -> None:
     now = 1_796_119_200.0
     date = format_datetime(datetime.fromtimestamp(now + 12, UTC), usegmt=True)
     assert retry_after_seconds(date, now=lambda: now) == pytest.approx(12.0)
+
+
+def test_a_fix_cut_upstream_is_cut_again_at_a_word_boundary() -> None:
+    """The digest's one-line fix arrives cut (``159 writ…``): Slack shows it cut between words, never in a number."""
+    from auditor.sinks.slack_blocks import recut
+
+    assert recut("Cap the job at 159 writ…") == "Cap the job at 159 …"
+    assert recut("Cap the job at 15…") == "Cap the job at …"
+    assert recut("A whole sentence.") == "A whole sentence."
