@@ -377,6 +377,9 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
         if h is not None and h >= cfg.huge_headroom:
             summary += f" Its peak is far below the partition limits (headroom {h:,.0f}x), so it is at most low."
         shards: int | None
+        if model.contradicted and model.assumed and model.value:
+            # throttled below its assumed limit: at its peak the key used at least its partition's capacity
+            wu, ru = wu * model.assumed / model.value, ru * model.assumed / model.value
         if period is not None:
             recommendation, shards = shard_advice(attr, str(value), period, wu, ru)
         else:
