@@ -247,6 +247,9 @@ def ingest_parallel(
             agree = False
             continue
         aggs, shard_stats, shard_outcomes = payload
+        if shard_stats.wrong_cuts:
+            agree = False
+            continue
         if [None if o is None else o[0] for o in shard_outcomes] != [None if o is None else o[0] for o in outcomes]:
             agree = False
             continue
@@ -256,6 +259,8 @@ def ingest_parallel(
     # Every record must have been read by exactly one shard: a record that no shard (or two) took as its own
     # (ownership decided differently before and after parsing, on corrupt input) makes the sums differ.
     if agree and any(o is not None and r != o[0] for r, o in zip(reads, outcomes, strict=True)):
+        agree = False
+    if stats.wrong_cuts:  # a slice other shards skipped as one record held more: what it hid may be nobody's
         agree = False
     if not agree:
         log.warning("shards_disagree", processes=processes, reason="sources read differently by the shards")

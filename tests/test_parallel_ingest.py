@@ -240,3 +240,39 @@ def test_shards_agree_on_ordinary_input_and_nothing_is_read_twice(trail: Path, m
     )
     engine.ingest_parallel(discover([str(trail)]), AnalysisConfig(), 2)
     assert calls == [Shard(0, 2)]  # this process read its own shard only, no redo (a child records in its own memory)
+
+
+def _eid_of_shard(shard: int, skip: set[str]) -> str:
+    return next(
+        f"evt-{i}" for i in range(1000, 3000) if zlib.crc32(f"evt-{i}".encode()) % 2 == shard and f"evt-{i}" not in skip
+    )
+
+
+@pytest.mark.parametrize("hidden_after", [(0,), (1,), (1, 0)])
+def test_an_element_hidden_behind_a_record_is_counted_whichever_shard_skips_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hidden_after: tuple[int, ...]
+) -> None:
+    # An element that does not start like a record ({"a": ...} or a deep array: no eventID, so shard 0's) sits after
+    # a record: the separator learnt from the file cuts the record and the element as one slice, which the shards
+    # that do not own the record's eventID skip unparsed. With two such slices owned by different shards each shard
+    # misses one element, so their record counts agree: the owner's parse of a wrong cut must still make the input
+    # be read again in one process, or the hidden elements are nobody's.
+    warnings: list[str] = []
+    real_warning = engine.log.warning
+    monkeypatch.setattr(engine.log, "warning", lambda event, **kw: (warnings.append(event), real_warning(event, **kw)))
+    records: list[Any] = [_record(i) for i in range(1, 40)]
+    used: set[str] = set()
+    for n, owner in enumerate(hidden_after):
+        owned = _record(900 + n)
+        owned["eventID"] = _eid_of_shard(owner, used)
+        used.add(owned["eventID"])
+        records += [owned, {"a": [[[n]]]}, *(_record(i) for i in range(100 + 40 * n, 140 + 40 * n))]
+    path = tmp_path / "hidden.json"
+    path.write_bytes(orjson.dumps({"Records": records}))
+    sources = discover([str(path)])
+    one, one_stats = ingest(sources, AnalysisConfig())
+    two, two_stats = engine.ingest_parallel(sources, AnalysisConfig(), 2)
+    assert one_stats.records_read == len(records)
+    assert two_stats.as_dict() == one_stats.as_dict()
+    assert "shards_disagree" in warnings
+    assert {k: w.to_dict() for k, w in two.windows.items()} == {k: w.to_dict() for k, w in one.windows.items()}

@@ -119,6 +119,18 @@ class _Skipped:
 SKIPPED: Final = _Skipped()
 
 
+class _WrongCut:
+    """Stands for a cut that held more than one record where other shards may have skipped it as one."""
+
+    __slots__ = ()
+
+
+#: Yielded by :func:`iter_records` (with a shard, not a record) when the record separator cut a slice that another
+#: shard may have skipped as one record (:func:`_raw_owned`) but that does not parse as one: the records it hides may
+#: be nobody's, so the caller must read the input again in one process.
+WRONG_CUT: Final = _WrongCut()
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The streaming parser
 # --------------------------------------------------------------------------------------------------------------------
@@ -182,6 +194,17 @@ def _raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
     if q < 0 or zlib.crc32(buf[p:q]) % shard.count == shard.index:
         return True
     return buf.find(b"\\", p, q) >= 0 or buf.find(_EVENT_ID_KEY, q, end) >= 0
+
+
+def _skippable(buf: bytes, start: int, end: int) -> bool:
+    """Whether some shard's :func:`_raw_owned` may skip ``buf[start:end]`` unparsed: it holds exactly one
+    ``"eventID":"`` with a plain (escape-free) value."""
+    p = buf.find(_EVENT_ID_KEY, start, end)
+    if p < 0:
+        return False
+    p += len(_EVENT_ID_KEY)
+    q = buf.find(b'"', p, end)
+    return q >= 0 and buf.find(b"\\", p, q) < 0 and buf.find(_EVENT_ID_KEY, q, end) < 0
 
 
 class _NotCloudTrailError(Exception):
@@ -537,6 +560,8 @@ class _Parser:
                             try:
                                 obj = loads(buf[pos : idx + 1])
                             except decode_error as exc:
+                                if shard is not None and _skippable(buf, pos, idx + 1):
+                                    yield WRONG_CUT
                                 failed = exc
                                 failed_at = idx + 1
                                 break

@@ -19,7 +19,7 @@ from auditor.exceptions import SourceReadError
 from auditor.kernel.calls import ApiCall, CallBatch
 from auditor.kernel.decode import LightRecord, light_record
 from auditor.kernel.dedupe import Deduper
-from auditor.kernel.framing import SKIPPED, LightRun, Shard, _Parser
+from auditor.kernel.framing import SKIPPED, WRONG_CUT, LightRun, Shard, _Parser
 from auditor.kernel.inputs import DEFAULT_CHUNK_SIZE, InputSource, _chunks, _regular_file
 from auditor.kernel.normalize import light_item, normalize_record, single_item
 from auditor.kernel.runs import full_call, light_run, read_run, reparse
@@ -125,6 +125,9 @@ def read_calls(
                 index += len(record.records)
                 if batch:
                     yield batch
+                continue
+            if record is WRONG_CUT:  # not a record: the input must be read again in one process (framing)
+                stats.wrong_cuts += 1
                 continue
             index += 1
             if kind is LightRecord:  # the typed fields the light path reads, then the whole record if need be

@@ -27,6 +27,9 @@ class IngestStats:
     duplicates_dropped: int = 0
     #: Records in the input, whichever shard owns them (not part of the SPEC ``stats``: sharded readers compare it).
     records_seen: int = 0
+    #: Records a sharded reader found cut in the wrong place after other shards may have skipped the cut as one record
+    #: (not part of the SPEC ``stats``: the input is then read again in one process).
+    wrong_cuts: int = 0
     #: The first few problems, each "source: record N: reason" (kept short for logs and stderr).
     problems: list[str] = field(default_factory=list)
 
@@ -46,4 +49,5 @@ class IngestStats:
         d = asdict(self)
         d.pop("problems")
         d.pop("records_seen")
+        d.pop("wrong_cuts")
         return d
