@@ -251,6 +251,11 @@ def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:
     report = (demo.out / "report.md").read_text()
     section = report[report.index("## What throttles first") :]
     assert "| `pk=CUSTOMER#42` | Orders | partition |" in section.split("\n## ")[0]
+    # the throttled hot key has no headroom above 1x: in its finding, the report's row, and Slack's digest
+    assert "| `pk=CUSTOMER#42` | Orders | partition | 1.0x | throttles | throttles |" in section
+    hot = [f for f in demo.findings if f["kind"] == "hot_key" and f["evidence"].get("key") == {"pk": "CUSTOMER#42"}]
+    assert hot and all(f["evidence"]["headroom_factor"] <= 1 and f["evidence"]["throttles_now"] for f in hot)
+    assert not re.search(r"[Hh]eadroom (?:[2-9]|1\.[1-9]|\d{2,})", json.dumps(demo.slack_posts))
 
 
 def test_the_demo_report_proposes_data_model_changes(demo: DemoResult) -> None:
