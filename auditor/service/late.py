@@ -44,14 +44,9 @@ class SightingRecords(Protocol):
     """The evaluated windows' sightings (:class:`auditor.state.window_store.SightingStore`)."""
 
     def put(
-        self,
-        account: str | None,
-        region: str | None,
-        table: str,
-        week: str,
-        sightings: WindowSightings,
-        now: datetime,
-    ) -> None: ...
+        self, acct: str | None, region: str | None, table: str, week: str, s: WindowSightings, at: datetime, /
+    ) -> None:
+        """Store one window's sightings (a window evaluated again replaces them)."""
 
     def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]: ...
 
