@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -36,11 +36,13 @@ from auditor.findings_text import findings_table, markdown_table, render_columns
 from auditor.models.audit import BillingRead
 from auditor.models.base import FrozenModel
 from auditor.models.billing import BillingConfig, BillingInput, Simulation
-from auditor.models.finding import Finding
+from auditor.models.finding import Finding, FindingKind
 from auditor.models.inventory import ON_DEMAND, PROVISIONED, Gap, Inventory, TableProfile
 from auditor.models.metrics import (
+    CAUSE_METRICS,
     CONSUMED,
     SCAN_REQUESTS,
+    THROTTLE_EVENTS,
     WRITE_OPERATIONS,
     ApiStats,
     InsightReport,
@@ -246,10 +248,28 @@ def evaluate_billing(
     errors: list[str] | None = None,
     prices: PriceBook | None = None,
     detectors: DetectorSettings | None = None,
+    *,
+    throttled: bool = False,
 ) -> list[Finding]:
     """:func:`table_billing` on the table's billing read, a failure reported as ``"billing on <table>: ..."``."""
     errs = errors if errors is not None else []
-    return guarded(errs, "billing", profile.name, lambda: table_billing(profile, tm, config, prices, detectors))
+    return guarded(
+        errs,
+        "billing",
+        profile.name,
+        lambda: table_billing(profile, tm, config, prices, detectors, throttled=throttled),
+    )
+
+
+def throttled_tables(findings: Sequence[Finding], metrics: Mapping[str, TableMetrics]) -> set[str]:
+    """The tables that throttled in the audited window: a ``throttling`` finding of the audit names them, or their
+    (or a GSI's) throttle-event series counted any. Billing never advises them lower or reserved capacity."""
+    names = {f.table for f in findings if f.kind is FindingKind.THROTTLING and f.table}
+    throttle_metrics = [*THROTTLE_EVENTS.values(), *(m for cause in CAUSE_METRICS.values() for m in cause.values())]
+    for name, tm in metrics.items():
+        if any(res.total(m) > 0 for res in tm.resources.values() for m in throttle_metrics):
+            names.add(name)
+    return names
 
 
 # ------------------------------------------------------------------------------------------------------ billing
@@ -356,6 +376,7 @@ def billing_findings(
     *,
     prices: RegionPrices | None = None,
     detectors: DetectorSettings | None = None,
+    throttled: bool = False,
 ) -> list[Finding]:
     """The ``billing_mode`` and ``table_class`` findings of one table's capacity history (pure).
 
@@ -363,7 +384,8 @@ def billing_findings(
     :class:`~auditor.exceptions.InputError`. ``prices`` default to the bundled prices of the history's region (a
     labelled us-east-1 default for a region without bundled prices). The findings carry the profile's account and
     ``evidence.source = "cloudwatch_billing"``. ``detectors`` is the detector tree (``billing_mode`` and
-    ``table_class`` settings for the table; defaults when None).
+    ``table_class`` settings for the table; defaults when None). ``throttled``: the table throttled in the audited
+    period (:func:`throttled_tables`), so no lower capacity and no reserved capacity is advised.
     """
     cfg = config or BillingAuditConfig()
     if not cfg.enabled:
@@ -378,6 +400,7 @@ def billing_findings(
         account=profile.account,
         mode_config=tree.detector_config("billing_mode", profile.name),
         class_config=tree.detector_config("table_class", profile.name),
+        throttled=throttled,
     )
     for warning in analysis.warnings:
         log.warning("billing_warning", table=profile.name, warning=warning)
@@ -427,6 +450,8 @@ def table_billing(
     config: BillingAuditConfig,
     prices: PriceBook | None = None,
     detectors: DetectorSettings | None = None,
+    *,
+    throttled: bool = False,
 ) -> list[Finding]:
     """:func:`billing_findings` from a billing read, when the data allows a decision (:func:`billing_blocker`).
 
@@ -445,7 +470,7 @@ def table_billing(
         region_prices, warning = prices.get(str(history["region"]))
         if warning:  # the caller reports the book's warnings (the CLI on stderr); logs stay quiet on stdout
             log.info("billing_prices", table=profile.name, warning=warning)
-    return billing_findings(profile, history, config, prices=region_prices, detectors=detectors)
+    return billing_findings(profile, history, config, prices=region_prices, detectors=detectors, throttled=throttled)
 
 
 def audit_billing(
@@ -460,9 +485,11 @@ def audit_billing(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     prices: PriceBook | None = None,
+    throttled: Collection[str] = (),
 ) -> tuple[list[Finding], BillingRead]:
     """The billing findings of ``profiles`` from their own read of the ``days`` before ``end`` (read-only), decided
-    with ``config.billing`` and its billing detectors' settings.
+    with ``config.billing`` and its billing detectors' settings; the ``throttled`` tables (:func:`throttled_tables`)
+    are never advised lower or reserved capacity.
 
     Tables are read and decided a group at a time (:func:`auditor.sources.cloudwatch.read_billing_metrics`); each
     group's series are dropped before the next is read. A decision that fails is an ``errors`` entry
@@ -507,7 +534,9 @@ def audit_billing(
                     log.info("billing_skipped", table=name, reason=reason)
                     continue
                 failures = len(errors)
-                findings += evaluate_billing(profile, tm, config.billing, errors, prices, config)
+                findings += evaluate_billing(
+                    profile, tm, config.billing, errors, prices, config, throttled=name in throttled
+                )
                 if len(errors) > failures:
                     read.skipped[name] = "the decision failed (see errors)"
                     continue
@@ -639,6 +668,7 @@ def run_audit(
             time_left=time_left,
             sleep=sleep,
             prices=prices,
+            throttled=throttled_tables(findings, metrics.tables),
         )
         findings += billing_findings_
         stats.merge(billing.stats)

@@ -30,6 +30,7 @@ from auditor.service.audit import (
     evaluate_billing,
     evaluate_table,
     table_billing,
+    throttled_tables,
 )
 from auditor.service.record import SOURCE_CLOUDWATCH_BILLING, finding_source
 
@@ -137,17 +138,48 @@ def test_steady_over_provisioned_table_gets_a_billing_mode_finding_with_its_savi
     assert not f.missing_evidence()
 
 
-def test_a_one_day_history_is_a_low_confidence_low_severity_finding() -> None:
+def test_a_one_day_history_is_collecting_data_not_a_recommendation() -> None:
     # Given the same over-provisioned table seen for one day only (the metrics audit's default lookback)
     findings = billing_findings(profile(), history(steady(10, 1), steady(5, 1)))
-    # Then the same saving, but not 14 days' worth of certainty: confidence 1/14 caps the severity at low
+    # Then no recommendation and no saving under 7 days of history: one info finding says how far the data got
     f = only(findings, FindingKind.BILLING_MODE)
-    assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
-    assert f.evidence["days_analyzed"] == 1.0
+    assert f.title == "Orders: collecting data: 1.0 of 7 days"
+    assert "monthly_savings" not in f.evidence and f.evidence["collecting_data"] is True
+    assert f.evidence["days_analyzed"] == 1.0 and f.evidence["days_needed"] == 7
     assert f.evidence["confidence"] == pytest.approx(1 / 14, abs=0.001)
-    # and under 7 days of data: preliminary (info, never alerted, not in savings figures)
+    assert f.evidence["recommended_mode"] == f.evidence["current_mode"] == "PROVISIONED"
+    # info, never alerted, not in savings figures
     assert f.severity is Severity.INFO and f.evidence["preliminary"] is True
-    assert "confidence low" in f.summary
+    assert not [x for x in findings if x.kind is FindingKind.TABLE_CLASS]
+
+
+def test_a_throttled_table_is_not_advised_lower_capacity() -> None:
+    # Given the same 14 days of the over-provisioned table, which throttled in the audited period
+    doc = history(steady(10, 14), steady(5, 14))
+    # Then its capacity is not right-sized down (nor reserved): no billing finding
+    assert billing_findings(profile(), doc, throttled=True) == []
+    # Throttled tables: the audit's throttling findings name them, or their throttle-event series counted any
+    tm = TableMetrics("Orders", T0, T0 + 600, 60)
+    put(tm, "ReadThrottleEvents", {3: 0})
+    quiet = TableMetrics("Quiet", T0, T0 + 600, 60)
+    assert throttled_tables([], {"Orders": tm, "Quiet": quiet}) == set()
+    put(tm, "WriteThrottleEvents", {4: 12}, index="byDay")
+    assert throttled_tables([], {"Orders": tm, "Quiet": quiet}) == {"Orders"}
+    story = Finding.create(
+        FindingKind.THROTTLING,
+        account=ACCOUNT,
+        region="us-east-1",
+        table="Quiet",
+        discriminator="throttling",
+        severity=Severity.HIGH,
+        title="Quiet throttles",
+        summary="s",
+        recommendation="r",
+        evidence={},
+        first_seen=datetime.fromtimestamp(T0, UTC),
+        last_seen=datetime.fromtimestamp(T0 + 60, UTC),
+    )
+    assert throttled_tables([story], {"Orders": tm, "Quiet": quiet}) == {"Orders", "Quiet"}
 
 
 def test_spiky_on_demand_table_is_not_switched() -> None:
@@ -162,10 +194,10 @@ def test_spiky_on_demand_table_is_not_switched() -> None:
 
 
 def test_storage_heavy_table_gets_a_table_class_finding_from_the_inventory_size() -> None:
-    # Given an on-demand table of 900 GiB plus a 100 GiB GSI (DescribeTable), nearly idle
+    # Given an on-demand table of 900 GiB plus a 100 GiB GSI (DescribeTable), nearly idle for 14 days
     p = profile(mode="PAY_PER_REQUEST", gsis=("byDay",), size_bytes=900 * GIB, gsi_size_bytes=100 * GIB)
-    tm = TableMetrics("Orders", T0, T0 + DAY * 60, 60)
-    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(DAY), 60.0))
+    tm = TableMetrics("Orders", T0, T0 + 14 * DAY * 60, 60)
+    put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(14 * DAY), 60.0))
     doc = capacity_history(p, tm)
     assert doc is not None and doc["table_size_bytes"] == 1000 * GIB
     # When billing is decided: 1,000 GB cost $250/month on Standard and $100 on Standard-IA; 1 RRU/s costs
@@ -282,7 +314,7 @@ def test_billing_is_decided_on_its_own_read_not_with_the_window_detectors() -> N
         f.kind for f in evaluate_table(profile(), over_provisioned_metrics(DAY), AuditConfig(), errors)
     }
     f = only(
-        evaluate_billing(profile(), over_provisioned_metrics(DAY), BillingAuditConfig(), errors),
+        evaluate_billing(profile(), over_provisioned_metrics(14 * DAY), BillingAuditConfig(), errors),
         FindingKind.BILLING_MODE,
     )
     assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.01)
@@ -303,10 +335,10 @@ def test_a_billing_failure_is_an_error_entry_not_fatal(monkeypatch: pytest.Monke
 
 
 def test_the_history_starts_where_the_table_can_have_data_so_days_analyzed_is_the_coverage() -> None:
-    # Given a 14-day billing read of a table whose data starts 3 days before the end (created then, or CloudWatch no
+    # Given a 14-day billing read of a table whose data starts 8 days before the end (created then, or CloudWatch no
     # longer has the older minutes)
     tm = TableMetrics("Orders", T0, T0 + 14 * DAY * 60, 60)
-    first = 11 * DAY
+    first = 6 * DAY
     put(tm, "ConsumedReadCapacityUnits", dict.fromkeys(range(first + 2, 14 * DAY), 600.0))
     put(tm, "ConsumedWriteCapacityUnits", dict.fromkeys(range(first + 2, 14 * DAY), 300.0))
     put(
@@ -324,9 +356,9 @@ def test_the_history_starts_where_the_table_can_have_data_so_days_analyzed_is_th
     assert window.resources is tm.resources
     # When billing is decided
     f = only(table_billing(profile(), tm, BillingAuditConfig()), FindingKind.BILLING_MODE)
-    # Then it analysed the 3 days CloudWatch has, not 14 days of which 11 were padded with zeros, and says so
-    assert f.evidence["days_analyzed"] == 3.0
-    assert f.evidence["confidence"] == pytest.approx(3 / 14, abs=0.001)
+    # Then it analysed the 8 days CloudWatch has, not 14 days of which 6 were padded with zeros, and says so
+    assert f.evidence["days_analyzed"] == 8.0
+    assert f.evidence["confidence"] == pytest.approx(8 / 14, abs=0.001)
     assert f.evidence["monthly_savings"] == pytest.approx(569.40 - 5.2195, abs=0.05)
     # A read without any datapoint is left as it is (the blocker says why it cannot be decided)
     empty = TableMetrics("Orders", T0, T0 + 600, 60)
