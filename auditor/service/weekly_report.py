@@ -141,9 +141,12 @@ class WeeklyReportResult:
 
 
 def _as_of(state: FindingState, moment: datetime) -> FindingState:
-    """The state as it was at ``moment``: a finding resolved later was still open then."""
+    """The state as it was at ``moment``: a finding resolved later was still open then, with the lifecycle's status
+    of that time: ``new`` when nothing was seen after its episode opened, else ``ongoing``."""
     if state.status is FindingStatus.RESOLVED and state.resolved_at is not None and state.resolved_at >= moment:
-        return state.model_copy(update={"status": FindingStatus.ONGOING, "resolved_at": None})
+        seen_again = state.last_seen > state.opened_at
+        status = FindingStatus.ONGOING if seen_again else FindingStatus.NEW
+        return state.model_copy(update={"status": status, "resolved_at": None})
     return state
 
 
