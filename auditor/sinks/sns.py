@@ -18,6 +18,7 @@ import orjson
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 
+from auditor.findings_text import shorten
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.messages import Digest, DigestAttributes, DigestItem, FindingEventAttributes, encode_finding
 from auditor.models.finding import REQUIRED_EVIDENCE, Finding, isoformat_z, utc
@@ -89,10 +90,12 @@ _FIX_CHARS = 160
 
 
 def _one_line(text: str, limit: int) -> str:
+    """The first sentence of ``text`` on one line, cut to ``limit`` at a word boundary (never inside a number:
+    :func:`auditor.findings_text.shorten`, the one cut of every output)."""
     line = " ".join(text.split())
     first = line.split(". ")[0]
     first = first if first.endswith(".") else first + ("." if first != line else "")
-    return first if len(first) <= limit else first[: limit - 1] + "…"
+    return shorten(first, limit)
 
 
 def render_digest(events: list[FindingEvent], event_id: str) -> SnsMessage | None:

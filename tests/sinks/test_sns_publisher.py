@@ -12,7 +12,7 @@ from botocore.config import Config
 
 from auditor.lifecycle import EventKind, FindingEvent
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
-from auditor.sinks.sns import MAX_MESSAGE_BYTES, MAX_SUBJECT_CHARS, publish_pending, render
+from auditor.sinks.sns import MAX_MESSAGE_BYTES, MAX_SUBJECT_CHARS, publish_pending, render, render_digest
 from auditor.state.findings_store import FindingsStore
 from tests.moto_server import REGION, client, create_state_table
 
@@ -241,3 +241,19 @@ def test_oversized_evidence_is_trimmed_to_fit_sns() -> None:
     # A normal finding keeps its whole evidence.
     normal = render(FindingEvent(kind=EventKind.NEW, finding=scan_finding(), at=T0), "e2")
     assert orjson.loads(normal.attributes["finding_json"])["evidence"] == scan_finding().evidence
+
+
+def test_the_digest_fix_line_is_cut_at_a_word_boundary_never_inside_a_number() -> None:
+    # A first sentence longer than the digest's 160 characters, where a plain cut would land inside "1590"
+    fix = "Raise the write capacity of Sessions " + "a" * 89 + " so that its busiest minute's 1590 writes fit. More."
+    assert fix[:159].endswith(" 159")  # a plain cut would say '159…'
+    event = FindingEvent(kind=EventKind.NEW, finding=scan_finding(recommendation=fix), at=T0)
+    msg = render_digest([event], "d1")
+    assert msg is not None
+    (item,) = orjson.loads(msg.attributes["digest_json"])["findings"]
+    assert len(item["fix"]) <= 160 and item["fix"].endswith("…")
+    assert item["fix"] == fix[: fix.index("1590")] + "…"  # the cut word is dropped with its number
+    # A short fix stays whole: its first sentence
+    short = render_digest([FindingEvent(kind=EventKind.NEW, finding=scan_finding(), at=T0)], "d2")
+    assert short is not None
+    assert orjson.loads(short.attributes["digest_json"])["findings"][0]["fix"] == scan_finding().recommendation
