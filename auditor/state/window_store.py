@@ -422,15 +422,17 @@ class WindowStore:
     def seal(self, through: int, now: datetime) -> None:
         """The evaluator, before it loads windows up to the one starting at ``through``: a contribution stored from
         now on to a window at or before it is flagged late. Only ever moves forward."""
+        # the seal only moves forward: a later window's seal is kept
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._seal_key(),
+            "UpdateExpression": "SET #t = :t, updated_at = :now",
+            "ConditionExpression": "attribute_not_exists(#t) OR #t < :t",
+            "ExpressionAttributeNames": {"#t": SEAL_ATTR},
+            "ExpressionAttributeValues": {":t": _n(through), ":now": _s(now.isoformat())},
+        }
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._seal_key(),
-                UpdateExpression="SET #t = :t, updated_at = :now",
-                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
-                ExpressionAttributeNames={"#t": SEAL_ATTR},
-                ExpressionAttributeValues={":t": _n(through), ":now": _s(now.isoformat())},
-            )
+            self._client.update_item(**request)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
