@@ -76,8 +76,13 @@ def _results(rows: list[dict[str, str | None]], *, header: bool, token: str | No
     return page
 
 
-def _scan_row(minute: int, calls: int) -> dict[str, str | None]:
+def _scan_row(minute: int, calls: int, page: int = 0) -> dict[str, str | None]:
+    """One aggregated row: ``calls`` Scan pages in one second; ``page`` > 0 is a later page of a scan, which carries
+    the ``exclusiveStartKey`` its previous page returned (so each continuation is a row of its own)."""
     t = START + timedelta(minutes=minute)
+    params = '{"tableName":"Sessions","limit":1000}'
+    if page:
+        params = f'{{"tableName":"Sessions","limit":1000,"exclusiveStartKey":{{"id":"s-{minute}-{page}"}}}}'
     return {
         "account": A,
         "region": "us-east-1",
@@ -92,7 +97,7 @@ def _scan_row(minute: int, calls: int) -> dict[str, str | None]:
         "invoked_by": None,
         "issuer_arn": CLEANER,
         "resource_arn": "arn:aws:dynamodb:us-east-1:111122223333:table/Sessions",
-        "request_parameters": '{"tableName":"Sessions","limit":1000}',
+        "request_parameters": params,
         "error_code": None,
         "error_message": None,
         "calls": str(calls),
@@ -142,23 +147,23 @@ def test_queries_run_and_their_rows_become_findings_with_bytes_and_cost() -> Non
     stub.add_response(
         "get_query_execution", _execution("agg-1", "SUCCEEDED", scanned=scanned), {"QueryExecutionId": "agg-1"}
     )
-    rows = [_scan_row(m, 12) for m in range(60)]
+    rows = [_scan_row(m, 1, page) for m in range(60) for page in range(12)]
     stub.add_response(
-        "get_query_results", _results(rows[:40], header=True, token="page-2"), {"QueryExecutionId": "agg-1"}
+        "get_query_results", _results(rows[:400], header=True, token="page-2"), {"QueryExecutionId": "agg-1"}
     )
     stub.add_response(
         "get_query_results",
-        _results(rows[40:], header=False),
+        _results(rows[400:], header=False),
         {"QueryExecutionId": "agg-1", "NextToken": "page-2"},
     )
     with stub:
         result = _run(client)
     stub.assert_no_pending_responses()
 
-    assert result.rows.rows == 60
+    assert result.rows.rows == 720
     assert result.rows.data_events == 720
     scans = [f for f in result.findings if f.kind is FindingKind.SCAN]
-    # each minute's 12 pages in one second are one logical scan
+    # each minute's 12 pages (a start without exclusiveStartKey, 11 continuations with it) are one logical scan
     assert [
         (f.account, f.region, f.table, f.evidence["principal"], f.evidence["count"], f.evidence["pages"]) for f in scans
     ] == [(A, "us-east-1", "Sessions", CLEANER, 60, 720)]
