@@ -259,13 +259,16 @@ def test_idle_table_ttl_and_what_if_in_the_demo(demo: DemoResult) -> None:
 
 
 def test_the_demo_report_proposes_data_model_changes(demo: DemoResult) -> None:
-    """The weekly report's model-review section: the throttled hot key sharded, the growing document split (and
-    Attachments' large items when their CloudWatch finding is open in the week)."""
+    """The weekly report's model-review section (issue 33: at least three proposals): the throttled hot key and the
+    throttled low-cardinality key sharded, the growing document split (and Attachments' large items when their
+    CloudWatch finding is open in the week)."""
     report = (demo.out / "report.md").read_text()
     section = report[report.index("## How the data model should change") :].split("\n## ")[0]
     rows = [line for line in section.split("\n") if line.startswith("| ")][2:]
     assert any("`shard_partition_key`" in r and "| Orders |" in r and "1.0x -> 2.0x" in r for r in rows)
     assert any("`split_item`" in r and "| Documents |" in r for r in rows)
+    assert any("`shard_partition_key`" in r and "| Jobs |" in r and "1.0x -> 2.0x" in r for r in rows)
+    assert len(rows) >= 3
 
 
 def test_the_demo_report_shows_the_weekly_cost_ledger(demo: DemoResult) -> None:
