@@ -24,11 +24,10 @@ from typing import Any
 
 import pytest
 from moto.cloudwatch.exceptions import InvalidParameterValue
-from moto.cloudwatch.models import MetricDatumBase
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core.responses import ActionResult
 
-from auditor.demo.metric_data import compute, matching_metrics
+from auditor.demo.metric_data import compute, paged_list_metrics
 
 #: CloudWatch's limits per GetMetricData request and response.
 MAX_QUERIES = 500
@@ -127,22 +126,6 @@ def install(monkeypatch: pytest.MonkeyPatch, page_datapoints: int = MAX_DATAPOIN
         )
         return ActionResult({"MetricDataResults": page, "NextToken": next_token})
 
-    listed: dict[str, list[MetricDatumBase]] = {}
-
-    def list_metrics(self: CloudWatchResponse) -> ActionResult:
-        params = self._get_params()
-        token = params.get("NextToken")
-        if token:
-            if token not in listed:
-                raise InvalidParameterValue("Request parameter NextToken is invalid")
-            metrics = listed.pop(token)
-        else:
-            metrics = matching_metrics(self.cloudwatch_backend, params)
-        next_token = str(uuid.uuid4()) if len(metrics) > MAX_QUERIES else None
-        if next_token is not None:
-            listed[next_token] = metrics[MAX_QUERIES:]
-        return ActionResult({"Metrics": metrics[:MAX_QUERIES], "NextToken": next_token})
-
     monkeypatch.setattr(CloudWatchResponse, "get_metric_data", get_metric_data)
-    monkeypatch.setattr(CloudWatchResponse, "list_metrics", list_metrics)
+    monkeypatch.setattr(CloudWatchResponse, "list_metrics", paged_list_metrics())
     return served

@@ -10,8 +10,9 @@ CloudWatch pages (tests/moto_metric_data.py).
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -86,10 +87,30 @@ def matching_metrics(backend: CloudWatchBackend, params: dict[str, Any]) -> list
     return list(unique.values())
 
 
+def paged_list_metrics() -> Callable[[CloudWatchResponse], ActionResult]:
+    """ListMetrics over :func:`matching_metrics`, 500 metrics a page (its own page tokens)."""
+    listed: dict[str, list[MetricDatumBase]] = {}
+
+    def list_metrics(self: CloudWatchResponse) -> ActionResult:
+        params = self._get_params()
+        token = params.get("NextToken")
+        if token:
+            if token not in listed:
+                raise InvalidParameterValue("Request parameter NextToken is invalid")
+            metrics = listed.pop(token)
+        else:
+            metrics = matching_metrics(self.cloudwatch_backend, params)
+        next_token = str(uuid.uuid4()) if len(metrics) > MAX_QUERIES else None
+        if next_token is not None:
+            listed[next_token] = metrics[MAX_QUERIES:]
+        return ActionResult({"Metrics": metrics[:MAX_QUERIES], "NextToken": next_token})
+
+    return list_metrics
+
+
 @contextmanager
 def fast_metric_reads() -> Iterator[None]:
     """GetMetricData (one response, no paging) and ListMetrics (500 a page) indexed, while the block runs."""
-    listed: dict[str, list[MetricDatumBase]] = {}
 
     def get_metric_data(self: CloudWatchResponse) -> ActionResult:
         params = self._get_params()
@@ -101,23 +122,11 @@ def fast_metric_reads() -> Iterator[None]:
         scan_by = params.get("ScanBy") or "TimestampDescending"
         return ActionResult({"MetricDataResults": compute(self.cloudwatch_backend, queries, start, end, scan_by)})
 
-    def list_metrics(self: CloudWatchResponse) -> ActionResult:
-        params = self._get_params()
-        token = params.get("NextToken")
-        if token:
-            if token not in listed:
-                raise InvalidParameterValue("Request parameter NextToken is invalid")
-            metrics = listed.pop(token)
-        else:
-            metrics = matching_metrics(self.cloudwatch_backend, params)
-        next_token = f"page-{len(listed)}-{len(metrics)}" if len(metrics) > MAX_QUERIES else None
-        if next_token is not None:
-            listed[next_token] = metrics[MAX_QUERIES:]
-        return ActionResult({"Metrics": metrics[:MAX_QUERIES], "NextToken": next_token})
+    list_metrics = paged_list_metrics()
 
     saved = CloudWatchResponse.get_metric_data, CloudWatchResponse.list_metrics
     CloudWatchResponse.get_metric_data = get_metric_data  # type: ignore[method-assign]
-    CloudWatchResponse.list_metrics = list_metrics  # type: ignore[method-assign]
+    CloudWatchResponse.list_metrics = list_metrics  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
