@@ -23,6 +23,8 @@ from auditor.models.capacity import Headroom, reconcile, unit_costs
 
 __all__ = [
     "LIMIT_NAMES",
+    "MIN_PEAK_SECOND_REQUESTS",
+    "KeyPeak",
     "LimitItem",
     "ResourceCapacity",
     "WhatIfConfig",
@@ -31,6 +33,8 @@ __all__ = [
     "contributor_insights_limits",
     "headroom_sentence",
     "key_limits",
+    "key_peak",
+    "key_peaks",
     "partition_headroom",
     "table_is_provisioned",
     "table_limits_from_trail",
@@ -87,6 +91,75 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: A key's busiest second is its peak only when it holds at least this many requests (a handful of calls in one
+#: second is no rate); the hot-key detector's ``min_peak_second_requests`` default.
+MIN_PEAK_SECOND_REQUESTS = 50
+BUSIEST_SECOND = "busiest second"
+BUSIEST_MINUTE = "busiest minute"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPeak:
+    """A key's peak reads and writes per second, each over the period that gave it (:func:`key_peak`)."""
+
+    reads: float = 0.0
+    writes: float = 0.0
+    #: ``busiest second`` or ``busiest minute`` (its average).
+    reads_over: str = BUSIEST_MINUTE
+    writes_over: str = BUSIEST_MINUTE
+    #: Start of that period (epoch seconds; 0 when unknown).
+    reads_at: int = 0
+    writes_at: int = 0
+
+    @property
+    def label(self) -> str:
+        """Where the peak was measured: ``busiest second``, or ``reads: busiest minute, writes: busiest second``."""
+        if not self.reads or self.reads_over == self.writes_over:
+            return self.writes_over if self.writes else self.reads_over
+        if not self.writes:
+            return self.reads_over
+        return f"reads: {self.reads_over}, writes: {self.writes_over}"
+
+
+def _busier(minute_count: int, second_count: int, min_second_requests: int) -> tuple[float, bool]:
+    """(requests per second, True when the busiest second gave it)."""
+    if second_count >= min_second_requests and second_count > minute_count / 60:
+        return float(second_count), True
+    return minute_count / 60, False
+
+
+def key_peak(
+    minute: tuple[int, int, int, int] | None,
+    second: tuple[int, int, int, int] | None,
+    min_second_requests: int = MIN_PEAK_SECOND_REQUESTS,
+) -> KeyPeak:
+    """The one definition of a key's peak, read by the ``hot_key`` finding and ``what-if`` alike: per access, its
+    busiest minute's average, or its busiest second when that is busier and holds at least
+    ``min_second_requests`` requests. ``minute`` and ``second`` are the key's (reads, their start, writes, their
+    start) of :meth:`TableWindow.minute_peaks` and :meth:`TableWindow.second_peaks`."""
+    m_reads, m_reads_at, m_writes, m_writes_at = minute or (0, 0, 0, 0)
+    s_reads, s_reads_at, s_writes, s_writes_at = second or (0, 0, 0, 0)
+    reads, reads_second = _busier(m_reads, s_reads, min_second_requests)
+    writes, writes_second = _busier(m_writes, s_writes, min_second_requests)
+    return KeyPeak(
+        reads,
+        writes,
+        BUSIEST_SECOND if reads_second else BUSIEST_MINUTE,
+        BUSIEST_SECOND if writes_second else BUSIEST_MINUTE,
+        s_reads_at if reads_second else m_reads_at,
+        s_writes_at if writes_second else m_writes_at,
+    )
+
+
+def key_peaks(agg: TableWindow, min_second_requests: int = MIN_PEAK_SECOND_REQUESTS) -> dict[str, KeyPeak]:
+    """:func:`key_peak` of every key the aggregate's minute sketches hold."""
+    seconds = agg.second_peaks()
+    return {
+        encoded: key_peak(minute, seconds.get(encoded), min_second_requests)
+        for encoded, minute in agg.minute_peaks().items()
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class LimitItem:
     """One key, index or table with the limit it reaches first and at which traffic multiple."""
@@ -112,6 +185,10 @@ class LimitItem:
     item_size_source: str | None = None
     #: True on a provisioned table, False on an on-demand one, None when unknown.
     provisioned: bool | None = None
+    #: The period the peak was measured over (a key's: :attr:`KeyPeak.label`; a table's: ``busiest minute``).
+    peak_window: str | None = None
+    #: Where the limit comes from (``provisioned``, ``application_autoscaling``, ``service_quotas``, ``default``...).
+    limit_source: str | None = None
 
     @property
     def model(self) -> Headroom:
@@ -158,6 +235,8 @@ class LimitItem:
             "peak_per_second": round(self.peak_per_second, 3),
             "limit_per_second": round(self.limit_per_second, 3),
             "peak_at": self.peak_at,
+            "peak_window": self.peak_window,
+            "limit_source": self.limit_source,
             "source": self.source,
             "account": self.account,
             "region": self.region,
@@ -191,78 +270,64 @@ def partition_headroom(reads_per_second: float, writes_per_second: float, cfg: W
 
 
 def _partition_item(
-    agg: TableWindow,
-    key: dict[str, Any],
-    reads: float,
-    writes: float,
-    at: str | None,
-    cfg: WhatIfConfig,
-    throttled: int = 0,
+    agg: TableWindow, key: dict[str, Any], peak: KeyPeak, units: tuple[float, float], cfg: WhatIfConfig, throttled: int
 ) -> LimitItem | None:
-    """A key's partition limit from its peak read and write units per second (None without traffic)."""
-    h = partition_headroom(reads, writes, cfg)
-    if h is None:
+    """A key's partition limit from its :func:`key_peak` weighed in units: the nearer of its read and write limits,
+    as the ``hot_key`` finding measures it (the two peaks may be in different periods). None without traffic."""
+    used = {"read": peak.reads * units[0], "write": peak.writes * units[1]}
+    if not any(used.values()):
         return None
-    # Expressed in the units of the limit that dominates the mix: peak = limit / headroom.
-    write_share = (writes / cfg.partition_write_units) * h
-    access: Access = "write" if write_share >= 0.5 else "read"
+    access: Access = max(ACCESSES, key=lambda a: (used[a] / cfg.partition_units(a), a == "write"))
     limit = cfg.partition_units(access)
+    at = peak.writes_at if access == "write" else peak.reads_at
     return LimitItem(
         table=agg.table,
         index=None,
         key=key,
         limit=f"partition_{access}",
         access=access,
-        peak_per_second=limit / h,
+        peak_per_second=used[access],
         limit_per_second=limit,
         source="cloudtrail",
         account=agg.account,
         region=agg.region,
-        peak_at=at,
+        peak_at=_iso(at) if at else None,
         throttled=throttled,
         item_size_source=agg.item_size_source if agg.item_size_bytes else None,
         provisioned=table_is_provisioned(agg),
+        peak_window=peak.label,
+        limit_source="default" if limit == _DEFAULT_PARTITION[access] else "config",
     )
 
 
-def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
-    """The partition limit of the keys closest to it, from the per-minute key sketches of a CloudTrail aggregate.
+#: One partition's documented limits per second (DynamoDB developer guide, "Partitions and data distribution").
+_DEFAULT_PARTITION: dict[Access, float] = {"read": 3000.0, "write": 1000.0}
 
-    Every key a minute's sketch holds is a candidate; its peak is the minute in which its reads and writes used the
-    largest part of one partition (counts are lower bounds of the true counts, see
+
+def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+    """The partition limit of the keys closest to it, from the per-minute and per-second key counts of a CloudTrail
+    aggregate.
+
+    Each key's peak is :func:`key_peak` (its busiest minute's average, or its busiest second when busier), the same
+    number the ``hot_key`` finding shows (counts are lower bounds of the true counts, see
     :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). Requests are weighed in units at the table's item size
     (:func:`~auditor.models.capacity.unit_costs`, as the hot-key detector does); a key the trail saw throttled
     throttles now (:func:`~auditor.models.capacity.reconcile`), and is listed first.
     """
     cfg = cfg or WhatIfConfig()
-    best: dict[str, tuple[float, int, int, int]] = {}
-    ru, wu = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
-    r_unit, w_unit = cfg.partition_read_units / ru, cfg.partition_write_units / wu
-    for minute, (m_all, m_writes) in agg.minutes.items():
-        wcounts = m_writes.counts
-        for encoded, n in m_all.counts.items():
-            writes = min(n, wcounts.get(encoded, 0))
-            used = (n - writes) / r_unit + writes / w_unit
-            prev = best.get(encoded)
-            if prev is None or used > prev[0] or (used == prev[0] and minute < prev[1]):
-                best[encoded] = (used, minute, n - writes, writes)
+    units = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
+    r_unit, w_unit = cfg.partition_read_units / units[0], cfg.partition_write_units / units[1]
+    peaks = key_peaks(agg)
     throttled = agg.throttle_keys
 
-    def pressure(kv: tuple[str, tuple[float, int, int, int]]) -> tuple[float, str]:
-        return (-(max(kv[1][0], 1.0) if throttled.get(kv[0]) else kv[1][0]), kv[0])
+    def pressure(kv: tuple[str, KeyPeak]) -> tuple[float, str]:
+        used = max(kv[1].reads / r_unit, kv[1].writes / w_unit)
+        return (-(max(used, 1.0) if throttled.get(kv[0]) else used), kv[0])
 
-    ranked = sorted(best.items(), key=pressure)[: cfg.max_keys_per_table]
+    ranked = sorted(peaks.items(), key=pressure)[: cfg.max_keys_per_table]
     items = []
-    for encoded, (_, minute, reads, writes) in ranked:
-        item = _partition_item(
-            agg,
-            decode_key(encoded),
-            reads * ru / 60,
-            writes * wu / 60,
-            _iso(minute * 60),
-            cfg,
-            throttled.get(encoded, 0),
-        )
+    for encoded, peak in ranked:
+        item = _partition_item(agg, decode_key(encoded), peak, units, cfg, throttled.get(encoded, 0))
         if item is not None:
             items.append(item)
     return items
@@ -309,6 +374,7 @@ def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -
                 throttled=throttled,
                 item_size_source=agg.item_size_source if agg.item_size_bytes else None,
                 provisioned=provisioned,
+                peak_window=BUSIEST_MINUTE,
             )
         )
     return items

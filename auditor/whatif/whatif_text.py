@@ -93,7 +93,8 @@ def render_what_if(result: WhatIfResult, fmt: str) -> str:
     more = len(result.items) - len(rows)
     note = (
         "Headroom is the multiple of today's peak at which the resource reaches the limit; "
-        "peaks are per-minute averages, so bursts within a minute reach it sooner."
+        "a key's peak is its busiest minute's average, or its busiest second when busier (the hot-key finding's "
+        "number); a table's is its busiest minute's average, so bursts within a minute reach it sooner."
     )
     if fmt == "markdown":
         out = ["# What if traffic grows", "", headline(result, markdown_line_text), ""]

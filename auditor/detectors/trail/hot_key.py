@@ -33,7 +33,7 @@ from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.capacity import Headroom, reconcile, unit_costs
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.whatif.limits import headroom_sentence
+from auditor.whatif.limits import KeyPeak, headroom_sentence, key_peak
 
 METADATA = DetectorMetadata(
     id="hot_key",
@@ -178,15 +178,18 @@ class KeyRates:
         r, w = self.peak_rates(cfg)
         return r * self.costs.read, w * self.costs.write
 
+    def peak(self, cfg: HotKeyConfig) -> KeyPeak:
+        """The key's peak by the one definition ``what-if`` reads too (:func:`auditor.whatif.limits.key_peak`)."""
+        return key_peak(
+            (self.minute_reads, self.minute_reads_at, self.minute_writes, self.minute_writes_at),
+            (self.second_reads, self.second_reads_at, self.second_writes, self.second_writes_at),
+            cfg.min_peak_second_requests,
+        )
+
     def peak_rates(self, cfg: HotKeyConfig) -> tuple[float, float]:
         """(peak reads/s, peak writes/s): the busiest minute's average, or the busiest second if it is busier."""
-        reads = self.minute_reads / 60
-        writes = self.minute_writes / 60
-        if self.second_reads >= cfg.min_peak_second_requests:
-            reads = max(reads, float(self.second_reads))
-        if self.second_writes >= cfg.min_peak_second_requests:
-            writes = max(writes, float(self.second_writes))
-        return reads, writes
+        peak = self.peak(cfg)
+        return peak.reads, peak.writes
 
     def headroom(self, cfg: HotKeyConfig) -> Headroom:
         """The key's headroom (:func:`auditor.models.capacity.reconcile`): the partition limit over its metered peak,
@@ -297,6 +300,8 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
         "peak_minute_reads": k.minute_reads,
         "peak_minute_writes": k.minute_writes,
         "peak_minute": _stamp(k.minute_writes_at if k.minute_writes >= k.minute_reads else k.minute_reads_at),
+        # the period the peak rates were measured over: the same number and label as what-if's (key_peak)
+        "peak_window": k.peak(cfg).label,
         **model.evidence(),
         "partition_utilisation": round(1 / h, 4) if h else None,
         "throttled_calls": k.throttles,
@@ -353,8 +358,9 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
         period = bucket_of(value)
         summary = (
             f"{attr}={value!s:.80} on {where} peaked at {r:.0f} reads/s and {w:.0f} writes/s "
-            f"(busiest second {k.second_reads} reads / {k.second_writes} writes; busiest minute "
-            f"{k.minute_reads / 60:.0f} reads/s / {k.minute_writes / 60:.0f} writes/s) against one partition's "
+            f"(peak: {ev['peak_window']}; busiest second {k.second_reads} reads / {k.second_writes} writes; "
+            f"busiest minute {k.minute_reads / 60:.0f} reads/s / {k.minute_writes / 60:.0f} writes/s) against one "
+            "partition's "
             f"{cfg.partition_read_units_per_second:,.0f} RCU / {cfg.partition_write_units_per_second:,.0f} WCU"
             + (
                 f" ({ru:,.0f} RCU/s and {wu:,.0f} WCU/s at {k.costs.read:g} RCU per read and {k.costs.write:g} WCU "
