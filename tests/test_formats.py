@@ -314,7 +314,7 @@ def test_a_mute_list_turns_a_failing_fail_on_run_green(
 
 def test_without_a_mute_list_outputs_keep_their_shape(trail: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["analyze-trail", str(trail), "--format", "json"], capsys)
-    assert code == 0 and set(orjson.loads(out)) == {"findings", "access_patterns", "stats"}
+    assert code == 0 and set(orjson.loads(out)) == {"findings", "access_patterns", "stats", "summary"}
 
 
 def test_asff_from_the_cli_and_version(trail: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -48,11 +48,12 @@ def run(args: argparse.Namespace) -> int:
         why = stats.problems[0] if stats.problems else "no CloudTrail log files found in " + ", ".join(args.paths)
         raise InputError(f"nothing could be read: {why}")
     warn(*stats.problems, *(f"detector failed: {err}" for err in result.detector_errors))
+    service_calls = sum(result.service_calls().values())  # AWS services' own calls, kept apart from the users'
     return output_result(
         args,
         result,
         lambda kept, markdown: (render_markdown if markdown else render_table)(
-            kept, result.access_patterns, stats.as_dict()
+            kept, result.access_patterns, {**stats.as_dict(), "service_calls": service_calls}
         ),
     )
 

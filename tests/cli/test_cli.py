@@ -70,7 +70,7 @@ def test_json_output_matches_the_contract(trail: Path, capsys: pytest.CaptureFix
     code, out, err = run_cli(["analyze-trail", str(trail), "--format", "json"], capsys)
     assert code == 0, err
     doc = orjson.loads(out)
-    assert set(doc) == {"findings", "access_patterns", "stats"}
+    assert set(doc) == {"findings", "access_patterns", "stats", "summary"}
     assert set(doc["stats"]) == {
         "files_read",
         "files_failed",
