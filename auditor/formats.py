@@ -69,6 +69,7 @@ _KIND_TEXT = {
     FindingKind.UNUSED_INDEX: "Global secondary index not read",
     FindingKind.IDLE_TABLE: "Table without traffic that still costs",
     FindingKind.TTL_NOT_EXPIRING: "Time to Live enabled but deleting nothing",
+    FindingKind.CAPTURE_CAP: "Scans of a table sampled: the audit's capture cap reached",
 }
 
 

@@ -17,7 +17,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from auditor.cost.cost_model import StackShape, fixed_monthly_usd
+from auditor.detectors.capture.capture_cap import CaptureCapInput, ScanCap
+from auditor.detectors.capture.capture_cap import detect as detect_capture_cap
 from auditor.models.base import FrozenModel
+from auditor.models.finding import Finding
 
 DATA_EVENT_USD = 0.10 / 100_000
 SECONDS_PER_MONTH = 730 * 3600
@@ -126,6 +129,8 @@ class CapturePlan:
     scan_capped: tuple[str, ...] = ()
     #: ... and those of them whose scans and PartiQL this slice logs.
     scan_slice: tuple[str, ...] = ()
+    #: The capped tables' figures (what :func:`cap_findings` reports).
+    scan_caps: tuple[ScanCap, ...] = ()
 
     @property
     def probe_seconds(self) -> int | None:
@@ -209,7 +214,8 @@ def plan_slice(
     dynamodb = sum(max(t.monthly_dynamodb_usd, 0.0) for t in tables)
     budget = dynamodb * cfg.budget_percent / 100
     notes: list[str] = []
-    always_on, capped = scan_budget(tables, budget - fixed_usd_month, cfg, notes)
+    caps: list[ScanCap] = []
+    always_on, capped = scan_budget(tables, budget - fixed_usd_month, cfg, notes, caps)
     sampling = max(0.0, budget - fixed_usd_month - always_on)
     if budget <= 0:
         notes.append("budget 0: always-on selector only")
@@ -280,6 +286,7 @@ def plan_slice(
         notes=tuple(notes),
         scan_capped=tuple(sorted(t.arn for t in tables if t.table in capped)),
         scan_slice=tuple(scan_slice),
+        scan_caps=tuple(caps),
     )
 
 
@@ -327,14 +334,18 @@ def pages_per_scan(table_bytes: float) -> float:
 
 
 def scan_budget(
-    tables: Sequence[TableTraffic], data_budget: float, cfg: PlannerConfig, notes: list[str]
+    tables: Sequence[TableTraffic],
+    data_budget: float,
+    cfg: PlannerConfig,
+    notes: list[str],
+    caps: list[ScanCap] | None = None,
 ) -> tuple[float, dict[str, int]]:
     """(the always-on selector's expected monthly cost, the capped tables: one slice in N).
 
     Each table's scans and PartiQL cost their calls times their pages. When the budget leaves something for data
     events, a table may use at most ``scan_cap_share`` of it: above that its scans are logged one slice in N (a note
-    names the table, the expected cost and the cap). With nothing left, every scan stays logged (the always-on
-    selector is the floor of the service)."""
+    names the table, the expected cost and the cap; ``caps`` receives its figures). With nothing left, every scan
+    stays logged (the always-on selector is the floor of the service)."""
     total = 0.0
     capped: dict[str, int] = {}
     cap = cfg.scan_cap_share * data_budget
@@ -346,11 +357,20 @@ def scan_budget(
         every = math.ceil(cost / cap)
         capped[t.table] = every
         total += cost / every
+        if caps is not None:
+            pages = cost / cfg.data_event_usd
+            caps.append(ScanCap(t.table, t.arn, pages, cap / cfg.data_event_usd, every, t.pages_per_scan, cost, cap))
         notes.append(
             f"{t.table}: scans and PartiQL would cost ${cost:,.2f}/month (about {t.pages_per_scan:,.0f} pages a "
             f"scan), above the per-table cap of ${cap:,.2f}: logged one slice in {every}"
         )
     return total, capped
+
+
+def cap_findings(plan: CapturePlan, period_start: float, period_end: float) -> list[Finding]:
+    """The ``capture_cap`` findings of ``plan``: one per table whose scans and PartiQL reached the per-table cap,
+    over the period (epoch seconds) the plan's figures hold for (the controller's day)."""
+    return detect_capture_cap(CaptureCapInput(plan.scan_caps, period_start, period_end))
 
 
 def tables_to_poll(

@@ -3,11 +3,13 @@ catalogue (:mod:`auditor.detectors.registry`).
 
 Sub-packages: ``trail/`` (CloudTrail traffic windows), ``metrics/`` (a table's CloudWatch metrics and profile, and
 its daily activity), ``insights/`` (Contributor Insights reports), ``stream/`` (DynamoDB Streams observations and item
-size histories), ``billing/`` (billing simulation results), ``findings/`` (findings already made). docs/architecture.md
-lists every detector with its input and file; docs/detectors.md keeps the longer rules.
+size histories), ``billing/`` (billing simulation results), ``findings/`` (findings already made), ``capture/``
+(the capture plan). docs/architecture.md lists every detector with its input and file; docs/detectors.md keeps the
+longer rules.
 """
 
 from auditor.detectors.billing import billing_mode, table_class
+from auditor.detectors.capture import capture_cap
 from auditor.detectors.findings import correlate
 from auditor.detectors.insights import hot_key as ci_hot_key
 from auditor.detectors.metrics import idle_table, ttl_not_expiring, unused_index
@@ -18,6 +20,7 @@ from auditor.detectors.trail import hot_key, item_size_exceeded, low_cardinality
 
 __all__ = [
     "billing_mode",
+    "capture_cap",
     "ci_hot_key",
     "correlate",
     "cw_scan",

@@ -69,6 +69,8 @@ class DetectorInput(StrEnum):
     BILLING_RESULT = "billing_result"
     #: ``Sequence[Finding]``: findings already made (correlation of two sources).
     FINDINGS = "findings"
+    #: :class:`~auditor.detectors.capture.capture_cap.CaptureCapInput`: the capture plan's capped tables.
+    CAPTURE_PLAN = "capture_plan"
 
 
 class DetectorMetadata(FrozenModel):

@@ -65,6 +65,7 @@ class FindingKind(StrEnum):
     UNUSED_INDEX = "unused_index"
     IDLE_TABLE = "idle_table"
     TTL_NOT_EXPIRING = "ttl_not_expiring"
+    CAPTURE_CAP = "capture_cap"
 
 
 #: Human names of the finding kinds (headings, action titles).
@@ -81,6 +82,7 @@ KIND_LABELS: dict[FindingKind, str] = {
     FindingKind.UNUSED_INDEX: "Unused index",
     FindingKind.IDLE_TABLE: "Idle table",
     FindingKind.TTL_NOT_EXPIRING: "TTL not expiring",
+    FindingKind.CAPTURE_CAP: "Capture cap reached",
 }
 
 #: Evidence fields docs/contract.md requires for each kind.
@@ -104,6 +106,15 @@ REQUIRED_EVIDENCE: dict[FindingKind, tuple[str, ...]] = {
     FindingKind.UNUSED_INDEX: ("days_analyzed", "reads", "writes"),
     FindingKind.IDLE_TABLE: ("days_idle", "reads", "writes", "monthly_cost"),
     FindingKind.TTL_NOT_EXPIRING: ("ttl_attribute", "deleted_items", "days_analyzed", "writes"),
+    FindingKind.CAPTURE_CAP: (
+        "cap_pages",
+        "expected_pages",
+        "every",
+        "period_start",
+        "period_end",
+        "not_seen",
+        "source",
+    ),
 }
 
 

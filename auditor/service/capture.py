@@ -29,6 +29,7 @@ from auditor.cost.plan import (
     PlannerConfig,
     PlanState,
     TableTraffic,
+    cap_findings,
     line_ratio,
     pages_per_scan,
     plan_slice,
@@ -36,11 +37,14 @@ from auditor.cost.plan import (
     stack_for_budget,
     tables_to_poll,
 )
+from auditor.models.finding import Finding
+from auditor.service.record import ResolveScope, apply_lifecycle
 from auditor.sinks.trail_selectors import put_selectors
 from auditor.sources.capture_inputs import list_tables, read_peaks, read_selectors
 from auditor.sources.scan_requests import read_scan_pages
 from auditor.state import keys
 from auditor.state.capture_store import PLAN_RETENTION_DAYS, CaptureStore
+from auditor.state.findings_store import FindingsStore
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
@@ -70,6 +74,8 @@ class ControllerResult:
     detail: str = ""
     puts: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The ``capture_cap`` findings of the run (once a day: the tables whose scans reached the per-table cap).
+    findings: list[Finding] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +89,7 @@ class ControllerResult:
                 for c in (self.plan or {}).get("captures", [])
             ],
             "notes": self.notes,
+            "findings": [f.id for f in self.findings],
         }
 
 
@@ -257,9 +264,8 @@ def run_controller(
         return ControllerResult("lost_race", slice_start, detail="another run recorded this slice first")
 
     result = ControllerResult("applied", slice_start, plan=plan_doc, notes=[*stack_note, *plan.notes])
-    for note in plan.notes:
-        if "per-table cap" in note:
-            log.warning("capture_scan_cap_reached", note=note)
+    if state.get("scan_day") != day:  # once a day, with the day's scan reading: the tables at the cap
+        result.findings = _record_caps(clients, state_table, plan, [t.arn for t in base], end, now)
     final: list[dict[str, Any]] | None = after_probe
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"
@@ -344,6 +350,7 @@ def advise_controller(
         scan_capped=plan.scan_capped,
     )
     selectors = selectors_for(static)
+    findings = _record_caps(clients, state_table, plan, [t.arn for t in traffic], end, now)
     command = (
         f"aws cloudtrail put-event-selectors --trail-name {trail or 'YOUR-TRAIL'} --advanced-event-selectors "
         f"'{orjson.dumps(selectors).decode()}'"
@@ -356,8 +363,23 @@ def advise_controller(
     ]
     log.warning("capture_advice", trail=trail, selectors=selectors, command=command, notes=notes)
     result = ControllerResult("advised", slice_start, plan=_plan_document(static, slice_start), detail=command)
-    result.notes = notes
+    result.notes, result.findings = notes, findings
     return result
+
+
+def _record_caps(
+    clients: CaptureClients, state_table: str, plan: CapturePlan, arns: list[str], end: int, now: datetime
+) -> list[Finding]:
+    """The plan's ``capture_cap`` findings over the day read (:func:`auditor.cost.plan.cap_findings`), recorded
+    through the findings lifecycle (published by the next run that drains the outbox); a table no longer capped
+    resolves after a day. A warning per finding in the log."""
+    findings = cap_findings(plan, end - 86_400, end)
+    for f in findings:
+        log.warning("capture_scan_cap_reached", table=f.table, finding=f.id, summary=f.summary)
+    keys = {(a.split(":")[4] or None, a.split(":")[3] or None, a.split("/", 1)[-1]) for a in arns if a.count(":") >= 5}
+    scope = ResolveScope.tables(dict.fromkeys(keys, now), ["capture_plan"])
+    apply_lifecycle(FindingsStore(clients.dynamodb, state_table), findings, now=now, scope=scope)
+    return findings
 
 
 def _plan_document(plan: CapturePlan, slice_start: int) -> dict[str, Any]:

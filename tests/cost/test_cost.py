@@ -366,3 +366,29 @@ def test_a_small_budget_runs_a_leaner_stack() -> None:
     assert not leanest.config.poll_busy and "busy tables read hourly" in leanest.note
     assert leanest.fixed_usd_month < lean.fixed_usd_month < rich.fixed_usd_month
     assert "saves $" in leanest.note
+
+
+def test_a_capped_table_gets_one_capture_cap_finding_per_period_with_its_figures() -> None:
+    from auditor.cost.plan import cap_findings
+    from auditor.models.finding import FindingKind
+
+    big = TableTraffic("Big", "arn:aws:dynamodb:us-east-1:1:table/Big", 1.0, 1000.0, 1 / 3600, pages_per_scan=10_240)
+    small = TableTraffic("Small", "arn:aws:dynamodb:us-east-1:1:table/Small", 1.0, 1000.0, 1 / 3600)
+    day = 86_400 * 20_000
+    plans = [plan_slice([big, small], i, fixed_usd_month=10.0) for i in range(3)]
+    [cap] = plans[0].scan_caps
+    assert (cap.table, cap.every) == ("Big", 3)
+    assert cap.expected_pages == pytest.approx(10_240 * 730) and cap.cap_pages == pytest.approx(2.5e6)
+    found = [cap_findings(p, day - 86_400, day) for p in plans]
+    [f] = found[0]
+    assert f.kind is FindingKind.CAPTURE_CAP and (f.account, f.region, f.table) == ("1", "us-east-1", "Big")
+    assert not f.missing_evidence()
+    assert f.evidence["every"] == 3 and f.evidence["expected_pages"] == 7_475_200
+    assert f.evidence["period_end"].endswith("T00:00:00Z") and "about 67%" in f.evidence["not_seen"]
+    assert {g.id for fs in found for g in fs} == {f.id}  # the same table, the same finding: deduplicated by its id
+    # under the cap (a larger budget) or with nothing left for data events: no finding
+    assert (
+        cap_findings(plan_slice([big, small], 0, fixed_usd_month=0.0, config=PlannerConfig(budget_percent=5)), 0, 1)
+        == []
+    )
+    assert cap_findings(plan_slice([big, small], 0, fixed_usd_month=50.0), 0, 1) == []

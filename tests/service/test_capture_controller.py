@@ -305,3 +305,34 @@ def test_with_a_trail_it_does_not_own_the_controller_advises_once_a_day(env: dic
     assert _selectors(env["ct"]) == before  # nothing written to the trail
     later = advise_controller(env["clients"], trail=None, state_table=STATE, now=day.replace(minute=5))
     assert later.status == "idle"
+
+
+def test_a_table_whose_scans_reach_the_cap_gets_a_capture_cap_finding_once_a_day(env: dict[str, Any]) -> None:
+    from auditor.models.finding import FindingKind
+    from auditor.state.findings_store import FindingsStore
+    from tests.cw_support import dims, put_data
+
+    create_table(env["ddb"], "Scanned")
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    stats = {"SampleCount": 20_000.0, "Sum": 100_000.0, "Minimum": 5.0, "Maximum": 5.0}
+    put_data(
+        env["cw"],
+        [
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": dims("Scanned", None, "Scan"),
+                "Timestamp": datetime.fromtimestamp(now.timestamp() - 3600, UTC),
+                "StatisticValues": stats,
+            }
+        ],
+    )
+    result = _run(env, now)  # 20,000 scans a day of one page: $0.61 a month, above a quarter of the $0.57 budget
+    assert result.status == "applied"
+    [finding] = result.findings
+    assert (finding.kind, finding.table) == (FindingKind.CAPTURE_CAP, "Scanned")
+    assert result.as_dict()["findings"] == [finding.id]
+    stored = FindingsStore(env["ddb"], STATE).open_findings(finding.account, finding.region, "Scanned")
+    assert [s.finding.id for s in stored] == [finding.id]
+    # the next slice of the same day: the day's finding is already recorded
+    assert _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC)).findings == []
