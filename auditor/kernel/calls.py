@@ -24,9 +24,21 @@ class Access(StrEnum):
 #: The commonest calls, read without building an ``ApiCall`` (see ``auditor.kernel.normalize.single_item``): a
 #: successful GetItem, PutItem, UpdateItem, DeleteItem or Query as (event id, operation, event time in UTC, its POSIX
 #: timestamp, account, region, table, index, key, a Query's key condition, whether it writes, whether it is a read
-#: made eventually consistent on request). The key is None only for a Query that does not log one.
+#: made eventually consistent on request, a write's shape). The key is None only for a Query that does not log one.
 SingleItem = tuple[
-    str, str, datetime, float, str, str, str, str | None, KeyValues | None, tuple[str, str] | None, bool, bool
+    str,
+    str,
+    datetime,
+    float,
+    str,
+    str,
+    str,
+    str | None,
+    KeyValues | None,
+    tuple[str, str] | None,
+    bool,
+    bool,
+    str | None,
 ]
 
 
@@ -64,6 +76,9 @@ class ItemAccess:
     #: A Query's key condition, generalised: (partition-key attribute, the sort-key condition or ""), from
     #: ``keyConditionExpression`` + ``expressionAttributeNames`` (or the legacy ``keyConditions``).
     condition: tuple[str, str] | None = None
+    #: A write's shape (what it may touch, for metering its index writes: :mod:`.aggregates.index_writes`), None
+    #: when not read (then decided from the operation alone).
+    shape: str | None = None
 
 
 @dataclass(slots=True)

@@ -42,6 +42,7 @@ from auditor.kernel.fields import (
 )
 from auditor.kernel.key_condition import key_condition, key_condition_legacy
 from auditor.kernel.partiql import parse_statement
+from auditor.kernel.write_shapes import write_shape
 
 
 def _ci(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -426,7 +427,8 @@ def _read_request(
                 table = _fallback_table(record)
                 if table is None:
                     raise MalformedRecordError(_NO_TABLE)
-            items = (ItemAccess(table, name, access, None, key if type(key) is dict else None),)
+            shape = write_shape(name, raw) if access is _WRITE else None
+            items = (ItemAccess(table, name, access, None, key if type(key) is dict else None, shape=shape),)
             tables = (table,)
         else:
             params: dict[str, Any] | None = _ci(raw) if raw is not None else None
@@ -612,8 +614,10 @@ def _batch_write(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
                     continue
                 operation = "BatchWriteItem:" + _TRANSACT_OPS.get(flat.lower(), flat)
                 body = request
-            key = _key(_ci(body).get("key")) if isinstance(body, dict) else None
-            out.append(ItemAccess(table, operation, _WRITE, None, key))
+            lowered_body = _ci(body) if isinstance(body, dict) else None
+            key = _key(lowered_body.get("key")) if lowered_body is not None else None
+            shape = write_shape(operation, lowered_body)
+            out.append(ItemAccess(table, operation, _WRITE, None, key, shape=shape))
     return out
 
 
@@ -643,7 +647,9 @@ def _transact(params: dict[str, Any] | None, ctx: _Ctx, name: str, access: Acces
             ctx.truncated = True
             continue
         item_access = _TRANSACT_ACCESS.get(operation, access)
-        out.append(ItemAccess(ctx.table(body), prefix + operation, item_access, None, _key(body.get("key"))))
+        shape = write_shape(prefix + operation, body) if item_access is _WRITE else None
+        key = _key(body.get("key"))
+        out.append(ItemAccess(ctx.table(body), prefix + operation, item_access, None, key, shape=shape))
     return out
 
 

@@ -74,6 +74,7 @@ from auditor.kernel.general import (
     _str_or_none,
 )
 from auditor.kernel.partiql import parse_statement
+from auditor.kernel.write_shapes import write_shape
 
 __all__ = ["light_item", "normalize_record", "single_item"]
 
@@ -173,7 +174,8 @@ def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
                 key = body.get(_KEY)
                 if key is not None and not isinstance(key, dict):
                     key = None
-            append(ItemAccess(table, operation, _WRITE, None, key))
+            shape = write_shape(operation, body if type(body) is dict else None)
+            append(ItemAccess(table, operation, _WRITE, None, key, shape=shape))
     if not out:
         return None
     return _WRITE, tuple(out), tuple(tables), None, None, None, None, False
@@ -204,7 +206,8 @@ def _fast_transact(raw: dict[str, Any], name: str) -> _Request | None:
         key = body.get("key")
         if key is not None and not isinstance(key, dict):
             key = None
-        out.append(ItemAccess(table, prefix + operation, item_access, None, key))
+        shape = write_shape(prefix + operation, body) if item_access is _WRITE else None
+        out.append(ItemAccess(table, prefix + operation, item_access, None, key, shape=shape))
         tables[table] = None
     return access, tuple(out), tuple(tables), None, None, None, None, False
 
@@ -282,7 +285,8 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         except KeyError:
             table = key = None
         if type(table) is str and table and key is not None:
-            item = ItemAccess(table, name, access, None, key if type(key) is dict else None)
+            shape = write_shape(name, raw) if access is _WRITE else None
+            item = ItemAccess(table, name, access, None, key if type(key) is dict else None, shape=shape)
             request = access, (item,), (table,), None, None, None, None, False
     elif reader is not None and _is_camel(raw):  # a reader: always, when access is None
         try:
@@ -445,4 +449,5 @@ def _single_item_request(
         if consistent is None and not _is_camel(raw):
             return None
         eventual = consistent is False
-    return event_id, name, stamp[0], stamp[1], account, region, table, index, key, condition, is_write, eventual
+    shape = write_shape(name, raw) if is_write else None
+    return event_id, name, stamp[0], stamp[1], account, region, table, index, key, condition, is_write, eventual, shape

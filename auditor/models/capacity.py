@@ -4,16 +4,30 @@ A key, index or table's headroom on paper is ``limit / metered peak``; the peak 
 the capacity available, one key per partition). Throttling observed on the resource bounds what was available: a
 resource throttled at its peak has no headroom there, whatever the assumptions say. :func:`reconcile` is the only
 place that decides it; the hot-key finding, ``what-if``, the report and Slack read its value. :func:`item_size` picks
-a table's item size from its sources in their order of trust. Pure: no boto3, no clock, no environment.
+a table's item size from its sources in their order of trust; :func:`index_write_units` meters what a base-table write
+costs a global secondary index (write amplification). Pure: no boto3, no clock, no environment.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
-__all__ = ["ITEM_SIZE_SOURCES", "Headroom", "item_size", "reconcile", "unit_costs"]
+__all__ = [
+    "ITEM_SIZE_SOURCES",
+    "NAME_SEP",
+    "REMOVED_SEP",
+    "WRITE_DELETE",
+    "WRITE_PUT",
+    "WRITE_UPDATE",
+    "Headroom",
+    "index_write_units",
+    "item_size",
+    "reconcile",
+    "unit_costs",
+]
 
 Resource = Literal["key", "table", "index"]
 
@@ -141,3 +155,47 @@ def unit_costs(item_size_bytes: int | None, reads: int = 0, eventual_reads: int 
     read = math.ceil(item_size_bytes / 4096) if item_size_bytes else 1
     write = float(math.ceil(item_size_bytes / 1024)) if item_size_bytes else 1.0
     return read * (1.0 - 0.5 * eventual), write
+
+
+#: The shape of a base-table write as the trail logs it (``auditor.kernel.aggregates.index_writes`` builds it):
+#: :data:`WRITE_DELETE`; :data:`WRITE_PUT` then the item's attribute names (CloudTrail logs a put's attribute names,
+#: never their values); :data:`WRITE_UPDATE` then the attributes its update expression sets, :data:`REMOVED_SEP`, the
+#: attributes it removes. The letter alone: the attributes are not known (not logged, or truncated).
+WRITE_DELETE: Final = "D"
+WRITE_PUT: Final = "P"
+WRITE_UPDATE: Final = "U"
+NAME_SEP: Final = "\x1f"
+REMOVED_SEP: Final = "\x1e"
+
+
+def index_write_units(shape: str, key_attrs: Collection[str] = ()) -> int:
+    """The writes one base-table write of ``shape`` costs a global secondary index whose key attributes are
+    ``key_attrs`` (empty: not known), each of one index item, as DynamoDB meters them (developer guide, "Provisioned
+    throughput considerations for Global Secondary Indexes", GSI.html#GSI.ThroughputConsiderations.Writes):
+
+    - a put writes the index when the item carries the index's key attributes (an item without them is not in the
+      index); with its attribute names or the index's keys unknown it is charged (one write);
+    - a delete removes the item from every index it was in: one write;
+    - an update that sets an index key attribute changes the index key: "two writes are required, one to delete the
+      previous item from the index and another write to put the new item into the index"; one that removes it, one
+      write; one that names none of the index's key attributes is not charged (its projected attributes may cost one
+      write when the item is in the index: the trail does not tell, so this is a lower bound), nor one whose update
+      expression or index keys are unknown;
+    - any other shape (an overflow of the aggregate's shapes) is charged one write.
+    """
+    kind, body = shape[:1], shape[1:]
+    if kind == WRITE_DELETE:
+        return 1
+    if kind == WRITE_PUT:
+        if not body or not key_attrs:
+            return 1
+        names = body.split(NAME_SEP)
+        return 1 if all(a in names for a in key_attrs) else 0
+    if kind == WRITE_UPDATE:
+        if not body or not key_attrs:
+            return 0
+        sets, _, removed = body.partition(REMOVED_SEP)
+        if any(a in sets.split(NAME_SEP) for a in key_attrs):
+            return 2
+        return 1 if any(a in removed.split(NAME_SEP) for a in key_attrs) else 0
+    return 1

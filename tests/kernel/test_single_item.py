@@ -215,7 +215,7 @@ def test_light_item_holds_what_the_full_reader_reads() -> None:
     assert call is not None
     item = single_item(record)
     assert item is not None
-    event_id, operation, time, epoch, account, region, table, index, key, condition, is_write, eventual = item
+    event_id, operation, time, epoch, account, region, table, index, key, condition, is_write, eventual, shape = item
     assert (event_id, operation, time, account, region) == (
         call.event_id,
         call.operation,
@@ -226,6 +226,7 @@ def test_light_item_holds_what_the_full_reader_reads() -> None:
     assert epoch == call.time.timestamp()
     assert (table, index, key, condition) == (call.items[0].table, None, call.items[0].key, None)
     assert is_write is False and eventual is (call.consistent_read is False) is True
+    assert shape is call.items[0].shape is None  # a read has no write shape
 
 
 def test_an_event_time_never_checked_takes_the_full_reader() -> None:
@@ -242,7 +243,7 @@ def test_a_light_query_holds_what_the_full_reader_reads(params: dict[str, Any]) 
     call = normalize_record(record)
     item = single_item(record)
     assert call is not None and item is not None
-    _, operation, _, _, _, _, table, index, key, condition, is_write, eventual = item
+    _, operation, _, _, _, _, table, index, key, condition, is_write, eventual, _ = item
     access = call.items[0]
     assert (operation, table, index, key, condition) == (
         "Query",

@@ -47,12 +47,20 @@ from auditor.kernel.aggregates.failures import (
     throttle_cause,
     transaction_reasons,
 )
+from auditor.kernel.aggregates.index_writes import (
+    WriteShapes,
+    count_write,
+    merge_writes,
+    writes_from_list,
+    writes_to_list,
+)
 from auditor.kernel.aggregates.keys import IndexKeys, count_distinct, encode_key, index_key, index_space, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
 from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 from auditor.kernel.general import SERVICE
+from auditor.kernel.write_shapes import statement_shape, write_shape
 
 #: Operations whose items DynamoDB meters at twice the units of a plain read or write ("Transactional read/write
 #: requests": https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling);
@@ -157,6 +165,9 @@ class TableWindow:
     #: PartiQL statement on an index are counted there, and in the sketches under the index's prefix
     #: (:func:`.keys.index_key`), never in the table's ``key_requests``, ``distinct`` or ``key_attrs``.
     index_keys: dict[str, IndexKeys] = field(default_factory=dict)
+    #: Successful base-table writes by shape and minute, to meter each global secondary index's writes
+    #: (:func:`.index_writes.index_writes`).
+    write_shapes: WriteShapes = field(default_factory=dict)
 
     @property
     def observed_seconds(self) -> float:
@@ -289,6 +300,9 @@ class TableWindow:
             is_write = item.access is Access.WRITE
             if is_write:
                 self.item_writes += 1
+                shape = item.shape or statement_shape(item.statement) or write_shape(item.operation, None)
+                if error is None and shape:
+                    count_write(self.write_shapes, shape, int(epoch // 60))
             else:
                 self.item_reads += 1
             key = item.key
@@ -333,6 +347,7 @@ class TableWindow:
         eventual: bool,
         epoch: float,
         pk_hint: str | None,
+        shape: str | None = None,
     ) -> None:
         """:meth:`add` for one successful GetItem, PutItem, UpdateItem, DeleteItem or Query, from the fields
         :func:`auditor.kernel.normalize.single_item` reads: the same counts as ``add`` with the call's ``ApiCall``,
@@ -340,6 +355,8 @@ class TableWindow:
         self._count_call(operation, epoch)
         if is_write:
             self.item_writes += 1
+            if shape:
+                count_write(self.write_shapes, shape, int(epoch // 60))
         else:
             self.item_reads += 1
         if key:
@@ -602,6 +619,7 @@ class TableWindow:
             add_capped(self.service_calls, k, n, MAX_SERVICES, OTHER)
         for name, space in other.index_keys.items():
             index_space(self.index_keys, name)[1].merge(space)
+        merge_writes(self.write_shapes, other.write_shapes)
         for m in other.throttle_messages:
             if len(self.throttle_messages) < 3 and m not in self.throttle_messages:
                 self.throttle_messages.append(m)
@@ -757,13 +775,13 @@ class AggregateSet:
 
     def add_item(self, item: SingleItem) -> None:
         """:meth:`add` for a single-item call read by :func:`auditor.kernel.normalize.single_item`."""
-        _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual = item
+        _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = item
         ws = self.window_seconds
         start = int(epoch // ws) * ws
         tw = self.windows.get((account, region, table, start))
         if tw is None:
             tw = self._window(account, region, table, start)
-        tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table))
+        tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table), shape)
 
     def add_batch(self, batch: CallBatch) -> None:
         """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
@@ -866,6 +884,7 @@ def window_to_dict(tw: TableWindow) -> dict[str, Any]:
         "size_exceeded_keys": tw.size_exceeded_keys,
         "service_calls": tw.service_calls,
         "index_keys": {name: space.to_dict() for name, space in tw.index_keys.items()},
+        "write_shapes": writes_to_list(tw.write_shapes),
         "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in tw.patterns.items()],
         "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in tw.statements.items()],
         "seconds": [
@@ -903,6 +922,7 @@ def window_from_dict(cls: type[TableWindow], d: dict[str, Any]) -> TableWindow:
     tw.size_exceeded_keys = {str(k): int(v) for k, v in d["size_exceeded_keys"].items()}
     tw.service_calls = {str(k): int(v) for k, v in d.get("service_calls", {}).items()}  # absent before it was kept
     tw.index_keys = {str(k): IndexKeys.from_dict(v) for k, v in d.get("index_keys", {}).items()}  # absent before
+    tw.write_shapes = writes_from_list(d.get("write_shapes", []))  # absent before it was kept
     tw.patterns = {}
     for row in d["patterns"]:
         i, o, t, e = row[:4]

@@ -1,0 +1,105 @@
+"""Base-table writes by what they may touch, per minute, to meter each global secondary index's writes.
+
+A table window counts its successful writes per shape (:mod:`auditor.kernel.write_shapes`) and minute
+(:func:`count_write`); :func:`index_writes` meters them per index with
+:func:`auditor.models.capacity.index_write_units`, against the index's key attributes (docs/capacity.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from auditor.kernel.aggregates.keys import IndexKeys
+from auditor.models.capacity import index_write_units
+
+#: Distinct write shapes a window keeps (later ones count as :data:`OVERFLOW`, an unknown write), and the (shape,
+#: minute) counts its serialised form keeps.
+MAX_WRITE_SHAPES: Final = 32
+MAX_SERIALIZED_MINUTES: Final = 2048
+OVERFLOW: Final = "*"
+
+#: shape -> minute -> writes
+WriteShapes = dict[str, dict[int, int]]
+
+
+def count_write(shapes: WriteShapes, shape: str, minute: int, n: int = 1) -> None:
+    """``n`` successful writes of ``shape`` in ``minute`` (past :data:`MAX_WRITE_SHAPES` shapes: :data:`OVERFLOW`)."""
+    minutes = shapes.get(shape)
+    if minutes is None:
+        if len(shapes) >= MAX_WRITE_SHAPES:
+            shape = OVERFLOW
+        minutes = shapes.setdefault(shape, {})
+    minutes[minute] = minutes.get(minute, 0) + n
+
+
+def merge_writes(into: WriteShapes, other: WriteShapes) -> None:
+    """Add ``other``'s counts into ``into``."""
+    for shape, minutes in other.items():
+        for minute, n in minutes.items():
+            count_write(into, shape, minute, n)
+
+
+def writes_to_list(shapes: WriteShapes) -> list[list[Any]]:
+    """The serialised form, ``[[shape, minute, writes], ...]``: the :data:`MAX_SERIALIZED_MINUTES` largest counts."""
+    rows = [(shape, minute, n) for shape, minutes in shapes.items() for minute, n in minutes.items()]
+    if len(rows) > MAX_SERIALIZED_MINUTES:
+        rows = sorted(rows, key=lambda r: (-r[2], r[0], r[1]))[:MAX_SERIALIZED_MINUTES]
+    return [list(r) for r in rows]
+
+
+def writes_from_list(rows: list[list[Any]]) -> WriteShapes:
+    """Inverse of :func:`writes_to_list`."""
+    shapes: WriteShapes = {}
+    for shape, minute, n in rows:
+        count_write(shapes, str(shape), int(minute), int(n))
+    return shapes
+
+
+class _Window(Protocol):
+    """What :func:`index_writes` reads of a table window (:class:`~auditor.kernel.aggregates.window.TableWindow`)."""
+
+    write_shapes: WriteShapes
+    index_schema: dict[str, str]
+    index_keys: dict[str, IndexKeys]
+    throttles: dict[tuple[str, str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexWrites:
+    """The writes the base table's writes cost one global secondary index, in writes of one index item."""
+
+    index: str
+    #: the index's key attributes the metering used (empty: not known, every put and delete charged)
+    key_attrs: tuple[str, ...]
+    writes: int
+    #: the base-table writes that reached the index (an update that changes its key costs it two)
+    base_writes: int
+    #: the busiest minute (its start, epoch seconds) and its index writes
+    peak_minute: int | None
+    peak_writes: int
+
+
+def index_writes(agg: _Window) -> list[IndexWrites]:
+    """Each known index's metered writes (by name): the indexes the table's description names, those its Queries
+    use, and those its throttle reasons name. An index's key attribute is the described partition key, else the one
+    its Queries' key conditions name."""
+    names = set(agg.index_schema) | set(agg.index_keys) | {i for (_, _, i) in agg.throttles if i}
+    out = []
+    for name in sorted(names):
+        space = agg.index_keys.get(name)
+        attr = agg.index_schema.get(name) or (space.partition_key_attr if space is not None else None)
+        key_attrs = (attr,) if attr else ()
+        per_minute: dict[int, int] = {}
+        writes = base = 0
+        for shape, minutes in agg.write_shapes.items():
+            units = index_write_units(shape, key_attrs)
+            if not units:
+                continue
+            for minute, n in minutes.items():
+                per_minute[minute] = per_minute.get(minute, 0) + n * units
+                writes += n * units
+                base += n
+        peak = max(per_minute.items(), key=lambda kv: (kv[1], -kv[0]), default=None)
+        out.append(IndexWrites(name, key_attrs, writes, base, peak[0] * 60 if peak else None, peak[1] if peak else 0))
+    return out
