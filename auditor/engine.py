@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import re
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -23,6 +23,7 @@ from auditor.config import AnalysisConfig
 from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
+from auditor.detectors.findings.item_story import merge_items
 from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
@@ -31,6 +32,7 @@ from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
+from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
@@ -44,6 +46,8 @@ log = structlog.get_logger(__name__)
 PARALLEL_MIN_BYTES = 8 << 20
 #: At most this many processes: each one gunzips the whole input, so more stop paying off.
 MAX_PROCESSES = 4
+#: A record's full normaliser (:func:`auditor.kernel.normalize.normalize_record` or one that wraps it).
+Normalizer = Callable[[Mapping[str, Any]], ApiCall | None]
 
 
 @dataclass(slots=True)
@@ -93,11 +97,13 @@ def ingest_source(
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
     fingerprints: EventFingerprints | None = None,
+    normalize: Normalizer | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
     ``fingerprints``, when given, gets the fingerprint of every event counted (trail ingest keeps them, so that the
-    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`).
+    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`). ``normalize``, when given,
+    reads every record in full instead of the light path (the model review observes the records through it).
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
     forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
@@ -113,7 +119,7 @@ def ingest_source(
     try:
         add_batch = aggs.add_batch
         keep = fingerprints.add if fingerprints is not None else None
-        for batch in read_calls(source, file_stats, deduper, shard=shard, light=True):
+        for batch in read_calls(source, file_stats, deduper, normalize or normalize_record, shard, light=True):
             add_batch(batch)
             if keep is not None:
                 for call in batch:
@@ -146,6 +152,7 @@ def ingest(
     config: AnalysisConfig,
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
+    normalize: Normalizer | None = None,
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
@@ -160,7 +167,7 @@ def ingest(
     gc.disable()
     try:
         for source in sources:
-            aggs = ingest_source(source, config, deduper, stats, shard, outcomes)
+            aggs = ingest_source(source, config, deduper, stats, shard, outcomes, normalize=normalize)
             if aggs is not None:
                 total.merge(aggs, take=True)
     finally:
@@ -344,7 +351,9 @@ def evaluate(
             mine.extend(found)
         # The throttling findings of one table or index in this aggregate (one per cause) are one story (its causes
         # with their shares); aggregates of other windows stay other sightings.
-        findings.extend(merge_throttling(mine))
+        # An item's rejected writes are an item story (auditor.detectors.findings.item_story), with the id the stream
+        # watcher's size facts of the same item share.
+        findings.extend(merge_items(merge_throttling(mine)))
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))
@@ -472,11 +481,18 @@ def analyze_trail(
 
 
 def analyze_sources(
-    sources: Sequence[InputSource], config: AnalysisConfig | None = None, processes: int | None = None
+    sources: Sequence[InputSource],
+    config: AnalysisConfig | None = None,
+    processes: int | None = None,
+    normalize: Normalizer | None = None,
 ) -> TrailAnalysis:
-    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened)."""
+    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened).
+    ``normalize`` (see :func:`ingest_source`) reads the input in this process alone, each record once."""
     cfg = config or AnalysisConfig()
-    aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
+    if normalize is not None:
+        aggs, stats = ingest(sources, cfg, normalize=normalize)
+    else:
+        aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
     findings = period_totals(findings, aggs, cfg)

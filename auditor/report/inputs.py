@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from auditor.detectors.findings import throttling_story
+from auditor.detectors.findings import item_story, throttling_story
 from auditor.exceptions import InputError
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.base import FrozenModel
@@ -233,6 +233,10 @@ def _coverage_line(gap: Mapping[str, Any]) -> str:
     return f"{where}: {reason} ({gap.get('call') or '-'}: {gap.get('error_code') or '-'})"
 
 
+#: The stories whose findings of one id in two inputs are combined, not replaced.
+_IS_STORY = (throttling_story.is_story, item_story.is_story)
+
+
 def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocument:
     """Several findings documents as one (``report --findings A --findings B``).
 
@@ -247,10 +251,12 @@ def merge_findings_documents(docs: Sequence[FindingsDocument]) -> FindingsDocume
     for doc in docs:
         for fi in doc.findings:
             seen = by_id.get(fi.finding.id)
-            if seen is not None and throttling_story.is_story(seen.finding) and throttling_story.is_story(fi.finding):
-                # one throttling problem told by two outputs (audit: CloudWatch; analyze-trail: CloudTrail)
+            if seen is not None and any(is_story(seen.finding) and is_story(fi.finding) for is_story in _IS_STORY):
+                # one throttling problem told by two outputs (audit: CloudWatch; analyze-trail: CloudTrail), or one
+                # item's story (the service's size facts, analyze-trail's rejected writes)
                 older, newer = sorted((seen, fi), key=lambda x: x.finding.last_seen)
-                fi = newer.model_copy(update={"finding": throttling_story.combine(older.finding, newer.finding)})
+                story = item_story.combine(older.finding, throttling_story.combine(older.finding, newer.finding))
+                fi = newer.model_copy(update={"finding": story})
                 by_id[fi.finding.id] = fi
             elif seen is None or fi.finding.last_seen >= seen.finding.last_seen:
                 by_id[fi.finding.id] = fi

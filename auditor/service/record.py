@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from auditor.detectors.findings import scan_volume, throttling_story
+from auditor.detectors.findings import item_story, scan_volume, throttling_story
 from auditor.lifecycle import (
     EventKind,
     FindingState,
@@ -259,10 +259,12 @@ class LifecycleParams:
 def carry_over(stored: Finding, seen: Finding, max_age_seconds: float) -> Finding:
     """``seen`` with what other sources told about the same finding in earlier runs, while it is current.
 
-    A throttling story keeps the stored story's other sources (:func:`throttling_story.with_stored`); a CloudTrail
-    scan finding keeps CloudWatch's scan volume attached to it (:func:`scan_volume.with_stored`).
+    A throttling story keeps the stored story's other sources (:func:`throttling_story.with_stored`), an item story
+    its other facts (:func:`item_story.with_stored`: the stream watcher's sizes, the evaluator's rejected writes); a
+    CloudTrail scan finding keeps CloudWatch's scan volume attached to it (:func:`scan_volume.with_stored`).
     """
     seen = throttling_story.with_stored(stored, seen, max_age_seconds)
+    seen = item_story.with_stored(stored, seen, max_age_seconds)
     return scan_volume.with_stored(stored, seen, max_age_seconds)
 
 
@@ -422,8 +424,8 @@ def correct(
     if seen is not None:
         first, last = min(first, seen.first_seen), max(last, seen.last_seen)
     latest = weekly[max(weekly)] if weekly else None
-    update = {"totals": latest, "first_seen": first, "last_seen": last}
-    state = stored.model_copy(update={"finding": finding.model_copy(update=update), "weekly_totals": weekly})
+    stated = finding.with_totals(latest).model_copy(update={"first_seen": first, "last_seen": last})
+    state = stored.model_copy(update={"finding": stated, "weekly_totals": weekly})
     if state == stored:
         return None
     return StateChange(stored, state.model_copy(update={"updated_at": now}))

@@ -2,8 +2,9 @@
 
 :class:`StreamItemSizeBatch` sizes each record's item, runs ``large_item`` on it and, for items above the history
 floor only, updates the item's size history and runs ``item_growth``; only a state-table failure fails a record.
-:meth:`StreamItemSizeBatch.finish` returns the batch's findings and, with a :class:`StreamFindingsRecorder`, links
-them to CloudTrail's ``item_size_exceeded`` and records them (resolving nothing). The steps are in docs/service.md.
+:meth:`StreamItemSizeBatch.finish` returns the batch's findings, one story per item, and, with a
+:class:`StreamFindingsRecorder`, records them (resolving nothing) with the stored story's other facts (CloudTrail's
+rejected writes). The steps are in docs/service.md.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from pydantic import Field
 
 from auditor.config import Settings
 from auditor.detectors.base import HistoryInput, ObservationInput
-from auditor.detectors.findings.item_size_link import link_item_size_findings
+from auditor.detectors.findings import item_story
 from auditor.detectors.settings import DetectorSettings
 from auditor.detectors.stream import item_growth, large_item
 from auditor.detectors.stream.large_item import Config as LargeItemConfig
 from auditor.exceptions import AuditorError
-from auditor.lifecycle import TableKey, table_key
 from auditor.models.base import FrozenModel
-from auditor.models.finding import Finding, FindingKind
+from auditor.models.finding import Finding
 from auditor.service.record import LifecycleParams, OpenFindings, RecordResult, ResolveScope
 from auditor.sources.streams import StreamStats, parse_stream_record
 from auditor.state.findings_store import FindingsStore
@@ -117,9 +117,6 @@ class StreamBatchResult:
         }
 
 
-_STREAM_KINDS = frozenset({FindingKind.LARGE_ITEM, FindingKind.ITEM_GROWTH})
-
-
 def record_stream_findings(
     store: FindingsStore,
     sns: SNSClient,
@@ -128,34 +125,24 @@ def record_stream_findings(
     *,
     now: datetime,
 ) -> tuple[list[Finding], RecordResult]:
-    """Link a batch's findings with the stored open ``item_size_exceeded`` findings of their tables, then record them.
+    """Record a batch's findings, each item's facts as one story (:func:`item_story.merge_items`).
 
-    Returns the batch's findings as recorded (linked ones raised) and what recording did. Only tables with a keyed
-    stream finding are looked up (one GSI1 query each); the run resolves nothing.
+    An item story shares its id with the evaluator's rejected writes on the same item, so recording adds the stored
+    story's facts to the batch's (:func:`auditor.service.record.carry_over`): one stored finding per item. Returns
+    the batch's findings as recorded and what recording did; the run resolves nothing.
     """
-    open_findings = OpenFindings(store)
-    tables: set[TableKey] = {
-        table_key(f) for f in findings if f.kind in _STREAM_KINDS and isinstance(f.evidence.get("key"), dict)
-    }
-    exceeded = [
-        state.finding
-        for key in sorted(tables, key=lambda k: (k[0] or "", k[1] or "", k[2]))
-        for state in open_findings.of(key)
-        if state.finding.kind is FindingKind.ITEM_SIZE_EXCEEDED
-    ]
-    linked = link_item_size_findings([*findings, *exceeded])
-    own = linked[: len(findings)]
-    updated = [after for after, before in zip(linked[len(findings) :], exceeded, strict=True) if after != before]
+    stories = item_story.merge_items(findings)
     recorded = lifecycle.record(
         store,
         sns,
-        [*own, *updated],
+        stories,
         now=now,
         scope=ResolveScope.nothing(),
-        open_findings=open_findings,
+        open_findings=OpenFindings(store),
         publish_when_idle=False,
     )
-    return own, recorded
+    stored = store.get_many([f.id for f in stories])
+    return [stored[f.id].finding if f.id in stored else f for f in stories], recorded
 
 
 def _utcnow() -> datetime:
@@ -233,8 +220,8 @@ class StreamItemSizeBatch:
     def finish(self) -> StreamBatchResult:
         """The batch's findings (sorted, most severe first) and counters; both are logged. Records them too.
 
-        With a ``recorder``, the findings returned are the ones recorded (linked with CloudTrail where they tell one
-        story); a recording failure raises (retry the batch).
+        With a ``recorder``, the findings returned are the ones recorded (with the stored story's facts, CloudTrail's
+        rejected writes among them); a recording failure raises (retry the batch).
         """
         for ref, (view_type, at) in self.stats.insufficient_views.items():
             log.warning(
@@ -245,7 +232,7 @@ class StreamItemSizeBatch:
                 stream_view_type=view_type,
             )
             self._keep(large_item.insufficient_view_type(ref.account, ref.region, ref.table, view_type, at))
-        findings = sorted(self._findings.values(), key=Finding.sort_key)
+        findings = sorted(item_story.merge_items(list(self._findings.values())), key=Finding.sort_key)
         recorded: RecordResult | None = None
         if self.recorder is not None and findings:
             linked, recorded = self.recorder.record(findings)
@@ -268,7 +255,7 @@ class StreamItemSizeBatch:
                 key=finding.evidence.get("key"),
                 size_bytes=finding.evidence.get("size_bytes"),
                 days_to_limit=finding.evidence.get("days_to_limit"),
-                related_finding_ids=finding.evidence.get("related_finding_ids"),
+                facts=[f.get("kind") for f in finding.evidence.get(item_story.FACTS) or ()],
             )
         log.info("stream_batch_processed", **result.as_dict())
         return result

@@ -24,7 +24,7 @@ HELPERS = {
     "auditor.detectors.registry",
     "auditor.detectors.settings",
     "auditor.detectors.metrics.common",
-    "auditor.detectors.findings.item_size_link",
+    "auditor.detectors.findings.item_story",
     "auditor.detectors.findings.throttling_story",
     "auditor.detectors.findings.scan_volume",
     "auditor.detectors.findings.period",

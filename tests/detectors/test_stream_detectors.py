@@ -8,13 +8,10 @@ from typing import Any
 import pytest
 
 from auditor.detectors.base import DetectorInput, HistoryInput, ObservationInput
-from auditor.detectors.findings.item_size_link import RELATED_IDS, link_item_size_findings
 from auditor.detectors.registry import all_detectors, get
 from auditor.detectors.stream import item_growth, large_item
-from auditor.detectors.trail import item_size_exceeded
-from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
+from auditor.models.finding import FindingKind, Severity, fingerprint
 from auditor.models.stream import AttributeGrowth, ItemSizeObservation, TableRef
-from tests.factories import call, span
 
 LIMIT = 409_600
 DAY = 86_400
@@ -301,66 +298,3 @@ def test_growth_beyond_max_days_is_not_reported() -> None:
         )
         == []
     )
-
-
-# ----------------------------------------------------------------------------- link with CloudTrail
-
-
-def exceeded(key: dict[str, Any], table: str = "Timelines") -> Finding:
-    msg = "Item size to update has exceeded the maximum allowed size"
-    agg = span([call("UpdateItem", table, key, at=i, error="ValidationException", message=msg) for i in range(3)])
-    (finding,) = item_size_exceeded.detect(agg, item_size_exceeded.ItemSizeExceededConfig())
-    return finding
-
-
-def test_link_joins_cloudtrail_and_stream_findings_on_the_same_key() -> None:
-    # Given a CloudTrail rejection and stream findings on the same key, plus unrelated findings
-    rejected = exceeded({"pk": "DEVICE#7f3a", "sk": "TIMELINE"})
-    (large,) = large_item.detect(ObservationInput(obs(400_000)))
-    samples = [(T0 + d * DAY, 380_000 + d * 2_000) for d in range(8)]
-    (growth,) = item_growth.detect(HistoryInput(obs(394_000, at=samples[-1][0]), samples))
-    (other_key,) = large_item.detect(
-        ObservationInput(obs(400_000, key={"pk": {"S": "DEVICE#0001"}, "sk": {"S": "TIMELINE"}}))
-    )
-    (other_table,) = large_item.detect(
-        ObservationInput(obs(400_000, ref=TableRef("111122223333", "us-east-1", "Archive")))
-    )
-    no_key = large_item.estimate_large_writes("Timelines", 150_000.0, 1_000, WINDOW)
-    assert no_key is not None
-    findings = [rejected, large, growth, other_key, other_table, no_key]
-    # When
-    linked = link_item_size_findings(findings)
-    # Then one story: each names the others, the stream findings are raised one step
-    assert [f.id for f in linked] == [f.id for f in findings]
-    by_id = {f.id: f for f in linked}
-    assert by_id[rejected.id].evidence[RELATED_IDS] == sorted([large.id, growth.id])
-    assert by_id[large.id].evidence[RELATED_IDS] == sorted([rejected.id, growth.id])
-    assert by_id[growth.id].evidence[RELATED_IDS] == sorted([rejected.id, large.id])
-    assert by_id[rejected.id].severity == rejected.severity
-    assert by_id[large.id].severity == Severity.CRITICAL  # already critical: capped
-    assert (growth.severity, by_id[growth.id].severity) == (Severity.HIGH, Severity.CRITICAL)  # 7.8 days to go
-    for unrelated in (other_key, other_table, no_key):
-        assert by_id[unrelated.id] is unrelated
-    # Idempotent: linking the result again changes nothing
-    assert link_item_size_findings(linked) == linked
-
-
-def test_link_raises_severity_one_step_and_matches_numeric_keys() -> None:
-    key = {"id": {"N": "1000"}}
-    rejected = exceeded({"id": 1000}, table="Timelines")
-    (large,) = large_item.detect(ObservationInput(obs(310_000, key=key)))
-    assert large.severity == Severity.MEDIUM
-    linked = link_item_size_findings([large, rejected])
-    assert linked[0].severity == Severity.HIGH
-    assert linked[0].evidence[RELATED_IDS] == [rejected.id]
-    assert linked[1].evidence[RELATED_IDS] == [large.id]
-
-
-def test_link_needs_the_same_account_when_both_are_known() -> None:
-    rejected = exceeded({"pk": "DEVICE#7f3a", "sk": "TIMELINE"})  # account 111122223333
-    (elsewhere,) = large_item.detect(
-        ObservationInput(obs(310_000, ref=TableRef("999988887777", "us-east-1", "Timelines")))
-    )
-    (unknown_account,) = large_item.detect(ObservationInput(obs(310_000, ref=TableRef(None, "us-east-1", "Timelines"))))
-    assert link_item_size_findings([rejected, elsewhere])[1] is elsewhere
-    assert RELATED_IDS in link_item_size_findings([rejected, unknown_account])[1].evidence

@@ -1,5 +1,5 @@
-"""Stream item-size findings through the findings lifecycle (moto server): stored, linked with the CloudTrail path's
-``item_size_exceeded`` on the same key (severity raised), published once, and never resolved by the watcher."""
+"""Stream item-size findings through the findings lifecycle (moto server): stored as one story per item with the
+CloudTrail path's rejected writes on the same key (either order), published once, and never resolved by the watcher."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from structlog.testing import capture_logs
 
 from auditor.config import get_settings
-from auditor.detectors.findings.item_size_link import RELATED_IDS
+from auditor.detectors.findings import item_story
 from auditor.detectors.trail import item_size_exceeded
 from auditor.lifecycle import FindingStatus
 from auditor.models.finding import Finding, FindingKind, Severity, fingerprint
@@ -82,59 +82,84 @@ def env(aws_reset: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
 
 
 def rejected_writes(key: dict[str, Any], table: str = "Timelines") -> Finding:
-    """The CloudTrail path's finding: UpdateItems on ``key`` rejected for item size (as the evaluator stores it)."""
+    """The CloudTrail path's item story: UpdateItems on ``key`` rejected for item size (as the evaluator stores it)."""
     msg = "Item size to update has exceeded the maximum allowed size"
     calls = [f.call("UpdateItem", table, key, at=i, error="ValidationException", message=msg) for i in range(3)]
     (found,) = item_size_exceeded.detect(f.span(calls), item_size_exceeded.ItemSizeExceededConfig())
     # the stream's account and region (the factories' calls use another account)
-    return found.model_copy(
+    raw = found.model_copy(
         update={
-            "id": fingerprint(FindingKind.ITEM_SIZE_EXCEEDED, ACCOUNT, REGION, table, None, key),
             "account": ACCOUNT,
             "region": REGION,
             "first_seen": datetime(2026, 12, 1, 9, tzinfo=UTC),
             "last_seen": datetime(2026, 12, 1, 9, 5, tzinfo=UTC),
         }
     )
+    (story,) = item_story.merge_items([raw])
+    return story
 
 
-def test_a_large_item_is_stored_linked_with_rejected_writes_on_its_key_and_published_once(env: Env) -> None:
-    # Given the CloudTrail path's open item_size_exceeded finding on the sample's big item, and one on another key
+def test_a_large_item_and_rejected_writes_on_its_key_are_one_stored_story(env: Env) -> None:
+    # Given the CloudTrail path's open story of rejected writes on the sample's big item, and one on another key
     rejected = rejected_writes(BIG_KEY)
     elsewhere = rejected_writes({"pk": "DEVICE#0001", "sk": "TIMELINE"})
+    assert rejected.id == item_story.story_id(ACCOUNT, REGION, "Timelines", BIG_KEY)
     env.seed(rejected, elsewhere)
     # When the stream batch with the big item's write (78% of 400 KB: medium on its own) is processed
     failed, logs = env.invoke(sample("new_and_old"))
-    # Then the large_item finding is stored raised to high and linked, and the CloudTrail finding names it back
+    # Then the item's size joins the stored story: one finding, of the worst fact's kind, critical (writes already
+    # lost on an item measured near the limit), announced as worsened
     assert failed == []
     stored = env.stored()
-    (large,) = [s for s in stored.values() if s.finding.kind is FindingKind.LARGE_ITEM]
-    assert large.finding.evidence["key"] == BIG_KEY and large.finding.evidence["size_bytes"] == 320_530
-    assert large.finding.severity is Severity.HIGH and large.status is FindingStatus.NEW
-    assert large.finding.evidence[RELATED_IDS] == [rejected.id]
-    assert stored[rejected.id].finding.evidence[RELATED_IDS] == [large.id]
-    assert stored[rejected.id].finding.severity is rejected.severity
-    assert stored[rejected.id].status.is_open and stored[rejected.id].version == 2
-    assert RELATED_IDS not in stored[elsewhere.id].finding.evidence and stored[elsewhere.id].version == 1
-    # and exactly one message is published: the new large item, at its raised severity
+    assert sorted(stored) == sorted([rejected.id, elsewhere.id])
+    story = stored[rejected.id].finding
+    assert story.kind is FindingKind.ITEM_SIZE_EXCEEDED and story.severity is Severity.CRITICAL
+    assert [(x["kind"], x["source"]) for x in story.evidence["facts"]] == [
+        ("item_size_exceeded", "cloudtrail"),
+        ("large_item", "dynamodb_streams"),
+    ]
+    assert story.evidence["size_bytes"] == 320_530 and story.evidence["count"] == 3 and story.evidence["key"] == BIG_KEY
+    assert story.missing_evidence() == []
+    assert "3 writes rejected" in story.title and "78% of 400 KB" in story.title
+    assert stored[rejected.id].status is FindingStatus.WORSENED and stored[rejected.id].version == 2
+    assert stored[elsewhere.id].version == 1
     (msg,) = env.inbox.messages()
-    assert (msg["finding_id"], msg["status"], msg["severity"], msg["kind"]) == (large.id, "new", "high", "large_item")
-    assert json.loads(msg["finding_json"])["evidence"][RELATED_IDS] == [rejected.id]
+    assert (msg["finding_id"], msg["status"], msg["severity"]) == (rejected.id, "worsened", "critical")
     (summary,) = [e for e in logs if e["event"] == "stream_batch_processed"]
-    assert (summary["findings_stored"], summary["events_queued"], summary["published"]) == (2, 1, 1)
+    assert (summary["findings_stored"], summary["events_queued"], summary["published"]) == (1, 1, 1)
     # When the batch is delivered again
     failed, _ = env.invoke(sample("new_and_old"))
-    # Then nothing new is announced and the severity stays where it was
+    # Then nothing new is announced and the story stays whole
     assert failed == []
     assert env.inbox.messages() == []
-    again = env.store.get(large.id)
-    assert again is not None and again.finding.severity is Severity.HIGH and again.published_severity is Severity.HIGH
+    again = env.store.get(rejected.id)
+    assert again is not None and again.finding.severity is Severity.CRITICAL
+    assert len(again.finding.evidence["facts"]) == 2
+
+
+def test_rejected_writes_after_the_size_join_the_stored_story(env: Env) -> None:
+    # Given the watcher's story of the big item (medium: 78% of the limit)
+    env.invoke(sample("new_and_old"))
+    (first,) = env.stored().values()
+    assert first.finding.kind is FindingKind.LARGE_ITEM and first.finding.severity is Severity.MEDIUM
+    env.inbox.messages()
+    # When the evaluator records rejected writes on the same item, later
+    later = rejected_writes(BIG_KEY).model_copy(
+        update={"first_seen": first.finding.last_seen, "last_seen": first.finding.last_seen}
+    )
+    env.seed(later)
+    # Then one stored finding, with the same id, tells both facts, at critical
+    (story,) = env.stored().values()
+    assert story.id == first.id and story.finding.kind is FindingKind.ITEM_SIZE_EXCEEDED
+    assert story.finding.severity is Severity.CRITICAL and story.status is FindingStatus.WORSENED
+    assert {x["kind"] for x in story.finding.evidence["facts"]} == {"large_item", "item_size_exceeded"}
 
 
 def test_without_rejected_writes_the_finding_keeps_its_own_severity(env: Env) -> None:
     env.invoke(sample("new_and_old"))
     (large,) = env.stored().values()
-    assert large.finding.severity is Severity.MEDIUM and RELATED_IDS not in large.finding.evidence
+    assert large.finding.severity is Severity.MEDIUM and large.finding.kind is FindingKind.LARGE_ITEM
+    assert [x["kind"] for x in large.finding.evidence["facts"]] == ["large_item"]
     (msg,) = env.inbox.messages()
     assert (msg["status"], msg["severity"]) == ("new", "medium")
 

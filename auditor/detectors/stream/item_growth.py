@@ -28,7 +28,7 @@ from auditor.detectors.stream.large_item import key_label, recommendation
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity
 
-__all__ = ["METADATA", "Config", "GrowthFit", "days_to_limit", "detect", "fit_growth", "theil_sen_slope"]
+__all__ = ["METADATA", "Config", "GrowthFit", "days_text", "days_to_limit", "detect", "fit_growth", "theil_sen_slope"]
 
 METADATA = DetectorMetadata(
     id="item_growth",
@@ -117,6 +117,11 @@ def days_to_limit(size_bytes: float, bytes_per_day: float, limit_bytes: int = IT
     return max(0.0, (limit_bytes - size_bytes) / bytes_per_day)
 
 
+def days_text(days: float) -> str:
+    """Days to the limit as every output states them: one decimal, as ``evidence.days_to_limit`` rounds to it."""
+    return "now" if days <= 0 else f"{days:.1f} day{'s' if round(days, 1) != 1 else ''}"
+
+
 def _severity(days: float, cfg: Config) -> Severity | None:
     if days > cfg.max_days_to_limit:
         return None
@@ -163,7 +168,7 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
     summary = (
         f"Item {label:.120} of {obs.table} grows by about {fit.bytes_per_day:,.0f} bytes a day (robust slope over "
         f"{fit.samples} samples spanning {fit.span_seconds / _DAY:.1f} days) and is now {obs.size_bytes:,} bytes: "
-        f"at this rate it reaches the 400 KB limit in {days:.1f} days"
+        f"at this rate it reaches the 400 KB limit in {days_text(days)}"
         + (f" (around {reached:%Y-%m-%d})" if reached else "")
         + ", after which every write to it fails."
     )
@@ -190,7 +195,7 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
             obs,
             discriminator=key,
             severity=severity,
-            title=f"Item of {obs.table} reaches 400 KB in {days:.0f} days ({label:.60})",
+            title=f"Item of {obs.table} reaches 400 KB in {days_text(days)} ({label:.60})",
             summary=summary,
             recommendation=recommendation(obs.table, attribute, growing=True),
             evidence=evidence,

@@ -30,6 +30,14 @@ METADATA = DetectorMetadata(
     docs_url="https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-use-s3-too.html",
 )
 
+#: The fix (shared with the item story, :mod:`auditor.detectors.findings.item_story`, when no size is known).
+RECOMMENDATION = (
+    "Split the item: move the list or map that keeps growing into separate items under the same "
+    "partition key (one item per element or per period, read back with a Query), or store the "
+    "large attribute in S3 and keep only its key in DynamoDB. Watch the table's items with the "
+    "stream item-size watcher to catch the next one before it fails."
+)
+
 
 class ItemSizeExceededConfig(DetectorConfig):
     """Per-key findings for the keys with the most rejected writes."""
@@ -74,12 +82,7 @@ def detect(agg: TableWindow, cfg: ItemSizeExceededConfig) -> list[Finding]:
                     f"{n} write{'s' if n != 1 else ''} to {agg.table} ({label:.120}) failed with a ValidationException "
                     "for item size: the item would exceed the 400 KB limit, and these writes were not applied."
                 ),
-                recommendation=(
-                    "Split the item: move the list or map that keeps growing into separate items under the same "
-                    "partition key (one item per element or per period, read back with a Query), or store the "
-                    "large attribute in S3 and keep only its key in DynamoDB. Watch the table's items with the "
-                    "stream item-size watcher to catch the next one before it fails."
-                ),
+                recommendation=RECOMMENDATION,
                 evidence={
                     "count": n,
                     "key": key,
