@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import re
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -32,7 +32,6 @@ from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
-from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
@@ -46,8 +45,6 @@ log = structlog.get_logger(__name__)
 PARALLEL_MIN_BYTES = 8 << 20
 #: At most this many processes: each one gunzips the whole input, so more stop paying off.
 MAX_PROCESSES = 4
-#: A record's full normaliser (:func:`auditor.kernel.normalize.normalize_record` or one that wraps it).
-Normalizer = Callable[[Mapping[str, Any]], ApiCall | None]
 
 
 @dataclass(slots=True)
@@ -97,13 +94,11 @@ def ingest_source(
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
     fingerprints: EventFingerprints | None = None,
-    normalize: Normalizer | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
     ``fingerprints``, when given, gets the fingerprint of every event counted (trail ingest keeps them, so that the
-    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`). ``normalize``, when given,
-    reads every record in full instead of the light path (the model review observes the records through it).
+    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`).
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
     forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
@@ -119,7 +114,7 @@ def ingest_source(
     try:
         add_batch = aggs.add_batch
         keep = fingerprints.add if fingerprints is not None else None
-        for batch in read_calls(source, file_stats, deduper, normalize or normalize_record, shard, light=True):
+        for batch in read_calls(source, file_stats, deduper, shard=shard, light=True):
             add_batch(batch)
             if keep is not None:
                 for call in batch:
@@ -152,7 +147,6 @@ def ingest(
     config: AnalysisConfig,
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
-    normalize: Normalizer | None = None,
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
@@ -167,7 +161,7 @@ def ingest(
     gc.disable()
     try:
         for source in sources:
-            aggs = ingest_source(source, config, deduper, stats, shard, outcomes, normalize=normalize)
+            aggs = ingest_source(source, config, deduper, stats, shard, outcomes)
             if aggs is not None:
                 total.merge(aggs, take=True)
     finally:
@@ -481,18 +475,11 @@ def analyze_trail(
 
 
 def analyze_sources(
-    sources: Sequence[InputSource],
-    config: AnalysisConfig | None = None,
-    processes: int | None = None,
-    normalize: Normalizer | None = None,
+    sources: Sequence[InputSource], config: AnalysisConfig | None = None, processes: int | None = None
 ) -> TrailAnalysis:
-    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened).
-    ``normalize`` (see :func:`ingest_source`) reads the input in this process alone, each record once."""
+    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened)."""
     cfg = config or AnalysisConfig()
-    if normalize is not None:
-        aggs, stats = ingest(sources, cfg, normalize=normalize)
-    else:
-        aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
+    aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
     findings = period_totals(findings, aggs, cfg)
