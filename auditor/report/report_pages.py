@@ -9,6 +9,7 @@ from every value they print (the environments' ``finalize``, :func:`auditor.esca
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -218,7 +219,7 @@ def _plain(value: Any, name: str = "") -> str:
             return pct(value)
         if name.startswith("monthly_") or name.endswith("_cost"):
             return money(value)
-        return f"{value:,.2f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
+        return _figure(value)
     if isinstance(value, int):
         if name.endswith("bytes"):
             return f"{value:,} bytes ({human_bytes(value)})"
@@ -233,6 +234,15 @@ def _plain(value: Any, name: str = "") -> str:
         )
         return sep.join(_plain(v, name) for v in value) if value else "none"
     return str(value)
+
+
+def _figure(value: float) -> str:
+    """A float of the evidence: two decimals without trailing zeros, at least two significant digits under 0.01 (a
+    figure that is not 0 never reads 0: a utilisation of 0.0009 is ``0.0009``), whole above a million."""
+    if abs(value) >= 1e6:
+        return f"{value:,.0f}"
+    digits = 1 - math.floor(math.log10(abs(value))) if 0 < abs(value) < 0.01 else 2
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".")
 
 
 def _evidence_value(name: str, value: Any) -> str:
