@@ -24,6 +24,7 @@ from auditor.cost.sampling import apply_capture
 from auditor.detectors.base import DetectorInput
 from auditor.detectors.findings.correlate import correlate
 from auditor.detectors.findings.item_story import merge_items
+from auditor.detectors.findings.key_story import merge_keys
 from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
@@ -347,7 +348,8 @@ def evaluate(
         # with their shares); aggregates of other windows stay other sightings.
         # An item's rejected writes are an item story (auditor.detectors.findings.item_story), with the id the stream
         # watcher's size facts of the same item share.
-        findings.extend(merge_items(merge_throttling(mine)))
+        # A low-cardinality key and the hot keys among its values are one story (auditor.detectors.findings.key_story).
+        findings.extend(merge_keys(merge_items(merge_throttling(mine))))
     # A hot key and the key-range throttling it causes are one problem: linked (and raised), as the service links
     # CloudTrail and CloudWatch findings (auditor.detectors.findings.correlate; correlating again is a no-op).
     findings = correlate(findings, config.detector_config("correlate"))

@@ -25,6 +25,7 @@ HELPERS = {
     "auditor.detectors.settings",
     "auditor.detectors.metrics.common",
     "auditor.detectors.findings.item_story",
+    "auditor.detectors.findings.key_story",
     "auditor.detectors.findings.throttling_story",
     "auditor.detectors.findings.scan_volume",
     "auditor.detectors.findings.period",

@@ -1,10 +1,11 @@
 """Correlation of the CloudTrail and CloudWatch paths (pure).
 
-A ``hot_key`` finding (from CloudTrail traffic, or from Contributor Insights) and a ``throttling`` finding with
-cause ``key_range`` on the same table and index are two views of one problem: the traffic names the key, the
-throttle metrics prove the partition limit was hit. Both findings are raised ``raise_steps`` severity levels and
-link each other in ``evidence.related_finding_ids``. Correlating again is a no-op (``evidence.correlation`` marks
-a finding already raised).
+A ``hot_key`` finding (from CloudTrail traffic, or from Contributor Insights) or a ``low_cardinality_key`` finding
+and a ``throttling`` finding with cause ``key_range`` on the same table and index are two views of one problem: the
+traffic names the key, the throttle metrics prove the partition limit was hit. Both findings are raised
+``raise_steps`` severity levels, link each other in ``evidence.related_finding_ids`` and name each other in their
+summaries (only findings that exist). Correlating again is a no-op (``evidence.correlation`` marks a finding
+already raised).
 """
 
 from __future__ import annotations
@@ -47,23 +48,51 @@ def _same_resource(a: Finding, b: Finding) -> bool:
     )
 
 
+#: The key findings a key-range throttling finding is linked with.
+_KEY_KINDS = frozenset({FindingKind.HOT_KEY, FindingKind.LOW_CARDINALITY_KEY})
+
+
+def _name(f: Finding) -> str:
+    """How a summary names a linked finding: its kind and what it is about."""
+    where = f"{f.table}/{f.index}" if f.index else f.table
+    if f.kind is FindingKind.HOT_KEY:
+        key = f.evidence.get("key")
+        text = ", ".join(f"{k}={v!s:.40}" for k, v in key.items()) if isinstance(key, dict) else "several keys"
+        return f"the hot_key finding on {text}"
+    if f.kind is FindingKind.LOW_CARDINALITY_KEY:
+        return f"the low_cardinality_key finding on {f.evidence.get('key_attribute')} of {where}"
+    return f"the key-range throttling finding on {where}"
+
+
+def _confirmed(f: Finding, partners: list[Finding], known: set[str]) -> str:
+    """``f``'s summary ending with one sentence naming the findings it is linked with (those of this run by name,
+    stored ones it was linked with before by count)."""
+    base = f.summary.split(" Confirmed by", 1)[0]
+    names = [_name(p) for p in sorted(partners, key=lambda p: p.id)]
+    others = len(known - {p.id for p in partners})
+    if others:
+        names.append(f"{others} earlier related finding{'s' if others != 1 else ''}")
+    return f"{base} Confirmed by {', '.join(names)}."
+
+
 @register(METADATA, CorrelateConfig, DetectorInput.FINDINGS)
 def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding]:
     """``findings`` in the same order, with correlated pairs raised and linked (unchanged when disabled)."""
-    hot = [f for f in findings if f.kind == FindingKind.HOT_KEY]
+    keys = [f for f in findings if f.kind in _KEY_KINDS]
     throttled = [f for f in findings if f.kind == FindingKind.THROTTLING and f.evidence.get("cause") == "key_range"]
-    related: dict[str, set[str]] = {}
-    for h in hot:
+    partners: dict[str, list[Finding]] = {}
+    for k in keys:
         for t in throttled:
-            if _same_resource(h, t):
-                related.setdefault(h.id, set()).add(t.id)
-                related.setdefault(t.id, set()).add(h.id)
+            if _same_resource(k, t):
+                partners.setdefault(k.id, []).append(t)
+                partners.setdefault(t.id, []).append(k)
     out = []
     for f in findings:
-        ids = related.get(f.id)
-        if not ids:
+        linked = partners.get(f.id)
+        if not linked:
             out.append(f)
             continue
+        ids = {p.id for p in linked}
         previous = f.evidence.get("correlation")
         known = set(f.evidence.get("related_finding_ids") or ())
         if isinstance(previous, dict) and previous.get("rule") == RULE:
@@ -73,7 +102,6 @@ def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding
             base = f.severity
         else:
             base = f.severity.raised(cfg.raise_steps)
-        other = "key-range throttling on the same partition" if f.kind == FindingKind.HOT_KEY else "a hot key"
         evidence = dict(f.evidence)
         evidence["related_finding_ids"] = sorted(known | ids)
         evidence["correlation"] = (
@@ -81,8 +109,6 @@ def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding
             if isinstance(previous, dict) and previous.get("rule") == RULE
             else {"rule": RULE, "severity_raised_from": f.severity.value}
         )
-        summary = (
-            f.summary if "Confirmed by" in f.summary else f"{f.summary} Confirmed by {other} ({len(ids)} related)."
-        )
+        summary = _confirmed(f, linked, known)
         out.append(f.model_copy(update={"severity": base, "evidence": evidence, "summary": summary}))
     return out

@@ -52,9 +52,10 @@ CAUSES = ("key_range", "provisioned", "account_limit", "on_demand_max", "gsi_bac
 RECOMMENDATIONS = {
     "key_range": (
         "One partition exceeded its limit (3,000 read units / 1,000 write units per second) while the table as a "
-        "whole had capacity: adding capacity will not help. Find the hot keys (Contributor Insights, the hot_key "
-        "findings), then spread them (write sharding, a higher-cardinality partition key), cache hot reads, use "
-        "eventually consistent reads (half the read units), or pre-warm the table if the spike is planned."
+        "whole had capacity: adding capacity will not help. Find the hot keys (Contributor Insights in "
+        "throttled-keys mode, or the trail's key counts), then spread them (write sharding, a higher-cardinality "
+        "partition key), cache hot reads, use eventually consistent reads (half the read units), or pre-warm the "
+        "table if the spike is planned."
     ),
     "provisioned": (
         "The table or index used up its provisioned capacity. Raise the auto-scaling maximum and leave headroom "

@@ -35,8 +35,7 @@ METADATA = DetectorMetadata(
 RECOMMENDATIONS = {
     "key_range": (
         "A single partition exceeded its limit (3,000 RCU / 1,000 WCU per second): adding table capacity will "
-        "not help. Spread the hot key (write sharding, a higher-cardinality key) or cache hot reads; see the "
-        "hot_key findings for this table."
+        "not help. Spread the hot key (write sharding, a higher-cardinality key) or cache hot reads."
     ),
     "provisioned": (
         "The table or index ran out of provisioned capacity. Raise the auto-scaling maximum and target "
@@ -60,7 +59,7 @@ RECOMMENDATIONS = {
     ),
     "unknown": (
         "CloudTrail does not say why these calls were throttled. Check the per-cause CloudWatch metrics "
-        "(ReadKeyRangeThroughputThrottleEvents and friends) with `ddb-audit audit`, and the hot_key findings."
+        "(ReadKeyRangeThroughputThrottleEvents and friends) with `ddb-audit audit`."
     ),
 }
 
