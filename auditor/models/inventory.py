@@ -181,10 +181,46 @@ class TableProfile(FrozenModel):
         }
 
 
+#: Where a throughput quota comes from: the account's value (Service Quotas), else DynamoDB's documented default.
+QuotaSource = Literal["service_quotas", "default"]
+
+
+class ThroughputQuotas(FrozenModel):
+    """DynamoDB's throughput quotas of one account and Region (units per second), each with its source.
+
+    The defaults are the documented ones (developer guide, ServiceQuotas.html "Throughput default quotas"): 40,000
+    read and 40,000 write units per table or GSI (provisioned or on-demand), 80,000 per account for provisioned
+    capacity. :func:`auditor.sources.quotas.read_throughput_quotas` reads the account's applied values.
+    """
+
+    table_read: float = 40_000.0
+    table_write: float = 40_000.0
+    account_read: float = 80_000.0
+    account_write: float = 80_000.0
+    table_read_source: QuotaSource = "default"
+    table_write_source: QuotaSource = "default"
+    account_read_source: QuotaSource = "default"
+    account_write_source: QuotaSource = "default"
+
+    def table(self, access: str) -> tuple[float, QuotaSource]:
+        """(the per-table quota, its source) of ``read`` or ``write``."""
+        if access == "read":
+            return self.table_read, self.table_read_source
+        return self.table_write, self.table_write_source
+
+    def account(self, access: str) -> tuple[float, QuotaSource]:
+        """(the account's provisioned-capacity quota, its source) of ``read`` or ``write``."""
+        if access == "read":
+            return self.account_read, self.account_read_source
+        return self.account_write, self.account_write_source
+
+
 class Inventory(FrozenModel):
     """The selected tables and what could not be read."""
 
     tables: tuple[TableProfile, ...] = ()
+    #: The account's throughput quotas (the documented defaults where Service Quotas was not read).
+    quotas: ThroughputQuotas = Field(default_factory=ThroughputQuotas)
     #: Account-wide gaps (ListTables, auto scaling sweep, Contributor Insights listing).
     gaps: tuple[Gap, ...] = ()
     #: Tables asked for by name (or listed) that do not exist (any more).

@@ -185,7 +185,7 @@ class AuditResult:
         tm = self.metrics.tables.get(profile.name)
         if tm is None or profile.billing_mode == "unknown":
             return None
-        return [r.to_dict() for r in resource_capacities(profile, tm)]
+        return [r.to_dict() for r in resource_capacities(profile, tm, self.inventory.quotas)]
 
     def to_dict(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -634,7 +634,12 @@ def run_audit(
     stats = ApiStats()
     try:
         inventory = collect_inventory(
-            clients.dynamodb, clients.autoscaling, selector, stats=stats, max_workers=config.max_workers
+            clients.dynamodb,
+            clients.autoscaling,
+            selector,
+            stats=stats,
+            max_workers=config.max_workers,
+            quotas=clients.quotas,
         )
         metrics = collect_metrics(clients.cloudwatch, inventory, start, end, stats, now=now, sleep=sleep)
         reports, ci_gaps = read_insight_reports(

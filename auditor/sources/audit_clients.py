@@ -12,6 +12,7 @@ from botocore.exceptions import NoRegionError
 
 from auditor.exceptions import AuditError
 from auditor.sources.aws_calls import CLIENT_CONFIG
+from auditor.sources.quotas import QuotaClient
 
 if TYPE_CHECKING:
     import boto3
@@ -29,6 +30,8 @@ class AuditClients:
     dynamodb: DynamoDBClient
     cloudwatch: CloudWatchClient
     autoscaling: ApplicationAutoScalingClient | None = None
+    #: Service Quotas (the account's DynamoDB throughput quotas); None: the documented defaults.
+    quotas: QuotaClient | None = None
 
 
 def build_clients(region: str | None = None) -> AuditClients:
@@ -40,6 +43,7 @@ def build_clients(region: str | None = None) -> AuditClients:
             dynamodb=boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
             cloudwatch=boto3.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
             autoscaling=boto3.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
+            quotas=boto3.client("service-quotas", region_name=region, config=CLIENT_CONFIG),
         )
     except NoRegionError as exc:
         raise AuditError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION") from exc
@@ -51,4 +55,5 @@ def clients_for(session: boto3.Session, region: str) -> AuditClients:
         dynamodb=session.client("dynamodb", region_name=region, config=CLIENT_CONFIG),
         cloudwatch=session.client("cloudwatch", region_name=region, config=CLIENT_CONFIG),
         autoscaling=session.client("application-autoscaling", region_name=region, config=CLIENT_CONFIG),
+        quotas=session.client("service-quotas", region_name=region, config=CLIENT_CONFIG),
     )

@@ -8,7 +8,8 @@ Calls per run: ``ceil(tables/100)`` ListTables pages (none when tables are named
 DescribeTable, one ListTagsOfResource and one DescribeTimeToLive; DescribeScalableTargets for provisioned tables
 and their GSIs in chunks of 50 ids; DescribeScalingPolicies per scaled resource (or one account-wide sweep when many
 are scaled); one account-wide ListContributorInsights sweep, then DescribeContributorInsights only for the tables
-and GSIs where it is enabled (to get the rule names).
+and GSIs where it is enabled (to get the rule names); four GetServiceQuota calls for the account's throughput quotas
+(:mod:`auditor.sources.quotas`) when a Service Quotas client is given.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from auditor.models.inventory import (
     Inventory,
     ScalingTarget,
     TableProfile,
+    ThroughputQuotas,
 )
 from auditor.models.metrics import ApiStats
 from auditor.sources.aws_calls import NOT_FOUND, counted_call, error_code, gap_from
+from auditor.sources.quotas import QuotaClient, read_throughput_quotas
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -103,9 +106,12 @@ def collect_inventory(
     *,
     stats: ApiStats,
     max_workers: int = 8,
+    quotas: QuotaClient | None = None,
 ) -> Inventory:
-    """Profile the selected tables. Never raises for a failed AWS call: failures are gaps."""
+    """Profile the selected tables, and read the account's throughput quotas with ``quotas`` (Service Quotas; the
+    documented defaults without it). Never raises for a failed AWS call: failures are gaps."""
     account_gaps: list[Gap] = []
+    throughput = ThroughputQuotas()
     if selector.names:
         names = sorted(n for n in set(selector.names) if selector.name_matches(n))
     else:
@@ -131,6 +137,8 @@ def collect_inventory(
 
     if autoscaling is not None:
         profiles = _add_auto_scaling(autoscaling, profiles, stats, account_gaps)
+    if quotas is not None and profiles:
+        throughput = read_throughput_quotas(quotas, stats, account_gaps)
     profiles = _add_contributor_insights(dynamodb, profiles, stats, account_gaps)
     for gap in account_gaps:
         log.info("inventory_gap", gap=gap.describe())
@@ -138,7 +146,7 @@ def collect_inventory(
         for gap in p.gaps:
             log.info("inventory_gap", gap=gap.describe())
     log.info("inventory_collected", tables=len(profiles), missing=len(missing), selector=selector.describe())
-    return Inventory(tables=tuple(profiles), gaps=tuple(account_gaps), missing=tuple(missing))
+    return Inventory(tables=tuple(profiles), gaps=tuple(account_gaps), missing=tuple(missing), quotas=throughput)
 
 
 def _map(fn: Any, items: Sequence[str], max_workers: int) -> list[_TableResult]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.exceptions import InputError
-from auditor.models.inventory import Capacity, TableProfile
+from auditor.models.inventory import Capacity, TableProfile, ThroughputQuotas
 from auditor.models.metrics import CONSUMED, TableMetrics
 from auditor.whatif.limits import ResourceCapacity
 
@@ -40,8 +40,19 @@ def _scaling_max(cap: Capacity, access: str) -> int | None:
     return target.max_capacity if target is not None else None
 
 
-def resource_capacities(profile: TableProfile, tm: TableMetrics) -> list[ResourceCapacity]:
-    """The table and each of its GSIs: peak consumption in ``tm`` and the capacity settings of ``profile``."""
+def _read_quota(quotas: ThroughputQuotas | None, scope: str, access: str) -> float | None:
+    """The account's quota where Service Quotas gave it (None: the documented default applies)."""
+    if quotas is None:
+        return None
+    value, source = quotas.table(access) if scope == "table" else quotas.account(access)
+    return value if source == "service_quotas" else None
+
+
+def resource_capacities(
+    profile: TableProfile, tm: TableMetrics, quotas: ThroughputQuotas | None = None
+) -> list[ResourceCapacity]:
+    """The table and each of its GSIs: peak consumption in ``tm``, the capacity settings of ``profile`` and the
+    account's throughput ``quotas`` where Service Quotas gave them."""
     out = []
     for index in (None, *(g.name for g in profile.gsis)):
         cap = profile.capacity_of(index)
@@ -67,6 +78,10 @@ def resource_capacities(profile: TableProfile, tm: TableMetrics) -> list[Resourc
                 on_demand_max_write=cap.on_demand_max("write"),
                 warm_read=cap.warm_read,
                 warm_write=cap.warm_write,
+                table_max_read=_read_quota(quotas, "table", "read"),
+                table_max_write=_read_quota(quotas, "table", "write"),
+                account_max_read=_read_quota(quotas, "account", "read"),
+                account_max_write=_read_quota(quotas, "account", "write"),
             )
         )
     return out
@@ -84,6 +99,10 @@ def _num(entry: dict[str, Any], name: str, where: str, *, optional: bool = False
 def _text(entry: dict[str, Any], name: str) -> str | None:
     value = entry.get(name)
     return value if isinstance(value, str) else None
+
+
+#: The account's quotas an entry may carry (absent from audits before they were read).
+_QUOTA_FIELDS = ("table_max_read", "table_max_write", "account_max_read", "account_max_write")
 
 
 def capacity_from_audit(document: Any, source: str) -> tuple[list[ResourceCapacity], list[dict[str, Any]]]:
@@ -129,6 +148,7 @@ def capacity_from_audit(document: Any, source: str) -> tuple[list[ResourceCapaci
                     on_demand_max_write=_num(entry, "on_demand_max_write", where, optional=True),
                     warm_read=_num(entry, "warm_read", where, optional=True),
                     warm_write=_num(entry, "warm_write", where, optional=True),
+                    **{q: _num(entry, q, where, optional=True) for q in _QUOTA_FIELDS},
                 )
             )
     return out, _findings(document.get("findings"), source)

@@ -86,6 +86,11 @@ class WhatIfConfig(FrozenModel):
     def on_demand_initial(self, access: Access) -> float:
         return self.on_demand_initial_read_units if access == "read" else self.on_demand_initial_write_units
 
+    def source(self, limit: str, access: Access) -> str:
+        """Where this configuration's ``limit`` (``partition``, ``table_quota``, ``account_quota``) of ``access``
+        comes from: ``config`` when it was given, else ``default`` (AWS's documented value)."""
+        return "config" if f"{limit}_{access}_units" in self.model_fields_set else "default"
+
 
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -296,12 +301,8 @@ def _partition_item(
         item_size_source=agg.item_size_source if agg.item_size_bytes else None,
         provisioned=table_is_provisioned(agg),
         peak_window=peak.label,
-        limit_source="default" if limit == _DEFAULT_PARTITION[access] else "config",
+        limit_source=cfg.source("partition", access),
     )
-
-
-#: One partition's documented limits per second (DynamoDB developer guide, "Partitions and data distribution").
-_DEFAULT_PARTITION: dict[Access, float] = {"read": 3000.0, "write": 1000.0}
 
 
 def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
@@ -367,6 +368,7 @@ def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -
                 peak_per_second=peak,
                 # a provisioned table throttled for its capacity had at most its peak
                 limit_per_second=peak if provisioned else cfg.table_quota(access),
+                limit_source="observed_throttling" if provisioned else cfg.source("table_quota", access),
                 source="cloudtrail",
                 account=agg.account,
                 region=agg.region,
@@ -452,6 +454,11 @@ class ResourceCapacity:
     on_demand_max_write: int | None = None
     warm_read: int | None = None
     warm_write: int | None = None
+    #: The account's per-table and account quotas (Service Quotas), None where not read (``WhatIfConfig``'s apply).
+    table_max_read: float | None = None
+    table_max_write: float | None = None
+    account_max_read: float | None = None
+    account_max_write: float | None = None
 
     def peak(self, access: Access) -> float:
         return self.peak_read if access == "read" else self.peak_write
@@ -472,6 +479,12 @@ class ResourceCapacity:
     def warm(self, access: Access) -> int | None:
         return self.warm_read if access == "read" else self.warm_write
 
+    def table_max(self, access: Access) -> float | None:
+        return self.table_max_read if access == "read" else self.table_max_write
+
+    def account_max(self, access: Access) -> float | None:
+        return self.account_max_read if access == "read" else self.account_max_write
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
@@ -489,10 +502,35 @@ class ResourceCapacity:
             "on_demand_max_write": self.on_demand_max_write,
             "warm_read": self.warm_read,
             "warm_write": self.warm_write,
+            "table_max_read": self.table_max_read,
+            "table_max_write": self.table_max_write,
+            "account_max_read": self.account_max_read,
+            "account_max_write": self.account_max_write,
         }
 
 
-def _capacity_item(res: ResourceCapacity, limit: str, access: Access, limit_units: float) -> LimitItem:
+#: Where each CloudWatch-side limit comes from (``limit_source``): the table's description (DescribeTable), the
+#: scalable target (Application Auto Scaling's DescribeScalableTargets), the peak CloudWatch measured.
+_LIMIT_SOURCES = {
+    "provisioned": "describe_table",
+    "autoscaling_max": "application_autoscaling",
+    "on_demand_max": "describe_table",
+    "on_demand_doubling": "observed_peak",
+}
+
+
+def _quota(given: float | None, cfg: WhatIfConfig, limit: str, access: Access) -> tuple[float, str]:
+    """(the quota, ``service_quotas``) where the account's value was read, else the configuration's ``limit`` (the
+    documented default unless given) with its source."""
+    if given:
+        return float(given), "service_quotas"
+    value = cfg.table_quota(access) if limit == "table_quota" else cfg.account_quota(access)
+    return value, cfg.source(limit, access)
+
+
+def _capacity_item(
+    res: ResourceCapacity, limit: str, access: Access, limit_units: float, source: str | None = None
+) -> LimitItem:
     return LimitItem(
         table=res.table,
         index=res.index,
@@ -505,14 +543,18 @@ def _capacity_item(res: ResourceCapacity, limit: str, access: Access, limit_unit
         account=res.account,
         region=res.region,
         peak_at=res.peak_at(access),
+        limit_source=source or _LIMIT_SOURCES.get(limit),
     )
 
 
 def capacity_limits(resources: Iterable[ResourceCapacity], cfg: WhatIfConfig | None = None) -> list[LimitItem]:
-    """Table, GSI and account limits against the peak consumed capacity CloudWatch reported."""
+    """Table, GSI and account limits against the peak consumed capacity CloudWatch reported; each item says where
+    its limit comes from (``limit_source``): the account's quotas where Service Quotas gave them, else the
+    configuration's (the documented defaults)."""
     cfg = cfg or WhatIfConfig()
     items: list[LimitItem] = []
     account_peaks: dict[tuple[str | None, str | None, Access], float] = {}
+    account_quotas: dict[tuple[str | None, str | None, Access], tuple[float, str]] = {}
     for res in resources:
         for acc in ACCESSES:
             peak = res.peak(acc)
@@ -526,13 +568,15 @@ def capacity_limits(resources: Iterable[ResourceCapacity], cfg: WhatIfConfig | N
                     items.append(_capacity_item(res, "provisioned", acc, float(res.provisioned(acc))))
                 slot = (res.account, res.region, acc)
                 account_peaks[slot] = account_peaks.get(slot, 0.0) + peak
+                account_quotas.setdefault(slot, _quota(res.account_max(acc), cfg, "account_quota", acc))
             elif res.billing_mode == "PAY_PER_REQUEST":
                 on_demand_max = res.on_demand_max(acc)
                 if on_demand_max:
                     items.append(_capacity_item(res, "on_demand_max", acc, float(on_demand_max)))
                 instant = max(2.0 * peak, float(res.warm(acc) or cfg.on_demand_initial(acc)))
-                items.append(_capacity_item(res, "on_demand_doubling", acc, instant))
-            items.append(_capacity_item(res, "table_max", acc, cfg.table_quota(acc)))
+                source = "observed_peak" if instant == 2.0 * peak else "describe_table" if res.warm(acc) else "default"
+                items.append(_capacity_item(res, "on_demand_doubling", acc, instant, source))
+            items.append(_capacity_item(res, "table_max", acc, *_quota(res.table_max(acc), cfg, "table_quota", acc)))
     for (account, region, acc), peak in sorted(account_peaks.items(), key=lambda kv: (str(kv[0]), kv[1])):
         items.append(
             LimitItem(
@@ -542,10 +586,11 @@ def capacity_limits(resources: Iterable[ResourceCapacity], cfg: WhatIfConfig | N
                 limit="account_quota",
                 access=acc,
                 peak_per_second=peak,
-                limit_per_second=cfg.account_quota(acc),
+                limit_per_second=account_quotas[(account, region, acc)][0],
                 source="cloudwatch",
                 account=account,
                 region=region,
+                limit_source=account_quotas[(account, region, acc)][1],
             )
         )
     return items

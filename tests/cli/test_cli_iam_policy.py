@@ -58,7 +58,8 @@ ON_BEHALF = {
 }
 #: No permission is needed for these calls (AWS STS documents GetCallerIdentity as always allowed).
 NO_PERMISSION = {"sts:GetCallerIdentity"}
-_IAM_PREFIX = {"pricing": "pricing"}  # boto3 service name -> IAM prefix where they differ (none today but pricing)
+#: boto3 service name -> IAM prefix where they differ
+_IAM_PREFIX = {"pricing": "pricing", "service-quotas": "servicequotas"}
 
 
 @dataclass

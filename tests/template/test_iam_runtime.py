@@ -626,7 +626,7 @@ def test_report_objects_stay_under_the_granted_prefix(recorded: Recorded) -> Non
 # ------------------------------------------------------------------------------------- the member-role template
 
 #: The services whose calls the audit makes in an audited account (the rest is the stack's own: state, SNS, KMS).
-_AUDIT_SERVICES = ("dynamodb:", "cloudwatch:", "application-autoscaling:")
+_AUDIT_SERVICES = ("dynamodb:", "cloudwatch:", "application-autoscaling:", "servicequotas:")
 
 
 def test_member_role_grants_exactly_the_reads_the_metrics_audit_makes(recorded: Recorded) -> None:
