@@ -27,6 +27,7 @@ __all__ = [
     "combine",
     "is_story",
     "merge_items",
+    "restated",
     "story_id",
     "with_stored",
 ]
@@ -280,6 +281,25 @@ def merge_items(findings: Sequence[Finding]) -> list[Finding]:
             placed.add(place)
             out.append(stories[place])
     return out
+
+
+def restated(story: Finding) -> Finding:
+    """``story`` after its evidence was stated for a period (:func:`auditor.detectors.findings.period.for_period`):
+    the rejected-writes fact takes the evidence's counts and CloudTrail's period from the totals, and the title and
+    summary follow, so that every number the story states is the period's."""
+    if not is_story(story) or story.kind is not FindingKind.ITEM_SIZE_EXCEEDED:
+        return story
+    facts = _facts_of(story)
+    rejected = dict(facts[FindingKind.ITEM_SIZE_EXCEEDED])
+    for field in ("count", "whole_calls"):
+        if field in story.evidence:
+            rejected[field] = story.evidence[field]
+    part = (story.totals.by_source or {}).get("cloudtrail", story.totals) if story.totals is not None else None
+    if part is not None:
+        rejected.update(first_seen=isoformat_z(part.first_seen), last_seen=isoformat_z(part.last_seen))
+    rebuilt = _build(_place(story), _key(story) or {}, {**facts, FindingKind.ITEM_SIZE_EXCEEDED: rejected})
+    evidence = {**story.evidence, FACTS: rebuilt.evidence[FACTS]}
+    return story.model_copy(update={"title": rebuilt.title, "summary": rebuilt.summary, "evidence": evidence})
 
 
 def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -> Finding:

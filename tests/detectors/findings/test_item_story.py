@@ -164,3 +164,12 @@ def test_days_to_the_limit_read_the_same_in_title_summary_and_evidence() -> None
     assert 0 < days < 1
     assert f"{days:.1f} days" in story.title and f"{days:.1f} days" in story.summary and "0 days" not in story.title
     assert item_story.is_story(story)
+
+
+def test_a_story_restated_for_its_period_states_the_periods_count() -> None:
+    (story,) = merge_items([exceeded(TIMELINE), large(310_000)])
+    period = story.model_copy(update={"evidence": {**story.evidence, "count": 12}})
+    out = item_story.restated(period)
+    assert out.evidence["facts"][0]["count"] == 12 and "12 writes rejected" in out.title
+    assert "CloudTrail logged 12 writes" in out.summary and out.id == story.id
+    assert item_story.restated(out) == out
