@@ -6,9 +6,11 @@ Run from the repository root::
 
 The scenarios join :func:`benchmarks.workloads.build` (one independent table each) and can run alone here: a hot
 index partition found by its share of the index's own traffic (8% of the table's), one found by its rate, a healthy
-index with uniform keys, a low-cardinality index under a high-cardinality table, and PartiQL statements on an index
-that do and do not constrain the index's partition key (its value always redacted). :data:`INDEXES` says which index
-each expected finding must name; :func:`index_errors` checks it, and the share of each hot index key.
+index with uniform keys, a low-cardinality index under a high-cardinality table, PartiQL statements on an index
+that do and do not constrain the index's partition key (its value always redacted), and base-table writes that
+amplify into an index until it throttles them. :data:`INDEXES` says which index each expected finding must name;
+:func:`index_errors` checks it, and the share of each hot index key; :func:`what_if_errors` the index what-if names
+first.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ INDEXES: dict[tuple[str, str], str] = {
     ("hot_key", "TenantSessions"): "ByTenant",
     ("hot_key", "Devices"): "ByFleet",
     ("low_cardinality_key", "Tasks"): "ByStatus",
+    ("throttling", "Parcels"): "ByCarrier",
 }
+#: table -> the index ``what-if`` must name first for it (it throttles now, at its metered writes)
+WHAT_IF_FIRST: dict[str, str] = {"Parcels": "ByCarrier", "TenantSessions": "ByTenant"}
+#: The GSI back-pressure throttles of scenario 22, whatever the scale (100 or more: a high throttling finding).
+PARCEL_THROTTLES = 150
 #: (table, key value) -> the key's share of its index's key-identified requests
 SHARES: dict[tuple[str, str], float] = {("TenantSessions", "TENANT#acme"): 0.6}
 
@@ -138,6 +145,56 @@ def index_scenarios(g: Gen, w: Workload, dur: Any) -> None:
     w.expect("scan", ("Invoices", REPORTING, "ExecuteStatement"), {"high"})
     w.logical_scans[("Invoices", REPORTING, "ExecuteStatement")] = 120
     w.forbidden.setdefault("scan", set()).add(("Invoices", APP, "ExecuteStatement"))
+    _amplification_scenarios(g, w, dur)
+
+
+def _update(g: Gen, table: str, t: float, key: dict[str, Any], names: dict[str, str], **kw: Any) -> dict[str, Any]:
+    """An UpdateItem as CloudTrail logs it: ``updateExpression`` and ``expressionAttributeNames``, no values (the
+    UpdateItem sample of the DynamoDB developer guide's CloudTrail page, logging-using-cloudtrail)."""
+    expression = "SET " + ", ".join(f"{p} = :v{i}" for i, p in enumerate(names))
+    params = {"key": key, "updateExpression": expression, "expressionAttributeNames": names}
+    return g.record("UpdateItem", table, t, params, **kw)
+
+
+def _amplification_scenarios(g: Gen, w: Workload, dur: Any) -> None:
+    """Write amplification (issue 29, point 1): a base-table write costs each GSI whose key attributes it touches,
+    an update that changes an index key two index writes (a delete and a put: DynamoDB developer guide, GSI.html,
+    "Provisioned throughput considerations for Global Secondary Indexes")."""
+    r = w.records
+    # 22. A provisioned table whose updates reassign parcels to carriers: 200 UpdateItems/s SET carrierId, the
+    #     partition key of GSI ByCarrier (learned from its Queries), so each costs the index 2 writes (400 WCU/s at
+    #     1 KB), and 20 PutItems/s carry carrierId (1 index write each). The index's provisioned capacity cannot
+    #     absorb them: 150 base-table writes are throttled with the GSI back-pressure message (quoted from the
+    #     DynamoDB API Reference, see benchmarks.workloads), which names no index. Expected: throttling, cause
+    #     gsi_backpressure, on index ByCarrier (the index the writes amplify into), high (150 calls); what-if names
+    #     ByCarrier first, throttling now at its metered writes. The table's own keys are spread: no hot key.
+    start = 3400.0
+    carrier = {"#c": "carrierId", "#u": "updatedAt"}
+    for t in g.spread(start, dur(60), int(200 * dur(60))):
+        r.append(_update(g, "Parcels", t, {"parcelId": f"PCL#{g.rng.randrange(1_000_000)}"}, carrier))
+    for t in g.spread(start, dur(60), int(20 * dur(60))):
+        key = {"parcelId": f"PCL#{g.rng.randrange(1_000_000)}"}
+        r.append(g.record("PutItem", "Parcels", t, {"key": key, "item": [*key, "carrierId", "status"]}))
+    for t in g.spread(start, dur(60), PARCEL_THROTTLES):
+        key = {"parcelId": f"PCL#{g.rng.randrange(1_000_000)}"}
+        r.append(_update(g, "Parcels", t, key, carrier, error=(PTE, GSI_PROVISIONED_MESSAGE)))
+    for t in g.spread(start, dur(60), int(10 * dur(60))):
+        r.append(_index_query(g, "Parcels", "ByCarrier", "carrierId", f"CARRIER#{g.rng.randrange(1_000_000)}", t))
+    w.expect("throttling", ("Parcels", "gsi_backpressure"), {"high"})
+    w.forbidden.setdefault("hot_key", set()).add(("Parcels", "*"))
+
+    # 23. A healthy table with a GSI its updates never touch: Subscriptions takes 300 UpdateItems/s that SET
+    #     lastSeen and renewals, never accountId (the partition key of GSI ByAccount, queried 50 times a second over a
+    #     million accounts): the index takes no writes from them, nothing to report.
+    seen = {"#l": "lastSeen", "#r": "renewals"}
+    for t in g.spread(3500, dur(60), int(300 * dur(60))):
+        r.append(_update(g, "Subscriptions", t, {"subscriptionId": f"SUB#{g.rng.randrange(1_000_000)}"}, seen))
+    for t in g.spread(3500, dur(60), int(50 * dur(60))):
+        account = f"ACCT#{g.rng.randrange(1_000_000)}"
+        r.append(_index_query(g, "Subscriptions", "ByAccount", "accountId", account, t))
+    for kind in ("hot_key", "throttling"):
+        w.forbidden.setdefault(kind, set()).add(("Subscriptions", "*"))
+    w.forbidden.setdefault("low_cardinality_key", set()).add(("Subscriptions",))
 
 
 def index_errors(findings: list[dict[str, Any]]) -> list[str]:
@@ -153,6 +210,40 @@ def index_errors(findings: list[dict[str, Any]]) -> list[str]:
             mine = f["kind"] == "hot_key" and f["table"] == table and value in ev["key"].values()
             if mine and abs(ev["share"] - share) > 0.05:
                 out.append(f"{table} {value}: share {ev['share']} (expected about {share})")
+    return out
+
+
+def what_if_result(workload: Workload, growth: float = 2.0) -> dict[str, Any]:
+    """``ddb-audit what-if`` of the workload's records (as the command reads a trail), as its JSON document."""
+    from auditor.config import AnalysisConfig
+    from auditor.engine import apply_table_facts
+    from auditor.kernel.aggregates.window import AggregateSet
+    from auditor.kernel.normalize import normalize_record
+    from auditor.whatif.limits import what_if
+
+    aggs = AggregateSet()
+    for record in workload.records:
+        call = normalize_record(record)
+        if call is not None:
+            aggs.add(call)
+    spans = aggs.spans()
+    for span in spans:
+        apply_table_facts(span, AnalysisConfig(item_size_bytes=workload.item_size_bytes))
+    return what_if(spans, growth).to_dict()
+
+
+def what_if_errors(result: dict[str, Any]) -> list[str]:
+    """Tables of :data:`WHAT_IF_FIRST` whose first what-if item is not their index throttling now, at metered writes;
+    indexes their table's writes never touch that what-if lists."""
+    out = []
+    for table, index in sorted(WHAT_IF_FIRST.items()):
+        first = next((i for i in result["items"] if i["table"] == table), None)
+        if first is None or (first["index"], first["access"], first["throttles_now"]) != (index, "write", True):
+            out.append(f"what-if on {table}: first {first} (expected index {index} throttling now)")
+        elif not first["peak_per_second"] > 0:
+            out.append(f"what-if on {table}: index {index} without its metered writes")
+    untouched = [i for i in result["items"] if i["table"] == "Subscriptions" and i["index"] is not None]
+    out += [f"what-if lists untouched index {i['index']} of Subscriptions" for i in untouched]
     return out
 
 
@@ -196,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind:22} {s.tp:>4} {s.fp:>4} {s.fn:>4} {s.precision:>10.2f} {s.recall:>8.2f}")
         for line in s.wrong_severity:
             print(f"    severity: {line}")
-    for line in logical_errors(workload, findings) + count_errors(workload, findings) + index_errors(findings):
+    errors = logical_errors(workload, findings) + count_errors(workload, findings) + index_errors(findings)
+    for line in errors + what_if_errors(what_if_result(workload)):
         print(f"    {line}")
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+from auditor.kernel.aggregates.index_writes import amplified_writes
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.review.context import ReviewInput, rate, size_assumption
 from auditor.review.model import Effect, Proposal, read_units, write_units
@@ -76,7 +77,9 @@ def _gsi(
     price = data.pricing(span.region)
     projection = "INCLUDE" if projected else "ALL"
     index_item = min(size, 100 + 40 * len(projected)) if projected else size
-    writes = rate(span.item_writes, seconds)
+    # the index's writes metered as DynamoDB meters a GSI's (write amplification): the same model as the audit's
+    per_minute, base = amplified_writes(span.write_shapes, (attr, sort) if sort else (attr,))
+    writes = rate(sum(per_minute.values()), seconds)
     storage = data.storage_bytes(span.table)
     index_storage = storage * index_item / size if storage is not None else 0.0
     before = Effect(reads=price.monthly(rate(scan_units, seconds), 0.0))
@@ -88,7 +91,9 @@ def _gsi(
     name = f"By{attr[:1].upper()}{attr[1:]}"
     assumptions = [
         f"each full scan becomes one Query of {name} reading one item (a selective equality on {attr})",
-        f"every table write ({writes:.2f}/s) writes {attr} and so the index (index write amplification)",
+        f"the table's writes that carry or change {attr} write the index (write amplification): {writes:.2f} index "
+        f"writes/s from {rate(base, seconds):.2f} writes/s (a put that names {attr} or a delete 1, an update that sets "
+        f"{attr} 2; CloudTrail logs a put's attribute names and an update's expression, never their values)",
     ]
     if storage is None:
         assumptions.append("index storage not priced: pass --audit for the table's size")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from auditor.kernel.aggregates.failures import FROM_MESSAGE
+from auditor.kernel.aggregates.index_writes import gsi_provisioned, gsi_throttles, index_writes
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.base import FrozenModel
@@ -32,6 +33,7 @@ __all__ = [
     "capacity_limits",
     "contributor_insights_limits",
     "headroom_sentence",
+    "index_limits_from_trail",
     "key_limits",
     "key_peak",
     "key_peaks",
@@ -398,12 +400,50 @@ def table_is_provisioned(agg: TableWindow) -> bool | None:
         return True
     if any(c.startswith("on_demand") for c in causes):
         return False
-    return None
+    return gsi_provisioned(agg)  # the billing mode is the table's: its indexes' GSI messages say it too
 
 
 def _capacity_throttles(agg: TableWindow, access: Access) -> int:
     """Calls throttled for the table's capacity (provisioned or on-demand maximum), not for a hot key."""
     return sum(n for c, n in _causes(agg, access) if c in ("provisioned", "on_demand_max"))
+
+
+def index_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+    """Each global secondary index's writes, metered from the table's writes (write amplification,
+    :func:`~auditor.kernel.aggregates.index_writes.index_writes`), at its busiest minute: an index whose
+    back-pressure throttled the table's writes throttles now; another is measured against the per-table quota, or
+    not at all when the GSI messages say it is provisioned (its capacity is not in the trail)."""
+    cfg = cfg or WhatIfConfig()
+    writes = index_writes(agg)
+    throttled = gsi_throttles(agg, writes)
+    provisioned = table_is_provisioned(agg)
+    unit = unit_costs(agg.item_size_bytes)[1]
+    items = []
+    for found in writes:
+        n = throttled.get(found.index, 0)
+        if not found.peak_writes or (provisioned and not n) or found.peak_minute is None:
+            continue
+        peak = found.peak_writes * unit / 60
+        items.append(
+            LimitItem(
+                table=agg.table,
+                index=found.index,
+                key=None,
+                limit="provisioned" if provisioned else "table_max",
+                access="write",
+                peak_per_second=peak,
+                # a provisioned index throttled for its capacity had at most its peak
+                limit_per_second=peak if provisioned else cfg.table_quota("write"),
+                source="cloudtrail",
+                account=agg.account,
+                region=agg.region,
+                peak_at=_iso(found.peak_minute),
+                throttled=n,
+                item_size_source=agg.item_size_source if agg.item_size_bytes else None,
+                provisioned=provisioned,
+            )
+        )
+    return items
 
 
 def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacity] = ()) -> list[str]:
@@ -629,7 +669,12 @@ def contributor_insights_limits(findings: Iterable[dict[str, Any]]) -> list[Limi
 
 #: Throttling causes that say a table or index ran out of its capacity (not a hot key's partition), and the limits
 #: that capacity is.
-CAPACITY_CAUSES = {"provisioned": ("provisioned", "autoscaling_max"), "on_demand_max": ("on_demand_max",)}
+CAPACITY_CAUSES = {
+    "provisioned": ("provisioned", "autoscaling_max"),
+    "on_demand_max": ("on_demand_max",),
+    # an index whose back-pressure throttled the table's writes ran out of its own capacity
+    "gsi_backpressure": ("provisioned", "autoscaling_max", "on_demand_max"),
+}
 
 
 def capacity_throttled(items: Sequence[LimitItem], findings: Iterable[dict[str, Any]]) -> list[LimitItem]:
@@ -642,6 +687,8 @@ def capacity_throttled(items: Sequence[LimitItem], findings: Iterable[dict[str, 
         if f.get("kind") != "throttling" or not isinstance(ev, dict) or ev.get("cause") not in CAPACITY_CAUSES:
             continue
         index = f.get("index") if isinstance(f.get("index"), str) else None
+        if index is None and ev["cause"] == "gsi_backpressure":
+            continue  # an index's capacity, not the table's: which index is not known
         for access in ACCESSES:
             n = ev.get(f"{access}_throttle_events")
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
@@ -699,7 +746,7 @@ def what_if(
     for agg in spans:
         items += key_limits(agg, cfg)
         if not any(_same_table(c, agg) for c in capacity):
-            items += table_limits_from_trail(agg, cfg)
+            items += table_limits_from_trail(agg, cfg) + index_limits_from_trail(agg, cfg)
     items += capacity_throttled(capacity_limits(capacity, cfg), insight_findings)
     items += contributor_insights_limits(insight_findings)
     items.sort(key=LimitItem.sort_key)

@@ -3,14 +3,18 @@
 An index has its own partitions, so its keys' shares, rates and cardinality are measured against the index's own
 traffic and reported on the index. :func:`key_spaces` gives one :class:`KeySpace` view per space, read from the
 window's shared sketches (an index's keys carry its prefix there, :func:`auditor.kernel.aggregates.keys.index_key`).
+An index's writes are the base table's writes it takes (write amplification): :func:`gsi_evidence`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from auditor.kernel.aggregates.index_writes import gsi_provisioned, index_writes
 from auditor.kernel.aggregates.keys import INDEX_MARK, key_index
 from auditor.kernel.aggregates.window import TableWindow
+from auditor.models.capacity import reconcile, unit_costs
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +102,47 @@ def key_spaces(agg: TableWindow) -> list[KeySpace]:
             )
         )
     return out
+
+
+#: The evidence :func:`gsi_evidence` gives a GSI back-pressure finding (the throttling story keeps it).
+INDEX_WRITES = (
+    "index_key_attributes",
+    "index_writes",
+    "index_base_writes",
+    "index_peak_write_units_per_second",
+    "index_peak_at",
+    "item_size_source",
+    "headroom_factor",
+    "assumed_utilisation",
+    "throttles_now",
+    "contradicted_assumption",
+    "to_confirm",
+)
+
+
+def gsi_evidence(agg: TableWindow, index: str, throttled: int) -> tuple[str, dict[str, object]]:
+    """(a sentence, the evidence) of the base-table writes throttled by index ``index``'s back-pressure: the index
+    writes the table's writes cost it (:func:`auditor.kernel.aggregates.index_writes.index_writes`), its busiest
+    minute in write units per second, and its headroom reconciled with the throttling (it throttles now)."""
+    found = next((w for w in index_writes(agg) if w.index == index), None)
+    if found is None or not found.writes:
+        return "", {}
+    known = agg.item_size_source if agg.item_size_bytes else None
+    peak = found.peak_writes * unit_costs(agg.item_size_bytes)[1] / 60
+    model = reconcile(None, peak, throttled, resource="index", item_size_source=known, provisioned=gsi_provisioned(agg))
+    keys = ", ".join(found.key_attrs) or "not known: every put and delete charged"
+    sentence = (
+        f" The table's writes cost index {index} (key {keys}) {found.writes:,} index writes, {peak:,.1f} WCU/s at its "
+        f"busiest minute (write amplification)." + model.sentence()
+    )
+    at = datetime.fromtimestamp(found.peak_minute, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if found.peak_minute else None
+    return sentence, {
+        "index_key_attributes": list(found.key_attrs),
+        "index_writes": found.writes,
+        "index_base_writes": found.base_writes,
+        "index_peak_write_units_per_second": round(peak, 3),
+        "index_peak_at": at,
+        "item_size_source": known or "default",
+        "write_amplification": sentence.strip(),
+        **model.evidence(),
+    }

@@ -13,8 +13,10 @@ from auditor.detectors.base import (
     tiered_severity,
 )
 from auditor.detectors.registry import register
+from auditor.detectors.trail.key_spaces import gsi_evidence
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.failures import FROM_MESSAGE, GENERIC_ON_DEMAND, GENERIC_PROVISIONED, THROTTLE_CODES
+from auditor.kernel.aggregates.index_writes import amplified_index, index_writes
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.finding import Finding, FindingKind, Severity
@@ -162,8 +164,11 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
     by_cause: dict[tuple[str, str], dict[str, int]] = {}
     sources: dict[tuple[str, str], str] = {}
     missing: dict[tuple[str, str], str | None] = {}
+    amplified = amplified_index(index_writes(agg))  # a GSI message naming no index: the one the writes amplify into
     for (raw_cause, access, index), n in agg.throttles.items():
         cause, source, lacking = _resolve(raw_cause, agg, cfg)
+        if cause == "gsi_backpressure" and not index and amplified is not None:
+            index = amplified.index
         sources[(cause, index)] = source
         missing[(cause, index)] = lacking
         counts = by_cause.setdefault((cause, index), {"read": 0, "write": 0})
@@ -179,6 +184,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
             continue
         severity = tiered_severity(total, cfg.high_events, cfg.medium_events)
         where = f"index {index} of {agg.table}" if index else agg.table
+        amplification, index_evidence = gsi_evidence(agg, index, total) if cause == "gsi_backpressure" else ("", {})
         findings.append(
             make_finding(
                 METADATA,
@@ -190,7 +196,9 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                 summary=(
                     f"{total} calls to {agg.table} were throttled in {agg.observed_seconds / 60:g} minutes "
                     f"({counts['read']} reads, {counts['write']} writes; {total / max(1, agg.calls):.1%} of calls); "
-                    f"cause: {cause}." + (f" Undecided: {missing[(cause, index)]}." if missing[(cause, index)] else "")
+                    f"cause: {cause}."
+                    + (f" Undecided: {missing[(cause, index)]}." if missing[(cause, index)] else "")
+                    + amplification
                 ),
                 recommendation=RECOMMENDATIONS[cause],
                 evidence={
@@ -205,6 +213,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                     "error_codes": {k: v for k, v in sorted(agg.errors.items()) if k in THROTTLE_CODES},
                     "sample_messages": agg.throttle_messages,
                     "window_seconds": agg.window_seconds,
+                    **index_evidence,
                 },
             )
         )

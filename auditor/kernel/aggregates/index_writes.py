@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from auditor.kernel.aggregates.failures import _GSI_ON_DEMAND, _GSI_PROVISIONED, FROM_MESSAGE
 from auditor.kernel.aggregates.keys import IndexKeys
 from auditor.models.capacity import index_write_units
 
@@ -63,6 +64,7 @@ class _Window(Protocol):
     index_schema: dict[str, str]
     index_keys: dict[str, IndexKeys]
     throttles: dict[tuple[str, str, str], int]
+    throttle_messages: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,21 @@ class IndexWrites:
     peak_writes: int
 
 
+def amplified_writes(shapes: WriteShapes, key_attrs: tuple[str, ...]) -> tuple[dict[int, int], int]:
+    """(index writes per minute, base-table writes that reached the index) of an index keyed on ``key_attrs``
+    (empty: not known), metered with :func:`auditor.models.capacity.index_write_units`."""
+    per_minute: dict[int, int] = {}
+    base = 0
+    for shape, minutes in shapes.items():
+        units = index_write_units(shape, key_attrs)
+        if not units:
+            continue
+        for minute, n in minutes.items():
+            per_minute[minute] = per_minute.get(minute, 0) + n * units
+            base += n
+    return per_minute, base
+
+
 def index_writes(agg: _Window) -> list[IndexWrites]:
     """Each known index's metered writes (by name): the indexes the table's description names, those its Queries
     use, and those its throttle reasons name. An index's key attribute is the described partition key, else the one
@@ -90,16 +107,43 @@ def index_writes(agg: _Window) -> list[IndexWrites]:
         space = agg.index_keys.get(name)
         attr = agg.index_schema.get(name) or (space.partition_key_attr if space is not None else None)
         key_attrs = (attr,) if attr else ()
-        per_minute: dict[int, int] = {}
-        writes = base = 0
-        for shape, minutes in agg.write_shapes.items():
-            units = index_write_units(shape, key_attrs)
-            if not units:
-                continue
-            for minute, n in minutes.items():
-                per_minute[minute] = per_minute.get(minute, 0) + n * units
-                writes += n * units
-                base += n
+        per_minute, base = amplified_writes(agg.write_shapes, key_attrs)
+        writes = sum(per_minute.values())
         peak = max(per_minute.items(), key=lambda kv: (kv[1], -kv[0]), default=None)
         out.append(IndexWrites(name, key_attrs, writes, base, peak[0] * 60 if peak else None, peak[1] if peak else 0))
     return out
+
+
+def amplified_index(writes: list[IndexWrites]) -> IndexWrites | None:
+    """The index the table's writes amplify into most (the one a GSI back-pressure message that names no index is
+    about, on a table with one index taking writes), ties by name; None when no known index takes writes."""
+    taking = [w for w in writes if w.writes > 0]
+    return min(taking, key=lambda w: (-w.writes, w.index)) if taking else None
+
+
+def gsi_throttles(agg: _Window, writes: list[IndexWrites] | None = None) -> dict[str, int]:
+    """Base-table writes throttled by GSI back-pressure, per index: to the index its ``ThrottlingReasons`` name, else
+    (the classic GSI messages name none) to :func:`amplified_index`; ``""`` when no index is known."""
+    out: dict[str, int] = {}
+    unnamed = 0
+    for (cause, _, index), n in agg.throttles.items():
+        if cause.removeprefix(FROM_MESSAGE) != "gsi_backpressure":
+            continue
+        if index:
+            out[index] = out.get(index, 0) + n
+        else:
+            unnamed += n
+    if unnamed:
+        target = amplified_index(index_writes(agg) if writes is None else writes)
+        name = target.index if target is not None else ""
+        out[name] = out.get(name, 0) + unnamed
+    return out
+
+
+def gsi_provisioned(agg: _Window) -> bool | None:
+    """What the GSI throttle messages say of the indexes' capacity mode: True for the provisioned GSI message, False
+    for the on-demand one, None when neither was logged (:mod:`.failures` quotes both)."""
+    messages = agg.throttle_messages
+    if any(_GSI_PROVISIONED in m for m in messages):
+        return True
+    return False if any(_GSI_ON_DEMAND in m for m in messages) else None
