@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from pydantic import (
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
@@ -19,6 +20,7 @@ from pydantic import (
 )
 
 from auditor.models.base import FrozenModel
+from auditor.models.period_evidence import Figures, figures_of, merge_figures, period_evidence
 
 
 class Severity(StrEnum):
@@ -203,6 +205,12 @@ def measure_base(kind: FindingKind, evidence: dict[str, Any]) -> int | None:
     return None
 
 
+#: The serialisation context key under which :class:`Totals` keep their evidence ``figures`` (the stores' items).
+STORED_FIGURES = "stored_figures"
+#: The serialisation context of a stored record (``model_dump(context=STORED)``): totals keep their figures.
+STORED = {STORED_FIGURES: True}
+
+
 class Totals(FrozenModel):
     """A finding's measure summed over a period (docs/contract.md ``totals``).
 
@@ -233,6 +241,9 @@ class Totals(FrozenModel):
     #: For a finding several sources saw (a throttling story): each source's own totals, never added together; the
     #: top-level fields are those of the first source of :data:`SOURCE_PRECEDENCE` present. None for other findings.
     by_source: dict[str, Totals] | None = None
+    #: The evidence's figures over the same windows as ``count`` (:mod:`auditor.models.period_evidence`): what the
+    #: finding's evidence states for the period. None for kinds without them and for totals stored before them.
+    figures: Figures | None = None
 
     @field_validator("first_seen", "last_seen", "period_start", "period_end")
     @classmethod
@@ -244,12 +255,28 @@ class Totals(FrozenModel):
         return isoformat_z(value)
 
     @model_serializer(mode="wrap")
-    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys)."""
+    def _ser(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """``share_base`` appears only for kinds stated as a share (the other kinds keep the contract's seven keys);
+        ``figures`` only in what the service stores (serialised with :data:`STORED`), not in the outputs."""
         out: dict[str, Any] = handler(self)
-        for optional in ("share_base", "margin", "peak_severity", "by_cause", "by_source"):
+        for optional in ("share_base", "margin", "peak_severity", "by_cause", "by_source", "figures"):
             if out.get(optional) is None:
                 out.pop(optional, None)
+        if not (isinstance(info.context, dict) and info.context.get(STORED_FIGURES)):
+            out.pop("figures", None)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        """The same sums over the same period (the evidence's ``figures`` aside: they are the evidence's, not the
+        totals' own figures)."""
+        if not isinstance(other, Totals):
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    __hash__ = FrozenModel.__hash__
+
+    def _compared(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in type(self).model_fields if name != "figures"}
         return out
 
     @property
@@ -337,6 +364,7 @@ class Totals(FrozenModel):
             margin=margin,
             peak_severity=peak_severity,
             by_cause=by_cause,
+            figures=merge_figures(self.figures, other.figures),
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:
@@ -393,6 +421,7 @@ def window_totals(
         period_start=period_start,
         period_end=period_end,
         share_base=measure_base(kind, evidence),
+        figures=figures_of(kind, evidence),
     )
 
 
@@ -462,7 +491,17 @@ class Finding(FrozenModel):
         update: dict[str, Any] = {"totals": totals}
         if totals is not None and totals.peak_severity is not None:
             update["severity"] = totals.peak_severity
-        return self.model_copy(update=update)
+        return self.model_copy(update=update).with_totals(totals)
+
+    def with_totals(self, totals: Totals | None) -> Finding:
+        """This finding with ``totals`` and **its evidence stated for their period**: counts summed over the same
+        windows, peaks of the busiest window (named in ``evidence.sub_periods``), shares and rates of the period's
+        sums (:func:`auditor.models.period_evidence.period_evidence`). Totals without figures (stored before they
+        existed, or of a kind without them) leave the evidence as it is."""
+        if totals is None or totals.figures is None:
+            return self.model_copy(update={"totals": totals})
+        evidence = period_evidence(self.kind.value, self.evidence, totals.figures, totals.observed_seconds)
+        return self.model_copy(update={"totals": totals, "evidence": evidence})
 
     @classmethod
     def create(
