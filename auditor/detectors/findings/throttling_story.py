@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from auditor.detectors.trail.key_spaces import INDEX_WRITES
 from auditor.detectors.trail.throttling import RECOMMENDATIONS as _RECOMMENDATIONS
 from auditor.models.finding import (
     SOURCE_PRECEDENCE,
@@ -26,7 +27,6 @@ from auditor.models.finding import (
     utc,
     worst,
 )
-from auditor.models.period_evidence import same_window_figures
 
 __all__ = [
     "CLOUDTRAIL",
@@ -306,9 +306,11 @@ def _build(
         "sources": {s: blocks[s] for s in order},
     }
     top_details = (counts.get("details") or {}).get(next(iter(counts.get("causes") or {"-": 0})), {})
-    for key in ("window_seconds", "top_keys", "contributor_insights", "capacity_mode", "index_cause"):
+    for key in ("window_seconds", "top_keys", "contributor_insights", "capacity_mode", "index_cause", *INDEX_WRITES):
         if key in top_details:
             evidence[key] = top_details[key]
+    if isinstance(top_details.get("write_amplification"), str):  # a GSI's metered writes and reconciled headroom
+        summary += " " + top_details["write_amplification"]
     if isinstance(counts.get("capture"), dict):
         evidence["capture"] = counts["capture"]
     first = min(_when(b, "first_seen") for b in blocks.values())
@@ -353,7 +355,6 @@ def _same_window(members: Sequence[Finding]) -> Totals:
         period_end=max(p.period_end for p in parts),
         peak_severity=worst(p.peak_severity for p in parts),
         by_cause=by_cause,
-        figures=same_window_figures([p.figures for p in parts]),
     )
 
 
