@@ -44,12 +44,13 @@ from auditor.sources.capture_inputs import list_tables, read_peaks, read_selecto
 from auditor.sources.scan_requests import read_scan_pages
 from auditor.state import keys
 from auditor.state.capture_store import PLAN_RETENTION_DAYS, CaptureStore
-from auditor.state.findings_store import FindingsStore
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from auditor.state.findings_store import FindingsStore
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +65,9 @@ class CaptureClients:
     cloudtrail: CloudTrailClient
     cloudwatch: CloudWatchClient
     dynamodb: DynamoDBClient  # the audited tables (ListTables, DescribeTable) and the state table
+    #: Where the ``capture_cap`` findings are recorded through the findings lifecycle (None: returned and logged
+    #: only; recording needs the findings store's grants on the state table).
+    findings: FindingsStore | None = None
 
 
 @dataclass(slots=True)
@@ -265,7 +269,7 @@ def run_controller(
 
     result = ControllerResult("applied", slice_start, plan=plan_doc, notes=[*stack_note, *plan.notes])
     if state.get("scan_day") != day:  # once a day, with the day's scan reading: the tables at the cap
-        result.findings = _record_caps(clients, state_table, plan, [t.arn for t in base], end, now)
+        result.findings = _record_caps(clients, plan, [t.arn for t in base], end, now)
     final: list[dict[str, Any]] | None = after_probe
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"
@@ -350,7 +354,7 @@ def advise_controller(
         scan_capped=plan.scan_capped,
     )
     selectors = selectors_for(static)
-    findings = _record_caps(clients, state_table, plan, [t.arn for t in traffic], end, now)
+    findings = _record_caps(clients, plan, [t.arn for t in traffic], end, now)
     command = (
         f"aws cloudtrail put-event-selectors --trail-name {trail or 'YOUR-TRAIL'} --advanced-event-selectors "
         f"'{orjson.dumps(selectors).decode()}'"
@@ -367,18 +371,17 @@ def advise_controller(
     return result
 
 
-def _record_caps(
-    clients: CaptureClients, state_table: str, plan: CapturePlan, arns: list[str], end: int, now: datetime
-) -> list[Finding]:
-    """The plan's ``capture_cap`` findings over the day read (:func:`auditor.cost.plan.cap_findings`), recorded
-    through the findings lifecycle (published by the next run that drains the outbox); a table no longer capped
-    resolves after a day. A warning per finding in the log."""
+def _record_caps(clients: CaptureClients, plan: CapturePlan, arns: list[str], end: int, now: datetime) -> list[Finding]:
+    """The plan's ``capture_cap`` findings over the day read (:func:`auditor.cost.plan.cap_findings`), a warning
+    each in the log; with a findings store, recorded through the findings lifecycle (published by the next run that
+    drains the outbox; a table no longer capped resolves after a day)."""
     findings = cap_findings(plan, end - 86_400, end)
     for f in findings:
         log.warning("capture_scan_cap_reached", table=f.table, finding=f.id, summary=f.summary)
     keys = {(a.split(":")[4] or None, a.split(":")[3] or None, a.split("/", 1)[-1]) for a in arns if a.count(":") >= 5}
-    scope = ResolveScope.tables(dict.fromkeys(keys, now), ["capture_plan"])
-    apply_lifecycle(FindingsStore(clients.dynamodb, state_table), findings, now=now, scope=scope)
+    if clients.findings is not None:
+        scope = ResolveScope.tables(dict.fromkeys(keys, now), ["capture_plan"])
+        apply_lifecycle(clients.findings, findings, now=now, scope=scope)
     return findings
 
 

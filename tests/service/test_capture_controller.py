@@ -327,6 +327,7 @@ def test_a_table_whose_scans_reach_the_cap_gets_a_capture_cap_finding_once_a_day
             }
         ],
     )
+    env["clients"].findings = FindingsStore(env["ddb"], STATE)  # recorded through the lifecycle when given a store
     result = _run(env, now)  # 20,000 scans a day of one page: $0.61 a month, above a quarter of the $0.57 budget
     assert result.status == "applied"
     [finding] = result.findings
