@@ -27,6 +27,7 @@ from auditor.models.finding import (
     utc,
     worst,
 )
+from auditor.models.period_evidence import same_window_figures
 
 __all__ = [
     "CLOUDTRAIL",
@@ -355,6 +356,7 @@ def _same_window(members: Sequence[Finding]) -> Totals:
         period_end=max(p.period_end for p in parts),
         peak_severity=worst(p.peak_severity for p in parts),
         by_cause=by_cause,
+        figures=same_window_figures([p.figures for p in parts]),
     )
 
 
