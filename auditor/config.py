@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from auditor.detectors.settings import DetectorSettings
 from auditor.exceptions import ConfigurationError, InputError
+from auditor.review.model import ReviewConfig
 
 
 class Settings(BaseModel):
@@ -228,6 +229,9 @@ class AnalysisConfig(DetectorSettings):
     #: from it (a read of up to 4 KB is one unit, a write of up to 1 KB is one). The service also takes it from the
     #: table's description (size / item count); without either, one unit per request.
     item_size_bytes: dict[str, Annotated[int, Field(ge=1, le=409_600)]] = Field(default_factory=dict)
+    #: The data-model review's thresholds (``ddb-audit model-review``, docs/model-review.md); omitted ones keep their
+    #: defaults.
+    model_review: ReviewConfig = Field(default_factory=ReviewConfig)
 
 
 def _without_service(document: object) -> object:

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import re
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -33,6 +33,7 @@ from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
+from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
 from auditor.models.access_pattern import AccessPattern
@@ -46,6 +47,8 @@ log = structlog.get_logger(__name__)
 PARALLEL_MIN_BYTES = 8 << 20
 #: At most this many processes: each one gunzips the whole input, so more stop paying off.
 MAX_PROCESSES = 4
+#: A record's full normaliser (:func:`auditor.kernel.normalize.normalize_record` or one that wraps it).
+Normalizer = Callable[[Mapping[str, Any]], ApiCall | None]
 
 
 @dataclass(slots=True)
@@ -95,11 +98,13 @@ def ingest_source(
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
     fingerprints: EventFingerprints | None = None,
+    normalize: Normalizer | None = None,
 ) -> AggregateSet | None:
     """Aggregate one source. Returns None (and counts ``files_failed``) when it cannot be read.
 
     ``fingerprints``, when given, gets the fingerprint of every event counted (trail ingest keeps them, so that the
-    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`).
+    evaluator can find events delivered in two objects: :mod:`auditor.service.dedupe`). ``normalize``, when given,
+    reads every record in full instead of the light path (the model review observes the records through it).
 
     A failed source contributes nothing: its partial aggregate is dropped and its event ids are
     forgotten, so a retry of the same file later counts in full. ``outcomes``, when given, gets the source's
@@ -115,7 +120,7 @@ def ingest_source(
     try:
         add_batch = aggs.add_batch
         keep = fingerprints.add if fingerprints is not None else None
-        for batch in read_calls(source, file_stats, deduper, shard=shard, light=True):
+        for batch in read_calls(source, file_stats, deduper, normalize or normalize_record, shard, light=True):
             add_batch(batch)
             if keep is not None:
                 for call in batch:
@@ -148,6 +153,7 @@ def ingest(
     config: AnalysisConfig,
     shard: Shard | None = None,
     outcomes: list[tuple[int, int] | None] | None = None,
+    normalize: Normalizer | None = None,
 ) -> tuple[AggregateSet, IngestStats]:
     """Aggregate every source, one at a time; unreadable ones are counted and skipped.
 
@@ -162,7 +168,7 @@ def ingest(
     gc.disable()
     try:
         for source in sources:
-            aggs = ingest_source(source, config, deduper, stats, shard, outcomes)
+            aggs = ingest_source(source, config, deduper, stats, shard, outcomes, normalize=normalize)
             if aggs is not None:
                 total.merge(aggs, take=True)
     finally:
@@ -304,14 +310,15 @@ def apply_table_facts(agg: TableWindow, config: AnalysisConfig, schemas: TableSc
     """Tell ``agg`` what the trail cannot, before detection: its partition key, ``--config``'s ``key_schema`` first
     (the user's word), else the table's description (DescribeTable, in the service), with the indexes' partition
     keys (without either the detectors fall back to the key names the trail itself logs); and its typical item
-    size, ``item_size_bytes`` from the config, else the description's size over its item count."""
+    size in the order of :func:`auditor.models.capacity.item_size`: ``item_size_bytes`` from the config, the stream
+    watcher's exact sizes, the description's size over its item count, CloudWatch's consumed units per write."""
     profile = (schemas or {}).get((agg.account, agg.region, agg.table))
-    described = (
-        max(1, round(profile.size_bytes / profile.item_count))
-        if profile is not None and profile.size_bytes and profile.item_count
-        else None
+    size, source = item_size(
+        config=config.item_size_bytes.get(agg.table),
+        streams=profile.stream_item_size_bytes if profile is not None else None,
+        inventory=profile.described_item_size if profile is not None else None,
+        cloudwatch=profile.cloudwatch_item_size_bytes if profile is not None else None,
     )
-    size, source = item_size(config=config.item_size_bytes.get(agg.table), inventory=described)
     agg.item_size_bytes, agg.item_size_source = (size, source) if size is not None else (None, None)
     agg.index_schema = {i.name: i.partition_key for i in profile.indexes if i.partition_key} if profile else {}
     if (hint := config.key_schema.get(agg.table)) is not None:
@@ -477,11 +484,18 @@ def analyze_trail(
 
 
 def analyze_sources(
-    sources: Sequence[InputSource], config: AnalysisConfig | None = None, processes: int | None = None
+    sources: Sequence[InputSource],
+    config: AnalysisConfig | None = None,
+    processes: int | None = None,
+    normalize: Normalizer | None = None,
 ) -> TrailAnalysis:
-    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened)."""
+    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened).
+    ``normalize`` (see :func:`ingest_source`) reads the input in this process alone, each record once."""
     cfg = config or AnalysisConfig()
-    aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
+    if normalize is not None:
+        aggs, stats = ingest(sources, cfg, normalize=normalize)
+    else:
+        aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
     findings = period_totals(findings, aggs, cfg)

@@ -1,11 +1,11 @@
 """``ddb-audit model-review``: proposals to change tables' keys and indexes from the access patterns observed in
 CloudTrail input (auditor.review), priced by the capacity model; ``--replay`` shows each change at 1x and 2x the
-average load and at the observed peak."""
+average load and at the observed peak. The input is read once: the review signals are observed in the same pass as
+the engine's analysis (:meth:`auditor.review.signals.ReviewSignals.normalizer`)."""
 
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +26,9 @@ def add_parser(sub: Subparsers) -> None:
     review.add_argument(
         "--audit", metavar="FILE", help="JSON output of ddb-audit audit: table sizes, unused indexes, large items"
     )
-    review.add_argument("--config", metavar="FILE", help="analysis config JSON (window, key schema, item sizes)")
+    review.add_argument(
+        "--config", metavar="FILE", help="analysis config JSON (window, key schema, item sizes, review thresholds)"
+    )
     review.add_argument("--replay", action="store_true", help="also replay each change at 1x, 2x and the observed peak")
     add_format_option(review, FORMATS, "output format (default: table)")
 
@@ -54,16 +56,14 @@ def run(args: argparse.Namespace) -> int:
     from auditor.review.review import replay, review
     from auditor.review.review_text import render_review, review_document
     from auditor.review.rewrite import whatif_replay
-    from auditor.review.signals import collect_signals
+    from auditor.review.signals import ReviewSignals
 
     config = load_analysis_config(args.config or get_settings().audit_config)
     audit_findings, tables = _audit(args.audit)
-    piped = sys.stdin.buffer.read() if "-" in args.paths else None
-
-    def sources() -> list[Any]:
-        return discover(args.paths, stdin=io.BytesIO(piped) if piped is not None else None)
-
-    result = analyze_sources(sources(), config)
+    signals = ReviewSignals.of(config.model_review)
+    found = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
+    result = analyze_sources(found, config, normalize=signals.normalizer())
+    signals.fold()
     if result.stats.files_read == 0:
         problems = result.stats.problems
         why = problems[0] if problems else "no CloudTrail log files found in " + ", ".join(args.paths)
@@ -73,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
         spans=result.aggregates.spans(),
         findings=[f.model_dump(mode="json") for f in result.findings] + audit_findings,
         patterns=result.access_patterns,
-        signals=collect_signals(sources()),
+        signals=signals,
         tables=tables,
         item_sizes=config.item_size_bytes,
+        config=config.model_review,
     )
     proposals = review(data)
     replayed = replay(proposals) if args.replay else None

@@ -41,10 +41,11 @@ class ScanRule(FrozenModel):
 
 
 class BurstRule(FrozenModel):
-    """query_instead_of_gets: GetItems of distinct items of one partition within 2 s that make a burst, bursts in the
-    input, distinct partitions among them, and the share of the template's GetItems inside bursts."""
+    """query_instead_of_gets: GetItems of distinct items of one partition within ``window_seconds`` that make a burst,
+    bursts in the input, distinct partitions among them, and the share of the template's GetItems inside bursts."""
 
     min_items: int = Field(default=5, ge=2)
+    window_seconds: int = Field(default=2, ge=1, le=60)
     min_bursts: int = Field(default=50, ge=1)
     min_partitions: int = Field(default=10, ge=1)
     min_share: float = Field(default=0.5, gt=0, le=1)

@@ -2,31 +2,27 @@
 
 Per Query template, how many Queries logged a ``filterExpression`` and which attributes it names; per principal
 and Scan, the attributes its filters compare for equality or by range and the ones it projects; per principal and
-GetItem key template, bursts of reads of distinct items of one partition within :data:`BURST_SECONDS` (an N+1 read).
-:meth:`ReviewSignals.observe` takes each record with the call the kernel normalised from it.
+GetItem key template, bursts of reads of distinct items of one partition within a few seconds (an N+1 read).
+:meth:`ReviewSignals.normalizer` observes each record in the same pass as the engine's analysis.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
-from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.keys import encode_key, partition_attr
 from auditor.kernel.aggregates.sketch import HeavyHitters
 from auditor.kernel.aggregates.templates import key_template, query_template
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.normalize import normalize_record
-from auditor.kernel.reader import Deduper, InputSource, read_calls
-from auditor.kernel.stats import IngestStats
+from auditor.review.model import ReviewConfig
 
 K = TypeVar("K")
 V = TypeVar("V")
 
-#: GetItems of one partition by one principal within this many seconds are one burst.
-BURST_SECONDS: Final = 2
 #: Open burst buckets kept before the old ones are folded into the summaries.
 MAX_OPEN_BUCKETS: Final = 50_000
 #: Distinct items remembered per burst bucket (enough to tell a burst of distinct items from one item re-read).
@@ -141,7 +137,10 @@ TableKey = tuple[str | None, str | None, str]
 class ReviewSignals:
     """The review's own bounded counters of one input (see the module docstring)."""
 
+    #: Distinct items of one partition that make a burst, and the seconds a burst lasts at most
+    #: (:class:`~auditor.review.model.BurstRule`).
     burst_min: int = 5
+    burst_seconds: int = 2
     queries: dict[tuple[TableKey, str, str], QueryFilters] = field(default_factory=dict)
     scans: dict[tuple[TableKey, str, str], ScanFilters] = field(default_factory=dict)
     gets: dict[tuple[TableKey, str, str], GetBursts] = field(default_factory=dict)
@@ -149,6 +148,23 @@ class ReviewSignals:
     callers: dict[TableKey, HeavyHitters] = field(default_factory=dict)
     _open: dict[tuple[TableKey, str, str, str, int], set[str]] = field(default_factory=dict)
     _latest: int = 0
+
+    @classmethod
+    def of(cls, config: ReviewConfig) -> ReviewSignals:
+        """Empty signals counting bursts as ``config`` defines them."""
+        return cls(burst_min=config.burst.min_items, burst_seconds=config.burst.window_seconds)
+
+    def normalizer(self) -> Callable[[Mapping[str, Any]], ApiCall | None]:
+        """The kernel's full normaliser, observing each record and its call here on the way (the engine's reader
+        takes it: :func:`auditor.engine.analyze_sources`); the light path reads neither filters nor callers."""
+        observe = self.observe
+
+        def normalize(record: Mapping[str, Any]) -> ApiCall | None:
+            call = normalize_record(record)
+            observe(record, call)
+            return call
+
+        return normalize
 
     def observe(self, record: Mapping[str, Any], call: ApiCall | None) -> None:
         """Count one record's call (None: not a DynamoDB data event). Errors and AWS services' calls are skipped."""
@@ -225,7 +241,7 @@ class ReviewSignals:
             _count(row.projected, {str(names.get(p.strip(), p.strip())) for p in projection.split(",") if p.strip()})
 
     def _gets(self, call: ApiCall, principal: str) -> None:
-        second = int(call.time.timestamp()) // BURST_SECONDS
+        second = int(call.time.timestamp()) // self.burst_seconds
         for item in call.items:
             key = item.key
             if not key or len(key) < 2 or item.index:
@@ -279,26 +295,3 @@ def _filter_attrs(params: Mapping[str, Any], legacy: str) -> tuple[set[str], set
         equal = {str(k) for k, v in old.items() if isinstance(v, Mapping) and v.get("comparisonOperator") == "EQ"}
         return equal, {str(k) for k in old} - equal
     return None
-
-
-def collect_signals(sources: Sequence[InputSource], burst_min: int = 5) -> ReviewSignals:
-    """The review signals of every readable source (one more pass over the input: the light path the engine reads
-    most records with does not keep filters or callers). A source that cannot be read adds what was read of it."""
-    signals = ReviewSignals(burst_min=burst_min)
-
-    def normalize(record: Mapping[str, Any]) -> ApiCall | None:
-        call = normalize_record(record)
-        signals.observe(record, call)
-        return call
-
-    deduper = Deduper()
-    for source in sources:
-        try:
-            for _ in read_calls(source, IngestStats(), deduper, normalize):
-                pass
-        except SourceReadError:
-            deduper.rollback()
-            continue
-        deduper.commit()
-    signals.fold()
-    return signals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 import pytest
@@ -88,3 +89,58 @@ def test_config_item_sizes_price_the_reads_and_drop_the_default_assumption(
     assert any("the default" in a for a in default["assumptions"])
     assert not any("the default" in a for a in sized["assumptions"])
     assert sized["before"]["monthly_cost"] > default["before"]["monthly_cost"]
+
+
+def test_thresholds_from_the_config_document_change_the_outcome(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trail, _ = files
+    config = tmp_path / "thresholds.json"
+    # fewer N+1 bursts than required now, and a filter on a third of a template's Queries is enough
+    config.write_text('{"model_review": {"burst": {"min_bursts": 100000}, "filter": {"min_share": 0.3}}}')
+
+    def kinds(*argv: str) -> set[tuple[str, str]]:
+        doc = orjson.loads(_run(capsys, str(trail), "--format", "json", *argv))
+        return {(p["kind"], p["table"]) for p in doc["proposals"]}
+
+    default, tuned = kinds(), kinds("--config", str(config))
+    assert ("query_instead_of_gets", "Orders") in default and ("composite_sort_key", "Catalog") not in default
+    assert ("query_instead_of_gets", "Orders") not in tuned and ("composite_sort_key", "Catalog") in tuned
+    assert default - {("query_instead_of_gets", "Orders")} <= tuned
+
+
+def test_an_unknown_or_out_of_range_threshold_is_an_input_error(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bad.json"
+    for doc, where in (
+        ('{"model_review": {"scan": {"min_scanz": 3}}}', "model_review.scan.min_scanz"),
+        ('{"model_review": {"burst": {"min_share": 2}}}', "model_review.burst.min_share"),
+    ):
+        config.write_text(doc)
+        assert main(["model-review", str(files[0]), "--config", str(config)]) == 2
+        assert where in capsys.readouterr().err
+
+
+def test_the_input_is_read_once(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import auditor.kernel.inputs as inputs
+
+    opened: list[str] = []
+    real = inputs._file_source
+
+    def counted(path: str) -> inputs.InputSource:
+        source = real(path)
+        opener = source.open
+
+        def open_() -> BinaryIO:
+            opened.append(path)
+            return opener()
+
+        return inputs.InputSource(source.name, open_)
+
+    monkeypatch.setattr(inputs, "_file_source", counted)
+    doc = orjson.loads(_run(capsys, str(files[0]), "--format", "json"))
+    assert ("add_gsi", "Users") in {(p["kind"], p["table"]) for p in doc["proposals"]}
+    assert opened == [str(files[0])]
