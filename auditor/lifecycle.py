@@ -399,7 +399,7 @@ def transition(
         weekly = add_sightings(
             previous.weekly_totals if previous else {}, [seen.sighting_totals()] if counted is None else counted
         )
-        return _seen(previous, seen.model_copy(update={"totals": _latest_totals(weekly)}), now, rules, weekly)
+        return _seen(previous, seen.with_totals(_latest_totals(weekly)), now, rules, weekly)
     if previous is None or not previous.is_open or horizon is None:
         return None
     if (utc(horizon) - previous.last_seen).total_seconds() < resolve_after_seconds:

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.lifecycle import FindingEvent, FindingState, StateChange
-from auditor.models.finding import isoformat_z, utc
+from auditor.models.finding import STORED, isoformat_z, utc
 from auditor.state import keys
 from auditor.state.attributes import number as _n
 from auditor.state.attributes import retention
@@ -166,7 +166,7 @@ class FindingsStore:
             "first_seen": _s(isoformat_z(f.first_seen)),
             "last_seen": _s(last),
             "updated_at": _s(isoformat_z(state.updated_at)),
-            "state": _s(state.model_dump_json(exclude={"version"})),
+            "state": _s(state.model_dump_json(exclude={"version"}, context=STORED)),
         }
         optional = {
             "account": f.account,

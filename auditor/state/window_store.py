@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
-from auditor.models.finding import Totals
+from auditor.models.finding import STORED, Totals
 from auditor.state import keys
 from auditor.state.attributes import number as _n
 from auditor.state.attributes import retention
@@ -572,7 +572,7 @@ class SightingStore:
         now: datetime,
     ) -> None:
         """Store one window's sightings (overwrites: a window evaluated again replaces its item)."""
-        doc = {fid: t.model_dump(mode="json") for fid, t in sorted(sightings.totals.items())}
+        doc = {fid: t.model_dump(mode="json", context=STORED) for fid, t in sorted(sightings.totals.items())}
         item: dict[str, Any] = {
             keys.PK: _s(keys.sightings_pk(account, region, table, week)),
             keys.SK: _s(keys.sightings_sk(sightings.window_start)),

@@ -1,20 +1,138 @@
-"""A finding stated for a period (pure): the period's totals, its severity and, for a throttling story, its cause.
+"""A finding stated for a period (pure): the period's totals, its severity, its evidence and, for a throttling story,
+its cause.
 
 Every output that names a period uses :func:`for_period`: ``analyze-trail`` (the input), the service's weekly report
 and findings (the ISO week), the replay (the input). The rules and why they are these:
-:meth:`auditor.models.finding.Finding.over_period` (the severity: the highest any window reached) and
+:meth:`auditor.models.finding.Finding.over_period` (the severity: the highest any window reached; the evidence: the
+period's figures, :mod:`auditor.models.period_evidence`) and
 :func:`auditor.detectors.findings.throttling_story.over_period` (the cause: the one with the most throttled requests
 over the period's windows).
 """
 
 from __future__ import annotations
 
-from auditor.detectors.findings import throttling_story
-from auditor.models.finding import Finding, Totals
+import re
+from datetime import timedelta
+from typing import Any
 
-__all__ = ["for_period"]
+from auditor.detectors.findings import throttling_story
+from auditor.detectors.trail.scan import scan_summary
+from auditor.models.finding import Finding, FindingKind, Totals, isoformat_z
+
+__all__ = ["for_period", "period_text"]
+
+#: The hot-key summary's share sentence, as the detector writes it for its window.
+_SHARE_SENTENCE = re.compile(
+    r" It took [\d.]+% of the [\d,]+ key-identified requests( to the index)? in "
+    r"(?:the [\d.]+ captured minutes of \d+|\d+ minutes|the week|[\d,]+ (?:minutes?|hours?|days?))\."
+)
 
 
 def for_period(finding: Finding, totals: Totals | None) -> Finding:
-    """``finding`` with ``totals`` (the period's; None: nothing counted in it) and what they decide for the period."""
-    return throttling_story.over_period(finding.over_period(totals))
+    """``finding`` with ``totals`` (the period's; None: nothing counted in it) and what they decide for the period:
+    its severity, its evidence (every count, share and rate of the period; peaks of the busiest window, so named)
+    and, for a throttling story, its cause and its sources' counts."""
+    stated = finding.over_period(totals)
+    if totals is None:
+        return stated
+    stated = throttling_story.over_period(_story_counts(stated, totals))
+    stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
+    if stated.totals is None or stated.totals.figures is None:
+        return stated  # totals stored before figures existed: the evidence and its text are the window's
+    return _scan_sentences(_key_sentences(_share_sentence(stated)))
+
+
+def _story_counts(story: Finding, totals: Totals) -> Finding:
+    """A throttling story whose sources' blocks count the period's throttled reads and writes, first to last seen
+    (each source's own totals and their figures), so that the story rebuilt for the period states them."""
+    sources = story.evidence.get("sources")
+    if not throttling_story.is_story(story) or not isinstance(sources, dict) or not totals.by_source:
+        return story
+    blocks: dict[str, Any] = {}
+    for source, block in sources.items():
+        part = totals.by_source.get(source)
+        sums = (part.figures or {}).get("sum", {}) if part is not None else {}
+        if part is not None and isinstance(block, dict) and "read_throttle_events" in sums:
+            read, write = int(sums["read_throttle_events"]), int(sums.get("write_throttle_events", 0))
+            block = {**block, "read": read, "write": write, "events": read + write}
+            block.update(first_seen=isoformat_z(part.first_seen), last_seen=isoformat_z(part.last_seen))
+        blocks[source] = block
+    return story.model_copy(update={"evidence": {**story.evidence, "sources": blocks}})
+
+
+def period_text(totals: Totals) -> str:
+    """The period in words: ``the week`` (an ISO week), else its length (``45 minutes``, ``3 hours``, ``2 days``)."""
+    start, seconds = totals.period_start, totals.observed_seconds
+    if seconds == timedelta(days=7).total_seconds() and start.weekday() == 0 and start.time().isoformat() == "00:00:00":
+        return "the week"
+    minutes = max(1, round(seconds / 60))
+    if minutes < 180 or minutes % 60:
+        return f"{minutes:,} minute{'s' if minutes != 1 else ''}"
+    hours = minutes // 60
+    if hours < 48 or hours % 24:
+        return f"{hours:,} hours"
+    return f"{hours // 24:,} days"
+
+
+def _share_sentence(finding: Finding) -> Finding:
+    """A hot key's summary stating its share of the period's key-identified requests (not one window's)."""
+    totals = finding.totals
+    if finding.kind is not FindingKind.HOT_KEY or totals is None or totals.share is None or not totals.share_base:
+        return finding
+    match = _SHARE_SENTENCE.search(finding.summary)
+    if match is None:
+        return finding
+    sentence = (
+        f" It took {totals.share:.0%} of the {totals.share_base} key-identified requests{match.group(1) or ''} "
+        f"in {period_text(totals)}."
+    )
+    summary = finding.summary[: match.start()] + sentence + finding.summary[match.end() :]
+    return finding.model_copy(update={"summary": summary})
+
+
+#: Where text other findings added to a scan finding's summary starts (CloudWatch's volume, linked findings).
+_ADDED = (" CloudWatch counted ", " Confirmed by")
+
+
+def _scan_sentences(finding: Finding) -> Finding:
+    """A CloudTrail scan finding's summary stating the period's scans, pages, rate and read units."""
+    totals, ev = finding.totals, finding.evidence
+    if finding.kind is not FindingKind.SCAN or totals is None or ev.get("source") != "cloudtrail":
+        return finding
+    who, ran, _ = finding.summary.partition(" ran ")
+    per_hour = ev.get("per_hour")
+    if not ran or not isinstance(per_hour, int | float):
+        return finding
+    added = [i for marker in _ADDED if (i := finding.summary.find(marker)) >= 0]
+    rest = finding.summary[min(added) :] if added else ""
+    text = scan_summary(who, finding.table, ev, period_text(totals), float(per_hour)) + rest
+    return finding.model_copy(update={"summary": text})
+
+
+#: A low-cardinality key's first sentence and the throttled calls of a key's headroom sentence.
+_LOW_CARDINALITY = re.compile(
+    r"^[\d,]+ key-identified requests to (.+?) \([\d.,]+/s\) used only \d+ distinct values of (.+?)"
+    r"(?: in the busiest [^:]+)?: "
+)
+_THROTTLED = re.compile(r" [\d,]+ calls on it were throttled:")
+
+
+def _key_sentences(finding: Finding) -> Finding:
+    """A key finding's summary stating the period's requests, their rate and throttled calls (the distinct values
+    of the busiest window)."""
+    ev, summary = finding.evidence, finding.summary
+    if finding.kind not in (FindingKind.LOW_CARDINALITY_KEY, FindingKind.HOT_KEY):
+        return finding
+    throttled = ev.get("throttled_calls")
+    if isinstance(throttled, int) and throttled > 0:
+        summary = _THROTTLED.sub(f" {throttled:,} calls on it were throttled:", summary, count=1)
+    requests, rate, distinct = ev.get("requests"), ev.get("requests_per_second"), ev.get("distinct_partition_keys")
+    match = _LOW_CARDINALITY.search(summary)
+    if finding.kind is FindingKind.LOW_CARDINALITY_KEY and match and isinstance(rate, int | float):
+        label = (ev.get("sub_periods") or {}).get("distinct_partition_keys", "busiest window")
+        head = (
+            f"{requests} key-identified requests to {match.group(1)} ({rate:.1f}/s) used only {distinct} distinct "
+            f"values of {match.group(2)} in the {label}: "
+        )
+        summary = head + summary[match.end() :]
+    return finding if summary == finding.summary else finding.model_copy(update={"summary": summary})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from typing import Any
 
 from pydantic import Field
 
@@ -109,6 +111,40 @@ def _minutes(seconds: int) -> str:
     return f"{m} minute{'s' if m != 1 else ''}"
 
 
+def scan_summary(who: str, table: str, evidence: Mapping[str, Any], period: str, per_hour: float) -> str:
+    """What ``who`` scanned on ``table`` in ``period`` (words: ``15 minutes``, ``the week``), from a scan finding's
+    evidence (its logical scans, pages, segments, read units, inferred scans and page limit) and ``per_hour``."""
+    logical, pages = int(evidence.get("count") or 0), int(evidence.get("pages") or 0)
+    operation = evidence.get("operation")
+    what = "Scan" if operation == "Scan" else "full-table PartiQL statement"
+    segments = int(evidence.get("total_segments") or 0)
+    parallel = f" as a parallel scan of {segments} segments" if segments > 1 else ""
+    pages_text = (
+        f" in {pages} pages ({pages / logical:.1f} per scan)"
+        if operation == "Scan" and pages != logical and logical
+        else ""
+    )
+    units = float(evidence.get("estimated_read_units") or 0)
+    summary = (
+        f"{who} ran {logical} {what}{'s' if logical != 1 else ''}{parallel} on {table}{pages_text} "
+        f"in {period} ({per_hour:.1f} per hour), an estimated {units:,.0f} read units."
+    )
+    inferred = int(evidence.get("inferred_scans") or 0)
+    if inferred:
+        summary += (
+            f" {inferred} of these scans were inferred by grouping pages in time (their request parameters were "
+            f"truncated, so whether a page continued a scan is not logged); a group spans at most "
+            f"{SCAN_SPAN_SECONDS} seconds."
+        )
+    if evidence.get("limit_bounded"):
+        limit = evidence.get("page_limit")
+        summary += (
+            f" Every page had Limit {limit} or less: each call reads at most {limit} items "
+            f"(a bounded sample, e.g. the console's item browser), not the whole table."
+        )
+    return summary
+
+
 @register(METADATA, ScanConfig)
 def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
     """One finding per principal and operation that scanned the table (allowlisted principals excepted)."""
@@ -155,27 +191,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             who = "other principals (too many to list)"
         what = "Scan" if operation == "Scan" else "full-table PartiQL statement"
         interval = agg.window_seconds / logical if logical else None
-        parallel = f" as a parallel scan of {st.total_segments} segments" if st.total_segments > 1 else ""
-        pages_text = (
-            f" in {pages} pages ({pages / logical:.1f} per scan)" if operation == "Scan" and pages != logical else ""
-        )
-        summary = (
-            f"{who} ran {logical} {what}{'s' if logical != 1 else ''}{parallel} on {agg.table}{pages_text} "
-            f"in {agg.window_seconds // 60} minutes ({per_hour:.1f} per hour), an estimated {st.read_units:,.0f} read "
-            f"units."
-        )
         inferred = st.inferred() if operation == "Scan" else 0
-        if inferred:
-            summary += (
-                f" {inferred} of these scans were inferred by grouping pages in time (their request parameters were "
-                f"truncated, so whether a page continued a scan is not logged); a group spans at most "
-                f"{SCAN_SPAN_SECONDS} seconds."
-            )
-        if bounded:
-            summary += (
-                f" Every page had Limit {st.limit_max} or less: each call reads at most {st.limit_max} items "
-                f"(a bounded sample, e.g. the console's item browser), not the whole table."
-            )
         if operation == "ExecuteStatement":
             fix = (
                 "Add an equality condition on the partition key to the PartiQL WHERE clause (a SELECT without "
@@ -225,6 +241,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             decided_key, key_source = decided.get((principal, operation), (pk, ""))
             evidence["decided_by"] = f"key_schema_{key_source}" if key_source else "no_key_condition"
             evidence["partition_key"] = decided_key
+        summary = scan_summary(who, agg.table, evidence, _minutes(agg.window_seconds), per_hour)
         findings.append(
             make_finding(
                 METADATA,

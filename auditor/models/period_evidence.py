@@ -1,0 +1,274 @@
+"""A finding's evidence over its period: each window's figures kept in its totals, merged window by window like the
+counts (:class:`auditor.models.finding.Totals` ``figures``), and the evidence stated from them (docs/contract.md
+"Finding (JSON)", the period rule).
+
+Counts add, peaks keep the busiest window's value (with the times that go with it), headrooms the tightest one's, lists
+of seen things their union; shares and rates are derived from the period's sums. A figure of a sub-period (a busiest
+second, minute or window) is named so in ``evidence.sub_periods``. Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Figures", "figures_of", "merge_figures", "period_evidence", "same_window_figures"]
+
+#: The figures kept for one finding over some windows (JSON-ready: stored with the totals).
+Figures = dict[str, Any]
+
+HOUR = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """How one kind's evidence fields combine over windows."""
+
+    #: Counts over the windows: they add.
+    sums: tuple[str, ...] = ()
+    #: Peaks: the highest window's value, with the fields that go with it (when it happened).
+    maxes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Headrooms: the tightest window's value, with the fields of the same model.
+    mins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Lists of things seen (segments, indexes, filters): their union.
+    unions: tuple[str, ...] = ()
+    #: Lists of ``{name: ..., count: n}`` rows: counts added by name, the top rows kept (field -> (name, count)).
+    tallies: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: Maps of counts (error codes): added key by key.
+    counters: tuple[str, ...] = ()
+
+
+_MODEL = ("assumed_utilisation", "throttles_now", "contradicted_assumption", "to_confirm")
+
+SPECS: dict[str, _Spec] = {
+    "hot_key": _Spec(
+        sums=("requests", "reads", "writes", "throttled_calls", "key_requests"),
+        maxes={
+            "peak_reads_per_second": (),
+            "peak_writes_per_second": (),
+            "peak_read_units_per_second": (),
+            "peak_write_units_per_second": (),
+            "peak_second_reads": ("peak_second_reads_at",),
+            "peak_second_writes": ("peak_second_writes_at",),
+            "peak_minute_reads": (),
+            "peak_minute_writes": (),
+            "suggested_shards": (),
+            "distinct_partition_keys": (),
+            "estimate_error": (),
+            "hot_keys": (),
+        },
+        mins={"headroom_factor": (*_MODEL, "partition_utilisation")},
+    ),
+    "low_cardinality_key": _Spec(
+        sums=("requests", "throttled_calls"),
+        maxes={"distinct_partition_keys": ()},
+        mins={"busiest_value_headroom_factor": ("headroom_factor", *_MODEL)},
+        tallies={"values": ("value", "requests")},
+    ),
+    "scan": _Spec(
+        sums=("count", "pages", "logical_scans", "inferred_scans", "estimated_read_units"),
+        maxes={"total_segments": (), "page_limit": ()},
+        unions=("segments_seen", "indexes", "filters"),
+    ),
+    "throttling": _Spec(
+        sums=("read_throttle_events", "write_throttle_events"),
+        tallies={"top_keys": ("key", "throttled_calls")},
+        counters=("error_codes",),
+    ),
+    "item_size_exceeded": _Spec(sums=("count", "whole_calls")),
+}
+
+#: The busiest minute's time goes with the larger of its reads and writes.
+_PEAK_MINUTE = ("peak_minute", ("peak_minute_reads", "peak_minute_writes"))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _tally_name(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
+    """One window's figures from its finding's evidence (None: a kind whose evidence is not a rate of a period)."""
+    spec = SPECS.get(kind)
+    if spec is None:
+        return None
+    out: Figures = {"sum": {f: evidence[f] for f in spec.sums if _number(evidence.get(f)) is not None}}
+    for name, ranked in (("max", spec.maxes), ("min", spec.mins)):
+        out[name] = {
+            f: {"value": evidence[f], "with": {c: evidence.get(c) for c in companions if c in evidence}}
+            for f, companions in ranked.items()
+            if _number(evidence.get(f)) is not None
+        }
+    stamp, over = _PEAK_MINUTE
+    minute = [n for f in over if (n := _number(evidence.get(f))) is not None]
+    if kind == "hot_key" and stamp in evidence and minute:
+        out["max"][stamp] = {"value": max(minute), "with": {stamp: evidence[stamp]}}
+    out["union"] = {f: sorted(evidence[f], key=_tally_name) for f in spec.unions if isinstance(evidence.get(f), list)}
+    tallies: dict[str, dict[str, float]] = {}
+    for f, (name, count) in spec.tallies.items():
+        rows = evidence.get(f)
+        if isinstance(rows, list):
+            tallies[f] = {}
+            for row in rows:
+                if isinstance(row, dict) and _number(n := row.get(count)) is not None:
+                    key = _tally_name(row.get(name))
+                    tallies[f][key] = _add(tallies[f][key], n) if key in tallies[f] else n
+            out.setdefault("rows", {})[f] = len(rows)
+    for f in spec.counters:
+        counts = evidence.get(f)
+        if isinstance(counts, dict):
+            tallies[f] = {str(k): v for k, v in counts.items() if _number(v) is not None}
+    out["tally"] = tallies
+    seconds = _number(evidence.get("window_seconds"))
+    if seconds is not None:
+        out["window_seconds"] = int(seconds)
+    return out
+
+
+def _add(a: float, b: float) -> float:
+    """Two counts added (floats, such as estimated read units, kept to a thousandth)."""
+    total = a + b
+    return total if isinstance(total, int) else round(total, 3)
+
+
+def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
+    """The figures of two sets of windows that do not overlap (None when either is unknown: a part stored before
+    figures existed would make the sums wrong)."""
+    if a is None or b is None:
+        return None
+    sums = dict(a.get("sum", {}))
+    for f, n in b.get("sum", {}).items():
+        sums[f] = _add(sums[f], n) if f in sums else n
+    out: Figures = {"sum": sums}
+    for name, better in (("max", lambda x, y: y > x), ("min", lambda x, y: y < x)):
+        kept = dict(a.get(name, {}))
+        for f, entry in b.get(name, {}).items():
+            if f not in kept or better(float(kept[f]["value"]), float(entry["value"])):
+                kept[f] = entry
+        out[name] = kept
+    unions = {f: list(v) for f, v in a.get("union", {}).items()}
+    for f, items in b.get("union", {}).items():
+        merged = {_tally_name(x): x for x in [*unions.get(f, []), *items]}
+        unions[f] = [merged[k] for k in sorted(merged)]
+    out["union"] = unions
+    tallies = {f: dict(t) for f, t in a.get("tally", {}).items()}
+    for f, t in b.get("tally", {}).items():
+        into = tallies.setdefault(f, {})
+        for k, n in t.items():
+            into[k] = _add(into[k], n) if k in into else n
+    out["tally"] = tallies
+    rows = dict(a.get("rows", {}))
+    for f, n in b.get("rows", {}).items():
+        rows[f] = max(rows.get(f, 0), n)
+    if rows:
+        out["rows"] = rows
+    seconds = [s for s in (a.get("window_seconds"), b.get("window_seconds")) if s is not None]
+    if seconds:
+        out["window_seconds"] = max(seconds)
+    return out
+
+
+def _sub_period(name: str, window_seconds: int | None) -> str:
+    """What part of the period a peak or headroom figure is of."""
+    if name.startswith("peak_second_"):
+        return "busiest second"
+    if name.startswith("peak_minute"):
+        return "busiest minute"
+    if name.startswith("peak_") and name.endswith("_per_second"):
+        return "busiest minute (or second, when busier)"
+    if not window_seconds:
+        return "busiest window"
+    minutes = max(1, round(window_seconds / 60))
+    return f"busiest {minutes} minute{'s' if minutes != 1 else ''}"
+
+
+def _rows(figures: Figures, f: str, spec: _Spec, total: float | None) -> list[dict[str, Any]]:
+    name, count = spec.tallies[f]
+    counts: dict[str, float] = figures.get("tally", {}).get(f, {})
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: figures.get("rows", {}).get(f, len(counts))]
+    out: list[dict[str, Any]] = []
+    for key, n in ranked:
+        row: dict[str, Any] = {name: json.loads(key), count: n}
+        if f == "values" and total:
+            row["share"] = round(n / total, 4)
+        out.append(row)
+    return out
+
+
+def period_evidence(kind: str, evidence: Mapping[str, Any], figures: Figures | None, seconds: float) -> dict[str, Any]:
+    """``evidence`` stated for a period of ``seconds`` from its ``figures`` (unchanged without them).
+
+    Sums replace the window's counts; peaks and headrooms are the busiest (tightest) window's, named in
+    ``sub_periods``; shares and rates are of the period's sums (``share``: of the key-identified requests,
+    ``*_per_second``/``per_hour``: over ``seconds``); ``window_seconds`` is the period's length.
+    """
+    spec = SPECS.get(kind)
+    if spec is None or figures is None:
+        return dict(evidence)
+    out = dict(evidence)
+    sums: dict[str, float] = figures.get("sum", {})
+    out.update(sums)
+    labels: dict[str, str] = {}
+    window = figures.get("window_seconds")
+    for name in ("max", "min"):
+        for f, entry in figures.get(name, {}).items():
+            if f != _PEAK_MINUTE[0]:
+                out[f] = entry["value"]
+                labels[f] = _sub_period(f, window)
+            for c, v in entry["with"].items():
+                out[c] = v
+                labels[c] = _sub_period(c if c.startswith("peak_") else f, window)
+    out.update(figures.get("union", {}))
+    for f in spec.tallies:
+        if f in figures.get("tally", {}):
+            out[f] = _rows(figures, f, spec, _number(sums.get("requests")))
+    for f in spec.counters:
+        if f in figures.get("tally", {}):
+            out[f] = dict(sorted(figures["tally"][f].items()))
+    if seconds > 0:
+        derived: dict[str, Any] = {"window_seconds": round(seconds)}
+        _rates(kind, derived, sums, seconds)
+        out.update({f: v for f, v in derived.items() if f in evidence})  # a field the evidence states, no other
+    if labels:
+        out["sub_periods"] = dict(sorted(labels.items()))
+    return out
+
+
+def _rates(kind: str, out: dict[str, Any], sums: Mapping[str, float], seconds: float) -> None:
+    """The shares and rates of the period's sums."""
+    if kind == "hot_key":
+        base = _number(sums.get("key_requests"))
+        if base and _number(sums.get("requests")) is not None:
+            out["share"] = round(min(1.0, float(sums["requests"]) / base), 4)
+        for f in ("reads", "writes"):
+            if _number(sums.get(f)) is not None:
+                out[f"{f}_per_second"] = round(float(sums[f]) / seconds, 3)
+    elif kind == "low_cardinality_key" and _number(sums.get("requests")) is not None:
+        out["requests_per_second"] = round(float(sums["requests"]) / seconds, 3)
+    elif kind == "scan" and _number(sums.get("count")) is not None:
+        count = float(sums["count"])
+        out["per_hour"] = round(count * HOUR / seconds, 3)
+        out["mean_interval_seconds"] = round(seconds / count, 3) if count else None
+        if "inferred_scans" in sums:
+            out["grouping"] = "inferred_from_time" if sums["inferred_scans"] else "logged"
+
+
+def same_window_figures(parts: list[Figures | None]) -> Figures | None:
+    """The figures of several findings of one source in the same window (a throttling story's causes): their counts
+    add; what they all describe alike (the window's throttled keys, its error codes) is the first one's."""
+    if not parts or any(p is None for p in parts):
+        return None
+    first = dict(parts[0] or {})
+    sums: dict[str, float] = dict(first.get("sum", {}))
+    for p in parts[1:]:
+        for f, n in (p or {}).get("sum", {}).items():
+            sums[f] = _add(sums[f], n) if f in sums else n
+    first["sum"] = sums
+    return first

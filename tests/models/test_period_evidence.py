@@ -1,0 +1,151 @@
+"""Every number in a finding's evidence is for the finding's period: figures kept per window in the totals, merged as
+the counts are, and the evidence stated from them (auditor.models.period_evidence)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from auditor.detectors.findings.period import for_period, period_text
+from auditor.models.finding import STORED, Finding, FindingKind, Severity, Totals
+from auditor.models.period_evidence import figures_of, merge_figures, period_evidence
+
+T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday
+WINDOW = 900
+
+
+def _hot(at: datetime, requests: int, key_requests: int, second_writes: int, headroom: float) -> Finding:
+    evidence: dict[str, Any] = {
+        "key": {"pk": "ORDER#1"},
+        "share": round(requests / key_requests, 4),
+        "requests": requests,
+        "reads": 0,
+        "writes": requests,
+        "reads_per_second": 0.0,
+        "writes_per_second": round(requests / WINDOW, 3),
+        "peak_writes_per_second": float(second_writes),
+        "peak_second_writes": second_writes,
+        "peak_second_writes_at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "peak_minute_reads": 0,
+        "peak_minute_writes": second_writes * 30,
+        "peak_minute": at.strftime("%Y-%m-%dT%H:%M:00Z"),
+        "headroom_factor": headroom,
+        "partition_utilisation": round(1 / headroom, 4),
+        "throttled_calls": 0,
+        "window_seconds": WINDOW,
+        "key_requests": key_requests,
+        "source": "cloudtrail",
+    }
+    summary = (
+        f"pk=ORDER#1 on Orders peaked. It took {requests / key_requests:.0%} of the {key_requests} key-identified "
+        "requests in 15 minutes. More."
+    )
+    return Finding.create(
+        FindingKind.HOT_KEY,
+        account="111122223333",
+        region="us-east-1",
+        table="Orders",
+        discriminator={"pk": "ORDER#1"},
+        severity=Severity.HIGH,
+        title="Hot partition key pk=ORDER#1 on Orders",
+        summary=summary,
+        recommendation="shard it",
+        evidence=evidence,
+        first_seen=at,
+        last_seen=at + timedelta(minutes=10),
+    )
+
+
+def _two_windows() -> tuple[Finding, Finding, Totals]:
+    first = _hot(T0, 600, 1000, 40, 2.5)
+    late = _hot(T0 + timedelta(hours=2), 300, 3000, 90, 1.1)
+    return first, late, first.sighting_totals().merged(late.sighting_totals())
+
+
+def test_counts_add_shares_are_of_the_period_and_peaks_are_the_busiest_windows() -> None:
+    _first, late, totals = _two_windows()
+    week = totals.over(T0 - timedelta(hours=10), T0 - timedelta(hours=10) + timedelta(days=7))
+    stated = for_period(late, week)
+    ev = stated.evidence
+    assert (ev["requests"], ev["writes"], ev["key_requests"]) == (900, 900, 4000)
+    assert ev["share"] == 0.225 == round(week.count / (week.share_base or 1), 4)  # not the late window's 10 %
+    assert ev["window_seconds"] == 7 * 86_400
+    assert ev["writes_per_second"] == round(900 / (7 * 86_400), 3)
+    # the busiest second and minute over the period, with their times; the tightest headroom with its utilisation
+    assert (ev["peak_second_writes"], ev["peak_second_writes_at"]) == (90, "2026-11-30T12:00:00Z")
+    assert ev["peak_minute_writes"] == 2700 and ev["peak_minute"] == "2026-11-30T12:00:00Z"
+    assert (ev["headroom_factor"], ev["partition_utilisation"]) == (1.1, round(1 / 1.1, 4))
+    # a sub-period's figure says so
+    assert ev["sub_periods"]["peak_second_writes"] == "busiest second"
+    assert ev["sub_periods"]["peak_minute_writes"] == "busiest minute"
+    assert ev["sub_periods"]["headroom_factor"] == "busiest 15 minutes"
+    assert "requests" not in ev["sub_periods"] and "share" not in ev["sub_periods"]
+    # the summary's share sentence is the week's
+    assert " It took 22% of the 4000 key-identified requests in the week. More." in stated.summary
+    assert "10%" not in stated.summary
+
+
+def test_the_stated_evidence_does_not_depend_on_the_sighting_it_starts_from() -> None:
+    first, late, totals = _two_windows()
+    assert for_period(first, totals).evidence == for_period(late, totals).evidence
+    again = for_period(for_period(late, totals), totals)  # stating it twice changes nothing
+    assert again.evidence == for_period(late, totals).evidence and again.summary == for_period(late, totals).summary
+
+
+def test_figures_merge_in_any_grouping_and_need_every_part() -> None:
+    a, b, c = (figures_of("scan", {"count": n, "pages": 2 * n, "indexes": [f"i{n}"]}) for n in (1, 2, 3))
+    assert merge_figures(merge_figures(a, b), c) == merge_figures(a, merge_figures(b, c))
+    assert merge_figures(a, None) is None  # a part stored before figures existed: the sums would be wrong
+    assert figures_of("large_item", {"size_bytes": 1}) is None
+
+
+def test_scan_rates_are_over_the_period_and_lists_are_unions() -> None:
+    figures = merge_figures(
+        figures_of("scan", {"count": 6, "inferred_scans": 0, "segments_seen": [0, 1], "window_seconds": WINDOW}),
+        figures_of("scan", {"count": 12, "inferred_scans": 2, "segments_seen": [1, 2], "window_seconds": WINDOW}),
+    )
+    evidence = {"count": 12, "per_hour": 48.0, "mean_interval_seconds": 75.0, "grouping": "logged", "segments_seen": []}
+    ev = period_evidence("scan", evidence, figures, 2 * 3600)
+    assert (ev["count"], ev["per_hour"], ev["mean_interval_seconds"]) == (18, 9.0, 400.0)
+    assert ev["segments_seen"] == [0, 1, 2] and ev["grouping"] == "inferred_from_time"
+    assert "window_seconds" not in ev  # only the fields the evidence states
+
+
+def test_low_cardinality_values_add_by_value_with_their_share_of_the_period() -> None:
+    def ev(a: int, b: int) -> dict[str, Any]:
+        rows = [{"value": "open", "requests": a, "share": 0.0}, {"value": "done", "requests": b, "share": 0.0}]
+        return {"requests": a + b, "values": rows, "distinct_partition_keys": 2}
+
+    figures = merge_figures(figures_of("low_cardinality_key", ev(30, 10)), figures_of("low_cardinality_key", ev(5, 55)))
+    out = period_evidence("low_cardinality_key", ev(5, 55), figures, 1800)
+    assert out["values"] == [
+        {"value": "done", "requests": 65, "share": 0.65},
+        {"value": "open", "requests": 35, "share": 0.35},
+    ]
+    assert out["requests"] == 100 and out["sub_periods"] == {"distinct_partition_keys": "busiest window"}
+
+
+def test_figures_are_stored_but_not_printed() -> None:
+    _first, _late, totals = _two_windows()
+    assert totals.figures is not None
+    assert "figures" not in totals.model_dump(mode="json")  # the outputs keep the contract's totals
+    stored = totals.model_dump(mode="json", context=STORED)
+    assert Totals.model_validate(stored).figures == totals.figures
+    assert totals == totals.model_copy(update={"figures": None})  # the same sums: equal totals
+
+
+def test_period_text_names_a_week_or_a_length() -> None:
+    def t(hours: float, start: datetime = T0) -> Totals:
+        return Totals(
+            count=1,
+            windows=1,
+            first_seen=start,
+            last_seen=start,
+            period_start=start,
+            period_end=start + timedelta(hours=hours),
+        )
+
+    monday = T0.replace(hour=0)
+    assert period_text(t(24 * 7, monday)) == "the week"
+    assert period_text(t(24 * 7)) == "7 days"
+    assert (period_text(t(2)), period_text(t(3)), period_text(t(0.75))) == ("120 minutes", "3 hours", "45 minutes")
