@@ -21,7 +21,7 @@ from itertools import count
 
 from auditor.findings_text import shorten
 from auditor.models.finding import Severity
-from auditor.report.contents import ITEM_LIMIT_BYTES, CapacityPanel
+from auditor.report.contents import ITEM_LIMIT_BYTES, LOGICAL_SCANS, CapacityPanel
 from auditor.report.model import WeeklyReport
 
 WIDTH = 940
@@ -575,7 +575,7 @@ def scanner_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
     totals: dict[str, float] = {}
     tables: dict[str, set[str]] = {}
     for r in report.scanners:
-        if r.status == "resolved":
+        if r.status == "resolved" or r.unit != LOGICAL_SCANS:  # CloudWatch's Scan pages are another unit
             continue
         totals[r.principal_name] = totals.get(r.principal_name, 0) + r.count
         tables.setdefault(r.principal_name, set()).add(r.table)
@@ -583,18 +583,18 @@ def scanner_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
         return None
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     bars = [
-        Bar(name, value, BLUE, f"{name}: {value:,.0f} scans on {', '.join(sorted(tables[name]))}")
+        Bar(name, value, BLUE, f"{name}: {value:,.0f} logical scans on {', '.join(sorted(tables[name]))}")
         for name, value in ranked
     ]
     top_name, top_value = ranked[0]
     return bar_chart(
         chart_id,
-        "Scan calls by principal",
+        "Logical scans by principal (CloudTrail)",
         f"{len(totals)} principal{'s' if len(totals) != 1 else ''} ran full-table scans; {top_name} ran the most "
-        f"({top_value:,.0f} calls).",
+        f"({top_value:,.0f} logical scans).",
         bars,
         value_label=lambda v: f"{v:,.0f}",
-        headers=("Principal", "Scan calls"),
+        headers=("Principal", "Logical scans"),
         integer=True,
     )
 

@@ -75,6 +75,12 @@ class TableSummary(FrozenModel):
         return self.inefficient_requests / self.requests if self.requests else 0.0
 
 
+#: The unit of a scanner row's count: CloudTrail's logical scans (its pages grouped into scans, or statements).
+LOGICAL_SCANS = "logical scans"
+#: The unit of a CloudWatch scan count: Scan requests, each one page (CloudWatch does not group them into scans).
+SCAN_PAGES = "Scan pages (CloudWatch)"
+
+
 class ScannerRow(FrozenModel):
     principal: str | None
     principal_name: str
@@ -84,6 +90,9 @@ class ScannerRow(FrozenModel):
     per_hour: float | None
     severity: Severity
     status: Status
+    #: What ``count`` counts (:data:`LOGICAL_SCANS` or :data:`SCAN_PAGES`): rows of different units are never added
+    #: or ranked together.
+    unit: str = LOGICAL_SCANS
 
 
 class HotKeyRow(FrozenModel):

@@ -125,7 +125,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "limit_bytes": "Size limit",
     "bytes_per_day": "Growth per day (bytes)",
     "days_to_limit": "Days to the limit",
-    "window_seconds": "Window",
+    "window_seconds": "Period",
     "mean_interval_seconds": "Mean interval between calls",
     "per_hour": "Calls per hour",
     "count": "Calls",
@@ -251,12 +251,14 @@ def _evidence_value(name: str, value: Any) -> str:
 
 
 def evidence_items(finding: Finding) -> list[tuple[str, str]]:
-    """The evidence as (label, text) pairs: the required fields first, then the rest (empty ones left out)."""
+    """The evidence as (label, text) pairs: the required fields first, then the rest (empty ones left out). A figure
+    of a sub-period (``evidence.sub_periods``: the busiest second, minute or window) says which in its label."""
     ev = finding.evidence
+    sub = ev.get("sub_periods") if isinstance(ev.get("sub_periods"), Mapping) else {}
     required = REQUIRED_EVIDENCE.get(FindingKind(finding.kind), ())
-    optional = sorted(n for n in ev if n not in required and ev[n] not in (None, [], {}, ""))
+    optional = sorted(n for n in ev if n not in required and n != "sub_periods" and ev[n] not in (None, [], {}, ""))
     names = [n for n in required if n in ev] + optional
-    return [(evidence_label(n), _evidence_value(n, ev[n])) for n in names]
+    return [(evidence_label(n) + (f" ({sub[n]})" if n in sub else ""), _evidence_value(n, ev[n])) for n in names]
 
 
 def headline(report: WeeklyReport) -> str:

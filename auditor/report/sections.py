@@ -14,6 +14,8 @@ from typing import Any, Literal
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity
 from auditor.report.contents import (
+    LOGICAL_SCANS,
+    SCAN_PAGES,
     Action,
     BillingRow,
     CapacityPanel,
@@ -145,9 +147,13 @@ def scanners(findings: Sequence[ReportFinding]) -> list[ScannerRow]:
                 per_hour=period_per_hour(f),
                 severity=f.severity,
                 status=rf.status,
+                unit=SCAN_PAGES if f.evidence.get("source") == "cloudwatch" else LOGICAL_SCANS,
             )
         )
-    rows.sort(key=lambda r: (r.status == "resolved", -r.count, r.table, r.principal_name))
+    # logical scans and CloudWatch's Scan pages are ranked each among their own, logical scans first
+    rows.sort(
+        key=lambda r: (r.unit != LOGICAL_SCANS, r.unit, r.status == "resolved", -r.count, r.table, r.principal_name)
+    )
     return rows
 
 
