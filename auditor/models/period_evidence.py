@@ -117,7 +117,8 @@ def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
         if isinstance(rows, list):
             tallies[f] = {}
             for row in rows:
-                if isinstance(row, dict) and _number(n := row.get(count)) is not None:
+                n = row.get(count) if isinstance(row, dict) else None
+                if isinstance(row, dict) and isinstance(n, int | float) and not isinstance(n, bool):
                     key = _tally_name(row.get(name))
                     tallies[f][key] = _add(tallies[f][key], n) if key in tallies[f] else n
             out.setdefault("rows", {})[f] = len(rows)
@@ -147,10 +148,10 @@ def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
     for f, n in b.get("sum", {}).items():
         sums[f] = _add(sums[f], n) if f in sums else n
     out: Figures = {"sum": sums}
-    for name, better in (("max", lambda x, y: y > x), ("min", lambda x, y: y < x)):
+    for name, sign in (("max", 1.0), ("min", -1.0)):
         kept = dict(a.get(name, {}))
         for f, entry in b.get(name, {}).items():
-            if f not in kept or better(float(kept[f]["value"]), float(entry["value"])):
+            if f not in kept or sign * float(entry["value"]) > sign * float(kept[f]["value"]):
                 kept[f] = entry
         out[name] = kept
     unions = {f: list(v) for f, v in a.get("union", {}).items()}

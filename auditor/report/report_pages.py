@@ -254,7 +254,7 @@ def evidence_items(finding: Finding) -> list[tuple[str, str]]:
     """The evidence as (label, text) pairs: the required fields first, then the rest (empty ones left out). A figure
     of a sub-period (``evidence.sub_periods``: the busiest second, minute or window) says which in its label."""
     ev = finding.evidence
-    sub = ev.get("sub_periods") if isinstance(ev.get("sub_periods"), Mapping) else {}
+    sub: Mapping[str, Any] = ev["sub_periods"] if isinstance(ev.get("sub_periods"), Mapping) else {}
     required = REQUIRED_EVIDENCE.get(FindingKind(finding.kind), ())
     optional = sorted(n for n in ev if n not in required and n != "sub_periods" and ev[n] not in (None, [], {}, ""))
     names = [n for n in required if n in ev] + optional
