@@ -196,7 +196,8 @@ def what_if(findings: Sequence[ReportFinding], limit: int = 10) -> list[WhatIfRo
                 index=f.index,
                 key=format_key(key) if key else (f"{attr} (busiest value)" if isinstance(attr, str) else None),
                 kind=f.kind,
-                limit="partition",
+                # a GSI back-pressure throttling finding measures the index's write capacity (docs/capacity.md)
+                limit="index write capacity" if f.kind is FindingKind.THROTTLING else "partition",
                 headroom=headroom,
                 source=f.evidence.get("source") if isinstance(f.evidence.get("source"), str) else None,
                 severity=f.severity,

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from auditor.models.finding import Finding
+from auditor.report.contents import ReportFinding
+from auditor.report.sections import what_if as report_what_if
 from benchmarks.workloads import count_errors, logical_errors, score
 from benchmarks.workloads_index import PARCEL_THROTTLES, index_errors, run, what_if_errors, what_if_result
 
@@ -87,3 +90,17 @@ def test_what_if_names_the_index_that_throttles_first_with_its_metered_writes(wh
         PARCEL_THROTTLES,
     )
     assert first["peak_per_second"] > 0
+
+
+def test_the_reports_what_throttles_first_lists_the_index(analysed: tuple[Any, dict[str, Any]]) -> None:
+    _, doc = analysed
+    [finding] = [Finding.model_validate(f) for f in doc["findings"] if f["table"] == "Parcels"]
+    [row] = report_what_if([ReportFinding(finding=finding, status="ongoing", docs_url="https://example.com")])
+    assert (row.table, row.index, row.key, row.limit, row.headroom) == (
+        "Parcels",
+        "ByCarrier",
+        None,
+        "index write capacity",
+        1.0,
+    )
+    assert row.throttles_at(2.0)
