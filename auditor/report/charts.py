@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from html import escape
 from itertools import count
 
+from auditor.detectors.stream.item_growth import days_text
 from auditor.findings_text import shorten
 from auditor.models.finding import Severity
 from auditor.report.contents import ITEM_LIMIT_BYTES, LOGICAL_SCANS, CapacityPanel
@@ -702,14 +703,16 @@ def item_growth_chart(report: WeeklyReport, chart_id: str, horizon_days: int = 3
         lines.append(Line(f"{r.table}: {r.key or '?'}", values, _GROWTH_COLORS[n % len(_GROWTH_COLORS)]))
     soonest = min(rows, key=lambda r: r.days_to_limit if r.days_to_limit is not None else math.inf)
     when = (
-        f"in {soonest.days_to_limit:.0f} days" if soonest.days_to_limit is not None else "within the projection window"
+        f"in {days_text(soonest.days_to_limit)}"
+        if soonest.days_to_limit is not None
+        else "within the projection window"
     )
     table_rows = tuple(
         (
             f"{r.table}: {r.key or '?'}",
             human_bytes(r.size_bytes or 0),
             f"{(r.bytes_per_day or 0) / 1024:,.1f} KB/day",
-            f"{r.days_to_limit:.0f}" if r.days_to_limit is not None else "-",
+            f"{r.days_to_limit:.1f}" if r.days_to_limit is not None else "-",  # as the finding states them
         )
         for r in rows
     )

@@ -331,12 +331,12 @@ def combine(older: Finding, newer: Finding) -> Finding:
     if not (is_story(older) and is_story(newer)) or older.id != newer.id:
         return newer
     story = with_stored(older, newer, float("inf"))
-    parts: dict[str, Totals] = {}
-    for f in (older, newer):
-        if f.totals is not None:
-            parts.update(f.totals.by_source or {str(f.evidence.get("source")): f.totals})
+    parts = {
+        source: part
+        for f in (older, newer)  # newer's part of a source wins
+        for source, part in ((f.totals.by_source or {}) if f.totals is not None else {}).items()
+    }
     if not parts:
         return story
-    return story.model_copy(
-        update={"totals": Totals.of_sources(parts).model_copy(update={"peak_severity": story.severity})}
-    )
+    totals = Totals.of_sources(parts)
+    return story.model_copy(update={"totals": totals.model_copy(update={"peak_severity": story.severity})})

@@ -15,7 +15,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from auditor.detectors.findings import throttling_story
+from auditor.detectors.findings import item_story, throttling_story
 from auditor.detectors.trail.scan import scan_summary
 from auditor.models.finding import Finding, FindingKind, Totals, isoformat_z
 
@@ -39,7 +39,7 @@ def for_period(finding: Finding, totals: Totals | None) -> Finding:
     stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
     if stated.totals is None or stated.totals.figures is None:
         return stated  # totals stored before figures existed: the evidence and its text are the window's
-    return _scan_sentences(_key_sentences(_share_sentence(stated)))
+    return item_story.restated(_scan_sentences(_key_sentences(_share_sentence(stated))))
 
 
 def _story_counts(story: Finding, totals: Totals) -> Finding:

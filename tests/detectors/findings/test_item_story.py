@@ -173,3 +173,12 @@ def test_a_story_restated_for_its_period_states_the_periods_count() -> None:
     assert out.evidence["facts"][0]["count"] == 12 and "12 writes rejected" in out.title
     assert "CloudTrail logged 12 writes" in out.summary and out.id == story.id
     assert item_story.restated(out) == out
+
+
+def test_two_outputs_stories_of_one_item_combine_with_each_sources_totals() -> None:
+    (trail,) = merge_items([exceeded(TIMELINE)])
+    (stream,) = merge_items([large(310_000)])
+    both = item_story.combine(stream, trail)
+    assert both.id == trail.id and len(both.evidence["facts"]) == 2
+    assert both.totals is not None and set(both.totals.by_source or {}) == {"cloudtrail", "dynamodb_streams"}
+    assert both.totals.count == 3  # the rejected writes (CloudTrail's), not added to the stream's sightings
