@@ -61,6 +61,7 @@ from typing import Any
 
 from auditor.billing.pricing import bundled_prices
 from auditor.config import AnalysisConfig
+from auditor.cost.bill import AuditorUsage
 from auditor.cost.cost_model import BillLine, DynamoDBUsage, StackShape, dynamodb_spend, month_lines
 from auditor.cost.plan import (
     SECONDS_PER_MONTH,
@@ -318,11 +319,17 @@ def _events(acct: Account, i: int, start_minute: int, minutes: int, writes_only:
 
 
 def strategy_lines(
-    acct: Account, events: float, controller_metrics: int, *, controller: bool, shape: StackShape | None = None
+    acct: Account,
+    events: float,
+    controller_metrics: int,
+    *,
+    controller: bool,
+    shape: StackShape | None = None,
+    extra: AuditorUsage | None = None,
 ) -> list[BillLine]:
     """The month's bill of a strategy, line by line (:func:`auditor.cost.cost_model.month_lines`: the model the
     ledger and the weekly report render)."""
-    return month_lines(len(acct.tables), events, controller_metrics, controller=controller, shape=shape)
+    return month_lines(len(acct.tables), events, controller_metrics, controller=controller, shape=shape, extra=extra)
 
 
 def scan_pages(acct: Account) -> float:
@@ -346,6 +353,15 @@ class GovernorRun:
     first_plan: CapturePlan | None
     shape: StackShape = field(default_factory=StackShape)
     notes: list[str] = field(default_factory=list)
+    #: Contributor Insights on demand: per table index, its windows [first minute, end minute); their usage.
+    insights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    ci_usage: AuditorUsage | None = None
+
+    def found(self, acct: Account, b: Burst) -> bool:
+        """Whether a Contributor Insights window of the governor named ``b``'s key."""
+        from benchmarks.cost_insights import found
+
+        return found(acct, b, self.insights.get(b.table, []))
 
 
 def run_governor(
@@ -382,6 +398,7 @@ def run_governor(
     index = {t.name: i for i, t in enumerate(acct.tables)}
     first: CapturePlan | None = None
     notes: set[str] = set()
+    ci_slices: dict[int, list[int]] = {}
     for s in range(SLICES):
         minute = s * SLICE // 60
         seen = minute - CW_DELAY_MINUTES
@@ -419,6 +436,8 @@ def run_governor(
         if first is None:
             first = plan
         notes.update(n for n in plan.notes if "scans and PartiQL" in n)
+        for name in plan.insights:
+            ci_slices.setdefault(index[name], []).append(s)
         if plan.captures or plan.scan_capped:
             plans[s] = frozenset(index[c.table] for c in plan.captures)
             selectors[s] = selectors_for(plan, probes=False)
@@ -445,18 +464,24 @@ def run_governor(
         for m in j.minutes:
             logged = probe_selectors.get(m) or selectors.get(m * 60 // SLICE, no_capture)
             always_on_events += j.pages * selectors_match(logged, j.operation, arn, True)
+    from benchmarks.cost_insights import usage, windows
+
+    ci_on = {i: windows(slices, SLICE // 60) for i, slices in ci_slices.items()}
+    ci_usage, ci_reads = usage(acct, ci_on)
     return GovernorRun(
         plans,
         selectors,
         probe_selectors,
         events + always_on_events,
         always_on_events,
-        metrics,
+        metrics + ci_reads,
         fixed,
         reasons,
         first,
         choice.shape,
         [choice.note, *sorted(notes)],
+        ci_on,
+        ci_usage if ci_on else None,
     )
 
 
@@ -711,11 +736,15 @@ def adversarial(
     rng = random.Random(seed)
     no_capture = _plan_of(frozenset(), acct)
     captures = {"governor": capture_of(gov, no_capture), "full": full}
-    rows = recall(groups, lambda b, s: hot_key_found(acct, b, captures[s], rng)[0])
+
+    def found(a: Account, g: GovernorRun, caps: dict[str, Capture], b: Burst, s: str) -> bool:
+        return hot_key_found(a, b, caps[s], rng)[0] or (s == "governor" and g.found(a, b))
+
+    rows = recall(groups, lambda b, s: found(acct, gov, captures, b, s))
     other = build_account(seed + 1)
     other_gov = run_governor(other, dynamodb_bill(other)[1], budget, tuning)
     other_captures = {"governor": capture_of(other_gov, no_capture), "full": full}
-    rows += recall([("second account", other.bursts)], lambda b, s: hot_key_found(other, b, other_captures[s], rng)[0])
+    rows += recall([("second account", other.bursts)], lambda b, s: found(other, other_gov, other_captures, b, s))
     return print_groups(rows)
 
 
@@ -739,12 +768,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--line", type=float, default=0.5, help="the burst trigger, as a fraction of a partition's limit")
     p.add_argument("--cooldown-slices", type=int, default=288, help="slices before a table is probed again")
     p.add_argument("--poll-every", type=int, default=3, help="read the busy tables every N slices")
+    p.add_argument(
+        "--insights-slices",
+        type=int,
+        default=PlannerConfig().insights_slices,
+        help="Contributor Insights on demand for N slices on a table at the detector's floor (0: never)",
+    )
+    p.add_argument("--reserve", type=float, default=0.5, help="share of the sampling budget kept for bursts")
     args = p.parse_args(argv)
     tuning = {
+        "burst_reserve": args.reserve,
         "half_partition_read": 3000 * args.line,
         "half_partition_write": 1000 * args.line,
         "burst_cooldown_slices": args.cooldown_slices,
         "poll_every_slices": args.poll_every,
+        "insights_slices": args.insights_slices,
     }
     t0 = time.perf_counter()
     acct = build_account(args.seed)
@@ -787,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         (
             "governor",
             gov.events,
-            strategy_lines(acct, gov.events, gov.metrics_polled, controller=True, shape=gov.shape),
+            strategy_lines(acct, gov.events, gov.metrics_polled, controller=True, shape=gov.shape, extra=gov.ci_usage),
             governor_capture,
         ),
     ]
@@ -798,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
         generated = 0
         for b in planted:
             ok, n = hot_key_found(acct, b, capture, rng)
-            hot += ok
+            hot += ok or (name == "governor" and gov.found(acct, b))
             generated += n
         scans = sum(scan_found(acct, j, capture) for j in acct.scans)
         causes = named = 0
@@ -821,6 +859,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{gov.always_on_events:,.0f} always-on events (Scan and SELECT pages, of {pages:,.0f}); "
         f"{gov.metrics_polled:,} CloudWatch metrics polled"
     )
+    if gov.insights:
+        spans = sum(len(w) for w in gov.insights.values())
+        print(f"  Contributor Insights on demand: {spans} windows on {len(gov.insights)} tables")
     for note in gov.notes:
         print(f"  {note}")
     print_lines(results)

@@ -83,8 +83,8 @@ class AuditorUsage(FrozenModel):
     dashboards: NonNegativeInt = 0
     log_bytes_ingested: NonNegativeFloat = 0
     log_bytes_stored: NonNegativeFloat = 0
-    #: Contributor Insights rules active during the period
-    ci_rules: NonNegativeInt = 0
+    #: Contributor Insights rules active during the period (a fraction for rules enabled part of it: rule-hours / hours)
+    ci_rules: NonNegativeFloat = 0
     ci_events: NonNegativeInt = 0
     s3_puts: NonNegativeInt = 0
     s3_gets: NonNegativeInt = 0

@@ -356,9 +356,17 @@ def fixed_monthly_usd(
 
 
 def month_lines(
-    tables: int, data_events: float, controller_metrics: int, *, controller: bool, shape: StackShape | None = None
+    tables: int,
+    data_events: float,
+    controller_metrics: int,
+    *,
+    controller: bool,
+    shape: StackShape | None = None,
+    extra: AuditorUsage | None = None,
 ) -> list[BillLine]:
     """The month's bill, line by line, for an account of ``tables`` tables and ``data_events`` data events (every
-    Scan and PartiQL page counted): what the benchmark prints and the week's ledger adds up to."""
+    Scan and PartiQL page counted), plus ``extra`` (Contributor Insights on demand): what the benchmark prints and the
+    week's ledger adds up to."""
     usage = fixed_monthly_usage(tables, controller_metrics, controller=controller, shape=shape)
-    return bill_lines(usage.plus(data_event_usage(data_events)))
+    usage = usage.plus(data_event_usage(data_events))
+    return bill_lines(usage.plus(extra) if extra is not None else usage)

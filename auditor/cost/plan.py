@@ -26,6 +26,13 @@ DATA_EVENT_USD = 0.10 / 100_000
 SECONDS_PER_MONTH = 730 * 3600
 HALF_PARTITION_READ = 1500.0
 HALF_PARTITION_WRITE = 500.0
+#: What one partition serves per second (read units, write units).
+PARTITION_READ = 3000.0
+PARTITION_WRITE = 1000.0
+#: Contributor Insights for DynamoDB (https://aws.amazon.com/cloudwatch/pricing/): $0.03 per million events (each item
+#: read or written in accessed-keys mode), $0.50 per rule-month (costed here by the hour, an hour at least).
+CI_EVENT_USD = 0.03 / 1e6
+CI_RULE_USD_MONTH = 0.50
 #: The operations logged on every table whatever the plan (scans and PartiQL).
 ALWAYS_ON_EVENTS: tuple[str, ...] = ("Scan", "ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction")
 ALWAYS_ON_NAME = "ddb-audit: scans and PartiQL (always on)"
@@ -67,6 +74,14 @@ class PlannerConfig(FrozenModel):
     scan_cap_share: float = Field(default=0.25, gt=0, le=1)
     #: Poll the busy tables every ``poll_every_slices`` slices (False: hourly and the watched tables only).
     poll_busy: bool = True
+    #: Contributor Insights on demand: a table whose latest reading reaches ``insights_line`` of one partition's limit
+    #: (the hot-key detector's floor) gets Contributor Insights in accessed-keys mode for ``insights_slices`` slices
+    #: (renewed while it stays there; 0: never), paid from the burst reserve. An item access costs 33 times less
+    #: there than as a data event, and the ``ci_hot_key`` detector names the key.
+    insights_slices: int = Field(default=0, ge=0, le=288)
+    insights_line: float = Field(default=0.25, gt=0, le=1)
+    ci_event_usd: float = CI_EVENT_USD
+    ci_rule_usd_month: float = CI_RULE_USD_MONTH
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +101,8 @@ class TableTraffic:
     recent_write_units: float | None = None
     #: Expected pages (data events) per Scan or PartiQL statement: the table's size over 1 MB (:func:`pages_per_scan`).
     pages_per_scan: float = 1.0
+    #: Contributor Insights rules of the table in accessed-keys mode (2; 4 with a sort key).
+    ci_rules: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +114,8 @@ class PlanState:
     month_elapsed: float = 0.0
     #: Per table: (slice index of the episode's first burst capture, burst slices captured in it).
     bursts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Per table: the first slice without Contributor Insights (on demand) after its current window.
+    insights: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +150,9 @@ class CapturePlan:
     scan_slice: tuple[str, ...] = ()
     #: The capped tables' figures (what :func:`cap_findings` reports).
     scan_caps: tuple[ScanCap, ...] = ()
+    #: Tables with Contributor Insights on demand during this slice, and what this plan added to it (USD).
+    insights: tuple[str, ...] = ()
+    insights_usd: float = 0.0
 
     @property
     def probe_seconds(self) -> int | None:
@@ -168,6 +190,8 @@ class CapturePlan:
             "notes": list(self.notes),
             "scan_capped": list(self.scan_capped),
             "scan_slice": list(self.scan_slice),
+            "insights": list(self.insights),
+            "insights_usd": round(self.insights_usd, 6),
         }
 
 
@@ -238,7 +262,10 @@ def plan_slice(
             )
         ),
     )
+    insights, insights_usd, spent = _insights(tables, slice_index, st, cfg, notes, spent, allowed, reserve)
     for t in hot:
+        if insights.get(t.table, slice_index) > slice_index:
+            continue  # Contributor Insights names its key, for less than a probe
         first, taken = bursts.get(t.table, (-(10**9), 0))
         in_episode = slice_index - first < taken + cfg.burst_cooldown_slices
         if in_episode and taken >= cfg.burst_slices:
@@ -282,12 +309,61 @@ def plan_slice(
         always_on_usd_month=always_on,
         sampling_usd_month=sampling,
         burst_usd=burst_usd,
-        state=PlanState(burst_spent_usd=spent, month_elapsed=st.month_elapsed, bursts=bursts),
+        state=PlanState(burst_spent_usd=spent, month_elapsed=st.month_elapsed, bursts=bursts, insights=insights),
         notes=tuple(notes),
         scan_capped=tuple(sorted(t.arn for t in tables if t.table in capped)),
         scan_slice=tuple(scan_slice),
         scan_caps=tuple(caps),
+        insights=tuple(sorted(k for k, until in insights.items() if until > slice_index)),
+        insights_usd=insights_usd,
     )
+
+
+def insights_cost(t: TableTraffic, slices: int, cfg: PlannerConfig) -> float:
+    """What ``slices`` slices of Contributor Insights (accessed-keys mode) on ``t`` cost at its current rate: an
+    event per item access, and its rules by the hour (an hour at least)."""
+    seconds = slices * cfg.slice_seconds
+    rule_hours = t.ci_rules * max(1.0, seconds / 3600)
+    return _recent_rate(t) * seconds * cfg.ci_event_usd + rule_hours * cfg.ci_rule_usd_month / 730
+
+
+def _insights(
+    tables: Sequence[TableTraffic],
+    slice_index: int,
+    st: PlanState,
+    cfg: PlannerConfig,
+    notes: list[str],
+    spent: float,
+    allowed: float,
+    reserve: float,
+) -> tuple[dict[str, int], float, float]:
+    """Contributor Insights on demand (``insights_slices``): (per table the first slice after its window, the cost
+    this plan adds, the reserve spent so far). A table read at ``insights_line`` of a partition or above gets (or
+    keeps) a window of ``insights_slices`` slices from this one; only the slices added are paid."""
+    until = {k: v for k, v in st.insights.items() if v > slice_index}
+    added_usd = 0.0
+    if cfg.insights_slices <= 0:
+        return until, added_usd, spent
+    for t in sorted(tables, key=lambda t: -partition_ratio(t)):
+        if partition_ratio(t) < cfg.insights_line:
+            break
+        end = slice_index + cfg.insights_slices
+        added = end - max(until.get(t.table, slice_index), slice_index)
+        if added <= 0:
+            continue
+        cost = insights_cost(t, added, cfg)
+        if reserve <= 0 or spent + cost > allowed:
+            notes.append(f"{t.table}: at {partition_ratio(t):.0%} of a partition but the burst reserve is spent")
+            continue
+        spent += cost
+        added_usd += cost
+        until[t.table] = end
+    return until, added_usd, spent
+
+
+def partition_ratio(t: TableTraffic) -> float:
+    """The table's latest reading over one partition's limit (the larger of reads and writes; 0 when not read)."""
+    return max((t.recent_read_units or 0.0) / PARTITION_READ, (t.recent_write_units or 0.0) / PARTITION_WRITE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,3 +114,21 @@ def test_the_adversarial_groups_plant_where_the_reference_set_does_not_look() ->
     for b in repeat:
         first = next(f for f in acct.by_table[b.table] if f.key == b.key.replace("REPEAT", "FIRST"))
         assert 120 <= b.start - (first.start + first.minutes) <= 480
+
+
+def test_a_contributor_insights_window_names_the_key_it_overlaps_and_is_billed_by_the_event() -> None:
+    from benchmarks.cost import Burst
+    from benchmarks.cost_insights import found, usage, windows
+
+    acct = build_account(16)
+    table = next(i for i, t in enumerate(acct.tables) if t.avg_rate >= 1.0)
+    floor = Burst(table, 600, 20, "FLOOR#x", 320.0, True)  # 32 % of a partition, 20 minutes
+    acct.by_table.setdefault(table, []).append(floor)
+    assert windows([120, 121, 122, 130], 5) == [(600, 615), (650, 655)]
+    assert found(acct, floor, [(600, 615)]) is True
+    assert found(acct, floor, [(619, 634)]) is False  # enabled in its last minute: the first minute is not counted
+    assert found(acct, floor, [(560, 600)]) is False
+    # billed: an event per request in the counted minutes, two rules for an hour at least, the reports read
+    month, reads = usage(acct, {table: [(600, 615)]})
+    expected = sum(sum(acct.requests(table, m)) * 60 for m in range(601, 615))
+    assert month.ci_events == int(expected) and month.ci_rules == pytest.approx(2 / 730) and reads == 2

@@ -392,3 +392,38 @@ def test_a_capped_table_gets_one_capture_cap_finding_per_period_with_its_figures
         == []
     )
     assert cap_findings(plan_slice([big, small], 0, fixed_usd_month=50.0), 0, 1) == []
+
+
+# ---------------------------------------------------------------- Contributor Insights on demand
+
+
+def test_contributor_insights_on_demand_opens_a_window_at_the_detectors_floor_and_replaces_the_probe() -> None:
+    from auditor.cost.plan import insights_cost
+
+    cfg = PlannerConfig(insights_slices=3, burst_reserve=1.0, reserve_up_front=1.0)
+    arn = "arn:aws:dynamodb:us-east-1:1:table/"
+
+    def table(name: str, writes: float | None) -> TableTraffic:
+        return TableTraffic(name, arn + name, 5.0, 500.0, recent_read_units=0.0, recent_write_units=writes)
+
+    floor, hot, quiet = table("Floor", 300.0), table("Hot", 600.0), table("Quiet", 200.0)
+    plan = plan_slice([floor, hot, quiet], 10, fixed_usd_month=1.0, config=cfg)
+    assert plan.insights == ("Floor", "Hot")  # 30 % and 60 % of a partition; Quiet (20 %) is below the floor
+    assert plan.state.insights == {"Floor": 13, "Hot": 13}
+    assert "burst" not in {c.reason for c in plan.captures}  # Contributor Insights names Hot's key: no probe
+    assert plan.insights_usd == pytest.approx(insights_cost(floor, 3, cfg) + insights_cost(hot, 3, cfg))
+    # 15 minutes of 300 items/s: 270,000 events at $0.03 per million, and two rules for an hour
+    assert insights_cost(floor, 3, cfg) == pytest.approx(270_000 * 0.03e-6 + 2 * 0.5 / 730)
+    # the next slice, not read: the window goes on, nothing added; read again and still there: extended by a slice
+    idle = plan_slice([table("Floor", None)], 11, fixed_usd_month=1.0, state=plan.state, config=cfg)
+    assert idle.insights == ("Floor", "Hot") and idle.insights_usd == 0.0
+    again = plan_slice([floor], 11, fixed_usd_month=1.0, state=plan.state, config=cfg)
+    assert again.state.insights["Floor"] == 14
+    assert again.insights_usd == pytest.approx(270_000 / 3 * 0.03e-6 + 2 * 0.5 / 730)
+    assert plan_slice([table("Floor", None)], 13, fixed_usd_month=1.0, state=plan.state, config=cfg).insights == ()
+    # off by default; and nothing when the reserve is spent (a note says so)
+    assert plan_slice([floor, hot], 10, fixed_usd_month=1.0).insights == ()
+    poor = plan_slice([floor], 10, fixed_usd_month=5.0, config=cfg)
+    assert poor.insights == () and any(
+        "Floor: at 30% of a partition but the burst reserve is spent" in n for n in poor.notes
+    )
