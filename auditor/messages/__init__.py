@@ -1,13 +1,15 @@
 """The messages the service publishes on its findings topic, each declared once (plain data, no I/O).
 
 The senders build them from here and every reader parses them from here: the finding event
-(:mod:`auditor.messages.finding_event`), the run digest (:mod:`auditor.messages.digest`) and the weekly report
-announcement (:mod:`auditor.messages.weekly_report`), with the kinds and the attribute names subscription filter
+(:mod:`auditor.messages.finding_event`), the run digest (:mod:`auditor.messages.digest`), the weekly report
+announcement (:mod:`auditor.messages.weekly_report`) and the model proposal (:mod:`auditor.messages.model_proposal`),
+with the kinds and the attribute names subscription filter
 policies use (:mod:`auditor.messages.topic`).
 """
 
 from auditor.messages.digest import Digest, DigestAttributes, DigestItem, parse_digest
 from auditor.messages.finding_event import FindingEventAttributes, encode_finding, parse_finding
+from auditor.messages.model_proposal import ModelProposalAttributes
 from auditor.messages.topic import (
     ALL_TABLES,
     AttributeName,
@@ -32,6 +34,7 @@ __all__ = [
     "FindingEventAttributes",
     "FindingNotification",
     "MessageKind",
+    "ModelProposalAttributes",
     "ReportAnnouncementAttributes",
     "SummaryAction",
     "TopicAttributes",

@@ -29,15 +29,18 @@ _Model = TypeVar("_Model", bound=BaseModel)
 class MessageKind(StrEnum):
     """The kinds of message the service publishes on the findings topic.
 
-    A run digest and a weekly report announcement carry their kind in the ``kind`` attribute. A finding event
-    carries its *finding* kind there instead (``scan``, ``hot_key``, ...: :class:`auditor.models.finding.FindingKind`,
-    none of which is a message kind), so filter policies select finding events with
-    ``{"anything-but": ["digest", "weekly_report"]}``; ``finding`` itself is never on the wire.
+    A run digest, a weekly report announcement and a model proposal carry their kind in the ``kind`` attribute. A
+    finding event carries its *finding* kind there instead (``scan``, ``hot_key``, ...:
+    :class:`auditor.models.finding.FindingKind`, none of which is a message kind), so filter policies select finding
+    events with ``{"anything-but": ["digest", "weekly_report", "model_proposal"]}``; ``finding`` itself is never on
+    the wire.
     """
 
     FINDING = "finding"
     DIGEST = "digest"
     WEEKLY_REPORT = "weekly_report"
+    #: A new or changed data-model proposal of the scheduled model review (:mod:`auditor.messages.model_proposal`).
+    MODEL_PROPOSAL = "model_proposal"
 
 
 class AttributeName(StrEnum):
@@ -54,6 +57,7 @@ class AttributeName(StrEnum):
     DIGEST_JSON = "digest_json"
     WEEK = "week"
     REPORT_JSON = "report_json"
+    PROPOSAL_JSON = "proposal_json"
 
 
 #: The ``table`` attribute of a message about no one table (the weekly report announcement).
@@ -69,13 +73,12 @@ class TopicAttributes(FrozenModel):
 
 
 def message_kind(attributes: Mapping[str, str]) -> MessageKind:
-    """The kind of a received message, from its ``kind`` attribute (anything but a digest or a report
-    announcement is a finding event)."""
+    """The kind of a received message, from its ``kind`` attribute (anything but a digest, a report announcement or
+    a model proposal is a finding event)."""
     kind = attributes.get(AttributeName.KIND)
-    if kind == MessageKind.DIGEST:
-        return MessageKind.DIGEST
-    if kind == MessageKind.WEEKLY_REPORT:
-        return MessageKind.WEEKLY_REPORT
+    for other in (MessageKind.DIGEST, MessageKind.WEEKLY_REPORT, MessageKind.MODEL_PROPOSAL):
+        if kind == other:
+            return other
     return MessageKind.FINDING
 
 

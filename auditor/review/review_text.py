@@ -71,6 +71,20 @@ def _details(p: Proposal, esc: Escape, bullet: str) -> list[str]:
     return lines
 
 
+def proposal_text(p: Proposal) -> str:
+    """One proposal as plain text (the scheduled model review's message): the change, its price and headroom before
+    and after, the access patterns, principals, findings and assumptions."""
+    head = [
+        terminal_text(p.title),
+        f"{p.kind} on {terminal_text(p.table)}"
+        + (f"/{terminal_text(p.index)}" if p.index else "")
+        + f", confidence {p.confidence}",
+        f"monthly cost {_money(p.before.monthly)} -> {_money(p.after.monthly)}, headroom at the peak "
+        f"{_headroom(p.before.headroom)} -> {_headroom(p.after.headroom)}",
+    ]
+    return "\n".join(head + _details(p, terminal_text, "- ")[1:]) + "\n"
+
+
 def _throttles(headroom: float | None) -> str:
     return _headroom(headroom) + (" (throttles)" if headroom is not None and headroom < 1 else "")
 

@@ -13,6 +13,7 @@ from auditor.messages import (
     DigestItem,
     FindingEventAttributes,
     MessageKind,
+    ModelProposalAttributes,
     ReportAnnouncementAttributes,
     SummaryAction,
     TopicAttributes,
@@ -23,7 +24,12 @@ from auditor.messages import (
 )
 from auditor.models.finding import FindingKind, Severity
 
-ATTRIBUTE_MODELS: list[type[TopicAttributes]] = [FindingEventAttributes, DigestAttributes, ReportAnnouncementAttributes]
+ATTRIBUTE_MODELS: list[type[TopicAttributes]] = [
+    FindingEventAttributes,
+    DigestAttributes,
+    ReportAnnouncementAttributes,
+    ModelProposalAttributes,
+]
 
 
 def test_every_attribute_of_a_message_is_a_declared_attribute_name_and_every_name_is_used() -> None:
@@ -41,6 +47,7 @@ def test_no_finding_kind_can_be_taken_for_a_message_kind() -> None:
     [
         ({"kind": "digest"}, MessageKind.DIGEST),
         ({"kind": "weekly_report"}, MessageKind.WEEKLY_REPORT),
+        ({"kind": "model_proposal"}, MessageKind.MODEL_PROPOSAL),
         ({"kind": "scan", "status": "new"}, MessageKind.FINDING),
         ({}, MessageKind.FINDING),
     ],
