@@ -201,6 +201,11 @@ def check_findings(findings: list[dict[str, Any]]) -> list[Disagreement]:
         totals = f.get("totals")
         if not totals:
             continue
+        by_source = totals.get("by_source") or {}
+        for i, fact in enumerate(ev.get("facts") or []):
+            part = by_source.get(fact.get("source")) if isinstance(fact, Mapping) else None
+            if part and _num(fact.get("count")) is not None and fact["count"] != part["count"]:
+                log.add(f, f"evidence.facts[{i}].count", part["count"], fact["count"])
         sub = _sub_periods(f)
         fields = [n for n in MEASURE_FIELDS.get(f["kind"], ()) if n in ev and n not in sub]
         if fields and len(fields) == len(MEASURE_FIELDS[f["kind"]]):
@@ -489,16 +494,18 @@ def check_cli_json(findings: list[dict[str, Any]], text: str, output: str) -> li
             if output.startswith("demo"):
                 log.add(f, "present", "listed", "missing")
             continue
-        log.same(f, "severity", f["severity"], other["severity"])
-        log.figures_in(f, "title", f["title"], other["title"])
         if "status" in other:
             log.same(f, "status", f.get("status"), other["status"])
-        if f["kind"] == "throttling" and set((f.get("totals") or {}).get("by_source") or {}) - {"cloudtrail"}:
-            # a story with CloudWatch's part: the trail's part is its CloudTrail source
+        if set((f.get("totals") or {}).get("by_source") or {}) - {"cloudtrail"} and not output.startswith("demo"):
+            # a story with a part the trail does not show (CloudWatch, the item's stream): its CloudTrail part's totals
+            # are the trail's; its severity, title and other figures rest on the other sources too
             part = f["totals"]["by_source"].get("cloudtrail") or {}
-            other_part = ((other.get("totals") or {}).get("by_source") or {}).get("cloudtrail") or {}
+            other_totals = other.get("totals") or {}
+            other_part = (other_totals.get("by_source") or {}).get("cloudtrail") or other_totals
             _same_document(log, {"id": f["id"], "totals": part}, {"totals": other_part}, ("totals",))
             continue
+        log.same(f, "severity", f["severity"], other["severity"])
+        log.figures_in(f, "title", f["title"], other["title"])
         _same_document(log, f, other, ("evidence", "totals"))
     return log.found
 
@@ -525,8 +532,8 @@ def check_trail_table(findings: list[dict[str, Any]], text: str) -> list[Disagre
     blocks = re.findall(r"^\[\d+\] (\S+) (.*)\n    (.*)\n    Fix: (.*)\n    id (\S+),", text, flags=re.M)
     for severity, title, _summary, _fix, fid in blocks:
         f = by_id.get(fid)
-        if f is None:
-            continue
+        if f is None or set((f.get("totals") or {}).get("by_source") or {}) - {"cloudtrail"}:
+            continue  # not the trail's, or a story resting on other sources too (see check_cli_json)
         log.same(f, "severity", f["severity"], severity.lower())
         log.figures_in(f, "title", f["title"], title)
     return log.found

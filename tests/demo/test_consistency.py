@@ -270,6 +270,7 @@ MUTATIONS: list[tuple[str, str, str, Patch]] = [
             ("top_scanners.calls", _filter(html, "num")),
             ("hot_keys.headroom", _filter(html, "num")),
             ("billing.cost_now", _filter(html, "money")),
+            ("items.size", _filter(html, "bytes")),
             ("evidence.", _evidence_values),
             ("status", _status_label(html)),
         )
