@@ -146,7 +146,9 @@ class _Log:
         fid = f if isinstance(f, str) else str(f["id"])
         self.found.append(Disagreement(fid, self.output, field, str(expected), str(shown)))
 
-    def figure(self, f: Mapping[str, Any], field: str, expected: float | None, shown: str, scale: float = 1.0) -> None:
+    def figure(
+        self, f: Mapping[str, Any] | str, field: str, expected: float | None, shown: str, scale: float = 1.0
+    ) -> None:
         """``shown`` must be ``expected`` rounded to the decimals it shows (and not 0 when ``expected`` is not)."""
         if expected is None:
             if shown_number(shown) is not None:
@@ -163,7 +165,15 @@ class _Log:
     def figures_in(self, f: Mapping[str, Any], field: str, expected: str, shown: str, prefix: bool = False) -> None:
         """The figures of a text (a title, a fix) as the finding's text has them, in order; a text cut short (``…``)
         or a ``prefix`` of it (a digest's first sentence of the fix) keeps the first ones."""
-        mine, theirs = numbers(expected), numbers(shown.removesuffix("…"))
+        cut = shown.removesuffix("…")
+        if (
+            cut != shown
+            and expected.startswith(cut)
+            and cut[-1:].isalnum()
+            and expected[len(cut) : len(cut) + 1].isalnum()
+        ):
+            self.add(f, field + ".cut", "cut at a word boundary", shown[-20:])
+        mine, theirs = numbers(expected), numbers(cut)
         if shown.endswith("…") or prefix:
             mine = mine[: len(theirs)]
         if mine != theirs:
@@ -412,11 +422,79 @@ def _throttle_rows(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> Non
         log.add(f, "throttles.read_events", "a read/write split of the period's count (the finding has none)", reads)
 
 
+#: The headline's breakdown line per kind with money (the report's words).
+MONEY_SOURCES = {
+    "billing_mode": "billing mode",
+    "table_class": "table class",
+    "idle_table": "idle tables",
+    "unused_index": "unused indexes",
+}
+
+
+def held(f: Mapping[str, Any], findings: list[dict[str, Any]]) -> bool:
+    """A capacity recommendation towards provisioned capacity for a table with an open throttling finding: not
+    advised, no saving counted."""
+    ev = f["evidence"]
+    if f["kind"] != "billing_mode" or ev.get("recommended_mode") != "PROVISIONED" or ev.get("collecting_data"):
+        return False
+    place = (f.get("account"), f.get("region"), f["table"])
+    return any(
+        t["kind"] == "throttling"
+        and t.get("status") != "resolved"
+        and (t.get("account"), t.get("region"), t["table"]) == place
+        for t in findings
+    )
+
+
+def _week_totals(log: _Log, findings: list[dict[str, Any]], report: ParsedReport) -> None:
+    """The report's totals (the summary, its savings breakdown, the week's measures) are the findings' sums."""
+    live = [f for f in findings if f.get("status") != "resolved"]
+    money: dict[str, float] = {}
+    for f in live:
+        if f["kind"] in MONEY_SOURCES and not held(f, findings) and savings(f) > 0:
+            money[MONEY_SOURCES[f["kind"]]] = money.get(MONEY_SOURCES[f["kind"]], 0.0) + savings(f)
+
+    def sources(kind: str, source: str) -> float:
+        return sum(source_count(f, source) or 0 for f in live if f["kind"] == kind)
+
+    expected: dict[str, float] = {
+        "Open findings": len(live),
+        "Critical and high findings": sum(1 for f in live if f["severity"] in ("critical", "high")),
+        "Tables with findings": len({(f.get("account"), f.get("region"), f["table"]) for f in live}),
+        "Scan calls (CloudTrail)": sources("scan", "cloudtrail"),
+        "Scan requests (CloudWatch)": sources("scan", "cloudwatch"),
+        "Throttled calls (CloudTrail)": sources("throttling", "cloudtrail"),
+        "Throttle events (CloudWatch)": sources("throttling", "cloudwatch"),
+        "Hot keys": sum(1 for f in live if f["kind"] == "hot_key"),
+        "Writes rejected for item size": sum(period_count(f) for f in live if f["kind"] == "item_size_exceeded"),
+        "Potential savings ($/month)": sum(money.values()),
+    }
+    for _, row in _rows(report, "Week over week", "Measure"):
+        name = row["Measure"]
+        shown = next((v for k, v in row.items() if k.startswith("This week")), "")
+        if name in expected:
+            log.figure("(the week)", f"week.{name}", expected[name], shown)
+    for _, row in _rows(report, "Summary", "Open findings"):
+        log.figure("(the week)", "summary.open_findings", len(live), row["Open findings"])
+        for status in ("new", "worsened", "resolved"):
+            log.figure(
+                "(the week)",
+                f"summary.{status}",
+                sum(1 for f in findings if f.get("status") == status),
+                row[status.capitalize()],
+            )
+        log.figure("(the week)", "summary.savings", sum(money.values()), row["Potential savings"])
+    shown_parts = dict(re.findall(r"(?:^|, )([a-z ]+) (\$\d+(?:,\d{3})*(?:\.\d+)?)", report.breakdown))
+    for source in sorted(set(money) | set(shown_parts)):
+        log.figure("(the week)", f"summary.savings.{source}", money.get(source, 0.0), shown_parts.get(source, "-"))
+
+
 def check_report(findings: list[dict[str, Any]], report: ParsedReport, output: str) -> list[Disagreement]:
     log = _Log(output)
     for f in findings:
         _details(log, f, report)
         _sections(log, f, report)
+    _week_totals(log, findings, report)
     return log.found
 
 

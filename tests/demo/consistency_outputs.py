@@ -73,6 +73,8 @@ class ParsedReport:
 
     sections: dict[str, list[Table]] = field(default_factory=dict)
     details: dict[str, Detail] = field(default_factory=dict)
+    #: The summary's savings breakdown line ("Potential savings per month: billing mode $144, idle tables $66.").
+    breakdown: str = ""
 
     def tables(self, section: str) -> list[Table]:
         return self.sections.get(section, [])
@@ -118,6 +120,8 @@ def parse_markdown_report(text: str) -> ParsedReport:
     for title, body in zip(parts[1::2], parts[2::2], strict=True):
         lines = body.splitlines()
         out.sections[title.strip()] = _md_tables(lines)
+        found = re.search(r"^Potential savings per month: (.*)$", body, flags=re.M)
+        out.breakdown = md_plain(found.group(1)) if found else out.breakdown
         if title.strip() == "Finding details":
             for block in re.split(r"^### ", body, flags=re.M)[1:]:
                 fid = re.search(r"^Finding id `+ ?(.+?) ?`+", block, flags=re.M)
@@ -222,6 +226,21 @@ def parse_html_report(text: str) -> ParsedReport:
         if not h2:
             continue
         out.sections[h2[0].text()] = _html_tables(section)
+    cards = {}
+    for card in tree.root.find("li", **{"class": "card"}):
+        parts = {s.attrs.get("class", ""): s.text() for s in card.children if isinstance(s, _Node)}
+        cards[parts.get("label", "")] = (parts.get("value", ""), parts.get("note", ""))
+    if cards:  # the summary's cards as the Markdown's summary table and breakdown line
+        worsened = re.match(r"(\S+) worsened", cards.get("New", ("", ""))[1])
+        summary = {
+            "Open findings": cards.get("Open findings", ("", ""))[0],
+            "New": cards.get("New", ("", ""))[0],
+            "Worsened": worsened.group(1) if worsened else "",
+            "Resolved": cards.get("Resolved", ("", ""))[0],
+            "Potential savings": cards.get("Savings", ("", ""))[0],
+        }
+        out.sections.setdefault("Summary", []).append(Table(list(summary), [list(summary.values())]))
+        out.breakdown = cards.get("Savings", ("", ""))[1].removeprefix("per month: ").replace(" · ", ", ")
     for article in tree.root.find("article"):
         fid = article.attrs.get("id", "").removeprefix("f-")
         meta = article.find("div", **{"class": "meta"})

@@ -197,6 +197,12 @@ def _listing_titles(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(findings_text, "shorten", lambda t, n: original(bump(t), n))
 
 
+def _listing_cut(mp: pytest.MonkeyPatch) -> None:
+    from auditor import findings_text
+
+    mp.setattr(findings_text, "shorten", lambda t, n: t if len(t) <= n else t[: n - 2] + "…")  # where it falls
+
+
 def _listing_status(mp: pytest.MonkeyPatch) -> None:
     from auditor import findings_text
 
@@ -280,6 +286,7 @@ MUTATIONS: list[tuple[str, str, str, Patch]] = [
     ("slack_posts", "slack", "severity", _slack_severity),
     ("listing", "listing", "title", _listing_titles),
     ("listing", "listing", "status", _listing_status),
+    ("listing", "listing", "title.cut", _listing_cut),
     ("cli_json", "demo --format json", "evidence.", _json_evidence("auditor.cli.demo")),
     ("cli_csv", "demo --format csv", "evidence.", _csv_evidence),
     ("trail_json", "analyze-trail json", "evidence.", _json_evidence("auditor.cli.common")),
