@@ -173,7 +173,8 @@ build: tools
 # done once into $(LAMBDA_PACKAGE) (rebuilt when pyproject.toml or the code changes) and split into the two parts.
 LAMBDA_FUNCTIONS := DependenciesLayer \
                     TrailIngestFunction EventsIngestFunction EvaluatorFunction NotifierFunction SecurityHubFunction \
-                    StreamItemSizeFunction MetricsAuditFunction WeeklyReportFunction CaptureControllerFunction
+                    StreamItemSizeFunction MetricsAuditFunction WeeklyReportFunction CaptureControllerFunction \
+                    ModelReviewFunction
 LAMBDA_PYTHON    ?= 3.12
 LAMBDA_PLATFORM  ?= manylinux2014_aarch64
 LAMBDA_PACKAGE   ?= .aws-sam/lambda-package

@@ -4,9 +4,10 @@ The real handlers run end to end against a moto server (an S3 trail bucket with 
 planted problems, the state table, the findings topic, the Slack secret and a local stand-in for the webhook, audited
 tables with planted CloudWatch metrics, the reports bucket): trail ingest, events ingest, the evaluator, the Slack
 notifier, the stream item-size watcher, the metrics audit, the capture controller (managing the stack's own trail,
-and advising with an existing one) and the weekly report. The rarer paths run too: publishes
-that fail (the outbox marks them failed, the next run sends them), a weekly announcement released after a failed
-publish and not repeated on a retry, and a finding written concurrently by someone else (a version conflict).
+and advising with an existing one), the weekly report and the model review. The rarer paths run too: publishes
+that fail (the outbox marks them failed, the next run sends them), a weekly announcement and a model proposal
+released after a failed publish and not repeated on a retry, and a finding written concurrently by someone else (a
+version conflict).
 
 A botocore hook records every AWS call each handler makes; each call is mapped to the IAM action it needs
 (``TransactWriteItems`` to the actions of its items, a presigned URL to the action it authorises) and, for DynamoDB,
@@ -43,6 +44,7 @@ from handlers import (
     evaluator,
     events_ingest,
     metrics_audit,
+    model_review,
     notifier,
     runtime,
     security_hub,
@@ -487,6 +489,22 @@ def _run_everything(
         for n in (1, 2)
     ]
     announcements += [_attributes(m) for m in _receive_all(sqs, stack.alerts_queue_url)]
+
+    # Model review (EnableModelReview), in the week of the trail: the first announcement fails (the new proposal is
+    # forgotten again), the retry announces, a third run has nothing new.
+    rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/model-review"
+    review_time = START + timedelta(days=2)
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", missing_topic)
+    with pytest.raises(ClientError):
+        invoke("ModelReviewFunction", model_review, scheduled_event(review_time, rule))
+    monkeypatch.setenv("FINDINGS_TOPIC_ARN", stack.topic_arn)
+    invoke.clear_caches()
+    reviews = [
+        invoke("ModelReviewFunction", model_review, scheduled_event(review_time + timedelta(hours=n), rule))
+        for n in (1, 2)
+    ]
+    assert reviews[0]["new"] and not reviews[1]["new"], reviews
+    _receive_all(sqs, stack.alerts_queue_url)
     return Recorded(recorder, catcher, announcements, audit_results, report_results, advice)
 
 
@@ -530,6 +548,7 @@ ALL_FUNCTIONS = {
     "StreamItemSizeFunction",
     "MetricsAuditFunction",
     "WeeklyReportFunction",
+    "ModelReviewFunction",
 }
 #: The capture controller's run with an existing trail (CreateTrail=false), recorded apart from its managing runs.
 ADVISING_CONTROLLER = "CaptureControllerFunction (existing trail)"

@@ -226,6 +226,8 @@ WEEKLY_REPORT_DDB_TABLE = frozenset(
         "dynamodb:Query",  # LedgerStore.entries (the week's LEDGER#{day}), CaptureStore.any_plan
     }
 )
+#: The model review's proposals (ProposalStore: claim, announced: UpdateItem; a failed publish's new one: DeleteItem).
+MODEL_REVIEW_DDB_TABLE = frozenset({"dynamodb:UpdateItem", "dynamodb:DeleteItem"})
 #: The notifier's delivery records (SlackDeliveries.begin: conditional PutItem; posted, refused: UpdateItem), only
 #: its own items (dynamodb:LeadingKeys SLACK#*).
 NOTIFIER_DDB = frozenset({"dynamodb:PutItem", "dynamodb:UpdateItem"})
@@ -341,6 +343,11 @@ NEEDS: dict[str, Needs] = {
         dynamodb={"table": WEEKLY_REPORT_DDB_TABLE, keys.GSI2: frozenset({"dynamodb:Query"})},  # findings by time
         kms_via=frozenset({"s3", "sns", "dynamodb"}),
     ),
+    "ModelReviewFunction": Needs(
+        actions=LOGS | XRAY | {"sns:Publish", "dynamodb:Query"} | MODEL_REVIEW_DDB_TABLE | KMS_THROUGH_SERVICES,
+        dynamodb={"table": MODEL_REVIEW_DDB_TABLE, keys.GSI2: frozenset({"dynamodb:Query"})},  # findings by time
+        kms_via=frozenset({"sns", "dynamodb"}),
+    ),
 }
 
 HANDLERS = {
@@ -353,6 +360,7 @@ HANDLERS = {
     "MetricsAuditFunction": "handlers.metrics_audit.lambda_handler",
     "WeeklyReportFunction": "handlers.weekly_report.lambda_handler",
     "CaptureControllerFunction": "handlers.capture_controller.lambda_handler",
+    "ModelReviewFunction": "handlers.model_review.lambda_handler",
 }
 
 #: Scheduled functions: their schedule (fixed: not a deploy-time question), and the alarm on their errors.
@@ -365,7 +373,12 @@ SCHEDULED = {
     "WeeklyReportFunction": ("cron(0 7 ? * MON *)", "WeeklyReportErrorsAlarm"),
     # The planner's 5-minute slice (with an existing trail: the day's first slice advises, the others are idle).
     "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
+    # Optional (EnableModelReview): daily 08:00 UTC, the open findings of the week in progress.
+    "ModelReviewFunction": ("cron(0 8 * * ? *)", "ModelReviewErrorsAlarm"),
 }
+
+#: Scheduled functions deployed only when a parameter enables them (test_optional_model_review_function).
+OPTIONAL_SCHEDULED = {"ModelReviewFunction"}
 
 #: Settings fields the deployed functions do not get (with the reason).
 SETTINGS_NOT_DEPLOYED = {
@@ -906,7 +919,8 @@ def test_scheduled_functions_have_their_schedule_and_an_errors_alarm(stack: dict
         for name, props in functions(stack).items()
         if any(e["Type"] == "Schedule" for e in props.get("Events", {}).values())
     }
-    assert set(scheduled) == set(SCHEDULED)  # the capture controller too: it advises with an existing trail
+    # the capture controller too: it advises with an existing trail; the model review only where it is enabled
+    assert set(scheduled) - OPTIONAL_SCHEDULED == set(SCHEDULED) - OPTIONAL_SCHEDULED
     for name, props in scheduled.items():
         schedule, alarm = SCHEDULED[name]
         (event,) = props["Events"].values()
@@ -1034,11 +1048,11 @@ def test_parameters_are_described(template: dict[str, Any]) -> None:
         assert len(spec.get("Description", "")) >= 20, name
 
 
-MAX_PARAMETERS = 15
+MAX_PARAMETERS = 16
 
 
 def test_a_guided_deploy_asks_few_grouped_labelled_questions(template: dict[str, Any]) -> None:
-    """At most 15 parameters, each with a default, in exactly one labelled group; the template lists them in the
+    """At most 16 parameters, each with a default, in exactly one labelled group; the template lists them in the
     groups' order (``sam deploy --guided`` asks them in template order, the console by group)."""
     parameters = template["Parameters"]
     assert len(parameters) <= MAX_PARAMETERS, f"{len(parameters)} parameters: move advanced ones to the document"
@@ -1437,3 +1451,19 @@ def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, A
     assert len(cloudtrail) == 1
     assert sorted(as_list(cloudtrail[0]["Action"])) == ["cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"]
     assert cloudtrail[0]["Resource"] == {"Fn::GetAtt": ["DataEventsTrail", "Arn"]}
+
+
+MODEL_REVIEW_RESOURCES = {"ModelReviewFunction", "ModelReviewRole", "ModelReviewLogGroup", "ModelReviewErrorsAlarm"}
+
+
+def test_optional_model_review_function(template: dict[str, Any]) -> None:
+    """EnableModelReview (default false) deploys the scheduled model review, its role, log group and alarm; a stack
+    without it has none of them."""
+    assert template["Parameters"]["EnableModelReview"]["Default"] == "false"
+    for variant, params in VARIANTS.items():
+        for enabled in ("true", "false"):
+            stack = resolve(template, {**params, "EnableModelReview": enabled})
+            present = MODEL_REVIEW_RESOURCES & set(stack["Resources"])
+            assert present == (MODEL_REVIEW_RESOURCES if enabled == "true" else set()), (variant, enabled)
+    stack = resolve(template, VARIANTS["existing-bucket"])
+    assert not MODEL_REVIEW_RESOURCES & set(stack["Resources"]), "off by default"

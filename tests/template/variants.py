@@ -71,6 +71,7 @@ VARIANTS: dict[str, dict[str, str]] = {
         "AlertEmail": "ops@example.com",
         "ItemSizeStreamArns": f"{ORDERS_STREAM_ARN},{DOCUMENTS_STREAM_ARN}",
         "EnableSecurityHub": "true",
+        "EnableModelReview": "true",
     },
 }
 
