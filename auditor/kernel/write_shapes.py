@@ -21,7 +21,6 @@ __all__ = ["MAX_SHAPE_CHARS", "statement_shape", "write_shape"]
 MAX_SHAPE_CHARS: Final = 1000
 _CLAUSE: Final = re.compile(r"(?<![#:\w])(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
 _FIRST_NAME: Final = re.compile(r"\s*([#\w-]+)")
-_UPDATES: dict[tuple[str, tuple[tuple[str, Any], ...]], str] = {}
 
 
 def _field(body: Mapping[str, Any], camel: str) -> Any:
@@ -71,32 +70,67 @@ def _update(expression: str, names: Mapping[str, Any]) -> str:
     return shape if len(shape) < MAX_SHAPE_CHARS else WRITE_UPDATE
 
 
+#: The kind of write of each operation name an item access carries (a suffix decides any other).
+_KINDS: Final = {
+    "PutItem": WRITE_PUT,
+    "UpdateItem": WRITE_UPDATE,
+    "DeleteItem": WRITE_DELETE,
+    "BatchWriteItem:Put": WRITE_PUT,
+    "BatchWriteItem:Delete": WRITE_DELETE,
+    "TransactWriteItems:Put": WRITE_PUT,
+    "TransactWriteItems:Update": WRITE_UPDATE,
+    "TransactWriteItems:Delete": WRITE_DELETE,
+}
+#: Shapes already read, by a put's names or an update's expression and names (bounded: cleared when full).
+_SEEN: dict[tuple[Any, ...], str] = {}
+
+
+def _kind(operation: str) -> str | None:
+    kind = _KINDS.get(operation)
+    if kind is None:
+        if operation.endswith(("Delete", "DeleteItem")):
+            return WRITE_DELETE
+        if operation.endswith(("Put", "PutItem")):
+            return WRITE_PUT
+        return WRITE_UPDATE if operation.endswith(("Update", "UpdateItem")) else None
+    return kind
+
+
+def _remember(key: tuple[Any, ...], shape: str) -> str:
+    if len(_SEEN) > 4096:
+        _SEEN.clear()
+    _SEEN[key] = shape
+    return shape
+
+
 def write_shape(operation: str, body: Mapping[str, Any] | None) -> str | None:
     """The shape of one base-table write (``operation`` as the item access names it: ``PutItem``,
     ``BatchWriteItem:Put``, ``TransactWriteItems:Update``, ...) from its logged request ``body``; None for what
     writes no item (a transaction's ConditionCheck)."""
-    if operation.endswith(("Delete", "DeleteItem")):
-        return WRITE_DELETE
-    if operation.endswith(("Put", "PutItem")):
-        if body is None:
-            return WRITE_PUT
-        names = _names(_field(body, "item"))
-        if names is None:
-            names = _names(_field(body, "items"))
+    kind = _kind(operation)
+    if kind is None or kind == WRITE_DELETE or body is None:
+        return kind
+    if kind == WRITE_PUT:
+        logged = _field(body, "item")
+        if logged is None:
+            logged = _field(body, "items")
+        if type(logged) is list:
+            key = tuple(logged)
+            shape = _SEEN.get(key)
+            if shape is not None:
+                return shape
+            names = _names(logged)
+            return _remember(key, WRITE_PUT if names is None else WRITE_PUT + names)
+        names = _names(logged)
         return WRITE_PUT if names is None else WRITE_PUT + names
-    if not operation.endswith(("Update", "UpdateItem")):
-        return None
-    expression = _field(body, "updateExpression") if body is not None else None
+    expression = _field(body, "updateExpression")
     if type(expression) is str:
-        names = _field(body, "expressionAttributeNames") if body is not None else None
-        key = (expression, tuple(names.items()) if isinstance(names, Mapping) else ())
-        shape = _UPDATES.get(key)
-        if shape is None:
-            if len(_UPDATES) > 4096:
-                _UPDATES.clear()
-            shape = _UPDATES[key] = _update(expression, names if isinstance(names, Mapping) else {})
-        return shape
-    legacy = _field(body, "attributeUpdates") if body is not None else None
+        names = _field(body, "expressionAttributeNames")
+        mapping = names if isinstance(names, Mapping) else {}
+        key = (expression, *mapping.items())
+        shape = _SEEN.get(key)
+        return shape if shape is not None else _remember(key, _update(expression, mapping))
+    legacy = _field(body, "attributeUpdates")
     if isinstance(legacy, Mapping) and legacy:  # the legacy AttributeUpdates: a DELETE action without a value removes
         removed = sorted(str(n) for n, a in legacy.items() if isinstance(a, Mapping) and a.get("action") == "DELETE")
         changed = sorted(str(n) for n in legacy if str(n) not in removed)
