@@ -775,9 +775,11 @@ def main(argv: list[str] | None = None) -> int:
         help="Contributor Insights on demand for N slices on a table at the detector's floor (0: never)",
     )
     p.add_argument("--reserve", type=float, default=0.5, help="share of the sampling budget kept for bursts")
+    p.add_argument("--keep-share", type=float, default=0.5, help="share of the budget the stack's fixed costs leave")
     args = p.parse_args(argv)
     tuning = {
         "burst_reserve": args.reserve,
+        "stack_keep_share": args.keep_share,
         "half_partition_read": 3000 * args.line,
         "half_partition_write": 1000 * args.line,
         "burst_cooldown_slices": args.cooldown_slices,

@@ -82,6 +82,8 @@ class PlannerConfig(FrozenModel):
     insights_line: float = Field(default=0.25, gt=0, le=1)
     ci_event_usd: float = CI_EVENT_USD
     ci_rule_usd_month: float = CI_RULE_USD_MONTH
+    #: The stack runs leaner until its fixed costs leave this share of the budget (:func:`stack_for_budget`).
+    stack_keep_share: float = Field(default=0.5, ge=0, lt=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,13 +379,18 @@ class StackChoice:
 
 
 def stack_for_budget(
-    budget_usd_month: float, tables: int, busy: int, config: PlannerConfig | None = None, keep_share: float = 0.5
+    budget_usd_month: float,
+    tables: int,
+    busy: int,
+    config: PlannerConfig | None = None,
+    keep_share: float | None = None,
 ) -> StackChoice:
-    """The first of three steps whose fixed costs leave ``keep_share`` of the budget for data events (else the
-    leanest): the full stack; without the health dashboard and with the 4 custom metrics the alarms read; and, in
-    addition, the busy tables read hourly only (the watched ones still every slice). The budget pays the fixed costs
-    first; the note says which step and what it saves."""
+    """The first of three steps whose fixed costs leave ``keep_share`` (default ``stack_keep_share``) of the budget
+    for data events (else the leanest): the full stack; without the health dashboard and with the 4 custom metrics
+    the alarms read; and, in addition, the busy tables read hourly only (the watched ones still every slice). The
+    budget pays the fixed costs first; the note says which step and what it saves."""
     cfg = config or PlannerConfig()
+    keep = cfg.stack_keep_share if keep_share is None else keep_share
     full = StackShape()
     steps = [
         (full, cfg, "full stack"),
@@ -395,7 +402,7 @@ def stack_for_budget(
         ),
     ]
     costs = [fixed_monthly_usd(tables, busy if c.poll_busy else 0, c.poll_every_slices, shape=sh) for sh, c, _ in steps]
-    pick = next((i for i, c in enumerate(costs) if c <= budget_usd_month * (1 - keep_share)), len(steps) - 1)
+    pick = next((i for i, c in enumerate(costs) if c <= budget_usd_month * (1 - keep)), len(steps) - 1)
     shape, chosen, what = steps[pick]
     saved = costs[0] - costs[pick]
     note = f"{what}: fixed costs ${costs[pick]:,.2f}/month of a ${budget_usd_month:,.2f} budget"

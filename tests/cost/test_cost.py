@@ -427,3 +427,10 @@ def test_contributor_insights_on_demand_opens_a_window_at_the_detectors_floor_an
     assert poor.insights == () and any(
         "Floor: at 30% of a partition but the burst reserve is spent" in n for n in poor.notes
     )
+
+
+def test_the_share_the_stack_leaves_for_data_events_is_a_setting() -> None:
+    from auditor.cost.plan import stack_for_budget
+
+    assert not stack_for_budget(30.0, 100, 60).shape.dashboard  # the default keeps half the budget
+    assert stack_for_budget(30.0, 100, 60, PlannerConfig(stack_keep_share=0.1)).shape.dashboard
