@@ -310,14 +310,15 @@ def apply_table_facts(agg: TableWindow, config: AnalysisConfig, schemas: TableSc
     """Tell ``agg`` what the trail cannot, before detection: its partition key, ``--config``'s ``key_schema`` first
     (the user's word), else the table's description (DescribeTable, in the service), with the indexes' partition
     keys (without either the detectors fall back to the key names the trail itself logs); and its typical item
-    size, ``item_size_bytes`` from the config, else the description's size over its item count."""
+    size in the order of :func:`auditor.models.capacity.item_size`: ``item_size_bytes`` from the config, the stream
+    watcher's exact sizes, the description's size over its item count, CloudWatch's consumed units per write."""
     profile = (schemas or {}).get((agg.account, agg.region, agg.table))
-    described = (
-        max(1, round(profile.size_bytes / profile.item_count))
-        if profile is not None and profile.size_bytes and profile.item_count
-        else None
+    size, source = item_size(
+        config=config.item_size_bytes.get(agg.table),
+        streams=profile.stream_item_size_bytes if profile is not None else None,
+        inventory=profile.described_item_size if profile is not None else None,
+        cloudwatch=profile.cloudwatch_item_size_bytes if profile is not None else None,
     )
-    size, source = item_size(config=config.item_size_bytes.get(agg.table), inventory=described)
     agg.item_size_bytes, agg.item_size_source = (size, source) if size is not None else (None, None)
     agg.index_schema = {i.name: i.partition_key for i in profile.indexes if i.partition_key} if profile else {}
     if (hint := config.key_schema.get(agg.table)) is not None:

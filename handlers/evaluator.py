@@ -19,6 +19,7 @@ from auditor.service.late import Reevaluation
 from auditor.sources.inventory import describe_tables
 from auditor.state.capture_store import CaptureStore
 from auditor.state.ledger_store import LedgerStore
+from auditor.state.table_item_sizes import TableItemSizes, with_stream_sizes
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -38,7 +39,12 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         params,
         now=schedule.time,
         capture=CaptureStore(ddb, table, trail) if trail else None,
-        describe=partial(describe_tables, ddb, account=run.account, region=ddb.meta.region_name),
+        # the tables' descriptions, with the item sizes the stream watcher measured (the "streams" item size)
+        describe=with_stream_sizes(
+            partial(describe_tables, ddb, account=run.account, region=ddb.meta.region_name),
+            TableItemSizes(ddb, table),
+            schedule.time,
+        ),
         ledger=LedgerStore(ddb, table),
         dedupe=dedupe,
         late=Reevaluation(windows, run.sighting_store()),  # windows that got a contribution after they were evaluated

@@ -22,8 +22,12 @@ from auditor.service import health
 from auditor.service.record import LifecycleParams
 from auditor.service.stream_item_size import StreamFindingsRecorder, StreamItemSizeBatch, item_size_config
 from auditor.state.item_history import ItemHistoryStore
+from auditor.state.table_item_sizes import PendingSizes, TableItemSizes
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
+
+#: The item sizes measured in this environment and not stored yet (stored a thousand or fifteen minutes at a time).
+PENDING_SIZES = PendingSizes()
 
 
 @lambda_runtime(None)
@@ -39,7 +43,8 @@ def lambda_handler(event: dict[str, Any], run: Invocation) -> PartialItemFailure
     recorder = StreamFindingsRecorder(
         run.findings_store(), runtime.CLIENTS.sns, LifecycleParams.from_settings(settings)
     )
-    batch = StreamItemSizeBatch(store, config, recorder=recorder)
+    sizes = TableItemSizes(runtime.CLIENTS.dynamodb, run.state_table())  # the evaluator's "streams" item sizes
+    batch = StreamItemSizeBatch(store, config, recorder=recorder, sizes=sizes, pending=PENDING_SIZES)
 
     def record_handler(record: DynamoDBRecord) -> None:
         batch.process_record(record.raw_event)

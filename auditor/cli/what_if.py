@@ -41,7 +41,7 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from auditor.engine import apply_table_facts, ingest_parallel, plan_processes
     from auditor.kernel.inputs import discover
-    from auditor.whatif.capacity import capacity_from_audit
+    from auditor.whatif.capacity import capacity_from_audit, profiles_from_audit
     from auditor.whatif.limits import WhatIfConfig, what_if
     from auditor.whatif.loadtest import load_profile
     from auditor.whatif.whatif_text import render_what_if
@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_analysis_config(args.config or get_settings().audit_config)
     if args.jobs is not None and args.jobs < 1:
         raise InputError("--jobs must be at least 1")
-    capacity, insight_findings = capacity_from_audit(read_json(args.audit), args.audit) if args.audit else ([], [])
+    audit = read_json(args.audit) if args.audit else None
+    capacity, insight_findings = capacity_from_audit(audit, args.audit) if args.audit else ([], [])
     sources = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
     aggs, stats = ingest_parallel(sources, config, plan_processes(sources, args.jobs))
     if stats.files_read == 0:
@@ -57,8 +58,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"nothing could be read: {why}")
     warn(*stats.problems)
     spans = aggs.spans()
+    # the item sizes of the config, else of the audit (DescribeTable, CloudWatch), and the key schema, as the
+    # detectors read them
+    profiles = profiles_from_audit(audit) if audit is not None else {}
     for agg in spans:
-        apply_table_facts(agg, config)  # the config's item sizes and key schema, as the detectors read them
+        apply_table_facts(agg, config, profiles)
     hot_key = config.detector_config("hot_key")
     limits = WhatIfConfig(
         partition_read_units=hot_key.partition_read_units_per_second,

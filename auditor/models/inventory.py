@@ -134,6 +134,18 @@ class TableProfile(FrozenModel):
     stream_view_type: str | None = None
     tags: dict[str, str] | None = None
     gaps: tuple[Gap, ...] = ()
+    #: The mean size of the items the service's stream watcher sized (exact, from the table's stream), when known.
+    stream_item_size_bytes: int | None = None
+    #: CloudWatch's consumed write units per write request, as bytes (a lower bound: batches and transactions count
+    #: at their most items), when known.
+    cloudwatch_item_size_bytes: int | None = None
+
+    @property
+    def described_item_size(self) -> int | None:
+        """DescribeTable's size over its item count (both updated about every six hours), when both are known."""
+        if self.size_bytes and self.item_count:
+            return max(1, round(self.size_bytes / self.item_count))
+        return None
 
     @property
     def gsis(self) -> tuple[IndexProfile, ...]:

@@ -187,6 +187,18 @@ class AuditResult:
             return None
         return [r.to_dict() for r in resource_capacities(profile, tm, self.inventory.quotas)]
 
+    def _item_size(self, profile: TableProfile) -> dict[str, Any]:
+        """The table's item size in the order of :func:`auditor.models.capacity.item_size` from what the audit read
+        (DescribeTable's size over its item count, else CloudWatch's consumed units per write, a lower bound), with
+        its source; and CloudWatch's estimate on its own (read by ``ddb-audit what-if --audit``)."""
+        from auditor.models.capacity import item_size
+        from auditor.whatif.capacity import cloudwatch_item_size
+
+        tm = self.metrics.tables.get(profile.name)
+        estimate = cloudwatch_item_size(tm) if tm is not None else None
+        size, source = item_size(inventory=profile.described_item_size, cloudwatch=estimate)
+        return {"item_size_bytes": size, "item_size_source": source, "cloudwatch_item_size_bytes": estimate}
+
     def to_dict(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for f in self.findings:
@@ -197,6 +209,7 @@ class AuditResult:
                 t.summary()
                 | {
                     "findings": counts.get(t.name, 0),
+                    **self._item_size(t),
                     "capacity": self._capacity(t),
                     # the consumed/provisioned series read, for the report's capacity charts (billing --input form)
                     "capacity_history": self.capacity_history(t.name),

@@ -31,6 +31,7 @@ from auditor.service.record import LifecycleParams, OpenFindings, RecordResult, 
 from auditor.sources.streams import StreamStats, parse_stream_record
 from auditor.state.findings_store import FindingsStore
 from auditor.state.item_history import DEFAULT_MAX_SAMPLES, DEFAULT_RETENTION_DAYS, ItemHistoryStore
+from auditor.state.table_item_sizes import PendingSizes, TableItemSizes
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -167,12 +168,16 @@ class StreamItemSizeBatch:
     """Processes one stream batch record by record; ``store`` None means no history (sizes and large_item only).
 
     ``recorder`` None means the findings are only returned and logged (the CLI and tests of the watcher alone).
+    ``sizes``, when given, gets the count and bytes of the items sized, per table and ISO week (the evaluator's
+    ``streams`` item size, :mod:`auditor.state.table_item_sizes`), from ``pending`` once enough waits there.
     """
 
     store: ItemHistoryStore | None
     config: ItemSizeConfig = field(default_factory=ItemSizeConfig)
     stats: StreamStats = field(default_factory=StreamStats)
     recorder: StreamFindingsRecorder | None = None
+    sizes: TableItemSizes | None = None
+    pending: PendingSizes = field(default_factory=PendingSizes)
     _findings: dict[str, Finding] = field(default_factory=dict, init=False)
     _position: int = field(default=0, init=False)
     _updates: int = field(default=0, init=False)
@@ -193,6 +198,7 @@ class StreamItemSizeBatch:
             if self.stats.errors > errors:
                 log.warning("stream_record_skipped", position=self._position, problem=self.stats.last_problem)
             return
+        self.pending.add((obs.ref.account, obs.ref.region, obs.ref.table), obs.time, obs.size_bytes)
         found: list[Finding] = []
         if obs.size_bytes < self.config.history_floor_bytes:
             self._below_floor += 1
@@ -233,6 +239,7 @@ class StreamItemSizeBatch:
             )
             self._keep(large_item.insufficient_view_type(ref.account, ref.region, ref.table, view_type, at))
         findings = sorted(item_story.merge_items(list(self._findings.values())), key=Finding.sort_key)
+        self._store_sizes()
         recorded: RecordResult | None = None
         if self.recorder is not None and findings:
             linked, recorded = self.recorder.record(findings)
@@ -259,6 +266,18 @@ class StreamItemSizeBatch:
             )
         log.info("stream_batch_processed", **result.as_dict())
         return result
+
+    def _store_sizes(self) -> None:
+        """Store the item sizes waiting, once enough wait (a failure is logged and they wait for the next time: the
+        sizes are a hint, not the watcher's job)."""
+        if self.sizes is None or not self.pending.due:
+            return
+        sums = self.pending.take()
+        try:
+            self.sizes.add(sums)
+        except (ClientError, BotoCoreError) as exc:
+            self.pending.put_back(sums)
+            log.warning("table_item_sizes_not_stored", tables=len(sums), error=type(exc).__name__)
 
 
 def process_stream_records(

@@ -8,8 +8,7 @@ Calls per run: ``ceil(tables/100)`` ListTables pages (none when tables are named
 DescribeTable, one ListTagsOfResource and one DescribeTimeToLive; DescribeScalableTargets for provisioned tables
 and their GSIs in chunks of 50 ids; DescribeScalingPolicies per scaled resource (or one account-wide sweep when many
 are scaled); one account-wide ListContributorInsights sweep, then DescribeContributorInsights only for the tables
-and GSIs where it is enabled (to get the rule names); four GetServiceQuota calls for the account's throughput quotas
-(:mod:`auditor.sources.quotas`) when a Service Quotas client is given.
+and GSIs where it is enabled (rule names); four GetServiceQuota calls (:mod:`auditor.sources.quotas`) with a client.
 """
 
 from __future__ import annotations

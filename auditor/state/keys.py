@@ -1,9 +1,9 @@
 """The state table's key design: one table, generic ``pk``/``sk`` plus two sparse GSIs and TTL.
 
 The key builders of every item the stores write (window contributions and index, ingest marks, findings and the
-outbox, cursors and the evaluator's seal, late windows, evaluated windows' sightings, item size histories, capture
-plans, the cost ledger, coverage gaps, the notifier's Slack delivery records). docs/state-table.md lists the access
-patterns first, then these keys, and why no partition takes every write.
+outbox, cursors and the evaluator's seal, late windows, evaluated windows' sightings, item size histories and
+per-table item sizes, capture plans, the cost ledger, coverage gaps, the notifier's Slack delivery records).
+docs/state-table.md lists the access patterns first, then these keys, and why no partition takes every write.
 """
 
 from __future__ import annotations
@@ -108,6 +108,15 @@ def sightings_pk(account: str | None, region: str | None, table: str, week: str)
 def sightings_sk(window_start: int) -> str:
     """Sort key of one evaluated window's sightings (zero-padded: a week reads in time order)."""
     return f"{window_start:012d}"
+
+
+#: The key prefix of the stream watcher's per-table item sizes (one item per table and ISO week, ``sk`` the week).
+ITEM_SIZES_PREFIX = "ITEMSIZES#"
+
+
+def item_sizes_pk(account: str | None, region: str | None, table: str) -> str:
+    """Partition of a table's measured item sizes (:mod:`auditor.state.table_item_sizes`)."""
+    return f"{ITEM_SIZES_PREFIX}{table_ref(account, region, table)}"
 
 
 def capture_pk(trail: str) -> str:

@@ -12,10 +12,10 @@ from typing import Any
 
 from auditor.exceptions import InputError
 from auditor.models.inventory import Capacity, TableProfile, ThroughputQuotas
-from auditor.models.metrics import CONSUMED, TableMetrics
+from auditor.models.metrics import CONSUMED, SCAN_REQUESTS, WRITE_OPERATIONS, TableMetrics
 from auditor.whatif.limits import ResourceCapacity
 
-__all__ = ["capacity_from_audit", "resource_capacities"]
+__all__ = ["capacity_from_audit", "cloudwatch_item_size", "profiles_from_audit", "resource_capacities"]
 
 
 def _iso(epoch: int) -> str:
@@ -33,6 +33,21 @@ def _peak(tm: TableMetrics, index: str | None, access: str) -> tuple[float, str 
     if value <= 0:
         return 0.0, None
     return value / series.period, _iso(t)
+
+
+def cloudwatch_item_size(tm: TableMetrics) -> int | None:
+    """The table's item size from CloudWatch: its ``ConsumedWriteCapacityUnits`` over its item writes (the
+    ``SuccessfulRequestLatency`` SampleCount of the write operations, a batch or transaction counted at its most
+    items, :data:`~auditor.models.metrics.WRITE_OPERATIONS`), in bytes at 1 KB per write unit. A lower bound of the
+    units a write costs (the item count is an upper bound); None without writes."""
+    res = tm.resources.get(None)
+    if res is None:
+        return None
+    writes = sum(res.total(f"{SCAN_REQUESTS}:{op}") * items for op, items in WRITE_OPERATIONS.items())
+    consumed = res.total(CONSUMED["write"])
+    if writes <= 0 or consumed <= 0:
+        return None
+    return max(1, round(consumed / writes * 1024))
 
 
 def _scaling_max(cap: Capacity, access: str) -> int | None:
@@ -166,3 +181,29 @@ def _findings(value: Any, source: str) -> list[dict[str, Any]]:
         if evidence is not None and not isinstance(evidence, dict):
             raise InputError(f"{source}: findings[{f_no}].evidence must be an object, got {type(evidence).__name__}")
     return findings
+
+
+def profiles_from_audit(document: Any) -> dict[tuple[str | None, str | None, str], TableProfile]:
+    """What an audit's tables say of their item sizes, as the profiles :func:`auditor.engine.apply_table_facts`
+    reads: DescribeTable's size and item count, CloudWatch's consumed units per write (``cloudwatch_item_size_bytes``).
+    Entries without a table name are left out (:func:`capacity_from_audit` reports them)."""
+    out: dict[tuple[str | None, str | None, str], TableProfile] = {}
+    tables = document.get("tables") if isinstance(document, dict) else None
+    for table in tables if isinstance(tables, list) else ():
+        if not isinstance(table, dict) or not isinstance(table.get("table"), str):
+            continue
+        account, region = _text(table, "account"), _text(table, "region")
+        out[(account, region, table["table"])] = TableProfile(
+            name=table["table"],
+            account=account,
+            region=region,
+            size_bytes=_count(table.get("size_bytes")),
+            item_count=_count(table.get("item_count")),
+            cloudwatch_item_size_bytes=_count(table.get("cloudwatch_item_size_bytes")),
+        )
+    return out
+
+
+def _count(value: Any) -> int | None:
+    """A whole number above 0, else None."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None

@@ -59,6 +59,17 @@ ASSUMPTION = (
 )
 
 
+#: What each item size source is, after its name (``auditor.models.capacity.ITEM_SIZE_SOURCES``).
+_SIZE_SOURCES = {
+    "streams": ": the exact sizes the stream watcher measured",
+    "inventory": ": DescribeTable's size over its item count",
+    "cloudwatch": (
+        ": CloudWatch's consumed write units per write, a lower bound, as batches and transactions count at their "
+        "most items"
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class UnitCosts:
     """Capacity units per request on this table: ``ceil(size / 4 KB)`` read units per strongly consistent read
@@ -98,7 +109,8 @@ class UnitCosts:
         if self.item_size_bytes is None and self.eventual_read_share == 0:
             return ASSUMPTION
         size = (
-            f"items of about {self.item_size_bytes:,} bytes (from the {self.item_size_source})"
+            f"items of about {self.item_size_bytes:,} bytes (from the {self.item_size_source}"
+            f"{_SIZE_SOURCES.get(self.item_size_source or '', '')})"
             if self.item_size_bytes
             else "items of up to 4 KB read and 1 KB written (CloudTrail logs no sizes)"
         )
