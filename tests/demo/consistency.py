@@ -280,8 +280,11 @@ def _details(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> None:
         _evidence_figure(log, f, name, f["evidence"][name], shown)
 
 
-def _rows(report: ParsedReport, section: str, first: str) -> list[tuple[str, dict[str, str]]]:
-    tables: list[Table] = [t for t in report.tables(section) if t.header and t.header[0] == first]
+def _rows(report: ParsedReport, section: str, first: str, *need: str) -> list[tuple[str, dict[str, str]]]:
+    """The rows of the section's table whose first column is ``first`` (and that has the columns ``need``)."""
+    tables: list[Table] = [
+        t for t in report.tables(section) if t.header and t.header[0] == first and set(need) <= set(t.header)
+    ]
     widest = max((len(t.header) for t in tables), default=0)  # the section's table, not a chart's data table
     tables = [t for t in tables if len(t.header) == widest]
     return [(t.heading, r) for t in tables for r in t.records()]
@@ -469,6 +472,12 @@ def _week_totals(log: _Log, findings: list[dict[str, Any]], report: ParsedReport
         "Writes rejected for item size": sum(period_count(f) for f in live if f["kind"] == "item_size_exceeded"),
         "Potential savings ($/month)": sum(money.values()),
     }
+    for _, row in _rows(report, "Tables that need attention", "Table", "Open", "Savings/month"):
+        table = row["Table"].split(" ")[0]  # the HTML adds the Region (a table name has no space)
+        mine = [f for f in live if f["table"] == table]
+        log.figure("(the week)", f"tables.{table}.open", len(mine), row["Open"])
+        money_of = sum(savings(f) for f in mine if f["kind"] in MONEY_SOURCES and not held(f, findings))
+        log.figure("(the week)", f"tables.{table}.savings", money_of or None, row["Savings/month"])
     for _, row in _rows(report, "Week over week", "Measure"):
         name = row["Measure"]
         shown = next((v for k, v in row.items() if k.startswith("This week")), "")
@@ -651,6 +660,8 @@ def check_what_if(findings: list[dict[str, Any]], json_text: str, table_text: st
             item = mine[0]
             log.figure(f, "headroom", headroom, f"{item['headroom']}")
             log.same(f, "throttles_now", ev.get("throttles_now"), item["throttles_now"])
+            if _num(ev.get("throttled_calls")) is not None:
+                log.figure(f, "throttled_calls", _num(ev["throttled_calls"]), f"{item['throttled_calls']}")
             access = item.get("access")
             if f["kind"] == "hot_key" and access in ("read", "write"):
                 peak = _num(ev.get(f"peak_{access}_units_per_second"))

@@ -163,6 +163,14 @@ def _filter(html: bool, name: str) -> Patch:
     return patch
 
 
+def _week_values(html: bool) -> Patch:
+    def patch(mp: pytest.MonkeyPatch) -> None:
+        env = report_pages.html_environment() if html else report_pages.markdown_environment()
+        mp.setitem(env.globals, "value_text", lambda d, v: bump(report_pages.value_text(d, v)))
+
+    return patch
+
+
 def _evidence_values(mp: pytest.MonkeyPatch) -> None:
     original = report_pages._evidence_value
     mp.setattr(report_pages, "_evidence_value", lambda name, value: bump(original(name, value)))
@@ -277,6 +285,7 @@ MUTATIONS: list[tuple[str, str, str, Patch]] = [
             ("hot_keys.headroom", _filter(html, "num")),
             ("billing.cost_now", _filter(html, "money")),
             ("items.size", _filter(html, "bytes")),
+            ("week.", _week_values(html)),
             ("evidence.", _evidence_values),
             ("status", _status_label(html)),
         )
