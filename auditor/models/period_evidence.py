@@ -34,10 +34,16 @@ class _Spec:
     mins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Lists of things seen (segments, indexes, filters): their union.
     unions: tuple[str, ...] = ()
-    #: Lists of ``{name: ..., count: n}`` rows: counts added by name, the top rows kept (field -> (name, count)).
-    tallies: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: Lists of ``{name: ..., count: n}`` rows: counts added by name, the top rows kept (field -> (name, count, how
+    #: many rows the detector lists; None: all)).
+    tallies: Mapping[str, tuple[str, str, int | None]] = field(default_factory=dict)
     #: Maps of counts (error codes): added key by key.
     counters: tuple[str, ...] = ()
+    #: Counts of the window that every finding of one source in it shares (the window's calls): they add over
+    #: windows, not over the findings of one window.
+    shared: tuple[str, ...] = ()
+    #: The field whose value keeps its own ``sums`` (a throttling finding's cause): ``figures["by"][value]``.
+    by: str | None = None
 
 
 _MODEL = ("assumed_utilisation", "throttles_now", "contradicted_assumption", "to_confirm")
@@ -65,7 +71,7 @@ SPECS: dict[str, _Spec] = {
         sums=("requests", "throttled_calls"),
         maxes={"distinct_partition_keys": ()},
         mins={"busiest_value_headroom_factor": ("headroom_factor", *_MODEL)},
-        tallies={"values": ("value", "requests")},
+        tallies={"values": ("value", "requests", None)},
     ),
     "scan": _Spec(
         sums=("count", "pages", "logical_scans", "inferred_scans", "estimated_read_units"),
@@ -74,8 +80,10 @@ SPECS: dict[str, _Spec] = {
     ),
     "throttling": _Spec(
         sums=("read_throttle_events", "write_throttle_events"),
-        tallies={"top_keys": ("key", "throttled_calls")},
+        tallies={"top_keys": ("key", "throttled_calls", 5)},  # the throttling detector's five
         counters=("error_codes",),
+        shared=("calls",),
+        by="cause",
     ),
     "item_size_exceeded": _Spec(sums=("count", "whole_calls")),
 }
@@ -100,6 +108,10 @@ def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
     if spec is None:
         return None
     out: Figures = {"sum": {f: evidence[f] for f in spec.sums if _number(evidence.get(f)) is not None}}
+    if spec.shared:
+        out["shared"] = {f: evidence[f] for f in spec.shared if _number(evidence.get(f)) is not None}
+    if spec.by is not None and evidence.get(spec.by) is not None:
+        out["by"] = {str(evidence[spec.by]): dict(out["sum"])}
     for name, ranked in (("max", spec.maxes), ("min", spec.mins)):
         out[name] = {
             f: {"value": evidence[f], "with": {c: evidence.get(c) for c in companions if c in evidence}}
@@ -112,7 +124,7 @@ def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
         out["max"][stamp] = {"value": max(minute), "with": {stamp: evidence[stamp]}}
     out["union"] = {f: sorted(evidence[f], key=_tally_name) for f in spec.unions if isinstance(evidence.get(f), list)}
     tallies: dict[str, dict[str, float]] = {}
-    for f, (name, count) in spec.tallies.items():
+    for f, (name, count, _) in spec.tallies.items():
         rows = evidence.get(f)
         if isinstance(rows, list):
             tallies[f] = {}
@@ -121,7 +133,6 @@ def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
                 if isinstance(row, dict) and isinstance(n, int | float) and not isinstance(n, bool):
                     key = _tally_name(row.get(name))
                     tallies[f][key] = _add(tallies[f][key], n) if key in tallies[f] else n
-            out.setdefault("rows", {})[f] = len(rows)
     for f in spec.counters:
         counts = evidence.get(f)
         if isinstance(counts, dict):
@@ -139,15 +150,31 @@ def _add(a: float, b: float) -> float:
     return total if isinstance(total, int) else round(total, 3)
 
 
+def _added(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Two maps of counts added key by key."""
+    out = dict(a)
+    for f, n in b.items():
+        out[f] = _add(out[f], n) if f in out else n
+    return out
+
+
+def _by(a: Figures, b: Figures) -> dict[str, dict[str, Any]]:
+    """Two figures' counts by group (:attr:`_Spec.by`) added group by group."""
+    mine: dict[str, dict[str, Any]] = a.get("by", {})
+    theirs: dict[str, dict[str, Any]] = b.get("by", {})
+    return {g: _added(mine.get(g, {}), theirs.get(g, {})) for g in sorted(set(mine) | set(theirs))}
+
+
 def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
     """The figures of two sets of windows that do not overlap (None when either is unknown: a part stored before
     figures existed would make the sums wrong)."""
     if a is None or b is None:
         return None
-    sums = dict(a.get("sum", {}))
-    for f, n in b.get("sum", {}).items():
-        sums[f] = _add(sums[f], n) if f in sums else n
-    out: Figures = {"sum": sums}
+    out: Figures = {"sum": _added(a.get("sum", {}), b.get("sum", {}))}
+    if "shared" in a or "shared" in b:
+        out["shared"] = _added(a.get("shared", {}), b.get("shared", {}))
+    if "by" in a or "by" in b:
+        out["by"] = _by(a, b)
     for name, sign in (("max", 1.0), ("min", -1.0)):
         kept = dict(a.get(name, {}))
         for f, entry in b.get(name, {}).items():
@@ -159,17 +186,8 @@ def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
         merged = {_tally_name(x): x for x in [*unions.get(f, []), *items]}
         unions[f] = [merged[k] for k in sorted(merged)]
     out["union"] = unions
-    tallies = {f: dict(t) for f, t in a.get("tally", {}).items()}
-    for f, t in b.get("tally", {}).items():
-        into = tallies.setdefault(f, {})
-        for k, n in t.items():
-            into[k] = _add(into[k], n) if k in into else n
-    out["tally"] = tallies
-    rows = dict(a.get("rows", {}))
-    for f, n in b.get("rows", {}).items():
-        rows[f] = max(rows.get(f, 0), n)
-    if rows:
-        out["rows"] = rows
+    mine, theirs = a.get("tally", {}), b.get("tally", {})
+    out["tally"] = {f: _added(mine.get(f, {}), theirs.get(f, {})) for f in sorted(set(mine) | set(theirs))}
     seconds = [s for s in (a.get("window_seconds"), b.get("window_seconds")) if s is not None]
     if seconds:
         out["window_seconds"] = max(seconds)
@@ -191,9 +209,9 @@ def _sub_period(name: str, window_seconds: int | None) -> str:
 
 
 def _rows(figures: Figures, f: str, spec: _Spec, total: float | None) -> list[dict[str, Any]]:
-    name, count = spec.tallies[f]
+    name, count, limit = spec.tallies[f]
     counts: dict[str, float] = figures.get("tally", {}).get(f, {})
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: figures.get("rows", {}).get(f, len(counts))]
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     out: list[dict[str, Any]] = []
     for key, n in ranked:
         row: dict[str, Any] = {name: json.loads(key), count: n}
@@ -267,9 +285,8 @@ def same_window_figures(parts: list[Figures | None]) -> Figures | None:
     if not parts or any(p is None for p in parts):
         return None
     first = dict(parts[0] or {})
-    sums: dict[str, float] = dict(first.get("sum", {}))
     for p in parts[1:]:
-        for f, n in (p or {}).get("sum", {}).items():
-            sums[f] = _add(sums[f], n) if f in sums else n
-    first["sum"] = sums
+        first["sum"] = _added(first.get("sum", {}), (p or {}).get("sum", {}))
+        if "by" in first or "by" in (p or {}):
+            first["by"] = _by(first, p or {})
     return first

@@ -93,6 +93,90 @@ def test_replay_and_analyze_trail_agree_on_a_multi_hour_trail(
     )
 
 
+#: Evidence fields the replay and analyze-trail state differently on the same files, and why (every other evidence
+#: field, nested ones included, is the same number):
+#: - a hot key's peaks (its busiest second and minute, the rates, units, headroom and shards that follow from them, and
+#:   when they happened): the service's window of a key is merged from the trail objects' contributions, whose
+#:   per-key peaks are kept per object, so its busiest second may count a little less than analyze-trail's reading
+#:   of the same window; within 5 %.
+#: - ``correlation.severity_raised_from``: the severity the correlated window had before the correlation raised it
+#:   (the replay's latest evaluation, analyze-trail's whole input): which evaluation raised it, not a period figure.
+#: - ``facts[].window_seconds`` of an item story: each fact's window as its source found it (item_story's facts).
+HOT_KEY_PEAKS = {
+    "peak_reads_per_second",
+    "peak_writes_per_second",
+    "peak_read_units_per_second",
+    "peak_write_units_per_second",
+    "peak_second_reads",
+    "peak_second_writes",
+    "peak_minute_reads",
+    "peak_minute_writes",
+    "assumed_utilisation",
+    "partition_utilisation",
+    "headroom_factor",
+    "suggested_shards",
+}
+HOT_KEY_PEAK_TIMES = {"peak_second_reads_at", "peak_second_writes_at", "peak_minute"}
+
+
+def _differences(mine: Any, theirs: Any, path: str = "") -> list[str]:
+    """Where two evidence documents differ (dotted paths to the leaves)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        return [
+            d for k in sorted(set(mine) | set(theirs)) for d in _differences(mine.get(k), theirs.get(k), f"{path}.{k}")
+        ]
+    if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+        return [
+            d for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) for d in _differences(a, b, f"{path}[{i}]")
+        ]
+    return [] if mine == theirs else [path]
+
+
+def _legitimate(kind: str, path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    field = path.lstrip(".")
+    if kind == "hot_key" and field in HOT_KEY_PEAK_TIMES:
+        return True
+    if kind == "hot_key" and field in HOT_KEY_PEAKS:
+        a, b = mine[field], theirs[field]
+        if field == "suggested_shards":
+            return abs(a - b) <= 1
+        return abs(a - b) <= 0.05 * max(abs(a), abs(b))
+    if field == "correlation.severity_raised_from":
+        return True
+    return field.startswith("facts[") and field.endswith("].window_seconds")
+
+
+def test_replay_and_analyze_trail_state_the_same_evidence(
+    multi_hour: tuple[Path, DemoResult, list[dict[str, Any]]],
+) -> None:
+    """Every evidence field of every finding, nested ones included, is the same number in the replay and in
+    analyze-trail: the input's counts, shares of the input's sums, rates over the input, peaks of the busiest window
+    (named as such in ``sub_periods``); the known differences are listed above with their reasons."""
+    _trail_dir, result, cli = multi_hour
+    replayed = {_identity(f): f for f in result.findings}
+    direct = {_identity(f): f for f in cli}
+    compared = 0
+    for ident, mine in replayed.items():
+        theirs = direct[ident]
+        a, b = mine["evidence"], theirs["evidence"]
+        wrong = [p for p in _differences(a, b) if not _legitimate(ident[0], p, a, b)]
+        assert not wrong, (ident, wrong)
+        if ident[0] in ("scan", "low_cardinality_key", "throttling"):  # their text states the period's numbers too
+            assert (mine["title"], mine["summary"]) == (theirs["title"], theirs["summary"]), ident
+        compared += 1
+    assert compared == len(replayed) >= 8
+    # the input's numbers, not the last window's: a hot key's share of the input's key-identified requests, a scan's
+    # count of the input, its rate over the input, and the evidence's period is the input's three hours
+    hot = replayed[("hot_key", "Orders", None, '{"pk": "CUSTOMER#42"}')]
+    assert hot["evidence"]["share"] == round(hot["totals"]["count"] / hot["totals"]["share_base"], 4)
+    assert hot["evidence"]["requests"] == hot["totals"]["count"] and hot["evidence"]["window_seconds"] == 3 * 3600
+    assert "in 3 hours." in hot["summary"] and hot["evidence"]["sub_periods"]["peak_second_writes"] == "busiest second"
+    for ident, f in replayed.items():
+        if ident[0] == "scan" and f["evidence"]["source"] == "cloudtrail":
+            assert f["evidence"]["count"] == f["totals"]["count"], ident
+            assert f["evidence"]["per_hour"] == round(f["totals"]["count"] / 3, 3), ident
+
+
 def test_replay_windows_follow_the_records_event_times(
     multi_hour: tuple[Path, DemoResult, list[dict[str, Any]]],
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from auditor.detectors.findings import item_story, throttling_story
 from auditor.detectors.trail.scan import scan_summary
 from auditor.models.finding import Finding, FindingKind, Totals, isoformat_z
+from auditor.models.period_evidence import period_evidence
 
 __all__ = ["for_period", "period_text"]
 
@@ -56,8 +57,49 @@ def _story_counts(story: Finding, totals: Totals) -> Finding:
             read, write = int(sums["read_throttle_events"]), int(sums.get("write_throttle_events", 0))
             block = {**block, "read": read, "write": write, "events": read + write}
             block.update(first_seen=isoformat_z(part.first_seen), last_seen=isoformat_z(part.last_seen))
+            if part.peak_severity is not None and block.get("severity") is not None:
+                block["severity"] = part.peak_severity.value  # the highest any window of the period reached
+            if isinstance(block.get("details"), dict):
+                block["details"] = _details(story.table, block["details"], part, totals)
         blocks[source] = block
     return story.model_copy(update={"evidence": {**story.evidence, "sources": blocks}})
+
+
+#: The head of a CloudTrail throttling detector's summary (its window's counts), up to its cause.
+_THROTTLE_HEAD = re.compile(r"^[\d,]+ calls to .+? were throttled in .+?; cause: [a-z_]+\.")
+
+
+def _details(table: str, details: dict[str, Any], part: Totals, totals: Totals) -> dict[str, Any]:
+    """A source's per-cause details stated for the period: each cause's throttled reads and writes over the period's
+    windows (``figures["by"]``), its share of the period's calls, the period's length, and its summary's head."""
+    figures = part.figures or {}
+    calls = (figures.get("shared") or {}).get("calls")
+    out: dict[str, Any] = {}
+    for cause, detail in details.items():
+        counts = (figures.get("by") or {}).get(cause)
+        if not isinstance(detail, dict) or not counts:
+            out[cause] = detail
+            continue
+        read, write = int(counts.get("read_throttle_events", 0)), int(counts.get("write_throttle_events", 0))
+        # the window's throttled keys and error codes are the period's; its counts are this cause's
+        detail = period_evidence("throttling", detail, figures, totals.observed_seconds)
+        detail.update(read_throttle_events=read, write_throttle_events=write)
+        share = ""
+        if isinstance(calls, int) and calls > 0:
+            if "calls" in detail:
+                detail["calls"] = calls
+            detail["throttled_share"] = round((read + write) / calls, 4)
+            share = f"; {(read + write) / calls:.1%} of calls"
+        summary = detail.get("summary")
+        match = _THROTTLE_HEAD.match(summary) if isinstance(summary, str) else None
+        if isinstance(summary, str) and match is not None:
+            head = (
+                f"{read + write} calls to {table} were throttled in {period_text(totals)} ({read} reads, {write} "
+                f"writes{share}); cause: {cause}."
+            )
+            detail["summary"] = head + summary[match.end() :]
+        out[cause] = detail
+    return out
 
 
 def period_text(totals: Totals) -> str:

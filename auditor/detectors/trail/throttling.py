@@ -209,6 +209,7 @@ def detect(agg: TableWindow, cfg: ThrottlingConfig) -> list[Finding]:
                     "write_throttle_events": counts["write"],
                     "source": "cloudtrail",
                     "throttled_share": round(total / max(1, agg.calls), 4),
+                    "calls": agg.calls,  # the window's calls: what throttled_share is of
                     "top_keys": keys,
                     "error_codes": {k: v for k, v in sorted(agg.errors.items()) if k in THROTTLE_CODES},
                     "sample_messages": agg.throttle_messages,
