@@ -511,19 +511,28 @@ def check_report(findings: list[dict[str, Any]], report: ParsedReport, output: s
 
 
 def check_slack(findings: list[dict[str, Any]], posts: list[dict[str, Any]]) -> list[Disagreement]:
-    """Each finding a digest lists: its severity (the finding's, unless it worsened since), and the figures of its
-    title and fix as the finding's."""
+    """Each finding a digest lists: its severity, and the figures of its title and fix, as the finding's.
+
+    A digest is its run's message, and a finding is alerted once (then again only when it worsens): the digest that
+    alerted a finding still ``new``, or the last one of a finding ``worsened``, shows the finding as it is; an earlier
+    digest of a finding seen again since (``ongoing``, or before its worsening) showed it as it was then, and only
+    its severity is held against the finding's (an ``ongoing`` finding has not worsened since).
+    """
     log = _Log("slack")
     by_id = {f["id"]: f for f in findings}
-    for item in slack_items(posts):
+    items = slack_items(posts)
+    last = {item.finding_id: n for n, item in enumerate(items)}
+    for n, item in enumerate(items):
         f = by_id.get(item.finding_id)
         if f is None:
             log.add(item.finding_id, "present", "a finding of findings.json", f"digest {item.post + 1}")
             continue
-        if f.get("status") != "worsened":
+        current = f.get("status") == "new" or (f.get("status") == "worsened" and last[item.finding_id] == n)
+        if current or f.get("status") == "ongoing":
             log.same(f, "severity", f["severity"], item.severity)
-        log.figures_in(f, "title", f["title"], item.title)
-        log.figures_in(f, "fix", f["recommendation"], item.fix, prefix=True)
+        if current:
+            log.figures_in(f, "title", f["title"], item.title)
+            log.figures_in(f, "fix", f["recommendation"], item.fix, prefix=True)
     return log.found
 
 
