@@ -493,6 +493,13 @@ def _week_totals(log: _Log, findings: list[dict[str, Any]], report: ParsedReport
                 row[status.capitalize()],
             )
         log.figure("(the week)", "summary.savings", sum(money.values()), row["Potential savings"])
+    said = re.search(r"(\d+) open findings?.*?, (\d+) new", report.headline)
+    if said:
+        log.figure("(the week)", "headline.open_findings", len(live), said.group(1))
+        log.figure("(the week)", "headline.new", sum(1 for f in findings if f.get("status") == "new"), said.group(2))
+    saved = re.search(r"Up to (\$\S+)/month", report.headline)
+    if saved or sum(money.values()) > 0:
+        log.figure("(the week)", "headline.savings", sum(money.values()), saved.group(1) if saved else "-")
     shown_parts = dict(re.findall(r"(?:^|, )([a-z ]+) (\$\d+(?:,\d{3})*(?:\.\d+)?)", report.breakdown))
     for source in sorted(set(money) | set(shown_parts)):
         log.figure("(the week)", f"summary.savings.{source}", money.get(source, 0.0), shown_parts.get(source, "-"))

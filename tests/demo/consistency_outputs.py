@@ -75,6 +75,8 @@ class ParsedReport:
     details: dict[str, Detail] = field(default_factory=dict)
     #: The summary's savings breakdown line ("Potential savings per month: billing mode $144, idle tables $66.").
     breakdown: str = ""
+    #: The summary's headline sentence.
+    headline: str = ""
 
     def tables(self, section: str) -> list[Table]:
         return self.sections.get(section, [])
@@ -120,6 +122,8 @@ def parse_markdown_report(text: str) -> ParsedReport:
     for title, body in zip(parts[1::2], parts[2::2], strict=True):
         lines = body.splitlines()
         out.sections[title.strip()] = _md_tables(lines)
+        if title.strip() == "Summary":
+            out.headline = md_plain(next((p for p in body.split("\n\n") if p.strip()), ""))
         found = re.search(r"^Potential savings per month: (.*)$", body, flags=re.M)
         out.breakdown = md_plain(found.group(1)) if found else out.breakdown
         if title.strip() == "Finding details":
@@ -241,6 +245,8 @@ def parse_html_report(text: str) -> ParsedReport:
         }
         out.sections.setdefault("Summary", []).append(Table(list(summary), [list(summary.values())]))
         out.breakdown = cards.get("Savings", ("", ""))[1].removeprefix("per month: ").replace(" · ", ", ")
+    lead = tree.root.find("p", **{"class": "lead"})
+    out.headline = lead[0].text() if lead else ""
     for article in tree.root.find("article"):
         fid = article.attrs.get("id", "").removeprefix("f-")
         meta = article.find("div", **{"class": "meta"})
