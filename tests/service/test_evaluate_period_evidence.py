@@ -1,0 +1,105 @@
+"""The evaluator's stored findings state their evidence for the week (moto server): the counts and shares of every
+window evaluated so far, a late window evaluated again included once, as analyze-trail states them for the same
+records (its input's)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.config import Config
+
+from auditor.config import AnalysisConfig
+from auditor.engine import analyze_trail
+from auditor.models.finding import FindingKind
+from auditor.service.ingest import process_trail_object
+from auditor.state.findings_store import FindingsStore
+from auditor.state.window_store import WindowStore
+from tests.factories import planted_workload, write_trail
+from tests.moto_server import client
+from tests.service.test_late_contributions import (
+    BUCKET,
+    FIRST_RUN,
+    NEXT_RUN,
+    RETRY,
+    T0,
+    TABLE,
+    _evaluator,
+    _key,
+    env,
+    trail,
+)
+
+__all__ = ["env", "trail"]  # the fixtures, shared with the late-contribution tests
+
+#: Evidence counts and shares compared with analyze-trail's, by kind (a hot key's requests are a heavy-hitter
+#: estimate merged in another order: within 0.1 %).
+COMPARED = {
+    FindingKind.HOT_KEY: ("requests", "key_requests", "share", "writes", "reads"),
+    FindingKind.SCAN: ("count", "pages", "logical_scans", "estimated_read_units"),
+    FindingKind.THROTTLING: ("read_throttle_events", "write_throttle_events"),
+}
+
+
+def _stored(ddb: Any) -> dict[str, dict[str, Any]]:
+    states = FindingsStore(ddb, TABLE).week_findings(T0)
+    return {s.id: s.finding.evidence for s in states if s.finding.kind in COMPARED}
+
+
+def _assert_evidence_as_analyze_trail(ddb: Any, paths: list[Path]) -> None:
+    found = analyze_trail([str(p) for p in paths], AnalysisConfig(), processes=1).findings
+    expected = {f.id: f for f in found if f.kind in COMPARED}
+    stored = _stored(ddb)
+    assert set(stored) == set(expected)
+    for fid, f in expected.items():
+        for field in COMPARED[f.kind]:
+            got, want = stored[fid].get(field), f.evidence.get(field)
+            if f.kind is FindingKind.HOT_KEY and isinstance(want, int):
+                assert isinstance(got, int) and abs(got - want) <= max(2, want // 1000), (f.kind, field)
+            elif f.kind is FindingKind.HOT_KEY and isinstance(want, float):
+                assert isinstance(got, float) and abs(got - want) <= 0.001, (f.kind, field)
+            else:
+                assert got == want, (f.kind, field, got, want)
+
+
+def test_stored_evidence_is_the_weeks_late_windows_included_once(env: tuple[Any, Any, str], trail: list[Path]) -> None:
+    s3, ddb, endpoint = env
+    ingest_s3 = client("s3", endpoint, Config(retries={"mode": "standard", "max_attempts": 1}))
+    store = WindowStore(ddb, TABLE)
+    keys = [_key(p) for p in trail]
+    for path, key in zip(trail, keys, strict=True):
+        s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+    process_trail_object(ingest_s3, store, BUCKET, keys[0], AnalysisConfig(), T0)
+    process_trail_object(ingest_s3, store, BUCKET, keys[2], AnalysisConfig(), T0)
+    evaluate = _evaluator(ddb, client("sns", endpoint))
+    assert evaluate(FIRST_RUN).cursor_advanced
+    _assert_evidence_as_analyze_trail(ddb, [trail[0], trail[2]])  # the files the evaluated window had
+
+    late = process_trail_object(ingest_s3, store, BUCKET, keys[1], AnalysisConfig(), RETRY)
+    assert late.late == late.windows > 0
+    assert evaluate(NEXT_RUN).late_windows == late.late
+    _assert_evidence_as_analyze_trail(ddb, trail)  # the late file's records counted once
+    evaluate(NEXT_RUN + timedelta(minutes=15))  # an evaluation with nothing new changes nothing
+    _assert_evidence_as_analyze_trail(ddb, trail)
+
+
+def test_stored_evidence_sums_every_window_of_the_week(
+    env: tuple[Any, Any, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two windows evaluated in one run: the stored evidence is both windows', not the later one's."""
+    s3, ddb, endpoint = env
+    out = tmp_path_factory.mktemp("two-windows")
+    paths = write_trail(planted_workload(T0, hours=0.5, seed=5), out, duplicates=0)
+    logs = [p for p in paths if "CloudTrail-Digest" not in p.parts]
+    store = WindowStore(ddb, TABLE)
+    for path in logs:
+        s3.put_object(Bucket=BUCKET, Key=_key(path), Body=path.read_bytes())
+        process_trail_object(s3, store, BUCKET, _key(path), AnalysisConfig(), T0 + timedelta(minutes=40))
+    evaluate = _evaluator(ddb, client("sns", endpoint))
+    assert len(evaluate(FIRST_RUN + timedelta(minutes=15)).window_starts) >= 2
+    _assert_evidence_as_analyze_trail(ddb, logs)
+    states = FindingsStore(ddb, TABLE).week_findings(T0)
+    totals = [s.finding.totals for s in states if s.finding.kind in COMPARED]
+    assert any(t is not None and t.windows >= 2 for t in totals)  # a finding of both windows, stated for both
