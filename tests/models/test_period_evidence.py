@@ -149,3 +149,23 @@ def test_period_text_names_a_week_or_a_length() -> None:
     assert period_text(t(24 * 7, monday)) == "the week"
     assert period_text(t(24 * 7)) == "7 days"
     assert (period_text(t(2)), period_text(t(3)), period_text(t(0.75))) == ("120 minutes", "3 hours", "45 minutes")
+
+
+def test_the_weekly_reports_hot_key_sentence_reads_the_weeks_share() -> None:
+    """Two windows of a hot key in one ISO week, stored by the lifecycle: the stored finding's evidence and the
+    weekly report's finding state the week's share; the report's sentence says so ("in the week")."""
+    from auditor.lifecycle import transition
+    from auditor.report.model import IsoWeek
+    from auditor.service.weekly_report import week_totals
+
+    first, late, _ = _two_windows()
+    state = None
+    for seen in (first, late):
+        change = transition(state, seen, now=seen.last_seen, resolve_after_seconds=86_400, horizon=seen.last_seen)
+        assert change is not None
+        state = change.state
+    assert state is not None
+    assert (state.finding.evidence["requests"], state.finding.evidence["share"]) == (900, 0.225)  # stored: the week's
+    stated = week_totals(state, IsoWeek(year=2026, week=49)).finding
+    assert stated.evidence["share"] == 0.225
+    assert "It took 22% of the 4000 key-identified requests in the week." in stated.summary
