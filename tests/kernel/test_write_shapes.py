@@ -121,6 +121,8 @@ def test_index_writes_meter_each_index_at_its_busiest_minute_and_survive_seriali
     )
     assert (by_album.peak_minute, by_album.peak_writes) == (120, 60)
     assert (by_year.writes, by_year.peak_minute) == (0, None)  # neither a put nor an update names Year
+    tw.index_schema["ByArtist"] = tw.schema_hint = "Artist"  # a local secondary index: the table's own capacity
+    assert [w.index for w in index_writes(tw)] == ["ByAlbum", "ByYear"]
     back = TableWindow.from_dict(tw.to_dict())
     assert back.write_shapes == tw.write_shapes
     back.merge(tw)

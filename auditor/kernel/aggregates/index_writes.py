@@ -65,6 +65,10 @@ class _Window(Protocol):
     index_keys: dict[str, IndexKeys]
     throttles: dict[tuple[str, str, str], int]
     throttle_messages: list[str]
+    schema_hint: str | None
+
+    @property
+    def partition_key_attr(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +102,18 @@ def amplified_writes(shapes: WriteShapes, key_attrs: tuple[str, ...]) -> tuple[d
 
 
 def index_writes(agg: _Window) -> list[IndexWrites]:
-    """Each known index's metered writes (by name): the indexes the table's description names, those its Queries
-    use, and those its throttle reasons name. An index's key attribute is the described partition key, else the one
-    its Queries' key conditions name."""
+    """Each known global secondary index's metered writes (by name): the indexes the table's description names,
+    those its Queries use, and those its throttle reasons name. An index's key attribute is the described partition
+    key, else the one its Queries' key conditions name. An index keyed on the table's own partition key is taken for
+    a local secondary index (its writes are the table's own capacity) and left out."""
     names = set(agg.index_schema) | set(agg.index_keys) | {i for (_, _, i) in agg.throttles if i}
+    table_key = agg.schema_hint or agg.partition_key_attr
     out = []
     for name in sorted(names):
         space = agg.index_keys.get(name)
         attr = agg.index_schema.get(name) or (space.partition_key_attr if space is not None else None)
+        if attr is not None and attr == table_key:
+            continue
         key_attrs = (attr,) if attr else ()
         per_minute, base = amplified_writes(agg.write_shapes, key_attrs)
         writes = sum(per_minute.values())
