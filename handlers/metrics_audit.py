@@ -16,6 +16,7 @@ from auditor.service import health
 from auditor.service.metrics_audit import MetricsAuditParams, OrgScope, run_metrics_audit
 from auditor.state.audit_cycle import AuditCycleStore
 from auditor.state.ledger_store import LedgerStore
+from auditor.state.table_item_sizes import TableItemSizes
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -34,7 +35,14 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         run.emit(health.org_audit(org_result))
         return org_result.as_dict()
     result = run_metrics_audit(
-        runtime.CLIENTS.audit, store, sns, params, now=schedule.time, time_left=run.time_left, ledger=ledger
+        runtime.CLIENTS.audit,
+        store,
+        sns,
+        params,
+        now=schedule.time,
+        time_left=run.time_left,
+        ledger=ledger,
+        item_sizes=TableItemSizes(ddb, store.table_name),  # the evaluator's "cloudwatch" item sizes
     )
     run.emit(health.recorded(result.recorded))
     return result.as_dict()

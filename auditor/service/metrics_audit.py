@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from botocore.exceptions import BotoCoreError, ClientError
 
 from auditor.cost.ledger import audit_entries
 from auditor.detectors.findings import correlate, scan_volume
@@ -39,6 +40,7 @@ from auditor.sources.org import CoverageGap, SessionFactory, Target, TargetError
 from auditor.state.audit_cycle import AuditCycle, AuditCycleStore
 from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import HourLedger
+from auditor.state.table_item_sizes import TableItemSizes
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -246,8 +248,11 @@ def run_metrics_audit(
     sleep: Callable[[float], None] = time.sleep,
     quiet_empty: bool = False,
     ledger: HourLedger | None = None,
+    item_sizes: TableItemSizes | None = None,
 ) -> MetricsAuditResult:
     """Audit the selected tables over the lookback before ``now``, record the findings' lifecycle and publish.
+    With ``item_sizes``, each table's CloudWatch item size (consumed write units per item write) is stored for the
+    evaluator (its ``cloudwatch`` item size).
 
     ``now`` is the schedule time: in the billing hour (:meth:`MetricsAuditParams.bills_at`) the run also decides
     billing. ``time_left`` (seconds left in the invocation) keeps the billing read from starting work it cannot
@@ -313,8 +318,25 @@ def run_metrics_audit(
         period = min(LEDGER_PERIOD_SECONDS, audit.end - audit.start)
         for entry in audit_entries(audit, last_seconds=period):
             ledger.put_hour(entry, audit.end - period)
+    if item_sizes is not None:
+        store_cloudwatch_item_sizes(audit, item_sizes, now)
     log.info("metrics_audit_finished", **result.as_dict())
     return result
+
+
+def store_cloudwatch_item_sizes(audit: AuditResult, item_sizes: TableItemSizes, now: datetime) -> None:
+    """Each audited table's CloudWatch item size, for the evaluator (a failure is logged: a hint, not a finding)."""
+    from auditor.whatif.capacity import cloudwatch_item_size
+
+    for profile in audit.inventory.tables:
+        tm = audit.metrics.tables.get(profile.name)
+        size = cloudwatch_item_size(tm) if tm is not None else None
+        if size is None:
+            continue
+        try:
+            item_sizes.put_cloudwatch((profile.account, profile.region, profile.name), size, now)
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("cloudwatch_item_size_not_stored", table=profile.name, error=type(exc).__name__)
 
 
 # ------------------------------------------------------------------------------------- across accounts and Regions

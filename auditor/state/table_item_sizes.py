@@ -4,7 +4,8 @@ The watcher adds the count and the bytes of the items it sized to one item per t
 ADD``, so concurrent environments add up; a redelivered batch adds its items again, which moves a mean little), a
 thousand items or fifteen minutes at a time (:class:`PendingSizes`). The evaluator reads this week's and last
 week's of the tables it evaluates (``BatchGetItem``) and takes their mean as the table's ``streams`` item size
-(:func:`auditor.models.capacity.item_size`). Items expire after ``retention_days``. Keys: docs/state-table.md.
+(:func:`auditor.models.capacity.item_size`); the metrics audit sets CloudWatch's estimate of the week on the same
+item (the ``cloudwatch`` size). Items expire after ``retention_days``. Keys: docs/state-table.md.
 """
 
 from __future__ import annotations
@@ -50,12 +51,30 @@ class TableItemSizes:
                 ExpressionAttributeValues={":n": number(items), ":b": number(size), ":t": number(expires)},
             )
 
+    def put_cloudwatch(self, ref: TableRef, size: int, now: datetime) -> None:
+        """CloudWatch's estimate of the table's item size this week (consumed write units per item write, a lower
+        bound: :func:`auditor.whatif.capacity.cloudwatch_item_size`); a later audit of the week replaces it."""
+        expires = int(now.timestamp() + self._retention.total_seconds())
+        self._ddb.update_item(
+            TableName=self._table,
+            Key={keys.PK: string(keys.item_sizes_pk(*ref)), keys.SK: string(keys.week_of(now))},
+            UpdateExpression="SET #c = :c, #t = :t",
+            ExpressionAttributeNames={"#c": "cloudwatch_bytes", "#t": keys.TTL_ATTR},
+            ExpressionAttributeValues={":c": number(size), ":t": number(expires)},
+        )
+
     def means(self, tables: Iterable[TableRef], now: datetime) -> dict[TableRef, int]:
         """The mean size of the items measured this ISO week and the one before, per table (tables without any
         are left out)."""
+        return {ref: streams for ref, (streams, _) in self.read(tables, now).items() if streams is not None}
+
+    def read(self, tables: Iterable[TableRef], now: datetime) -> dict[TableRef, tuple[int | None, int | None]]:
+        """Per table, (the mean size the stream watcher measured this ISO week and the one before, CloudWatch's
+        latest estimate of them); tables with neither are left out."""
         weeks = (keys.week_of(now), keys.week_of(now - timedelta(days=7)))
         wanted = sorted({(ref, week) for ref in tables for week in weeks}, key=str)
         sums: dict[TableRef, list[int]] = {}
+        estimates: dict[TableRef, tuple[str, int]] = {}
         for start in range(0, len(wanted), _BATCH):
             request: dict[str, Any] = {
                 self._table: {
@@ -72,10 +91,20 @@ class TableItemSizes:
                     total = sums.setdefault(ref, [0, 0])
                     total[0] += int(item.get("items", {}).get("N", "0"))
                     total[1] += int(item.get("bytes", {}).get("N", "0"))
+                    week, estimate = item[keys.SK]["S"], int(item.get("cloudwatch_bytes", {}).get("N", "0"))
+                    if estimate > 0 and week >= estimates.get(ref, ("", 0))[0]:
+                        estimates[ref] = (week, estimate)
                 request = dict(answer.get("UnprocessedKeys") or {})
                 if not request:
                     break
-        return {ref: max(1, round(b / n)) for ref, (n, b) in sums.items() if n > 0}
+        out: dict[TableRef, tuple[int | None, int | None]] = {}
+        for ref in sums.keys() | estimates.keys():
+            n, b = sums.get(ref, [0, 0])
+            streams = max(1, round(b / n)) if n > 0 else None
+            cloudwatch = estimates[ref][1] if ref in estimates else None
+            if streams is not None or cloudwatch is not None:
+                out[ref] = (streams, cloudwatch)
+        return out
 
 
 class PendingSizes:
@@ -132,14 +161,16 @@ def with_stream_sizes(
     sizes: TableItemSizes,
     now: datetime | None = None,
 ) -> Callable[[set[TableRef]], dict[TableRef, TableProfile]]:
-    """``describe`` (the tables' descriptions) with the stream watcher's mean item sizes added
-    (``stream_item_size_bytes``); a table it measured but could not describe gets a profile of its own."""
+    """``describe`` (the tables' descriptions) with the measured item sizes added: the stream watcher's mean
+    (``stream_item_size_bytes``) and the metrics audit's CloudWatch estimate (``cloudwatch_item_size_bytes``); a
+    table measured but not described gets a profile of its own."""
 
     def described(tables: set[TableRef], /) -> dict[TableRef, TableProfile]:
         profiles = dict(describe(tables))
-        for ref, size in sizes.means(tables, now or datetime.now(UTC)).items():
+        for ref, (streams, cloudwatch) in sizes.read(tables, now or datetime.now(UTC)).items():
             profile = profiles.get(ref) or TableProfile(name=ref[2], account=ref[0], region=ref[1])
-            profiles[ref] = profile.model_copy(update={"stream_item_size_bytes": size})
+            update = {"stream_item_size_bytes": streams, "cloudwatch_item_size_bytes": cloudwatch}
+            profiles[ref] = profile.model_copy(update=update)
         return profiles
 
     return described

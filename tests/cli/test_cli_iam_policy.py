@@ -81,6 +81,8 @@ class Recorder:
             return f"arn:aws:cloudwatch:{region}:{ACCOUNT}:insight-rule/{params['RuleName']}"
         if service == "sts" and operation == "AssumeRole":
             return str(params["RoleArn"])
+        if service == "service-quotas":
+            return f"arn:aws:servicequotas:{region}:{ACCOUNT}:{params['ServiceCode']}/{params['QuotaCode']}"
         if service == "athena":
             return f"arn:aws:athena:{region}:{ACCOUNT}:workgroup/{params.get('WorkGroup', 'primary')}"
         return "*"

@@ -81,3 +81,14 @@ def test_sizes_wait_for_a_thousand_items_or_fifteen_minutes_of_stream_time() -> 
     sums = pending.take()
     pending.put_back(sums)  # not stored: they wait for the next time
     assert pending.take() == sums == {(ref, "2026-W49"): (2, 40)}
+
+
+def test_the_metrics_audits_cloudwatch_estimate_reaches_the_evaluator(sizes: TableItemSizes) -> None:
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+    ref = (ACCOUNT, REGION, "Orders")
+    sizes.put_cloudwatch(ref, 1_024, now - timedelta(days=7))
+    sizes.put_cloudwatch(ref, 3_072, now)  # the latest week's estimate wins
+    assert sizes.read([ref], now) == {ref: (None, 3_072)}
+    sizes.add({(ref, "2026-W49"): (2, 5_000)})
+    profiles = with_stream_sizes(lambda tables: {}, sizes, now)({ref})
+    assert (profiles[ref].stream_item_size_bytes, profiles[ref].cloudwatch_item_size_bytes) == (2_500, 3_072)

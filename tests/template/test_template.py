@@ -149,6 +149,8 @@ FINGERPRINT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/fingerprints/*"}
 MEMBER_ROLE_ARN = {"Fn::Sub": "arn:${AWS::Partition}:iam::*:role/DdbTrafficAuditorMember"}
 ANY_KEY_OF_THE_REGION = {"Fn::Sub": "arn:${AWS::Partition}:kms:${AWS::Region}:*:key/*"}
 REPORT_OBJECTS_ARN = {"Fn::Sub": "${ReportsBucket.Arn}/reports/*"}
+#: DynamoDB's quotas in Service Quotas (GetServiceQuota's "quota" resource type), in the stack's account and Region.
+DYNAMODB_QUOTAS_ARN = {"Fn::Sub": "arn:${AWS::Partition}:servicequotas:${AWS::Region}:${AWS::AccountId}:dynamodb/*"}
 
 
 @dataclass(frozen=True)
@@ -325,7 +327,7 @@ NEEDS: dict[str, Needs] = {
         | XRAY
         | METRICS_AUDIT_UNSCOPED
         | AUDITED_TABLE_METADATA
-        | {"cloudwatch:GetInsightRuleReport", "sns:Publish"}
+        | {"cloudwatch:GetInsightRuleReport", "sns:Publish", "servicequotas:GetServiceQuota"}
         | RECORD_FINDINGS_DDB_TABLE
         | KMS_THROUGH_SERVICES,
         dynamodb={"table": RECORD_FINDINGS_DDB_TABLE, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings
@@ -615,6 +617,10 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
             elif service == "cloudwatch":
                 assert actions == {"cloudwatch:GetInsightRuleReport"}, (name, s)
                 assert granted_on == [INSIGHT_RULES_ARN], f"{name}: DynamoDB's Contributor Insights rules only: {s}"
+            elif service == "servicequotas":
+                # the account's DynamoDB throughput quotas, read by the metrics audit's inventory
+                assert actions == {"servicequotas:GetServiceQuota"} and name == "MetricsAuditFunction", (name, s)
+                assert granted_on == [DYNAMODB_QUOTAS_ARN], (name, s)
             elif service == "sts":
                 # the metrics audit across accounts: only the member role, by its name, in any account
                 assert actions == {"sts:AssumeRole"} and name == "MetricsAuditFunction", (name, s)
