@@ -56,3 +56,15 @@ def test_each_source_wins_over_the_ones_after_it(winner: str) -> None:
         assert "a lower bound" in finding.evidence["assumption"]
     if winner == "streams":
         assert "exact sizes the stream watcher measured" in finding.evidence["assumption"]
+
+
+def test_the_hot_key_finding_says_where_its_partition_limits_come_from() -> None:
+    calls = [call("PutItem", key={"pk": "HOT"}, at=i / 40) for i in range(4_000)]
+    calls += [call("GetItem", key={"pk": f"K{i}"}, at=i * 0.5) for i in range(200)]
+    agg = span(calls)
+    for cfg, source in (
+        (hot_key.HotKeyConfig(), "default"),
+        (hot_key.HotKeyConfig(partition_write_units_per_second=2_000), "config"),
+    ):
+        [finding] = [f for f in hot_key.detect(agg, cfg) if f.evidence["key"] == {"pk": "HOT"}]
+        assert finding.evidence["limit_source"] == source

@@ -121,6 +121,10 @@ class UnitCosts:
         )
 
 
+#: The settings that give one partition's limits.
+_PARTITION_LIMITS = frozenset({"partition_read_units_per_second", "partition_write_units_per_second"})
+
+
 class HotKeyConfig(DetectorConfig):
     """A key is hot by rate (peak second or minute at ``min_utilisation`` of a partition's limit) or by share (at
     least ``min_share`` and ``skew_factor`` times a uniform share)."""
@@ -353,6 +357,8 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
         "item_size_bytes": keys[0].costs.item_size_bytes,
         # "default": the 1 KB / 4 KB assumption, stated as such (docs/capacity.md)
         "item_size_source": keys[0].costs.item_size_source or "default",
+        # where the partition limits come from: DynamoDB's documented 3,000 RCU / 1,000 WCU, or the configuration
+        "limit_source": "config" if cfg.model_fields_set & _PARTITION_LIMITS else "default",
     }
     if space.index is not None:
         common["index"] = space.index
