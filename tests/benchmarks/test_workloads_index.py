@@ -77,6 +77,7 @@ def test_writes_that_amplify_into_an_index_throttle_it_and_name_it(analysed: tup
     assert updates == 10 * puts > 0  # 200 updates and 20 puts a second
     assert (ev["headroom_factor"], ev["throttles_now"]) == (1.0, True)
     assert "write amplification" in f["summary"] and "ByCarrier" in f["summary"]
+    assert ev["top_keys"] == []  # a back-pressure throttle is charged to the call, not to the key it wrote
     assert not [f for f in doc["findings"] if f["table"] == "Subscriptions"]  # its updates never touch ByAccount
 
 
@@ -90,6 +91,8 @@ def test_what_if_names_the_index_that_throttles_first_with_its_metered_writes(wh
         PARCEL_THROTTLES,
     )
     assert first["peak_per_second"] > 0
+    # the throttled writes' own keys were not what ran out: no base-table key throttles now
+    assert not [i for i in what_if_doc["items"] if i["table"] == "Parcels" and i["key"] and i["throttled_calls"]]
 
 
 def test_the_reports_what_throttles_first_lists_the_index(analysed: tuple[Any, dict[str, Any]]) -> None:

@@ -554,6 +554,8 @@ class TableWindow:
         """One throttled call (or transaction item) and the keys it throttled."""
         tk = (cause, "write" if write else "read", index or "")
         self.throttles[tk] = self.throttles.get(tk, 0) + 1
+        if cause.endswith("gsi_backpressure"):  # an index's capacity ran out, not the keys' partitions: no key blamed
+            keyed = ()
         for item in keyed:
             key = item.key
             assert key
