@@ -57,6 +57,8 @@ def test_a_put_logs_its_attribute_names_and_an_update_its_expression() -> None:
     assert write_shape("PutItem", {"key": MUSIC_KEY}) == "P"  # names not logged (truncated): unknown attributes
     assert write_shape("UpdateItem", {"key": MUSIC_KEY}) == "U"
     assert write_shape("TransactWriteItems:ConditionCheck", {}) is None
+    # SET with functions and nested paths, REMOVE, ADD and DELETE clauses: the update-expression grammar of the DynamoDB
+    # developer guide (Expressions.UpdateExpressions)
     nested = {"updateExpression": "SET a = list_append(a, :l), #b.c = :v REMOVE d, e[2] ADD n :one DELETE s :x"}
     assert (
         write_shape("UpdateItem", {**nested, "expressionAttributeNames": {"#b": "b"}}) == "Ua\x1fb\x1fn\x1fs\x1ed\x1fe"
