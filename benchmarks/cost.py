@@ -26,7 +26,10 @@ one event; the stack's fixed lines from :data:`auditor.cost.cost_model.FIXED_MOD
 budget affords, :func:`auditor.cost.plan.stack_for_budget`), the audited DynamoDB bill (the scans' reads included),
 the ratio, and the recall of the planted problems; then the adversarial groups (:mod:`benchmarks.cost_adversarial`),
 recall per group for the governor and for full capture. ``--line``, ``--cooldown-slices`` and ``--poll-every`` tune
-the governor (the trigger as a fraction of a partition, the probe cooldown, the busy tables' reading interval).
+the governor (the trigger as a fraction of a partition, the probe cooldown, the busy tables' reading interval);
+``--insights-slices`` turns on Contributor Insights on demand (:mod:`benchmarks.cost_insights`), ``--reserve`` and
+``--keep-share`` split the budget (the burst reserve's share of sampling, the share the stack's fixed costs leave).
+A table whose scans reach the per-table cap is listed with its ``capture_cap`` finding.
 Recall is measured, not asserted: each strategy's captured traffic around every planted problem is generated as
 normalised calls, aggregated by :class:`auditor.kernel.aggregates.window.TableWindow` and passed to the real detectors
 (:func:`auditor.engine.evaluate`); a planted hot key counts as found when a ``hot_key`` finding names it, a planted
@@ -69,6 +72,7 @@ from auditor.cost.plan import (
     PlannerConfig,
     PlanState,
     TableTraffic,
+    cap_findings,
     pages_per_scan,
     plan_slice,
     selectors_for,
@@ -866,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  Contributor Insights on demand: {spans} windows on {len(gov.insights)} tables")
     for note in gov.notes:
         print(f"  {note}")
+    if gov.first_plan is not None:
+        for f in cap_findings(gov.first_plan, EPOCH0, EPOCH0 + 86_400):
+            print(f"  capture_cap finding {f.id} ({f.severity}): {f.title}")
     print_lines(results)
     print()
     print(
