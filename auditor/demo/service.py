@@ -575,14 +575,16 @@ def _write_report(
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON, each
-    with its week's totals and what they decide, its severity and cause
-    (:func:`auditor.detectors.findings.period.for_period`)."""
-    from auditor.detectors.findings.period import for_period
+    with its week's totals over the week and what they decide, its severity, cause and evidence, as the weekly report
+    states them (:func:`auditor.service.weekly_report.week_totals`)."""
+    from auditor.report.model import IsoWeek
+    from auditor.service.weekly_report import week_totals
     from auditor.state.findings_store import FindingsStore
 
     store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    week = IsoWeek.of(now)
     states = store.week(now)
-    return [for_period(s.finding, s.finding.totals).model_dump(mode="json") | {"status": s.status} for s in states]
+    return [week_totals(s, week).finding.model_dump(mode="json") | {"status": s.status} for s in states]
 
 
 @contextmanager

@@ -500,7 +500,9 @@ class Finding(FrozenModel):
         existed, or of a kind without them) leave the evidence as it is."""
         if totals is None or totals.figures is None:
             return self.model_copy(update={"totals": totals})
-        evidence = period_evidence(self.kind.value, self.evidence, totals.figures, totals.observed_seconds)
+        evidence = period_evidence(
+            self.kind.value, self.evidence, totals.figures, totals.observed_seconds, totals.windows
+        )
         return self.model_copy(update={"totals": totals, "evidence": evidence})
 
     @classmethod

@@ -88,6 +88,16 @@ SPECS: dict[str, _Spec] = {
     "item_size_exceeded": _Spec(sums=("count", "whole_calls")),
 }
 
+#: The figures of a key that count only the windows the key was found in (hot, or keyed on few values there): the
+#: other windows' requests to the key, and the table's, are not in them.
+SEEN_ONLY: dict[str, tuple[str, ...]] = {
+    "hot_key": ("share", "requests", "reads", "writes", "key_requests", "throttled_calls"),
+    "low_cardinality_key": ("requests", "values", "throttled_calls"),
+}
+
+#: The rates of those figures (over the same windows).
+_SEEN_RATES = ("reads_per_second", "writes_per_second", "requests_per_second")
+
 #: The busiest minute's time goes with the larger of its reads and writes.
 _PEAK_MINUTE = ("peak_minute", ("peak_minute_reads", "peak_minute_writes"))
 
@@ -221,12 +231,17 @@ def _rows(figures: Figures, f: str, spec: _Spec, total: float | None) -> list[di
     return out
 
 
-def period_evidence(kind: str, evidence: Mapping[str, Any], figures: Figures | None, seconds: float) -> dict[str, Any]:
-    """``evidence`` stated for a period of ``seconds`` from its ``figures`` (unchanged without them).
+def period_evidence(
+    kind: str, evidence: Mapping[str, Any], figures: Figures | None, seconds: float, windows: int = 0
+) -> dict[str, Any]:
+    """``evidence`` stated for a period of ``seconds`` from its ``figures`` (unchanged without them), summed over
+    the ``windows`` that saw the finding.
 
     Sums replace the window's counts; peaks and headrooms are the busiest (tightest) window's, named in
     ``sub_periods``; shares and rates are of the period's sums (``share``: of the key-identified requests,
-    ``*_per_second``/``per_hour``: over ``seconds``); ``window_seconds`` is the period's length.
+    ``*_per_second``/``per_hour``: over ``seconds``); ``window_seconds`` is the period's length. A key's requests
+    and share count only the windows it was found in (:data:`SEEN_ONLY`): when they are less than the period,
+    ``sub_periods`` names them (``the 30 minutes it was found in``).
     """
     spec = SPECS.get(kind)
     if spec is None or figures is None:
@@ -244,6 +259,13 @@ def period_evidence(kind: str, evidence: Mapping[str, Any], figures: Figures | N
             for c, v in entry["with"].items():
                 out[c] = v
                 labels[c] = _sub_period(c if c.startswith("peak_") else f, window)
+    seen = windows * (window or 0)
+    rate_seconds = seconds
+    if kind in SEEN_ONLY and 0 < seen < seconds:
+        minutes = max(1, round(seen / 60))
+        labelled = (*SEEN_ONLY[kind], *_SEEN_RATES)
+        labels.update(dict.fromkeys((f for f in labelled if f in out), f"the {minutes} minutes it was found in"))
+        rate_seconds = seen  # its rates are of the time its counts are of
     out.update(figures.get("union", {}))
     for f in spec.tallies:
         if f in figures.get("tally", {}):
@@ -253,7 +275,7 @@ def period_evidence(kind: str, evidence: Mapping[str, Any], figures: Figures | N
             out[f] = dict(sorted(figures["tally"][f].items()))
     if seconds > 0:
         derived: dict[str, Any] = {"window_seconds": round(seconds)}
-        _rates(kind, derived, sums, seconds)
+        _rates(kind, derived, sums, rate_seconds)
         out.update({f: v for f, v in derived.items() if f in evidence})  # a field the evidence states, no other
     if labels:
         out["sub_periods"] = dict(sorted(labels.items()))

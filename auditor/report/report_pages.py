@@ -127,7 +127,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "days_to_limit": "Days to the limit",
     "window_seconds": "Period",
     "mean_interval_seconds": "Mean interval between calls",
-    "per_hour": "Calls per hour",
+    "per_hour": "Calls per hour (over the period)",
     "count": "Calls",
     "requests": "Requests",
     "key_requests": "Key-identified requests",

@@ -70,7 +70,10 @@ def test_counts_add_shares_are_of_the_period_and_peaks_are_the_busiest_windows()
     assert (ev["requests"], ev["writes"], ev["key_requests"]) == (900, 900, 4000)
     assert ev["share"] == 0.225 == round(week.count / (week.share_base or 1), 4)  # not the late window's 10 %
     assert ev["window_seconds"] == 7 * 86_400
-    assert ev["writes_per_second"] == round(900 / (7 * 86_400), 3)
+    # the key's counts are of the two windows it was hot in (the others' requests are in no window's sighting):
+    # named so, and its rates are over those 30 minutes
+    assert ev["sub_periods"]["share"] == ev["sub_periods"]["requests"] == "the 30 minutes it was found in"
+    assert ev["writes_per_second"] == round(900 / 1800, 3)
     # the busiest second and minute over the period, with their times; the tightest headroom with its utilisation
     assert (ev["peak_second_writes"], ev["peak_second_writes_at"]) == (90, "2026-11-30T12:00:00Z")
     assert ev["peak_minute_writes"] == 2700 and ev["peak_minute"] == "2026-11-30T12:00:00Z"
@@ -79,9 +82,10 @@ def test_counts_add_shares_are_of_the_period_and_peaks_are_the_busiest_windows()
     assert ev["sub_periods"]["peak_second_writes"] == "busiest second"
     assert ev["sub_periods"]["peak_minute_writes"] == "busiest minute"
     assert ev["sub_periods"]["headroom_factor"] == "busiest 15 minutes"
-    assert "requests" not in ev["sub_periods"] and "share" not in ev["sub_periods"]
-    # the summary's share sentence is the week's
-    assert " It took 22% of the 4000 key-identified requests in the week. More." in stated.summary
+    # the summary's share sentence is the week's (of the windows it was hot in, so named)
+    assert " It took 22% of the 4000 key-identified requests in the 30 minutes it was hot (of the week). More." in (
+        stated.summary
+    )
     assert "10%" not in stated.summary
 
 
@@ -168,4 +172,6 @@ def test_the_weekly_reports_hot_key_sentence_reads_the_weeks_share() -> None:
     assert (state.finding.evidence["requests"], state.finding.evidence["share"]) == (900, 0.225)  # stored: the week's
     stated = week_totals(state, IsoWeek(year=2026, week=49)).finding
     assert stated.evidence["share"] == 0.225
-    assert "It took 22% of the 4000 key-identified requests in the week." in stated.summary
+    assert "It took 22% of the 4000 key-identified requests in the 30 minutes it was hot (of the week)." in (
+        stated.summary
+    )

@@ -51,7 +51,7 @@ def test_logical_scans_and_cloudwatch_pages_are_ranked_apart_with_their_units() 
     text = chart.model_dump_json() if hasattr(chart, "model_dump_json") else repr(chart)
     assert "1,438" in text and "1,200" not in text and "2,638" not in text  # CloudWatch's pages are not charted
     markdown = render_markdown(report)
-    assert "| Count | Unit |" in markdown
+    assert "| Count | Unit | Per hour (busiest window) |" in markdown
     assert f"| 1,438 | {LOGICAL_SCANS} |" in markdown and "| 1,200 | Scan pages (CloudWatch) |" in markdown
     assert f"<td>{SCAN_PAGES}</td>" in render_html(report)
 

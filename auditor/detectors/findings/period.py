@@ -25,7 +25,8 @@ __all__ = ["for_period", "period_text"]
 #: The hot-key summary's share sentence, as the detector writes it for its window.
 _SHARE_SENTENCE = re.compile(
     r" It took [\d.]+% of the [\d,]+ key-identified requests( to the index)? in "
-    r"(?:the [\d.]+ captured minutes of \d+|\d+ minutes|the week|[\d,]+ (?:minutes?|hours?|days?))\."
+    r"(?:the [\d.]+ captured minutes of \d+|\d+ minutes|the week|[\d,]+ (?:minutes?|hours?|days?)"
+    r"|the [\d,]+ minutes it was hot \(of [^)]+\))\."
 )
 
 
@@ -116,6 +117,13 @@ def period_text(totals: Totals) -> str:
     return f"{hours // 24:,} days"
 
 
+def _seen_only(finding: Finding, field: str) -> str | None:
+    """``the 30 minutes it was found in`` when ``field`` counts only the windows the finding was found in, shorter
+    than its period (``evidence.sub_periods``), else None."""
+    label = (finding.evidence.get("sub_periods") or {}).get(field)
+    return label if isinstance(label, str) and label.endswith("it was found in") else None
+
+
 def _share_sentence(finding: Finding) -> Finding:
     """A hot key's summary stating its share of the period's key-identified requests (not one window's)."""
     totals = finding.totals
@@ -124,9 +132,11 @@ def _share_sentence(finding: Finding) -> Finding:
     match = _SHARE_SENTENCE.search(finding.summary)
     if match is None:
         return finding
+    seen = _seen_only(finding, "share")
+    when = f"{seen.removesuffix(' found in')} hot (of {period_text(totals)})" if seen else period_text(totals)
     sentence = (
         f" It took {totals.share:.0%} of the {totals.share_base} key-identified requests{match.group(1) or ''} "
-        f"in {period_text(totals)}."
+        f"in {when}."
     )
     summary = finding.summary[: match.start()] + sentence + finding.summary[match.end() :]
     return finding.model_copy(update={"summary": summary})
@@ -153,7 +163,8 @@ def _scan_sentences(finding: Finding) -> Finding:
 
 #: A low-cardinality key's first sentence and the throttled calls of a key's headroom sentence.
 _LOW_CARDINALITY = re.compile(
-    r"^[\d,]+ key-identified requests to (.+?) \([\d.,]+/s\) used only \d+ distinct values of (.+?)"
+    r"^[\d,]+ key-identified requests to (.+?) \([\d.,]+/s\)(?: in the [\d,]+ minutes it was found in,)? used only "
+    r"\d+ distinct values of (.+?)"
     r"(?: in the busiest [^:]+)?: "
 )
 _THROTTLED = re.compile(r" [\d,]+ calls on it were throttled:")
@@ -172,9 +183,11 @@ def _key_sentences(finding: Finding) -> Finding:
     match = _LOW_CARDINALITY.search(summary)
     if finding.kind is FindingKind.LOW_CARDINALITY_KEY and match and isinstance(rate, int | float):
         label = (ev.get("sub_periods") or {}).get("distinct_partition_keys", "busiest window")
+        seen = _seen_only(finding, "requests")
         head = (
-            f"{requests} key-identified requests to {match.group(1)} ({rate:.1f}/s) used only {distinct} distinct "
-            f"values of {match.group(2)} in the {label}: "
+            f"{requests} key-identified requests to {match.group(1)} ({rate:.1f}/s)"
+            + (f" in {seen}," if seen else "")
+            + f" used only {distinct} distinct values of {match.group(2)} in the {label}: "
         )
         summary = head + summary[match.end() :]
     return finding if summary == finding.summary else finding.model_copy(update={"summary": summary})
