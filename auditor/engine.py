@@ -484,18 +484,16 @@ def analyze_trail(
 
 
 def analyze_sources(
-    sources: Sequence[InputSource],
-    config: AnalysisConfig | None = None,
-    processes: int | None = None,
-    normalize: Normalizer | None = None,
+    sources: Sequence[InputSource], config: AnalysisConfig | None = None, processes: int | None = None
 ) -> TrailAnalysis:
-    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened).
-    ``normalize`` (see :func:`ingest_source`) reads the input in this process alone, each record once."""
+    """:func:`analyze_trail` of sources already found (the CLI wraps them to show progress as each is opened)."""
     cfg = config or AnalysisConfig()
-    if normalize is not None:
-        aggs, stats = ingest(sources, cfg, normalize=normalize)
-    else:
-        aggs, stats = ingest_parallel(sources, cfg, plan_processes(sources, processes))
+    return analysis_of(*ingest_parallel(sources, cfg, plan_processes(sources, processes)), cfg)
+
+
+def analysis_of(aggs: AggregateSet, stats: IngestStats, cfg: AnalysisConfig) -> TrailAnalysis:
+    """The findings and access patterns of input already aggregated (``model-review`` aggregates it with
+    :func:`ingest` and a ``normalize`` that observes each record: one read of the input, in one process)."""
     spans = aggs.spans()
     findings, errors = evaluate(spans, cfg)
     findings = period_totals(findings, aggs, cfg)

@@ -50,7 +50,7 @@ def _audit(path: str | None) -> tuple[list[Mapping[str, Any]], dict[str, Mapping
 
 
 def run(args: argparse.Namespace) -> int:
-    from auditor.engine import analyze_sources
+    from auditor.engine import analysis_of, ingest
     from auditor.kernel.inputs import discover
     from auditor.review.context import ReviewInput
     from auditor.review.review import replay, review
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     audit_findings, tables = _audit(args.audit)
     signals = ReviewSignals.of(config.model_review)
     found = discover(args.paths, stdin=sys.stdin.buffer if "-" in args.paths else None)
-    result = analyze_sources(found, config, normalize=signals.normalizer())
+    result = analysis_of(*ingest(found, config, normalize=signals.normalizer()), config)
     signals.fold()
     if result.stats.files_read == 0:
         problems = result.stats.problems
