@@ -125,8 +125,8 @@ def write_shape(operation: str, body: Mapping[str, Any] | None) -> str | None:
         return WRITE_PUT if names is None else WRITE_PUT + names
     expression = _field(body, "updateExpression")
     if type(expression) is str:
-        names = _field(body, "expressionAttributeNames")
-        mapping = names if isinstance(names, Mapping) else {}
+        aliases = _field(body, "expressionAttributeNames")  # (a name of its own: mypyc types a name once)
+        mapping = aliases if isinstance(aliases, Mapping) else {}
         key = (expression, *mapping.items())
         shape = _SEEN.get(key)
         return shape if shape is not None else _remember(key, _update(expression, mapping))
