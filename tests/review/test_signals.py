@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.kernel.normalize import normalize_record
+from auditor.review.model import BurstRule, ReviewConfig
 from auditor.review.signals import ReviewSignals, expression_attributes
 from benchmarks.workloads import Gen
 
@@ -104,3 +105,21 @@ def test_single_key_batch_gets_of_one_partition_make_a_burst_too() -> None:
     _observe(signals, records)
     ((_, _, template), row), *_ = signals.gets.items()
     assert (template, row.gets, row.bursts) == ("customerId=C#{n}, orderId=O#{n}", 6, 1)
+
+
+def test_the_burst_window_and_size_come_from_the_review_config() -> None:
+    g = Gen(3)
+    records = []
+    for c in range(3):  # six distinct orders of one customer within 1.5 s
+        for i in range(6):
+            key = {"customerId": f"C#{c}", "orderId": f"O#{i}"}
+            records.append(g.record("GetItem", "Orders", c * 10 + i * 0.3, {"key": key}, principal=API))
+
+    def bursts(rule: BurstRule) -> int:
+        signals = ReviewSignals.of(ReviewConfig(burst=rule))
+        _observe(signals, records)
+        return sum(row.bursts for row in signals.gets.values())
+
+    assert bursts(BurstRule()) == 3  # 2-second buckets: each customer's six reads are one burst
+    assert bursts(BurstRule(window_seconds=1)) == 0  # 1-second buckets: four and two, under five
+    assert bursts(BurstRule(window_seconds=1, min_items=4)) == 3
