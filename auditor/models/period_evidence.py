@@ -53,7 +53,7 @@ SPECS: dict[str, _Spec] = {
         sums=("requests", "reads", "writes", "throttled_calls", "key_requests"),
         maxes={
             "peak_reads_per_second": (),
-            "peak_writes_per_second": (),
+            "peak_writes_per_second": ("peak_window",),
             "peak_read_units_per_second": (),
             "peak_write_units_per_second": (),
             "peak_second_reads": ("peak_second_reads_at",),
@@ -259,6 +259,9 @@ def period_evidence(
             for c, v in entry["with"].items():
                 out[c] = v
                 labels[c] = _sub_period(c if c.startswith("peak_") else f, window)
+    if isinstance(out.get("peak_window"), str):  # what the peak rates were measured over (a second or a minute)
+        labels.update({f: out["peak_window"] for f in labels if f.startswith("peak_") and f.endswith("_per_second")})
+        labels["peak_window"] = out["peak_window"]
     seen = windows * (window or 0)
     rate_seconds = seconds
     if kind in SEEN_ONLY and 0 < seen < seconds:

@@ -23,11 +23,14 @@ def _hot(at: datetime, requests: int, key_requests: int, second_writes: int, hea
         "writes": requests,
         "reads_per_second": 0.0,
         "writes_per_second": round(requests / WINDOW, 3),
+        "peak_reads_per_second": 0.0,
         "peak_writes_per_second": float(second_writes),
+        "peak_second_reads": 0,
         "peak_second_writes": second_writes,
         "peak_second_writes_at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "peak_minute_reads": 0,
         "peak_minute_writes": second_writes * 30,
+        "peak_window": "busiest second",
         "peak_minute": at.strftime("%Y-%m-%dT%H:%M:00Z"),
         "headroom_factor": headroom,
         "partition_utilisation": round(1 / headroom, 4),
@@ -37,8 +40,10 @@ def _hot(at: datetime, requests: int, key_requests: int, second_writes: int, hea
         "source": "cloudtrail",
     }
     summary = (
-        f"pk=ORDER#1 on Orders peaked. It took {requests / key_requests:.0%} of the {key_requests} key-identified "
-        "requests in 15 minutes. More."
+        f"pk=ORDER#1 on Orders peaked at 0 reads/s and {second_writes} writes/s (peak: busiest second; busiest second "
+        f"0 reads / {second_writes} writes; busiest minute 0 reads/s / {second_writes // 2} writes/s) against one "
+        f"partition's 3,000 RCU / 1,000 WCU. It took {requests / key_requests:.0%} of the {key_requests} "
+        "key-identified requests in 15 minutes. More."
     )
     return Finding.create(
         FindingKind.HOT_KEY,
@@ -49,7 +54,8 @@ def _hot(at: datetime, requests: int, key_requests: int, second_writes: int, hea
         severity=Severity.HIGH,
         title="Hot partition key pk=ORDER#1 on Orders",
         summary=summary,
-        recommendation="shard it",
+        recommendation=f"write-shard it: 2 shards keep each under half a partition at the peak of {second_writes} "
+        "writes/s",
         evidence=evidence,
         first_seen=at,
         last_seen=at + timedelta(minutes=10),
@@ -82,6 +88,14 @@ def test_counts_add_shares_are_of_the_period_and_peaks_are_the_busiest_windows()
     assert ev["sub_periods"]["peak_second_writes"] == "busiest second"
     assert ev["sub_periods"]["peak_minute_writes"] == "busiest minute"
     assert ev["sub_periods"]["headroom_factor"] == "busiest 15 minutes"
+    # the summary's and the recommendation's peaks are the period's busiest (the late window's, not the first's)
+    assert "peaked at 0 reads/s and 90 writes/s (peak: busiest second; busiest second 0 reads / 90 writes; " in (
+        stated.summary
+    )
+    assert "busiest minute 0 reads/s / 45 writes/s)" in stated.summary
+    first_stated = for_period(_first, week)
+    assert first_stated.summary == stated.summary and "at the peak of 90 writes/s" in first_stated.recommendation
+    assert ev["sub_periods"]["peak_writes_per_second"] == "busiest second"
     # the summary's share sentence is the week's (of the windows it was hot in, so named)
     assert " It took 22% of the 4000 key-identified requests in the 30 minutes it was hot (of the week). More." in (
         stated.summary

@@ -41,7 +41,7 @@ def for_period(finding: Finding, totals: Totals | None) -> Finding:
     stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
     if stated.totals is None or stated.totals.figures is None:
         return stated  # totals stored before figures existed: the evidence and its text are the window's
-    return item_story.restated(_scan_sentences(_key_sentences(_share_sentence(stated))))
+    return item_story.restated(_scan_sentences(_key_sentences(_peak_sentences(_share_sentence(stated)))))
 
 
 def _story_counts(story: Finding, totals: Totals) -> Finding:
@@ -191,3 +191,54 @@ def _key_sentences(finding: Finding) -> Finding:
         )
         summary = head + summary[match.end() :]
     return finding if summary == finding.summary else finding.model_copy(update={"summary": summary})
+
+
+#: A hot key's peak figures in its summary and recommendation, each with the evidence field(s) that state it.
+_PEAK_TEXT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    (
+        re.compile(r"peaked at [\d,]+ reads/s and [\d,]+ writes/s"),
+        "peaked at {:.0f} reads/s and {:.0f} writes/s",
+        ("peak_reads_per_second", "peak_writes_per_second"),
+    ),
+    (re.compile(r"\(peak: [^;)]+;"), "(peak: {};", ("peak_window",)),
+    (
+        re.compile(r"busiest second [\d,]+ reads / [\d,]+ writes"),
+        "busiest second {} reads / {} writes",
+        ("peak_second_reads", "peak_second_writes"),
+    ),
+    (
+        re.compile(r"busiest minute [\d,]+ reads/s / [\d,]+ writes/s"),
+        "busiest minute {:.0f} reads/s / {:.0f} writes/s",
+        ("peak_minute_reads_per_second", "peak_minute_writes_per_second"),
+    ),
+    (
+        re.compile(r"\([\d,]+ RCU/s and [\d,]+ WCU/s at"),
+        "({:,.0f} RCU/s and {:,.0f} WCU/s at",
+        ("peak_read_units_per_second", "peak_write_units_per_second"),
+    ),
+    (re.compile(r"at the peak of [\d,]+ writes/s"), "at the peak of {:.0f} writes/s", ("peak_writes_per_second",)),
+    (re.compile(r"for the peak of [\d,]+ writes/s"), "for the peak of {:.0f} writes/s", ("peak_writes_per_second",)),
+)
+
+
+def _peak_sentences(finding: Finding) -> Finding:
+    """A hot key's summary and recommendation stating the period's peaks (the busiest second and minute of any of
+    its windows, as its evidence states them), not the last window's."""
+    ev = finding.evidence
+    if finding.kind is not FindingKind.HOT_KEY or "keys" in ev:
+        return finding
+    values = dict(ev)
+    for rate, count in (("reads", "peak_minute_reads"), ("writes", "peak_minute_writes")):
+        if isinstance(ev.get(count), int | float):
+            values[f"peak_minute_{rate}_per_second"] = ev[count] / 60
+    texts = {"summary": finding.summary, "recommendation": finding.recommendation}
+    for pattern, template, fields in _PEAK_TEXT:
+        args = [values.get(f) for f in fields]
+        if any(a is None or isinstance(a, bool) for a in args):
+            continue
+        text = template.format(*args)
+        for name, before in texts.items():
+            texts[name] = pattern.sub(lambda _m, text=text: text, before, count=1)
+    if (texts["summary"], texts["recommendation"]) == (finding.summary, finding.recommendation):
+        return finding
+    return finding.model_copy(update=texts)
