@@ -236,9 +236,9 @@ def _peak_sentences(finding: Finding) -> Finding:
         args = [values.get(f) for f in fields]
         if any(a is None or isinstance(a, bool) for a in args):
             continue
-        text = template.format(*args)
+        text = template.format(*args).replace("\\", "\\\\")  # a literal replacement
         for name, before in texts.items():
-            texts[name] = pattern.sub(lambda _m, text=text: text, before, count=1)
+            texts[name] = pattern.sub(text, before, count=1)
     if (texts["summary"], texts["recommendation"]) == (finding.summary, finding.recommendation):
         return finding
     return finding.model_copy(update=texts)
