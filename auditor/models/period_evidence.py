@@ -175,6 +175,18 @@ def _by(a: Figures, b: Figures) -> dict[str, dict[str, Any]]:
     return {g: _added(mine.get(g, {}), theirs.get(g, {})) for g in sorted(set(mine) | set(theirs))}
 
 
+#: The most rows a tally (throttled keys, a key's values) or a union keeps over a period: a week of windows each naming
+#: its top five throttled keys must not outgrow a stored item; the largest counts are kept (the rows shown are fewer).
+KEPT = 50
+
+
+def _kept(counts: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`KEPT` largest counts (all when there are fewer)."""
+    if len(counts) <= KEPT:
+        return counts
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:KEPT])
+
+
 def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
     """The figures of two sets of windows that do not overlap (None when either is unknown: a part stored before
     figures existed would make the sums wrong)."""
@@ -194,10 +206,10 @@ def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
     unions = {f: list(v) for f, v in a.get("union", {}).items()}
     for f, items in b.get("union", {}).items():
         merged = {_tally_name(x): x for x in [*unions.get(f, []), *items]}
-        unions[f] = [merged[k] for k in sorted(merged)]
+        unions[f] = [merged[k] for k in sorted(merged)][:KEPT]
     out["union"] = unions
     mine, theirs = a.get("tally", {}), b.get("tally", {})
-    out["tally"] = {f: _added(mine.get(f, {}), theirs.get(f, {})) for f in sorted(set(mine) | set(theirs))}
+    out["tally"] = {f: _kept(_added(mine.get(f, {}), theirs.get(f, {}))) for f in sorted(set(mine) | set(theirs))}
     seconds = [s for s in (a.get("window_seconds"), b.get("window_seconds")) if s is not None]
     if seconds:
         out["window_seconds"] = max(seconds)
@@ -262,6 +274,8 @@ def period_evidence(
     if isinstance(out.get("peak_window"), str):  # what the peak rates were measured over (a second or a minute)
         labels.update({f: out["peak_window"] for f in labels if f.startswith("peak_") and f.endswith("_per_second")})
         labels["peak_window"] = out["peak_window"]
+    if kind == "hot_key" and isinstance(out.get("keys"), list):  # many hot keys: each one's figures as last listed
+        labels["keys"] = "the latest window it was found in"
     seen = windows * (window or 0)
     rate_seconds = seconds
     if kind in SEEN_ONLY and 0 < seen < seconds:

@@ -189,3 +189,15 @@ def test_the_weekly_reports_hot_key_sentence_reads_the_weeks_share() -> None:
     assert "It took 22% of the 4000 key-identified requests in the 30 minutes it was hot (of the week)." in (
         stated.summary
     )
+
+
+def test_a_weeks_figures_stay_small() -> None:
+    """A week of windows, each naming five other throttled keys: the figures keep the largest counts only."""
+    figures = None
+    for w in range(672):
+        rows = [{"key": {"pk": f"K{w}-{i}"}, "throttled_calls": 1 + i} for i in range(5)]
+        one = figures_of("throttling", {"read_throttle_events": 5, "write_throttle_events": 0, "top_keys": rows})
+        figures = one if figures is None else merge_figures(figures, one)
+    assert figures is not None and figures["sum"]["read_throttle_events"] == 3360
+    assert len(figures["tally"]["top_keys"]) == 50
+    assert len(period_evidence("throttling", {"top_keys": []}, figures, 604_800)["top_keys"]) == 5
