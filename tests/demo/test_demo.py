@@ -70,13 +70,16 @@ def test_third_run_adds_cloudwatch_and_streams_findings_linked_to_the_trail(demo
     assert hot["severity"] == "critical"
     assert hot["evidence"]["correlation"]["rule"] == "hot_key+key_range_throttling"
     assert hot["evidence"]["related_finding_ids"] == [key_range["id"]]  # one throttling story, whatever the source
-    large = [f for f in demo.findings if f["kind"] == "large_item"]
-    assert large and large[0]["evidence"]["key"] == {"docId": "DOC#7"}
-    exceeded = [f for f in demo.findings if f["kind"] == "item_size_exceeded" and f["evidence"]["key"]]
-    linked = {i for f in exceeded for i in f["evidence"].get("related_finding_ids", [])}
-    assert large[0]["id"] in linked
-    growth = {f["evidence"]["key"]["docId"]: f for f in demo.findings if f["kind"] == "item_growth"}
+    # One item, one story (issue 30): DOC#7's size and growth (Streams) and its rejected writes (CloudTrail) are one
+    # finding, of the worst fact's kind, critical
+    (doc7,) = [f for f in demo.findings if f["evidence"].get("key") == {"docId": "DOC#7"}]
+    assert (doc7["kind"], doc7["severity"]) == ("item_size_exceeded", "critical")
+    assert {x["kind"] for x in doc7["evidence"]["facts"]} == {"item_size_exceeded", "large_item", "item_growth"}
+    growth = {f["evidence"]["key"]["docId"]: f for f in demo.findings if "bytes_per_day" in f["evidence"]}
     assert set(growth) == {"DOC#7", "DOC#42"}
+    # A reference names a finding that exists: the Jobs throttling is linked with the low-cardinality key
+    jobs = {str(f["kind"]): f for f in demo.findings if f["table"] == "Jobs"}
+    assert jobs["throttling"]["evidence"]["related_finding_ids"] == [jobs["low_cardinality_key"]["id"]]
     assert 0 < growth["DOC#42"]["evidence"]["days_to_limit"] < 60
     billing = {f["table"]: f for f in demo.findings if f["kind"] == "billing_mode"}
     assert "Orders" not in billing  # it throttled: never advised lower or reserved capacity (issue 30)
