@@ -284,12 +284,17 @@ def merge_items(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def restated(story: Finding) -> Finding:
-    """``story`` after its evidence was stated for a period (:func:`auditor.detectors.findings.period.for_period`):
-    the rejected-writes fact takes the evidence's counts and CloudTrail's period from the totals, and the title and
-    summary follow, so that every number the story states is the period's."""
-    if not is_story(story) or story.kind is not FindingKind.ITEM_SIZE_EXCEEDED:
+    """``story`` stated for a period (:func:`auditor.detectors.findings.period.for_period`): its severity is never
+    below what its facts make it (the period's severity is the highest a single sighting reached, and a fact that
+    joined from another run raises the story above its sightings), and the rejected-writes fact takes the
+    evidence's counts (the period's where they were stated) and CloudTrail's period from the totals, the title and
+    summary following, so that every number the story states is the period's."""
+    if not is_story(story):
         return story
     facts = _facts_of(story)
+    severity = worst([story.severity, _severity(facts)]) or story.severity
+    if story.kind is not FindingKind.ITEM_SIZE_EXCEEDED or FindingKind.ITEM_SIZE_EXCEEDED not in facts:
+        return story if severity is story.severity else story.model_copy(update={"severity": severity})
     rejected = dict(facts[FindingKind.ITEM_SIZE_EXCEEDED])
     for field in ("count", "whole_calls"):
         if field in story.evidence:
@@ -299,7 +304,8 @@ def restated(story: Finding) -> Finding:
         rejected.update(first_seen=isoformat_z(part.first_seen), last_seen=isoformat_z(part.last_seen))
     rebuilt = _build(_place(story), _key(story) or {}, {**facts, FindingKind.ITEM_SIZE_EXCEEDED: rejected})
     evidence = {**story.evidence, FACTS: rebuilt.evidence[FACTS]}
-    return story.model_copy(update={"title": rebuilt.title, "summary": rebuilt.summary, "evidence": evidence})
+    update = {"title": rebuilt.title, "summary": rebuilt.summary, "evidence": evidence, "severity": severity}
+    return story.model_copy(update=update)
 
 
 def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -> Finding:

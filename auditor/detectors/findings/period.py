@@ -40,7 +40,7 @@ def for_period(finding: Finding, totals: Totals | None) -> Finding:
     stated = throttling_story.over_period(_story_counts(stated, totals))
     stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
     if stated.totals is None or stated.totals.figures is None:
-        return stated  # totals stored before figures existed: the evidence and its text are the window's
+        return item_story.restated(stated)  # totals before figures existed: the evidence and text are the window's
     return item_story.restated(_scan_sentences(_key_sentences(_peak_sentences(_share_sentence(stated)))))
 
 

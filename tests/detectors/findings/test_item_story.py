@@ -182,3 +182,14 @@ def test_two_outputs_stories_of_one_item_combine_with_each_sources_totals() -> N
     assert both.id == trail.id and len(both.evidence["facts"]) == 2
     assert both.totals is not None and set(both.totals.by_source or {}) == {"cloudtrail", "dynamodb_streams"}
     assert both.totals.count == 3  # the rejected writes (CloudTrail's), not added to the stream's sightings
+
+
+def test_a_story_stated_for_a_period_keeps_the_severity_its_facts_give_it() -> None:
+    # the period's severity is the highest sighting's (here the rejected writes' high), but the story with a size fact
+    # that joined from another run is critical
+    (story,) = merge_items([exceeded(TIMELINE), large(310_000)])
+    period = story.over_period(
+        story.totals.model_copy(update={"peak_severity": Severity.HIGH}) if story.totals else None
+    )
+    assert period.severity is Severity.HIGH
+    assert item_story.restated(period).severity is Severity.CRITICAL
