@@ -102,6 +102,9 @@ class Settings(BaseModel):
     capture_trail_name: str | None = None
     audit_budget_percent: float = Field(default=1.0, ge=0, le=100)
     capture_table_arns: str | None = None
+    #: Capture controller: Contributor Insights on demand for this many slices on a table read at a quarter of a
+    #: partition's limit (``PlannerConfig.insights_slices``; 0: off).
+    capture_insights_slices: int = Field(default=0, ge=0, le=288)
 
     @field_validator("audit_table_tag")
     @classmethod
@@ -167,6 +170,7 @@ DOCUMENT_SETTINGS = frozenset(
         "report_link_expiry_seconds",
         "audit_budget_percent",
         "capture_table_arns",
+        "capture_insights_slices",
     }
 )
 

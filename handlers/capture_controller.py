@@ -5,7 +5,9 @@ With the stack's own trail (``CreateTrail=true``: ``CAPTURE_TRAIL_NAME`` names i
 (``auditor.service.capture.run_controller``); without one (an existing trail: the name empty) it advises once a
 day, the selectors it would set and one command to apply them, in its log
 (``auditor.service.capture.advise_controller``). The scheduled event's ``time`` decides the slice, so a retried event
-plans the same slice (and loses the conditional write to the first attempt).
+plans the same slice (and loses the conditional write to the first attempt). Its findings (``capture_cap``, and the
+hot keys of Contributor Insights on demand, ``service.capture_insights_slices``) go through the findings lifecycle
+to the findings topic.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
 from auditor.cost.plan import PlannerConfig
 from auditor.service.capture import CaptureClients, advise_controller, run_controller
+from auditor.service.record import LifecycleParams
 from handlers import runtime
 from handlers.runtime import Invocation, lambda_runtime
 
@@ -23,8 +26,17 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     clients = runtime.CLIENTS
     settings = run.settings
     arns = frozenset(a.strip() for a in (settings.capture_table_arns or "").split(",") if a.strip())
-    capture = CaptureClients(clients.cloudtrail, clients.cloudwatch, clients.dynamodb)
-    config = PlannerConfig(budget_percent=settings.audit_budget_percent)
+    capture = CaptureClients(
+        clients.cloudtrail,
+        clients.cloudwatch,
+        clients.dynamodb,
+        findings=run.findings_store(),
+        sns=clients.sns,
+        lifecycle=LifecycleParams.from_settings(settings),
+    )
+    config = PlannerConfig(
+        budget_percent=settings.audit_budget_percent, insights_slices=settings.capture_insights_slices
+    )
     if not settings.capture_trail_name:
         advice = advise_controller(
             capture,

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -37,10 +37,16 @@ from auditor.cost.plan import (
     stack_for_budget,
     tables_to_poll,
 )
+from auditor.detectors.base import InsightsInput
+from auditor.detectors.insights.hot_key import CiHotKeyConfig
+from auditor.detectors.insights.hot_key import detect as detect_ci_hot_key
+from auditor.lifecycle import TableKey
 from auditor.models.finding import Finding
-from auditor.service.record import ResolveScope, apply_lifecycle
+from auditor.service.record import SOURCE_CONTRIBUTOR_INSIGHTS, LifecycleParams, ResolveScope, apply_lifecycle
+from auditor.sinks.contributor_insights import set_insights
 from auditor.sinks.trail_selectors import put_selectors
 from auditor.sources.capture_inputs import list_tables, read_peaks, read_selectors
+from auditor.sources.insights_on_demand import describe_insights, read_table_reports
 from auditor.sources.scan_requests import read_scan_pages
 from auditor.state import keys
 from auditor.state.capture_store import PLAN_RETENTION_DAYS, CaptureStore
@@ -49,6 +55,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sns import SNSClient
 
     from auditor.state.findings_store import FindingsStore
 
@@ -65,9 +72,14 @@ class CaptureClients:
     cloudtrail: CloudTrailClient
     cloudwatch: CloudWatchClient
     dynamodb: DynamoDBClient  # the audited tables (ListTables, DescribeTable) and the state table
-    #: Where the ``capture_cap`` findings are recorded through the findings lifecycle (None: returned and logged
-    #: only; recording needs the findings store's grants on the state table).
+    #: Where the controller's findings (``capture_cap``, and the ``hot_key`` findings of Contributor Insights on
+    #: demand) are recorded through the findings lifecycle (None: returned and logged only; recording needs the
+    #: findings store's grants on the state table) ...
     findings: FindingsStore | None = None
+    #: ... and, with both of these, published: the outbox is drained to the findings topic when the run queued an
+    #: event (as the other sources of findings do; None: recorded only, the next source's drain publishes them).
+    sns: SNSClient | None = None
+    lifecycle: LifecycleParams | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +92,8 @@ class ControllerResult:
     notes: list[str] = field(default_factory=list)
     #: The ``capture_cap`` findings of the run (once a day: the tables whose scans reached the per-table cap).
     findings: list[Finding] = field(default_factory=list)
+    #: Outbox entries this run published to the findings topic.
+    published: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +108,7 @@ class ControllerResult:
             ],
             "notes": self.notes,
             "findings": [f.id for f in self.findings],
+            "published": self.published,
         }
 
 
@@ -247,8 +262,11 @@ def run_controller(
         burst_spent_usd=float(state.get("burst_spent_usd", 0.0)) if state.get("month") == month else 0.0,
         month_elapsed=elapsed,
         bursts={k: (int(v[0]), int(v[1])) for k, v in state.get("bursts", {}).items() if k in names},
+        insights={k: int(v) for k, v in state.get("insights", {}).items() if k in names},
     )
     plan = plan_slice(traffic, slice_index, fixed_usd_month=fixed_usd_month, state=plan_state, config=cfg)
+    # recorded before Contributor Insights is turned on, so a run that times out leaves it to the next one to end
+    insights_on = _insights_owned(state, plan)
     desired = _others(selectors) + selectors_for(plan)
     after_probe = _others(selectors) + selectors_for(plan, probes=False)
     new_state = {
@@ -262,6 +280,8 @@ def run_controller(
         "scan_rates": {k: v for k, v in scan_rates.items() if k in names},
         "applied": applied,
         "last_good": state.get("last_good"),
+        "insights": dict(plan.state.insights),
+        "insights_on": insights_on,  # updated in place by _apply_insights
     }
     plan_doc = _plan_document(plan, slice_start)
     if not store.record(version, new_state, plan_doc, slice_start, now):
@@ -269,7 +289,8 @@ def run_controller(
 
     result = ControllerResult("applied", slice_start, plan=plan_doc, notes=[*stack_note, *plan.notes])
     if state.get("scan_day") != day:  # once a day, with the day's scan reading: the tables at the cap
-        result.findings = _record_caps(clients, plan, [t.arn for t in base], end, now)
+        result.findings = _record_caps(clients, plan, [t.arn for t in base], end, now, result)
+    result.findings += _apply_insights(clients, insights_on, plan, tables, end, now, result)
     final: list[dict[str, Any]] | None = after_probe
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"
@@ -354,7 +375,8 @@ def advise_controller(
         scan_capped=plan.scan_capped,
     )
     selectors = selectors_for(static)
-    findings = _record_caps(clients, plan, [t.arn for t in traffic], end, now)
+    result = ControllerResult("advised", slice_start, plan=_plan_document(static, slice_start))
+    findings = _record_caps(clients, plan, [t.arn for t in traffic], end, now, result)
     command = (
         f"aws cloudtrail put-event-selectors --trail-name {trail or 'YOUR-TRAIL'} --advanced-event-selectors "
         f"'{orjson.dumps(selectors).decode()}'"
@@ -366,22 +388,97 @@ def advise_controller(
         "other services) to the list before running the command",
     ]
     log.warning("capture_advice", trail=trail, selectors=selectors, command=command, notes=notes)
-    result = ControllerResult("advised", slice_start, plan=_plan_document(static, slice_start), detail=command)
-    result.notes, result.findings = notes, findings
+    result.detail, result.notes, result.findings = command, notes, findings
     return result
 
 
-def _record_caps(clients: CaptureClients, plan: CapturePlan, arns: list[str], end: int, now: datetime) -> list[Finding]:
+def _record_caps(
+    clients: CaptureClients, plan: CapturePlan, arns: list[str], end: int, now: datetime, result: ControllerResult
+) -> list[Finding]:
     """The plan's ``capture_cap`` findings over the day read (:func:`auditor.cost.plan.cap_findings`), a warning
-    each in the log; with a findings store, recorded through the findings lifecycle (published by the next run that
-    drains the outbox; a table no longer capped resolves after a day)."""
+    each in the log; recorded (and published) by :func:`_record` (a table no longer capped resolves after a day)."""
     findings = cap_findings(plan, end - 86_400, end)
     for f in findings:
         log.warning("capture_scan_cap_reached", table=f.table, finding=f.id, summary=f.summary)
     keys = {(a.split(":")[4] or None, a.split(":")[3] or None, a.split("/", 1)[-1]) for a in arns if a.count(":") >= 5}
-    if clients.findings is not None:
-        scope = ResolveScope.tables(dict.fromkeys(keys, now), ["capture_plan"])
+    _record(clients, findings, ResolveScope.tables(dict.fromkeys(keys, now), ["capture_plan"]), now, result)
+    return findings
+
+
+def _record(
+    clients: CaptureClients, findings: list[Finding], scope: ResolveScope, now: datetime, result: ControllerResult
+) -> None:
+    """Record the findings through the findings lifecycle (with a findings store); with the topic too, drain the
+    outbox when this run queued an event, as the metrics audit does (:meth:`LifecycleParams.record`)."""
+    if clients.findings is None:
+        return
+    if clients.sns is None or clients.lifecycle is None:
         apply_lifecycle(clients.findings, findings, now=now, scope=scope)
+        return
+    recorded = clients.lifecycle.record(
+        clients.findings, clients.sns, findings, now=now, scope=scope, publish_when_idle=False
+    )
+    result.published += recorded.published
+
+
+def _insights_owned(state: dict[str, Any], plan: CapturePlan) -> dict[str, list[int]]:
+    """The tables whose Contributor Insights the controller turned on, each as [first slice, first slice after its
+    window], with the plan's new windows and renewals (:attr:`CapturePlan.insights`) added."""
+    owned = {str(k): [int(v[0]), int(v[1])] for k, v in state.get("insights_on", {}).items()}
+    for table in plan.insights:
+        until = plan.state.insights[table]
+        first, last = owned.get(table, [plan.slice_index, until])
+        owned[table] = [first, max(last, until)]
+    return owned
+
+
+def _apply_insights(
+    clients: CaptureClients,
+    owned: dict[str, list[int]],
+    plan: CapturePlan,
+    tables: list[dict[str, Any]],
+    end: int,
+    now: datetime,
+    result: ControllerResult,
+) -> list[Finding]:
+    """Contributor Insights on demand (``PlannerConfig.insights_slices``); ``owned`` (:func:`_insights_owned`, in the
+    controller's state) is updated in place.
+
+    Each table whose window is over (or past it: a run that timed out) has its rules' report read over the window
+    first, turned into ``hot_key`` findings (the ``ci_hot_key`` detector) and recorded, then Contributor Insights
+    disabled (which deletes the rules). Each window this plan starts enables accessed-keys Contributor Insights,
+    unless the table has it on already: someone else's, left as it is and never disabled by the controller.
+    """
+    described = {str(t["TableName"]): t for t in tables}
+    findings: list[Finding] = []
+    horizons: dict[TableKey, datetime] = {}
+    for table in sorted(t for t, (_, last) in owned.items() if last <= plan.slice_index):
+        ci = describe_insights(clients.dynamodb, table)
+        if ci.enabled and table in described:
+            first = owned[table][0] * plan.slice_seconds
+            profile, reports, gaps = read_table_reports(clients.cloudwatch, described[table], ci, first, end)
+            findings += detect_ci_hot_key(InsightsInput(reports, {table: profile}), CiHotKeyConfig())
+            if not gaps:
+                horizons[(profile.account, profile.region, table)] = datetime.fromtimestamp(end, UTC)
+        gone = ci.status in ("DISABLED", "DISABLING", "ResourceNotFoundException")
+        update = None if gone else set_insights(clients.dynamodb, table, enable=False)
+        if update is None or update.ok:
+            del owned[table]
+        else:
+            result.notes.append(f"{table}: Contributor Insights not disabled ({update.detail}): the next run retries")
+    for table in plan.insights:
+        if owned.get(table, [None])[0] != plan.slice_index:
+            continue  # on already (a renewed window), or not the controller's
+        ci = describe_insights(clients.dynamodb, table)
+        update = None if ci.status in ("ENABLED", "ENABLING") else set_insights(clients.dynamodb, table, enable=True)
+        if update is None or not update.ok:
+            del owned[table]
+            why = "enabled by someone else: left as it is" if update is None else f"not enabled ({update.detail})"
+            result.notes.append(f"{table}: Contributor Insights {why}")
+    for f in findings:
+        log.warning("capture_insights_hot_key", table=f.table, finding=f.id, summary=f.summary)
+    if findings or horizons:
+        _record(clients, findings, ResolveScope.tables(horizons, [SOURCE_CONTRIBUTOR_INSIGHTS]), now, result)
     return findings
 
 

@@ -337,3 +337,231 @@ def test_a_table_whose_scans_reach_the_cap_gets_a_capture_cap_finding_once_a_day
     assert [s.finding.id for s in stored] == [finding.id]
     # the next slice of the same day: the day's finding is already recorded
     assert _run(env, datetime.fromtimestamp(now.timestamp() + 300, UTC)).findings == []
+
+
+def _plant_scans(env: dict[str, Any], table: str, at: datetime, count: float) -> None:
+    from tests.cw_support import dims, put_data
+
+    stats = {"SampleCount": count, "Sum": count * 5, "Minimum": 5.0, "Maximum": 5.0}
+    put_data(
+        env["cw"],
+        [
+            {
+                "MetricName": "SuccessfulRequestLatency",
+                "Dimensions": dims(table, None, "Scan"),
+                "Timestamp": at,
+                "StatisticValues": stats,
+            }
+        ],
+    )
+
+
+def test_a_capture_cap_finding_is_stored_published_once_and_not_alerted_again_the_next_day(
+    env: dict[str, Any], aws_reset: str
+) -> None:
+    """With the findings store, the topic and the lifecycle settings (what the deployed handler passes): the finding
+    is recorded and published through the outbox; the next day's run sees it again (same id) and queues nothing."""
+    from auditor.models.finding import FindingKind
+    from auditor.service.record import LifecycleParams
+    from auditor.state.findings_store import FindingsStore
+
+    sns, sqs = aws("sns", aws_reset), aws("sqs", aws_reset)
+    topic = sns.create_topic(Name="findings")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "false"})
+    create_table(env["ddb"], "Scanned")
+    create_table(env["ddb"], "Quiet")
+    now = _now()
+    tomorrow = datetime.fromtimestamp(now.timestamp() + 86_400, UTC)
+    for day in (now, tomorrow):
+        _plant_scans(env, "Scanned", datetime.fromtimestamp(day.timestamp() - 3600, UTC), 20_000.0)
+    store = FindingsStore(env["ddb"], STATE)
+    clients: CaptureClients = env["clients"]
+    clients.findings, clients.sns, clients.lifecycle = store, sns, LifecycleParams(topic_arn=topic)
+
+    first = _run(env, now)
+    [finding] = first.findings
+    assert finding.kind is FindingKind.CAPTURE_CAP and first.published >= 1
+    assert first.as_dict()["published"] == first.published
+    [state] = store.open_findings(finding.account, finding.region, "Scanned")
+    assert state.finding.id == finding.id
+    messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, MessageAttributeNames=["All"])["Messages"]
+    bodies = [orjson.loads(m["Body"]) for m in messages]
+    kinds = [b.get("MessageAttributes", {}).get("kind", {}).get("Value") for b in bodies]
+    assert kinds.count("capture_cap") == 1, kinds  # the finding's own message, once (with the run's digest)
+    for m in messages:
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+    assert store.pending(10) == []  # the outbox is drained
+
+    second = _run(env, tomorrow)
+    assert [f.id for f in second.findings] == [finding.id]  # the same finding id the next day
+    assert second.published == 0
+    assert sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []) == []
+
+
+# ------------------------------------------------------------------------------ Contributor Insights on demand
+#: moto has no Contributor Insights: these calls go to botocore Stubbers, answered as the API references document
+#: them (DynamoDB UpdateContributorInsights and DescribeContributorInsights, CloudWatch GetInsightRuleReport).
+_CI_CALLS = {"describe_contributor_insights", "update_contributor_insights", "get_insight_rule_report"}
+_RULES = ["DynamoDBContributorInsights-PKC-Hot-1764547200000", "DynamoDBContributorInsights-PKT-Hot-1764547200000"]
+
+
+class _Split:
+    """A client whose Contributor Insights calls go to a stubbed client (in the order made), the rest to moto."""
+
+    def __init__(self, moto: Any, stubbed: Any, order: list[str]) -> None:
+        self._moto, self._stubbed, self._order = moto, stubbed, order
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _CI_CALLS:
+            return getattr(self._moto, name)
+        call = getattr(self._stubbed, name)
+
+        def recorded(**kw: Any) -> Any:
+            self._order.append(f"{name}:{kw.get('ContributorInsightsAction') or kw.get('RuleName', '')}")
+            return call(**kw)
+
+        return recorded
+
+
+def _insights_env(env: dict[str, Any]) -> tuple[CaptureClients, Stubber, Stubber, list[str]]:
+    import boto3
+
+    creds = {"region_name": "us-east-1", "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    ddb, cw = boto3.client("dynamodb", **creds), boto3.client("cloudwatch", **creds)
+    order: list[str] = []
+    clients = CaptureClients(env["ct"], _Split(env["cw"], cw, order), _Split(env["ddb"], ddb, order))  # type: ignore[arg-type]
+    return clients, Stubber(ddb), Stubber(cw), order
+
+
+def _report(at: datetime) -> dict[str, Any]:
+    """A GetInsightRuleReport answer: one key at 120,000 consumed units in a minute (two thirds of a partition)."""
+    return {
+        "KeyLabels": ["pk"],
+        "AggregationStatistic": "Sum",
+        "AggregateValue": 150_000.0,
+        "ApproximateUniqueCount": 4,
+        "Contributors": [
+            {
+                "Keys": ["DEVICE#7"],
+                "ApproximateAggregateValue": 120_000.0,
+                "Datapoints": [{"Timestamp": at, "ApproximateValue": 120_000.0}],
+            }
+        ],
+        "MetricDatapoints": [{"Timestamp": at, "MaxContributorValue": 120_000.0}],
+    }
+
+
+def test_insights_on_demand_enables_then_a_later_run_reads_the_report_before_disabling(env: dict[str, Any]) -> None:
+    """A table at 30 % of a partition gets accessed-keys Contributor Insights for 2 slices; a run after the window
+    (here 4 slices later: the run at its end timed out) reads each rule's report first, turns it into a hot_key
+    finding, then disables it, and forgets it."""
+    ddb, cw = env["ddb"], env["cw"]
+    create_table(ddb, "Hot", read=5000, write=5000)
+    now = _now()
+    end = (int(now.timestamp()) // 60 - 2) * 60
+    put_points(cw, "ConsumedWriteCapacityUnits", "Hot", minutes(end - 600, 10, 300 * 60))  # 300 WCU/s: 30 %
+    clients, ddb_stub, cw_stub, order = _insights_env(env)
+    config = PlannerConfig(budget_percent=100, insights_slices=2)
+    ddb_stub.add_response(
+        "describe_contributor_insights",
+        {"TableName": "Hot", "ContributorInsightsStatus": "DISABLED"},
+        {"TableName": "Hot"},
+    )
+    ddb_stub.add_response(
+        "update_contributor_insights",
+        {
+            "TableName": "Hot",
+            "ContributorInsightsStatus": "ENABLING",
+            "ContributorInsightsMode": "ACCESSED_AND_THROTTLED_KEYS",
+        },
+        {
+            "TableName": "Hot",
+            "ContributorInsightsAction": "ENABLE",
+            "ContributorInsightsMode": "ACCESSED_AND_THROTTLED_KEYS",
+        },
+    )
+    with ddb_stub, cw_stub:
+        first = run_controller(
+            clients, trail=TRAIL, state_table=STATE, now=now, config=config, sleep=lambda s: None, fixed_usd_month=0.0
+        )
+    ddb_stub.assert_no_pending_responses()
+    assert first.plan is not None and first.plan["insights"] == ["Hot"]
+    assert not any(c["reason"] == "burst" for c in first.plan["captures"])  # no probe while insights name the key
+    slice_index = int(now.timestamp()) // 300
+    item = ddb.get_item(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})["Item"]
+    assert orjson.loads(item["state"]["S"])["insights_on"] == {"Hot": [slice_index, slice_index + 2]}
+
+    later = datetime.fromtimestamp(now.timestamp() + 4 * 300, UTC)
+    at = datetime.fromtimestamp(end, UTC)
+    ddb_stub.add_response(
+        "describe_contributor_insights",
+        {
+            "TableName": "Hot",
+            "ContributorInsightsRuleList": _RULES,
+            "ContributorInsightsStatus": "ENABLED",
+            "ContributorInsightsMode": "ACCESSED_AND_THROTTLED_KEYS",
+            "LastUpdateDateTime": now,
+        },
+        {"TableName": "Hot"},
+    )
+    for rule in _RULES:
+        throttled = "PKT" in rule
+        answer = _report(at) | ({"Contributors": [], "AggregateValue": 0.0} if throttled else {})
+        cw_stub.add_response("get_insight_rule_report", answer)
+    ddb_stub.add_response(
+        "update_contributor_insights",
+        {"TableName": "Hot", "ContributorInsightsStatus": "DISABLING"},
+        {"TableName": "Hot", "ContributorInsightsAction": "DISABLE"},
+    )
+    with ddb_stub, cw_stub:
+        second = run_controller(
+            clients, trail=TRAIL, state_table=STATE, now=later, config=config, sleep=lambda s: None, fixed_usd_month=0.0
+        )
+    ddb_stub.assert_no_pending_responses()
+    cw_stub.assert_no_pending_responses()
+    assert order[-4:] == [
+        "describe_contributor_insights:",
+        f"get_insight_rule_report:{_RULES[0]}",
+        f"get_insight_rule_report:{_RULES[1]}",
+        "update_contributor_insights:DISABLE",
+    ]  # the report is read before the rules are deleted
+    [finding] = second.findings
+    assert (
+        finding.kind.value == "hot_key"
+        and finding.table == "Hot"
+        and finding.evidence["source"] == "contributor_insights"
+    )
+    assert "DEVICE#7" in finding.model_dump_json()
+    item = ddb.get_item(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})["Item"]
+    assert orjson.loads(item["state"]["S"])["insights_on"] == {}
+
+
+def test_insights_already_on_are_someone_elses_and_left_alone(env: dict[str, Any]) -> None:
+    ddb, cw = env["ddb"], env["cw"]
+    create_table(ddb, "Hot", read=5000, write=5000)
+    now = _now()
+    end = (int(now.timestamp()) // 60 - 2) * 60
+    put_points(cw, "ConsumedWriteCapacityUnits", "Hot", minutes(end - 600, 10, 300 * 60))
+    clients, ddb_stub, _, order = _insights_env(env)
+    ddb_stub.add_response(
+        "describe_contributor_insights",
+        {"TableName": "Hot", "ContributorInsightsStatus": "ENABLED", "ContributorInsightsMode": "THROTTLED_KEYS"},
+        {"TableName": "Hot"},
+    )
+    with ddb_stub:
+        result = run_controller(
+            clients,
+            trail=TRAIL,
+            state_table=STATE,
+            now=now,
+            config=PlannerConfig(budget_percent=100, insights_slices=2),
+            sleep=lambda s: None,
+            fixed_usd_month=0.0,
+        )
+    ddb_stub.assert_no_pending_responses()
+    assert order == ["describe_contributor_insights:"]  # no UpdateContributorInsights
+    assert any("enabled by someone else" in n for n in result.notes)
+    item = ddb.get_item(TableName=STATE, Key={"pk": {"S": state_pk(TRAIL)}, "sk": {"S": STATE_SK}})["Item"]
+    assert orjson.loads(item["state"]["S"])["insights_on"] == {}  # never disabled by the controller
