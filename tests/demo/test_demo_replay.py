@@ -81,9 +81,12 @@ def test_replay_and_analyze_trail_agree_on_a_multi_hour_trail(
         compared += 1
     assert compared == len(replayed) >= 8
     severities = {ident[:2]: f["severity"] for ident, f in replayed.items() if ident[0] != "scan"}
-    # Jobs: never more than 17 throttled calls in a 15-minute window (medium), though 125 in the three hours; Orders:
-    # the burst key throttled alone in its window (key range), linked with its hot key (critical)
-    assert severities[("throttling", "Jobs")] == "medium"
+    # Jobs: never more than 17 throttled calls in a 15-minute window (medium), though 125 in the three hours, raised one
+    # step by its link with the low-cardinality key it throttles on (issue 30); Orders: the burst key throttled alone in
+    # its window (key range), linked with its hot key (critical)
+    assert severities[("throttling", "Jobs")] == "high"
+    jobs_key = replayed[("low_cardinality_key", "Jobs", None, None)]
+    assert jobs_key["evidence"]["related_finding_ids"] == [replayed[("throttling", "Jobs", None, None)]["id"]]
     assert (
         severities[("throttling", "Orders")],
         replayed[("throttling", "Orders", None, None)]["evidence"]["cause"],
