@@ -27,10 +27,19 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
     params = MetricsAuditParams.from_settings(run.settings)
     org = OrgScope.from_settings(run.settings)
     ledger = LedgerStore(ddb, store.table_name)
+    item_sizes = TableItemSizes(ddb, store.table_name)  # each table's CloudWatch item size, for the evaluator
     if org.enabled:  # several accounts and/or Regions, each through the member role; a cycle may span invocations
         cycles = AuditCycleStore(ddb, store.table_name, retention_days=run.settings.finding_retention_days)
         org_result = org.run(
-            boto3.Session(), store, cycles, sns, params, schedule.time, time_left=run.time_left, ledger=ledger
+            boto3.Session(),
+            store,
+            cycles,
+            sns,
+            params,
+            schedule.time,
+            time_left=run.time_left,
+            ledger=ledger,
+            item_sizes=item_sizes,
         )
         run.emit(health.org_audit(org_result))
         return org_result.as_dict()
@@ -42,7 +51,7 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         now=schedule.time,
         time_left=run.time_left,
         ledger=ledger,
-        item_sizes=TableItemSizes(ddb, store.table_name),  # the evaluator's "cloudwatch" item sizes
+        item_sizes=item_sizes,
     )
     run.emit(health.recorded(result.recorded))
     return result.as_dict()

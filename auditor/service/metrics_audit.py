@@ -403,6 +403,7 @@ class OrgScope:
         *,
         time_left: Callable[[], float] | None = None,
         ledger: HourLedger | None = None,
+        item_sizes: TableItemSizes | None = None,
     ) -> OrgMetricsAuditResult:
         """One scheduled invocation over this scope (:func:`run_org_metrics_audit` with the cycle cursor)."""
         factory = self.sessions(session)
@@ -417,6 +418,7 @@ class OrgScope:
             concurrency=self.concurrency,
             time_left=time_left,
             ledger=ledger,
+            item_sizes=item_sizes,
         )
 
 
@@ -518,6 +520,7 @@ def run_org_metrics_audit(
     time_left: Callable[[], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     ledger: HourLedger | None = None,
+    item_sizes: TableItemSizes | None = None,
 ) -> OrgMetricsAuditResult:
     """:func:`run_metrics_audit` in every account/Region pair (member role assumed), ``concurrency`` at a time.
 
@@ -551,6 +554,7 @@ def run_org_metrics_audit(
                 sleep=sleep,
                 quiet_empty=True,
                 ledger=ledger,
+                item_sizes=item_sizes,
             )
         except AuditError as exc:  # nothing readable in that pair: its coverage gap
             raise TargetError("dynamodb:ListTables", "NothingReadable", str(exc)) from exc
