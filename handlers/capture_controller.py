@@ -54,5 +54,6 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         now=schedule.time,
         config=config,
         table_arns=arns or None,
+        detectors=settings.analysis_config(),
     )
     return result.as_dict()

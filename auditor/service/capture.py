@@ -38,8 +38,8 @@ from auditor.cost.plan import (
     tables_to_poll,
 )
 from auditor.detectors.base import InsightsInput
-from auditor.detectors.insights.hot_key import CiHotKeyConfig
 from auditor.detectors.insights.hot_key import detect as detect_ci_hot_key
+from auditor.detectors.settings import DetectorSettings
 from auditor.lifecycle import TableKey
 from auditor.models.finding import Finding
 from auditor.service.record import SOURCE_CONTRIBUTOR_INSIGHTS, LifecycleParams, ResolveScope, apply_lifecycle
@@ -171,12 +171,14 @@ def run_controller(
     fixed_usd_month: float | None = None,
     table_arns: frozenset[str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    detectors: DetectorSettings | None = None,
 ) -> ControllerResult:
     """One controller run for the slice that contains ``now`` (see the module docstring).
 
     ``table_arns`` limits the audited tables (the configuration document's ``service.capture_table_arns``);
     ``fixed_usd_month`` is the auditor's monthly cost outside data events, which the budget pays first (None:
-    :func:`auditor.cost.cost_model.fixed_monthly_usd` for the tables listed).
+    :func:`auditor.cost.cost_model.fixed_monthly_usd` for the tables listed); ``detectors`` tunes the ``ci_hot_key``
+    detector of Contributor Insights on demand (the configuration document's detector tree; None: its defaults).
     """
     cfg = config or PlannerConfig()
     epoch = int(now.timestamp())
@@ -290,7 +292,7 @@ def run_controller(
     result = ControllerResult("applied", slice_start, plan=plan_doc, notes=[*stack_note, *plan.notes])
     if state.get("scan_day") != day:  # once a day, with the day's scan reading: the tables at the cap
         result.findings = _record_caps(clients, plan, [t.arn for t in base], end, now, result)
-    result.findings += _apply_insights(clients, insights_on, plan, tables, end, now, result)
+    result.findings += _apply_insights(clients, insights_on, plan, tables, (end, now), result, detectors)
     final: list[dict[str, Any]] | None = after_probe
     if _digest(_managed(desired)) == _digest(_managed(selectors)) and plan.probe_seconds is None:
         result.status = "unchanged"
@@ -437,9 +439,9 @@ def _apply_insights(
     owned: dict[str, list[int]],
     plan: CapturePlan,
     tables: list[dict[str, Any]],
-    end: int,
-    now: datetime,
+    read_to: tuple[int, datetime],
     result: ControllerResult,
+    detectors: DetectorSettings | None,
 ) -> list[Finding]:
     """Contributor Insights on demand (``PlannerConfig.insights_slices``); ``owned`` (:func:`_insights_owned`, in the
     controller's state) is updated in place.
@@ -449,7 +451,9 @@ def _apply_insights(
     disabled (which deletes the rules). Each window this plan starts enables accessed-keys Contributor Insights,
     unless the table has it on already: someone else's, left as it is and never disabled by the controller.
     """
+    end, now = read_to
     described = {str(t["TableName"]): t for t in tables}
+    tuning = detectors or DetectorSettings()
     findings: list[Finding] = []
     horizons: dict[TableKey, datetime] = {}
     for table in sorted(t for t, (_, last) in owned.items() if last <= plan.slice_index):
@@ -457,7 +461,8 @@ def _apply_insights(
         if ci.enabled and table in described:
             first = owned[table][0] * plan.slice_seconds
             profile, reports, gaps = read_table_reports(clients.cloudwatch, described[table], ci, first, end)
-            findings += detect_ci_hot_key(InsightsInput(reports, {table: profile}), CiHotKeyConfig())
+            ci_config = tuning.detector_config("ci_hot_key", table)
+            findings += detect_ci_hot_key(InsightsInput(reports, {table: profile}), ci_config)
             if not gaps:
                 horizons[(profile.account, profile.region, table)] = datetime.fromtimestamp(end, UTC)
         gone = ci.status in ("DISABLED", "DISABLING", "ResourceNotFoundException")

@@ -213,20 +213,35 @@ def _attributes(message: dict[str, Any]) -> dict[str, str]:
 def contributor_insights_stub(table: str) -> Callable[..., Any]:
     """A ``before-call`` hook answering the Contributor Insights APIs moto lacks, shaped as AWS documents them.
 
-    Each response is validated against the operation's output shape (as botocore's Stubber does).
+    Each response is validated against the operation's output shape (as botocore's Stubber does). For the capture
+    controller the table's Contributor Insights is off until it enables it (``UpdateContributorInsights``), its
+    Contributor Insights on demand; for the other functions it is on (enabled two days ago).
     """
+    controller_on: set[str] = set()
+
+    def status(name: str) -> str:
+        controller = (_current.function or "").startswith("CaptureController")
+        return "ENABLED" if not controller or name in controller_on else "DISABLED"
 
     def respond(model: Any, response: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
         validate_parameters(response, model.output_shape)
         meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "RequestId": str(uuid.uuid4())}}
         return AWSResponse(None, 200, {}, None), response | meta
 
-    def answer(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+    def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
         now = datetime.now(UTC).replace(microsecond=0)
+        if model.name == "UpdateContributorInsights":
+            body = json.loads(params["body"])
+            on = body["ContributorInsightsAction"] == "ENABLE"
+            (controller_on.add if on else controller_on.discard)(body["TableName"])
+            answer = {"TableName": body["TableName"], "ContributorInsightsStatus": "ENABLING" if on else "DISABLING"}
+            return respond(model, answer | ({"ContributorInsightsMode": body["ContributorInsightsMode"]} if on else {}))
         if model.name == "ListContributorInsights":
             summary = {"TableName": table, "ContributorInsightsStatus": "ENABLED"}
             return respond(model, {"ContributorInsightsSummaries": [summary]})
         if model.name == "DescribeContributorInsights":
+            if status(table) != "ENABLED":
+                return respond(model, {"TableName": table, "ContributorInsightsStatus": "DISABLED"})
             return respond(
                 model,
                 {
@@ -462,7 +477,12 @@ def _run_everything(
     rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/capture-controller"
     hour = datetime.fromtimestamp(now_s - now_s % 3600 + 5, UTC)
     # 50 million one-page scans of the small table in the day read: above the per-table cap (a capture_cap finding,
-    # recorded and published by the first run; the second, the same day, records nothing)
+    # recorded and published by the first run; the second, the same day, records nothing). Contributor Insights on
+    # demand for 2 slices: the hot table written at 300 units/s (30 % of a partition) before the first run gets it,
+    # and the third run, when the window is over, reads its report, then disables it.
+    monkeypatch.setenv("CAPTURE_INSIGHTS_SLICES", "2")
+    first_end = (int(hour.timestamp()) // 60 - 2) * 60
+    put_points(cw, "ConsumedWriteCapacityUnits", f"{AUDITED_PREFIX}hot", minutes(first_end - 600, 9, 300 * 60))
     scans = {"SampleCount": 5e7, "Sum": 2.5e8, "Minimum": 5.0, "Maximum": 5.0}
     at = hour - timedelta(hours=2)
     scan_dims = dims(f"{AUDITED_PREFIX}small", None, "Scan")
@@ -479,11 +499,12 @@ def _run_everything(
     )
     capture_results = [
         invoke("CaptureControllerFunction", capture_controller, scheduled_event(hour + timedelta(minutes=5 * n), rule))
-        for n in range(2)
+        for n in range(3)
     ]
     assert capture_results[0]["status"] == "applied", capture_results
     assert len(capture_results[0]["findings"]) == 1 and capture_results[0]["published"] >= 1, capture_results
     assert capture_results[1]["findings"] == [] and capture_results[1]["published"] == 0, capture_results
+    monkeypatch.delenv("CAPTURE_INSIGHTS_SLICES")
     # With an existing trail (CAPTURE_TRAIL_NAME empty): the day's first slice, the advice (no trail call).
     monkeypatch.setenv("CAPTURE_TRAIL_NAME", "")
     day = datetime.fromtimestamp(now_s - now_s % 86_400 + 86_400 + 5, UTC)
@@ -622,12 +643,18 @@ def test_the_advising_controller_needs_no_trail_permission(recorded: Recorded) -
 
 def test_audited_tables_are_only_described(recorded: Recorded) -> None:
     """Only the metrics audit and the capture controller touch other tables, and only their metadata; the audit read
-    every metadata grant, the controller only describes them."""
+    every metadata grant, the controller only describes them (and their Contributor Insights, which it turns on and
+    off on demand: the managing controller only)."""
     foreign = recorded.recorder.foreign
     controllers = {"CaptureControllerFunction", ADVISING_CONTROLLER}
     assert {function for function, _, _ in foreign} == {"MetricsAuditFunction"} | controllers
     assert {action for f, action, _ in foreign if f == "MetricsAuditFunction"} == AUDITED_TABLE_METADATA
-    assert {action for f, action, _ in foreign if f in controllers} == {"dynamodb:DescribeTable"}
+    assert {action for f, action, _ in foreign if f == ADVISING_CONTROLLER} == {"dynamodb:DescribeTable"}
+    assert {action for f, action, _ in foreign if f in controllers} == {
+        "dynamodb:DescribeTable",
+        "dynamodb:DescribeContributorInsights",
+        "dynamodb:UpdateContributorInsights",
+    }
     assert {t for f, _, t in foreign if f == "MetricsAuditFunction"} <= {
         f"{AUDITED_PREFIX}hot",
         f"{AUDITED_PREFIX}small",
@@ -645,6 +672,11 @@ def test_the_rare_paths_ran(recorded: Recorded) -> None:
     assert ("cloudwatch:GetInsightRuleReport", None) in calls["MetricsAuditFunction"]
     controller = calls["CaptureControllerFunction"]
     assert {("cloudwatch:GetMetricData", None), ("cloudtrail:PutEventSelectors", None)} <= controller
+    assert {  # Contributor Insights on demand: enabled, then read before it is disabled
+        ("dynamodb:DescribeContributorInsights", "audited"),
+        ("dynamodb:UpdateContributorInsights", "audited"),
+        ("cloudwatch:GetInsightRuleReport", None),
+    } <= controller
     assert ("application-autoscaling:DescribeScalingPolicies", None) in calls["MetricsAuditFunction"]
     assert {rule for _, rule in recorded.recorder.insight_rules} == set(CI_RULES)
     kinds = [a.get("kind") for a in recorded.announcements]
