@@ -180,6 +180,14 @@ class _Log:
             self.add(f, field, " ".join(mine), " ".join(theirs))
 
 
+def _col(row: Mapping[str, str], name: str) -> str:
+    """The cell of column ``name``, or of the column whose name is ``name`` with a label after it ("Per hour (busiest
+    window)"); "" when the row has none."""
+    if name in row:
+        return row[name]
+    return next((v for k, v in row.items() if k.startswith(name + " (")), "")
+
+
 def _severity(text: str) -> str:
     return text.split(" ")[0].strip().lower()
 
@@ -299,9 +307,9 @@ def _one_row(log: _Log, f: Mapping[str, Any], section: str, rows: list[dict[str,
 
 def _row_common(log: _Log, f: Mapping[str, Any], row: dict[str, str], prefix: str) -> None:
     if "Severity" in row:
-        log.same(f, f"{prefix}.severity", f["severity"], _severity(row["Severity"]))
+        log.same(f, f"{prefix}.severity", f["severity"], _severity(_col(row, "Severity")))
     if "Status" in row:
-        log.same(f, f"{prefix}.status", f.get("status"), row["Status"].lower())
+        log.same(f, f"{prefix}.status", f.get("status"), _col(row, "Status").lower())
 
 
 def _sections(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> None:
@@ -314,31 +322,39 @@ def _sections(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> None:
     if groups != [f.get("status")]:
         log.add(f, "findings_this_week.status", f.get("status"), ", ".join(groups) or "missing")
     if kind == "hot_key":
-        rows = [r for _, r in _rows(report, "Hot keys", "Key") if r["Key"] == key_text(ev.get("key"))]
-        row = _one_row(log, f, "hot_keys", [r for r in rows if r["Table"] == where])
+        rows = [r for _, r in _rows(report, "Hot keys", "Key") if _col(r, "Key") == key_text(ev.get("key"))]
+        row = _one_row(log, f, "hot_keys", [r for r in rows if _col(r, "Table") == where])
         if row:
-            log.figure(f, "hot_keys.share", period_share(f), row["Share"], 100.0)
-            log.figure(f, "hot_keys.requests", period_count(f), row["Requests"])
-            log.figure(f, "hot_keys.headroom", _num(ev.get("headroom_factor")), row["Headroom"])
+            log.figure(f, "hot_keys.share", period_share(f), _col(row, "Share"), 100.0)
+            log.figure(f, "hot_keys.requests", period_count(f), _col(row, "Requests"))
+            log.figure(f, "hot_keys.headroom", _num(ev.get("headroom_factor")), _col(row, "Headroom"))
             _row_common(log, f, row, "hot_keys")
     if _num(ev.get("headroom_factor")) and f.get("status") in ("new", "ongoing", "worsened"):
         attr = ev.get("key_attribute")
         key = key_text(ev["key"]) if ev.get("key") else f"{attr} (busiest value)"
-        rows = [r for _, r in _rows(report, "What throttles first", "Key") if r["Key"] == key and r["Table"] == where]
+        rows = [
+            r
+            for _, r in _rows(report, "What throttles first", "Key")
+            if _col(r, "Key") == key and _col(r, "Table") == where
+        ]
         row = _one_row(log, f, "what_throttles_first", rows)
         if row:
-            log.figure(f, "what_throttles_first.headroom", _num(ev["headroom_factor"]), row["Headroom"])
+            log.figure(f, "what_throttles_first.headroom", _num(ev["headroom_factor"]), _col(row, "Headroom"))
     if kind == "scan":
         principal = ev.get("principal") or "(not logged: CloudWatch's count)"
         rows = [
             r
             for _, r in _rows(report, "Top scanners", "Principal")
-            if r["Principal"] == principal and r["Table"] == where and r["Operation"] == (ev.get("operation") or "Scan")
+            if _col(r, "Principal") == principal
+            and _col(r, "Table") == where
+            and _col(r, "Operation") == (ev.get("operation") or "Scan")
         ]
         row = _one_row(log, f, "top_scanners", rows)
         if row:
-            log.figure(f, "top_scanners.calls", period_count(f), row.get("Calls", row.get("Count", "")))
-            log.figure(f, "top_scanners.per_hour", _num((f.get("totals") or {}).get("peak_per_hour")), row["Per hour"])
+            log.figure(f, "top_scanners.calls", period_count(f), _col(row, "Calls") or _col(row, "Count"))
+            log.figure(
+                f, "top_scanners.per_hour", _num((f.get("totals") or {}).get("peak_per_hour")), _col(row, "Per hour")
+            )
             _row_common(log, f, row, "top_scanners")
     if kind in ("large_item", "item_growth", "item_size_exceeded"):
         _item_row(log, f, report)
@@ -355,21 +371,27 @@ def _item_row(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> None:
     rows = [
         r
         for _, r in _rows(report, "Largest and growing items", "Key")
-        if r["Key"] == key and r["Table"] == f["table"] and r.get("Kind") == label
+        if _col(r, "Key") == key and _col(r, "Table") == f["table"] and r.get("Kind") == label
     ]
     row = _one_row(log, f, "items", rows)
     if not row:
         return
     size = _num(ev.get("size_bytes"))
     if size is not None:
-        log.figure(f, "items.size", size, row["Size"], 1 / 1024 if "KB" in row["Size"] else 1.0)
-        log.figure(f, "items.of_limit", size / ITEM_LIMIT_BYTES, row["Of limit"], 100.0)
+        log.figure(f, "items.size", size, _col(row, "Size"), 1 / 1024 if "KB" in _col(row, "Size") else 1.0)
+        log.figure(f, "items.of_limit", size / ITEM_LIMIT_BYTES, _col(row, "Of limit"), 100.0)
     growth = _num(ev.get("bytes_per_day"))
     if growth:
-        log.figure(f, "items.growth_per_day", growth, row["Growth/day"], 1 / 1024 if "KB" in row["Growth/day"] else 1.0)
-    log.figure(f, "items.days_to_limit", _num(ev.get("days_to_limit")), row["Days to limit"])
+        log.figure(
+            f,
+            "items.growth_per_day",
+            growth,
+            _col(row, "Growth/day"),
+            1 / 1024 if "KB" in _col(row, "Growth/day") else 1.0,
+        )
+    log.figure(f, "items.days_to_limit", _num(ev.get("days_to_limit")), _col(row, "Days to limit"))
     rejected = period_count(f) if f["kind"] == "item_size_exceeded" else None
-    log.figure(f, "items.rejected_writes", rejected, row["Rejected writes"])
+    log.figure(f, "items.rejected_writes", rejected, _col(row, "Rejected writes"))
     _row_common(log, f, row, "items")
 
 
@@ -379,26 +401,26 @@ def _billing_row(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> None:
     rows = [
         r
         for _, r in _rows(report, "Billing recommendations", "Table")
-        if r["Table"] == _where(f) and r["Change"].startswith(label + ":")
+        if _col(r, "Table") == _where(f) and _col(r, "Change").startswith(label + ":")
     ]
     row = _one_row(log, f, "billing", rows)
     if not row:
         return
     days = _num(ev.get("days_analyzed"))
-    instead = "collecting data" in row["Change"] or "not advised" in row["Change"]
-    if days is not None and days < 7 and "collecting data" not in row["Change"]:
-        log.add(f, "billing.change", "collecting data (under 7 days)", row["Change"])
-    log.figure(f, "billing.cost_now", _num(ev.get("monthly_cost_current")), row["Cost now/month"])
+    instead = "collecting data" in _col(row, "Change") or "not advised" in _col(row, "Change")
+    if days is not None and days < 7 and "collecting data" not in _col(row, "Change"):
+        log.add(f, "billing.change", "collecting data (under 7 days)", _col(row, "Change"))
+    log.figure(f, "billing.cost_now", _num(ev.get("monthly_cost_current")), _col(row, "Cost now/month"))
     if not instead:
-        log.figure(f, "billing.cost_after", _num(ev.get("monthly_cost_recommended")), row["Cost after/month"])
-        if "preliminary" in row["Saving/month"]:
-            log.figure(f, "billing.saving", _num(ev.get("monthly_savings")), row["Saving/month"])
+        log.figure(f, "billing.cost_after", _num(ev.get("monthly_cost_recommended")), _col(row, "Cost after/month"))
+        if "preliminary" in _col(row, "Saving/month"):
+            log.figure(f, "billing.saving", _num(ev.get("monthly_savings")), _col(row, "Saving/month"))
         else:
-            log.figure(f, "billing.saving", savings(f), row["Saving/month"])
-    elif shown_number(row["Saving/month"]) is not None:
-        log.add(f, "billing.saving", "no saving (" + row["Change"] + ")", row["Saving/month"])
-    log.figure(f, "billing.days_analysed", days, row["Days analysed"])
-    log.figure(f, "billing.confidence", _num(ev.get("confidence")), row["Confidence"], 100.0)
+            log.figure(f, "billing.saving", savings(f), _col(row, "Saving/month"))
+    elif shown_number(_col(row, "Saving/month")) is not None:
+        log.add(f, "billing.saving", "no saving (" + _col(row, "Change") + ")", _col(row, "Saving/month"))
+    log.figure(f, "billing.days_analysed", days, _col(row, "Days analysed"))
+    log.figure(f, "billing.confidence", _num(ev.get("confidence")), _col(row, "Confidence"), 100.0)
     _row_common(log, f, row, "billing")
 
 
@@ -408,13 +430,13 @@ def _throttle_rows(log: _Log, f: Mapping[str, Any], report: ParsedReport) -> Non
     rows = [
         r
         for _, r in _rows(report, "Capacity and throttling", "Table")
-        if r["Table"] == _where(f) and r.get("Counted by", "").lower().startswith(source)
+        if _col(r, "Table") == _where(f) and r.get("Counted by", "").lower().startswith(source)
     ]
     if not rows:
         log.add(f, "throttles", "rows", "none")
         return
-    reads = sum((shown_number(r["Read events"]) or (0.0, 0))[0] for r in rows)
-    writes = sum((shown_number(r["Write events"]) or (0.0, 0))[0] for r in rows)
+    reads = sum((shown_number(_col(r, "Read events")) or (0.0, 0))[0] for r in rows)
+    writes = sum((shown_number(_col(r, "Write events")) or (0.0, 0))[0] for r in rows)
     count = source_count(f, source)
     if count != reads + writes:
         log.add(f, "throttles.events", count, reads + writes)
@@ -473,18 +495,18 @@ def _week_totals(log: _Log, findings: list[dict[str, Any]], report: ParsedReport
         "Potential savings ($/month)": sum(money.values()),
     }
     for _, row in _rows(report, "Tables that need attention", "Table", "Open", "Savings/month"):
-        table = row["Table"].split(" ")[0]  # the HTML adds the Region (a table name has no space)
+        table = _col(row, "Table").split(" ")[0]  # the HTML adds the Region (a table name has no space)
         mine = [f for f in live if f["table"] == table]
-        log.figure("(the week)", f"tables.{table}.open", len(mine), row["Open"])
+        log.figure("(the week)", f"tables.{table}.open", len(mine), _col(row, "Open"))
         money_of = sum(savings(f) for f in mine if f["kind"] in MONEY_SOURCES and not held(f, findings))
-        log.figure("(the week)", f"tables.{table}.savings", money_of or None, row["Savings/month"])
+        log.figure("(the week)", f"tables.{table}.savings", money_of or None, _col(row, "Savings/month"))
     for _, row in _rows(report, "Week over week", "Measure"):
-        name = row["Measure"]
+        name = _col(row, "Measure")
         shown = next((v for k, v in row.items() if k.startswith("This week")), "")
         if name in expected:
             log.figure("(the week)", f"week.{name}", expected[name], shown)
     for _, row in _rows(report, "Summary", "Open findings"):
-        log.figure("(the week)", "summary.open_findings", len(live), row["Open findings"])
+        log.figure("(the week)", "summary.open_findings", len(live), _col(row, "Open findings"))
         for status in ("new", "worsened", "resolved"):
             log.figure(
                 "(the week)",
@@ -492,7 +514,7 @@ def _week_totals(log: _Log, findings: list[dict[str, Any]], report: ParsedReport
                 sum(1 for f in findings if f.get("status") == status),
                 row[status.capitalize()],
             )
-        log.figure("(the week)", "summary.savings", sum(money.values()), row["Potential savings"])
+        log.figure("(the week)", "summary.savings", sum(money.values()), _col(row, "Potential savings"))
     said = re.search(r"(\d+) open findings?.*?, (\d+) new", report.headline)
     if said:
         log.figure("(the week)", "headline.open_findings", len(live), said.group(1))
@@ -552,18 +574,22 @@ def check_listing(findings: list[dict[str, Any]], text: str) -> list[Disagreemen
     rows = columns(text, "SEVERITY  STATUS")
     for f in findings:
         place = f"{f.get('account') or '-'}/{f.get('region') or '-'}"
-        mine = [r for r in rows if (r["kind"], r["account/region"], r["table"]) == (f["kind"], place, f["table"])]
-        exact = [r for r in mine if f["title"].startswith(r["title"].removesuffix("…"))]
+        mine = [
+            r
+            for r in rows
+            if (_col(r, "kind"), _col(r, "account/region"), _col(r, "table")) == (f["kind"], place, f["table"])
+        ]
+        exact = [r for r in mine if f["title"].startswith(_col(r, "title").removesuffix("…"))]
         bare = re.sub(r"[\d,.]+", "#", f["title"])
-        titled = [r for r in mine if bare.startswith(re.sub(r"[\d,.]+", "#", r["title"].removesuffix("…")))]
+        titled = [r for r in mine if bare.startswith(re.sub(r"[\d,.]+", "#", _col(r, "title").removesuffix("…")))]
         rows_for = exact if len(exact) == 1 else titled or mine
         if len(rows_for) != 1:
             log.add(f, "present", "one row", f"{len(rows_for)} rows")
             continue
         row = rows_for[0]
-        log.same(f, "severity", f["severity"], row["severity"])
-        log.same(f, "status", f.get("status"), row["status"])
-        log.figures_in(f, "title", f["title"], row["title"])
+        log.same(f, "severity", f["severity"], _col(row, "severity"))
+        log.same(f, "status", f.get("status"), _col(row, "status"))
+        log.figures_in(f, "title", f["title"], _col(row, "title"))
     return log.found
 
 
@@ -615,16 +641,16 @@ def check_cli_json(findings: list[dict[str, Any]], text: str, output: str) -> li
 
 def check_csv(findings: list[dict[str, Any]], text: str) -> list[Disagreement]:
     log = _Log("demo --format csv")
-    theirs = {r["id"]: r for r in csv.DictReader(io.StringIO(text))}
+    theirs = {_col(r, "id"): r for r in csv.DictReader(io.StringIO(text))}
     for f in findings:
         row = theirs.get(f["id"])
         if row is None:
             log.add(f, "present", "a row", "missing")
             continue
-        log.same(f, "severity", f["severity"], row["severity"])
-        log.figures_in(f, "title", f["title"], row["title"])
-        log.figures_in(f, "summary", f["summary"], row["summary"])
-        _same_document(log, f, {"evidence": json.loads(row["evidence"].lstrip("'"))}, ("evidence",))
+        log.same(f, "severity", f["severity"], _col(row, "severity"))
+        log.figures_in(f, "title", f["title"], _col(row, "title"))
+        log.figures_in(f, "summary", f["summary"], _col(row, "summary"))
+        _same_document(log, f, {"evidence": json.loads(_col(row, "evidence").lstrip("'"))}, ("evidence",))
     return log.found
 
 
@@ -683,14 +709,21 @@ def check_what_if(findings: list[dict[str, Any]], json_text: str, table_text: st
                 peak = _num(ev.get(f"peak_{access}_units_per_second"))
                 log.figure(f, "peak_per_second", peak, f"{item['peak_per_second']}")
             text_key = ", ".join(f"{k}={v}" for k, v in key.items())
-            row = next((r for r in rows if r["table"] == f["table"] and r["key"] == text_key), None)
+            row = next((r for r in rows if _col(r, "table") == f["table"] and _col(r, "key") == text_key), None)
             if row is None:
                 log.add(f, "table.present", "a row", "missing")
                 continue
-            log.figure(f, "table.headroom", headroom, row["headroom"])
-            log.same(f, "table.throttles", "now" if ev.get("throttles_now") else row["throttles"], row["throttles"])
+            log.figure(f, "table.headroom", headroom, _col(row, "headroom"))
+            log.same(
+                f,
+                "table.throttles",
+                "now" if ev.get("throttles_now") else _col(row, "throttles"),
+                _col(row, "throttles"),
+            )
             if f["kind"] == "hot_key" and access in ("read", "write"):
-                log.figure(f, "table.peak_per_second", _num(ev.get(f"peak_{access}_units_per_second")), row["peak/s"])
+                log.figure(
+                    f, "table.peak_per_second", _num(ev.get(f"peak_{access}_units_per_second")), _col(row, "peak/s")
+                )
         throttled = f["kind"] == "throttling" and "cloudtrail" in (ev.get("sources") or {ev.get("source"): 1})
         if throttled and not any(i["table"] == f["table"] and i["throttles_now"] for i in items):
             log.add(f, "throttles_now", "a limit of the table that throttles now", "none")
