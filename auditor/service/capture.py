@@ -157,6 +157,13 @@ def _monthly_usd(desc: dict[str, Any], rate: float) -> float:
     return dynamodb_spend(usage, bundled_prices(region).for_class(usage.table_class)).total
 
 
+def _month_elapsed(now: datetime) -> float:
+    """The fraction of the calendar month (UTC) elapsed at ``now``."""
+    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    next_month = (month_start + timedelta(days=32)).replace(day=1)
+    return (now - month_start) / (next_month - month_start)
+
+
 def _pages(desc: dict[str, Any]) -> float:
     return pages_per_scan(float(desc.get("TableSizeBytes") or 0))
 
@@ -257,12 +264,9 @@ def run_controller(
             last_ratio[tt.table] = line_ratio(tt, cfg)
         traffic.append(tt)
     month = now.strftime("%Y-%m")
-    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    next_month = (month_start + timedelta(days=32)).replace(day=1)
-    elapsed = (now - month_start) / (next_month - month_start)
     plan_state = PlanState(
         burst_spent_usd=float(state.get("burst_spent_usd", 0.0)) if state.get("month") == month else 0.0,
-        month_elapsed=elapsed,
+        month_elapsed=_month_elapsed(now),
         bursts={k: (int(v[0]), int(v[1])) for k, v in state.get("bursts", {}).items() if k in names},
         insights={k: int(v) for k, v in state.get("insights", {}).items() if k in names},
     )
