@@ -526,6 +526,14 @@ def identities(finding: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(table,)]
 
 
+def facts(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each finding, or each fact of a story (one finding per problem and entity), as a finding of the fact's kind
+    and severity (:func:`auditor.models.finding.fact_views`)."""
+    from auditor.models.finding import fact_views
+
+    return [view for f in findings for view in fact_views(f)]
+
+
 @dataclass
 class Score:
     kind: str
@@ -550,7 +558,7 @@ def score(workload: Workload, findings: list[dict[str, Any]]) -> dict[str, Score
     kinds = set(workload.expected) | {f["kind"] for f in findings} | set(workload.forbidden)
     scores = {k: Score(k) for k in kinds}
     reported: dict[str, dict[tuple[Any, ...], str]] = {}
-    for f in findings:
+    for f in facts(findings):
         for ident in identities(f):
             reported.setdefault(f["kind"], {})[ident] = f["severity"]
     for kind in kinds:

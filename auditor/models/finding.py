@@ -397,6 +397,27 @@ def preferred_source(sources: Iterable[str]) -> str:
     return ranked[0]
 
 
+#: Evidence field of a story, one finding per problem and entity whatever the detectors and sources that saw it: its
+#: facts, worst first, each ``{"kind", "source", "severity", "first_seen", "last_seen", ...its own numbers}``
+#: (docs/contract.md; :mod:`auditor.detectors.findings.item_story`, :mod:`auditor.detectors.findings.key_story`).
+FACTS = "facts"
+
+
+def fact_views(finding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A finding (as JSON) seen as each of its facts, each a finding of the fact's kind and severity whose evidence
+    is the story's with the fact's numbers over it; a finding that is no story, as itself. For readers that look for
+    one kind of problem (a benchmark's scorer, the data-model review)."""
+    evidence = finding.get("evidence")
+    told = evidence.get(FACTS) if isinstance(evidence, Mapping) else None
+    if not isinstance(told, list) or not told or not isinstance(evidence, Mapping):
+        return [dict(finding)]
+    return [
+        {**finding, "kind": fact["kind"], "severity": fact["severity"], "evidence": {**evidence, **fact}}
+        for fact in told
+        if isinstance(fact, Mapping) and "kind" in fact and "severity" in fact
+    ]
+
+
 def window_totals(
     kind: FindingKind,
     evidence: dict[str, Any],

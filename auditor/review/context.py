@@ -9,6 +9,7 @@ from typing import Any
 
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.access_pattern import AccessPattern
+from auditor.models.finding import fact_views
 from auditor.review.model import Pricing, ReviewConfig
 from auditor.review.signals import ReviewSignals, TableKey
 
@@ -51,7 +52,9 @@ class ReviewInput:
         return [p for p in self.patterns if p.table == table and (operation is None or p.operation == operation)]
 
     def of_kind(self, *kinds: str) -> list[Mapping[str, Any]]:
-        return [f for f in self.findings if f.get("kind") in kinds]
+        """The findings of ``kinds``, a story's facts among them (a hot key told by a low-cardinality key's story,
+        an item's size told by its rejected writes' story: :func:`auditor.models.finding.fact_views`)."""
+        return [v for f in self.findings for v in fact_views(f) if v.get("kind") in kinds]
 
 
 def size_assumption(size: int, source: str) -> list[str]:

@@ -18,7 +18,7 @@ from auditor.detectors.stream.large_item import key_label
 from auditor.detectors.stream.large_item import recommendation as size_recommendation
 from auditor.detectors.trail.item_size_exceeded import RECOMMENDATION as REJECTED_RECOMMENDATION
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
-from auditor.models.finding import Finding, FindingKind, Severity, Totals, fingerprint, isoformat_z, utc, worst
+from auditor.models.finding import FACTS, Finding, FindingKind, Severity, Totals, fingerprint, isoformat_z, utc, worst
 from auditor.models.stream import canonical_key
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "with_stored",
 ]
 
-#: Evidence field listing the story's facts.
-FACTS = "facts"
 
 #: The item kinds, worst first: at equal severity the story takes the first one's kind (lost writes, then a
 #: projection of when writes will fail, then a size).

@@ -12,26 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auditor.models.finding import Finding, FindingKind, isoformat_z, worst
+from auditor.models.finding import FACTS, Finding, FindingKind, isoformat_z, worst
 
 __all__ = ["FACTS", "hot_attribute", "merge_keys"]
 
-#: Evidence field listing the story's facts (as the item story's).
-FACTS = "facts"
 
-#: A hot key's numbers kept in its fact.
-_HOT_FIELDS = (
-    "key",
-    "share",
-    "requests",
-    "key_requests",
-    "window_seconds",
-    "peak_reads_per_second",
-    "peak_writes_per_second",
-    "headroom_factor",
-    "throttled_calls",
-    "source",
-)
 _LOW_FIELDS = ("key_attribute", "distinct_partition_keys", "requests", "window_seconds", "throttled_calls", "source")
 
 Place = tuple[str | None, str | None, str, str | None, str]
@@ -50,6 +35,8 @@ def _place(finding: Finding, attribute: str) -> Place:
 
 
 def _fact(finding: Finding, fields: Sequence[str]) -> dict[str, Any]:
+    """The finding as a fact: its kind, source, severity, period and ``fields`` of its evidence (a hot key keeps all
+    of its evidence: what the data-model review and what-if read of a hot key)."""
     return {
         "kind": finding.kind.value,
         "source": str(finding.evidence.get("source") or "cloudtrail"),
@@ -65,7 +52,7 @@ def _key_text(key: Any) -> str:
 
 
 def _story(low: Finding, hot: Sequence[Finding]) -> Finding:
-    facts = [_fact(low, _LOW_FIELDS), *(_fact(h, _HOT_FIELDS) for h in hot)]
+    facts = [_fact(low, _LOW_FIELDS), *(_fact(h, tuple(h.evidence)) for h in hot)]
     related = sorted({str(i) for h in hot for i in h.evidence.get("related_finding_ids") or ()})
     evidence: dict[str, Any] = {**low.evidence, FACTS: facts}
     if related:
