@@ -1,6 +1,6 @@
-"""Scheduled model review (optional: template parameter ``EnableModelReview``): an EventBridge schedule (daily) ->
-the data-model proposals of the state table's open findings, stored under their stable ids, each new or changed one
-announced once on the findings topic (``auditor.service.model_review.run_model_review``).
+"""Scheduled model review (optional: template parameter ``ExtraOutputs`` naming ``model-review``): an EventBridge
+schedule (daily) -> the data-model proposals of the state table's open findings, stored under their stable ids, each new
+or changed one announced once on the findings topic (``auditor.service.model_review.run_model_review``).
 
 Errors propagate: the invocation fails and Lambda's asynchronous retry runs it again (an announcement that failed was
 released, so the retry makes it).

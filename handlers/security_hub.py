@@ -1,10 +1,10 @@
 """Security Hub Lambda (optional): SNS finding events -> ``securityhub:BatchImportFindings`` (ASFF).
 
-Deployed only with the stack parameter ``EnableSecurityHub=true``; its role may call ``BatchImportFindings`` on the
-account's own custom-integration product only. New and worsened findings are imported active, resolved ones
-archived (``auditor.sinks.security_hub``). A batch Security Hub does not take in full raises: Lambda retries the
-event asynchronously and parks it in the function's dead-letter queue at the end. A finding without an account or
-region takes the function's own (from its ARN).
+Deployed only when the stack parameter ``ExtraOutputs`` names ``security-hub``; its role may call
+``BatchImportFindings`` on the account's own custom-integration product only. New and worsened findings are imported
+active, resolved ones archived (``auditor.sinks.security_hub``). A batch Security Hub does not take in full raises:
+Lambda retries the event asynchronously and parks it in the function's dead-letter queue at the end. A finding without
+an account or region takes the function's own (from its ARN).
 """
 
 from __future__ import annotations

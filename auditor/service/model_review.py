@@ -1,6 +1,6 @@
-"""The scheduled model review (optional: template parameter ``EnableModelReview``): the data-model proposals of the
-state the service keeps, stored under their stable ids, each announced once on the findings topic when it is new or
-its change differs from the one announced (docs/model-review.md, "In the service").
+"""The scheduled model review (optional: template parameter ``ExtraOutputs`` naming ``model-review``): the data-model
+proposals of the state the service keeps, stored under their stable ids, each announced once on the findings topic when
+it is new or its change differs from the one announced (docs/model-review.md, "In the service").
 
 The input is the weekly report's: the open findings of the ISO week in progress (and its access patterns), as
 :func:`auditor.service.weekly_report.build_weekly_report` makes them, reviewed by

@@ -375,7 +375,7 @@ SCHEDULED = {
     "WeeklyReportFunction": ("cron(0 7 ? * MON *)", "WeeklyReportErrorsAlarm"),
     # The planner's 5-minute slice (with an existing trail: the day's first slice advises, the others are idle).
     "CaptureControllerFunction": ("rate(5 minutes)", "CaptureControllerErrorsAlarm"),
-    # Optional (EnableModelReview): daily 08:00 UTC, the open findings of the week in progress.
+    # Optional (ExtraOutputs with model-review): daily 08:00 UTC, the open findings of the week in progress.
     "ModelReviewFunction": ("cron(0 8 * * ? *)", "ModelReviewErrorsAlarm"),
 }
 
@@ -1054,11 +1054,11 @@ def test_parameters_are_described(template: dict[str, Any]) -> None:
         assert len(spec.get("Description", "")) >= 20, name
 
 
-MAX_PARAMETERS = 16
+MAX_PARAMETERS = 15
 
 
 def test_a_guided_deploy_asks_few_grouped_labelled_questions(template: dict[str, Any]) -> None:
-    """At most 16 parameters, each with a default, in exactly one labelled group; the template lists them in the
+    """At most 15 parameters, each with a default, in exactly one labelled group; the template lists them in the
     groups' order (``sam deploy --guided`` asks them in template order, the console by group)."""
     parameters = template["Parameters"]
     assert len(parameters) <= MAX_PARAMETERS, f"{len(parameters)} parameters: move advanced ones to the document"
@@ -1460,16 +1460,29 @@ def test_capture_controller_manages_only_the_stacks_own_trail(stack: dict[str, A
 
 
 MODEL_REVIEW_RESOURCES = {"ModelReviewFunction", "ModelReviewRole", "ModelReviewLogGroup", "ModelReviewErrorsAlarm"}
+SECURITY_HUB_RESOURCES = {
+    "SecurityHubFunction",
+    "SecurityHubRole",
+    "SecurityHubLogGroup",
+    "SecurityHubDLQ",
+    "SecurityHubDLQAlarm",
+}
 
 
 def test_optional_model_review_function(template: dict[str, Any]) -> None:
-    """EnableModelReview (default false) deploys the scheduled model review, its role, log group and alarm; a stack
-    without it has none of them."""
-    assert template["Parameters"]["EnableModelReview"]["Default"] == "false"
+    """ExtraOutputs (one question, default none) names the optional outputs: model-review deploys the scheduled
+    model review, its role, log group and alarm, security-hub the Security Hub sink, both with both; a stack without
+    one has none of its resources."""
+    spec = template["Parameters"]["ExtraOutputs"]
+    assert spec["Default"] == "none"
+    assert spec["AllowedValues"] == ["none", "security-hub", "model-review", "security-hub,model-review"]
     for variant, params in VARIANTS.items():
-        for enabled in ("true", "false"):
-            stack = resolve(template, {**params, "EnableModelReview": enabled})
-            present = MODEL_REVIEW_RESOURCES & set(stack["Resources"])
-            assert present == (MODEL_REVIEW_RESOURCES if enabled == "true" else set()), (variant, enabled)
+        for outputs in spec["AllowedValues"]:
+            names = set(outputs.split(","))
+            resources = set(resolve(template, {**params, "ExtraOutputs": outputs})["Resources"])
+            present = MODEL_REVIEW_RESOURCES & resources
+            assert present == (MODEL_REVIEW_RESOURCES if "model-review" in names else set()), (variant, outputs)
+            present = SECURITY_HUB_RESOURCES & resources
+            assert present == (SECURITY_HUB_RESOURCES if "security-hub" in names else set()), (variant, outputs)
     stack = resolve(template, VARIANTS["existing-bucket"])
-    assert not MODEL_REVIEW_RESOURCES & set(stack["Resources"]), "off by default"
+    assert not (MODEL_REVIEW_RESOURCES | SECURITY_HUB_RESOURCES) & set(stack["Resources"]), "off by default"

@@ -70,8 +70,7 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SlackWebhookSecretArn": SLACK_SECRET_ARN,
         "AlertEmail": "ops@example.com",
         "ItemSizeStreamArns": f"{ORDERS_STREAM_ARN},{DOCUMENTS_STREAM_ARN}",
-        "EnableSecurityHub": "true",
-        "EnableModelReview": "true",
+        "ExtraOutputs": "security-hub,model-review",
     },
 }
 
