@@ -21,10 +21,9 @@ from auditor.detectors.base import (
     DetectorMetadata,
     HistoryInput,
     epoch_to_dt,
-    make_finding,
 )
 from auditor.detectors.registry import register
-from auditor.detectors.stream.large_item import key_label, recommendation
+from auditor.detectors.stream.large_item import item_finding
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity
 
@@ -161,12 +160,9 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
     if severity is None:
         return []
     attribute = driver or (obs.growth[0].name if obs.growth else None) or obs.largest_attribute
-    key = obs.plain_key
-    label = key_label(key)
-    first = min(t for t, _ in samples)
     reached = epoch_to_dt(obs.time + days * _DAY) if days < 36_500 else None
     summary = (
-        f"Item {label:.120} of {obs.table} grows by about {fit.bytes_per_day:,.0f} bytes a day (robust slope over "
+        f"grows by about {fit.bytes_per_day:,.0f} bytes a day (robust slope over "
         f"{fit.samples} samples spanning {fit.span_seconds / _DAY:.1f} days) and is now {obs.size_bytes:,} bytes: "
         f"at this rate it reaches the 400 KB limit in {days_text(days)}"
         + (f" (around {reached:%Y-%m-%d})" if reached else "")
@@ -175,7 +171,7 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
     if attribute:
         summary += f' The growth is in "{attribute}".'
     evidence: dict[str, Any] = {
-        "key": key,
+        "key": obs.plain_key,
         "size_bytes": obs.size_bytes,
         "bytes_per_day": round(fit.bytes_per_day, 1),
         "days_to_limit": round(days, 2),
@@ -189,17 +185,14 @@ def detect(data: HistoryInput, cfg: Config) -> list[Finding]:
         "method": "theil_sen",
         "source": "dynamodb_streams",
     }
-    return [
-        make_finding(
-            METADATA,
-            obs,
-            discriminator=key,
-            severity=severity,
-            title=f"Item of {obs.table} reaches 400 KB in {days_text(days)} ({label:.60})",
-            summary=summary,
-            recommendation=recommendation(obs.table, attribute, growing=True),
-            evidence=evidence,
-            first=first,
-            last=obs.time,
-        )
-    ]
+    return item_finding(
+        METADATA,
+        obs,
+        severity=severity,
+        title=f"reaches 400 KB in {days_text(days)}",
+        summary=summary,
+        attribute=attribute,
+        growing=True,
+        evidence=evidence,
+        first=min(t for t, _ in samples),
+    )

@@ -24,6 +24,7 @@ from auditor.detectors.base import (
 from auditor.detectors.registry import register
 from auditor.models.dynamodb_size import ITEM_SIZE_LIMIT
 from auditor.models.finding import Finding, FindingKind, Severity, utc
+from auditor.models.stream import ItemSizeObservation
 
 __all__ = ["METADATA", "Config", "detect", "estimate_large_writes", "insufficient_view_type", "severity_for"]
 
@@ -93,6 +94,38 @@ def recommendation(table: str, attribute: str | None, *, growing: bool) -> str:
     )
 
 
+def item_finding(
+    meta: DetectorMetadata,
+    obs: ItemSizeObservation,
+    *,
+    severity: Severity,
+    title: str,
+    summary: str,
+    attribute: str | None,
+    growing: bool,
+    evidence: dict[str, Any],
+    first: float,
+) -> list[Finding]:
+    """The finding on one observed item (shared with ``item_growth``): keyed by the item's key, named by its label
+    (``title`` and ``summary`` go on from "Item of <table>" and "Item <label> of <table>"), with the fix for
+    ``attribute``, seen from ``first`` to the observation."""
+    label = key_label(obs.plain_key)
+    return [
+        make_finding(
+            meta,
+            obs,
+            discriminator=obs.plain_key,
+            severity=severity,
+            title=f"Item of {obs.table} {title} ({label:.60})",
+            summary=f"Item {label:.120} of {obs.table} {summary}",
+            recommendation=recommendation(obs.table, attribute, growing=growing),
+            evidence=evidence,
+            first=first,
+            last=obs.time,
+        )
+    ]
+
+
 @register(METADATA, Config, DetectorInput.STREAM_OBSERVATION)
 def detect(data: ObservationInput, cfg: Config) -> list[Finding]:
     """A ``large_item`` finding for an observed item at or above the threshold, else nothing."""
@@ -100,21 +133,16 @@ def detect(data: ObservationInput, cfg: Config) -> list[Finding]:
     severity = severity_for(obs.size_bytes, cfg)
     if severity is None:
         return []
-    key = obs.plain_key
-    label = key_label(key)
     grown = obs.growth[0] if obs.growth else None
     driver = grown.name if grown else obs.largest_attribute
     pct = obs.percent_of_limit
-    summary = (
-        f"Item {label:.120} of {obs.table} is {obs.size_bytes:,} bytes ({pct:.1f}% of the 400 KB limit), measured "
-        f"from its stream image."
-    )
+    summary = f"is {obs.size_bytes:,} bytes ({pct:.1f}% of the 400 KB limit), measured from its stream image."
     if obs.largest_attribute:
         summary += f' Its largest attribute, "{obs.largest_attribute}", is {_kb(obs.largest_attribute_bytes)}.'
     if grown:
         summary += f' The last write grew "{grown.name}" by {grown.delta:,} bytes.'
     evidence: dict[str, Any] = {
-        "key": key,
+        "key": obs.plain_key,
         "size_bytes": obs.size_bytes,
         "limit_bytes": ITEM_SIZE_LIMIT,
         "percent_of_limit": round(pct, 2),
@@ -125,20 +153,17 @@ def detect(data: ObservationInput, cfg: Config) -> list[Finding]:
         "source": "dynamodb_streams",
         "method": "stream_new_image",
     }
-    return [
-        make_finding(
-            METADATA,
-            obs,
-            discriminator=key,
-            severity=severity,
-            title=f"Item of {obs.table} at {pct:.0f}% of the 400 KB limit ({label:.60})",
-            summary=summary,
-            recommendation=recommendation(obs.table, driver, growing=grown is not None),
-            evidence=evidence,
-            first=min(first_seen, obs.time) if first_seen is not None else obs.time,
-            last=obs.time,
-        )
-    ]
+    return item_finding(
+        METADATA,
+        obs,
+        severity=severity,
+        title=f"at {pct:.0f}% of the 400 KB limit",
+        summary=summary,
+        attribute=driver,
+        growing=grown is not None,
+        evidence=evidence,
+        first=min(first_seen, obs.time) if first_seen is not None else obs.time,
+    )
 
 
 def estimate_large_writes(
