@@ -25,6 +25,7 @@ from tests.demo.consistency_outputs import (
     Table,
     agrees,
     columns,
+    md_plain,
     numbers,
     parse_html_report,
     parse_markdown_report,
@@ -71,6 +72,7 @@ class Outputs:
     listing: str
     cli_json: str
     cli_csv: str
+    cli_markdown: str
     trail_json: str
     trail_table: str
     whatif_json: str
@@ -654,6 +656,22 @@ def check_csv(findings: list[dict[str, Any]], text: str) -> list[Disagreement]:
     return log.found
 
 
+def check_cli_markdown(findings: list[dict[str, Any]], text: str) -> list[Disagreement]:
+    """``demo --format markdown``: each finding's section (its title, ``**severity** · `kind` · `id```, summary)."""
+    log = _Log("demo --format markdown")
+    by_id = {f["id"]: f for f in findings}
+    for block in re.split(r"^### ", text, flags=re.M)[1:]:
+        head = re.search(r"^\*\*(\w+)\*\* · `[^`]*` · `+ ?([^`]+?) ?`+$", block, flags=re.M)
+        f = by_id.get(head.group(2)) if head else None
+        if f is None or head is None:
+            continue
+        paras = [p.strip() for p in block.split("\n\n")]
+        log.same(f, "severity", f["severity"], head.group(1))
+        log.figures_in(f, "title", f["title"], md_plain(paras[0]))
+        log.figures_in(f, "summary", f["summary"], md_plain(paras[2]) if len(paras) > 2 else "")
+    return log.found
+
+
 def check_trail_table(findings: list[dict[str, Any]], text: str) -> list[Disagreement]:
     """``analyze-trail``'s table: each finding block (``[n] SEVERITY title``, summary, fix, ``id ...``)."""
     log = _Log("analyze-trail table")
@@ -744,6 +762,7 @@ def check(outputs: Outputs) -> list[Disagreement]:
         *check_listing(findings, outputs.listing),
         *check_cli_json(findings, outputs.cli_json, "demo --format json"),
         *check_csv(findings, outputs.cli_csv),
+        *check_cli_markdown(findings, outputs.cli_markdown),
         *check_cli_json(findings, outputs.trail_json, "analyze-trail json"),
         *check_trail_table(findings, outputs.trail_table),
         *check_what_if(findings, outputs.whatif_json, outputs.whatif_table),

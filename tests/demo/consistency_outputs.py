@@ -82,7 +82,7 @@ class ParsedReport:
         return self.sections.get(section, [])
 
 
-_MD_ESCAPED = re.compile(r"\\([\\`*\[\]<>|&~_])")
+_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before any ASCII punctuation
 
 
 def md_plain(cell: str) -> str:

@@ -85,6 +85,7 @@ def collect(state: DemoState, only: str | None = None, base: Outputs | None = No
         "listing": lambda: _cli(["demo", "--out", str(out)], result),
         "cli_json": lambda: _cli(["demo", "--out", str(out), "--format", "json"], result),
         "cli_csv": lambda: _cli(["demo", "--out", str(out), "--format", "csv"], result),
+        "cli_markdown": lambda: _cli(["demo", "--out", str(out), "--format", "markdown"], result),
         "trail_json": lambda: _cli(["analyze-trail", trail, "--format", "json"], result),
         "trail_table": lambda: _cli(["analyze-trail", trail], result),
         "whatif_json": lambda: _cli(["what-if", trail, "--format", "json"], result),
@@ -246,6 +247,13 @@ def _csv_evidence(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(formats, "csv_line", line)
 
 
+def _markdown_texts(mp: pytest.MonkeyPatch) -> None:
+    from auditor import findings_text
+
+    original = findings_text.markdown_text
+    mp.setattr(findings_text, "markdown_text", lambda t: bump(original(t)))
+
+
 def _trail_severity(mp: pytest.MonkeyPatch) -> None:
     from auditor import findings_text
 
@@ -298,6 +306,7 @@ MUTATIONS: list[tuple[str, str, str, Patch]] = [
     ("listing", "listing", "title.cut", _listing_cut),
     ("cli_json", "demo --format json", "evidence.", _json_evidence("auditor.cli.demo")),
     ("cli_csv", "demo --format csv", "evidence.", _csv_evidence),
+    ("cli_markdown", "demo --format markdown", "title", _markdown_texts),
     ("trail_json", "analyze-trail json", "evidence.", _json_evidence("auditor.cli.common")),
     ("trail_table", "analyze-trail table", "severity", _trail_severity),
     ("whatif_json", "what-if", "headroom", _whatif_headroom),
