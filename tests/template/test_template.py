@@ -255,8 +255,12 @@ OWN_PRODUCT_ARN = {
     "Fn::Sub": "arn:${AWS::Partition}:securityhub:${AWS::Region}:${AWS::AccountId}:product/${AWS::AccountId}/default"
 }
 
-#: The capture controller's state item (GetItem) and its plan + state transaction (PutItem items).
-CAPTURE_CONTROLLER_DDB = frozenset({"dynamodb:GetItem", "dynamodb:PutItem"})
+#: The capture controller's state item (GetItem) and its plan + state transaction (PutItem items), and its findings
+#: (capture_cap, Contributor Insights hot keys) recorded and published through the findings lifecycle.
+CAPTURE_CONTROLLER_DDB = RECORD_FINDINGS_DDB_TABLE
+#: Contributor Insights on demand (service.capture_insights_slices): the capture controller reads a table's status and
+#: turns it on and off; the only control-plane change the stack makes to an audited table (no item access).
+CAPTURE_INSIGHTS_ON_DEMAND = frozenset({"dynamodb:DescribeContributorInsights", "dynamodb:UpdateContributorInsights"})
 CAPTURE_CONTROLLER_UNSCOPED = frozenset({"dynamodb:ListTables", "cloudwatch:GetMetricData"})
 CAPTURE_TRAIL_SELECTORS = frozenset({"cloudtrail:GetEventSelectors", "cloudtrail:PutEventSelectors"})
 
@@ -314,13 +318,14 @@ NEEDS: dict[str, Needs] = {
         actions=LOGS
         | XRAY
         | CAPTURE_CONTROLLER_UNSCOPED
-        | {"dynamodb:DescribeTable"}
+        | {"dynamodb:DescribeTable", "sns:Publish", "cloudwatch:GetInsightRuleReport"}
+        | CAPTURE_INSIGHTS_ON_DEMAND
         | CAPTURE_CONTROLLER_DDB
         | KMS_THROUGH_SERVICES,
-        dynamodb={"table": CAPTURE_CONTROLLER_DDB},
-        kms_via=frozenset({"dynamodb"}),
+        dynamodb={"table": CAPTURE_CONTROLLER_DDB, keys.GSI1: frozenset({"dynamodb:Query"})},  # open findings
+        kms_via=frozenset({"sns", "dynamodb"}),
         unscoped=CAPTURE_CONTROLLER_UNSCOPED,
-        audited=frozenset({"dynamodb:DescribeTable"}),
+        audited=frozenset({"dynamodb:DescribeTable"}) | CAPTURE_INSIGHTS_ON_DEMAND,
     ),
     "MetricsAuditFunction": Needs(
         actions=LOGS
@@ -633,7 +638,8 @@ def test_iam_resources_are_scoped(stack: dict[str, Any]) -> None:
                     if target is not None:
                         dynamodb.setdefault(target, set()).update(actions)
                     elif resource == AUDITED_TABLES_ARN:
-                        assert actions <= AUDITED_TABLE_METADATA, (name, s)
+                        on_demand = CAPTURE_INSIGHTS_ON_DEMAND if name == "CaptureControllerFunction" else set()
+                        assert actions <= AUDITED_TABLE_METADATA | on_demand, (name, s)
                         audited |= actions
                     elif resource == AUDITED_INDEXES_ARN:
                         assert actions <= AUDITED_INDEX_METADATA, (name, s)
@@ -707,10 +713,12 @@ def test_no_dynamodb_data_plane_access_except_the_state_table(stack: dict[str, A
     """No statement anywhere lets anything read or write an audited table's items.
 
     DynamoDB is granted only in the functions' roles. Beyond the state table and its indexes there are only the
-    audited tables' metadata reads (control plane, no items), the unscopable listings (no items) and the stream
-    reads of the tables the user opted in through ItemSizeStreamArns (the written items' images, by design).
+    audited tables' metadata reads (control plane, no items), the capture controller's Contributor Insights switch
+    (control plane), the unscopable listings (no items) and the stream reads of the tables the user opted in through
+    ItemSizeStreamArns (the written items' images, by design).
     """
-    assert not AUDITED_TABLE_METADATA & DYNAMODB_DATA_PLANE and not STREAM_READS & DYNAMODB_DATA_PLANE
+    assert not (AUDITED_TABLE_METADATA | CAPTURE_INSIGHTS_ON_DEMAND) & DYNAMODB_DATA_PLANE
+    assert not STREAM_READS & DYNAMODB_DATA_PLANE
     for s in walk_statements(stack["Resources"]):
         actions = as_list(s.get("Action", s.get("NotAction")))
         if not any(a == "*" or a.startswith("dynamodb:") for a in actions):
@@ -726,7 +734,7 @@ def test_no_dynamodb_data_plane_access_except_the_state_table(stack: dict[str, A
                 assert set(actions) <= NO_RESOURCE_LEVEL_PERMISSIONS, s
             else:
                 assert resource in (AUDITED_TABLES_ARN, AUDITED_INDEXES_ARN), s
-                assert set(actions) <= AUDITED_TABLE_METADATA, s
+                assert set(actions) <= AUDITED_TABLE_METADATA | CAPTURE_INSIGHTS_ON_DEMAND, s
     # The audit in particular: read-only, and no item of any table but the state table.
     if "MetricsAuditFunction" in functions(stack):
         role = role_name(function_props(stack, "MetricsAuditFunction"))
