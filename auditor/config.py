@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from auditor.detectors.settings import DetectorSettings
 from auditor.exceptions import ConfigurationError, InputError
+from auditor.models.base import read_json_file
 from auditor.review.model import ReviewConfig
 
 
@@ -261,12 +262,7 @@ def load_analysis_config(path: str | Path | None) -> AnalysisConfig:
     if path is None:
         return AnalysisConfig()
     p = Path(path)
-    try:
-        data = orjson.loads(p.read_bytes())
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read config: {exc.strerror}") from exc
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{p}: config is not valid JSON: {exc}") from exc
+    data = read_json_file(p, "config")
     try:
         return AnalysisConfig.model_validate(_without_service(data))
     except ValidationError as exc:

@@ -12,11 +12,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import Field, ValidationError
 
 from auditor.exceptions import InputError
-from auditor.models.base import FrozenModel
+from auditor.models.base import FrozenModel, read_json_file
 
 TableClass = Literal["STANDARD", "STANDARD_INFREQUENT_ACCESS"]
 Dimension = Literal["read", "write"]
@@ -165,12 +164,7 @@ def load_price_file(path: str | Path) -> RegionPrices:
         PricingError: the file cannot be read, is not JSON, or does not have the shape.
     """
     p = Path(path)
-    try:
-        data = orjson.loads(p.read_bytes())
-    except OSError as exc:
-        raise PricingError(f"{p}: cannot read price file: {exc.strerror or exc}") from exc
-    except orjson.JSONDecodeError as exc:
-        raise PricingError(f"{p}: price file is not valid JSON: {exc}") from exc
+    data = read_json_file(p, "price file", PricingError)
     try:
         return RegionPrices.model_validate(data)
     except ValidationError as exc:
