@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 import structlog
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.models.stream import ItemSizeObservation
 from auditor.state import keys
 from auditor.state.attributes import number as _n
+from auditor.state.window_store import RETRY_CONFIG  # the state table's one client set-up
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -43,9 +43,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
-
-#: botocore retry set-up for the state-table client: standard mode retries throttling and transient errors.
-RETRY_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=30)
 
 HISTORY_SK: Final = "HISTORY"
 DEFAULT_MAX_SAMPLES: Final = 48
