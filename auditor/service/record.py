@@ -11,7 +11,7 @@ weekly totals (:func:`apply_corrections`). The rules are in docs/service.md.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -268,6 +268,18 @@ def carry_over(stored: Finding, seen: Finding, max_age_seconds: float) -> Findin
     return scan_volume.with_stored(stored, seen, max_age_seconds)
 
 
+def _story_restated(change: StateChange) -> StateChange:
+    """``change`` with an item story's text restated from its evidence, which the lifecycle stated for the week
+    (:func:`item_story.restated`: the title's count of rejected writes is the stored evidence's)."""
+    finding = item_story.restated(change.state.finding)
+    if finding == change.state.finding:
+        return change
+    event = change.event
+    if event is not None and event.finding.id == finding.id:
+        event = event.model_copy(update={"finding": item_story.restated(event.finding)})
+    return replace(change, state=change.state.model_copy(update={"finding": finding}), event=event)
+
+
 def _previous_states(
     store: FindingsStore, scope: ResolveScope, seen_ids: Iterable[str], open_findings: OpenFindings
 ) -> dict[str, FindingState]:
@@ -319,6 +331,7 @@ def apply_lifecycle(
         )
         if change is None:
             return None
+        change = _story_restated(change)
         if change.event is not None and change.event.kind is EventKind.RESOLVED and not publish_resolved:
             return change.without_event()
         return change

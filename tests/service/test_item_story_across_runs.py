@@ -73,6 +73,7 @@ def test_the_item_is_one_stored_finding_whichever_run_comes_first(
         ("large_item", "dynamodb_streams"),
     }
     assert "5 writes rejected for item size" in story.title and "at 96% of 400 KB" in story.title
+    assert f"{story.evidence['count']} writes rejected" in story.title  # the title states the stored evidence's count
     assert state.status.is_open
     # and no other finding on the item: the store holds this one story only
     scanned = env.ddb.scan(TableName="auditor-state", ConsistentRead=True)["Items"]
@@ -82,3 +83,22 @@ def test_the_item_is_one_stored_finding_whichever_run_comes_first(
     if before.finding.severity is not Severity.CRITICAL:
         assert state.status is FindingStatus.WORSENED
         assert [m["status"] for m in env.published()] == ["worsened"]
+
+
+def test_the_stored_story_states_the_weeks_rejected_writes(env: Env) -> None:
+    # Given the item's size stored by the watcher, then rejected writes in two windows, evaluated one run each
+    stream_run(env, at(5))
+    for window, now in ((0, 35), (15, 50)):
+        calls = [
+            f.call("UpdateItem", "Documents", KEY, at=window * 60 + 60 + i, error="ValidationException", message=MSG,
+                   event_id=f"w{window}-{i}")
+            for i in range(5)
+        ]  # fmt: skip
+        env.put(calls)
+        env.run(at(now))
+    # Then the one stored story counts both windows, in its evidence, its facts and its title alike
+    (state,) = env.findings.get_many([story_id(ACCOUNT, REGION, "Documents", KEY)]).values()
+    story = state.finding
+    assert story.totals is not None and story.totals.count == 10
+    assert story.evidence["count"] == story.evidence["facts"][0]["count"] == 10
+    assert story.title.startswith("Item docId=DOC#7 of Documents: 10 writes rejected for item size")
