@@ -294,7 +294,7 @@ def restated(story: Finding) -> Finding:
     if story.kind is not FindingKind.ITEM_SIZE_EXCEEDED or FindingKind.ITEM_SIZE_EXCEEDED not in facts:
         return story if severity is story.severity else story.model_copy(update={"severity": severity})
     rejected = dict(facts[FindingKind.ITEM_SIZE_EXCEEDED])
-    for field in ("count", "whole_calls"):
+    for field in ("count", "whole_calls", "window_seconds"):
         if field in story.evidence:
             rejected[field] = story.evidence[field]
     part = (story.totals.by_source or {}).get("cloudtrail", story.totals) if story.totals is not None else None
