@@ -62,9 +62,12 @@ class Statement:
     insert_names: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ItemAccess:
-    """One logical access inside a call. Batch and transact calls carry one per item."""
+    """One logical access inside a call. Batch and transact calls carry one per item.
+
+    Its ``__init__`` is written out (the dataclass's generated one would stay interpreted in the compiled kernel).
+    """
 
     table: str
     operation: str  # e.g. GetItem, Query, Scan, BatchWriteItem:Put, TransactWriteItems:Update, ExecuteStatement:SELECT
@@ -80,14 +83,24 @@ class ItemAccess:
     #: when not read (then decided from the operation alone).
     shape: str | None = None
 
+    # fmt: off
+    def __init__(
+        self, table: str, operation: str, access: Access, index: str | None = None, key: KeyValues | None = None,
+        statement: Statement | None = None, full_scan: bool = False, condition: tuple[str, str] | None = None,
+        shape: str | None = None,
+    ) -> None:
+        self.table, self.operation, self.access, self.index, self.key = table, operation, access, index, key
+        self.statement, self.full_scan, self.condition, self.shape = statement, full_scan, condition, shape
+    # fmt: on
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ApiCall:
     """A normalised DynamoDB data-plane call.
 
     ``principal`` is the caller's stable identity: for an assumed role it is the role ARN from
     ``sessionContext.sessionIssuer`` (``session_name`` keeps the session), otherwise the identity ARN,
-    or the AWS service name for service-invoked calls.
+    or the AWS service name for service-invoked calls. Its ``__init__`` is written out, as :class:`ItemAccess`'s.
     """
 
     event_id: str
@@ -120,6 +133,27 @@ class ApiCall:
     management_labelled: bool = False
     #: A read's logged ``consistentRead`` (GetItem, Query, Scan); None when the record does not log it.
     consistent_read: bool | None = None
+
+    # fmt: off
+    def __init__(
+        self, event_id: str, time: datetime, operation: str, access: Access, account: str | None,
+        region: str | None, tables: tuple[str, ...], items: tuple[ItemAccess, ...], principal: str | None = None,
+        principal_type: str | None = None, session_name: str | None = None, user_agent: str | None = None,
+        source_ip: str | None = None, index: str | None = None, error_code: str | None = None,
+        error_message: str | None = None, scan_segment: int | None = None, scan_total_segments: int | None = None,
+        statement: Statement | None = None, truncated: bool = False, scan_limit: int | None = None,
+        scan_continuation: bool = False, scan_filter: str | None = None, management_labelled: bool = False,
+        consistent_read: bool | None = None,
+    ) -> None:
+        self.event_id, self.time, self.operation, self.access = event_id, time, operation, access
+        self.account, self.region, self.tables, self.items = account, region, tables, items
+        self.principal, self.principal_type, self.session_name = principal, principal_type, session_name
+        self.user_agent, self.source_ip, self.index, self.statement = user_agent, source_ip, index, statement
+        self.error_code, self.error_message, self.truncated = error_code, error_message, truncated
+        self.scan_segment, self.scan_total_segments, self.scan_limit = scan_segment, scan_total_segments, scan_limit
+        self.scan_continuation, self.scan_filter = scan_continuation, scan_filter
+        self.management_labelled, self.consistent_read = management_labelled, consistent_read
+    # fmt: on
 
     @property
     def table(self) -> str | None:

@@ -16,12 +16,23 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Raw, UnsetType, field
 
+from auditor.kernel.fields import LIGHT_POSITIONS
+
+
+class Identity(msgspec.Struct, gc=False):
+    """What the light path reads of ``userIdentity``: whether the caller may be an AWS service
+    (:func:`auditor.kernel.general._maybe_service` reads the same two fields of the whole record). A value of
+    another type there does not decode (the full decoder reads the record); the identity's other fields are skipped."""
+
+    type: str | UnsetType = UNSET
+    arn: str | UnsetType = UNSET
+
 
 class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     """The fields of a successful GetItem, PutItem, UpdateItem, DeleteItem or Query that the light path reads, typed.
 
     A record of another operation or service, or missing one of the required fields, does not decode (the full
-    decoder reads it). ``identity``, ``agent`` and ``ip`` are only required to be there; ``error`` to be absent.
+    decoder reads it). ``agent`` and ``ip`` are only required to be there; ``error`` to be absent.
     The other scalars of the envelope are typed too, so that a value orjson cannot read there is not skipped (rule 3).
 
     The fields are declared in the order CloudTrail writes a record's keys: msgspec looks each key up from the field
@@ -30,7 +41,7 @@ class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     """
 
     version: str | UnsetType = field(name="eventVersion", default=UNSET)
-    identity: Raw = field(name="userIdentity")
+    identity: Identity = field(name="userIdentity")
     time: str = field(name="eventTime")
     source: Literal["dynamodb.amazonaws.com"] = field(name="eventSource")
     operation: Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"] = field(name="eventName")
@@ -57,6 +68,13 @@ class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     #: this unlikely name).
     data: bytes = field(name="ddbTrafficAuditorRecordBytes", default=b"")
 
+
+#: ``msgspec.structs.astuple``: a :class:`LightRecord`'s fields as one tuple, in declaration order (compiled code
+#: reads a tuple's items directly, a msgspec ``Struct``'s attributes only by generic look-ups), at the positions
+#: ``auditor.kernel.fields.LIGHT_*`` (compiled code reads those as constants).
+FIELDS: Final = msgspec.structs.astuple
+if any(LightRecord.__struct_fields__[i] != name for name, i in LIGHT_POSITIONS.items()):  # pragma: no cover
+    raise ImportError("LightRecord's fields moved: update auditor.kernel.fields.LIGHT_*")
 
 #: Decodes one record's bytes into a :class:`LightRecord`, raising one of :data:`DECODE_ERRORS` when it cannot.
 DECODE: Final = msgspec.json.Decoder(LightRecord).decode

@@ -145,6 +145,31 @@ _TRANSACT_ACCESS: Final[dict[str, Access]] = {
     "Get": _READ,
 }
 
+#: Where :func:`auditor.kernel.decode.FIELDS` puts the fields of a typed record the light path reads (the
+#: positions of ``LightRecord``'s fields, checked when ``auditor.kernel.decode`` is imported).
+LIGHT_IDENTITY: Final = 1
+LIGHT_TIME: Final = 2
+LIGHT_OPERATION: Final = 4
+LIGHT_REGION: Final = 5
+LIGHT_ERROR: Final = 8
+LIGHT_PARAMS: Final = 10
+LIGHT_EVENT_ID: Final = 12
+LIGHT_MANAGEMENT: Final = 16
+LIGHT_ACCOUNT: Final = 17
+LIGHT_CATEGORY: Final = 21
+LIGHT_POSITIONS: Final = {
+    "identity": LIGHT_IDENTITY,
+    "time": LIGHT_TIME,
+    "operation": LIGHT_OPERATION,
+    "region": LIGHT_REGION,
+    "error": LIGHT_ERROR,
+    "params": LIGHT_PARAMS,
+    "event_id": LIGHT_EVENT_ID,
+    "management": LIGHT_MANAGEMENT,
+    "account": LIGHT_ACCOUNT,
+    "category": LIGHT_CATEGORY,
+}
+
 _TIME_CACHE: Final[dict[str, datetime]] = {}
 _TIME_CACHE_MAX: Final = 8192
 #: The same event times with their POSIX timestamps, for :func:`single_item` (filled and cleared with

@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
-from auditor.kernel.decode import LightRecord
+from auditor.kernel.decode import FIELDS, Identity, LightRecord
 from auditor.kernel.fields import (
     _CONSISTENT_READ,
     _DELETE_REQUEST,
@@ -57,11 +57,24 @@ from auditor.kernel.fields import (
     _TRANSACT_OPS,
     _WRITE,
     DYNAMODB_EVENT_SOURCE,
+    LIGHT_ACCOUNT,
+    LIGHT_CATEGORY,
+    LIGHT_ERROR,
+    LIGHT_EVENT_ID,
+    LIGHT_IDENTITY,
+    LIGHT_MANAGEMENT,
+    LIGHT_OPERATION,
+    LIGHT_PARAMS,
+    LIGHT_REGION,
+    LIGHT_TIME,
     _is_camel,
     _parse_time,
     _Request,
 )
 from auditor.kernel.general import (
+    _SERVICE_LINKED,
+    _STREAM_SERVICE,
+    SERVICE,
     _api_call,
     _as_int,
     _ci,
@@ -368,17 +381,22 @@ def light_item(record: LightRecord) -> SingleItem | None:
     """:func:`single_item` of a record decoded by :func:`auditor.kernel.decode.light` (its operation, source and field
     types already checked there), with the same result as :func:`single_item` of the whole record; an event time not
     seen yet is parsed here (None when ``_parse_time`` rejects it)."""
-    if (
-        record.category == "Management"
-        or record.management
-        or not record.event_id
-        or not record.account
-        or record.error is not UNSET
-    ):
+    fields: tuple[Any, ...] = FIELDS(record)
+    event_id: str = fields[LIGHT_EVENT_ID]
+    account: str = fields[LIGHT_ACCOUNT]
+    category: str = fields[LIGHT_CATEGORY]
+    management: bool = fields[LIGHT_MANAGEMENT]
+    if category == "Management" or management or not event_id or not account or fields[LIGHT_ERROR] is not UNSET:
         return None
-    if bytes(record.identity).find(b"Service") >= 0:  # (``in`` on bytes first tries an int: slower)
-        return None  # maybe an AWS service's call (see _maybe_service: type AWSService or Service, AWSServiceRole...)
-    event_time = record.time
+    identity: Identity = fields[LIGHT_IDENTITY]
+    ptype = identity.type
+    if ptype == "AssumedRole":  # maybe an AWS service's call: kept apart, read by the full path (_maybe_service)
+        arn = identity.arn
+        if type(arn) is str and _SERVICE_LINKED in arn:
+            return None
+    elif ptype in (SERVICE, _STREAM_SERVICE):
+        return None
+    event_time: str = fields[LIGHT_TIME]
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:
         try:
@@ -388,10 +406,9 @@ def light_item(record: LightRecord) -> SingleItem | None:
         stamp = _STAMP_CACHE.get(event_time)
         if stamp is None:  # pragma: no cover - _parse_time fills the cache with every time it accepts
             return None
-    name = record.operation
-    item = _single_item_request(
-        record.event_id, name, stamp, record.account, record.region, record.params, _LIGHT_WRITES[name]
-    )
+    name: str = fields[LIGHT_OPERATION]
+    region: str = fields[LIGHT_REGION]
+    item = _single_item_request(event_id, name, stamp, account, region, fields[LIGHT_PARAMS], _LIGHT_WRITES[name])
     if item is None or (item[8] is not None and not _plain_key(item[8])):
         return None
     return item

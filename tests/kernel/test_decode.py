@@ -220,6 +220,34 @@ def test_a_key_orjson_reads_otherwise_is_handed_back_by_the_light_item(value: by
     assert single_item(orjson.loads(data)) is not None  # the full path reads it (as orjson reads the number)
 
 
+#: An AWS service's identity (the full path keeps its calls apart), written with escapes and duplicate keys.
+SERVICE_IDENTITIES: dict[str, bytes] = {
+    "AWSService, a letter escaped": _with(BASE, b'"type":"AssumedRole"', b'"type":"AWS\\u0053ervice"'),
+    "Service, a letter escaped": _with(BASE, b'"type":"AssumedRole"', b'"type":"\\u0053ervice"'),
+    "a service-linked role, a letter escaped": _with(
+        BASE, b"assumed-role/orders-role", b"assumed-role/AWS\\u0053erviceRoleFor"
+    ),
+    "the type given again (the last wins)": _with(
+        BASE, b'"type":"AssumedRole",', b'"type":"AssumedRole","type":"AWSService",'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVICE_IDENTITIES))
+def test_an_aws_services_identity_is_handed_back_however_it_is_written(name: str) -> None:
+    data = SERVICE_IDENTITIES[name]
+    record = check(data)
+    assert record is not None and light_item(record) is None
+    # the full path keeps the call apart as an AWS service's
+    call = normalize_record(orjson.loads(data))
+    assert call is not None and call.principal_type == "AWSService"
+
+
+def test_an_identity_the_typed_decoder_cannot_read_is_handed_back() -> None:
+    assert check(_with(BASE, b'"type":"AssumedRole"', b'"type":null')) is None
+    assert check(_with(BASE, b'"arn":"arn:aws:sts', b'"arn":["arn:aws:sts"],"x":"')) is None
+
+
 def test_generated_traffic_is_read_as_the_full_decoder_reads_it() -> None:
     read = 0
     for record in traffic(3000, seed=11):
