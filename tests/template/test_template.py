@@ -308,8 +308,8 @@ NEEDS: dict[str, Needs] = {
         | {"dynamodb:ListStreams", "sqs:SendMessage", "sns:Publish"}
         | STREAM_ITEM_SIZE_DDB
         | KMS_THROUGH_SERVICES,
-        # open item_size_exceeded findings of the batch's tables (GSI1), to link them
-        dynamodb={"table": STREAM_ITEM_SIZE_DDB, keys.GSI1: frozenset({"dynamodb:Query"})},
+        # the item's story is merged with the stored one by its id (GetItem on the table): no index query
+        dynamodb={"table": STREAM_ITEM_SIZE_DDB},
         kms_via=frozenset({"sqs", "sns", "dynamodb"}),
         unscoped=frozenset({"dynamodb:ListStreams"}),
         streams=STREAM_READS,
