@@ -10,7 +10,7 @@ planted problems, with their counts, is in docs/demo.md.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
@@ -165,6 +165,10 @@ _ORDER_ATTRS: Final = ("pk", "sk", "status", "createdAt", "total", "currency", "
 _ORDER_STATUSES: Final = ("PLACED", "PAID", "PACKED", "SHIPPED", "DELIVERED", "CANCELLED")
 _JOB_STATUSES: Final = ("PENDING", "RUNNING", "DONE", "FAILED")
 _JOB_WEIGHTS: Final = (0.40, 0.30, 0.25, 0.05)
+#: The operations whose records are read-only.
+_READS: Final = frozenset({"GetItem", "Query"})
+#: One kind of call on a key: the cumulative share of draws up to which it is made, the operation and its parameters.
+_Call = tuple[float, str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
 def _times(rng: random.Random, n: int, t0: float, span: float) -> list[float]:
@@ -219,6 +223,20 @@ class _Demo:
     ) -> None:
         self.out.append((ts, self.f.record(ts, p, name, params, tables, read_only, error)))
 
+    def one_of(
+        self,
+        ts: float,
+        p: Principal,
+        table: str,
+        key: dict[str, Any],
+        calls: Sequence[_Call],
+        error: Error | None = None,
+    ) -> None:
+        """One call on ``key`` of ``table``: the first of ``calls`` whose share the draw is below (the last: 1.0)."""
+        r = self.rng.random()
+        _, name, params = next(call for call in calls if r < call[0])
+        self.emit(ts, p, name, params(key), (table,), name in _READS, error)
+
     def past_iso(self, max_days: float) -> str:
         return iso_time(self.t0 - self.rng.uniform(0.0, max_days * 86400.0))
 
@@ -267,17 +285,13 @@ class _Demo:
     def _orders_hot(self, ts: float, sks: Sequence[str], weights: Sequence[float], error: Error | None) -> None:
         rng, p = self.rng, self.order_service
         key = {"pk": f"CUSTOMER#{self.w.hot_customer}", "sk": rng.choices(sks, weights)[0]}
-        r = rng.random()
-        if r < 0.3:
-            self.emit(ts, p, "GetItem", get_item_params("Orders", key), ("Orders",), True, error)
-        elif r < 0.5:
-            params = put_item_params("Orders", key, _ORDER_ATTRS)
-            self.emit(ts, p, "PutItem", params, ("Orders",), False, error)
-        else:
-            params = update_item_params(
-                "Orders", key, "SET #s = :s, updatedAt = :now ADD loyaltyPoints :p", {"#s": "status"}, None
-            )
-            self.emit(ts, p, "UpdateItem", params, ("Orders",), False, error)
+        update = "SET #s = :s, updatedAt = :now ADD loyaltyPoints :p"
+        calls: tuple[_Call, ...] = (
+            (0.3, "GetItem", lambda key: get_item_params("Orders", key)),
+            (0.5, "PutItem", lambda key: put_item_params("Orders", key, _ORDER_ATTRS)),
+            (1.0, "UpdateItem", lambda key: update_item_params("Orders", key, update, {"#s": "status"}, None)),
+        )
+        self.one_of(ts, p, "Orders", key, calls, error)
 
     def orders(self) -> None:
         w, rng, t0, span = self.w, self.rng, self.t0, self.span
@@ -321,19 +335,19 @@ class _Demo:
         w, rng, t0, span = self.w, self.rng, self.t0, self.span
         pool = [{"sessionId": self.f.uuid()} for _ in range(w.sessions_pool)]
         api = self.session_api
+        names = ("sessionId", "userId", "expiresAt", "createdAt", "device", "roles")
+        calls: tuple[_Call, ...] = (
+            (0.7, "GetItem", lambda key: get_item_params("Sessions", key, consistent=True)),
+            (0.85, "PutItem", lambda key: put_item_params("Sessions", key, names)),
+            (
+                0.95,
+                "UpdateItem",
+                lambda key: update_item_params("Sessions", key, "SET expiresAt = :exp, lastSeen = :now"),
+            ),
+            (1.0, "DeleteItem", lambda key: delete_item_params("Sessions", key)),
+        )
         for ts in _times(rng, _count(w.sessions_rate, span), t0, span):
-            key = dict(rng.choice(pool))
-            r = rng.random()
-            if r < 0.7:
-                self.emit(ts, api, "GetItem", get_item_params("Sessions", key, consistent=True), ("Sessions",), True)
-            elif r < 0.85:
-                names = ("sessionId", "userId", "expiresAt", "createdAt", "device", "roles")
-                self.emit(ts, api, "PutItem", put_item_params("Sessions", key, names), ("Sessions",), False)
-            elif r < 0.95:
-                params = update_item_params("Sessions", key, "SET expiresAt = :exp, lastSeen = :now")
-                self.emit(ts, api, "UpdateItem", params, ("Sessions",), False)
-            else:
-                self.emit(ts, api, "DeleteItem", delete_item_params("Sessions", key), ("Sessions",), False)
+            self.one_of(ts, api, "Sessions", dict(rng.choice(pool)), calls)
         # session-cleaner: every ~5 s, a parallel scan of 4 segments, then a batch delete of what expired.
         ts = t0 + rng.uniform(0.0, w.cleaner_interval_s)
         end = t0 + span
@@ -377,25 +391,22 @@ class _Demo:
         p = self.job_worker
         names = ("status", "jobId", "payload", "attempts", "createdAt", "updatedAt", "owner")
         throttled = THROTTLING_ERROR
+        calls: tuple[_Call, ...] = (
+            (0.05, "Query", lambda _: query_params("Jobs", "#s = :s", names={"#s": "status"}, limit=10)),
+            (0.35, "GetItem", lambda key: get_item_params("Jobs", key, consistent=True)),
+            (0.6, "PutItem", lambda key: put_item_params("Jobs", key, names, "attribute_not_exists(jobId)")),
+            (
+                0.8,
+                "UpdateItem",
+                lambda key: update_item_params("Jobs", key, "SET attempts = attempts + :one, updatedAt = :now"),
+            ),
+            (1.0, "DeleteItem", lambda key: delete_item_params("Jobs", key, "attribute_exists(jobId)")),
+        )
         for ts in _times(rng, _count(w.jobs_rate, span), t0, span):
             status = rng.choices(_JOB_STATUSES, _JOB_WEIGHTS)[0]
             key = {"status": status, "jobId": "JOB#" + self.f.uuid()}
             error = throttled if status == "PENDING" and rng.random() < w.jobs_throttled * 2.5 else None
-            r = rng.random()
-            if r < 0.05:
-                params = query_params("Jobs", "#s = :s", names={"#s": "status"}, limit=10)
-                self.emit(ts, p, "Query", params, ("Jobs",), True, error)
-            elif r < 0.35:
-                self.emit(ts, p, "GetItem", get_item_params("Jobs", key, consistent=True), ("Jobs",), True, error)
-            elif r < 0.6:
-                params = put_item_params("Jobs", key, names, "attribute_not_exists(jobId)")
-                self.emit(ts, p, "PutItem", params, ("Jobs",), False, error)
-            elif r < 0.8:
-                params = update_item_params("Jobs", key, "SET attempts = attempts + :one, updatedAt = :now")
-                self.emit(ts, p, "UpdateItem", params, ("Jobs",), False, error)
-            else:
-                params = delete_item_params("Jobs", key, "attribute_exists(jobId)")
-                self.emit(ts, p, "DeleteItem", params, ("Jobs",), False, error)
+            self.one_of(ts, p, "Jobs", key, calls, error)
 
     # -- Documents: DOC#7 grows with list_append until it fails ---------------------------------------------
 
@@ -403,16 +414,17 @@ class _Demo:
         w, rng, t0, span = self.w, self.rng, self.t0, self.span
         p = self.doc_service
         names = ("docId", "title", "body", "ownerId", "updatedAt", "tags", "comments")
+        calls: tuple[_Call, ...] = (
+            (0.6, "GetItem", lambda key: get_item_params("Documents", key)),
+            (0.7, "PutItem", lambda key: put_item_params("Documents", key, names)),
+            (
+                1.0,
+                "UpdateItem",
+                lambda key: update_item_params("Documents", key, "SET #t = :t, updatedAt = :now", {"#t": "title"}),
+            ),
+        )
         for ts in _times(rng, _count(w.documents_rate, span), t0, span):
-            key = {"docId": f"DOC#{rng.randint(1, w.documents)}"}
-            r = rng.random()
-            if r < 0.6:
-                self.emit(ts, p, "GetItem", get_item_params("Documents", key), ("Documents",), True)
-            elif r < 0.7:
-                self.emit(ts, p, "PutItem", put_item_params("Documents", key, names), ("Documents",), False)
-            else:
-                params = update_item_params("Documents", key, "SET #t = :t, updatedAt = :now", {"#t": "title"})
-                self.emit(ts, p, "UpdateItem", params, ("Documents",), False)
+            self.one_of(ts, p, "Documents", {"docId": f"DOC#{rng.randint(1, w.documents)}"}, calls)
         append = "SET #c = list_append(if_not_exists(#c, :empty), :new), updatedAt = :now"
         doc7 = {"docId": "DOC#7"}
         for ts in _times(rng, max(3, _count(w.doc7_appends_per_hour / 3600.0, span)), t0, span * 0.8):
@@ -460,28 +472,32 @@ class _Demo:
                 "returnValuesOnConditionCheckFailure": "NONE",
             },
         ]
-        if rng.random() < 0.5:
-            items.append(
-                {
+        # Each optional item with its chance, built only when drawn (the draws and the ids keep their order).
+        optional: tuple[tuple[float, Callable[[], dict[str, Any]]], ...] = (
+            (
+                0.5,
+                lambda: {
                     "operation": "ConditionCheck",
                     "TableName": "Catalog",
                     "Key": {"pk": product, "sk": "DETAILS"},
                     "ConditionExpression": "#st = :active",
                     "ExpressionAttributeNames": {"#st": "state"},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            )
-        if rng.random() < 0.3:
-            items.append(
-                {
+                },
+            ),
+            (
+                0.3,
+                lambda: {
                     "operation": "Delete",
                     "TableName": "Catalog",
                     "key": {"pk": product, "sk": "RESERVATION#" + self.f.uuid()},
                     "conditionExpression": "#e < :now",
                     "expressionAttributeNames": {"#e": "expiresAt"},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            )
+                },
+            ),
+        )
+        items.extend(item() for chance, item in optional if rng.random() < chance)
         return items
 
     def catalog(self) -> None:
@@ -553,20 +569,18 @@ class _Demo:
         w, rng, t0, span = self.w, self.rng, self.t0, self.span
         p = self.user_service
         names = ("userId", "email", "displayName", "createdAt", "plan", "preferences")
+        calls: tuple[_Call, ...] = (
+            (0.7, "GetItem", lambda key: get_item_params("Users", key)),
+            (
+                0.85,
+                "UpdateItem",
+                lambda key: update_item_params("Users", key, "SET #p = :p, updatedAt = :now", {"#p": "preferences"}),
+            ),
+            (0.9, "PutItem", lambda key: put_item_params("Users", key, names, "attribute_not_exists(userId)")),
+            (1.0, "Query", lambda _: query_params("Users", "email = :e", index="ByEmail", limit=1)),
+        )
         for ts in _times(rng, _count(w.users_rate, span), t0, span):
-            key = {"userId": f"USER#{rng.randint(1, w.users)}"}
-            r = rng.random()
-            if r < 0.7:
-                self.emit(ts, p, "GetItem", get_item_params("Users", key), ("Users",), True)
-            elif r < 0.85:
-                params = update_item_params("Users", key, "SET #p = :p, updatedAt = :now", {"#p": "preferences"})
-                self.emit(ts, p, "UpdateItem", params, ("Users",), False)
-            elif r < 0.9:
-                params = put_item_params("Users", key, names, "attribute_not_exists(userId)")
-                self.emit(ts, p, "PutItem", params, ("Users",), False)
-            else:
-                params = query_params("Users", "email = :e", index="ByEmail", limit=1)
-                self.emit(ts, p, "Query", params, ("Users",), True)
+            self.one_of(ts, p, "Users", {"userId": f"USER#{rng.randint(1, w.users)}"}, calls)
 
 
 def generate_workload(workload: Workload, start: datetime) -> list[Record]:
