@@ -361,6 +361,33 @@ class MetricsResult:
     period: int = 60
 
 
+def _active_series(
+    cloudwatch: CloudWatchClient,
+    candidates: list[SeriesKey],
+    stats: ApiStats,
+    *,
+    discover: bool = True,
+    recently_active: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[SeriesKey], list[Gap]]:
+    """The candidates to fetch (those :func:`discover_active` lists, or all without ``discover``), counted in
+    ``stats`` with the candidates."""
+    stats.series_candidates += len(candidates)
+    if discover:
+        active, gaps = discover_active(cloudwatch, candidates, stats, recently_active=recently_active, sleep=sleep)
+    else:
+        active, gaps = list(candidates), []
+    stats.series_active += len(active)
+    return active, gaps
+
+
+def _series_counts(
+    profiles: list[TableProfile], candidates: list[SeriesKey], active: list[SeriesKey]
+) -> dict[str, int]:
+    """A read's plan for its log line: the tables, their candidate series and the active ones."""
+    return {"tables": len(profiles), "series_candidates": len(candidates), "series_active": len(active)}
+
+
 def collect_metrics(
     cloudwatch: CloudWatchClient,
     inventory: Inventory | Iterable[TableProfile],
@@ -384,25 +411,18 @@ def collect_metrics(
     profiles = list(inventory.tables if isinstance(inventory, Inventory) else inventory)
     result = MetricsResult(start=start, end=end, period=period)
     candidates = [k for p in profiles for k in candidate_series(p, period)]
-    stats.series_candidates += len(candidates)
     if discover is None:
         discover = now - start <= 14 * _DAY
-    if discover:
-        active, gaps = discover_active(
-            cloudwatch, candidates, stats, recently_active=now - start <= 3 * 3600, sleep=sleep
-        )
-        result.gaps.extend(gaps)
-    else:
-        active = list(candidates)
-    stats.series_active += len(active)
+    active, gaps = _active_series(
+        cloudwatch, candidates, stats, discover=discover, recently_active=now - start <= 3 * 3600, sleep=sleep
+    )
+    result.gaps.extend(gaps)
     series, failed = fetch_series(cloudwatch, active, start, end, stats, sleep=sleep)
     result.tables = _table_metrics(profiles, start, end, period, series, failed)
     result.gaps += _failure_gaps(failed, "metrics")
     log.info(
         "cloudwatch_metrics_read",
-        tables=len(profiles),
-        series_candidates=len(candidates),
-        series_active=len(active),
+        **_series_counts(profiles, candidates, active),
         series_failed=len(failed),
         get_metric_data_calls=stats.calls.get("cloudwatch:GetMetricData", 0),
         list_metrics_calls=stats.calls.get("cloudwatch:ListMetrics", 0),
@@ -452,9 +472,7 @@ def read_billing_metrics(
         return
     profiles = list(profiles)
     candidates = [k for p in profiles for k in billing_series(p, period)]
-    stats.series_candidates += len(candidates)
-    active, gaps = discover_active(cloudwatch, candidates, stats, sleep=sleep)
-    stats.series_active += len(active)
+    active, gaps = _active_series(cloudwatch, candidates, stats, sleep=sleep)
     by_table: dict[str, list[SeriesKey]] = {}
     for key in active:
         by_table.setdefault(key.table, []).append(key)
@@ -469,10 +487,8 @@ def read_billing_metrics(
         load += points
     log.info(
         "billing_read_planned",
-        tables=len(profiles),
+        **_series_counts(profiles, candidates, active),
         groups=len(groups),
-        series_candidates=len(candidates),
-        series_active=len(active),
         datapoints_estimated=sum(estimated_points(k, start, end) for k in active),
     )
     for n, group in enumerate(groups, start=1):
