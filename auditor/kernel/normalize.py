@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
-from auditor.kernel.decode import FIELDS, Identity, LightRecord
+from auditor.kernel.decode import FIELDS, LightRecord
 from auditor.kernel.fields import (
     _CONSISTENT_READ,
     _DELETE_REQUEST,
@@ -381,14 +381,14 @@ def light_item(record: LightRecord) -> SingleItem | None:
     """:func:`single_item` of a record decoded by :func:`auditor.kernel.decode.light` (its operation, source and field
     types already checked there), with the same result as :func:`single_item` of the whole record; an event time not
     seen yet is parsed here (None when ``_parse_time`` rejects it)."""
-    fields: tuple[Any, ...] = FIELDS(record)
+    fields: tuple[Any, ...] = _FIELDS(record)
     event_id: str = fields[LIGHT_EVENT_ID]
     account: str = fields[LIGHT_ACCOUNT]
     category: str = fields[LIGHT_CATEGORY]
     management: bool = fields[LIGHT_MANAGEMENT]
-    if category == "Management" or management or not event_id or not account or fields[LIGHT_ERROR] is not UNSET:
+    if category == "Management" or management or not event_id or not account or fields[LIGHT_ERROR] is not _UNSET:
         return None
-    identity: Identity = fields[LIGHT_IDENTITY]
+    identity: Any = fields[LIGHT_IDENTITY]  # an Identity (Any: no type check compiled)
     ptype = identity.type
     if ptype == "AssumedRole":  # maybe an AWS service's call: kept apart, read by the full path (_maybe_service)
         arn = identity.arn
@@ -412,6 +412,11 @@ def light_item(record: LightRecord) -> SingleItem | None:
     if item is None or (item[8] is not None and not _plain_key(item[8])):
         return None
     return item
+
+
+# Final copies: compiled code reads a Final from a C static, a name imported from an interpreted module from its dict.
+_FIELDS: Final = FIELDS
+_UNSET: Final = UNSET
 
 
 def _plain_key(key: dict[str, Any]) -> bool:

@@ -121,7 +121,7 @@ def read_calls(
         for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
             if kind is LightRun:  # consecutive records of a Records array (no shard), typed where they could be
-                batch = read_run(record.records, index, stats, seen, name, normalize)
+                batch = read_run(record.records, index, stats, deduper, name, normalize)
                 index += len(record.records)
                 if batch:
                     yield batch

@@ -12,6 +12,7 @@ import orjson
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
 from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
+from auditor.kernel.dedupe import Deduper
 from auditor.kernel.normalize import light_item, single_item
 from auditor.kernel.stats import IngestStats
 
@@ -68,7 +69,7 @@ def read_run(
     records: list[Any],
     index: int,
     stats: IngestStats,
-    seen: Callable[[Hashable], bool],
+    deduper: Deduper,
     name: str,
     normalize: Callable[[Mapping[str, Any]], ApiCall | None],
 ) -> CallBatch:
@@ -76,9 +77,10 @@ def read_run(
 
     A successful single-item call comes as its ``SingleItem``, any other record as what :func:`full_call` gives (its
     ``ApiCall``, or nothing: not a data-plane call, a duplicate or a bad record). A typed record
-    :func:`~auditor.kernel.normalize.light_item` hands back is decoded in full first. ``seen`` drops repeated events,
-    as the reader does for every call.
+    :func:`~auditor.kernel.normalize.light_item` hands back is decoded in full first. ``deduper`` drops repeated
+    events, as the reader does for every call (called directly: compiled, a native call).
     """
+    seen = deduper.seen
     out: CallBatch = []
     stats.records_read += len(records)
     duplicates = events = 0
@@ -94,7 +96,7 @@ def read_run(
         else:
             item = None
         if item is not None:
-            if seen((item[0], item[1], item[2])):
+            if deduper.seen((item[0], item[1], item[2])):
                 duplicates += 1
             else:
                 events += 1
