@@ -90,7 +90,7 @@ class Recorder:
     def answer(self, client: Any, operation: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """A response for the calls moto does not implement (shaped as AWS documents them), else None."""
         model = client.meta.service_model.operation_model(operation)
-        stubbed = contributor_insights_stub("orders")(model)
+        stubbed = contributor_insights_stub("orders")(model, {"body": json.dumps(params, default=str)})
         if stubbed is not None:
             return dict(stubbed[1])
         if client.meta.service_model.service_name == "athena":
