@@ -36,10 +36,12 @@ from auditor.kernel.inputs import discover
 from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper, InputSource, Shard, read_calls
 from auditor.kernel.stats import IngestStats
+from auditor.lifecycle import TableKey
 from auditor.models.access_pattern import AccessPattern
 from auditor.models.capacity import item_size
-from auditor.models.finding import Finding, Totals, window_totals
+from auditor.models.finding import Finding, FindingKind, Totals, window_totals
 from auditor.models.inventory import TableProfile
+from auditor.models.period_evidence import with_period_base
 
 log = structlog.get_logger(__name__)
 
@@ -523,9 +525,43 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
     if period is None:
         return list(findings)
     sums: dict[str, Totals] = {}
+    bases: dict[TableKey, dict[str, int]] = {}
     for window in sorted(aggs.windows.values(), key=lambda w: w.window_start):
         found, _ = evaluate([window], config)
         for f in found:
             seen = sums.get(f.id)
             sums[f.id] = f.sighting_totals() if seen is None else seen.merged(f.sighting_totals())
-    return [for_period(f, (sums.get(f.id) or f.sighting_totals()).over(*period)) for f in findings]
+        add_key_requests(bases.setdefault((window.account, window.region, window.table), {}), window)
+    return [
+        for_period(f, with_key_base(f, (sums.get(f.id) or f.sighting_totals()).over(*period), bases)) for f in findings
+    ]
+
+
+def key_request_counts(window: TableWindow) -> dict[str, int]:
+    """A table window's key-identified requests by partition space: ``""`` the table's, else an index's name (the
+    hot-key detector's ``key_requests`` of each space, :func:`auditor.detectors.trail.key_spaces.key_spaces`)."""
+    out = {"": window.key_requests} if window.key_requests else {}
+    out.update({name: space.counts[0] for name, space in sorted(window.index_keys.items()) if space.counts[0]})
+    return out
+
+
+def add_key_requests(into: dict[str, int], window: TableWindow) -> None:
+    """Add a window's key-identified requests (:func:`key_request_counts`) to ``into``, space by space."""
+    for space, n in key_request_counts(window).items():
+        into[space] = into.get(space, 0) + n
+
+
+def with_key_base(finding: Finding, totals: Totals, bases: Mapping[TableKey, Mapping[str, int]]) -> Totals:
+    """``totals`` of a hot key whose share is of its table's (or index's) key-identified requests over every window of
+    the period, ``bases`` (by table, then space), not only over the windows it was hot in
+    (:func:`auditor.models.period_evidence.with_period_base`; docs/contract.md, hot_key ``share``)."""
+    if finding.kind is not FindingKind.HOT_KEY or totals.figures is None:
+        return totals
+    base = bases.get((finding.account, finding.region, finding.table), {}).get(finding.index or "")
+    seen = totals.figures.get("sum", {}).get("key_requests")
+    if not base or not isinstance(seen, int) or base < seen:  # counts missing for some windows: left as they were
+        return totals
+    figures = with_period_base(totals.figures, base)
+    # a sampled window's share_base is scaled (auditor.cost.sampling.apply_capture): its excess is kept
+    excess = max(0, (totals.share_base or seen) - seen)
+    return totals.model_copy(update={"share_base": base + excess, "figures": figures})

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Figures", "figures_of", "merge_figures", "period_evidence", "same_window_figures"]
+__all__ = [
+    "PERIOD_BASE",
+    "Figures",
+    "figures_of",
+    "merge_figures",
+    "period_evidence",
+    "same_window_figures",
+    "with_period_base",
+]
 
 #: The figures kept for one finding over some windows (JSON-ready: stored with the totals).
 Figures = dict[str, Any]
@@ -253,8 +261,8 @@ def period_evidence(
     ``sub_periods``; shares and rates are of the period's sums (``share``: of the key-identified requests,
     ``*_per_second``/``per_hour``: over ``seconds``); ``window_seconds`` is the period's length. A key's requests
     and share count only the windows it was found in (:data:`SEEN_ONLY`): when they are less than the period,
-    ``sub_periods`` names them (``the 30 minutes it was found in``).
-    """
+    ``sub_periods`` names them (``the 30 minutes it was found in``); a hot key's share and ``key_requests`` are the
+    period's when its figures have the period's base (:func:`with_period_base`)."""
     spec = SPECS.get(kind)
     if spec is None or figures is None:
         return dict(evidence)
@@ -280,7 +288,8 @@ def period_evidence(
     rate_seconds = seconds
     if kind in SEEN_ONLY and 0 < seen < seconds:
         minutes = max(1, round(seen / 60))
-        labelled = (*SEEN_ONLY[kind], *_SEEN_RATES)
+        based = _BASED if figures.get(PERIOD_BASE) else ()
+        labelled = tuple(f for f in (*SEEN_ONLY[kind], *_SEEN_RATES) if f not in based)
         labels.update(dict.fromkeys((f for f in labelled if f in out), f"the {minutes} minutes it was found in"))
         rate_seconds = seen  # its rates are of the time its counts are of
     out.update(figures.get("union", {}))
@@ -316,6 +325,21 @@ def _rates(kind: str, out: dict[str, Any], sums: Mapping[str, float], seconds: f
         out["mean_interval_seconds"] = round(seconds / count, 3) if count else None
         if "inferred_scans" in sums:
             out["grouping"] = "inferred_from_time" if sums["inferred_scans"] else "logged"
+
+
+#: Set in a hot key's figures whose ``key_requests`` are its table's (or index's) over every window of the period
+#: (:func:`with_period_base`), not only over the windows the key was hot in.
+PERIOD_BASE = "period_base"
+
+#: The figures such a base makes the period's (no longer labelled as of the windows it was found in).
+_BASED = ("share", "key_requests")
+
+
+def with_period_base(figures: Figures, key_requests: int) -> Figures:
+    """A hot key's ``figures`` with its table's (or index's) key-identified requests over every window of the period:
+    its share is then of the period's key-identified requests (docs/contract.md, hot_key ``share``); its own
+    requests are still those of the windows it was hot in."""
+    return {**figures, "sum": {**figures.get("sum", {}), "key_requests": key_requests}, PERIOD_BASE: True}
 
 
 def same_window_figures(parts: list[Figures | None]) -> Figures | None:

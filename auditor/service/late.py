@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from auditor.engine import key_request_counts
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.lifecycle import iso_week, merge_sightings
 from auditor.models.finding import Finding, Totals
@@ -63,9 +64,10 @@ def _week(tw: TableWindow) -> str:
     return iso_week(datetime.fromtimestamp(tw.window_start, tz=UTC))
 
 
-def window_sightings(window_start: int, findings: Sequence[Finding]) -> WindowSightings:
-    """Each finding's totals in one window (several sightings of one id there added as the lifecycle adds them)."""
-    out = WindowSightings(window_start)
+def window_sightings(tw: TableWindow, findings: Sequence[Finding]) -> WindowSightings:
+    """Each finding's totals in one window (several sightings of one id there added as the lifecycle adds them), and
+    the window's key-identified requests (:func:`auditor.engine.key_request_counts`)."""
+    out = WindowSightings(tw.window_start, key_requests=key_request_counts(tw))
     for f in sorted(findings, key=lambda f: (f.first_seen, f.id)):
         t = f.sighting_totals()
         stored = out.totals.get(f.id)
@@ -78,10 +80,12 @@ def window_sightings(window_start: int, findings: Sequence[Finding]) -> WindowSi
 
 
 def record_sightings(records: SightingRecords, evaluated: WindowFindings, now: datetime) -> None:
-    """Keep what each evaluated window sighted (windows without findings have nothing to keep)."""
+    """Keep what each evaluated window sighted and its key-identified requests (one item per table window; a window
+    with neither has nothing to keep)."""
     for tw, found in evaluated:
-        if found:
-            records.put(tw.account, tw.region, tw.table, _week(tw), window_sightings(tw.window_start, found), now)
+        sightings = window_sightings(tw, found)
+        if found or sightings.key_requests:
+            records.put(tw.account, tw.region, tw.table, _week(tw), sightings, now)
 
 
 def corrections(records: SightingRecords, evaluated: WindowFindings, now: datetime) -> list[Correction]:
@@ -91,11 +95,11 @@ def corrections(records: SightingRecords, evaluated: WindowFindings, now: dateti
     for tw, found in evaluated:
         week = _week(tw)
         stored = records.week(tw.account, tw.region, tw.table, week)
-        mine = window_sightings(tw.window_start, found)
+        mine = window_sightings(tw, found)
         old = stored.get(tw.window_start)
         if old is not None:
             mine.ever |= old.ever | set(old.totals)
-        if mine.ever:
+        if mine.ever or mine.key_requests or old is not None:  # its key-identified requests replaced, never added
             records.put(tw.account, tw.region, tw.table, week, mine, now)
         stored[tw.window_start] = mine
         seen = merge_sightings(found)

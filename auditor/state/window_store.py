@@ -5,7 +5,8 @@ redelivered object never counts twice, indexes the windows that have traffic, ma
 event batches with a conditional marker per event id in one transaction (:meth:`WindowStore.commit_events`). A
 contribution to a window the evaluator had already sealed is flagged late (:class:`LateWindow`), for the evaluator
 to evaluate that window again; :class:`SightingStore` keeps what each evaluated window sighted, so that the window
-evaluated again replaces its part of the findings' weekly totals. The items, their attributes and the retry rules
+evaluated again replaces its part of the findings' weekly totals (and its key-identified requests, every evaluated
+window's, which a hot key's share over the week is of). The items, their attributes and the retry rules
 are in docs/state-table.md.
 """
 
@@ -55,6 +56,7 @@ __all__ = [
     "events_fit",
     "ids_ever",
     "sum_week",
+    "week_key_requests",
 ]
 
 log = structlog.get_logger(__name__)
@@ -539,6 +541,9 @@ def merge_parts(parts: Iterable[Sequence[tuple[str, TableWindow]]]) -> list[Tabl
 # What each evaluated table window sighted
 # ---------------------------------------------------------------------------------------------------------------------
 
+#: A window's key-identified requests by partition space (JSON: ``{"": n, "<index>": m}``).
+KEY_REQUESTS_ATTR = "key_requests"
+
 #: A week's items outlive the week by a contribution's retention: a window of the week can be evaluated again as
 #: long as its contributions are kept, and its week is then summed from the week's first window on.
 _SIGHTINGS_EXTRA_SECONDS = 8 * 86_400
@@ -552,6 +557,9 @@ class WindowSightings:
     window_start: int
     totals: dict[str, Totals] = field(default_factory=dict)
     ever: set[str] = field(default_factory=set)
+    #: The window's key-identified requests by partition space (``""`` the table's, else an index's name): what a
+    #: hot key's share over a period is of. Kept for every evaluated window, with findings or without.
+    key_requests: dict[str, int] = field(default_factory=dict)
 
 
 class SightingStore:
@@ -584,6 +592,8 @@ class SightingStore:
         ever = sorted(sightings.ever | set(sightings.totals))
         if ever:
             item["ever"] = {"SS": ever}
+        if sightings.key_requests:
+            item[KEY_REQUESTS_ATTR] = _s(orjson.dumps(dict(sorted(sightings.key_requests.items()))).decode())
         self._client.put_item(TableName=self._table, Item=item)
 
     def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]:
@@ -600,7 +610,8 @@ class SightingStore:
             start = int(item["window_start"]["N"])
             raw = orjson.loads(zlib.decompress(bytes(item["totals"]["B"])))
             totals = {fid: Totals.model_validate(doc) for fid, doc in raw.items()}
-            out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])))
+            spaces = orjson.loads(item[KEY_REQUESTS_ATTR]["S"]) if KEY_REQUESTS_ATTR in item else {}
+            out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])), spaces)
         return out
 
 
@@ -612,6 +623,16 @@ def sum_week(windows: Iterable[WindowSightings], finding_id: str) -> Totals | No
         if part is not None:
             total = part if total is None else total.merged(part)
     return total
+
+
+def week_key_requests(windows: Iterable[WindowSightings]) -> dict[str, int]:
+    """The key-identified requests of the given windows by partition space, added window by window (each window
+    once: a window evaluated again replaced its item)."""
+    out: dict[str, int] = {}
+    for w in windows:
+        for space, n in w.key_requests.items():
+            out[space] = out.get(space, 0) + int(n)
+    return out
 
 
 def ids_ever(windows: Mapping[int, WindowSightings]) -> set[str]:
