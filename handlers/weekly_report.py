@@ -34,5 +34,6 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         capture=CaptureStore(ddb, table, trail) if trail else None,
         coverage=AuditCycleStore(ddb, table),
         unreadable=run.unreadable_store(),
+        sightings=run.sighting_store(),
     )
     return result.as_dict()

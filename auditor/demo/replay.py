@@ -12,6 +12,7 @@ import gzip
 import re
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,10 +35,11 @@ from auditor.demo.service import (
 )
 from auditor.demo.stack import ACCOUNT, REGION, aws_client
 from auditor.detectors.findings.period import for_period
+from auditor.engine import with_key_base
 from auditor.exceptions import InputError, SourceReadError
 from auditor.kernel.inputs import discover
 from auditor.kernel.reader import InputSource, iter_records
-from auditor.lifecycle import FindingState
+from auditor.lifecycle import FindingState, TableKey
 from auditor.models.finding import Totals
 from auditor.report.model import IsoWeek
 
@@ -179,16 +181,23 @@ def _object_key(n: int, f: TrailFile) -> str:
     return f"AWSLogs/{f.account}/CloudTrail/{f.region}/{f.first:%Y/%m/%d}/{n:06d}_{stem or 'trail'}.json.gz"
 
 
-def replay_findings(states: list[FindingState], period: tuple[datetime, datetime]) -> list[dict[str, Any]]:
+def replay_findings(
+    states: list[FindingState],
+    period: tuple[datetime, datetime],
+    key_requests: Mapping[TableKey, Mapping[str, int]] | None = None,
+) -> list[dict[str, Any]]:
     """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input and the
-    severity and cause they decide (:func:`auditor.detectors.findings.period.for_period`), as ``analyze-trail``."""
+    severity and cause they decide (:func:`auditor.detectors.findings.period.for_period`), as ``analyze-trail``; a hot
+    key's share of its table's ``key_requests`` over the input (:func:`auditor.engine.with_key_base`)."""
     out = []
     for s in sorted(states, key=lambda s: (s.finding.table, s.finding.kind, s.id)):
         total: Totals | None = None
         for week in sorted(s.weekly_totals):
             t = s.weekly_totals[week]
             total = t if total is None else total.merged(t)
-        finding = for_period(s.finding, None if total is None else total.over(*period))
+        if total is not None:
+            total = with_key_base(s.finding, total.over(*period), key_requests or {})
+        finding = for_period(s.finding, total)
         out.append(finding.model_dump(mode="json") | {"status": s.status})
     return out
 
@@ -235,7 +244,9 @@ class _Replay(ServiceDemo):
 
 def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: None) -> DemoResult:
     """Replay the CloudTrail files under ``paths`` through the local stack; writes the outputs to ``out``."""
+    from auditor.service.weekly_report import weeks_key_requests
     from auditor.state.findings_store import FindingsStore
+    from auditor.state.window_store import SightingStore
 
     began = time.perf_counter()
     settings = get_settings()
@@ -307,14 +318,16 @@ def run_replay(paths: list[str], out: Path, *, announce: Announce = lambda _m: N
                 report_files += [out / "report.html", out / "report.md"]
             weekly = RunSummary()
             demo.notify(weekly)
-            store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+            ddb = aws_client("dynamodb", stack.endpoint)
+            store = FindingsStore(ddb, stack.table_name)
             states: dict[str, FindingState] = {}
             moment = weeks[0].start
             while moment < weeks[-1].end:
                 for state in store.week_findings(moment):
                     states[state.id] = state
                 moment += timedelta(days=7)
-        findings = replay_findings(list(states.values()), period)
+            keyed = weeks_key_requests(SightingStore(ddb, stack.table_name), states.values(), weeks)
+        findings = replay_findings(list(states.values()), period, keyed)
         result = demo_result(out, [ingest, evaluation, weekly], findings, report_files[-2:], catcher, began, emf)
         announce(f"report: {', '.join(str(p) for p in result.files[1:])}")
         return result

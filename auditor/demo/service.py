@@ -578,13 +578,16 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     with its week's totals over the week and what they decide, its severity, cause and evidence, as the weekly report
     states them (:func:`auditor.service.weekly_report.week_totals`)."""
     from auditor.report.model import IsoWeek
-    from auditor.service.weekly_report import week_totals
+    from auditor.service.weekly_report import load_key_requests, week_totals
     from auditor.state.findings_store import FindingsStore
+    from auditor.state.window_store import SightingStore
 
-    store = FindingsStore(aws_client("dynamodb", stack.endpoint), stack.table_name)
+    ddb = aws_client("dynamodb", stack.endpoint)
+    store = FindingsStore(ddb, stack.table_name)
     week = IsoWeek.of(now)
     states = store.week(now)
-    return [week_totals(s, week).finding.model_dump(mode="json") | {"status": s.status} for s in states]
+    keyed = load_key_requests(SightingStore(ddb, stack.table_name), states, week)
+    return [week_totals(s, week, keyed).finding.model_dump(mode="json") | {"status": s.status} for s in states]
 
 
 @contextmanager

@@ -9,19 +9,20 @@ table). How long the link works, the claim and the SNS message are in docs/servi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import structlog
 
 from auditor.cost.cost_model import LedgerSummary
 from auditor.cost.ledger import week_ledger
 from auditor.detectors.findings.period import for_period
-from auditor.lifecycle import FindingState, FindingStatus
+from auditor.engine import with_key_base
+from auditor.lifecycle import FindingState, FindingStatus, TableKey
 from auditor.messages import MessageKind, ReportAnnouncementAttributes, SummaryAction, WeeklySummary
-from auditor.models.finding import KIND_LABELS, Finding, Severity, isoformat_z, utc
+from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, isoformat_z, utc
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import headline, money, render_html, render_markdown
 from auditor.sinks.report_announcement import publish_announcement
@@ -30,6 +31,7 @@ from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import ControllerRuns, LedgerLoader
 from auditor.state.report_store import CLAIM_STALE_SECONDS, ReportAnnouncements, ReportFiles, marker_pk
 from auditor.state.unreadable_store import StoredUnreadable, UnreadableObjectStore
+from auditor.state.window_store import WindowSightings, week_key_requests
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -46,12 +48,15 @@ __all__ = [
     "WeeklyReportParams",
     "WeeklyReportResult",
     "build_weekly_report",
+    "load_key_requests",
     "marker_pk",
     "report_keys",
     "report_week",
     "run_weekly_report",
     "summary_document",
     "summary_text",
+    "week_totals",
+    "weeks_key_requests",
 ]
 
 log = structlog.get_logger(__name__)
@@ -165,14 +170,50 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
     return sorted(states.values(), key=lambda s: (s.last_seen, s.id))
 
 
-def week_totals(state: FindingState, week: IsoWeek) -> FindingState:
+#: Each table's key-identified requests over a week, by partition space (:func:`load_key_requests`).
+KeyRequests = Mapping[TableKey, Mapping[str, int]]
+
+
+class WeekSightings(Protocol):
+    """What each evaluated window of a table's week kept (:class:`auditor.state.window_store.SightingStore`)."""
+
+    def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]: ...
+
+
+def load_key_requests(sightings: WeekSightings, states: Iterable[FindingState], week: IsoWeek) -> KeyRequests:
+    """The week's key-identified requests of each table with a hot key among ``states`` (one Query per table)."""
+    hot = [s.finding for s in states if s.finding.kind is FindingKind.HOT_KEY]
+    tables = {(f.account, f.region, f.table) for f in hot}
+    ordered = sorted(tables, key=lambda t: (t[0] or "", t[1] or "", t[2]))
+    return {t: week_key_requests(sightings.week(*t, week.label).values()) for t in ordered}
+
+
+def weeks_key_requests(
+    sightings: WeekSightings, states: Iterable[FindingState], weeks: Iterable[IsoWeek]
+) -> dict[TableKey, dict[str, int]]:
+    """The key-identified requests of several weeks (:func:`load_key_requests`), added week by week."""
+    listed = list(states)
+    out: dict[TableKey, dict[str, int]] = {}
+    for week in weeks:
+        for table, spaces in load_key_requests(sightings, listed, week).items():
+            into = out.setdefault(table, {})
+            for space, n in spaces.items():
+                into[space] = into.get(space, 0) + n
+    return out
+
+
+def week_totals(state: FindingState, week: IsoWeek, key_requests: KeyRequests | None = None) -> FindingState:
     """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
     finding stored by a version without totals, or one not seen that week) and what they decide: the severity it
     reached that week and a throttling story's cause over the week
     (:func:`auditor.detectors.findings.period.for_period`;
-    the stored ones when the week's totals do not know them)."""
+    the stored ones when the week's totals do not know them). With the week's ``key_requests``, a hot key's share is
+    of its table's (index's) key-identified requests in every window of the week (:func:`auditor.engine.with_key_base`).
+    """
     totals = state.totals_for(week.label)
     stated = totals.over(week.start, week.end) if totals is not None else None
+    if stated is not None and key_requests:
+        stated = with_key_base(state.finding, stated, key_requests)
     return state.model_copy(update={"finding": for_period(state.finding, stated)})
 
 
@@ -185,12 +226,15 @@ def build_weekly_report(
     ledger: LedgerSummary | None = None,
     coverage_gaps: Sequence[StoredGap] = (),
     unreadable: Sequence[StoredUnreadable] = (),
+    key_requests: tuple[KeyRequests, KeyRequests] | None = None,
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
     the totals of that week, the account/Region pairs the scheduled audit could not read that week, the trail
-    objects of the week that could not be read, and the week's cost ledger when one was kept."""
-    current = [week_totals(_as_of(s, week.end), week) for s in states]
-    previous = [week_totals(_as_of(s, week.start), week.previous()) for s in states]
+    objects of the week that could not be read, and the week's cost ledger when one was kept. ``key_requests``:
+    the tables' key-identified requests of ``week`` and of the week before (:func:`load_key_requests`)."""
+    now_keys, before_keys = key_requests or (None, None)
+    current = [week_totals(_as_of(s, week.end), week, now_keys) for s in states]
+    previous = [week_totals(_as_of(s, week.start), week.previous(), before_keys) for s in states]
     legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
     return build_report_from_findings(
         current,
@@ -405,6 +449,7 @@ def run_weekly_report(
     params: WeeklyReportParams,
     now: datetime,
     *,
+    sightings: WeekSightings | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ledger: LedgerLoader | None = None,
     capture: ControllerRuns | None = None,
@@ -416,7 +461,8 @@ def run_weekly_report(
     ``now`` is the schedule time (it picks the week and stamps the report); ``clock`` is the wall clock (the link's
     expiry and the announcement marker). ``coverage`` (the state table) gives the week's coverage gaps of the
     scheduled organisation audit: the accounts and Regions the report's findings do not cover. ``unreadable`` (the
-    state table) gives the trail objects of the week that could not be read.
+    state table) gives the trail objects of the week that could not be read. ``sightings`` (the state table) gives
+    the tables' key-identified requests of the week, which a hot key's share is of (None: of its hot windows).
     """
     now = utc(now)
     week = report_week(now)
@@ -424,8 +470,11 @@ def run_weekly_report(
     costs = load_week_ledger(ledger, week, capture) if ledger is not None else None
     gaps = coverage.week_gaps(week.start) if coverage is not None else []
     unread = unreadable.week_objects(week.start) if unreadable is not None else []
+    keyed = None
+    if sightings is not None:
+        keyed = load_key_requests(sightings, states, week), load_key_requests(sightings, states, week.previous())
     report = build_weekly_report(
-        states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps, unreadable=unread
+        states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps, unreadable=unread, key_requests=keyed
     )
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)

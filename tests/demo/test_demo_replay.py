@@ -170,7 +170,12 @@ def test_replay_and_analyze_trail_state_the_same_evidence(
     hot = replayed[("hot_key", "Orders", None, '{"pk": "CUSTOMER#42"}')]
     assert hot["evidence"]["share"] == round(hot["totals"]["count"] / hot["totals"]["share_base"], 4)
     assert hot["evidence"]["requests"] == hot["totals"]["count"] and hot["evidence"]["window_seconds"] == 3 * 3600
-    assert "minutes it was hot (of 3 hours)." in hot["summary"]  # its counts are of the windows it was hot in
+    # its share is of the table's key-identified requests in every window of the input, not only those it was hot in
+    cli_hot = direct[("hot_key", "Orders", None, '{"pk": "CUSTOMER#42"}')]
+    assert hot["evidence"]["share"] == cli_hot["evidence"]["share"]
+    assert hot["totals"]["share_base"] == cli_hot["totals"]["share_base"] == hot["evidence"]["key_requests"]
+    assert hot["totals"]["windows"] < 12 and "share" not in hot["evidence"]["sub_periods"]
+    assert " key-identified requests in 3 hours." in hot["summary"]
     assert hot["evidence"]["sub_periods"]["peak_second_writes"] == "busiest second"
     for ident, f in replayed.items():
         if ident[0] == "scan" and f["evidence"]["source"] == "cloudtrail":

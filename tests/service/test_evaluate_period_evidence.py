@@ -16,7 +16,9 @@ from auditor.engine import analyze_trail
 from auditor.models.finding import FindingKind
 from auditor.service.ingest import process_trail_object
 from auditor.state.findings_store import FindingsStore
-from auditor.state.window_store import WindowStore
+from auditor.report.model import IsoWeek
+from auditor.service.weekly_report import load_key_requests, week_totals
+from auditor.state.window_store import SightingStore, WindowStore
 from tests.factories import planted_workload, write_trail
 from tests.moto_server import client
 from tests.service.test_late_contributions import (
@@ -44,8 +46,12 @@ COMPARED = {
 
 
 def _stored(ddb: Any) -> dict[str, dict[str, Any]]:
+    """The stored findings' evidence as the service's outputs state it for the week (the weekly report's
+    :func:`week_totals`), a hot key's share of its table's key-identified requests in every window of the week."""
     states = FindingsStore(ddb, TABLE).week_findings(T0)
-    return {s.id: s.finding.evidence for s in states if s.finding.kind in COMPARED}
+    week = IsoWeek.of(T0)
+    keyed = load_key_requests(SightingStore(ddb, TABLE), states, week)
+    return {s.id: week_totals(s, week, keyed).finding.evidence for s in states if s.finding.kind in COMPARED}
 
 
 def _assert_evidence_as_analyze_trail(ddb: Any, paths: list[Path]) -> None:
@@ -62,6 +68,10 @@ def _assert_evidence_as_analyze_trail(ddb: Any, paths: list[Path]) -> None:
                 assert isinstance(got, float) and abs(got - want) <= 0.001, (f.kind, field)
             else:
                 assert got == want, (f.kind, field, got, want)
+
+
+def _keyed(ddb: Any, states: list[Any]) -> Any:
+    return load_key_requests(SightingStore(ddb, TABLE), states, IsoWeek.of(T0))
 
 
 def test_stored_evidence_is_the_weeks_late_windows_included_once(env: tuple[Any, Any, str], trail: list[Path]) -> None:
@@ -103,3 +113,11 @@ def test_stored_evidence_sums_every_window_of_the_week(
     states = FindingsStore(ddb, TABLE).week_findings(T0)
     totals = [s.finding.totals for s in states if s.finding.kind in COMPARED]
     assert any(t is not None and t.windows >= 2 for t in totals)  # a finding of both windows, stated for both
+    # a key hot in some of the windows only: its share is of every window's key-identified requests (the period's),
+    # as analyze-trail's, and its sentence says so
+    stated = {s.id: s.finding for s in (week_totals(s, IsoWeek.of(T0), _keyed(ddb, states)) for s in states)}
+    partly = [f for f in stated.values() if f.kind is FindingKind.HOT_KEY and f.totals and f.totals.windows == 1]
+    assert partly
+    for f in partly:
+        assert f.totals is not None and f.totals.share_base == f.evidence["key_requests"] > f.totals.count
+        assert "share" not in f.evidence.get("sub_periods", {}) and " requests in the week." in f.summary
