@@ -234,6 +234,9 @@ FIXED_MODEL: dict[str, float] = {
     # the daily cost ledger: 96 window updates (an item of about 2 KB: 2 write units) and 24 hour updates (about
     # 4 KB: 4 units) per table and day (auditor.state.ledger_store)
     "ledger_write_units_per_table_day": 96 * 2 + 24 * 4,
+    # what each evaluated window kept (auditor.state.window_store.SightingStore): one item per table and window, its
+    # key-identified requests (a hot key's share over the week is of them) and its findings' totals; about 1 KB
+    "sighting_write_units_per_table_day": 96 * 1,
     # CloudWatch Logs: about 3 KB per invocation (START/END/REPORT, the run's summary line, its EMF line), 2 KB per
     # table per metrics-audit run; stored compressed (about 15 %) for the log groups' 30 days
     "log_bytes_per_run": 3_000.0,
@@ -295,7 +298,7 @@ def fixed_monthly_usage(
         state_read_units=2_920 * m["state_read_units_per_evaluation"],
         state_write_units=objects * m["state_write_units_per_object"]
         + (2 * CONTROLLER_RUNS_PER_MONTH if controller else 0)
-        + tables * m["ledger_write_units_per_table_day"] * DAYS_PER_MONTH,
+        + tables * (m["ledger_write_units_per_table_day"] + m["sighting_write_units_per_table_day"]) * DAYS_PER_MONTH,
         state_bytes_stored=tables * m["state_bytes_per_table"],
         # the metrics audit hourly, plus its daily billing read; the controller's daily read of the scan and PartiQL
         # requests (one metric per table and operation)
