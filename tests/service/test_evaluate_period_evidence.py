@@ -12,12 +12,12 @@ import pytest
 from botocore.config import Config
 
 from auditor.config import AnalysisConfig
-from auditor.engine import analyze_trail
+from auditor.engine import add_key_requests, analyze_trail
 from auditor.models.finding import FindingKind
-from auditor.service.ingest import process_trail_object
-from auditor.state.findings_store import FindingsStore
 from auditor.report.model import IsoWeek
+from auditor.service.ingest import process_trail_object
 from auditor.service.weekly_report import load_key_requests, week_totals
+from auditor.state.findings_store import FindingsStore
 from auditor.state.window_store import SightingStore, WindowStore
 from tests.factories import planted_workload, write_trail
 from tests.moto_server import client
@@ -55,8 +55,17 @@ def _stored(ddb: Any) -> dict[str, dict[str, Any]]:
 
 
 def _assert_evidence_as_analyze_trail(ddb: Any, paths: list[Path]) -> None:
-    found = analyze_trail([str(p) for p in paths], AnalysisConfig(), processes=1).findings
+    analysis = analyze_trail([str(p) for p in paths], AnalysisConfig(), processes=1)
+    found = analysis.findings
     expected = {f.id: f for f in found if f.kind in COMPARED}
+    # every table's key-identified requests kept by the evaluated windows: each window once (a late window evaluated
+    # again replaced its count), exactly the input's
+    bases: dict[Any, dict[str, int]] = {}
+    for window in analysis.aggregates.windows.values():
+        add_key_requests(bases.setdefault((window.account, window.region, window.table), {}), window)
+    states = FindingsStore(ddb, TABLE).week_findings(T0)
+    kept = _keyed(ddb, states)
+    assert kept and {t: dict(kept[t]) for t in kept} == {t: bases[t] for t in kept}
     stored = _stored(ddb)
     assert set(stored) == set(expected)
     for fid, f in expected.items():
