@@ -89,8 +89,10 @@ class ItemAccess:
         statement: Statement | None = None, full_scan: bool = False, condition: tuple[str, str] | None = None,
         shape: str | None = None,
     ) -> None:
-        self.table, self.operation, self.access, self.index, self.key = table, operation, access, index, key
-        self.statement, self.full_scan, self.condition, self.shape = statement, full_scan, condition, shape
+        # (at most three names an assignment: interpreted, more would build and unpack a tuple)
+        self.table, self.operation, self.access = table, operation, access
+        self.index, self.key, self.statement = index, key, statement
+        self.full_scan, self.condition, self.shape = full_scan, condition, shape
     # fmt: on
 
 
@@ -145,13 +147,14 @@ class ApiCall:
         scan_continuation: bool = False, scan_filter: str | None = None, management_labelled: bool = False,
         consistent_read: bool | None = None,
     ) -> None:
-        self.event_id, self.time, self.operation, self.access = event_id, time, operation, access
-        self.account, self.region, self.tables, self.items = account, region, tables, items
-        self.principal, self.principal_type, self.session_name = principal, principal_type, session_name
-        self.user_agent, self.source_ip, self.index, self.statement = user_agent, source_ip, index, statement
-        self.error_code, self.error_message, self.truncated = error_code, error_message, truncated
-        self.scan_segment, self.scan_total_segments, self.scan_limit = scan_segment, scan_total_segments, scan_limit
-        self.scan_continuation, self.scan_filter = scan_continuation, scan_filter
+        self.event_id, self.time, self.operation = event_id, time, operation
+        self.access, self.account, self.region = access, account, region
+        self.tables, self.items, self.principal = tables, items, principal
+        self.principal_type, self.session_name, self.user_agent = principal_type, session_name, user_agent
+        self.source_ip, self.index, self.error_code = source_ip, index, error_code
+        self.error_message, self.scan_segment = error_message, scan_segment
+        self.scan_total_segments, self.statement, self.truncated = scan_total_segments, statement, truncated
+        self.scan_limit, self.scan_continuation, self.scan_filter = scan_limit, scan_continuation, scan_filter
         self.management_labelled, self.consistent_read = management_labelled, consistent_read
     # fmt: on
 

@@ -25,7 +25,7 @@ class Deduper:
     commit belongs to the current file: no committed id's probe sequence can run through one of them.
     """
 
-    __slots__ = ("_limit", "_log", "_mask", "_pending", "_table", "_used")
+    __slots__ = ("_limit", "_mask", "_pending", "_table", "_used")
 
     def __init__(self, capacity: int = 1 << 18) -> None:
         size = 1 << max(4, (capacity * 2 - 1).bit_length())
@@ -35,8 +35,6 @@ class Deduper:
         self._used = 0
         #: Slots filled since the last commit (the current file's new ids), 8 bytes each.
         self._pending = array("q")
-        #: ``self._pending.append`` (bound once: cheaper than a method look-up per new id).
-        self._log = self._pending.append
 
     def __len__(self) -> int:
         """Ids remembered (committed or pending)."""
@@ -58,7 +56,7 @@ class Deduper:
             i = (i + 1) & mask
             v = table[i]
         table[i] = key
-        self._log(i)
+        self._pending.append(i)
         self._used += 1
         if self._used > self._limit:
             self._grow()
@@ -91,12 +89,10 @@ class Deduper:
         self._mask = mask
         self._limit = size // 2
         self._pending = slots
-        self._log = slots.append
 
     def commit(self) -> None:
         """Keep the current file's ids."""
         self._pending = array("q")
-        self._log = self._pending.append
 
     def rollback(self) -> None:
         """Forget the current file's ids."""
@@ -105,4 +101,3 @@ class Deduper:
             table[i] = 0
         self._used -= len(self._pending)
         self._pending = array("q")
-        self._log = self._pending.append
