@@ -381,14 +381,25 @@ def light_item(record: LightRecord) -> SingleItem | None:
     """:func:`single_item` of a record decoded by :func:`auditor.kernel.decode.light` (its operation, source and field
     types already checked there), with the same result as :func:`single_item` of the whole record; an event time not
     seen yet is parsed here (None when ``_parse_time`` rejects it)."""
-    fields: tuple[Any, ...] = _FIELDS(record)
-    event_id: str = fields[LIGHT_EVENT_ID]
-    account: str = fields[LIGHT_ACCOUNT]
-    category: str = fields[LIGHT_CATEGORY]
-    management: bool = fields[LIGHT_MANAGEMENT]
-    if category == "Management" or management or not event_id or not account or fields[LIGHT_ERROR] is not _UNSET:
+    if _COMPILED:  # one tuple: compiled, a msgspec Struct's attributes are generic look-ups
+        fields: tuple[Any, ...] = _FIELDS(record)
+        event_id: str = fields[LIGHT_EVENT_ID]
+        account: str = fields[LIGHT_ACCOUNT]
+        category: str = fields[LIGHT_CATEGORY]
+        management: bool = fields[LIGHT_MANAGEMENT]
+        error: object = fields[LIGHT_ERROR]
+        identity: Any = fields[LIGHT_IDENTITY]  # an Identity (Any: no type check compiled)
+        event_time: str = fields[LIGHT_TIME]
+        name: str = fields[LIGHT_OPERATION]
+        region: str = fields[LIGHT_REGION]
+        raw: dict[str, Any] = fields[LIGHT_PARAMS]
+    else:  # interpreted, the attributes (slots) are read faster than the tuple is built
+        event_id, account, category = record.event_id, record.account, record.category
+        management, error, identity = record.management, record.error, record.identity
+        event_time, name = record.time, record.operation
+        region, raw = record.region, record.params
+    if category == "Management" or management or not event_id or not account or error is not _UNSET:
         return None
-    identity: Any = fields[LIGHT_IDENTITY]  # an Identity (Any: no type check compiled)
     ptype = identity.type
     if ptype == "AssumedRole":  # maybe an AWS service's call: kept apart, read by the full path (_maybe_service)
         arn = identity.arn
@@ -396,7 +407,6 @@ def light_item(record: LightRecord) -> SingleItem | None:
             return None
     elif ptype in (SERVICE, _STREAM_SERVICE):
         return None
-    event_time: str = fields[LIGHT_TIME]
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:
         try:
@@ -406,9 +416,7 @@ def light_item(record: LightRecord) -> SingleItem | None:
         stamp = _STAMP_CACHE.get(event_time)
         if stamp is None:  # pragma: no cover - _parse_time fills the cache with every time it accepts
             return None
-    name: str = fields[LIGHT_OPERATION]
-    region: str = fields[LIGHT_REGION]
-    item = _single_item_request(event_id, name, stamp, account, region, fields[LIGHT_PARAMS], _LIGHT_WRITES[name])
+    item = _single_item_request(event_id, name, stamp, account, region, raw, _LIGHT_WRITES[name])
     if item is None or (item[8] is not None and not _plain_key(item[8])):
         return None
     return item
@@ -417,6 +425,8 @@ def light_item(record: LightRecord) -> SingleItem | None:
 # Final copies: compiled code reads a Final from a C static, a name imported from an interpreted module from its dict.
 _FIELDS: Final = FIELDS
 _UNSET: Final = UNSET
+#: Whether this module runs compiled (the opt-in build): :func:`light_item` then reads a typed record as a tuple.
+_COMPILED: Final = not __file__.endswith(".py")
 
 
 def _plain_key(key: dict[str, Any]) -> bool:
