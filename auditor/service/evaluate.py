@@ -20,11 +20,18 @@ from auditor.config import AnalysisConfig, Settings
 from auditor.cost.plan import captured_seconds
 from auditor.engine import TableSchemas, evaluate
 from auditor.kernel.aggregates.window import TableWindow
-from auditor.lifecycle import SuppressRule, TableKey, parse_suppress_rules
+from auditor.lifecycle import TableKey, parse_suppress_rules
 from auditor.models.finding import Finding, utc
 from auditor.service.dedupe import Deduplication
 from auditor.service.late import Reevaluation, corrections, record_sightings
-from auditor.service.record import SOURCE_CLOUDTRAIL, RecordResult, ResolveScope, apply_corrections, apply_lifecycle
+from auditor.service.record import (
+    SOURCE_CLOUDTRAIL,
+    LifecyclePolicy,
+    RecordResult,
+    ResolveScope,
+    apply_corrections,
+    apply_lifecycle,
+)
 from auditor.sinks.sns import publish_pending
 from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import CapturePlans, WindowLedger, WindowLoader
@@ -61,15 +68,13 @@ class DescribeTables(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class EvaluationParams:
-    """The evaluator's settings (see :meth:`from_settings`)."""
+class EvaluationParams(LifecyclePolicy):
+    """The evaluator's settings: its findings' lifecycle policy and the windows it evaluates (see
+    :meth:`from_settings`)."""
 
     analysis: AnalysisConfig
     topic_arn: str
     evaluation_delay_seconds: int = 1200
-    resolve_after_seconds: int = 86_400
-    publish_resolved: bool = False
-    rules: tuple[SuppressRule, ...] = ()
     max_windows_per_run: int = DEFAULT_MAX_WINDOWS
     initial_lookback_seconds: int = DEFAULT_LOOKBACK_SECONDS
     publish_limit: int = DEFAULT_PUBLISH_LIMIT
@@ -279,9 +284,7 @@ class _Run:
             [f for _, found in evaluated for f in found],
             now=self.now,
             scope=ResolveScope.tables(horizons, [SOURCE_CLOUDTRAIL]),
-            rules=self.params.rules,
-            resolve_after_seconds=self.params.resolve_after_seconds,
-            publish_resolved=self.params.publish_resolved,
+            policy=self.params,
         )
         self.result.take_counts(recorded)
 
@@ -308,8 +311,7 @@ class _Run:
             self.store,
             corrections(late.sightings, evaluated, self.now),
             now=self.now,
-            rules=self.params.rules,
-            resolve_after_seconds=self.params.resolve_after_seconds,
+            policy=self.params,
         )
         self.result.add_counts(recorded)
         self.result.late_windows += len(fresh)

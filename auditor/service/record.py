@@ -50,6 +50,7 @@ __all__ = [
     "SOURCE_STREAMS",
     "Correction",
     "LifecycleParams",
+    "LifecyclePolicy",
     "OpenFindings",
     "RecordResult",
     "ResolveScope",
@@ -208,14 +209,23 @@ class RecordResult:
         self.events_queued, self.muted, self.conflicts = other.events_queued, other.muted, other.conflicts
 
 
-@dataclass(frozen=True, slots=True)
-class LifecycleParams:
-    """The lifecycle settings every source records with (see :meth:`from_settings`)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LifecyclePolicy:
+    """How a source's findings move through the lifecycle: the suppress/snooze rules, how long an unseen finding
+    stays open (``resolve_after_seconds``) and whether its resolution is published. The settings of every source
+    (:class:`LifecycleParams`, the evaluator's) extend it."""
 
-    topic_arn: str
     rules: tuple[SuppressRule, ...] = ()
     resolve_after_seconds: int = 86_400
     publish_resolved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleParams(LifecyclePolicy):
+    """The lifecycle settings every source records with, with the topic and the drain's limit (see
+    :meth:`from_settings`)."""
+
+    topic_arn: str
     publish_limit: int = DEFAULT_PUBLISH_LIMIT
 
     @classmethod
@@ -232,28 +242,21 @@ class LifecycleParams:
         self,
         store: FindingsStore,
         sns: SNSClient,
-        findings: Sequence[Finding],
+        findings: Iterable[Finding],
         *,
         now: datetime,
         scope: ResolveScope,
         open_findings: OpenFindings | None = None,
         publish_when_idle: bool = True,
     ) -> RecordResult:
-        """:func:`record_findings` with these settings."""
-        return record_findings(
-            store,
-            sns,
-            self.topic_arn,
-            findings,
-            now=now,
-            scope=scope,
-            rules=self.rules,
-            resolve_after_seconds=self.resolve_after_seconds,
-            publish_resolved=self.publish_resolved,
-            publish_limit=self.publish_limit,
-            open_findings=open_findings,
-            publish_when_idle=publish_when_idle,
-        )
+        """Store a run's findings through the lifecycle with these settings (:func:`apply_lifecycle`), then drain
+        the outbox to SNS (see :func:`record_findings`)."""
+        result = apply_lifecycle(store, findings, now=now, scope=scope, policy=self, open_findings=open_findings)
+        if self.publish_limit > 0 and (publish_when_idle or result.events_queued):
+            published = publish_pending(store, sns, self.topic_arn, self.publish_limit, now=utc(now))
+            result.take_publish(published)
+        log.info("findings_recorded", **result.as_dict())
+        return result
 
 
 def carry_over(stored: Finding, seen: Finding, max_age_seconds: float) -> Finding:
@@ -298,16 +301,16 @@ def apply_lifecycle(
     *,
     now: datetime,
     scope: ResolveScope,
-    rules: Sequence[SuppressRule] = (),
-    resolve_after_seconds: int = 86_400,
-    publish_resolved: bool = False,
+    policy: LifecyclePolicy = LifecyclePolicy(),
     open_findings: OpenFindings | None = None,
 ) -> RecordResult:
     """Store this run's findings' lifecycle changes with their publish intents; publishes nothing.
 
     ``findings`` are this run's sightings (several of one id are merged). Stored open findings the ``scope`` covers
-    and that were not seen resolve once absent for ``resolve_after_seconds`` (measured to the scope's horizon).
+    and that were not seen resolve once absent for the ``policy``'s ``resolve_after_seconds`` (measured to the
+    scope's horizon).
     """
+    rules, resolve_after_seconds = policy.rules, policy.resolve_after_seconds
     now = utc(now)
     findings = list(findings)
     sightings = merge_sightings(findings)
@@ -332,7 +335,7 @@ def apply_lifecycle(
         if change is None:
             return None
         change = _story_restated(change)
-        if change.event is not None and change.event.kind is EventKind.RESOLVED and not publish_resolved:
+        if change.event is not None and change.event.kind is EventKind.RESOLVED and not policy.publish_resolved:
             return change.without_event()
         return change
 
@@ -449,11 +452,11 @@ def apply_corrections(
     corrections: Iterable[Correction],
     *,
     now: datetime,
-    rules: Sequence[SuppressRule] = (),
-    resolve_after_seconds: int = 86_400,
+    policy: LifecyclePolicy = LifecyclePolicy(),
 ) -> RecordResult:
-    """Store the corrected weeks of windows evaluated again (:func:`correct`, each conditional on the version read
-    as every lifecycle write); publishes nothing and resolves nothing."""
+    """Store the corrected weeks of windows evaluated again (:func:`correct` with the ``policy``'s rules, each
+    conditional on the version read as every lifecycle write); publishes nothing and resolves nothing."""
+    rules, resolve_after_seconds = policy.rules, policy.resolve_after_seconds
     now = utc(now)
     corrections = sorted(corrections, key=lambda c: (c.finding_id, c.week))
     result = RecordResult(findings_seen=len({c.finding_id for c in corrections if c.seen is not None}))
@@ -501,18 +504,19 @@ def record_findings(
     ``publish_when_idle`` False the outbox is only drained when this run queued an event (the stream watcher: a
     batch that changed nothing costs no outbox reads; the scheduled sources retry earlier failures).
     """
-    result = apply_lifecycle(
+    params = LifecycleParams(
+        topic_arn=topic_arn,
+        publish_limit=publish_limit,
+        rules=tuple(rules),
+        resolve_after_seconds=resolve_after_seconds,
+        publish_resolved=publish_resolved,
+    )
+    return params.record(
         findings_store,
+        sns,
         findings,
         now=now,
         scope=scope,
-        rules=rules,
-        resolve_after_seconds=resolve_after_seconds,
-        publish_resolved=publish_resolved,
         open_findings=open_findings,
+        publish_when_idle=publish_when_idle,
     )
-    if publish_limit > 0 and (publish_when_idle or result.events_queued):
-        published = publish_pending(findings_store, sns, topic_arn, publish_limit, now=utc(now))
-        result.take_publish(published)
-    log.info("findings_recorded", **result.as_dict())
-    return result
