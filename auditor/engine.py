@@ -28,8 +28,10 @@ from auditor.detectors.findings.key_story import merge_keys
 from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
+from auditor.detectors.trail.key_spaces import key_spaces
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
+from auditor.kernel.aggregates.keys import encode_key, index_key
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
@@ -41,7 +43,14 @@ from auditor.models.access_pattern import AccessPattern
 from auditor.models.capacity import item_size
 from auditor.models.finding import Finding, FindingKind, Totals, window_totals
 from auditor.models.inventory import TableProfile
-from auditor.models.period_evidence import with_period_base
+from auditor.models.period_evidence import (
+    TOP_KEYS,
+    PeriodKeys,
+    SpaceKeys,
+    key_id,
+    with_period_base,
+    with_period_key,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -525,13 +534,14 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
     if period is None:
         return list(findings)
     sums: dict[str, Totals] = {}
-    bases: dict[TableKey, dict[str, int]] = {}
+    bases: dict[TableKey, PeriodKeys] = {}
     for window in sorted(aggs.windows.values(), key=lambda w: w.window_start):
         found, _ = evaluate([window], config)
         for f in found:
             seen = sums.get(f.id)
             sums[f.id] = f.sighting_totals() if seen is None else seen.merged(f.sighting_totals())
-        add_key_requests(bases.setdefault((window.account, window.region, window.table), {}), window)
+        into = bases.setdefault((window.account, window.region, window.table), PeriodKeys())
+        into.add(key_request_counts(window), window_keys(window), (f.id for f in found))
     return [
         for_period(f, with_key_base(f, (sums.get(f.id) or f.sighting_totals()).over(*period), bases)) for f in findings
     ]
@@ -545,23 +555,53 @@ def key_request_counts(window: TableWindow) -> dict[str, int]:
     return out
 
 
-def add_key_requests(into: dict[str, int], window: TableWindow) -> None:
-    """Add a window's key-identified requests (:func:`key_request_counts`) to ``into``, space by space."""
-    for space, n in key_request_counts(window).items():
-        into[space] = into.get(space, 0) + n
+def window_keys(window: TableWindow) -> dict[str, SpaceKeys]:
+    """A table window's :data:`~auditor.models.period_evidence.TOP_KEYS` heaviest keys of each partition space with
+    their requests and writes (the window's key sketch, as the hot-key detector counts them), whatever the detectors
+    found; ``below``: an unlisted key's most requests there (the last listed count when more keys were counted, at
+    least the sketch's error)."""
+    out: dict[str, SpaceKeys] = {}
+    for space in key_spaces(window):
+        if not space.requests:
+            continue
+        ranked = space.top(TOP_KEYS + 1)
+        prefix = len(index_key(space.index, ""))
+        top = {key_id(k[prefix:]): (n, min(n, space.write_counts.get(k, 0))) for k, n in ranked[:TOP_KEYS]}
+        below = max(space.error, ranked[TOP_KEYS - 1][1] if len(ranked) > TOP_KEYS else 0)
+        out[space.index or ""] = SpaceKeys(space.requests, top, below)
+    return out
 
 
-def with_key_base(finding: Finding, totals: Totals, bases: Mapping[TableKey, Mapping[str, int]]) -> Totals:
-    """``totals`` of a hot key whose share is of its table's (or index's) key-identified requests over every window of
-    the period, ``bases`` (by table, then space), not only over the windows it was hot in
-    (:func:`auditor.models.period_evidence.with_period_base`; docs/contract.md, hot_key ``share``)."""
+def hot_key_id(finding: Finding) -> str | None:
+    """The id a window keeps a one-key hot-key finding's key under (:func:`window_keys`); None for a finding listing
+    many keys."""
+    key = finding.evidence.get("key")
+    if "keys" in finding.evidence or not isinstance(key, dict) or len(key) != 1:
+        return None
+    ((attr, value),) = key.items()
+    return key_id(encode_key(str(attr), value))
+
+
+def with_key_base(finding: Finding, totals: Totals, bases: Mapping[TableKey, PeriodKeys]) -> Totals:
+    """``totals`` of a hot key stated for every window of the period, ``bases`` (by table: each evaluated window's
+    key-identified requests and top keys), not only for the windows it was hot in: its share is of its table's (or
+    index's) key-identified requests (:func:`auditor.models.period_evidence.with_period_base`) and its requests,
+    reads and writes add its counts in the windows where it was not hot (``with_period_key``; docs/contract.md,
+    hot_key ``share``). ``analyze-trail`` (:func:`period_totals`) and the service (the weekly report, a replay) both
+    state a hot key so."""
     if finding.kind is not FindingKind.HOT_KEY or totals.figures is None:
         return totals
-    base = bases.get((finding.account, finding.region, finding.table), {}).get(finding.index or "")
+    period = bases.get((finding.account, finding.region, finding.table))
+    base = None if period is None else period.bases.get(finding.index or "")
     seen = totals.figures.get("sum", {}).get("key_requests")
-    if not base or not isinstance(seen, int) or base < seen:  # counts missing for some windows: left as they were
+    if period is None or not base or not isinstance(seen, int) or base < seen:  # counts missing: left as they were
         return totals
     figures = with_period_base(totals.figures, base)
     # a sampled window's share_base is scaled (auditor.cost.sampling.apply_capture): its excess is kept
     excess = max(0, (totals.share_base or seen) - seen)
-    return totals.model_copy(update={"share_base": base + excess, "figures": figures})
+    update: dict[str, Any] = {"share_base": base + excess, "figures": figures}
+    key = hot_key_id(finding)
+    count = None if key is None else period.key_count(finding.index or "", key, finding.id)
+    if count is not None:  # the key's requests in the period's other windows too (a lower bound: stated)
+        update.update(figures=with_period_key(figures, count), count=totals.count + count.requests)
+    return totals.model_copy(update=update)

@@ -41,6 +41,7 @@ from auditor.kernel.inputs import discover
 from auditor.kernel.reader import InputSource, iter_records
 from auditor.lifecycle import FindingState, TableKey
 from auditor.models.finding import Totals
+from auditor.models.period_evidence import PeriodKeys
 from auditor.report.model import IsoWeek
 
 __all__ = ["ReplayInput", "read_trail_files", "replay_findings", "run_replay"]
@@ -184,7 +185,7 @@ def _object_key(n: int, f: TrailFile) -> str:
 def replay_findings(
     states: list[FindingState],
     period: tuple[datetime, datetime],
-    key_requests: Mapping[TableKey, Mapping[str, int]] | None = None,
+    key_requests: Mapping[TableKey, PeriodKeys] | None = None,
 ) -> list[dict[str, Any]]:
     """The stored findings as Finding JSON (with ``status``), ``totals`` summed over every week of the input and the
     severity and cause they decide (:func:`auditor.detectors.findings.period.for_period`), as ``analyze-trail``; a hot

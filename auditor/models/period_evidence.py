@@ -9,19 +9,26 @@ second, minute or window) is named so in ``evidence.sub_periods``. Pure: no cloc
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "PERIOD_BASE",
+    "TOP_KEYS",
     "Figures",
+    "KeyCount",
+    "PeriodKeys",
+    "SpaceKeys",
     "figures_of",
+    "key_id",
     "merge_figures",
     "period_evidence",
     "same_window_figures",
     "with_period_base",
+    "with_period_key",
 ]
 
 #: The figures kept for one finding over some windows (JSON-ready: stored with the totals).
@@ -262,7 +269,9 @@ def period_evidence(
     ``*_per_second``/``per_hour``: over ``seconds``); ``window_seconds`` is the period's length. A key's requests
     and share count only the windows it was found in (:data:`SEEN_ONLY`): when they are less than the period,
     ``sub_periods`` names them (``the 30 minutes it was found in``); a hot key's share and ``key_requests`` are the
-    period's when its figures have the period's base (:func:`with_period_base`)."""
+    period's when its figures have the period's base (:func:`with_period_base`), and its requests, reads and writes
+    (and their rates) too when they have the key's counts of the other windows (:func:`with_period_key`; a lower bound
+    named in ``lower_bound`` when some window did not list the key)."""
     spec = SPECS.get(kind)
     if spec is None or figures is None:
         return dict(evidence)
@@ -289,9 +298,15 @@ def period_evidence(
     if kind in SEEN_ONLY and 0 < seen < seconds:
         minutes = max(1, round(seen / 60))
         based = _BASED if figures.get(PERIOD_BASE) else ()
+        if figures.get(PERIOD_KEY):
+            based = (*based, *_KEYED)
         labelled = tuple(f for f in (*SEEN_ONLY[kind], *_SEEN_RATES) if f not in based)
         labels.update(dict.fromkeys((f for f in labelled if f in out), f"the {minutes} minutes it was found in"))
-        rate_seconds = seen  # its rates are of the time its counts are of
+        if not figures.get(PERIOD_KEY):
+            rate_seconds = seen  # its rates are of the time its counts are of
+    bound = figures.get(PERIOD_KEY)
+    if kind == "hot_key" and isinstance(bound, dict) and bound.get("uncounted_at_most"):
+        out["lower_bound"] = {"fields": ["requests", "reads", "writes", "share"], **bound}
     out.update(figures.get("union", {}))
     for f in spec.tallies:
         if f in figures.get("tally", {}):
@@ -340,6 +355,114 @@ def with_period_base(figures: Figures, key_requests: int) -> Figures:
     its share is then of the period's key-identified requests (docs/contract.md, hot_key ``share``); its own
     requests are still those of the windows it was hot in."""
     return {**figures, "sum": {**figures.get("sum", {}), "key_requests": key_requests}, PERIOD_BASE: True}
+
+
+#: Set in a hot key's figures whose requests, reads and writes are the key's over every window of the period
+#: (:func:`with_period_key`): ``{"uncounted_at_most": n, "windows": m}``, the ``m`` windows that did not list the key
+#: (it had fewer requests there than the window's listed keys) holding at most ``n`` more of its requests.
+PERIOD_KEY = "period_key"
+
+#: The figures the key's counts make the period's.
+_KEYED = ("share", "requests", "reads", "writes", *_SEEN_RATES)
+
+#: How many keys of each partition space an evaluated window keeps with their counts (its heaviest, whatever the
+#: detectors found): a hot key's requests over a period are summed from them. A bound of the item, not of the input.
+TOP_KEYS = 20
+
+#: A key kept longer than this (characters) is kept as its digest (a key may be up to 2 KB: twenty of them in each of
+#: a table's partition spaces would outgrow the stored item).
+_KEY_CHARS = 200
+
+
+def key_id(encoded: str) -> str:
+    """The id a window keeps a sketch key under: the key itself, or the digest of a long one."""
+    if len(encoded) <= _KEY_CHARS:
+        return encoded
+    return "\x1fsha256:" + hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceKeys:
+    """One partition space's keys in one window: its key-identified requests, its :data:`TOP_KEYS` heaviest keys
+    (id -> requests, writes) and ``below``: an unlisted key had at most that many requests there (0: none)."""
+
+    requests: int
+    top: Mapping[str, tuple[int, int]]
+    below: int
+
+    def to_json(self) -> list[Any]:
+        """``[requests, below, [[id, requests, writes], ...]]``."""
+        return [self.requests, self.below, [[k, r, w] for k, (r, w) in self.top.items()]]
+
+    @classmethod
+    def from_json(cls, doc: list[Any]) -> SpaceKeys:
+        """The inverse of :meth:`to_json`."""
+        requests, below, rows = doc
+        return cls(int(requests), {str(k): (int(r), int(w)) for k, r, w in rows}, int(below))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCount:
+    """A key's requests and writes in the windows of a period it was not found in, and at most how many more of its
+    requests the ``windows`` that did not list it held."""
+
+    requests: int = 0
+    writes: int = 0
+    uncounted_at_most: int = 0
+    windows: int = 0
+
+
+@dataclass(slots=True)
+class PeriodKeys:
+    """A table's keys over the evaluated windows of a period, each window once: its key-identified requests by
+    partition space (``""`` the table's, else an index's name) and each window's :class:`SpaceKeys` with the
+    finding ids sighted there (``None``: a window kept before its keys were)."""
+
+    bases: dict[str, int] = field(default_factory=dict)
+    windows: list[tuple[Mapping[str, SpaceKeys] | None, frozenset[str]]] = field(default_factory=list)
+
+    def add(self, requests: Mapping[str, int], spaces: Mapping[str, SpaceKeys] | None, sighted: Iterable[str]) -> None:
+        """One window: its key-identified requests by space, its keys and the finding ids it sighted."""
+        for space, n in requests.items():
+            self.bases[space] = self.bases.get(space, 0) + int(n)
+        self.windows.append((spaces, frozenset(sighted)))
+
+    def extend(self, other: PeriodKeys) -> None:
+        """Another period's windows (none of them among these)."""
+        for space, n in other.bases.items():
+            self.bases[space] = self.bases.get(space, 0) + n
+        self.windows.extend(other.windows)
+
+    def key_count(self, space: str, key: str, finding_id: str) -> KeyCount | None:
+        """Key ``key`` (a :func:`key_id`) of ``space`` in the windows that did not sight ``finding_id`` (its own
+        sightings count the others); None when a window's keys are unknown."""
+        requests = writes = below = short = 0
+        for spaces, sighted in self.windows:
+            if finding_id in sighted:
+                continue
+            if spaces is None:
+                return None
+            keys = spaces.get(space)
+            if keys is None:  # no key-identified request in that space
+                continue
+            got = keys.top.get(key)
+            if got is not None:
+                requests, writes = requests + got[0], writes + got[1]
+            elif keys.below:
+                below, short = below + keys.below, short + 1
+        return KeyCount(requests, writes, below, short)
+
+
+def with_period_key(figures: Figures, count: KeyCount) -> Figures:
+    """A hot key's ``figures`` (of the windows it was found in) with its ``count`` in the period's other windows:
+    its requests, reads and writes are then the period's (a lower bound when some window did not list the key)."""
+    sums = dict(figures.get("sum", {}))
+    added = {"requests": count.requests, "writes": count.writes, "reads": count.requests - count.writes}
+    for f, n in added.items():
+        if _number(sums.get(f)) is not None:
+            sums[f] = _add(sums[f], n)
+    bound = {"uncounted_at_most": count.uncounted_at_most, "windows": count.windows}
+    return {**figures, "sum": sums, PERIOD_KEY: bound}
 
 
 def same_window_figures(parts: list[Figures | None]) -> Figures | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from auditor.engine import key_request_counts
+from auditor.engine import key_request_counts, window_keys
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.lifecycle import iso_week, merge_sightings
 from auditor.models.finding import Finding, Totals
@@ -66,8 +66,9 @@ def _week(tw: TableWindow) -> str:
 
 def window_sightings(tw: TableWindow, findings: Sequence[Finding]) -> WindowSightings:
     """Each finding's totals in one window (several sightings of one id there added as the lifecycle adds them), and
-    the window's key-identified requests (:func:`auditor.engine.key_request_counts`)."""
-    out = WindowSightings(tw.window_start, key_requests=key_request_counts(tw))
+    the window's key-identified requests and top keys (:func:`auditor.engine.key_request_counts`,
+    :func:`auditor.engine.window_keys`)."""
+    out = WindowSightings(tw.window_start, key_requests=key_request_counts(tw), top_keys=window_keys(tw))
     for f in sorted(findings, key=lambda f: (f.first_seen, f.id)):
         t = f.sighting_totals()
         stored = out.totals.get(f.id)
@@ -80,8 +81,8 @@ def window_sightings(tw: TableWindow, findings: Sequence[Finding]) -> WindowSigh
 
 
 def record_sightings(records: SightingRecords, evaluated: WindowFindings, now: datetime) -> None:
-    """Keep what each evaluated window sighted and its key-identified requests (one item per table window; a window
-    with neither has nothing to keep)."""
+    """Keep what each evaluated window sighted, its key-identified requests and top keys (one item per table window,
+    written in one put; a window with none of them has nothing to keep)."""
     for tw, found in evaluated:
         sightings = window_sightings(tw, found)
         if found or sightings.key_requests:

@@ -23,6 +23,7 @@ from auditor.engine import with_key_base
 from auditor.lifecycle import FindingState, FindingStatus, TableKey
 from auditor.messages import MessageKind, ReportAnnouncementAttributes, SummaryAction, WeeklySummary
 from auditor.models.finding import KIND_LABELS, Finding, FindingKind, Severity, isoformat_z, utc
+from auditor.models.period_evidence import PeriodKeys
 from auditor.report.model import IsoWeek, WeeklyReport, build_report_from_findings
 from auditor.report.report_pages import headline, money, render_html, render_markdown
 from auditor.sinks.report_announcement import publish_announcement
@@ -31,7 +32,7 @@ from auditor.state.findings_store import FindingsStore
 from auditor.state.interfaces import ControllerRuns, LedgerLoader
 from auditor.state.report_store import CLAIM_STALE_SECONDS, ReportAnnouncements, ReportFiles, marker_pk
 from auditor.state.unreadable_store import StoredUnreadable, UnreadableObjectStore
-from auditor.state.window_store import WindowSightings, week_key_requests
+from auditor.state.window_store import WindowSightings, week_keys
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -170,8 +171,8 @@ def load_states(store: FindingsStore, week: IsoWeek, now: datetime) -> list[Find
     return sorted(states.values(), key=lambda s: (s.last_seen, s.id))
 
 
-#: Each table's key-identified requests over a week, by partition space (:func:`load_key_requests`).
-KeyRequests = Mapping[TableKey, Mapping[str, int]]
+#: Each table's key-identified requests and top keys over a week, window by window (:func:`load_key_requests`).
+KeyRequests = Mapping[TableKey, PeriodKeys]
 
 
 class WeekSightings(Protocol):
@@ -181,24 +182,23 @@ class WeekSightings(Protocol):
 
 
 def load_key_requests(sightings: WeekSightings, states: Iterable[FindingState], week: IsoWeek) -> KeyRequests:
-    """The week's key-identified requests of each table with a hot key among ``states`` (one Query per table)."""
+    """The week's key-identified requests and top keys of each table with a hot key among ``states``, window by window
+    (one Query per table)."""
     hot = [s.finding for s in states if s.finding.kind is FindingKind.HOT_KEY]
     tables = {(f.account, f.region, f.table) for f in hot}
     ordered = sorted(tables, key=lambda t: (t[0] or "", t[1] or "", t[2]))
-    return {t: week_key_requests(sightings.week(*t, week.label).values()) for t in ordered}
+    return {t: week_keys(sightings.week(*t, week.label).values()) for t in ordered}
 
 
 def weeks_key_requests(
     sightings: WeekSightings, states: Iterable[FindingState], weeks: Iterable[IsoWeek]
-) -> dict[TableKey, dict[str, int]]:
-    """The key-identified requests of several weeks (:func:`load_key_requests`), added week by week."""
+) -> dict[TableKey, PeriodKeys]:
+    """The key-identified requests and top keys of several weeks (:func:`load_key_requests`), week by week."""
     listed = list(states)
-    out: dict[TableKey, dict[str, int]] = {}
+    out: dict[TableKey, PeriodKeys] = {}
     for week in weeks:
-        for table, spaces in load_key_requests(sightings, listed, week).items():
-            into = out.setdefault(table, {})
-            for space, n in spaces.items():
-                into[space] = into.get(space, 0) + n
+        for table, keys in load_key_requests(sightings, listed, week).items():
+            out.setdefault(table, PeriodKeys()).extend(keys)
     return out
 
 
@@ -208,7 +208,8 @@ def week_totals(state: FindingState, week: IsoWeek, key_requests: KeyRequests | 
     reached that week and a throttling story's cause over the week
     (:func:`auditor.detectors.findings.period.for_period`;
     the stored ones when the week's totals do not know them). With the week's ``key_requests``, a hot key's share is
-    of its table's (index's) key-identified requests in every window of the week (:func:`auditor.engine.with_key_base`).
+    of its table's (index's) key-identified requests in every window of the week and its requests are its own in
+    every window of the week (:func:`auditor.engine.with_key_base`).
     """
     totals = state.totals_for(week.label)
     stated = totals.over(week.start, week.end) if totals is not None else None

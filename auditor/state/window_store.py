@@ -5,9 +5,9 @@ redelivered object never counts twice, indexes the windows that have traffic, ma
 event batches with a conditional marker per event id in one transaction (:meth:`WindowStore.commit_events`). A
 contribution to a window the evaluator had already sealed is flagged late (:class:`LateWindow`), for the evaluator
 to evaluate that window again; :class:`SightingStore` keeps what each evaluated window sighted, so that the window
-evaluated again replaces its part of the findings' weekly totals (and its key-identified requests, every evaluated
-window's, which a hot key's share over the week is of). The items, their attributes and the retry rules
-are in docs/state-table.md.
+evaluated again replaces its part of the findings' weekly totals (and its key-identified requests and top keys, every
+evaluated window's, which a hot key's share and requests over the week are of). The items, their attributes and the
+retry rules are in docs/state-table.md.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.models.finding import STORED, Totals
+from auditor.models.period_evidence import PeriodKeys, SpaceKeys
 from auditor.state import keys
 from auditor.state.attributes import number as _n
 from auditor.state.attributes import retention
@@ -56,7 +57,7 @@ __all__ = [
     "events_fit",
     "ids_ever",
     "sum_week",
-    "week_key_requests",
+    "week_keys",
 ]
 
 log = structlog.get_logger(__name__)
@@ -543,6 +544,8 @@ def merge_parts(parts: Iterable[Sequence[tuple[str, TableWindow]]]) -> list[Tabl
 
 #: A window's key-identified requests by partition space (JSON: ``{"": n, "<index>": m}``).
 KEY_REQUESTS_ATTR = "key_requests"
+#: A window's top keys by partition space (binary: zlib-compressed JSON, ``{space: SpaceKeys.to_json()}``).
+TOP_KEYS_ATTR = "top_keys"
 
 #: A week's items outlive the week by a contribution's retention: a window of the week can be evaluated again as
 #: long as its contributions are kept, and its week is then summed from the week's first window on.
@@ -560,6 +563,9 @@ class WindowSightings:
     #: The window's key-identified requests by partition space (``""`` the table's, else an index's name): what a
     #: hot key's share over a period is of. Kept for every evaluated window, with findings or without.
     key_requests: dict[str, int] = field(default_factory=dict)
+    #: The window's top keys by partition space (:func:`auditor.engine.window_keys`): what a hot key's requests over a
+    #: period are summed from. None: an item kept before them.
+    top_keys: dict[str, SpaceKeys] | None = field(default_factory=dict)
 
 
 class SightingStore:
@@ -594,6 +600,9 @@ class SightingStore:
             item["ever"] = {"SS": ever}
         if sightings.key_requests:
             item[KEY_REQUESTS_ATTR] = _s(orjson.dumps(dict(sorted(sightings.key_requests.items()))).decode())
+        if sightings.top_keys:  # at most 20 keys of up to 200 characters per space: well under the item limit
+            doc_keys = {space: k.to_json() for space, k in sorted(sightings.top_keys.items())}
+            item[TOP_KEYS_ATTR] = {"B": zlib.compress(orjson.dumps(doc_keys), 6)}
         self._client.put_item(TableName=self._table, Item=item)
 
     def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]:
@@ -611,7 +620,13 @@ class SightingStore:
             raw = orjson.loads(zlib.decompress(bytes(item["totals"]["B"])))
             totals = {fid: Totals.model_validate(doc) for fid, doc in raw.items()}
             spaces = orjson.loads(item[KEY_REQUESTS_ATTR]["S"]) if KEY_REQUESTS_ATTR in item else {}
-            out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])), spaces)
+            top: dict[str, SpaceKeys] | None = {}
+            if TOP_KEYS_ATTR in item:
+                docs = orjson.loads(zlib.decompress(bytes(item[TOP_KEYS_ATTR]["B"])))
+                top = {str(space): SpaceKeys.from_json(doc) for space, doc in docs.items()}
+            elif spaces:  # kept before the top keys were
+                top = None
+            out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])), spaces, top)
         return out
 
 
@@ -625,13 +640,12 @@ def sum_week(windows: Iterable[WindowSightings], finding_id: str) -> Totals | No
     return total
 
 
-def week_key_requests(windows: Iterable[WindowSightings]) -> dict[str, int]:
-    """The key-identified requests of the given windows by partition space, added window by window (each window
-    once: a window evaluated again replaced its item)."""
-    out: dict[str, int] = {}
-    for w in windows:
-        for space, n in w.key_requests.items():
-            out[space] = out.get(space, 0) + int(n)
+def week_keys(windows: Iterable[WindowSightings]) -> PeriodKeys:
+    """The given windows' key-identified requests and top keys, with the ids each sighted (each window once: a window
+    evaluated again replaced its item), in time order."""
+    out = PeriodKeys()
+    for w in sorted(windows, key=lambda w: w.window_start):
+        out.add(w.key_requests, w.top_keys, w.totals)
     return out
 
 

@@ -201,3 +201,48 @@ def test_a_weeks_figures_stay_small() -> None:
     assert figures is not None and figures["sum"]["read_throttle_events"] == 3360
     assert len(figures["tally"]["top_keys"]) == 50
     assert len(period_evidence("throttling", {"top_keys": []}, figures, 604_800)["top_keys"]) == 5
+
+
+def test_a_hot_keys_requests_add_its_counts_in_the_windows_it_was_not_hot_in() -> None:
+    """Hot in one window, among the top keys of another (below the threshold there) and unlisted in a third: its
+    requests over the period are both counts, its share of every window's key-identified requests, and the unlisted
+    window makes them a lower bound, stated with how many requests it could hide (the service and analyze-trail both
+    state a hot key through ``with_key_base``)."""
+    from auditor.engine import with_key_base
+    from auditor.kernel.aggregates.keys import encode_key
+    from auditor.models.period_evidence import KeyCount, PeriodKeys, SpaceKeys, key_id
+
+    hot = _hot(T0, 600, 1000, 40, 2.5)
+    week = hot.sighting_totals().over(T0, T0 + timedelta(days=7))
+    me = key_id(encode_key("pk", "ORDER#1"))
+    period = PeriodKeys()
+    period.add({"": 1000}, {"": SpaceKeys(1000, {me: (600, 600)}, 0)}, [hot.id])
+    period.add({"": 2000}, {"": SpaceKeys(2000, {me: (150, 100), 'pk\x1f"x': (300, 0)}, 0)}, [])
+    exact = with_key_base(hot, week, {("111122223333", "us-east-1", "Orders"): period})
+    stated = for_period(hot, exact)
+    ev = stated.evidence
+    assert (ev["requests"], ev["writes"], ev["reads"], ev["key_requests"]) == (750, 700, 50, 3000)
+    assert exact.count == 750 and ev["share"] == 0.25 == exact.share
+    assert "lower_bound" not in ev and not {"requests", "share", "writes"} & set(ev.get("sub_periods", {}))
+    assert "It took 25% of the 3000 key-identified requests in 7 days." in stated.summary
+
+    period.add({"": 500}, {"": SpaceKeys(500, {'pk\x1f"x': (40, 0)}, 40)}, [])
+    bounded = for_period(hot, with_key_base(hot, week, {("111122223333", "us-east-1", "Orders"): period}))
+    assert bounded.evidence["requests"] == 750 and bounded.evidence["key_requests"] == 3500
+    assert bounded.evidence["lower_bound"] == {
+        "fields": ["requests", "reads", "writes", "share"],
+        "uncounted_at_most": 40,
+        "windows": 1,
+    }
+    assert period.key_count("", me, hot.id) == KeyCount(150, 100, 40, 1)
+    # a window kept before its top keys were: the key's other windows are unknown, its counts stay its hot windows'
+    period.add({"": 100}, None, [])
+    assert period.key_count("", me, hot.id) is None
+
+
+def test_a_long_key_is_kept_as_a_digest() -> None:
+    from auditor.models.period_evidence import key_id
+
+    long = 'pk\x1f"' + "x" * 2000
+    assert key_id('pk\x1f"short') == 'pk\x1f"short'
+    assert len(key_id(long)) < 64 and key_id(long) == key_id(long) != key_id(long + "y")
