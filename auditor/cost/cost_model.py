@@ -235,8 +235,9 @@ FIXED_MODEL: dict[str, float] = {
     # 4 KB: 4 units) per table and day (auditor.state.ledger_store)
     "ledger_write_units_per_table_day": 96 * 2 + 24 * 4,
     # what each evaluated window kept (auditor.state.window_store.SightingStore): one item per table and window, its
-    # key-identified requests (a hot key's share over the week is of them) and its findings' totals; about 1 KB
-    "sighting_write_units_per_table_day": 96 * 1,
+    # key-identified requests and top 20 keys per partition space (a hot key's share and requests over the week are
+    # of them) and its findings' totals; about 0.7 to 1.5 KB: 2 write units
+    "sighting_write_units_per_table_day": 96 * 2,
     # CloudWatch Logs: about 3 KB per invocation (START/END/REPORT, the run's summary line, its EMF line), 2 KB per
     # table per metrics-audit run; stored compressed (about 15 %) for the log groups' 30 days
     "log_bytes_per_run": 3_000.0,
