@@ -369,16 +369,27 @@ _KEYED = ("share", "requests", "reads", "writes", *_SEEN_RATES)
 #: detectors found): a hot key's requests over a period are summed from them. A bound of the item, not of the input.
 TOP_KEYS = 20
 
-#: A key kept longer than this (characters) is kept as its digest (a key may be up to 2 KB: twenty of them in each of
-#: a table's partition spaces would outgrow the stored item).
-_KEY_CHARS = 200
+#: A key longer than this written as JSON (bytes, escapes included) is kept as its digest (a key may be up to 2 KB:
+#: twenty of them in each of a table's partition spaces would outgrow the stored item).
+_KEY_BYTES = 200
 
 
 def key_id(encoded: str) -> str:
-    """The id a window keeps a sketch key under: the key itself, or the digest of a long one."""
-    if len(encoded) <= _KEY_CHARS:
+    """The id a window keeps a sketch key under: the key itself, or the digest of a long one (or of one JSON cannot
+    write as UTF-8: a lone surrogate)."""
+    if _writable(encoded, _KEY_BYTES):
         return encoded
     return "\x1fsha256:" + hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def _writable(text: str, limit: int) -> bool:
+    """Whether ``text`` can be written as UTF-8 and is at most ``limit`` bytes as ASCII JSON (a bound of its UTF-8
+    JSON's bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return len(json.dumps(text)) <= limit
 
 
 @dataclass(frozen=True, slots=True)

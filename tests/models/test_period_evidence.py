@@ -246,3 +246,6 @@ def test_a_long_key_is_kept_as_a_digest() -> None:
     long = 'pk\x1f"' + "x" * 2000
     assert key_id('pk\x1f"short') == 'pk\x1f"short'
     assert len(key_id(long)) < 64 and key_id(long) == key_id(long) != key_id(long + "y")
+    wide = 'pk\x1f"' + "\U0001f600" * 40  # 160 bytes as UTF-8, 480 as escaped JSON
+    assert key_id(wide) != wide and len(key_id(wide)) < 64
+    assert key_id('pk\x1f"\ud800') != 'pk\x1f"\ud800'  # a lone surrogate: not writable as UTF-8
