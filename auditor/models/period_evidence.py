@@ -65,7 +65,9 @@ _MODEL = ("assumed_utilisation", "throttles_now", "contradicted_assumption", "to
 
 SPECS: dict[str, _Spec] = {
     "hot_key": _Spec(
-        sums=("requests", "reads", "writes", "throttled_calls", "key_requests"),
+        # a key's period count sums its windows' counts, each a lower bound short by at most its window's sketch
+        # error: the period's bound is the sum of those errors, not the largest
+        sums=("requests", "reads", "writes", "throttled_calls", "key_requests", "estimate_error"),
         maxes={
             "peak_reads_per_second": (),
             "peak_writes_per_second": ("peak_window",),
@@ -77,7 +79,6 @@ SPECS: dict[str, _Spec] = {
             "peak_minute_writes": (),
             "suggested_shards": (),
             "distinct_partition_keys": (),
-            "estimate_error": (),
             "hot_keys": (),
         },
         mins={"headroom_factor": (*_MODEL, "partition_utilisation")},
