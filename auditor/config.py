@@ -116,7 +116,11 @@ class Settings(BaseModel):
 
     def audit_table_names(self) -> tuple[str, ...]:
         """``AUDIT_TABLES`` as a tuple of names (empty: no name filter)."""
-        return tuple(n.strip() for n in (self.audit_tables or "").split(",") if n.strip())
+        return _comma_list(self.audit_tables)
+
+    def capture_table_arn_set(self) -> frozenset[str] | None:
+        """``service.capture_table_arns`` as a set of ARNs (None: every table)."""
+        return frozenset(_comma_list(self.capture_table_arns)) or None
 
     def require(self, name: str) -> str:
         """A service setting that must be present (a clear error names the environment variable)."""
@@ -269,3 +273,8 @@ def load_analysis_config(path: str | Path | None) -> AnalysisConfig:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         raise InputError(f"{p}: invalid config at {loc or '(root)'}: {err['msg']}") from exc
+
+
+def _comma_list(value: str | None) -> tuple[str, ...]:
+    """A comma-separated setting's items, stripped, empty ones dropped."""
+    return tuple(n.strip() for n in (value or "").split(",") if n.strip())

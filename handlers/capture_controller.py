@@ -25,7 +25,7 @@ from handlers.runtime import Invocation, lambda_runtime
 def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, object]:
     clients = runtime.CLIENTS
     settings = run.settings
-    arns = frozenset(a.strip() for a in (settings.capture_table_arns or "").split(",") if a.strip())
+    arns = settings.capture_table_arn_set()
     capture = CaptureClients(
         clients.cloudtrail,
         clients.cloudwatch,
@@ -44,7 +44,7 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
             state_table=run.state_table(),
             now=schedule.time,
             config=config,
-            table_arns=arns or None,
+            table_arns=arns,
         )
         return advice.as_dict()
     result = run_controller(
@@ -53,7 +53,7 @@ def lambda_handler(schedule: EventBridgeModel, run: Invocation) -> dict[str, obj
         state_table=run.state_table(),
         now=schedule.time,
         config=config,
-        table_arns=arns or None,
+        table_arns=arns,
         detectors=settings.analysis_config(),
     )
     return result.as_dict()
