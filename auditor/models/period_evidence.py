@@ -418,10 +418,10 @@ class KeyCount:
     """A key's requests and writes in the windows of a period it was not found in, and at most how many more of its
     requests the ``windows`` that did not list it held."""
 
-    requests: int = 0
-    writes: int = 0
-    uncounted_at_most: int = 0
-    windows: int = 0
+    requests: int
+    writes: int
+    uncounted_at_most: int
+    windows: int
 
 
 @dataclass(slots=True)
