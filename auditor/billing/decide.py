@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Literal
 
 from auditor.billing.aws_scaling import simulate_aws
@@ -491,28 +492,16 @@ def _period_note(period_seconds: int) -> str:
     )
 
 
-@dataclass(slots=True)
-class _Costs:
-    """Window totals (USD) over every series and dimension, and whether the simulated throttling is acceptable."""
-
-    on_demand: float = 0.0
-    simulated: float = 0.0
-    current: float = 0.0
-    hourly_peak: float = 0.0
-    throttled_units: float = 0.0
-    demand_units: float = 0.0
-    acceptable: bool = True
-
-
 def _series_results(
     sims: list[_Series],
     simulation: Simulation,
     cfg: BillingConfig,
     prices: ClassPrices,
     provisioned_now: bool,
-) -> tuple[list[SeriesResult], _Costs]:
-    """Each series' costs per dimension (with the dimension's own recommendation), and their totals."""
-    costs = _Costs()
+) -> tuple[list[SeriesResult], float]:
+    """Each series' costs per dimension (with the dimension's own recommendation), and the window's cost (USD) if
+    each clock hour were billed at the highest capacity in force in it (``aws`` only, else 0)."""
+    hourly_peak = 0.0
     series_out: list[SeriesResult] = []
     for s in sims:
         dims: dict[str, DimensionResult] = {}
@@ -521,15 +510,13 @@ def _series_results(
             run = dim.run
             od = run.consumed_units * prices.request_unit(d)
             est = run.unit_hours * prices.capacity_hour(d)
-            costs.hourly_peak += (run.peak_hour_unit_hours or 0.0) * prices.capacity_hour(d)
+            hourly_peak += (run.peak_hour_unit_hours or 0.0) * prices.capacity_hour(d)
             cur = dim.current_unit_hours * prices.capacity_hour(d) if provisioned_now else 0.0
             if simulation == "evaluator":
                 label = evaluator_label(est, cur, od, cfg.modify_threshold)
             else:
                 label = "PAY_PER_REQUEST" if od <= min(est, cur if provisioned_now else math.inf) else "PROVISIONED"
             share = run.throttled_share
-            if share is not None and share > cfg.max_throttled_share:
-                costs.acceptable = False
             dims[d] = DimensionResult(
                 on_demand_cost=od,
                 provisioned_cost_simulated=est,
@@ -542,13 +529,17 @@ def _series_results(
                 throttled_units=run.throttled_units,
                 throttled_share=share,
             )
-            costs.on_demand += od
-            costs.simulated += est
-            costs.current += cur
-            costs.throttled_units += run.throttled_units or 0.0
-            costs.demand_units += run.consumed_units
         series_out.append(SeriesResult(index=s.index, read=dims["read"], write=dims["write"]))
-    return series_out, costs
+    return series_out, hourly_peak
+
+
+def _total(dims: Sequence[DimensionResult], value: Callable[[DimensionResult], float | None]) -> float:
+    """A window total (USD or units) over every series and dimension: ``value`` of each (None counts 0), added in
+    order one by one."""
+    total = 0.0
+    for dim in dims:
+        total += value(dim) or 0.0
+    return total
 
 
 def _choose(
@@ -644,28 +635,31 @@ def decide_table(
     days = inp.minutes / 1440.0
     monthly = HOURS_PER_MONTH / window_hours
     provisioned_now = inp.billing_mode == "PROVISIONED"
-    series_out, costs = _series_results(sims, simulation, cfg, cls_prices, provisioned_now)
+    series_out, hourly_peak_cost = _series_results(sims, simulation, cfg, cls_prices, provisioned_now)
+    dims = [dim for s in series_out for dim in (s.read, s.write)]
 
-    od_m, est_m = costs.on_demand * monthly, costs.simulated * monthly
-    cur_m = costs.current * monthly if provisioned_now else None
+    od_m = _total(dims, attrgetter("on_demand_cost")) * monthly
+    est_m = _total(dims, attrgetter("provisioned_cost_simulated")) * monthly
+    cur_m = _total(dims, attrgetter("provisioned_cost_current")) * monthly if provisioned_now else None
     current_cost = cur_m if cur_m is not None else od_m
     modelled = simulation == "aws"
+    throttled_units = _total(dims, attrgetter("throttled_units"))
+    demand_units = _total(dims, attrgetter("consumed_units"))
+    acceptable = not any(d.throttled_share is not None and d.throttled_share > cfg.max_throttled_share for d in dims)
     throttling = Throttling(
         modelled=modelled,
-        throttled_units=costs.throttled_units if modelled else None,
-        throttled_share=(
-            (costs.throttled_units / costs.demand_units if costs.demand_units else 0.0) if modelled else None
-        ),
-        acceptable=costs.acceptable,
+        throttled_units=throttled_units if modelled else None,
+        throttled_share=(throttled_units / demand_units if demand_units else 0.0) if modelled else None,
+        acceptable=acceptable,
         max_share=cfg.max_throttled_share,
     )
-    action, recommended, recommended_cost = _choose(inp.billing_mode, costs.acceptable, current_cost, od_m, est_m, cfg)
+    action, recommended, recommended_cost = _choose(inp.billing_mode, acceptable, current_cost, od_m, est_m, cfg)
     throttled = throttled or ran_at_capacity(inp)
     if throttled:
         notes.append(THROTTLED_NOTE)
         if action in ("adjust_provisioned", "switch_to_provisioned"):
             action, recommended, recommended_cost = "keep", inp.billing_mode, current_cost
-    reason = _reason(action, current_cost, od_m, est_m, cur_m, costs.acceptable, throttling, cfg)
+    reason = _reason(action, current_cost, od_m, est_m, cur_m, acceptable, throttling, cfg)
 
     coverage, confidence, label = _confidence(sum(s.present for s in sims), sum(s.expected for s in sims), days, cfg)
     if coverage < 1.0:
@@ -682,7 +676,7 @@ def decide_table(
     rc: ReservedCapacityNote | None = None
     if recommended == "PROVISIONED" and inp.table_class == "STANDARD" and not throttled:
         rc = _reserved_capacity(sims, use_current, prices, window_hours)
-    hourly_peak = costs.hourly_peak * monthly if simulation == "aws" else None
+    hourly_peak = hourly_peak_cost * monthly if simulation == "aws" else None
     result = BillingResult(
         table=inp.table,
         current_mode=inp.billing_mode,
