@@ -12,6 +12,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
+from auditor.models.base import FrozenModel
+
 MINUTES_PER_DAY = 1440
 #: Datapoints (minutes) run through every rule from the one a skip-ahead search stops at: one after a long skip,
 #: twice as many after each skip shorter than ``_SHORT_SKIP``, up to the maximum. Where changes come every few
@@ -51,42 +55,33 @@ class EvaluatorParams:
     free_decreases: int = 4
 
 
-@dataclass(frozen=True, slots=True)
-class AwsBehaviour:
+class AwsBehaviour(FrozenModel):
     """Documented AWS auto-scaling and capacity behaviour used by the ``aws`` simulation."""
 
     #: High alarm: consumed above target for this many consecutive 1-minute datapoints.
-    scale_out_minutes: int = 2
+    scale_out_minutes: int = Field(default=2, ge=1)
     #: Low alarm: consumed this many percentage points below target ...
     scale_in_gap: float = 20.0
     #: ... for this many consecutive 1-minute datapoints.
-    scale_in_minutes: int = 15
+    scale_in_minutes: int = Field(default=15, ge=1)
     #: Minutes from the alarm firing to the new capacity being in force (alarm action plus UpdateTable).
-    reaction_minutes: int = 2
+    reaction_minutes: int = Field(default=2, ge=0)
     #: Unused capacity banked for bursts, in seconds of the current capacity.
-    burst_seconds: int = 300
+    burst_seconds: int = Field(default=300, ge=0)
     #: Decreases per UTC day that may come together: up to this many ...
     free_decreases_per_day: int = 4
     #: ... within this many minutes of the day's first decrease (DynamoDB quotas: "up to four decreases within one
     #: hour as long as you have not performed any other decreases yet during that day") ...
-    free_decrease_window_minutes: int = 60
+    free_decrease_window_minutes: int = Field(default=60, ge=0)
     #: ... then one more whenever none happened in this many minutes ("one additional decrease per hour as long as
     #: there was no decreases in the preceding hour").
-    decrease_interval_minutes: int = 60
+    decrease_interval_minutes: int = Field(default=60, ge=0)
     #: The quota belongs to the table (or GSI): reads and writes draw on one counter, although each scalable target's
     #: scale-in is its own UpdateTable request and its own decrease. False: one counter per dimension.
     shared_decrease_quota: bool = True
     #: Auto scaling "does not scale down your provisioned capacity if your table's consumed capacity becomes zero":
     #: a low alarm whose whole window consumed nothing does not lower the capacity (True: it does).
     scale_in_at_zero: bool = False
-
-    def __post_init__(self) -> None:
-        if self.scale_out_minutes < 1 or self.scale_in_minutes < 1:
-            raise ValueError("alarm datapoints must be at least 1")
-        if self.reaction_minutes < 0 or self.burst_seconds < 0:
-            raise ValueError("reaction_minutes and burst_seconds cannot be negative")
-        if self.free_decrease_window_minutes < 0 or self.decrease_interval_minutes < 0:
-            raise ValueError("decrease windows cannot be negative")
 
 
 @dataclass(slots=True)
