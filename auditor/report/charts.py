@@ -127,6 +127,11 @@ def human_bytes(value: float) -> str:
     return f"{value:,.0f} B"
 
 
+def whole(value: float) -> str:
+    """A count, whole and with thousands separators: 12345 -> 12,345."""
+    return f"{value:,.0f}"
+
+
 def percent(value: float) -> str:
     return f"{value * 100:.0f}%" if value >= 0.01 or value == 0 else f"{value * 100:.1f}%"
 
@@ -567,7 +572,7 @@ def throttle_chart(report: WeeklyReport, chart_id: str) -> Chart | None:
         f"({top.total:,}, cause {top.cause.replace('_', ' ')}).",
         cats,
         segs,
-        value_label=lambda v: f"{v:,.0f}",
+        value_label=whole,
         integer=True,
     )
 
@@ -594,7 +599,7 @@ def scanner_chart(report: WeeklyReport, chart_id: str, limit: int = 10) -> Chart
         f"{len(totals)} principal{'s' if len(totals) != 1 else ''} ran full-table scans; {top_name} ran the most "
         f"({top_value:,.0f} logical scans).",
         bars,
-        value_label=lambda v: f"{v:,.0f}",
+        value_label=whole,
         headers=("Principal", "Logical scans"),
         integer=True,
     )
@@ -749,7 +754,7 @@ def access_pattern_chart(report: WeeklyReport, chart_id: str, limit: int = 12) -
             Segment("Efficient (key lookups, queries)", [float(t.efficient_requests) for t in tables], GREEN),
             Segment("Inefficient (scans)", [float(t.inefficient_requests) for t in tables], VERMILLION),
         ],
-        value_label=lambda v: f"{v:,.0f}",
+        value_label=whole,
         integer=True,
     )
 
