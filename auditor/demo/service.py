@@ -575,10 +575,10 @@ def _write_report(
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     """This week's findings from the state table (the evaluator's output), as docs/contract.md Finding JSON, each
-    with its week's totals over the week and what they decide, its severity, cause and evidence, as the weekly report
-    states them (:func:`auditor.service.weekly_report.week_totals`)."""
+    with its week's totals over the part of the week the trail had data in and what they decide, its severity, cause
+    and evidence, as the weekly report states them (:func:`auditor.service.weekly_report.week_totals`)."""
     from auditor.report.model import IsoWeek
-    from auditor.service.weekly_report import load_key_requests, week_totals
+    from auditor.service.weekly_report import load_key_requests, observed_period, week_totals
     from auditor.state.findings_store import FindingsStore
     from auditor.state.window_store import SightingStore
 
@@ -586,8 +586,10 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     store = FindingsStore(ddb, stack.table_name)
     week = IsoWeek.of(now)
     states = store.week(now)
-    keyed = load_key_requests(SightingStore(ddb, stack.table_name), states, week)
-    return [week_totals(s, week, keyed).finding.model_dump(mode="json") | {"status": s.status} for s in states]
+    sightings = SightingStore(ddb, stack.table_name)
+    keyed = load_key_requests(sightings, states, week)
+    period = observed_period(week, sightings.coverage(week.label))
+    return [week_totals(s, week, keyed, period).finding.model_dump(mode="json") | {"status": s.status} for s in states]
 
 
 @contextmanager

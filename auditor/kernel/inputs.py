@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, Final
 
 from auditor.exceptions import InputError, SourceReadError
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "InputSource", "discover"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "InputSource", "discover", "source_order"]
 
 
 def _inflater() -> tuple[Callable[..., Any], tuple[type[Exception], ...]]:
@@ -135,7 +135,7 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
     ``CloudTrail-Digest`` or ``CloudTrail-Insight`` folder. ``-`` is stdin (``stdin``, or ``sys.stdin.buffer``),
     listed once however often it is given. Raises ``InputError`` for a path that does not exist. Inside a
     directory, FIFOs, devices, sockets and sub-directories that cannot be listed are sources that fail when read
-    (a warning and ``files_failed`` each), never opened.
+    (a warning and ``files_failed`` each), never opened. Sources come in :func:`source_order`.
     """
     sources: list[InputSource] = []
     stdin_added = False
@@ -152,7 +152,15 @@ def discover(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[InputS
             sources.append(_file_source(path))
         else:
             raise InputError(f"{path}: no such file or directory")
-    return sources
+    return sorted(sources, key=lambda source: source_order(source.name))
+
+
+def source_order(name: str) -> tuple[str, str]:
+    """The order in which the aggregates of several sources merge, the same wherever they merge (here, and the
+    service's contributions of one window, one per CloudTrail object): by file name (a CloudTrail object's starts
+    with its account, Region and delivery time), then by the whole name. The heavy-hitter sketches merge in that
+    order, so the same files give the same counts in ``analyze-trail`` and in the service."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1], name
 
 
 # --------------------------------------------------------------------------------------------------------------------

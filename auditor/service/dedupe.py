@@ -76,10 +76,10 @@ def group_overlaps(fingerprints: dict[str, Sequence[int]]) -> tuple[list[list[st
 class Deduplication:
     """The evaluator's check (see the module docstring). ``fingerprints`` reads an object's fingerprints (None:
     none stored; it raises when they could not be read); ``reread`` reads objects again, together, with one
-    deduplicator (None: they could not be read)."""
+    deduplicator, each object's aggregate apart (None: they could not be read)."""
 
     fingerprints: Callable[[str], EventFingerprints | None]
-    reread: Callable[[Sequence[str]], AggregateSet | None]
+    reread: Callable[[Sequence[str]], Sequence[tuple[str, AggregateSet]] | None]
 
     def load(self, store: PartsLoader, starts: Iterable[int]) -> tuple[list[TableWindow], DedupeResult]:
         """The windows of ``starts``, merged, with events shared by two objects counted once."""
@@ -121,19 +121,21 @@ class Deduplication:
         return parts
 
 
-def _replace(parts: Parts, group: set[str], joint: AggregateSet, start: int) -> Parts:
-    """``parts`` with the contributions of ``group`` replaced by the joint aggregate's windows at ``start``."""
-    fresh = {wk[:3]: tw for wk, tw in joint.windows.items() if wk[3] == start}
+def _replace(parts: Parts, group: set[str], joint: Sequence[tuple[str, AggregateSet]], start: int) -> Parts:
+    """``parts`` with the contributions of ``group`` replaced by the windows at ``start`` of the group read again
+    together (each object's own, without the events an object before it counted)."""
+    fresh: dict[tuple[str | None, str | None, str], list[tuple[str, TableWindow]]] = {}
+    for source, aggregates in joint:
+        for wk, tw in aggregates.windows.items():
+            if wk[3] == start:
+                fresh.setdefault(wk[:3], []).append((source, tw))
     out: Parts = []
     for table_parts in parts:
         _, first = table_parts[0]
         key = (first.account, first.region, first.table)
         kept = [(source, tw) for source, tw in table_parts if source not in group]
-        joint_window = fresh.pop(key, None)
-        if joint_window is not None:
-            kept.append(("joint:" + ",".join(sorted(group)), joint_window))
+        kept.extend(fresh.pop(key, []))
         if kept:
             out.append(kept)
-    for tw in fresh.values():  # a table only the group's objects touched, under a key no contribution had
-        out.append([("joint:" + ",".join(sorted(group)), tw)])
+    out.extend(again for again in fresh.values() if again)  # a table only the group's objects touched
     return out

@@ -25,6 +25,7 @@ from auditor.exceptions import AuditorError, MalformedRecordError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.window import AggregateSet
 from auditor.kernel.calls import ApiCall
+from auditor.kernel.inputs import source_order
 from auditor.kernel.normalize import normalize_record
 from auditor.kernel.reader import Deduper
 from auditor.kernel.stats import IngestStats
@@ -166,17 +167,20 @@ def process_trail_object(
     return result
 
 
-def reread_objects(s3: S3Client, config: AnalysisConfig) -> Callable[[Sequence[str]], AggregateSet | None]:
+def reread_objects(
+    s3: S3Client, config: AnalysisConfig
+) -> Callable[[Sequence[str]], list[tuple[str, AggregateSet]] | None]:
     """For the evaluator's duplicate check (:mod:`auditor.service.dedupe`): read CloudTrail objects again, given
-    their source ids (``s3://bucket/key``), together with one deduplicator, as ``analyze-trail`` reads them. None when
+    their source ids (``s3://bucket/key``), in :func:`auditor.kernel.inputs.source_order` with one deduplicator, as
+    ``analyze-trail`` reads them: each object's aggregate without the events an object before it counted. None when
     one of them cannot be read for good (missing, or not a CloudTrail file: logged); a stream that breaks off raises
     :class:`ObjectReadInterruptedError`, so the evaluation fails before its cursor moves and is retried."""
 
-    def reread(source_ids: Sequence[str]) -> AggregateSet | None:
-        total = new_aggregate_set(config)
+    def reread(source_ids: Sequence[str]) -> list[tuple[str, AggregateSet]] | None:
+        parts: list[tuple[str, AggregateSet]] = []
         deduper = Deduper()
         stats = IngestStats()
-        for source_id in source_ids:
+        for source_id in sorted(source_ids, key=source_order):
             bucket, _, key = source_id.removeprefix("s3://").partition("/")
             try:
                 with trail_object(s3, bucket, key) as obj:
@@ -189,8 +193,8 @@ def reread_objects(s3: S3Client, config: AnalysisConfig) -> Callable[[Sequence[s
             if part is None:
                 log.warning("reread_failed", source=source_id, error=stats.problems[-1:] or "unreadable")
                 return None
-            total.merge(part, take=True)
-        return total
+            parts.append((source_id, part))
+        return parts
 
     return reread
 

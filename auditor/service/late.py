@@ -10,7 +10,7 @@ finding the window ever sighted over the week's windows again (:func:`correction
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -22,7 +22,15 @@ from auditor.models.finding import Finding, Totals
 from auditor.service.record import Correction
 from auditor.state.window_store import LateWindow, WindowSightings, sum_week
 
-__all__ = ["LateFlags", "Reevaluation", "SightingRecords", "WindowFindings", "corrections", "record_sightings"]
+__all__ = [
+    "LateFlags",
+    "Reevaluation",
+    "SightingRecords",
+    "WindowFindings",
+    "corrections",
+    "cover",
+    "record_sightings",
+]
 
 #: Each evaluated table window with the findings it showed.
 WindowFindings = Sequence[tuple[TableWindow, Sequence[Finding]]]
@@ -50,6 +58,9 @@ class SightingRecords(Protocol):
         """Store one window's sightings (a window evaluated again replaces them)."""
 
     def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]: ...
+
+    def cover(self, week: str, starts: Iterable[int], window_seconds: int, now: datetime) -> None:
+        """Add windows of ``week`` in which trail data was found (any table)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,18 @@ def record_sightings(records: SightingRecords, evaluated: WindowFindings, now: d
         sightings = window_sightings(tw, found)
         if found or sightings.key_requests:
             records.put(tw.account, tw.region, tw.table, _week(tw), sightings, now)
+    cover(records, evaluated, now)
+
+
+def cover(records: SightingRecords, evaluated: WindowFindings, now: datetime) -> None:
+    """Keep the windows the evaluated table windows are of, week by week: a finding's period in a week is the part of
+    the week the trail had data in (:func:`auditor.service.weekly_report.observed_period`), as ``analyze-trail``'s is
+    its input's."""
+    weeks: dict[tuple[str, int], set[int]] = {}
+    for tw, _ in evaluated:
+        weeks.setdefault((_week(tw), tw.window_seconds // max(1, len(tw.windows))), set()).add(tw.window_start)
+    for (week, seconds), starts in sorted(weeks.items()):
+        records.cover(week, starts, seconds, now)
 
 
 def corrections(records: SightingRecords, evaluated: WindowFindings, now: datetime) -> list[Correction]:
@@ -108,4 +131,5 @@ def corrections(records: SightingRecords, evaluated: WindowFindings, now: dateti
             others = [w for start, w in stored.items() if start != tw.window_start and fid in w.totals]
             total: Totals | None = sum_week(stored.values(), fid)
             out.append(Correction(fid, week, total, seen.get(fid), other_windows=len(others)))
+    cover(records, evaluated, now)
     return out

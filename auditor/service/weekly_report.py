@@ -51,6 +51,7 @@ __all__ = [
     "build_weekly_report",
     "load_key_requests",
     "marker_pk",
+    "observed_period",
     "report_keys",
     "report_week",
     "run_weekly_report",
@@ -180,6 +181,24 @@ class WeekSightings(Protocol):
 
     def week(self, account: str | None, region: str | None, table: str, week: str) -> dict[int, WindowSightings]: ...
 
+    def coverage(self, week: str) -> tuple[list[int], int] | None: ...
+
+
+#: The period a week's findings are stated for: (start, end).
+Period = tuple[datetime, datetime]
+
+
+def observed_period(week: IsoWeek, coverage: tuple[list[int], int] | None) -> Period:
+    """The part of ``week`` the trail had data in: from the start of its first window with data (any table) to the end
+    of its last, as ``analyze-trail`` states its findings over its input (:func:`auditor.engine.input_period`); the
+    whole week when none was recorded (windows evaluated by an earlier version)."""
+    if not coverage or not coverage[0]:
+        return week.start, week.end
+    starts, seconds = coverage
+    start = max(week.start, datetime.fromtimestamp(starts[0], tz=UTC))
+    end = min(week.end, datetime.fromtimestamp(starts[-1] + seconds, tz=UTC))
+    return (start, end) if end > start else (week.start, week.end)
+
 
 def load_key_requests(sightings: WeekSightings, states: Iterable[FindingState], week: IsoWeek) -> KeyRequests:
     """The week's key-identified requests and top keys of each table with a hot key among ``states``, window by window
@@ -202,8 +221,12 @@ def weeks_key_requests(
     return out
 
 
-def week_totals(state: FindingState, week: IsoWeek, key_requests: KeyRequests | None = None) -> FindingState:
-    """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a
+def week_totals(
+    state: FindingState, week: IsoWeek, key_requests: KeyRequests | None = None, period: Period | None = None
+) -> FindingState:
+    """The state with its finding's ``totals`` over ``week``, stated for ``period`` (default: the whole week; the
+    service passes the part of the week the trail had data in, :func:`observed_period`), None when nothing was
+    counted in that week: a
     finding stored by a version without totals, or one not seen that week) and what they decide: the severity it
     reached that week and a throttling story's cause over the week
     (:func:`auditor.detectors.findings.period.for_period`;
@@ -212,7 +235,7 @@ def week_totals(state: FindingState, week: IsoWeek, key_requests: KeyRequests | 
     every window of the week (:func:`auditor.engine.with_key_base`).
     """
     totals = state.totals_for(week.label)
-    stated = totals.over(week.start, week.end) if totals is not None else None
+    stated = totals.over(*(period or (week.start, week.end))) if totals is not None else None
     if stated is not None and key_requests:
         stated = with_key_base(state.finding, stated, key_requests)
     return state.model_copy(update={"finding": for_period(state.finding, stated)})
@@ -228,14 +251,17 @@ def build_weekly_report(
     coverage_gaps: Sequence[StoredGap] = (),
     unreadable: Sequence[StoredUnreadable] = (),
     key_requests: tuple[KeyRequests, KeyRequests] | None = None,
+    periods: tuple[Period, Period] | None = None,
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
     the totals of that week, the account/Region pairs the scheduled audit could not read that week, the trail
     objects of the week that could not be read, and the week's cost ledger when one was kept. ``key_requests``:
-    the tables' key-identified requests of ``week`` and of the week before (:func:`load_key_requests`)."""
+    the tables' key-identified requests of ``week`` and of the week before (:func:`load_key_requests`). ``periods``:
+    the parts of both weeks the trail had data in (:func:`observed_period`; default: the whole weeks)."""
     now_keys, before_keys = key_requests or (None, None)
-    current = [week_totals(_as_of(s, week.end), week, now_keys) for s in states]
-    previous = [week_totals(_as_of(s, week.start), week.previous(), before_keys) for s in states]
+    now_period, before_period = periods or (None, None)
+    current = [week_totals(_as_of(s, week.end), week, now_keys, now_period) for s in states]
+    previous = [week_totals(_as_of(s, week.start), week.previous(), before_keys, before_period) for s in states]
     legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
     return build_report_from_findings(
         current,
@@ -471,11 +497,23 @@ def run_weekly_report(
     costs = load_week_ledger(ledger, week, capture) if ledger is not None else None
     gaps = coverage.week_gaps(week.start) if coverage is not None else []
     unread = unreadable.week_objects(week.start) if unreadable is not None else []
-    keyed = None
+    keyed = periods = None
     if sightings is not None:
         keyed = load_key_requests(sightings, states, week), load_key_requests(sightings, states, week.previous())
+        periods = (
+            observed_period(week, sightings.coverage(week.label)),
+            observed_period(week.previous(), sightings.coverage(week.previous().label)),
+        )
     report = build_weekly_report(
-        states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps, unreadable=unread, key_requests=keyed
+        states,
+        week,
+        now,
+        title=params.title,
+        ledger=costs,
+        coverage_gaps=gaps,
+        unreadable=unread,
+        key_requests=keyed,
+        periods=periods,
     )
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)

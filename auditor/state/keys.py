@@ -105,6 +105,11 @@ def sightings_pk(account: str | None, region: str | None, table: str, week: str)
     return f"SIGHT#{table_ref(account, region, table)}#{week}"
 
 
+def data_windows_pk(week: str) -> str:
+    """Partition of the windows of one ISO week the evaluator found trail data in (any table)."""
+    return f"DATAWIN#{week}"
+
+
 def sightings_sk(window_start: int) -> str:
     """Sort key of one evaluated window's sightings (zero-padded: a week reads in time order)."""
     return f"{window_start:012d}"

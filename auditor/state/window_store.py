@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 
 from auditor.exceptions import AuditorError
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.inputs import source_order
 from auditor.models.finding import STORED, Totals
 from auditor.models.period_evidence import PeriodKeys, SpaceKeys
 from auditor.state import keys
@@ -523,11 +524,13 @@ def _loads(data: bytes) -> dict[str, Any]:
 
 
 def merge_parts(parts: Iterable[Sequence[tuple[str, TableWindow]]]) -> list[TableWindow]:
-    """One merged ``TableWindow`` per group of contributions, sorted by (table, start, account, region)."""
+    """One merged ``TableWindow`` per group of contributions, sorted by (table, start, account, region). A group's
+    contributions merge in the order of their sources (:func:`auditor.kernel.inputs.source_order`, as
+    ``analyze-trail`` merges its files), not in the order the store lists them (by a digest of the source)."""
     merged: list[TableWindow] = []
     for group in parts:
         window: TableWindow | None = None
-        for _, part in group:
+        for _, part in sorted(group, key=lambda sp: source_order(sp[0])):
             if window is None:
                 window = part
             else:
@@ -628,6 +631,37 @@ class SightingStore:
                 top = None
             out[start] = WindowSightings(start, totals, set(item.get("ever", {}).get("SS", [])), spaces, top)
         return out
+
+    def cover(self, week: str, starts: Iterable[int], window_seconds: int, now: datetime) -> None:
+        """Add ``starts`` (windows of ``window_seconds``) to the windows of ``week`` the evaluator found trail data in
+        (a set: adding a window again, after a crash or as a late window, changes nothing)."""
+        numbers = sorted({str(int(s)) for s in starts})
+        if not numbers:
+            return
+        self._client.update_item(
+            TableName=self._table,
+            Key={keys.PK: _s(keys.data_windows_pk(week)), keys.SK: _s(keys.data_windows_pk(week))},
+            UpdateExpression="ADD #w :w SET #s = :s, #x = :x",
+            ExpressionAttributeNames={"#w": "windows", "#s": "window_seconds", "#x": keys.TTL_ATTR},
+            ExpressionAttributeValues={
+                ":w": {"NS": numbers},
+                ":s": _n(window_seconds),
+                ":x": _n(int(now.timestamp()) + self._expiry),
+            },
+        )
+
+    def coverage(self, week: str) -> tuple[list[int], int] | None:
+        """The window starts of ``week`` the evaluator found trail data in, in time order, and the windows' length
+        (None: none recorded). Strongly consistent."""
+        resp = self._client.get_item(
+            TableName=self._table,
+            Key={keys.PK: _s(keys.data_windows_pk(week)), keys.SK: _s(keys.data_windows_pk(week))},
+            ConsistentRead=True,
+        )
+        item = resp.get("Item", {})
+        if "windows" not in item:
+            return None
+        return sorted(int(n) for n in item["windows"]["NS"]), int(item["window_seconds"]["N"])
 
 
 def sum_week(windows: Iterable[WindowSightings], finding_id: str) -> Totals | None:

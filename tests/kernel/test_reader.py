@@ -25,7 +25,7 @@ from auditor.exceptions import InputError, MalformedRecordError, SourceReadError
 from auditor.kernel import framing, inputs
 from auditor.kernel import reader as cloudtrail
 from auditor.kernel.calls import Access, ApiCall
-from auditor.kernel.inputs import discover
+from auditor.kernel.inputs import discover, source_order
 from auditor.kernel.reader import Deduper, InputSource, iter_records, read_calls
 from auditor.kernel.runs import Malformed
 from auditor.kernel.stats import IngestStats
@@ -573,12 +573,28 @@ def test_discover_files_stdin_and_missing(tmp_path: Path) -> None:
     odd.write_bytes(gzip.compress(log_file(RECORDS[:1])))
     stdin = io.BytesIO(log_file(RECORDS[1:2]))
     sources = discover([str(odd), "-", "-"], stdin=stdin)
-    assert [s.name for s in sources] == [str(odd), "<stdin>"]
-    with sources[1].open() as fh:
+    assert [s.name for s in sources] == ["<stdin>", str(odd)]  # listed once, in source_order (by file name)
+    with sources[0].open() as fh:
         assert fh is stdin
         assert list(iter_records(fh, "<stdin>")) == RECORDS[1:2]
     with pytest.raises(InputError, match=r"^/nonexistent/x\.json: no such file or directory$"):
         discover([str(odd), "/nonexistent/x.json"])
+
+
+def test_discover_lists_sources_in_the_order_of_their_file_names(tmp_path: Path) -> None:
+    """The order the service merges a window's trail objects in (auditor.state.window_store.merge_parts): by file
+    name, whatever folder each file is in or the order the paths were given."""
+    names = [
+        "b/111_CloudTrail_us-east-1_20261205T0905Z_a.json.gz",
+        "a/111_CloudTrail_us-east-1_20261205T0910Z_b.json.gz",
+    ]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(gzip.compress(log_file(RECORDS[:1])))
+    walked = [Path(s.name).name for s in discover([str(tmp_path)])]
+    given = [Path(s.name).name for s in discover([str(tmp_path / n) for n in reversed(names)])]
+    assert walked == given == [Path(n).name for n in names]
+    assert source_order("s3://bucket/AWSLogs/x/" + Path(names[0]).name) < source_order(str(tmp_path / names[1]))
 
 
 def test_discover_empty_directory(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ import random
 import orjson
 import pytest
 
+from auditor.kernel.aggregates.bounds import SECONDS_PER_KEY
 from auditor.kernel.aggregates.failures import GENERIC_ON_DEMAND, throttle_cause
 from auditor.kernel.aggregates.keys import decode_key, encode_key, partition_attr
-from auditor.kernel.aggregates.window import MAX_SERIALIZED_BYTES, AggregateSet, TableWindow
+from auditor.kernel.aggregates.window import MAX_SERIALIZED_BYTES, SERIALIZED_PEAK_KEYS, AggregateSet, TableWindow
 from tests.factories import call
 
 
@@ -254,3 +255,42 @@ def test_batched_key_counting_is_invisible_and_exact_while_small() -> None:
     copied = tw.copy()
     assert copied.hot.total == tw.hot.total == PENDING_LIMIT + 531
     assert TableWindow.from_dict(orjson.loads(tw.to_json())).hot.counts == tw.hot.counts
+
+
+def _stored(tw: TableWindow) -> TableWindow:
+    return TableWindow.from_dict(orjson.loads(tw.to_json()))
+
+
+def test_stored_parts_within_the_detail_budget_merge_as_the_parts_held_in_memory() -> None:
+    """The service stores one contribution per trail object and merges them; analyze-trail merges the same parts in
+    memory: the busiest second and minute of every key come out the same (a second split between two objects adds)."""
+    calls = _traffic(5)
+    parts = [_agg(calls[i::3]) for i in range(3)]  # every second and minute split between the three parts
+    in_memory, stored = _agg([]), _agg([])
+    for aggs in parts:
+        for tw in aggs.windows.values():
+            tw.flush()
+            assert len(tw.to_json()) < MAX_SERIALIZED_BYTES
+        for key, tw in aggs.windows.items():
+            copy = _stored(tw)
+            if key in stored.windows:
+                stored.windows[key].merge(copy)
+            else:
+                stored.windows[key] = copy
+        in_memory.merge(aggs)
+    assert in_memory.windows.keys() == stored.windows.keys()
+    for key, tw in in_memory.windows.items():
+        other = stored.windows[key]
+        assert other.second_peaks() == tw.second_peaks() and tw.second_peaks()
+        assert other.minute_peaks() == tw.minute_peaks()
+        assert other.to_dict() == tw.to_dict()
+
+
+def test_per_second_counts_beyond_the_detail_budget_keep_each_busy_keys_busiest_seconds() -> None:
+    tw = TableWindow("1", "us-east-1", "Orders", 0, 900)
+    tw.seconds = {(f"k{i:04d}" + "x" * 200, s * 2): 100 - s for i in range(300) for s in range(20)}
+    kept = TableWindow.from_dict(orjson.loads(tw.to_json())).seconds
+    assert len(kept) <= SERIALIZED_PEAK_KEYS * SECONDS_PER_KEY < len(tw.seconds)
+    assert all(n >= 100 - SECONDS_PER_KEY for n in kept.values())  # each key's busiest seconds
+    tw.seconds = dict(list(tw.seconds.items())[:100])  # within the budget: all of them
+    assert TableWindow.from_dict(orjson.loads(tw.to_json())).seconds == tw.seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import zlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,8 +14,9 @@ from botocore.stub import Stubber
 from structlog.testing import capture_logs
 
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
+from auditor.kernel.inputs import source_order
 from auditor.state import keys
-from auditor.state.window_store import StoreError, WindowStore, event_pk
+from auditor.state.window_store import SightingStore, StoreError, WindowStore, event_pk, merge_parts
 from tests import factories as f
 from tests.moto_server import client, create_state_table
 
@@ -239,3 +241,50 @@ def test_transaction_cancelled_for_another_reason_raises() -> None:
     stub.add_client_error("transact_write_items", **_cancelled(["None", "ValidationError"]))
     with stub, pytest.raises(StoreError, match="ValidationError"):
         store.commit_events(["ev-0"], "events:x", _aggs(calls), NOW)
+
+
+def _skewed(source: int, n: int) -> AggregateSet:
+    """One source's window: a hot key among many light ones, more distinct keys than a small sketch holds (its
+    heavy-hitter counts are then estimates that depend on the order sketches merge in)."""
+    rng = random.Random(source)
+    aggs = AggregateSet(900, sketch_capacity=16)
+    for i in range(n):
+        key = "USER#hot" if i % 3 == 0 else f"USER#{min(rng.randrange(40), rng.randrange(40))}"
+        aggs.add(f.call("GetItem", "Orders", {"pk": key}, at=i % 840, event_id=f"s{source}-{i}"))
+    for tw in aggs.windows.values():
+        tw.flush()
+    return aggs
+
+
+def test_a_windows_contributions_merge_in_the_order_of_their_sources_whatever_order_they_are_listed_in() -> None:
+    # Given three objects' contributions to one window, stored (read back from their serialised form)
+    names = [f"s3://b/AWSLogs/1/CloudTrail/us-east-1/111_CloudTrail_us-east-1_20261201T10{m}Z_x.json.gz" for m in "05"]
+    names.append("s3://b/other/111_CloudTrail_us-east-1_20261201T1003Z_y.json.gz")
+    parts = [
+        (name, TableWindow.from_dict(orjson.loads(tw.to_json())))
+        for i, name in enumerate(names)
+        for tw in _skewed(i, 300).windows.values()
+    ]
+    # When the store lists them in any order (its sort key is a digest of the source)
+    merged = [
+        merge_parts([[(n, TableWindow.from_dict(tw.to_dict())) for n, tw in order]])[0]
+        for order in (parts, parts[::-1], [parts[1], parts[0], parts[2]])
+    ]
+    # Then the window is the same, and it is the files merged in memory in the order analyze-trail reads them
+    assert merged[0].hot.error > 0  # the sketch pruned: an order would show
+    assert merged[0].to_dict() == merged[1].to_dict() == merged[2].to_dict()
+    in_memory = sorted(((n, _skewed(i, 300)) for i, n in enumerate(names)), key=lambda p: source_order(p[0]))
+    total = in_memory[0][1]
+    for _, aggs in in_memory[1:]:
+        total.merge(aggs)
+    [window] = total.windows.values()
+    assert window.to_dict() == merged[0].to_dict()
+
+
+def test_the_weeks_windows_with_trail_data_are_kept_as_a_set(ddb: Any) -> None:
+    sightings = SightingStore(ddb, create_state_table(ddb))
+    assert sightings.coverage("2026-W49") is None
+    sightings.cover("2026-W49", [START + 900, START], 900, NOW)
+    sightings.cover("2026-W49", [START + 900, START + 2700], 900, NOW)  # a window added again changes nothing
+    assert sightings.coverage("2026-W49") == ([START, START + 900, START + 2700], 900)
+    assert sightings.coverage("2026-W48") is None

@@ -842,10 +842,16 @@ class AggregateSet:
 
 #: Upper bound of one serialised aggregate (DynamoDB items are limited to 400 KB).
 MAX_SERIALIZED_BYTES: Final = 300_000
-#: Keys of each per-minute sketch kept in the serialised form.
+#: Keys of each per-minute sketch kept in the serialised form when the sketches do not fit :data:`DETAIL_BUDGET`.
 MINUTE_SERIALIZED_KEYS: Final = 8
-#: Keys whose per-second counts are kept in the serialised form (at most ``SECONDS_PER_KEY`` seconds each).
+#: Keys whose per-second counts are kept in the serialised form (at most ``SECONDS_PER_KEY`` seconds each) when
+#: they do not fit :data:`DETAIL_BUDGET`.
 SERIALIZED_PEAK_KEYS: Final = 64
+#: Bytes (about, as JSON) the per-minute sketches, and apart from them the per-second counts, may take whole in the
+#: serialised form. Within it a stored window reads back as it was held, so windows merged from stored contributions
+#: (the service, one per CloudTrail object) count what windows merged in memory (``analyze-trail``) count; a bigger
+#: one is cut to the heaviest keys (lower bounds).
+DETAIL_BUDGET: Final = 48_000
 
 
 def window_to_dict(tw: TableWindow) -> dict[str, Any]:
@@ -871,10 +877,7 @@ def window_to_dict(tw: TableWindow) -> dict[str, Any]:
         "key_reads_eventual": tw.key_reads_eventual,
         "hot": tw.hot.to_dict(limit=sketch_limit(tw.hot)),
         "hot_writes": tw.hot_writes.to_dict(limit=sketch_limit(tw.hot_writes)),
-        "minutes": [
-            [m, a.to_dict(limit=MINUTE_SERIALIZED_KEYS), w.to_dict(limit=MINUTE_SERIALIZED_KEYS)]
-            for m, (a, w) in sorted(tw.minutes.items())
-        ],
+        "minutes": _minutes_to_list(tw),
         "distinct": tw.distinct.to_dict(),
         "key_attrs": tw.key_attrs,
         "scans": [[p, op, st.to_list()] for (p, op), st in tw.scans.items()],
@@ -889,10 +892,22 @@ def window_to_dict(tw: TableWindow) -> dict[str, Any]:
         "write_shapes": writes_to_list(tw.write_shapes),
         "patterns": [[i, o, t, e, c, n, errs] for (i, o, t, e), (c, n, errs) in tw.patterns.items()],
         "statements": [[p, v, i, c, st.count, st.first, st.last] for (p, v, i, c), st in tw.statements.items()],
-        "seconds": [
-            [k, sw, n] for (k, sw), n in prune_seconds(tw.seconds, SECONDS_PER_KEY, SERIALIZED_PEAK_KEYS).items()
-        ],
+        "seconds": [[k, sw, n] for (k, sw), n in sorted(_seconds_kept(tw.seconds).items())],
     }
+
+
+def _minutes_to_list(tw: TableWindow) -> list[list[Any]]:
+    """The per-minute sketches, whole when they fit :data:`DETAIL_BUDGET`, else each cut to its heaviest keys."""
+    size = sum(len(k) + 12 for a, w in tw.minutes.values() for k in (*a.counts, *w.counts)) + 80 * len(tw.minutes)
+    limit = None if size <= DETAIL_BUDGET else MINUTE_SERIALIZED_KEYS
+    return [[m, a.to_dict(limit=limit), w.to_dict(limit=limit)] for m, (a, w) in sorted(tw.minutes.items())]
+
+
+def _seconds_kept(seconds: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The per-second counts, all when they fit :data:`DETAIL_BUDGET`, else the busiest of the busiest keys."""
+    if sum(len(k) + 20 for k, _ in seconds) <= DETAIL_BUDGET:
+        return seconds
+    return prune_seconds(seconds, SECONDS_PER_KEY, SERIALIZED_PEAK_KEYS)
 
 
 def window_from_dict(cls: type[TableWindow], d: dict[str, Any]) -> TableWindow:
