@@ -46,8 +46,11 @@ from auditor.report.model import IsoWeek
 
 __all__ = ["ReplayInput", "read_trail_files", "replay_findings", "run_replay"]
 
-#: Records per CloudTrail log file the replay writes (CloudTrail's own files hold a few thousand at most).
-RECORDS_PER_FILE = 5_000
+#: Records per CloudTrail log file the replay writes: an input file becomes one object per account and Region, as a
+#: trail delivers it (the service then merges the same files, in the same order, as ``analyze-trail`` does), unless it
+#: holds more than this (a bound of the replay's memory): then several objects, whose hot-key estimates may differ
+#: from ``analyze-trail``'s within their stated ``estimate_error``.
+RECORDS_PER_FILE = 50_000
 
 
 @dataclass

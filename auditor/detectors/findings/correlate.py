@@ -29,6 +29,16 @@ METADATA = DetectorMetadata(
 RULE = "hot_key+key_range_throttling"
 
 
+def for_a_period(evidence: dict[str, object]) -> dict[str, object]:
+    """``evidence`` as stated for a period: its correlation block names the rule and how far it raised the severity,
+    not ``severity_raised_from`` (the severity of the window the rule raised, a sub-period figure that depends on which
+    evaluation raised it: a window of the service, the whole input of ``analyze-trail``)."""
+    block = evidence.get("correlation")
+    if not isinstance(block, dict) or "severity_raised_from" not in block:
+        return evidence
+    return {**evidence, "correlation": {k: v for k, v in block.items() if k != "severity_raised_from"}}
+
+
 class CorrelateConfig(DetectorConfig):
     """How far to raise correlated findings."""
 
@@ -107,7 +117,7 @@ def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding
         evidence["correlation"] = (
             previous
             if isinstance(previous, dict) and previous.get("rule") == RULE
-            else {"rule": RULE, "severity_raised_from": f.severity.value}
+            else {"rule": RULE, "severity_raised_from": f.severity.value, "raised_steps": cfg.raise_steps}
         )
         summary = _confirmed(f, linked, known)
         out.append(f.model_copy(update={"severity": base, "evidence": evidence, "summary": summary}))

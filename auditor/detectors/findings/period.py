@@ -15,7 +15,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from auditor.detectors.findings import item_story, throttling_story
+from auditor.detectors.findings import correlate, item_story, throttling_story
 from auditor.detectors.trail.scan import scan_summary
 from auditor.models.finding import Finding, FindingKind, Totals, isoformat_z
 from auditor.models.period_evidence import period_evidence
@@ -37,6 +37,7 @@ def for_period(finding: Finding, totals: Totals | None) -> Finding:
     stated = finding.over_period(totals)
     if totals is None:
         return stated
+    stated = stated.model_copy(update={"evidence": correlate.for_a_period(stated.evidence)})
     stated = throttling_story.over_period(_story_counts(stated, totals))
     stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
     if stated.totals is None or stated.totals.figures is None:
