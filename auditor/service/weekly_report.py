@@ -50,6 +50,7 @@ __all__ = [
     "WeeklyReportResult",
     "build_weekly_report",
     "load_key_requests",
+    "load_sighted",
     "marker_pk",
     "observed_period",
     "report_keys",
@@ -209,6 +210,28 @@ def load_key_requests(sightings: WeekSightings, states: Iterable[FindingState], 
     return {t: week_keys(sightings.week(*t, week.label).values()) for t in ordered}
 
 
+@dataclass(frozen=True, slots=True)
+class Sighted:
+    """What the evaluated windows kept of a week and of the week before: each table's key-identified requests and top
+    keys (:func:`load_key_requests`), and the part of each week the trail had data in (:func:`observed_period`)."""
+
+    keys: tuple[KeyRequests, KeyRequests]
+    periods: tuple[Period, Period]
+
+
+def load_sighted(sightings: WeekSightings, states: Sequence[FindingState], week: IsoWeek) -> Sighted:
+    """:class:`Sighted` for ``week`` and the week before (one Query per table with a hot key, one GetItem per week)."""
+    before = week.previous()
+    return Sighted(
+        keys=(load_key_requests(sightings, states, week), load_key_requests(sightings, states, before)),
+        periods=(_observed(sightings, week), _observed(sightings, before)),
+    )
+
+
+def _observed(sightings: WeekSightings, week: IsoWeek) -> Period:
+    return observed_period(week, sightings.coverage(week.label))
+
+
 def weeks_key_requests(
     sightings: WeekSightings, states: Iterable[FindingState], weeks: Iterable[IsoWeek]
 ) -> dict[TableKey, PeriodKeys]:
@@ -250,16 +273,15 @@ def build_weekly_report(
     ledger: LedgerSummary | None = None,
     coverage_gaps: Sequence[StoredGap] = (),
     unreadable: Sequence[StoredUnreadable] = (),
-    key_requests: tuple[KeyRequests, KeyRequests] | None = None,
-    periods: tuple[Period, Period] | None = None,
+    sighted: Sighted | None = None,
 ) -> WeeklyReport:
     """The report of ``week`` from stored states (pure): each week's findings as of the end of that week, with
     the totals of that week, the account/Region pairs the scheduled audit could not read that week, the trail
-    objects of the week that could not be read, and the week's cost ledger when one was kept. ``key_requests``:
-    the tables' key-identified requests of ``week`` and of the week before (:func:`load_key_requests`). ``periods``:
-    the parts of both weeks the trail had data in (:func:`observed_period`; default: the whole weeks)."""
-    now_keys, before_keys = key_requests or (None, None)
-    now_period, before_period = periods or (None, None)
+    objects of the week that could not be read, and the week's cost ledger when one was kept. ``sighted``: what the
+    evaluated windows kept of ``week`` and the week before (:func:`load_sighted`; None: the whole weeks, and a hot
+    key's share of its hot windows)."""
+    now_keys, before_keys = sighted.keys if sighted is not None else (None, None)
+    now_period, before_period = sighted.periods if sighted is not None else (None, None)
     current = [week_totals(_as_of(s, week.end), week, now_keys, now_period) for s in states]
     previous = [week_totals(_as_of(s, week.start), week.previous(), before_keys, before_period) for s in states]
     legacy = {s.id for s in states if not s.weekly_totals}  # stored by a version without totals
@@ -497,23 +519,9 @@ def run_weekly_report(
     costs = load_week_ledger(ledger, week, capture) if ledger is not None else None
     gaps = coverage.week_gaps(week.start) if coverage is not None else []
     unread = unreadable.week_objects(week.start) if unreadable is not None else []
-    keyed = periods = None
-    if sightings is not None:
-        keyed = load_key_requests(sightings, states, week), load_key_requests(sightings, states, week.previous())
-        periods = (
-            observed_period(week, sightings.coverage(week.label)),
-            observed_period(week.previous(), sightings.coverage(week.previous().label)),
-        )
+    sighted = load_sighted(sightings, states, week) if sightings is not None else None
     report = build_weekly_report(
-        states,
-        week,
-        now,
-        title=params.title,
-        ledger=costs,
-        coverage_gaps=gaps,
-        unreadable=unread,
-        key_requests=keyed,
-        periods=periods,
+        states, week, now, title=params.title, ledger=costs, coverage_gaps=gaps, unreadable=unread, sighted=sighted
     )
     html_key, md_key = report_keys(week)
     files = ReportFiles(s3, params.bucket, kms_key_id=params.kms_key_id)
