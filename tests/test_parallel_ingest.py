@@ -175,7 +175,7 @@ def _other_shard_id(shard: Shard) -> str:
     ],
 )
 def test_raw_ownership_skips_only_unambiguous_records_of_other_shards(template: str, skippable: bool) -> None:
-    from auditor.kernel.framing import _raw_owned
+    from auditor.kernel.shards import raw_owned as _raw_owned
 
     shard = Shard(0, 2)
     raw = template.format(eid=_other_shard_id(shard)).encode()

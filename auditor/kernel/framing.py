@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,6 +21,7 @@ import orjson
 from auditor.exceptions import SourceReadError
 from auditor.kernel.decode import LightRecord
 from auditor.kernel.runs import RUN_MOST, Malformed
+from auditor.kernel.shards import SKIPPED, Shard, raw_owned, skippable
 
 __all__ = ["SKIPPED", "LightRun", "Shard"]
 
@@ -71,52 +71,11 @@ _JSONDecodeError: Final = orjson.JSONDecodeError
 
 @dataclass(slots=True)
 class LightRun:
-    """Consecutive records of a ``Records`` array (``iter_records(light=True)`` without a shard), in input order:
-    each a :class:`~auditor.kernel.decode.LightRecord` where the typed decoder read it, else the record decoded in
-    full (see :func:`auditor.kernel.runs.light_run`)."""
+    """Consecutive records of a ``Records`` array (``iter_records(light=True)``), in input order: each a
+    :class:`~auditor.kernel.decode.LightRecord` where the typed decoder read it, else the record decoded in full, or
+    :data:`SKIPPED` for a record another shard clearly owns (see :func:`auditor.kernel.runs.light_run`)."""
 
     records: list[Any]
-
-
-_EVENT_ID_KEY: Final = b'"eventID":"'
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """This process's share of the records when several processes read the same input (``index`` of ``count``).
-
-    A record belongs to shard ``crc32(eventID) % count``; a record without a string ``eventID`` (or that is not a
-    JSON object) belongs to shard 0. All copies of one event therefore land in one shard, so deduplication stays
-    exact, and every record is counted by exactly one shard.
-    """
-
-    index: int
-    count: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.index < self.count:
-            raise ValueError("shard index must be in [0, count)")
-
-    def owns(self, record: object) -> bool:
-        """Whether a parsed record belongs to this shard."""
-        eid: object = None
-        if isinstance(record, LightRecord):
-            eid = record.event_id
-        elif type(record) is dict:
-            eid = record.get("eventID")
-        if type(eid) is not str:
-            return self.index == 0
-        return zlib.crc32(eid.encode("utf-8", "surrogatepass")) % self.count == self.index
-
-
-class _Skipped:
-    """Stands for a record another shard owns (yielded so record numbering stays global)."""
-
-    __slots__ = ()
-
-
-#: Yielded by :func:`iter_records` (with a shard) in place of a record another shard owns.
-SKIPPED: Final = _Skipped()
 
 
 class _WrongCut:
@@ -126,8 +85,8 @@ class _WrongCut:
 
 
 #: Yielded by :func:`iter_records` (with a shard, not a record) when the record separator cut a slice that another
-#: shard may have skipped as one record (:func:`_raw_owned`) but that does not parse as one: the records it hides may
-#: be nobody's, so the caller must read the input again in one process.
+#: shard may have skipped as one record (:func:`auditor.kernel.shards.raw_owned`) but that does not parse as one: the
+#: records it hides may be nobody's, so the caller must read the input again in one process.
 WRONG_CUT: Final = _WrongCut()
 
 
@@ -171,42 +130,6 @@ def _unwrap(obj: Any, single: bool) -> Iterator[Any]:
         raise _NotCloudTrailError
 
 
-def _raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
-    """Whether the record ``buf[start:end]`` may belong to ``shard``, decided without parsing it when that is safe.
-
-    Returns False only when the slice holds exactly one ``"eventID":"`` with a plain (escape-free) value that hashes
-    to another shard: then, if the slice is one whole record, it is this eventID's record, exactly as
-    :meth:`Shard.owns` decides after parsing. Anything less clear returns True, so the record is parsed and the
-    caller decides with :meth:`Shard.owns`. The cheap checks come first: a record whose eventID hashes to this shard
-    is parsed without the others.
-
-    The slice is a whole record unless the record separator also occurs inside a record (an adversarial nested
-    array of record-like objects). That is not checked here (a brace count costs as much as parsing): the shard
-    whose hash the slice's eventID matches parses it, finds the cut wrong and reads the record structurally, so its
-    count of records in the input differs from that of the shard that skipped the pieces, and
-    :func:`auditor.engine.ingest_parallel` redoes the input in one process.
-    """
-    p = buf.find(_EVENT_ID_KEY, start, end)
-    if p < 0:
-        return True
-    p += len(_EVENT_ID_KEY)
-    q = buf.find(b'"', p, end)
-    if q < 0 or zlib.crc32(buf[p:q]) % shard.count == shard.index:
-        return True
-    return buf.find(b"\\", p, q) >= 0 or buf.find(_EVENT_ID_KEY, q, end) >= 0
-
-
-def _skippable(buf: bytes, start: int, end: int) -> bool:
-    """Whether some shard's :func:`_raw_owned` may skip ``buf[start:end]`` unparsed: it holds exactly one
-    ``"eventID":"`` with a plain (escape-free) value."""
-    p = buf.find(_EVENT_ID_KEY, start, end)
-    if p < 0:
-        return False
-    p += len(_EVENT_ID_KEY)
-    q = buf.find(b'"', p, end)
-    return q >= 0 and buf.find(b"\\", p, q) < 0 and buf.find(_EVENT_ID_KEY, q, end) < 0
-
-
 class _NotCloudTrailError(Exception):
     """The input is JSON but has none of the supported shapes."""
 
@@ -225,13 +148,13 @@ class _Parser:
         name: str,
         shard: Shard | None = None,
         light: Callable[[bytes, int, int], LightRecord | None] | None = None,
-        run: Callable[[bytes, int, int, bytes, int, int, bool], tuple[list[Any], int]] | None = None,
+        run: Callable[[bytes, int, int, bytes, int, int, bool, Shard | None], tuple[list[Any], int]] | None = None,
     ) -> None:
         self._chunks = chunks
         self.name = name
         self.shard = shard
         self.light = light
-        self.run = run if light is not None and shard is None else None
+        self.run = run if light is not None else None
         self.buf = b""
         self.pos = 0
         self.base = 0
@@ -540,7 +463,7 @@ class _Parser:
                             if buf is not ascii_of:
                                 ascii_of = buf
                                 ascii = buf.isascii()
-                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST, ascii)
+                            done, pos = run(buf, pos, len(buf), sep, adv, RUN_MOST, ascii, shard)
                             if done:
                                 yield LightRun(done)
                                 if len(done) == RUN_MOST:
@@ -548,7 +471,7 @@ class _Parser:
                         idx = find(sep, pos, pos + window)
                         if idx >= 0:
                             if shard is not None:
-                                if not _raw_owned(buf, pos, idx + 1, shard):
+                                if not raw_owned(buf, pos, idx + 1, shard):
                                     pos = idx + adv
                                     yield SKIPPED
                                     continue
@@ -560,7 +483,7 @@ class _Parser:
                             try:
                                 obj = loads(buf[pos : idx + 1])
                             except decode_error as exc:
-                                if shard is not None and _skippable(buf, pos, idx + 1):
+                                if shard is not None and skippable(buf, pos, idx + 1):
                                     yield WRONG_CUT
                                 failed = exc
                                 failed_at = idx + 1

@@ -57,10 +57,10 @@ def iter_records(
     their place. Other records are yielded as usual, whoever owns them: the caller checks :meth:`Shard.owns`.
 
     With ``light``, the records of a ``Records`` array come through the typed decoder
-    (:func:`auditor.kernel.decode.light_record`: the fields of the commonest calls, typed, with the record's bytes):
-    without ``shard``, consecutive records together as one :class:`LightRun` (a typed record where it read one, else
-    the record decoded in full); with ``shard``, each typed record on its own. Only :func:`read_calls` asks for
-    them.
+    (:func:`auditor.kernel.decode.light_record`: the fields of the commonest calls, typed, with the record's bytes),
+    consecutive records together as one :class:`LightRun` (a typed record where it read one, else the record decoded
+    in full; with ``shard``, :data:`SKIPPED` for a record another shard clearly owns), else each record on its own.
+    Only :func:`read_calls` asks for them.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -120,8 +120,8 @@ def read_calls(
         index = 0
         for record in iter_records(stream, name, shard=shard, light=light):
             kind = type(record)
-            if kind is LightRun:  # consecutive records of a Records array (no shard), typed where they could be
-                batch = read_run(record.records, index, stats, deduper, name, normalize)
+            if kind is LightRun:  # consecutive records of a Records array, typed where they could be
+                batch = read_run(record.records, index, stats, deduper, name, normalize, shard)
                 index += len(record.records)
                 if batch:
                     yield batch

@@ -14,6 +14,7 @@ from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
 from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
 from auditor.kernel.dedupe import Deduper
 from auditor.kernel.normalize import light_item, single_item
+from auditor.kernel.shards import SKIPPED, Shard, raw_owned
 from auditor.kernel.stats import IngestStats
 
 #: The most records of one run (a batch of small records: bounded memory whatever the input).
@@ -21,12 +22,22 @@ RUN_MOST: Final = 1024
 
 
 def light_run(
-    buf: bytes, start: int, limit: int, sep: bytes, advance: int, most: int, ascii: bool = False
+    buf: bytes,
+    start: int,
+    limit: int,
+    sep: bytes,
+    advance: int,
+    most: int,
+    ascii: bool = False,
+    shard: Shard | None = None,
 ) -> tuple[list[Any], int]:
     """The consecutive records of a ``Records`` array from ``start``, cut at the separator ``sep`` (``}`` + the gap
     between two records + the next record's first key; the next record starts ``advance`` bytes after the cut).
     ``ascii`` says that the caller found every byte of ``buf`` to be ASCII (one check of the whole buffer instead of
     one per record, see rule 1 of the typed decoder).
+
+    With ``shard``, a record that :func:`~auditor.kernel.shards.raw_owned` gives to another shard is not decoded:
+    :data:`~auditor.kernel.shards.SKIPPED` stands in its place (record numbers stay those of the whole input).
 
     Gives ``([record, ...], where the next record starts)``: each record as
     :func:`~auditor.kernel.decode.light_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
@@ -46,6 +57,10 @@ def light_run(
         cut = find(sep, pos, limit)
         if cut < 0:
             break
+        if shard is not None and not raw_owned(buf, pos, cut + 1, shard):
+            done.append(SKIPPED)
+            pos = cut + advance
+            continue
         data = buf[pos : cut + 1]
         if ascii or data.isascii():
             try:
@@ -72,8 +87,10 @@ def read_run(
     deduper: Deduper,
     name: str,
     normalize: Callable[[Mapping[str, Any]], ApiCall | None],
+    shard: Shard | None = None,
 ) -> CallBatch:
-    """The calls of a run's ``records`` (numbered from ``index + 1``), in input order, counted into ``stats``.
+    """The calls of a run's ``records`` (numbered from ``index + 1``), in input order, counted into ``stats``; with
+    ``shard``, only those of its records that shard owns (:meth:`~auditor.kernel.shards.Shard.owns`).
 
     A successful single-item call comes as its ``SingleItem``, any other record as what :func:`full_call` gives (its
     ``ApiCall``, or nothing: not a data-plane call, a duplicate or a bad record). A typed record
@@ -82,10 +99,12 @@ def read_run(
     """
     seen = deduper.seen
     out: CallBatch = []
-    stats.records_read += len(records)
-    duplicates = events = 0
+    duplicates = events = others = 0
     for record in records:
         index += 1
+        if shard is not None and (record is SKIPPED or not shard.owns(record)):
+            others += 1
+            continue
         item: SingleItem | None
         if type(record) is LightRecord:
             item = light_item(record)
@@ -105,6 +124,7 @@ def read_run(
         call = full_call(record, index, name, stats, seen, normalize)
         if call is not None:
             out.append(call)
+    stats.records_read += len(records) - others
     stats.duplicates_dropped += duplicates
     stats.data_events += events
     return out
