@@ -79,12 +79,7 @@ def value_template(value: Any) -> str:
     """The template of one key attribute value (memoised by exact value, then by digit-blind shape; bounded)."""
     if type(value) is str:
         exact = _VALUE_CACHE.get(value)
-        if exact is not None:
-            return exact
-        if len(_VALUE_CACHE) >= _CACHE_LIMIT:
-            _VALUE_CACHE.clear()
-        exact = _VALUE_CACHE[value] = _shape_template(value)
-        return exact
+        return exact if exact is not None else _new_value(value)
     if isinstance(value, bool):
         return "{bool}"
     if isinstance(value, int | float):
@@ -92,7 +87,17 @@ def value_template(value: Any) -> str:
     return "{?}"
 
 
+def _new_value(value: str) -> str:
+    """The template of a string value not in the exact-value cache, which then holds it."""
+    if len(_VALUE_CACHE) >= _CACHE_LIMIT:
+        _VALUE_CACHE.clear()
+    exact = _VALUE_CACHE[value] = _shape_template(value)
+    return exact
+
+
 def _shape_template(value: str) -> str:
+    if len(value) == 36 and value[8] == "-" and _UUID.fullmatch(value):
+        return "{uuid}"  # what _string_template gives it (no "#" or "|" in it), and kept out of the shape cache
     shape = value.encode("utf-8", "surrogatepass").translate(_DIGIT_SHAPE)
     cached = _CACHE.get(shape)
     if cached is None:
@@ -122,13 +127,18 @@ def key_template(key: dict[str, Any] | None) -> str | None:
         return None
     cache = _VALUE_CACHE
     if len(key) == 1:
-        name, value = next(iter(key.items()))
-        found = cache.get(value) if type(value) is str else None
-        return f"{name}={found if found is not None else value_template(value)}"
+        for name, value in key.items():
+            if type(value) is str:
+                found = cache.get(value)
+                return f"{name}={found if found is not None else _new_value(value)}"
+            return f"{name}={value_template(value)}"
     parts = []
     for name, value in key.items():
-        found = cache.get(value) if type(value) is str else None
-        parts.append(f"{name}={found if found is not None else value_template(value)}")
+        if type(value) is str:
+            found = cache.get(value)
+            parts.append(f"{name}={found if found is not None else _new_value(value)}")
+        else:
+            parts.append(f"{name}={value_template(value)}")
     return ", ".join(parts)
 
 

@@ -68,6 +68,8 @@ from auditor.kernel.write_shapes import statement_shape, write_shape
 TRANSACTIONAL: Final = frozenset({"TransactWriteItems", "TransactGetItems", "ExecuteTransaction"})
 
 
+_WRITE: Final = Access.WRITE
+
 #: The operations whose key accesses may cost more than one unit each (see :func:`_extra_units`).
 METERED_OPERATIONS: Final = TRANSACTIONAL | {"Query"}
 #: A 1 MB page in reads of a 4 KB item: what a Query page that was not the last reads (a page stops at 1 MB).
@@ -296,24 +298,25 @@ class TableWindow:
             self._add_error(call, items, error, pk_hint)
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
         extra = _extra_units(call) if call.operation in METERED_OPERATIONS else 0
+        eventual = call.consistent_read is False
+        writes = 0
         for item in items:
-            is_write = item.access is Access.WRITE
+            is_write = item.access is _WRITE
+            statement = item.statement
             if is_write:
-                self.item_writes += 1
-                shape = item.shape or statement_shape(item.statement) or write_shape(item.operation, None)
-                if error is None and shape:
-                    count_write(self.write_shapes, shape, int(epoch // 60))
-            else:
-                self.item_reads += 1
+                writes += 1
+                if error is None:
+                    shape = item.shape or statement_shape(statement) or write_shape(item.operation, None)
+                    if shape:
+                        count_write(self.write_shapes, shape, int(epoch // 60))
             key = item.key
             full_scan = item.full_scan
+            index = item.index
             if full_scan:
                 self._add_scan(call, item, epoch)
                 template = ""
             elif key:
-                eventual = call.consistent_read is False
-                schema = item.statement is None
-                index = item.index
+                schema = statement is None
                 self._add_key(key, is_write, eventual, epoch, pk_hint, schema, index)
                 if extra:  # metered above one read or write of the item (see ``_extra_units``)
                     self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema, index)
@@ -322,15 +325,17 @@ class TableWindow:
                 template = ""
             if item.condition is not None:
                 template = query_template(item.condition, key)
-            elif item.statement is not None:
-                template = statement_template(item.statement)
-                if not full_scan and item.statement.verb != "INSERT" and item.statement.constrained:
+            elif statement is not None:
+                template = statement_template(statement)
+                if not full_scan and statement.verb != "INSERT" and statement.constrained:
                     self._add_statement(call, item, epoch)
-            pattern = (item.index or "", item.operation, template, not full_scan)
+            pattern = (index or "", item.operation, template, not full_scan)
             if per_call is None:
                 self._count_pattern(pattern, 1, error)
             else:
                 per_call[pattern] = per_call.get(pattern, 0) + 1
+        self.item_writes += writes
+        self.item_reads += len(items) - writes
         if per_call:
             for pattern, n in per_call.items():
                 self._count_pattern(pattern, n, error)
@@ -362,7 +367,13 @@ class TableWindow:
         if key:
             self._add_key(key, is_write, eventual, epoch, pk_hint, True, index)
         template = query_template(condition, key) if condition is not None else key_template(key) or ""
-        self._count_pattern((index or "", operation, template, True), 1, None)
+        pattern = (index or "", operation, template, True)
+        row = self.patterns.get(pattern)
+        if row is None:
+            self._count_pattern(pattern, 1, None)
+        else:  # what _count_pattern counts for a known pattern without an error
+            row[0] += 1
+            row[1] += 1
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
 
@@ -787,10 +798,18 @@ class AggregateSet:
 
     def add_batch(self, batch: CallBatch) -> None:
         """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
-        ``SingleItem`` with :meth:`add_item`, each ``ApiCall`` with :meth:`add`."""
+        ``SingleItem`` as :meth:`add_item` counts it (inline here), each ``ApiCall`` with :meth:`add`."""
+        windows = self.windows
+        ws = self.window_seconds
+        schema = self.key_schema
         for call in batch:
             if type(call) is tuple:
-                self.add_item(call)
+                _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = call
+                start = int(epoch // ws) * ws
+                tw = windows.get((account, region, table, start))
+                if tw is None:
+                    tw = self._window(account, region, table, start)
+                tw.add_item(operation, index, key, condition, is_write, eventual, epoch, schema.get(table), shape)
             else:
                 self.add(cast("ApiCall", call))
 
