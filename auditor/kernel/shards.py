@@ -64,7 +64,8 @@ def raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
     to another shard: then, if the slice is one whole record, it is this eventID's record, exactly as
     :meth:`Shard.owns` decides after parsing. Anything less clear returns True, so the record is parsed and the
     caller decides with :meth:`Shard.owns`. The cheap checks come first: a record whose eventID hashes to this shard
-    is parsed without the others.
+    is parsed without the others, and the key is searched from the end (CloudTrail writes eventID near the end of a
+    record, so such a record is found without scanning the rest).
 
     The slice is a whole record unless the record separator also occurs inside a record (an adversarial nested
     array of record-like objects). That is not checked here (a brace count costs as much as parsing): the shard
@@ -72,22 +73,28 @@ def raw_owned(buf: bytes, start: int, end: int, shard: Shard) -> bool:
     count of records in the input differs from that of the shard that skipped the pieces, and
     :func:`auditor.engine.ingest_parallel` redoes the input in one process.
     """
-    p = buf.find(EVENT_ID_KEY, start, end)
+    p = buf.rfind(EVENT_ID_KEY, start, end)
     if p < 0:
         return True
-    p += len(EVENT_ID_KEY)
-    q = buf.find(b'"', p, end)
-    if q < 0 or zlib.crc32(buf[p:q]) % shard.count == shard.index:
+    value = p + len(EVENT_ID_KEY)
+    q = buf.find(b'"', value, end)
+    if q < 0 or zlib.crc32(buf[value:q]) % shard.count == shard.index:
         return True
-    return buf.find(b"\\", p, q) >= 0 or buf.find(EVENT_ID_KEY, q, end) >= 0
+    return not _sole_and_plain(buf, start, p, value, q)
 
 
 def skippable(buf: bytes, start: int, end: int) -> bool:
     """Whether some shard's :func:`raw_owned` may skip ``buf[start:end]`` unparsed: it holds exactly one
     ``"eventID":"`` with a plain (escape-free) value."""
-    p = buf.find(EVENT_ID_KEY, start, end)
+    p = buf.rfind(EVENT_ID_KEY, start, end)
     if p < 0:
         return False
-    p += len(EVENT_ID_KEY)
-    q = buf.find(b'"', p, end)
-    return q >= 0 and buf.find(b"\\", p, q) < 0 and buf.find(EVENT_ID_KEY, q, end) < 0
+    value = p + len(EVENT_ID_KEY)
+    q = buf.find(b'"', value, end)
+    return q >= 0 and _sole_and_plain(buf, start, p, value, q)
+
+
+def _sole_and_plain(buf: bytes, start: int, p: int, value: int, q: int) -> bool:
+    """Whether the key found last, at ``p``, is the slice's only one (none starts before it, overlapping ones
+    included) and its value ``buf[value:q]`` holds no escape."""
+    return buf.find(b"\\", value, q) < 0 and buf.find(EVENT_ID_KEY, start, p + len(EVENT_ID_KEY) - 1) < 0
