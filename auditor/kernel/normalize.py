@@ -337,6 +337,9 @@ def single_item(record: dict[str, Any]) -> SingleItem | None:
     other record, including any that ``normalize_record`` would reject or read differently: the caller then takes
     ``normalize_record``, the reference.
     """
+    operation = record.get(_F_NAME)
+    if type(operation) is not str or operation not in _LIGHT_WRITES:  # the other operations, told apart first
+        return None
     # The envelope as _ENVELOPE reads it (every field present), one typed lookup each (cheaper compiled than the
     # itemgetter and its tuple).
     try:
