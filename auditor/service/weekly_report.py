@@ -247,10 +247,10 @@ def weeks_key_requests(
 def week_totals(
     state: FindingState, week: IsoWeek, key_requests: KeyRequests | None = None, period: Period | None = None
 ) -> FindingState:
-    """The state with its finding's ``totals`` over ``week``, stated for ``period`` (default: the whole week; the
-    service passes the part of the week the trail had data in, :func:`observed_period`), None when nothing was
-    counted in that week: a
-    finding stored by a version without totals, or one not seen that week) and what they decide: the severity it
+    """The state with its finding's ``totals`` over ``week`` (None when nothing was counted in that week: a finding
+    stored by a version without totals, or one not seen that week), stated for ``period`` (default: the whole week;
+    the service passes the part of the week the trail had data in, :func:`observed_period`) widened to the finding's
+    own sightings where they reach beyond it (a metrics audit's hour), and what they decide: the severity it
     reached that week and a throttling story's cause over the week
     (:func:`auditor.detectors.findings.period.for_period`;
     the stored ones when the week's totals do not know them). With the week's ``key_requests``, a hot key's share is
@@ -258,7 +258,11 @@ def week_totals(
     every window of the week (:func:`auditor.engine.with_key_base`).
     """
     totals = state.totals_for(week.label)
-    stated = totals.over(*(period or (week.start, week.end))) if totals is not None else None
+    stated = None
+    if totals is not None:  # never shorter than the finding's own sightings (a metrics audit's hour may run later)
+        start, end = period or (week.start, week.end)
+        start, end = max(week.start, min(start, totals.period_start)), min(week.end, max(end, totals.period_end))
+        stated = totals.over(start, end)
     if stated is not None and key_requests:
         stated = with_key_base(state.finding, stated, key_requests)
     return state.model_copy(update={"finding": for_period(state.finding, stated)})
