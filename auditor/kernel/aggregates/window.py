@@ -13,6 +13,7 @@ keys (:mod:`.keys`), scans and PartiQL statements (:mod:`.scans`), failed calls 
 from __future__ import annotations
 
 import copy
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,40 +58,19 @@ from auditor.kernel.aggregates.index_writes import (
 from auditor.kernel.aggregates.keys import IndexKeys, count_distinct, encode_key, index_key, index_space, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
-from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
+from auditor.kernel.aggregates.templates import (
+    _VALUE_CACHE,
+    _new_value,
+    key_template,
+    query_template,
+    statement_template,
+)
+from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
 from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 from auditor.kernel.general import SERVICE
 from auditor.kernel.write_shapes import statement_shape, write_shape
 
-#: Operations whose items DynamoDB meters at twice the units of a plain read or write ("Transactional read/write
-#: requests": https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling);
-#: the key counts (``key_requests`` and the key sketches) count such an item twice, so they are in single-item units.
-TRANSACTIONAL: Final = frozenset({"TransactWriteItems", "TransactGetItems", "ExecuteTransaction"})
-
-
 _WRITE: Final = Access.WRITE
-
-#: The operations whose key accesses may cost more than one unit each (see :func:`_extra_units`).
-METERED_OPERATIONS: Final = TRANSACTIONAL | {"Query"}
-#: A 1 MB page in reads of a 4 KB item: what a Query page that was not the last reads (a page stops at 1 MB).
-PAGE_READS: Final = 256
-
-
-def _extra_units(call: ApiCall) -> int:
-    """How many reads or writes of one item a key access of ``call`` costs beyond one, in the units the key counts
-    use (one read of an item up to 4 KB, one write up to 1 KB; the detectors scale them by the table's item size).
-
-    A transactional item costs two (:data:`TRANSACTIONAL`). A Query page that logs ``exclusiveStartKey`` continues a
-    Query, so the page before it was not the last: it read 1 MB (:data:`PAGE_READS`), or ``limit`` items of up to
-    4 KB when the Query was bounded, where one read of the key had been counted for it.
-    """
-    operation = call.operation
-    if operation in TRANSACTIONAL:
-        return 1
-    if operation == "Query" and call.scan_continuation:
-        limit = call.scan_limit
-        return (min(limit, PAGE_READS) if limit is not None and limit > 0 else PAGE_READS) - 1
-    return 0
 
 
 @dataclass(slots=True)
@@ -297,7 +277,7 @@ class TableWindow:
         if error is not None:
             self._add_error(call, items, error, pk_hint)
         per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
-        extra = _extra_units(call) if call.operation in METERED_OPERATIONS else 0
+        extra = extra_units(call) if call.operation in METERED_OPERATIONS else 0
         eventual = call.consistent_read is False
         writes = 0
         for item in items:
@@ -318,7 +298,7 @@ class TableWindow:
             elif key:
                 schema = statement is None
                 self._add_key(key, is_write, eventual, epoch, pk_hint, schema, index)
-                if extra:  # metered above one read or write of the item (see ``_extra_units``)
+                if extra:  # metered above one read or write of the item (see ``extra_units``)
                     self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema, index)
                 template = key_template(key) or ""
             else:
@@ -339,41 +319,6 @@ class TableWindow:
         if per_call:
             for pattern, n in per_call.items():
                 self._count_pattern(pattern, n, error)
-        if len(self._pending_attrs) >= PENDING_LIMIT:
-            self.flush()
-
-    def add_item(
-        self,
-        operation: str,
-        index: str | None,
-        key: dict[str, Any] | None,
-        condition: tuple[str, str] | None,
-        is_write: bool,
-        eventual: bool,
-        epoch: float,
-        pk_hint: str | None,
-        shape: str | None = None,
-    ) -> None:
-        """:meth:`add` for one successful GetItem, PutItem, UpdateItem, DeleteItem or Query, from the fields
-        :func:`auditor.kernel.normalize.single_item` reads: the same counts as ``add`` with the call's ``ApiCall``,
-        without building one (the ingest hot path; a test holds the two equal)."""
-        self._count_call(operation, epoch)
-        if is_write:
-            self.item_writes += 1
-            if shape:
-                count_write(self.write_shapes, shape, int(epoch // 60))
-        else:
-            self.item_reads += 1
-        if key:
-            self._add_key(key, is_write, eventual, epoch, pk_hint, True, index)
-        template = query_template(condition, key) if condition is not None else key_template(key) or ""
-        pattern = (index or "", operation, template, True)
-        row = self.patterns.get(pattern)
-        if row is None:
-            self._count_pattern(pattern, 1, None)
-        else:  # what _count_pattern counts for a known pattern without an error
-            row[0] += 1
-            row[1] += 1
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
 
@@ -788,30 +733,95 @@ class AggregateSet:
 
     def add_item(self, item: SingleItem) -> None:
         """:meth:`add` for a single-item call read by :func:`auditor.kernel.normalize.single_item`."""
-        _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = item
-        ws = self.window_seconds
-        start = int(epoch // ws) * ws
-        tw = self.windows.get((account, region, table, start))
-        if tw is None:
-            tw = self._window(account, region, table, start)
-        tw.add_item(operation, index, key, condition, is_write, eventual, epoch, self.key_schema.get(table), shape)
+        self.add_batch([item])
 
     def add_batch(self, batch: CallBatch) -> None:
         """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
-        ``SingleItem`` as :meth:`add_item` counts it (inline here), each ``ApiCall`` with :meth:`add`."""
+        ``ApiCall`` with :meth:`add`, each ``SingleItem`` (a successful GetItem, PutItem, UpdateItem, DeleteItem or
+        Query) here, with the same counts as ``add`` of its call's ``ApiCall`` (a test holds the two equal).
+
+        The ingest hot path: one loop for the whole batch, what :meth:`TableWindow.add` does for one item written
+        out, and the window, minute and second of a time worked out once for the records of the same time.
+        """
         windows = self.windows
         ws = self.window_seconds
         schema = self.key_schema
+        values = _VALUE_CACHE
+        when = math.nan
+        start = minute = second = 0
         for call in batch:
-            if type(call) is tuple:
-                _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = call
-                start = int(epoch // ws) * ws
-                tw = windows.get((account, region, table, start))
-                if tw is None:
-                    tw = self._window(account, region, table, start)
-                tw.add_item(operation, index, key, condition, is_write, eventual, epoch, schema.get(table), shape)
-            else:
+            if type(call) is not tuple:
                 self.add(cast("ApiCall", call))
+                continue
+            _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = call
+            if epoch != when:
+                when = epoch
+                start = int(epoch // ws) * ws
+                minute = int(epoch // 60)
+                second = int(epoch) * 2
+            tw = windows.get((account, region, table, start))
+            if tw is None:
+                tw = self._window(account, region, table, start)
+            tw.calls += 1
+            if epoch < tw.first_time:
+                tw.first_time = epoch
+            if epoch > tw.last_time:
+                tw.last_time = epoch
+            ops = tw.operations
+            ops[operation] = ops.get(operation, 0) + 1
+            if is_write:
+                tw.item_writes += 1
+                if shape:
+                    count_write(tw.write_shapes, shape, minute)
+            else:
+                tw.item_reads += 1
+            template: str | None = None
+            if key:  # TableWindow._add_key of a table's key, written out
+                if len(key) == 1:
+                    attr, value = next(iter(key.items()))
+                    if type(value) is str and condition is None:  # key_template's exact-value cache, read here
+                        found = values.get(value)
+                        template = f"{attr}={found if found is not None else _new_value(value)}"
+                else:
+                    attr = partition_attr(key, schema.get(table) if index is None and schema else None)
+                    value = key[attr]
+                encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
+                if index is not None:
+                    tw._add_index_key(index, attr, encoded, is_write, eventual, epoch)
+                else:
+                    tw.key_requests += 1
+                    if minute == tw._pending_minute:
+                        bufs = tw._pending_bufs
+                    else:
+                        found_bufs = tw._pending.get(minute)
+                        if found_bufs is None:
+                            found_bufs = tw._pending[minute] = ([], [], [])
+                        bufs = tw._pending_bufs = found_bufs
+                        tw._pending_minute = minute
+                    bufs[0].append(encoded)
+                    if is_write:
+                        tw.key_writes += 1
+                        bufs[1].append(encoded)
+                        bufs[2].append(second + 1)
+                    else:
+                        tw.key_reads += 1
+                        if eventual:
+                            tw.key_reads_eventual += 1
+                        bufs[2].append(second)
+                    tw._pending_attrs.append(attr)
+            if condition is not None:
+                template = query_template(condition, key)
+            elif template is None:
+                template = key_template(key) or ""
+            pattern = (index or "", operation, template, True)
+            row = tw.patterns.get(pattern)
+            if row is None:
+                tw._count_pattern(pattern, 1, None)
+            else:  # what _count_pattern counts for a known pattern without an error
+                row[0] += 1
+                row[1] += 1
+            if len(tw._pending_attrs) >= PENDING_LIMIT:
+                tw.flush()
 
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)
