@@ -86,14 +86,12 @@ _SEEN: dict[tuple[Any, ...], str] = {}
 
 
 def _kind(operation: str) -> str | None:
-    kind = _KINDS.get(operation)
-    if kind is None:
-        if operation.endswith(("Delete", "DeleteItem")):
-            return WRITE_DELETE
-        if operation.endswith(("Put", "PutItem")):
-            return WRITE_PUT
-        return WRITE_UPDATE if operation.endswith(("Update", "UpdateItem")) else None
-    return kind
+    """The kind of write of an operation name that :data:`_KINDS` does not list, by its suffix."""
+    if operation.endswith(("Delete", "DeleteItem")):
+        return WRITE_DELETE
+    if operation.endswith(("Put", "PutItem")):
+        return WRITE_PUT
+    return WRITE_UPDATE if operation.endswith(("Update", "UpdateItem")) else None
 
 
 def _remember(key: tuple[Any, ...], shape: str) -> str:
@@ -107,13 +105,15 @@ def write_shape(operation: str, body: Mapping[str, Any] | None) -> str | None:
     """The shape of one base-table write (``operation`` as the item access names it: ``PutItem``,
     ``BatchWriteItem:Put``, ``TransactWriteItems:Update``, ...) from its logged request ``body``; None for what
     writes no item (a transaction's ConditionCheck)."""
-    kind = _kind(operation)
+    kind = _KINDS.get(operation)
+    if kind is None:
+        kind = _kind(operation)
     if kind is None or kind == WRITE_DELETE or body is None:
         return kind
     if kind == WRITE_PUT:
-        logged = _field(body, "item")
+        logged = body.get("item")  # _field(body, "item"), then "items" (each its own lower-case spelling)
         if logged is None:
-            logged = _field(body, "items")
+            logged = body.get("items")
         if type(logged) is list:
             key = tuple(logged)
             shape = _SEEN.get(key)
@@ -123,10 +123,12 @@ def write_shape(operation: str, body: Mapping[str, Any] | None) -> str | None:
             return _remember(key, WRITE_PUT if names is None else WRITE_PUT + names)
         names = _names(logged)
         return WRITE_PUT if names is None else WRITE_PUT + names
-    expression = _field(body, "updateExpression")
+    expression = body.get("updateExpression")
+    if expression is None:
+        expression = body.get("updateexpression")
     if type(expression) is str:
         aliases = _field(body, "expressionAttributeNames")  # (a name of its own: mypyc types a name once)
-        mapping = aliases if isinstance(aliases, Mapping) else {}
+        mapping = aliases if type(aliases) is dict or isinstance(aliases, Mapping) else {}
         key = (expression, *mapping.items())
         shape = _SEEN.get(key)
         return shape if shape is not None else _remember(key, _update(expression, mapping))

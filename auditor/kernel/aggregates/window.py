@@ -21,6 +21,8 @@ from typing import Any, Final, cast
 
 import orjson
 
+from auditor.kernel.aggregates import keys as _keys
+from auditor.kernel.aggregates import templates as _templates
 from auditor.kernel.aggregates.bounds import (
     MAX_ERROR_CODES,
     MAX_PATTERNS,
@@ -58,13 +60,7 @@ from auditor.kernel.aggregates.index_writes import (
 from auditor.kernel.aggregates.keys import IndexKeys, count_distinct, encode_key, index_key, index_space, partition_attr
 from auditor.kernel.aggregates.scans import ScanStats, StatementStats
 from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
-from auditor.kernel.aggregates.templates import (
-    _VALUE_CACHE,
-    _new_value,
-    key_template,
-    query_template,
-    statement_template,
-)
+from auditor.kernel.aggregates.templates import key_template, query_template, statement_template
 from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
 from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 from auditor.kernel.general import SERVICE
@@ -746,7 +742,9 @@ class AggregateSet:
         windows = self.windows
         ws = self.window_seconds
         schema = self.key_schema
-        values = _VALUE_CACHE
+        values = _templates._VALUE_CACHE  # key_template's and partition_attr's caches, read in the loop
+        new_value = _templates._new_value
+        pk_cache = _keys._PK_CACHE
         when = math.nan
         start = minute = second = 0
         for call in batch:
@@ -781,9 +779,11 @@ class AggregateSet:
                     attr, value = next(iter(key.items()))
                     if type(value) is str and condition is None:  # key_template's exact-value cache, read here
                         found = values.get(value)
-                        template = f"{attr}={found if found is not None else _new_value(value)}"
+                        template = f"{attr}={found if found is not None else new_value(value)}"
                 else:
-                    attr = partition_attr(key, schema.get(table) if index is None and schema else None)
+                    hint = schema.get(table) if index is None and schema else None
+                    cached = pk_cache.get(tuple(key)) if hint is None else None
+                    attr = cached if cached is not None else partition_attr(key, hint)
                     value = key[attr]
                 encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
                 if index is not None:
