@@ -419,10 +419,7 @@ def light_item(record: LightRecord) -> SingleItem | None:
         stamp = _STAMP_CACHE.get(event_time)
         if stamp is None:  # pragma: no cover - _parse_time fills the cache with every time it accepts
             return None
-    item = _single_item_request(event_id, name, stamp, account, region, raw, _LIGHT_WRITES[name])
-    if item is None or (item[8] is not None and not _plain_key(item[8])):
-        return None
-    return item
+    return _single_item_request(event_id, name, stamp, account, region, raw, _LIGHT_WRITES[name], True)
 
 
 # Final copies: compiled code reads a Final from a C static, a name imported from an interpreted module from its dict.
@@ -430,19 +427,6 @@ _FIELDS: Final = FIELDS
 _UNSET: Final = UNSET
 #: Whether this module runs compiled (the opt-in build): :func:`light_item` then reads a typed record as a tuple.
 _COMPILED: Final = not __file__.endswith(".py")
-
-
-def _plain_key(key: dict[str, Any]) -> bool:
-    """Whether every value of ``key`` is a scalar that every JSON decoder reads alike: text, a boolean, null, a
-    float, or an integer within 64 bits (orjson reads a longer integer as a float, msgspec exactly)."""
-    for value in key.values():
-        kind = type(value)
-        if kind is int:
-            if not _INT_MIN <= value <= _UINT_MAX:
-                return False
-        elif kind is not str and kind is not bool and kind is not float and value is not None:
-            return False
-    return True
 
 
 _INT_MIN: Final = -(1 << 63)
@@ -457,8 +441,12 @@ def _single_item_request(
     region: str,
     raw: dict[str, Any],
     is_write: bool,
+    plain: bool = False,
 ) -> SingleItem | None:
-    """What :func:`single_item` and :func:`light_item` read of the request parameters, once the envelope passed."""
+    """What :func:`single_item` and :func:`light_item` read of the request parameters, once the envelope passed.
+    With ``plain`` (a record msgspec decoded), None also when a value of the key is not a scalar that every JSON
+    decoder reads alike: text, a boolean, null, a float, or an integer within 64 bits (orjson reads a longer integer
+    as a float, msgspec exactly)."""
     index = condition = None
     table: Any
     key: Any
@@ -485,4 +473,12 @@ def _single_item_request(
             return None
         eventual = consistent is False
     shape = write_shape(name, raw) if is_write else None
+    if plain and key is not None:
+        for value in key.values():
+            kind = type(value)
+            if kind is int:
+                if not _INT_MIN <= value <= _UINT_MAX:
+                    return None
+            elif kind is not str and kind is not bool and kind is not float and value is not None:
+                return None
     return event_id, name, stamp[0], stamp[1], account, region, table, index, key, condition, is_write, eventual, shape
