@@ -39,7 +39,11 @@ def key_condition(expression: Any, names: Any) -> tuple[str, str] | None:
         return None
     pairs: tuple[tuple[str, str], ...] = ()
     if isinstance(names, dict):
-        pairs = tuple(sorted((str(k), v) for k, v in names.items() if isinstance(v, str)))[:8]
+        if len(names) == 1:  # the commonest (``{"#k": "pk"}``): the one pair, without a generator and a sort
+            name, value = next(iter(names.items()))
+            pairs = ((str(name), value),) if isinstance(value, str) else ()
+        else:
+            pairs = tuple(sorted((str(k), v) for k, v in names.items() if isinstance(v, str)))[:8]
     try:
         return _parse(expression, pairs)
     except Exception:  # never raise on garbage
