@@ -88,25 +88,24 @@ def value_template(value: Any) -> str:
 
 
 def _new_value(value: str) -> str:
-    """The template of a string value not in the exact-value cache, which then holds it."""
+    """The template of a string value not in the exact-value cache, which then holds it (found by its digit-blind
+    shape, or worked out)."""
     if len(_VALUE_CACHE) >= _CACHE_LIMIT:
         _VALUE_CACHE.clear()
-    exact = _VALUE_CACHE[value] = _shape_template(value)
-    return exact
-
-
-def _shape_template(value: str) -> str:
     if len(value) == 36 and value[8] == "-" and _UUID.fullmatch(value):
-        return "{uuid}"  # what _string_template gives it (no "#" or "|" in it), and kept out of the shape cache
-    shape = value.encode("utf-8", "surrogatepass").translate(_DIGIT_SHAPE)
-    cached = _CACHE.get(shape)
-    if cached is None:
-        cached = _string_template(value)
-        # Shapes with letters of ids (UUIDs, hex) rarely repeat: keep them out of the shape cache.
-        if "{uuid}" not in cached and "{hex}" not in cached and "{id}" not in cached:
-            if len(_CACHE) >= _CACHE_LIMIT:
-                _CACHE.clear()
-            _CACHE[shape] = cached
+        cached = "{uuid}"  # what _string_template gives it (no "#" or "|" in it), and kept out of the shape cache
+    else:
+        shape = value.encode("utf-8", "surrogatepass").translate(_DIGIT_SHAPE)
+        found = _CACHE.get(shape)
+        if found is None:
+            found = _string_template(value)
+            # Shapes with letters of ids (UUIDs, hex) rarely repeat: keep them out of the shape cache.
+            if "{uuid}" not in found and "{hex}" not in found and "{id}" not in found:
+                if len(_CACHE) >= _CACHE_LIMIT:
+                    _CACHE.clear()
+                _CACHE[shape] = found
+        cached = found
+    _VALUE_CACHE[value] = cached
     return cached
 
 
