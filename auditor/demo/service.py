@@ -578,7 +578,7 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     with its week's totals over the part of the week the trail had data in and what they decide, its severity, cause
     and evidence, as the weekly report states them (:func:`auditor.service.weekly_report.week_totals`)."""
     from auditor.report.model import IsoWeek
-    from auditor.service.weekly_report import load_key_requests, observed_period, week_totals
+    from auditor.service.weekly_report import load_key_requests, week_period, week_totals
     from auditor.state.findings_store import FindingsStore
     from auditor.state.window_store import SightingStore
 
@@ -588,7 +588,7 @@ def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
     states = store.week(now)
     sightings = SightingStore(ddb, stack.table_name)
     keyed = load_key_requests(sightings, states, week)
-    period = observed_period(week, sightings.coverage(week.label))
+    period = week_period(sightings, week)
     return [week_totals(s, week, keyed, period).finding.model_dump(mode="json") | {"status": s.status} for s in states]
 
 

@@ -107,7 +107,7 @@ def cover(records: SightingRecords, evaluated: WindowFindings, now: datetime) ->
     its input's."""
     weeks: dict[tuple[str, int], set[int]] = {}
     for tw, _ in evaluated:
-        weeks.setdefault((_week(tw), tw.window_seconds // max(1, len(tw.windows))), set()).add(tw.window_start)
+        weeks.setdefault((_week(tw), tw.window_seconds), set()).add(tw.window_start)
     for (week, seconds), starts in sorted(weeks.items()):
         records.cover(week, starts, seconds, now)
 

@@ -58,6 +58,7 @@ __all__ = [
     "run_weekly_report",
     "summary_document",
     "summary_text",
+    "week_period",
     "week_totals",
     "weeks_key_requests",
 ]
@@ -224,11 +225,12 @@ def load_sighted(sightings: WeekSightings, states: Sequence[FindingState], week:
     before = week.previous()
     return Sighted(
         keys=(load_key_requests(sightings, states, week), load_key_requests(sightings, states, before)),
-        periods=(_observed(sightings, week), _observed(sightings, before)),
+        periods=(week_period(sightings, week), week_period(sightings, before)),
     )
 
 
-def _observed(sightings: WeekSightings, week: IsoWeek) -> Period:
+def week_period(sightings: WeekSightings, week: IsoWeek) -> Period:
+    """The part of ``week`` the trail had data in, as the evaluator recorded it (:func:`observed_period`)."""
     return observed_period(week, sightings.coverage(week.label))
 
 

@@ -595,21 +595,22 @@ def check_listing(findings: list[dict[str, Any]], text: str) -> list[Disagreemen
     return log.found
 
 
-def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every leaf of a JSON document with its dotted path (``evidence.sources.cloudtrail.events``)."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+            yield from leaves(v, f"{path}.{k}" if path else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _leaves(v, f"{path}[{i}]")
+            yield from leaves(v, f"{path}[{i}]")
     else:
         yield path, value
 
 
 def _same_document(log: _Log, f: Mapping[str, Any], theirs: Mapping[str, Any], parts: tuple[str, ...]) -> None:
     for part in parts:
-        mine = dict(_leaves(f.get(part), part))
-        for path, value in _leaves(theirs.get(part), part):
+        mine = dict(leaves(f.get(part), part))
+        for path, value in leaves(theirs.get(part), part):
             if path in mine and _num(mine[path]) is not None and mine[path] != value:
                 log.add(f, path, mine[path], value)
 
