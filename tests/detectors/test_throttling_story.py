@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from auditor.config import AnalysisConfig
 from auditor.detectors.base import InsightsInput, MetricsInput
 from auditor.detectors.findings import scan_volume, throttling_story
@@ -106,6 +108,38 @@ def test_cloudtrail_error_details_decide_over_cloudwatch_inference() -> None:
     # The counts still come from CloudWatch, which counts every throttled request.
     assert (story.evidence["source"], story.evidence["write_throttle_events"]) == ("cloudwatch", 150)
     assert story.evidence["sources"]["cloudwatch"]["causes"] == {"key_range": 150}
+
+
+#: DynamoDB's own messages, word for word (the API Reference, TransactWriteItems "Errors"; docs/capacity.md lists
+#: them): an on-demand GSI's back-pressure on a base-table write, and a provisioned table's exhausted throughput.
+GSI_ON_DEMAND = (
+    "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically "
+    "scaling your index so please try again shortly."
+)
+TABLE_PROVISIONED = (
+    "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning "
+    "level with the UpdateTable API."
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "cause"),
+    [
+        ("ThrottlingException", GSI_ON_DEMAND, "gsi_backpressure"),
+        (PTE, TABLE_PROVISIONED, "provisioned"),  # too few keys to tell a hot partition: the code and message decide
+    ],
+)
+def test_a_cause_named_by_the_logged_error_is_decided_by_cloudtrails_error_details(
+    code: str, message: str, cause: str
+) -> None:
+    calls = [call("PutItem", key=None, at=i, error=code, message=message) for i in range(20)]
+    story = only_throttling(
+        throttling_story.merge_throttling(throttling.detect(span(calls), throttling.ThrottlingConfig()))
+    )
+    ev = story.evidence
+    assert (ev["cause"], ev["cause_source"], ev["causes"][0]["decided_by"]) == (cause, "error_message", "error_message")
+    assert (ev["cause_decided_by"], ev["cause_decided_in"]) == ("cloudtrail_error_details", "cloudtrail")
+    assert "decided by CloudTrail's error details" in story.summary
 
 
 def test_between_inferences_cloudtrails_keys_decide_over_cloudwatchs_utilisation() -> None:

@@ -45,9 +45,11 @@ CLOUDWATCH, CLOUDTRAIL, CONTRIBUTOR_INSIGHTS = SOURCE_PRECEDENCE
 _LABEL = {CLOUDWATCH: "CloudWatch", CLOUDTRAIL: "CloudTrail", CONTRIBUTOR_INSIGHTS: "Contributor Insights"}
 
 #: How each detector's ``cause_source`` ranks: 0 CloudWatch's per-cause metrics, 1 CloudTrail's error details,
-#: 2 inference from CloudTrail's keys, 3 inference from CloudWatch's capacity, 4 undecided.
+#: 2 inference from CloudTrail's keys, 3 inference from CloudWatch's capacity, 4 undecided. CloudTrail's error details
+#: are all the logged error says: ``ThrottlingReasons``, a classic message that names the cause (a GSI's back-pressure,
+#: a table's provisioned throughput) and the error code.
 _CW_METRICS = frozenset({"cause_metrics", "gsi_metrics"})
-_CT_DETAILS = frozenset({"throttling_reasons", "error_code"})
+_CT_DETAILS = frozenset({"throttling_reasons", "error_message", "error_code"})
 _UNDECIDED = frozenset({"no_capacity_data", "no_keys", "none"})
 
 #: Evidence fields of a member finding that are the story's own (not copied into its source's details).
