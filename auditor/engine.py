@@ -29,6 +29,7 @@ from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.detectors.trail.key_spaces import key_spaces
+from auditor.detectors.trail.scan import _index_key
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.keys import encode_key, index_key
@@ -409,7 +410,8 @@ _PARTIQL_PREFIXES = ("ExecuteStatement:", "BatchExecuteStatement:", "ExecuteTran
 
 
 def _statement_efficient(operation: str, template: str, efficient: bool, partition_key: str | None) -> bool:
-    """A PartiQL row is efficient only if its template constrains the partition key (when the schema is known)."""
+    """A PartiQL row is efficient only if its template constrains the partition key of its target, the table or the
+    index it names (when that key is known)."""
     if not efficient or partition_key is None or not operation.startswith(_PARTIQL_PREFIXES):
         return efficient
     if operation.endswith(":INSERT"):
@@ -425,8 +427,9 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
     """The access-pattern catalogue: API calls by account, region, table, index, operation and key template.
 
     Templates that differ only in id-like placeholders (``TS#{datetime}#{hex}`` / ``TS#{datetime}#{n}``) are one
-    row. A PartiQL row without the partition key is not efficient once the key schema is known (the analysis config,
-    else the key names the trail's classic calls log).
+    row. A PartiQL row without the partition key of its target is not efficient once that key is known: the table's
+    from the analysis config, else the key names the trail's classic calls log; an index's as the scan detector learns
+    it (the table's description, else the key its Query records name).
     """
     rows: list[AccessPattern] = []
     for agg in spans:
@@ -450,6 +453,7 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
             names[gk].append(template)
         for gk, (n, items, errors) in grouped.items():
             index, operation, _, efficient = gk
+            target_key = _index_key(agg, index)[0] if index else partition_key
             templates = sorted(names[gk], key=lambda t: (-agg.patterns[(index, operation, t, efficient)][0], t))
             template = templates[0] if len(templates) == 1 else _merge_placeholders(templates)
             rows.append(
@@ -462,7 +466,7 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
                     key_template=template or None,
                     requests=n,
                     share=round(n / calls, 4),
-                    efficient=_statement_efficient(operation, template, efficient, partition_key),
+                    efficient=_statement_efficient(operation, template, efficient, target_key),
                     errors=dict(sorted(errors.items())),
                     items=items,
                 )
