@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from auditor.demo.replay import replay_findings
 from auditor.engine import analyze_trail
 from auditor.lifecycle import FindingState, FindingStatus, add_sightings, iso_week, reconcile, transition
@@ -38,6 +40,18 @@ def _scan(at: datetime, n: int) -> dict[str, Any]:
 def _write(path: Path, times: list[datetime]) -> Path:
     path.write_text(json.dumps({"Records": [_scan(t, i) for i, t in enumerate(times)]}))
     return path
+
+
+def _page(at: datetime, n: int, *, continues: bool, segment: int | None = None, segments: int | None = None) -> Any:
+    """A Scan page: CloudTrail logs the request's ``exclusiveStartKey`` (the key the page resumes from) and a parallel
+    scan's ``segment`` and ``totalSegments`` in requestParameters (Scan API Reference, request syntax)."""
+    record = _scan(at, n)
+    params = record["requestParameters"]
+    if continues:
+        params["exclusiveStartKey"] = {"sessionId": f"s-{n}"}
+    if segments is not None:
+        params.update(segment=segment, totalSegments=segments)
+    return record
 
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday
@@ -73,6 +87,37 @@ def test_analyze_trail_totals_sum_every_window_of_the_input(tmp_path: Path) -> N
         "period_end": "2026-11-30T11:15:00Z",
         "peak_severity": "medium",
     }
+
+
+@pytest.mark.parametrize("segments", [None, 4])
+def test_a_scan_across_a_window_boundary_is_one_scan_over_the_input(tmp_path: Path, segments: int | None) -> None:
+    # one paginated (or parallel) scan 10:14:30-10:15:50, then another that starts at 10:40 and runs on: two scans
+    def run(start: datetime, tag: int) -> list[Any]:
+        return [
+            _page(start + timedelta(seconds=2 * p), tag * 1000 + s * 100 + p, continues=p > 0, segment=s,
+                  segments=segments)
+            for s in range(segments or 1)
+            for p in range(40)
+        ]  # fmt: skip
+
+    records = run(T0 + timedelta(minutes=14, seconds=30), 1) + run(T0 + timedelta(minutes=40), 2)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"Records": records}))
+    (scan,) = [f for f in analyze_trail([str(path)]).findings if f.kind is FindingKind.SCAN]
+    assert (scan.evidence["count"], scan.evidence["logical_scans"], scan.evidence["pages"]) == (2, 2, len(records))
+    assert scan.evidence["continued_scans"] == 0  # the input did not open in the middle of a scan
+    assert scan.totals is not None and (scan.totals.count, scan.totals.windows) == (2, 3)
+
+
+def test_a_continuation_after_a_long_pause_continues_a_scan_whose_start_was_not_seen(tmp_path: Path) -> None:
+    # a scan at 10:05, then, two hours later, pages that continue a scan the trail did not see begin
+    records = [_page(T0 + timedelta(minutes=5, seconds=p), p, continues=p > 0) for p in range(10)]
+    records += [_page(T0 + timedelta(hours=2, seconds=p), 100 + p, continues=True) for p in range(10)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"Records": records}))
+    (scan,) = analyze_trail([str(path)]).findings
+    assert scan.evidence["count"] == 2
+    assert scan.totals is not None and scan.totals.count == 2
 
 
 def test_under_an_hour_observed_there_is_no_rate_per_hour(tmp_path: Path) -> None:

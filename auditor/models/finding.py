@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from auditor.models.base import FrozenModel
-from auditor.models.period_evidence import Figures, figures_of, merge_figures, period_evidence
+from auditor.models.period_evidence import Figures, figures_of, merge_figures, period_evidence, repeated_scans
 
 
 class Severity(StrEnum):
@@ -352,8 +352,12 @@ class Totals(FrozenModel):
                 into = by_cause.setdefault(cause, {})
                 for decided_by, n in how.items():
                     into[decided_by] = into.get(decided_by, 0) + n
+        b_first = other.first_seen < self.first_seen
+        earlier, later = (other, self) if b_first else (self, other)
+        pause = (later.first_seen - earlier.last_seen).total_seconds()
         return Totals(
-            count=self.count + other.count,
+            # a scan both count (one crossing the boundary between their windows) is counted once
+            count=self.count + other.count - repeated_scans(self.figures, other.figures, b_first, pause),
             windows=self.windows + other.windows,
             first_seen=min(self.first_seen, other.first_seen),
             last_seen=max(self.last_seen, other.last_seen),
@@ -364,7 +368,7 @@ class Totals(FrozenModel):
             margin=margin,
             peak_severity=peak_severity,
             by_cause=by_cause,
-            figures=merge_figures(self.figures, other.figures),
+            figures=merge_figures(self.figures, other.figures, b_first, pause),
         )
 
     def over(self, period_start: datetime, period_end: datetime) -> Totals:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CONTINUED_FIRST",
     "PERIOD_BASE",
     "TOP_KEYS",
     "Figures",
@@ -26,6 +27,7 @@ __all__ = [
     "key_id",
     "merge_figures",
     "period_evidence",
+    "repeated_scans",
     "same_window_figures",
     "with_period_base",
     "with_period_key",
@@ -90,7 +92,7 @@ SPECS: dict[str, _Spec] = {
         tallies={"values": ("value", "requests", None)},
     ),
     "scan": _Spec(
-        sums=("count", "pages", "logical_scans", "inferred_scans", "estimated_read_units"),
+        sums=("count", "pages", "logical_scans", "inferred_scans", "continued_scans", "estimated_read_units"),
         maxes={"total_segments": (), "page_limit": ()},
         unions=("segments_seen", "indexes", "filters"),
     ),
@@ -167,7 +169,30 @@ def figures_of(kind: str, evidence: Mapping[str, Any]) -> Figures | None:
     seconds = _number(evidence.get("window_seconds"))
     if seconds is not None:
         out["window_seconds"] = int(seconds)
+    if kind == "scan" and _number(evidence.get("continued_scans")) is not None:
+        out[CONTINUED_FIRST] = int(evidence["continued_scans"])
     return out
+
+
+#: In a scan's figures: 1 when the earliest of its windows began with a page that continued a scan begun before it.
+#: A later window that begins so continues the scan an earlier window counted (a paginated or parallel scan across a
+#: window boundary): each window counts the scan it continues (``continued_scans``), the period counts it once.
+CONTINUED_FIRST = "continued_first"
+
+
+#: The longest pause between two pages of one paginated scan taken to continue it (a window): a later set of windows
+#: whose first page continues a scan more than this after the earlier set's last page continues one that the earlier
+#: windows did not see begin.
+SCAN_PAUSE_SECONDS = 900
+
+
+def repeated_scans(a: Figures | None, b: Figures | None, b_first: bool, pause: float) -> int:
+    """Scans both of two sets of windows count: the one the later set's first window continued, when it came at most
+    :data:`SCAN_PAUSE_SECONDS` (``pause``) after the earlier set's last page (0 when either set's figures do not
+    say, as stored before this was kept)."""
+    if a is None or b is None or CONTINUED_FIRST not in a or CONTINUED_FIRST not in b or pause > SCAN_PAUSE_SECONDS:
+        return 0
+    return int((a if b_first else b)[CONTINUED_FIRST])
 
 
 def _add(a: float, b: float) -> float:
@@ -203,12 +228,20 @@ def _kept(counts: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:KEPT])
 
 
-def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
+def merge_figures(
+    a: Figures | None, b: Figures | None, b_first: bool = False, pause: float = float("inf")
+) -> Figures | None:
     """The figures of two sets of windows that do not overlap (None when either is unknown: a part stored before
-    figures existed would make the sums wrong)."""
+    figures existed would make the sums wrong); ``b_first``: ``b``'s windows began before ``a``'s, ``pause``: the
+    seconds from the earlier set's last sighting to the later set's first (:func:`repeated_scans`)."""
     if a is None or b is None:
         return None
     out: Figures = {"sum": _added(a.get("sum", {}), b.get("sum", {}))}
+    repeated = repeated_scans(a, b, b_first, pause)
+    if CONTINUED_FIRST in a and CONTINUED_FIRST in b:
+        out[CONTINUED_FIRST] = (b if b_first else a)[CONTINUED_FIRST]
+    if repeated:  # the scan the later windows continued is counted once, by the windows it began in
+        out["sum"] = {f: (n - repeated if f in _SCAN_COUNTS else n) for f, n in out["sum"].items()}
     if "shared" in a or "shared" in b:
         out["shared"] = _added(a.get("shared", {}), b.get("shared", {}))
     if "by" in a or "by" in b:
@@ -230,6 +263,10 @@ def merge_figures(a: Figures | None, b: Figures | None) -> Figures | None:
     if seconds:
         out["window_seconds"] = max(seconds)
     return out
+
+
+#: A scan's counts of logical scans (each window counts the scan its first page continued: see :data:`CONTINUED_FIRST`).
+_SCAN_COUNTS = ("count", "logical_scans", "continued_scans")
 
 
 def _sub_period(name: str, window_seconds: int | None) -> str:

@@ -107,3 +107,21 @@ def test_the_index_key_comes_from_the_description_else_stays_undecided() -> None
     assert (f.evidence["decided_by"], f.evidence["partition_key"]) == ("key_schema_inventory", "tenantId")
     agg.index_schema = {"ByTenant": "state"}
     assert scan.detect(agg, scan.ScanConfig()) == []
+
+
+#: a range condition only: no equality on any attribute, so a full read of the index whatever its key
+BY_RANGE = 'SELECT * FROM "Sessions"."ByTenant" WHERE "createdAt" >= ***(Redacted)'
+
+
+def test_a_full_scan_of_an_index_names_the_index_and_its_key_not_the_tables() -> None:
+    [f] = scan.detect(_statements(BY_RANGE, 50), scan.ScanConfig())
+    assert (f.index, f.evidence["decided_by"], f.evidence["partition_key"]) == (
+        "ByTenant",
+        "no_key_condition",
+        "tenantId",
+    )
+    assert f.title == "Full-index PartiQL statements on Sessions (index ByTenant) by s"
+    assert "ran 120 full-index PartiQL statements on Sessions (index ByTenant)" in f.summary
+    # the index's key unknown (no index Query, no description): none named, never the table's
+    [g] = scan.detect(_statements(BY_RANGE, 0), scan.ScanConfig())
+    assert (g.index, g.evidence["partition_key"]) == ("ByTenant", None)

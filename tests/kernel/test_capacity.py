@@ -290,6 +290,45 @@ def test_scan_counts_merge_in_any_order_and_survive_serialisation() -> None:
     assert ScanStats.from_list(orjson.loads(orjson.dumps(whole.to_list()))).logical() == whole.logical()
 
 
+def _by_window(pages: list[ApiCall], window: float = 900.0) -> list[ScanStats]:
+    """The pages' scan counters, one per window of ``window`` seconds, in time order."""
+    out: dict[int, ScanStats] = {}
+    for p in pages:
+        at = p.time.timestamp()
+        out.setdefault(int(at // window), ScanStats()).add_page(p, None, at, True)
+    return [out[w] for w in sorted(out)]
+
+
+@pytest.mark.parametrize("segments", [None, 4])
+def test_a_scan_across_a_window_boundary_is_one_scan_in_each_window_and_once_merged(segments: int | None) -> None:
+    # one paginated (or parallel) scan from 14:30 into the next window, every page after a segment's first continuing
+    start = (T0.timestamp() // 900 + 1) * 900 - 30 - T0.timestamp()
+    pages = [
+        _page(start + p * 2.0, continuation=p > 0, segment=s, total=segments)
+        for s in range(segments or 1)
+        for p in range(40)
+    ]
+    first, second = _by_window(pages)
+    assert (first.logical(), first.opened_by_continuation) == (1, False)
+    assert (second.started(), second.logical(), second.opened_by_continuation) == (0, 1, True)
+    for a, b in ((first, second), (second, first)):
+        merged = ScanStats()
+        merged.merge(a)
+        merged.merge(b)
+        assert (merged.logical(), merged.opened_by_continuation) == (1, False)
+    stored = ScanStats.from_list(orjson.loads(orjson.dumps(second.to_list())))
+    assert (stored.logical(), stored.opened_by_continuation) == (1, True)
+    # stored before the flag was kept (15 fields): pages that began no scan continued one
+    assert ScanStats.from_list(second.to_list()[:15]).opened_by_continuation
+    assert not ScanStats.from_list(first.to_list()[:15]).opened_by_continuation
+
+
+def test_a_window_that_opens_mid_scan_and_starts_another_runs_two() -> None:
+    pages = [_page(p * 2.0, continuation=True) for p in range(5)] + [_page(100.0), _page(102.0, continuation=True)]
+    [stats] = _by_window(pages, 3600.0)
+    assert (stats.started(), stats.logical()) == (1, 2)
+
+
 def test_a_scan_stored_when_starts_were_grouped_by_time_keeps_its_count() -> None:
     stored = [30, [], 0, 1.0, 90.0, [], [[0, 4], [60, 61], [88, 90]], 12, 30, 0, 3840.0, 0, []]
     assert ScanStats.from_list(stored).logical() == 3

@@ -105,6 +105,11 @@ def _schema_full_scans(agg: TableWindow) -> dict[str, tuple[ScanStats, str, str]
     return found
 
 
+def _where(table: str, index: Any) -> str:
+    """``table``, or ``table`` and the index, for a sentence."""
+    return f"{table} (index {index})" if index else table
+
+
 def _minutes(seconds: int) -> str:
     """``1 minute``, ``15 minutes`` (a rate per hour is stated only when an hour or more was observed)."""
     m = max(1, seconds // 60)
@@ -116,7 +121,9 @@ def scan_summary(who: str, table: str, evidence: Mapping[str, Any], period: str,
     evidence (its logical scans, pages, segments, read units, inferred scans and page limit) and ``per_hour``."""
     logical, pages = int(evidence.get("count") or 0), int(evidence.get("pages") or 0)
     operation = evidence.get("operation")
-    what = "Scan" if operation == "Scan" else "full-table PartiQL statement"
+    indexes = evidence.get("indexes")
+    index = indexes[0] if isinstance(indexes, list) and len(indexes) == 1 else None
+    what = "Scan" if operation == "Scan" else f"full-{'index' if index else 'table'} PartiQL statement"
     segments = int(evidence.get("total_segments") or 0)
     parallel = f" as a parallel scan of {segments} segments" if segments > 1 else ""
     pages_text = (
@@ -126,7 +133,7 @@ def scan_summary(who: str, table: str, evidence: Mapping[str, Any], period: str,
     )
     units = float(evidence.get("estimated_read_units") or 0)
     summary = (
-        f"{who} ran {logical} {what}{'s' if logical != 1 else ''}{parallel} on {table}{pages_text} "
+        f"{who} ran {logical} {what}{'s' if logical != 1 else ''}{parallel} on {_where(table, index)}{pages_text} "
         f"in {period} ({per_hour:.1f} per hour), an estimated {units:,.0f} read units."
     )
     inferred = int(evidence.get("inferred_scans") or 0)
@@ -189,7 +196,8 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
         who = "an unknown principal" if principal == "(unknown)" else principal
         if principal == OTHER:
             who = "other principals (too many to list)"
-        what = "Scan" if operation == "Scan" else "full-table PartiQL statement"
+        index = sorted(st.indexes)[0] if len(st.indexes) == 1 else None
+        what = "Scan" if operation == "Scan" else f"full-{'index' if index else 'table'} PartiQL statement"
         interval = agg.window_seconds / logical if logical else None
         inferred = st.inferred() if operation == "Scan" else 0
         if operation == "ExecuteStatement":
@@ -234,11 +242,16 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
             # or (for some) inferred from their times
             "grouping": "inferred_from_time" if inferred else "logged",
             "inferred_scans": inferred,
+            # 1 when the first page continued a scan begun before the window: summed over windows, that scan is
+            # counted once (models.period_evidence)
+            "continued_scans": int(st.opened_by_continuation and operation == "Scan"),
             "filters": sorted(st.filters),
             "window_seconds": agg.window_seconds,
         }
-        if operation == "ExecuteStatement":
-            decided_key, key_source = decided.get((principal, operation), (pk, ""))
+        if operation == "ExecuteStatement":  # the key of the statements' target: the index's when they name one
+            decided_key, key_source = decided.get(
+                (principal, operation), (_index_key(agg, index)[0] if index else pk, "")
+            )
             evidence["decided_by"] = f"key_schema_{key_source}" if key_source else "no_key_condition"
             evidence["partition_key"] = decided_key
         summary = scan_summary(who, agg.table, evidence, _minutes(agg.window_seconds), per_hour)
@@ -248,8 +261,8 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
                 agg,
                 severity=severity,
                 discriminator=[principal, operation],
-                index=sorted(st.indexes)[0] if len(st.indexes) == 1 else None,
-                title=f"{what[0].upper()}{what[1:]}s on {agg.table} by {who.rsplit('/', 1)[-1]}",
+                index=index,
+                title=f"{what[0].upper()}{what[1:]}s on {_where(agg.table, index)} by {who.rsplit('/', 1)[-1]}",
                 summary=summary,
                 recommendation=fix,
                 evidence=evidence,

@@ -34,7 +34,9 @@ class ScanStats:
     scan's segments each start once, so its starts are counted per ``totalSegments`` and ``segment``
     (``segment_starts``) and one parallel scan is the most starts any of its segments had. Only pages whose request
     parameters were truncated (they may have lost ``exclusiveStartKey``) are grouped by time (``undecided``), and such
-    a group never chains: it ends :data:`SCAN_SPAN_SECONDS` after it began.
+    a group never chains: it ends :data:`SCAN_SPAN_SECONDS` after it began. A scan that began before the counted
+    pages (their first page continues one: ``opened_by_continuation``) counts too, once: so windows of one scan that
+    crosses their boundary add up to one scan (:func:`auditor.models.period_evidence.merge_figures`).
     """
 
     count: int = 0
@@ -60,6 +62,8 @@ class ScanStats:
     # a scan, grouped by time in :meth:`inferred`.
     starts: int = 0
     undecided: set[int] = field(default_factory=set)
+    #: Whether the earliest page continued a scan begun before it (``exclusiveStartKey`` logged on it).
+    opened_by_continuation: bool = False
 
     def parallel(self) -> int:
         """Logical parallel scans: per ``totalSegments``, the most starts any one segment had."""
@@ -80,9 +84,14 @@ class ScanStats:
             last = second
         return groups
 
+    def started(self) -> int:
+        """Logical scans begun among the pages: starts, parallel scans, inferred groups and starts beyond the caps."""
+        return self.starts + self.parallel() + self.inferred() + self.overflow
+
     def logical(self) -> int:
-        """Logical scans: starts, parallel scans, inferred groups and starts beyond the caps; at least 1 if any page."""
-        n = self.starts + self.parallel() + self.inferred() + self.overflow
+        """Logical scans the pages belong to: those begun among them, and the one their first page continued; at
+        least 1 if any page."""
+        n = self.started() + self.opened_by_continuation
         return n if n else min(self.count, 1)
 
     def add_page(self, call: ApiCall, index: str | None, epoch: float, is_scan: bool) -> None:
@@ -90,6 +99,9 @@ class ScanStats:
         self.count += 1
         if epoch < self.first:
             self.first = epoch
+            self.opened_by_continuation = call.scan_continuation
+        elif epoch == self.first and not call.scan_continuation:  # a start in the same second comes first
+            self.opened_by_continuation = False
         if epoch > self.last:
             self.last = epoch
         segment, total = call.scan_segment, call.scan_total_segments
@@ -149,6 +161,10 @@ class ScanStats:
         if len(self.segments) < MAX_SEGMENTS:
             self.segments.update(sorted(other.segments)[: MAX_SEGMENTS - len(self.segments)])
         self.total_segments = max(self.total_segments, other.total_segments)
+        if other.first < self.first:
+            self.opened_by_continuation = other.opened_by_continuation
+        elif other.first == self.first:
+            self.opened_by_continuation = self.opened_by_continuation and other.opened_by_continuation
         self.first = min(self.first, other.first)
         self.last = max(self.last, other.last)
         if len(self.indexes) < 10:
@@ -156,7 +172,7 @@ class ScanStats:
 
     def to_list(self) -> list[Any]:
         """The serialised form: the 13 fields of the time-grouped form (its intervals now the undecided seconds, as
-        ``[s, s]``), then the starts and the segment starts."""
+        ``[s, s]``), then the starts, the segment starts and whether the first page continued a scan."""
         return [
             self.count,
             sorted(self.segments),
@@ -173,6 +189,7 @@ class ScanStats:
             sorted(self.filters),
             self.starts,
             [[t, s, n] for (t, s), n in sorted(self.segment_starts.items())],
+            int(self.opened_by_continuation),
         ]
 
     @classmethod
@@ -191,6 +208,8 @@ class ScanStats:
             st.overflow = st.count
             st.unbounded_pages = st.count
             st.read_units = st.count * RCU_PER_FULL_PAGE
+        # stored before the first page's continuation was kept: pages that began no scan continued one
+        st.opened_by_continuation = bool(d[15]) if len(d) >= 16 else not st.started() and st.count > 0
         return st
 
 
