@@ -219,17 +219,53 @@ class KeyRates:
         )
 
 
+_Peaks = dict[str, tuple[int, int, int, int]]
+
+
+def _peaks(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace) -> tuple[_Peaks, _Peaks]:
+    """(minute peaks, second peaks) of ``space``'s keys: :meth:`TableWindow.minute_peaks` of the keys busy enough in a
+    minute to matter, and :meth:`TableWindow.second_peaks`."""
+    minute_floor = int(min(cfg.partition_read_units_per_second, cfg.partition_write_units_per_second) * 60 * 0.05)
+    holds = space.holds
+    minutes = {k: v for k, v in agg.minute_peaks(min_requests=max(1, minute_floor)).items() if holds(k)}
+    seconds = {k: v for k, v in agg.second_peaks().items() if holds(k)}
+    return minutes, seconds
+
+
+def _rates(
+    agg: TableWindow, space: KeySpace, encoded: str, costs: UnitCosts, minutes: _Peaks, seconds: _Peaks
+) -> KeyRates:
+    """One key's :class:`KeyRates`: its counts in ``space``, its peaks and the throttles on it."""
+    count = space.counts.get(encoded, 0)
+    total = space.requests
+    rates = KeyRates(encoded, count, min(count, space.write_counts.get(encoded, 0)), count / total if total else 0.0)
+    rates.costs = costs
+    if encoded in minutes:
+        rates.minute_reads, rates.minute_reads_at, rates.minute_writes, rates.minute_writes_at = minutes[encoded]
+    else:
+        peak = agg.peak_minute(encoded)
+        if peak is not None:
+            rates.minute_reads, rates.minute_writes = peak[1] - peak[2], peak[2]
+            rates.minute_reads_at = rates.minute_writes_at = peak[0]
+    if encoded in seconds:
+        rates.second_reads, rates.second_reads_at, rates.second_writes, rates.second_writes_at = seconds[encoded]
+    rates.throttles = agg.throttle_keys.get(encoded, 0)
+    return rates
+
+
+def value_rates(agg: TableWindow, space: KeySpace, encoded: str, cfg: HotKeyConfig) -> KeyRates:
+    """The :class:`KeyRates` of one key of ``space``, measured as :func:`key_rates` measures a hot key (the
+    ``low_cardinality_key`` finding rates its busiest value by them: one capacity model, docs/capacity.md)."""
+    return _rates(agg, space, encoded, UnitCosts.of(agg, space), *_peaks(agg, cfg, space))
+
+
 def key_rates(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace | None = None) -> list[KeyRates]:
     """Every key of ``space`` (the table's own by default) that is hot by rate or by share, busiest first (pure:
     reads the aggregate only)."""
     if space is None:
         space = key_spaces(agg)[0]
     total = space.requests
-    minute_floor = int(min(cfg.partition_read_units_per_second, cfg.partition_write_units_per_second) * 60 * 0.05)
-    holds = space.holds
-    minutes = {k: v for k, v in agg.minute_peaks(min_requests=max(1, minute_floor)).items() if holds(k)}
-    seconds = {k: v for k, v in agg.second_peaks().items() if holds(k)}
-    hot_writes = space.write_counts
+    minutes, seconds = _peaks(agg, cfg, space)
     costs = UnitCosts.of(agg, space)
     read_limit = cfg.partition_read_units_per_second / costs.read  # requests per second at the limit
     write_limit = cfg.partition_write_units_per_second / costs.write
@@ -251,22 +287,7 @@ def key_rates(agg: TableWindow, cfg: HotKeyConfig, space: KeySpace | None = None
             if count / total < threshold:
                 break
             candidates.add(encoded)
-    out = []
-    for encoded in candidates:
-        count = space.counts.get(encoded, 0)
-        rates = KeyRates(encoded, count, min(count, hot_writes.get(encoded, 0)), count / total if total else 0.0)
-        rates.costs = costs
-        if encoded in minutes:
-            rates.minute_reads, rates.minute_reads_at, rates.minute_writes, rates.minute_writes_at = minutes[encoded]
-        else:
-            peak = agg.peak_minute(encoded)
-            if peak is not None:
-                rates.minute_reads, rates.minute_writes = peak[1] - peak[2], peak[2]
-                rates.minute_reads_at = rates.minute_writes_at = peak[0]
-        if encoded in seconds:
-            rates.second_reads, rates.second_reads_at, rates.second_writes, rates.second_writes_at = seconds[encoded]
-        rates.throttles = agg.throttle_keys.get(encoded, 0)
-        out.append(rates)
+    out = [_rates(agg, space, encoded, costs, minutes, seconds) for encoded in candidates]
 
     def order(k: KeyRates) -> tuple[float, int, str]:
         h = k.headroom(cfg).value

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from auditor.detectors.base import Amount, Count, DetectorConfig, DetectorMetadata, make_finding, per_second
 from auditor.detectors.registry import register
-from auditor.detectors.trail.hot_key import HotKeyConfig, headroom
+from auditor.detectors.trail.hot_key import HotKeyConfig, value_rates
 from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
 from auditor.detectors.trail.timebucket import bucket_of, shard_advice
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
-from auditor.models.capacity import reconcile
+from auditor.models.capacity import Headroom
 from auditor.models.finding import Finding, FindingKind, Severity
 from auditor.whatif.limits import headroom_sentence
 
@@ -59,22 +59,17 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: LowCardinalityConfig) 
     values = [
         {"value": next(iter(decode_key(k).values())), "requests": c, "share": round(c / total, 4)} for k, c in top
     ]
-    busiest = top[0][1] if top else 0
     busiest_writes = space.write_counts.get(top[0][0], 0) if top else 0
-    h = headroom(
-        per_second(busiest - busiest_writes, agg.observed_seconds),
-        per_second(busiest_writes, agg.observed_seconds),
-        HotKeyConfig(),
-    )
-    # The busiest value's peak minute (not its period average) is how close the table came to a partition's limit.
-    peak = agg.peak_minute(top[0][0]) if top else None
-    if peak is not None:
-        h_peak = headroom((peak[1] - peak[2]) / 60, peak[2] / 60, HotKeyConfig())
-        if h_peak is not None and (h is None or h_peak < h):
-            h = h_peak
     # throttles on the space's values bound its headroom (the one model, docs/capacity.md)
     throttled = sum(agg.throttle_keys.get(k, 0) for k, _ in top)
-    model = reconcile(1.0 if h is not None else None, 1.0 / h if h else None, throttled)
+    model = Headroom(None, None)
+    if top:
+        # The busiest value's peak in capacity units, as its hot-key fact states it (the same rates, unit costs and
+        # peak window: eventually consistent reads at half a unit), is how close the table came to a partition's
+        # limit.
+        busiest = value_rates(agg, space, top[0][0], HotKeyConfig())
+        busiest.throttles = throttled
+        model = busiest.headroom(HotKeyConfig())
     # the severity stays the design's, from the headroom on paper: the throttling finding carries the throttles'
     h = model.assumed
     if h is not None and h <= 2.0:
