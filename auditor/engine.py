@@ -29,7 +29,7 @@ from auditor.detectors.findings.period import for_period
 from auditor.detectors.findings.throttling_story import merge_throttling
 from auditor.detectors.registry import all_detectors, guarded
 from auditor.detectors.trail.key_spaces import key_spaces
-from auditor.detectors.trail.scan import _index_key
+from auditor.detectors.trail.scan import index_partition_key
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.keys import encode_key, index_key
@@ -453,7 +453,7 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
             names[gk].append(template)
         for gk, (n, items, errors) in grouped.items():
             index, operation, _, efficient = gk
-            target_key = _index_key(agg, index)[0] if index else partition_key
+            target_key = index_partition_key(agg, index)[0] if index else partition_key
             templates = sorted(names[gk], key=lambda t: (-agg.patterns[(index, operation, t, efficient)][0], t))
             template = templates[0] if len(templates) == 1 else _merge_placeholders(templates)
             rows.append(

@@ -72,7 +72,7 @@ def _partition_key(agg: TableWindow) -> tuple[str | None, str | None]:
     return (learned, "trail") if learned else (None, None)
 
 
-def _index_key(agg: TableWindow, index: str) -> tuple[str | None, str | None]:
+def index_partition_key(agg: TableWindow, index: str) -> tuple[str | None, str | None]:
     """An index's own partition key, never the table's: the table's description, else the attribute its Query
     records name (:attr:`TableWindow.index_keys`)."""
     described = agg.index_schema.get(index)
@@ -90,7 +90,7 @@ def _schema_full_scans(agg: TableWindow) -> dict[str, tuple[ScanStats, str, str]
     pk, source = _partition_key(agg)
     found: dict[str, tuple[ScanStats, str, str]] = {}
     for (principal, _verb, index, constrained), st in agg.statements.items():
-        key, key_source = _index_key(agg, index) if index else (pk, source)
+        key, key_source = index_partition_key(agg, index) if index else (pk, source)
         if key is None or key_source is None or key in constrained.split(","):
             continue
         mine = found.setdefault(principal, (ScanStats(), key, key_source))[0]
@@ -250,7 +250,7 @@ def detect(agg: TableWindow, cfg: ScanConfig) -> list[Finding]:
         }
         if operation == "ExecuteStatement":  # the key of the statements' target: the index's when they name one
             decided_key, key_source = decided.get(
-                (principal, operation), (_index_key(agg, index)[0] if index else pk, "")
+                (principal, operation), (index_partition_key(agg, index)[0] if index else pk, "")
             )
             evidence["decided_by"] = f"key_schema_{key_source}" if key_source else "no_key_condition"
             evidence["partition_key"] = decided_key
