@@ -85,6 +85,30 @@ def _session_name(arn: str) -> str | None:
     return session
 
 
+#: The role of an assumed-role ARN (``arn:aws:sts::a:assumed-role/R/S`` -> ``arn:aws:iam::a:role/R``), for a record
+#: without ``sessionContext.sessionIssuer``; cached like the session names.
+_ROLE_CACHE: Final[dict[str, str]] = {}
+
+
+def _role_of(arn: str) -> str:
+    """The role whose session ``arn`` is (the session name dropped: one principal however many sessions, as
+    ``sessionIssuer.arn`` names it, without the role's path, which the session ARN does not hold); another ARN as it
+    is. The format is the IAM user guide's (Reference, IAM identifiers, "IAM ARNs": ``assumed-role``)."""
+    found = _ROLE_CACHE.get(arn)
+    if found is not None:
+        return found
+    parts = arn.split(":", 5)
+    role = arn
+    if len(parts) == 6 and parts[0] == "arn" and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+        name = parts[5].split("/")[1]
+        if name:
+            role = f"arn:{parts[1]}:iam::{parts[4]}:role/{name}"
+    if len(_ROLE_CACHE) >= _SESSION_CACHE_MAX:
+        _ROLE_CACHE.clear()
+    _ROLE_CACHE[arn] = role
+    return role
+
+
 def _table_from_arn(arn: Any) -> str | None:
     """``arn:aws:dynamodb:r:a:table/T[/index/I|/stream/S]`` -> ``T``."""
     if not isinstance(arn, str):
@@ -194,8 +218,8 @@ def _api_call(
             context = identity.get(_SESSION_CONTEXT)
             issuer = context.get(_SESSION_ISSUER) if type(context) is dict else None
             principal = issuer.get(_ARN) if type(issuer) is dict else None
-            if type(principal) is not str or not principal:
-                principal = (arn or None) if type(arn) is str else None
+            if type(principal) is not str or not principal:  # no issuer logged: the role of the session's ARN
+                principal = _role_of(arn) if type(arn) is str and arn else None
             if type(arn) is str:
                 try:
                     session = _SESSION_CACHE[arn]

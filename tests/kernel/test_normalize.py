@@ -14,7 +14,7 @@ import pytest
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall
 from auditor.kernel.fields import _CAMEL_KEYS, CONTROL_PLANE_OPERATIONS, DATA_PLANE_OPERATIONS, STREAM_READ_OPERATIONS
-from auditor.kernel.general import _SESSION_CACHE, _SESSION_CACHE_MAX, _normalize_general
+from auditor.kernel.general import _ROLE_CACHE, _SESSION_CACHE, _SESSION_CACHE_MAX, _normalize_general
 from auditor.kernel.normalize import normalize_record
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cloudtrail"
@@ -485,11 +485,23 @@ def test_principal_assumed_role_uses_issuer_and_session() -> None:
     assert call.principal_type == "AssumedRole"
 
 
-def test_principal_assumed_role_without_issuer_falls_back_to_arn() -> None:
-    identity = {"type": "AssumedRole", "arn": "arn:aws:sts::111122223333:assumed-role/r/s"}
-    call = norm(minimal(userIdentity=identity))
-    assert call.principal == "arn:aws:sts::111122223333:assumed-role/r/s"
-    assert call.session_name == "s"
+@pytest.mark.parametrize(
+    ("arn", "principal"),
+    [
+        # the IAM user guide's assumed-role ARN format: the session's role is the principal, whatever the session
+        ("arn:aws:sts::111122223333:assumed-role/r/s", "arn:aws:iam::111122223333:role/r"),
+        ("arn:aws:sts::111122223333:assumed-role/r/i-0abc", "arn:aws:iam::111122223333:role/r"),
+        ("arn:aws-cn:sts::111122223333:assumed-role/ecs-task/7f3e", "arn:aws-cn:iam::111122223333:role/ecs-task"),
+        # not an assumed-role ARN: kept as it is
+        ("arn:aws:iam::111122223333:user/alice", "arn:aws:iam::111122223333:user/alice"),
+        ("arn:aws:sts::111122223333:assumed-role//s", "arn:aws:sts::111122223333:assumed-role//s"),
+        ("not an arn", "not an arn"),
+    ],
+)
+def test_principal_assumed_role_without_issuer_is_the_sessions_role(arn: str, principal: str) -> None:
+    call = norm(minimal(userIdentity={"type": "AssumedRole", "arn": arn}))
+    assert call.principal == principal
+    assert call.session_name == (arn.rsplit("/", 1)[1] or None if "/" in arn else None)
 
 
 def test_missing_user_identity() -> None:
@@ -923,6 +935,10 @@ def test_session_cache_stays_bounded() -> None:
         record["userIdentity"] = {**_ASSUMED_ROLE, "arn": f"arn:aws:sts::111122223333:assumed-role/app/s-{i}"}
         assert norm(record).session_name == f"s-{i}"
         assert len(_SESSION_CACHE) <= _SESSION_CACHE_MAX
+    for i in range(_SESSION_CACHE_MAX + 10):  # no issuer logged: the role of each session's ARN, cached and bounded
+        record["userIdentity"] = {"type": "AssumedRole", "arn": f"arn:aws:sts::111122223333:assumed-role/r{i}/s"}
+        assert norm(record).principal == f"arn:aws:iam::111122223333:role/r{i}"
+        assert len(_ROLE_CACHE) <= _SESSION_CACHE_MAX
 
 
 @pytest.mark.parametrize(
