@@ -36,8 +36,11 @@ METADATA = DetectorMetadata(
 
 RECOMMENDATIONS = {
     "key_range": (
-        "A single partition exceeded its limit (3,000 RCU / 1,000 WCU per second): adding table capacity will "
-        "not help. Spread the hot key (write sharding, a higher-cardinality key) or cache hot reads."
+        "The throttled calls fell on a few keys: the partition holding them ran out of capacity. A partition serves "
+        "at most 3,000 RCU / 1,000 WCU per second, and on a provisioned table no more than the table's capacity "
+        "left: a key whose measured peak is far below the partition's limit hit the table's (or its items are "
+        "larger than assumed). Adding table capacity helps only then; in either case spread the hot key (write "
+        "sharding, a higher-cardinality key) or cache hot reads."
     ),
     "provisioned": (
         "The table or index ran out of provisioned capacity. Raise the auto-scaling maximum and target "
