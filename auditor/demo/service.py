@@ -32,6 +32,8 @@ from auditor.demo.workload import Workload, generate_workload
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from auditor.cost.cost_model import LedgerSummary
+
 Announce = Callable[[str], None]
 
 #: The audited account: the local endpoint's account, so CloudTrail, CloudWatch and Streams findings meet.
@@ -377,6 +379,7 @@ class ServiceDemo:
         """
         from auditor.demo.extras import HISTORY_DAYS, MEMBER_ACCOUNT, MEMBER_REGION, plant_member_account, plant_metrics
         from auditor.demo.metric_data import fast_metric_reads
+        from auditor.report.report_pages import money
         from handlers import metrics_audit
 
         tables = plant_metrics(self.stack.endpoint, now)
@@ -427,21 +430,16 @@ class ServiceDemo:
         )
         cost = result.get("cost")
         if isinstance(cost, dict):
-            total = cost["total"]
+            # a part of the audit's cost, booked to the day's ledger: the cost itself is stated once, by the ledger
+            # line after the report (the report's figure)
             self.say(
-                f"  ledger  the audited window ({cost['window_days']:g} days): auditor ${total['auditor_usd']:.6f} "
-                f"(this run's CloudWatch reads) vs audited DynamoDB ${total['dynamodb_usd']:.4f}: "
-                f"ratio {_ratio(total['ratio'])}"
+                f"  CloudWatch reads  this run's GetMetricData ${cost['total']['auditor_usd']:.6f} and its hour of "
+                "audited DynamoDB, booked to the day's cost ledger, per account/Region:"
             )
             for pair in sorted(cost.get("targets", []), key=lambda p: (p["account"] or "", p["region"] or "")):
                 self.say(
-                    f"    {pair['account']}/{pair['region']:<10} auditor ${pair['auditor_usd']:.6f}  "
-                    f"DynamoDB ${pair['dynamodb_usd']:.4f}  ratio {_ratio(pair['ratio'])}"
-                )
-            for row in cost["tables"][:3]:
-                self.say(
-                    f"    {row['table']:<12} auditor ${row['auditor_usd']:.6f}  DynamoDB ${row['dynamodb_usd']:.4f}  "
-                    f"ratio {_ratio(row['ratio'])}  ({row['account']}/{row['region']})"
+                    f"    {pair['account']}/{pair['region']:<10} reads ${pair['auditor_usd']:.6f}  "
+                    f"DynamoDB {money(pair['dynamodb_usd'])}"
                 )
 
     def capture_controller(self, now: datetime) -> None:
@@ -518,24 +516,33 @@ class ServiceDemo:
         return summary
 
 
-def _ratio(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio:.4%}"
+def ledger_line(ledger: LedgerSummary) -> str:
+    """The audit's cost as the report states it (the same figures, rounded the same way): the ledger's total."""
+    from auditor.report.auditor_cost import ledger_period
+    from auditor.report.report_pages import money, pct
+
+    total = ledger.total
+    return (
+        f"ledger  what the audit cost, {ledger_period(ledger)} (the service's daily ledger, the report's figure): "
+        f"auditor {money(total.auditor_usd)} vs audited DynamoDB {money(total.dynamodb_usd)}: ratio {pct(total.ratio)}"
+    )
 
 
 def _counts(result: dict[str, Any]) -> str:
-    keep = ("tables", "findings", "new", "worsened", "resolved", "published", "api_calls", "estimated_cost_usd")
+    # the run's cost is not among them: the ledger states the audit's cost, once (ledger_line)
+    keep = ("tables", "findings", "new", "worsened", "resolved", "published", "api_calls")
     parts = [f"{k.replace('_', ' ')} {result[k]}" for k in keep if k in result and not isinstance(result[k], dict)]
     return ", ".join(parts) or "done"
 
 
 def _write_report(
     stack: Stack, out: Path, findings: list[dict[str, Any]], start: datetime, end: datetime
-) -> list[Path]:
-    """The weekly report over the demo's findings and the traffic windows in the state table."""
+) -> tuple[list[Path], LedgerSummary | None]:
+    """The weekly report over the demo's findings and the traffic windows in the state table, and the cost ledger it
+    states (the auditor's cost: one figure, the ledger's, in the report and on the console)."""
     from auditor.demo.extras import read_capacity
     from auditor.engine import access_patterns
     from auditor.kernel.aggregates.window import AggregateSet
-    from auditor.report.auditor_cost import AuditorUsage
     from auditor.report.model import IsoWeek, build_report_from_findings
     from auditor.report.report_pages import write_report
     from auditor.service.weekly_report import load_week_ledger
@@ -553,6 +560,13 @@ def _write_report(
         aggs.windows[(tw.account, tw.region, tw.table, tw.window_start)] = tw
     spans = aggs.spans()
     week = IsoWeek.of(end)
+    # the daily ledger the evaluator and the metrics audit kept in the state table, as the weekly report shows it: the
+    # auditor's cost (the data events ingested, the reads, the service's runs), so no separate usage is priced
+    ledger = load_week_ledger(
+        LedgerStore(ddb, stack.table_name),
+        IsoWeek.of(end),
+        CaptureStore(ddb, stack.table_name, f"{stack.table_name}-dynamodb-data-events"),
+    )
     report = build_report_from_findings(
         findings,
         end,
@@ -560,17 +574,11 @@ def _write_report(
         # the week's capacity, read back from the local endpoint's CloudWatch
         capacity=read_capacity(stack.endpoint, week.start, end.replace(minute=0, second=0, microsecond=0)),
         access_patterns=access_patterns(spans),
-        usage=AuditorUsage(cloudtrail_data_events=sum(tw.calls for tw in windows)),
         title="DynamoDB weekly audit (demo)",
-        # the daily ledger the evaluator and the metrics audit kept in the state table, as the weekly report shows it
-        ledger=load_week_ledger(
-            LedgerStore(ddb, stack.table_name),
-            IsoWeek.of(end),
-            CaptureStore(ddb, stack.table_name, f"{stack.table_name}-dynamodb-data-events"),
-        ),
+        ledger=ledger,
     )
     html, md = write_report(report, out)
-    return [html, md]
+    return [html, md], ledger
 
 
 def _stored_findings(stack: Stack, now: datetime) -> list[dict[str, Any]]:
@@ -678,7 +686,9 @@ def run_service_demo(
             announce("run 4: the capture controller keeps the stack's trail within 1% of the DynamoDB bill")
             demo.capture_controller(end)
             findings = _stored_findings(stack, end)
-        reports = _write_report(stack, out, findings, start1, end)
+        reports, ledger = _write_report(stack, out, findings, start1, end)
+        if ledger is not None:
+            announce(ledger_line(ledger))
         result = demo_result(out, [first, second, third], findings, reports, catcher, began, emf)
         announce(f"report: {', '.join(str(p) for p in result.files[1:])}; CloudTrail files: {trail_dir}")
         return result

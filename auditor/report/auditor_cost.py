@@ -1,4 +1,5 @@
-"""The auditor's own cost in the weekly report: what it consumed in the week (:class:`AuditorUsage`, from its metrics
+"""The auditor's own cost in the weekly report, one figure: the service's cost ledger when it kept one
+(:func:`ledger_cost`, its total's lines), else what it consumed in the week (:class:`AuditorUsage`, from its metrics
 or the input's counters), priced line by line by the one model of the stack's bill
 (:func:`auditor.cost.bill.bill_lines`, the same the cost ledger and ``benchmarks.cost`` use)."""
 
@@ -6,8 +7,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from auditor.cost.bill import AuditorRates, bill_lines
+from auditor.cost.bill import LEDGER_GROUPS, AuditorRates, bill_lines
 from auditor.cost.bill import AuditorUsage as StackUsage
+from auditor.cost.cost_model import LedgerSummary
 from auditor.models.base import FrozenModel
 
 #: The lines the report always shows (the others when the week used them).
@@ -61,7 +63,8 @@ class CostRates(FrozenModel):
 
 class CostLine(FrozenModel):
     item: str
-    quantity: float
+    #: None: a ledger line, stored as its cost only
+    quantity: float | None
     unit: str
     rate: str
     usd: float
@@ -73,6 +76,8 @@ class AuditorCost(FrozenModel):
 
     lines: list[CostLine]
     total_usd: float
+    #: Where the figure comes from and what period it covers (None: the week's usage, priced line by line).
+    period: str | None = None
 
 
 def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -> AuditorCost:
@@ -85,3 +90,44 @@ def estimate_auditor_cost(usage: AuditorUsage, rates: CostRates | None = None) -
         if b.item in ALWAYS_SHOWN or b.quantity > 0
     ]
     return AuditorCost(lines=lines, total_usd=sum(line.usd for line in lines))
+
+
+#: A ledger group as a reader sees it (:data:`auditor.cost.bill.LEDGER_GROUPS`).
+GROUP_LABELS: dict[str, str] = {
+    "cloudtrail_data_events": "CloudTrail data events",
+    "lambda": "Lambda (compute and requests)",
+    "state_table": "State table",
+    "cloudwatch_metrics": "CloudWatch GetMetricData",
+    "contributor_insights": "Contributor Insights",
+    "s3": "S3 (requests and storage)",
+    "cloudwatch_logs": "CloudWatch Logs",
+    "custom_metrics": "CloudWatch custom metrics (EMF)",
+    "alarms": "CloudWatch alarms",
+    "dashboards": "CloudWatch dashboard",
+    "kms": "KMS",
+    "sns": "SNS",
+    "sqs": "SQS",
+    "secrets_manager": "Secrets Manager",
+}
+
+
+def ledger_period(ledger: LedgerSummary) -> str:
+    """``2026-12-05`` or ``2026-11-30 to 2026-12-06``: the days the ledger covers."""
+    start, end = ledger.start.isoformat(), ledger.end.isoformat()
+    return start if start == end else f"{start} to {end}"
+
+
+def ledger_cost(ledger: LedgerSummary) -> AuditorCost:
+    """The auditor's cost as the ledger states it: its total, one line per ledger group that cost something (the
+    ledger stores each line's cost, not its quantity). The report's headline, its cost table and its ledger table
+    all state this one figure."""
+    order = {g: i for i, g in enumerate(LEDGER_GROUPS)}
+    groups = sorted(ledger.total.auditor_lines.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    lines = [
+        CostLine(item=GROUP_LABELS.get(g, g.replace("_", " ")), quantity=None, unit="", rate="-", usd=usd)
+        for g, usd in groups
+        if usd > 0
+    ]
+    return AuditorCost(
+        lines=lines, total_usd=ledger.total.auditor_usd, period=f"{ledger_period(ledger)}, the service's daily ledger"
+    )

@@ -21,7 +21,7 @@ from auditor.models.access_pattern import AccessPattern
 from auditor.models.base import FrozenModel
 from auditor.models.finding import Finding, FindingKind, Severity, utc
 from auditor.report import sections
-from auditor.report.auditor_cost import AuditorCost, AuditorUsage, CostRates, estimate_auditor_cost
+from auditor.report.auditor_cost import AuditorCost, AuditorUsage, CostRates, estimate_auditor_cost, ledger_cost
 from auditor.report.contents import (
     Action,
     BillingRow,
@@ -301,7 +301,8 @@ def build_report_from_findings(
     ``status``); ``now`` is the generation time, and the report covers ``week`` (default: the ISO week that
     contains ``now``). ``previous_findings`` (last week's) enable the week-over-week deltas and resolution by
     absence. ``throttles`` (e.g. CloudWatch per-cause counts) replace the throttle counts taken from the
-    throttling findings. ``usage`` prices the auditor's own consumption with ``rates``. ``stored_without_totals``
+    throttling findings. ``usage`` prices the auditor's own consumption with ``rates``; ``ledger`` (the service's
+    cost ledger), when given, is the auditor's cost instead, so the report states one figure. ``stored_without_totals``
     are the ids of findings stored by a version without totals (the report says how their numbers are counted).
     ``unreadable_objects`` are the week's trail objects that could not be read, one line each.
     """
@@ -332,7 +333,10 @@ def build_report_from_findings(
     patterns = sorted(access_patterns, key=lambda p: (-p.requests, p.table, p.operation))
     pattern_tables = sections.pattern_tables(patterns)
     tables = sections.table_summaries(report_findings, pattern_tables)
-    cost = estimate_auditor_cost(usage, rates) if usage is not None else None
+    # one figure for the auditor's cost: the service's ledger when it kept one (its usage is in it), else the usage
+    cost = ledger_cost(ledger) if ledger is not None else None
+    if cost is None and usage is not None:
+        cost = estimate_auditor_cost(usage, rates)
     open_ = [rf for rf in report_findings if rf.is_open]
     summary = Summary(
         open_findings=len(open_),

@@ -157,6 +157,29 @@ def test_the_ledger_and_a_capture_plan_change_are_shown(demo: DemoResult) -> Non
     assert any("capture plan change  added ['Orders']" in line for line in NARRATIVE)
 
 
+def test_the_cost_of_auditing_is_one_figure_on_the_console_and_in_the_report(demo: DemoResult) -> None:
+    """Issue 30/31: the demo states one cost of auditing, the service's ledger's, the same on the console, in the
+    report's headline, its cost table and its ledger table (Markdown and HTML); the metrics audit's own reads are a
+    labelled part of it, never a second auditor cost with its own ratio."""
+    lines = [line for line in NARRATIVE if line.strip().startswith("ledger")]
+    assert len(lines) == 1
+    match = re.search(r"auditor (\S+) vs audited DynamoDB (\S+): ratio (\S+)$", lines[0])
+    assert match is not None
+    auditor, dynamodb, ratio = match.groups()
+    md = (demo.out / "report.md").read_text()
+    html = (demo.out / "report.html").read_text()
+    headline = next(line for line in md.splitlines() if line.startswith("| ") and "/month |" in line)
+    assert headline.removesuffix(" |").rsplit(" | ", 1)[1] == auditor
+    assert f": **{auditor}**." in md
+    assert f"| **Total** | **{auditor}** | **{dynamodb}** | **{ratio}** |" in md
+    assert f"**{ratio}** in total" in md
+    assert f'<span class="value">{auditor}</span>' in html
+    assert f'<td class="num">{auditor}</td><td class="num">{dynamodb}</td><td class="num">{ratio}</td>' in html
+    others = [line for line in NARRATIVE if line not in lines]
+    assert not any(" ratio " in line or "estimated cost" in line for line in others)
+    assert "0 invocations" not in md and "0 metrics requested" not in md
+
+
 def test_cli_demo_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from auditor.cli import main
 

@@ -569,3 +569,48 @@ def test_a_throttled_tables_capacity_advice_is_held() -> None:
     assert report.summary.monthly_savings == 0.0
     calm = build_report_from_findings([finding("billing_mode", "low", evidence=advice)], NOW, week=W49)
     assert calm.summary.monthly_savings == pytest.approx(524.51)  # no throttling: the advice stands
+
+
+def test_the_auditors_cost_is_the_ledgers_one_figure_when_the_service_kept_a_ledger() -> None:
+    """Issue 30/31: one cost of auditing, stated the same in the headline, the cost table and the ledger table. With a
+    ledger, a usage priced apart (here only data events: Lambda and GetMetricData would read 0 although they ran) is
+    not a second figure."""
+    from datetime import date
+
+    from auditor.cost.cost_model import SHARED, LedgerEntry, Spend, summarise
+    from auditor.report.report_pages import money, render_html, render_markdown
+
+    day = date(2026, 12, 1)
+    entries = [
+        LedgerEntry(
+            day=day,
+            table="Orders",
+            dynamodb=Spend(lines={"reads": 1.5, "writes": 0.7}),
+            auditor=Spend(lines={"cloudtrail_data_events": 0.11, "lambda": 0.01, "cloudwatch_metrics": 0.0008}),
+        ),
+        LedgerEntry(day=day, table=SHARED, dynamodb=Spend(lines={}), auditor=Spend(lines={"dashboards": 0.1})),
+    ]
+    ledger = summarise(entries)
+    assert ledger is not None
+    report = build_report_from_findings(
+        [], NOW, week=W49, usage=AuditorUsage(cloudtrail_data_events=109_336), ledger=ledger
+    )
+    assert report.auditor_cost is not None
+    assert report.summary.auditor_cost_usd == pytest.approx(ledger.total.auditor_usd)
+    assert report.auditor_cost.total_usd == pytest.approx(ledger.total.auditor_usd)
+    assert sum(line.usd for line in report.auditor_cost.lines) == pytest.approx(ledger.total.auditor_usd)
+    assert {line.item for line in report.auditor_cost.lines} == {
+        "CloudTrail data events",
+        "Lambda (compute and requests)",
+        "CloudWatch GetMetricData",
+        "CloudWatch dashboard",
+    }
+    figure = money(ledger.total.auditor_usd)
+    md, html = render_markdown(report), render_html(report)
+    about = md[md.index("## About this report") :]
+    assert f"(2026-12-01, the service's daily ledger): **{figure}**" in about
+    assert f"| **Total** | **{figure}** |" in about
+    assert "0 invocations" not in md and "0 metrics requested" not in md
+    assert f"| {figure} |" in md[: md.index("### The three")]  # the headline's card
+    assert f"2026-12-01, the service&#39;s daily ledger: {figure})</caption>" in html
+    assert f'<span class="value">{figure}</span>' in html  # the headline's card
