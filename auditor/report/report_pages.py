@@ -158,8 +158,9 @@ EVIDENCE_LABELS: dict[str, str] = {
     "preliminary": "Preliminary (too little data to alert)",
     "peak_minute": "Busiest minute",
     "peak_minute_requests": "Requests in the busiest minute",
-    "peak_reads_per_second": "Reads per second in the busiest minute",
-    "peak_writes_per_second": "Writes per second in the busiest minute",
+    # the peak's sub-period (a busiest second or minute: evidence.peak_window) is named beside the label
+    "peak_reads_per_second": "Peak reads per second",
+    "peak_writes_per_second": "Peak writes per second",
     "reads_per_second": "Reads per second",
     "writes_per_second": "Writes per second",
     "requests_per_second": "Requests per second",
@@ -250,11 +251,17 @@ def _evidence_value(name: str, value: Any) -> str:
     return shorten(text, 400)
 
 
+#: The peak rates measured over a finding's ``peak_window`` (its busiest second, or minute).
+_PEAK_RATES = ("peak_reads_per_second", "peak_writes_per_second")
+
+
 def evidence_items(finding: Finding) -> list[tuple[str, str]]:
     """The evidence as (label, text) pairs: the required fields first, then the rest (empty ones left out). A figure
     of a sub-period (``evidence.sub_periods``: the busiest second, minute or window) says which in its label."""
     ev = finding.evidence
-    sub: Mapping[str, Any] = ev["sub_periods"] if isinstance(ev.get("sub_periods"), Mapping) else {}
+    sub: dict[str, Any] = dict(ev["sub_periods"]) if isinstance(ev.get("sub_periods"), Mapping) else {}
+    if isinstance(ev.get("peak_window"), str):  # a peak rate's own sub-period, also in a one-window finding
+        sub.update({n: ev["peak_window"] for n in _PEAK_RATES if n in ev and n not in sub})
     required = REQUIRED_EVIDENCE.get(FindingKind(finding.kind), ())
     optional = sorted(n for n in ev if n not in required and n != "sub_periods" and ev[n] not in (None, [], {}, ""))
     names = [n for n in required if n in ev] + optional
