@@ -61,7 +61,11 @@ RULES = (
     Rule(r"^aws ", why="an AWS CLI call against a real account"),
     Rule(r"^([A-Z_]+=\S+ ?)+$", why="sets shell variables for the AWS CLI calls that follow"),
     Rule(r"^(\.venv-tools/sam/bin/)?sam ", why="deploys or packages with SAM CLI against a real account"),
-    Rule(r"^pip install ", why="installs from the package index (test_packaging checks the demo extra it names)"),
+    Rule(
+        r"^pip install ",
+        why="installs into the reader's environment (test_packaging checks the demo extra it names; make wheel-check "
+        "installs the built wheel with it)",
+    ),
     Rule(r"^make demo$", test="tests/demo/test_demo.py::test_the_documented_transcript_is_the_real_output"),
     Rule(r"^make test$", why="the whole check suite, this test among it"),
     Rule(r"^make (tools|build|template-check)$", why="installs SAM CLI and checkov from the package index"),
