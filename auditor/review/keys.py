@@ -6,7 +6,6 @@ ids they link, and add the change and its price."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -14,8 +13,15 @@ from typing import Any
 from auditor.kernel.aggregates.keys import encode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.review.context import ReviewInput, rate
-from auditor.review.model import SECONDS_PER_MONTH, Effect, Proposal, partition_headroom, write_units
-from auditor.whatif.limits import WhatIfConfig
+from auditor.review.model import (
+    SECONDS_PER_MONTH,
+    Effect,
+    Proposal,
+    partition_capacity,
+    partition_headroom,
+    write_units,
+)
+from auditor.whatif.limits import PartitionCapacity, WhatIfConfig
 
 
 def _num(ev: Mapping[str, Any], name: str, default: float = 0.0) -> float:
@@ -54,6 +60,19 @@ def _read_heavy(ev: Mapping[str, Any], data: ReviewInput) -> bool:
     )
 
 
+def _capacity(
+    ev: Mapping[str, Any], r: float, w: float, data: ReviewInput, limits: WhatIfConfig
+) -> tuple[PartitionCapacity, bool]:
+    """(what one partition delivers to a hot key, whether it throttles now). A key throttled at its peak (at least
+    ``min_throttled`` calls) had no headroom left there, whatever the documented limit says (a provisioned table's
+    capacity is shared by its partitions): its partition delivered at most that peak, and the change is measured
+    against that capacity (the one model: :class:`auditor.whatif.limits.PartitionCapacity`)."""
+    calls = int(_num(ev, "throttled_calls"))
+    throttled = calls >= data.config.hot_key.min_throttled
+    read_limit, write_limit = limits.partition_read_units, limits.partition_write_units
+    return PartitionCapacity.of(r, w, read_limit, write_limit, calls if throttled else 0), throttled
+
+
 def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[Proposal]:
     """A hot (not read-heavy) or low-cardinality key whose peak leaves less than the target headroom: write shards."""
     limits = limits or WhatIfConfig()
@@ -68,10 +87,8 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
         throttled = _num(ev, "throttled_calls") >= data.config.hot_key.min_throttled
         if h is None or (h >= 1 / target and not throttled):
             continue
-        # A key throttled at its peak had no headroom left there, whatever the documented limit says (a provisioned
-        # table's capacity is shared by its partitions): its headroom is taken as at most 1.
-        seen = min(h, 1.0) if throttled else h
-        out.append(_shard(data, f, r, w, seen, dict(ev["key"]), limits, seen / h))
+        capacity, throttles_now = _capacity(ev, r, w, data, limits)
+        out.append(_shard(data, f, (r, w), dict(ev["key"]), capacity, throttles_now))
     sharded = {(p.account, p.region, p.table, p.index) for p in out}
     for f in data.of_kind("low_cardinality_key"):
         ev = f.get("evidence") or {}
@@ -82,28 +99,31 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
             continue
         attr = str(ev.get("key_attribute") or "pk")
         units = _num(ev, "requests_per_second")
-        out.append(_shard(data, f, units * 0.0, limits.partition_write_units / h, float(h), {attr: "(all)"}, limits))
+        peak = (units * 0.0, limits.partition_write_units / h)
+        throttles_now = ev.get("throttles_now") is True
+        out.append(_shard(data, f, peak, {attr: "(all)"}, partition_capacity(limits), throttles_now))
     return out
 
 
 def _shard(
     data: ReviewInput,
     f: Mapping[str, Any],
-    r: float,
-    w: float,
-    h: float,
+    peak: tuple[float, float],
     key: dict[str, Any],
-    limits: WhatIfConfig,
-    scale: float = 1.0,
+    capacity: PartitionCapacity,
+    throttles_now: bool,
 ) -> Proposal:
+    """The shards of ``key`` for its ``peak`` (read, write units per second) against ``capacity``."""
     target = data.config.hot_key.shard_utilisation
-    shards = max(2, math.ceil(1 / (h * target)))
+    r, w = peak
+    h = capacity.headroom(r, w) or 0.0
+    shards = capacity.shards(r, w, target)
     ev = f.get("evidence") or {}
     attr, value = next(iter(key.items()))
     price = data.pricing(f.get("region"))
     reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")
     ru, wu = _num(ev, "read_units_per_read", 1.0), _num(ev, "write_units_per_write", 1.0)
-    after_h = (partition_headroom(r / shards, w / shards, limits) or 0.0) * scale
+    after_h = capacity.headroom(r / shards, w / shards) or 0.0
     title = f"{f['table']}: write {attr}={value} across {shards} shards ({attr}#0..{shards - 1})"
     return Proposal(
         kind="shard_partition_key",
@@ -122,7 +142,13 @@ def _shard(
         principals=data.signals.key_principals(_where(f), key) if value != "(all)" else [],
         confidence="high" if h <= 1 else "medium",
         assumptions=[
-            f"shards sized for {1 / target:.0f}x headroom at the observed peak ({r:.0f} RCU/s, {w:.0f} WCU/s)",
+            f"shards sized for {1 / target:.0f}x headroom at the observed peak ({r:.0f} RCU/s, {w:.0f} WCU/s)"
+            + (
+                f" against the capacity its throttling showed one partition delivered ({capacity.read:,.0f} RCU/s, "
+                f"{capacity.write:,.0f} WCU/s), not the documented partition limit"
+                if capacity.observed
+                else ""
+            ),
             "the suffix spreads writes evenly (a computed suffix; a random one makes every read fan out)",
             f"each read of the whole key fans out to {shards} Queries of at least one read unit each",
             *(
@@ -130,7 +156,7 @@ def _shard(
                     f"the key throttled ({_num(ev, 'throttled_calls'):.0f} calls) below the documented partition "
                     "limit: its partition served at most the observed peak (headroom 1.0 there)"
                 ]
-                if scale < 1
+                if capacity.observed
                 else []
             ),
         ],
@@ -140,7 +166,8 @@ def _shard(
             writes=price.monthly(0.0, writes * wu),
             headroom=after_h,
         ),
-        capacity_scale=scale,
+        capacity=capacity,
+        throttles_now=throttles_now,
         findings=[str(f.get("id"))],
         evidence={"peak_read_units_per_second": r, "peak_write_units_per_second": w},
         peak=(r, w),
@@ -166,6 +193,7 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
         key = dict(ev["key"])
         attr, value = next(iter(key.items()))
         dax = cfg.dax_node_hour * cfg.dax_nodes * SECONDS_PER_MONTH / 3600
+        capacity, throttles_now = _capacity(ev, r, w, data, limits)
         out.append(
             Proposal(
                 kind="cache_reads",
@@ -187,12 +215,14 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
                     f"DAX: {cfg.dax_nodes} nodes at ${cfg.dax_node_hour}/node-hour (an application cache costs "
                     "what its own nodes cost)",
                 ],
-                before=Effect(reads=price.monthly(reads * ru, 0.0), headroom=partition_headroom(r, w, limits)),
+                before=Effect(reads=price.monthly(reads * ru, 0.0), headroom=capacity.headroom(r, w)),
                 after=Effect(
                     reads=price.monthly(reads * ru * miss, 0.0),
                     extra=round(dax, 2),
-                    headroom=partition_headroom(r * miss, w, limits),
+                    headroom=capacity.headroom(r * miss, w),
                 ),
+                capacity=capacity,
+                throttles_now=throttles_now,
                 findings=[str(f.get("id"))],
                 evidence={"peak_read_units_per_second": r, "peak_write_units_per_second": w},
                 peak=(r, w),

@@ -16,8 +16,7 @@ from pydantic import Field
 
 from auditor.billing.pricing import bundled_prices
 from auditor.models.base import FrozenModel
-from auditor.whatif.limits import WhatIfConfig
-from auditor.whatif.limits import partition_headroom as whatif_headroom
+from auditor.whatif.limits import PartitionCapacity, WhatIfConfig
 
 #: Seconds in a month of 730 hours (the month AWS prices are quoted in).
 SECONDS_PER_MONTH: Final = 730 * 3600
@@ -185,8 +184,10 @@ class Proposal:
     average: tuple[float, float] | None = None
     #: The table's partition key the change spreads (shards) or relieves (cache), for the what-if replay.
     key: dict[str, Any] | None = None
-    #: The partition's capacity as observed over the documented one (below 1: the key throttled before the limit).
-    capacity_scale: float = 1.0
+    #: What one partition delivers to the key (the documented limits, or less where it throttled below them).
+    capacity: PartitionCapacity | None = None
+    #: The key throttled at today's traffic: every load of the replay is measured from today's traffic.
+    throttles_now: bool = False
 
     @property
     def account(self) -> str | None:
@@ -224,6 +225,13 @@ class Proposal:
         }
 
 
+def partition_capacity(limits: WhatIfConfig | None = None) -> PartitionCapacity:
+    """One partition's documented (or configured) capacity."""
+    limits = limits or WhatIfConfig()
+    return PartitionCapacity(limits.partition_read_units, limits.partition_write_units)
+
+
 def partition_headroom(reads: float, writes: float, limits: WhatIfConfig | None = None) -> float | None:
-    """The what-if's partition headroom of this read and write mix (units per second)."""
-    return whatif_headroom(reads, writes, limits or WhatIfConfig())
+    """The what-if's partition headroom of this read and write peak (units per second): the nearer of one partition's
+    read and write limits, as ``hot_key`` and ``what-if`` measure a key."""
+    return partition_capacity(limits).headroom(reads, writes)

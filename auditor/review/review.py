@@ -10,7 +10,7 @@ from typing import Any
 from auditor.review.access import add_gsi, composite_sort_key, query_instead_of_gets
 from auditor.review.context import ReviewInput
 from auditor.review.keys import cache_reads, drop_index, shard_partition_key, split_item
-from auditor.review.model import KINDS, Proposal, partition_headroom
+from auditor.review.model import KINDS, Proposal, partition_capacity
 from auditor.whatif.limits import WhatIfConfig
 
 RULES: tuple[Callable[[ReviewInput], list[Proposal]], ...] = (
@@ -58,8 +58,28 @@ class ReplayRow:
         }
 
 
-def _scaled(headroom: float | None, scale: float) -> float | None:
-    return headroom * scale if headroom is not None else None
+def _headrooms(
+    p: Proposal, level: str, multiple: float, peak_multiple: float, limits: WhatIfConfig
+) -> tuple[float | None, float | None]:
+    """The partition headroom before and after ``p`` at a load ``multiple`` times the average (the what-if's model:
+    its capacity, reconciled with the throttling observed). A key that throttles now is measured from today's
+    traffic, which throttled: 1x is today's traffic and its peak (the headroom at the observed peak, at most 1),
+    2x twice it, and the peak level today's peak; never from a flat average, which the evidence does not bound."""
+    if p.peak is None or p.peak_after is None:
+        return None, None
+    if p.throttles_now:
+        factor = 1.0 if level == "peak" else multiple
+        return _divided(p.before.headroom, factor), _divided(p.after.headroom, factor)
+    capacity = p.capacity or partition_capacity(limits)
+    scale = multiple / peak_multiple
+    return (
+        capacity.headroom(p.peak[0] * scale, p.peak[1] * scale),
+        capacity.headroom(p.peak_after[0] * scale, p.peak_after[1] * scale),
+    )
+
+
+def _divided(headroom: float | None, factor: float) -> float | None:
+    return headroom / factor if headroom is not None else None
 
 
 def _round(value: float | None) -> float | None:
@@ -76,13 +96,7 @@ def replay(proposals: Sequence[Proposal], limits: WhatIfConfig | None = None) ->
         if p.peak is not None and p.average is not None and sum(p.average) > 0:
             peak_multiple = max(1.0, sum(p.peak) / sum(p.average))
         for level, multiple in (("1x", 1.0), ("2x", 2.0), ("peak", peak_multiple)):
-            before = after = None
-            if p.peak is not None and p.peak_after is not None:
-                scale = multiple / peak_multiple
-                before = _scaled(partition_headroom(p.peak[0] * scale, p.peak[1] * scale, limits), p.capacity_scale)
-                after = _scaled(
-                    partition_headroom(p.peak_after[0] * scale, p.peak_after[1] * scale, limits), p.capacity_scale
-                )
+            before, after = _headrooms(p, level, multiple, peak_multiple, limits)
             fixed_after = p.after.storage + p.after.extra
             fixed_before = p.before.storage + p.before.extra
             rows.append(

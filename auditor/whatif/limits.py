@@ -8,6 +8,7 @@ docs/commands/what-if.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ __all__ = [
     "MIN_PEAK_SECOND_REQUESTS",
     "KeyPeak",
     "LimitItem",
+    "PartitionCapacity",
     "ResourceCapacity",
     "WhatIfConfig",
     "WhatIfResult",
@@ -276,6 +278,43 @@ def partition_headroom(reads_per_second: float, writes_per_second: float, cfg: W
     return 1.0 / used if used > 0 else None
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionCapacity:
+    """What one partition delivers to a key, in read and write units per second, as the evidence leaves it: the
+    documented (or configured) limits, or, for a key throttled at a peak below them, those limits scaled down until
+    that peak used all of it (the capacity at which :func:`~auditor.models.capacity.reconcile` puts its headroom at
+    1.0: the rate it throttled at bounds what its partition delivered). A key is measured against the nearer of the
+    two limits, as ``hot_key`` and :func:`key_limits` measure it; its shards are sized against the same capacity."""
+
+    read: float
+    write: float
+    #: True when the throttling observed scaled the documented limits down (the assumption they rest on failed).
+    observed: bool = False
+
+    @classmethod
+    def of(
+        cls, read_units: float, write_units: float, read_limit: float, write_limit: float, throttled: int = 0
+    ) -> PartitionCapacity:
+        """The capacity of a key whose peak is ``read_units`` and ``write_units`` per second, on which ``throttled``
+        calls were observed, against one partition's ``read_limit`` and ``write_limit``."""
+        used = max(read_units / read_limit, write_units / write_limit)
+        model = reconcile(1.0, used or None, throttled)
+        if model.value is None or model.assumed is None or model.assumed <= model.value:
+            return cls(read_limit, write_limit)
+        scale = model.value / model.assumed
+        return cls(read_limit * scale, write_limit * scale, observed=True)
+
+    def headroom(self, read_units: float, write_units: float) -> float | None:
+        """The traffic multiple of this peak the partition serves: the nearer of its read and write limits."""
+        used = max(read_units / self.read, write_units / self.write)
+        return 1.0 / used if used > 0 else None
+
+    def shards(self, read_units: float, write_units: float, utilisation: float = 0.5) -> int:
+        """Write shards (at least 2) that keep each at most ``utilisation`` of this capacity at this peak."""
+        used = max(read_units / self.read, write_units / self.write)
+        return max(2, math.ceil(round(used / utilisation, 9)))
+
+
 def _partition_item(
     agg: TableWindow, key: dict[str, Any], peak: KeyPeak, units: tuple[float, float], cfg: WhatIfConfig, throttled: int
 ) -> LimitItem | None:
@@ -307,7 +346,9 @@ def _partition_item(
     )
 
 
-def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:
+def key_limits(
+    agg: TableWindow, cfg: WhatIfConfig | None = None, min_second_requests: int = MIN_PEAK_SECOND_REQUESTS
+) -> list[LimitItem]:
     """The partition limit of the keys closest to it, from the per-minute and per-second key counts of a CloudTrail
     aggregate.
 
@@ -315,12 +356,13 @@ def key_limits(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitI
     number the ``hot_key`` finding shows (counts are lower bounds of the true counts, see
     :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). Requests are weighed in units at the table's item size
     (:func:`~auditor.models.capacity.unit_costs`, as the hot-key detector does); a key the trail saw throttled
-    throttles now (:func:`~auditor.models.capacity.reconcile`), and is listed first.
+    throttles now (:func:`~auditor.models.capacity.reconcile`), and is listed first. ``min_second_requests``: the
+    requests a busiest second needs to be a key's peak (:func:`key_peak`).
     """
     cfg = cfg or WhatIfConfig()
     units = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
     r_unit, w_unit = cfg.partition_read_units / units[0], cfg.partition_write_units / units[1]
-    peaks = key_peaks(agg)
+    peaks = key_peaks(agg, min_second_requests)
     throttled = agg.throttle_keys
 
     def pressure(kv: tuple[str, KeyPeak]) -> tuple[float, str]:
