@@ -47,3 +47,41 @@ def test_a_throttled_low_cardinality_table_reads_no_headroom_above_1x() -> None:
     assert f.evidence["throttled_calls"] == 12 and f.evidence["headroom_factor"] == 1.0
     assert f.evidence["busiest_value_headroom_factor"] == 1.0 and f.evidence["throttles_now"] is True
     assert "no headroom at today's peak" in f.summary and "far below" not in f.summary
+
+
+def _writes(key: dict, throttled: int, first: int = 0) -> list[dict]:
+    """A burst of 100 PutItems on ``key`` in one second (a tenth of a partition's writes) and steady writes, with
+    ``throttled`` of them throttled at the burst (the provisioned table's message, THROTTLED)."""
+    records = [_record("PutItem", 300 + i / 200, {"key": key}, first + i) for i in range(100)]
+    records += [_record("PutItem", i * 2.0, {"key": key}, first + 100 + i) for i in range(300)]
+    records += [_record("PutItem", 300.5, {"key": key}, first + 400 + i, THROTTLED) for i in range(throttled)]
+    return records
+
+
+def _others() -> list[dict]:
+    return [_record("PutItem", i * 0.5, {"key": {"sessionId": f"S#{i}"}}, 9000 + i) for i in range(1200)]
+
+
+def test_a_throttled_keys_shards_are_sized_against_what_its_partition_delivered_and_the_fix_says_so() -> None:
+    [f] = hot_key.detect(_span(_writes({"sessionId": "S#hot"}, 40) + _others()), hot_key.HotKeyConfig())
+    peak = f.evidence["peak_write_units_per_second"]
+    assert f.evidence["suggested_shards"] == 2 and f.evidence["throttles_now"] is True
+    assert (
+        f"2 shards keep each under half of the {peak:,.0f} WCU/s its partition delivered at the peak of {peak:.0f} "
+        "writes/s, where 40 calls were throttled (the assumed 1,000 WCU per partition did not hold there)"
+    ) in f.recommendation
+    [healthy] = hot_key.detect(_span(_writes({"sessionId": "S#hot"}, 0) + _others()), hot_key.HotKeyConfig())
+    assert "2 shards keep each under half a partition at the peak of" in healthy.recommendation
+    assert "delivered" not in healthy.recommendation
+
+
+def test_a_throttled_time_bucket_and_a_group_of_throttled_keys_say_their_shards_rest_on_the_evidence() -> None:
+    [bucket] = hot_key.detect(_span(_writes({"sessionId": "2025-12-03"}, 40) + _others()), hot_key.HotKeyConfig())
+    assert bucket.evidence["time_bucket"] is not None and bucket.evidence["suggested_shards"] == 2
+    assert "The shards are sized against the" in bucket.recommendation and "40 calls were throttled" in (
+        bucket.recommendation
+    )
+    records = _writes({"sessionId": "S#a"}, 40) + _writes({"sessionId": "S#b"}, 30, 1000) + _others()
+    [grouped] = hot_key.detect(_span(records), hot_key.HotKeyConfig(max_findings_per_table=1))
+    assert grouped.evidence["hot_keys"] == 2 and grouped.evidence["suggested_shards"] == 2
+    assert "2 of them throttled below the documented partition limit" in grouped.recommendation

@@ -28,12 +28,12 @@ from auditor.detectors.base import (
 )
 from auditor.detectors.registry import register
 from auditor.detectors.trail.key_spaces import KeySpace, key_spaces
-from auditor.detectors.trail.timebucket import bucket_of, shard_advice, shards_needed
+from auditor.detectors.trail.timebucket import SHARD_TARGET_UTILISATION, bucket_of, shard_advice
 from auditor.kernel.aggregates.keys import decode_key
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.capacity import Headroom, reconcile, unit_costs
 from auditor.models.finding import Finding, FindingKind, Severity
-from auditor.whatif.limits import KeyPeak, headroom_sentence, key_peak
+from auditor.whatif.limits import KeyPeak, PartitionCapacity, headroom_sentence, key_peak
 
 METADATA = DetectorMetadata(
     id="hot_key",
@@ -218,6 +218,13 @@ class KeyRates:
             item_size_source=self.costs.item_size_source,
         )
 
+    def capacity(self, cfg: HotKeyConfig) -> PartitionCapacity:
+        """What one partition delivers to this key: the configured limits, or less where it throttled below them
+        (the capacity its shards are sized against, the one :meth:`headroom` is 1.0 at)."""
+        ru, wu = self.peak_units(cfg)
+        limits = cfg.partition_read_units_per_second, cfg.partition_write_units_per_second
+        return PartitionCapacity.of(ru, wu, *limits, self.throttles)
+
 
 _Peaks = dict[str, tuple[int, int, int, int]]
 
@@ -345,6 +352,22 @@ def _key_evidence(k: KeyRates, agg: TableWindow, cfg: HotKeyConfig) -> dict[str,
     }
 
 
+def _delivered(k: KeyRates, capacity: PartitionCapacity, w: float, cfg: HotKeyConfig) -> str:
+    """What the throttling shows one partition delivered to the key, and the limit it contradicts."""
+    return (
+        f"the {capacity.write:,.0f} WCU/s its partition delivered at the peak of {w:.0f} writes/s, where "
+        f"{k.throttles:,} calls were throttled (the assumed {cfg.partition_write_units_per_second:,.0f} WCU per "
+        "partition did not hold there)"
+    )
+
+
+def _shard_text(shards: int | None, k: KeyRates, capacity: PartitionCapacity, w: float, cfg: HotKeyConfig) -> str:
+    """Why this many shards: half a partition each at the peak, the partition's capacity as the evidence left it."""
+    if not capacity.observed:
+        return f"{shards} shards keep each under half a partition at the peak of {w:.0f} writes/s"
+    return f"{shards} shards keep each under half of {_delivered(k, capacity, w, cfg)}"
+
+
 def _minutes(agg: TableWindow) -> str:
     """The time the shares were measured over: the window, or only its captured minutes (sampled capture)."""
     whole = agg.window_seconds // 60
@@ -422,19 +445,21 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
         if h is not None and h >= cfg.huge_headroom:
             summary += f" Its peak is far below the partition limits (headroom {h:,.0f}x), so it is at most low."
         shards: int | None
-        if model.contradicted and model.assumed and model.value:
-            # throttled below its assumed limit: at its peak the key used at least its partition's capacity
-            wu, ru = wu * model.assumed / model.value, ru * model.assumed / model.value
+        capacity = k.capacity(cfg)
         if period is not None:
-            recommendation, shards = shard_advice(attr, str(value), period, wu, ru)
+            recommendation, shards = shard_advice(
+                attr, str(value), period, wu, ru, (round(capacity.read, 6), round(capacity.write, 6))
+            )
+            if capacity.observed:
+                recommendation += f" The shards are sized against {_delivered(k, capacity, w, cfg)}."
         else:
-            shards = shards_needed(wu, cfg.partition_write_units_per_second) if w else None
+            shards = capacity.shards(0.0, wu, SHARD_TARGET_UTILISATION) if w else None
             recommendation = (
                 f"Spread {attr}={value!s:.60}: "
                 + (
                     f"write-shard it (suffix the key with a random or calculated shard 0..{(shards or 2) - 1}: "
-                    f"{shards} shards keep each under half a partition at the peak of {w:.0f} writes/s; fan reads out "
-                    "over the shards), "
+                    + _shard_text(shards, k, capacity, w, cfg)
+                    + "; fan reads out over the shards), "
                     if k.writes or w
                     else ""
                 )
@@ -468,9 +493,9 @@ def _grouped(
     attr = next(iter(first["key"]))
     periods = {p for ev in listed if (p := bucket_of(next(iter(ev["key"].values())))) is not None}
     peak_w = max(ev["peak_writes_per_second"] for ev in listed)
-    shards = shards_needed(
-        max(ev["peak_write_units_per_second"] for ev in listed), cfg.partition_write_units_per_second
-    )
+    # each key against what its own partition delivered (less than the limit where it throttled below it)
+    shards = max(k.capacity(cfg).shards(0.0, k.peak_units(cfg)[1], SHARD_TARGET_UTILISATION) for k in keys)
+    observed = [k for k in keys if k.capacity(cfg).observed]
     requests = sum(ev["requests"] for ev in listed)
     return make_finding(
         METADATA,
@@ -492,7 +517,14 @@ def _grouped(
                 else ""
             )
             + f"Write-shard the hot keys ({shards} shards keep each under half a partition at the peak of "
-            f"{peak_w:.0f} writes/s), cache hot reads, or pick a higher-cardinality partition key."
+            f"{peak_w:.0f} writes/s"
+            + (
+                f"; {len(observed)} of them throttled below the documented partition limit, so their shards are "
+                "sized against the capacity their partitions delivered at their peaks"
+                if observed
+                else ""
+            )
+            + "), cache hot reads, or pick a higher-cardinality partition key."
         ),
         evidence={
             "key": first["key"],

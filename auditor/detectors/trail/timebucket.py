@@ -48,16 +48,25 @@ def shards_needed(peak_units_per_second: float, partition_limit: float) -> int:
     return max(2, math.ceil(peak_units_per_second / (partition_limit * SHARD_TARGET_UTILISATION)))
 
 
-def shard_advice(attr: str, value: str, period: str, writes_per_s: float, reads_per_s: float) -> tuple[str, int]:
-    """(the fix for a time-bucket partition key, the number of shards it names)."""
-    n = max(shards_needed(writes_per_s, 1000.0), shards_needed(reads_per_s, 3000.0) if reads_per_s else 2)
+def shard_advice(
+    attr: str,
+    value: str,
+    period: str,
+    writes_per_s: float,
+    reads_per_s: float,
+    capacity: tuple[float, float] = (3000.0, 1000.0),
+) -> tuple[str, int]:
+    """(the fix for a time-bucket partition key, the number of shards it names), against one partition's
+    ``capacity`` (read, write units per second: the documented limits unless the evidence showed less)."""
+    read_limit, write_limit = capacity
+    n = max(shards_needed(writes_per_s, write_limit), shards_needed(reads_per_s, read_limit) if reads_per_s else 2)
     text = (
         f"{attr}={value!s:.60} is a {period} bucket: every write of that {period} goes to one partition, so the "
         f"current bucket is always the hot one. Write-shard the bucket with a suffix: "
         f"{attr}={value!s:.40}#0 .. #{n - 1} "
         f"({n} shards for the peak of {writes_per_s:.0f} writes/s, each at most "
-        f"{SHARD_TARGET_UTILISATION:.0%} of a partition's 1,000 WCU), choosing the suffix at random or from an item "
-        f"attribute (hash of the entity id) so readers can find an item; a reader of the whole {period} queries the "
-        f"{n} shards in parallel and merges. Keep buckets no coarser than the write rate needs."
+        f"{SHARD_TARGET_UTILISATION:.0%} of a partition's {write_limit:,.0f} WCU), choosing the suffix at random or "
+        f"from an item attribute (hash of the entity id) so readers can find an item; a reader of the whole {period} "
+        f"queries the {n} shards in parallel and merges. Keep buckets no coarser than the write rate needs."
     )
     return text, n
