@@ -13,7 +13,9 @@ from auditor.kernel.normalize import normalize_record
 from auditor.models.finding import Severity
 from tests.kernel.test_index_spaces import _get, _index_query, _record
 
-REPORTING = "arn:aws:sts::111122223333:assumed-role/reporting/s"
+REPORTING_SESSION = "arn:aws:sts::111122223333:assumed-role/reporting/s"
+#: the role of that session: the principal the record names without sessionContext.sessionIssuer
+REPORTING = "arn:aws:iam::111122223333:role/reporting"
 
 
 def _span(records: list[dict]) -> TableWindow:
@@ -28,7 +30,7 @@ def _span(records: list[dict]) -> TableWindow:
 
 def _statement(t: float, text: str, n: int) -> dict:
     rec = _record("ExecuteStatement", t, {"statement": text}, n)
-    rec["userIdentity"] = {"type": "AssumedRole", "arn": REPORTING}
+    rec["userIdentity"] = {"type": "AssumedRole", "arn": REPORTING_SESSION}
     return rec
 
 
@@ -120,7 +122,7 @@ def test_a_full_scan_of_an_index_names_the_index_and_its_key_not_the_tables() ->
         "no_key_condition",
         "tenantId",
     )
-    assert f.title == "Full-index PartiQL statements on Sessions (index ByTenant) by s"
+    assert f.title == "Full-index PartiQL statements on Sessions (index ByTenant) by reporting"
     assert "ran 120 full-index PartiQL statements on Sessions (index ByTenant)" in f.summary
     # the index's key unknown (no index Query, no description): none named, never the table's
     [g] = scan.detect(_statements(BY_RANGE, 0), scan.ScanConfig())
