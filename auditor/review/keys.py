@@ -78,9 +78,11 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
     limits = limits or WhatIfConfig()
     target = data.config.hot_key.shard_utilisation
     out: list[Proposal] = []
+    cached: set[tuple[Any, ...]] = set()  # read-heavy hot keys: cached (cache_reads), not sharded
     for f in _hot_keys(data).values():
         ev = f["evidence"]
         if _read_heavy(ev, data):
+            cached.add((f.get("account"), f.get("region"), f["table"], f.get("index")))
             continue
         r, w = _num(ev, "peak_read_units_per_second"), _num(ev, "peak_write_units_per_second")
         h = partition_headroom(r, w, limits)
@@ -92,7 +94,7 @@ def shard_partition_key(data: ReviewInput, limits: WhatIfConfig | None = None) -
     sharded = {(p.account, p.region, p.table, p.index) for p in out}
     for f in data.of_kind("low_cardinality_key"):
         ev = f.get("evidence") or {}
-        if (f.get("account"), f.get("region"), f["table"], f.get("index")) in sharded:
+        if (f.get("account"), f.get("region"), f["table"], f.get("index")) in sharded | cached:
             continue
         h = ev.get("busiest_value_headroom_factor")
         if not isinstance(h, int | float) or h <= 0 or h >= 1 / target:
