@@ -532,7 +532,8 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
     service gives the same totals, the same severity (the highest any window reached) and, for throttling, the same
     cause (the one with the most throttled calls over the windows): :func:`auditor.detectors.findings.period.for_period`
     says why. A finding of the whole input that no single
-    window shows keeps the totals and severity of the whole input. Every finding's period is the input's.
+    window shows keeps the totals and severity of the whole input. Every finding's period is the input's; a finding
+    some window shows is first and last seen when its sightings were (:meth:`Finding.sighted`), as its totals say.
     """
     period = input_period(aggs, config.window_seconds)
     if period is None:
@@ -546,9 +547,12 @@ def period_totals(findings: Sequence[Finding], aggs: AggregateSet, config: Analy
             sums[f.id] = f.sighting_totals() if seen is None else seen.merged(f.sighting_totals())
         into = bases.setdefault((window.account, window.region, window.table), PeriodKeys())
         into.add(key_request_counts(window), window_keys(window), (f.id for f in found))
-    return [
-        for_period(f, with_key_base(f, (sums.get(f.id) or f.sighting_totals()).over(*period), bases)) for f in findings
-    ]
+    out = []
+    for f in findings:
+        seen = sums.get(f.id)
+        stated = for_period(f, with_key_base(f, (seen or f.sighting_totals()).over(*period), bases))
+        out.append(stated if seen is None else stated.sighted(seen))  # seen first and last when its sightings were
+    return out
 
 
 def key_request_counts(window: TableWindow) -> dict[str, int]:

@@ -477,3 +477,26 @@ def test_period_cause_counts_each_windows_throttles_under_that_windows_cause(tmp
         assert rf.finding.evidence[key] == direct.evidence[key], key
     assert (rf.finding.title, rf.finding.severity) == (direct.title, direct.severity)
     assert "key range throttles" in rf.finding.recommendation  # the minority cause's own fix is given too
+
+
+def test_analyze_trail_states_a_finding_seen_when_the_windows_that_found_it_were(tmp_path: Path) -> None:
+    from auditor.findings_text import findings_table
+    from auditor.formats import asff_finding
+
+    # Orders takes writes from 10:00 to 11:29; its calls are throttled only from 10:30 to 10:44 (one window). The
+    # throttling finding is first and last seen in that window, as its totals (and the service's lifecycle, which
+    # keeps a finding's first and last sighting) say; its text, the table and ASFF print those times, not the input's.
+    records = [_put(T0 + timedelta(seconds=10 * i), f"CUSTOMER#{i % 40}", i) for i in range(540)]
+    at = T0 + timedelta(minutes=30)
+    records += [_throttled(at + timedelta(seconds=20 * i), f"CUSTOMER#{5000 + i}", 1000 + i) for i in range(30)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"Records": records}))
+    (found,) = [f for f in analyze_trail([str(path)]).findings if f.kind is FindingKind.THROTTLING]
+    assert found.totals is not None and found.totals.windows == 1
+    assert (found.first_seen, found.last_seen) == (found.totals.first_seen, found.totals.last_seen)
+    assert (found.first_seen, found.last_seen) == (at, at + timedelta(minutes=14, seconds=50))
+    assert (found.totals.period_start, found.totals.period_end) == (T0, T0 + timedelta(minutes=90))
+    assert "from 2026-11-30 10:30 to 10:44 UTC" in found.summary
+    assert "seen 2026-11-30 10:30 to 2026-11-30 10:44 UTC" in "\n".join(findings_table([found]))
+    asff = asff_finding(found, account="111122223333", region="us-east-1", now=T0 + timedelta(hours=2))
+    assert (asff["FirstObservedAt"], asff["LastObservedAt"]) == ("2026-11-30T10:30:00Z", "2026-11-30T10:44:50Z")

@@ -518,6 +518,13 @@ class Finding(FrozenModel):
             update["severity"] = totals.peak_severity
         return self.model_copy(update=update).with_totals(totals)
 
+    def sighted(self, totals: Totals) -> Finding:
+        """This finding first and last seen when its sightings' ``totals`` were: the first and last window it was
+        found in, as the service's lifecycle keeps a stored finding's first and last sighting (``analyze-trail``'s
+        findings of the whole input, :func:`auditor.engine.period_totals`, so that a replay of the same records
+        states the same times). Its text and every renderer read ``first_seen``/``last_seen``."""
+        return self.model_copy(update={"first_seen": totals.first_seen, "last_seen": totals.last_seen})
+
     def with_totals(self, totals: Totals | None) -> Finding:
         """This finding with ``totals`` and **its evidence stated for their period**: counts summed over the same
         windows, peaks of the busiest window (named in ``evidence.sub_periods``), shares and rates of the period's
