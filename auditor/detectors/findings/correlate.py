@@ -11,6 +11,7 @@ already raised).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from auditor.detectors.base import Count, DetectorConfig, DetectorInput, DetectorMetadata
 from auditor.detectors.registry import register
@@ -37,6 +38,51 @@ def for_a_period(evidence: dict[str, object]) -> dict[str, object]:
     if not isinstance(block, dict) or "severity_raised_from" not in block:
         return evidence
     return {**evidence, "correlation": {k: v for k, v in block.items() if k != "severity_raised_from"}}
+
+
+#: In a throttling story's source block (``evidence.sources[source]``), set when the link raised the story above the
+#: severity of every source: the story's severity and the linked findings' ids. The block's ``severity`` stays that
+#: source's own (as its ``totals.by_source[source].peak_severity``).
+RAISED_TO, RAISED_BY = "severity_raised_to", "severity_raised_by"
+
+_SEVERITIES = frozenset(s.value for s in Severity)
+
+
+def raised_sources(evidence: dict[str, Any], severity: Severity) -> dict[str, Any]:
+    """A throttling story's ``evidence`` whose source blocks say when the story's ``severity`` is above their own
+    because the link raised it (:data:`RAISED_TO`, :data:`RAISED_BY`, next to the block's own ``severity``); a label
+    the story's severity no longer bears out is removed. Other evidence is returned as it is."""
+    sources = evidence.get("sources")
+    if not isinstance(sources, dict):
+        return evidence
+    own = {
+        name: Severity(str(block["severity"]))
+        for name, block in sources.items()
+        if isinstance(block, dict) and block.get("severity") in _SEVERITIES
+    }
+    correlation = evidence.get("correlation")
+    linked = isinstance(correlation, dict) and correlation.get("rule") == RULE
+    raised = linked and bool(own) and all(s.rank < severity.rank for s in own.values())
+    blocks: dict[str, Any] = {}
+    for name, block in sources.items():
+        if isinstance(block, dict):
+            block = {k: v for k, v in block.items() if k not in (RAISED_TO, RAISED_BY)}
+            if raised and name in own:
+                block = _after_severity(
+                    block, {RAISED_TO: severity.value, RAISED_BY: list(evidence.get("related_finding_ids") or ())}
+                )
+        blocks[name] = block
+    return evidence if blocks == sources else {**evidence, "sources": blocks}
+
+
+def _after_severity(block: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """``block`` with ``added`` right after its ``severity`` (read together wherever the block is printed)."""
+    out: dict[str, Any] = {}
+    for k, v in block.items():
+        out[k] = v
+        if k == "severity":
+            out.update(added)
+    return out
 
 
 class CorrelateConfig(DetectorConfig):
@@ -120,5 +166,6 @@ def correlate(findings: Sequence[Finding], cfg: CorrelateConfig) -> list[Finding
             else {"rule": RULE, "severity_raised_from": f.severity.value, "raised_steps": cfg.raise_steps}
         )
         summary = _confirmed(f, linked, known)
+        evidence = raised_sources(evidence, base)
         out.append(f.model_copy(update={"severity": base, "evidence": evidence, "summary": summary}))
     return out

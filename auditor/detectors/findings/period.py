@@ -17,8 +17,10 @@ from typing import Any
 
 from auditor.detectors.findings import correlate, item_story, throttling_story
 from auditor.detectors.trail.scan import scan_summary
-from auditor.models.finding import Finding, FindingKind, Totals, isoformat_z
+from auditor.models.capacity import Headroom
+from auditor.models.finding import FACTS, Finding, FindingKind, Severity, Totals, isoformat_z
 from auditor.models.period_evidence import period_evidence
+from auditor.whatif.limits import headroom_sentence
 
 __all__ = ["for_period", "period_text"]
 
@@ -33,16 +35,19 @@ _SHARE_SENTENCE = re.compile(
 def for_period(finding: Finding, totals: Totals | None) -> Finding:
     """``finding`` with ``totals`` (the period's; None: nothing counted in it) and what they decide for the period:
     its severity, its evidence (every count, share and rate of the period; peaks of the busiest window, so named)
-    and, for a throttling story, its cause and its sources' counts."""
+    and, for a throttling story, its cause, its sources' counts and what raised it above their own severities."""
     stated = finding.over_period(totals)
     if totals is None:
         return stated
     stated = stated.model_copy(update={"evidence": correlate.for_a_period(stated.evidence)})
     stated = throttling_story.over_period(_story_counts(stated, totals))
+    # its sources' own severities, and what raised the story above them (the period's severity)
+    stated = stated.model_copy(update={"evidence": correlate.raised_sources(stated.evidence, stated.severity)})
     stated = stated.with_totals(stated.totals)  # a story rebuilt from its blocks: its evidence of the period again
     if stated.totals is None or stated.totals.figures is None:
         return item_story.restated(stated)  # totals before figures existed: the evidence and text are the window's
-    return item_story.restated(_scan_sentences(_key_sentences(_peak_sentences(_share_sentence(stated)))))
+    stated = _headroom_sentences(_key_sentences(_peak_sentences(_share_sentence(stated))))
+    return item_story.restated(_scan_sentences(stated))
 
 
 def _story_counts(story: Finding, totals: Totals) -> Finding:
@@ -162,27 +167,23 @@ def _scan_sentences(finding: Finding) -> Finding:
     return finding.model_copy(update={"summary": text})
 
 
-#: A low-cardinality key's first sentence and the throttled calls of a key's headroom sentence.
+#: A low-cardinality key's first sentence.
 _LOW_CARDINALITY = re.compile(
     r"^[\d,]+ key-identified requests to (.+?) \([\d.,]+/s\)(?: in the [\d,]+ minutes it was found in,)? used only "
     r"\d+ distinct values of (.+?)"
     r"(?: in the busiest [^:]+)?: "
 )
-_THROTTLED = re.compile(r" [\d,]+ calls on it were throttled:")
 
 
 def _key_sentences(finding: Finding) -> Finding:
-    """A key finding's summary stating the period's requests, their rate and throttled calls (the distinct values
-    of the busiest window)."""
+    """A low-cardinality key's summary stating the period's requests and their rate (the distinct values of the
+    busiest window)."""
     ev, summary = finding.evidence, finding.summary
-    if finding.kind not in (FindingKind.LOW_CARDINALITY_KEY, FindingKind.HOT_KEY):
+    if finding.kind is not FindingKind.LOW_CARDINALITY_KEY:
         return finding
-    throttled = ev.get("throttled_calls")
-    if isinstance(throttled, int) and throttled > 0:
-        summary = _THROTTLED.sub(f" {throttled:,} calls on it were throttled:", summary, count=1)
     requests, rate, distinct = ev.get("requests"), ev.get("requests_per_second"), ev.get("distinct_partition_keys")
     match = _LOW_CARDINALITY.search(summary)
-    if finding.kind is FindingKind.LOW_CARDINALITY_KEY and match and isinstance(rate, int | float):
+    if match and isinstance(rate, int | float):
         label = (ev.get("sub_periods") or {}).get("distinct_partition_keys", "busiest window")
         seen = _seen_only(finding, "requests")
         head = (
@@ -191,6 +192,62 @@ def _key_sentences(finding: Finding) -> Finding:
             + f" used only {distinct} distinct values of {match.group(2)} in the {label}: "
         )
         summary = head + summary[match.end() :]
+    return finding if summary == finding.summary else finding.model_copy(update={"summary": summary})
+
+
+#: A hot key's share of the limit: ``: 24% of the limit (headroom 4.1x).`` or ``... on the assumptions.``.
+_LIMIT_CLAUSE = re.compile(r": \d+% of the limit(?: \(headroom [\d.,]+x\)| on the assumptions)\.")
+#: A key's headroom (:func:`auditor.whatif.limits.headroom_sentence`), or its throttled calls
+#: (:meth:`auditor.models.capacity.Headroom.sentence`; the assumptions and checks it names have no full stop).
+_HEADROOM = re.compile(
+    r" Headroom [\d.,]+x: throttles at [\d.,]+ times today's peak\."
+    r"| [\d,]+ calls on it were throttled: no headroom at today's peak, it throttles now\."
+    r"(?: The throttling contradicts the assumptions, which put the peak at [^:]+ of the limit: [^.]*\.)?"
+    r"(?: To confirm: [^.]*\.)?"
+)
+#: A key far below the partition limits: ``(headroom 3,529x), so ... at most low.``.
+_FAR_BELOW = re.compile(
+    r" (Its (?:busiest value peaked|peak is) far below (?:a partition's|the partition) limits) \(headroom [\d,]+x\)"
+    r"(, so (?:this|it) is at most low\.)"
+)
+#: Where a low-cardinality story's hot-key facts begin (auditor.detectors.findings.key_story): their own texts.
+_FACT_TEXTS = " Its value "
+
+
+def _headroom_sentences(finding: Finding) -> Finding:
+    """A key finding's summary stating the headroom of its period's evidence (the tightest window's, with its
+    utilisation and the period's throttled calls), whatever its text was written from (a window, or the whole input,
+    which counts windows the key was not found in): its share of the limit, its headroom or throttled calls, and
+    its "far below the limits" note (kept only while the period did not throttle and, outside a story of several
+    facts, stays low). A story's hot-key facts keep their own texts."""
+    ev = finding.evidence
+    if finding.kind not in (FindingKind.LOW_CARDINALITY_KEY, FindingKind.HOT_KEY) or "keys" in ev:
+        return finding
+    h, used, throttled = ev.get("headroom_factor"), ev.get("assumed_utilisation"), ev.get("throttled_calls")
+    h = float(h) if isinstance(h, int | float) and not isinstance(h, bool) and h > 0 else None
+    used = float(used) if isinstance(used, int | float) and not isinstance(used, bool) and used > 0 else None
+    throttled = throttled if isinstance(throttled, int) and not isinstance(throttled, bool) else 0
+    contradicted, confirm = ev.get("contradicted_assumption"), ev.get("to_confirm")
+    if h and not contradicted:
+        limit = f": {1 / h:.0%} of the limit (headroom {h:.1f}x)."
+    else:
+        limit = f": {used:.0%} of the limit on the assumptions." if used else "."
+    model = Headroom(
+        h,
+        1 / used if used else None,
+        throttled,
+        str(contradicted) if contradicted else None,
+        str(confirm) if confirm else None,
+    )
+    headroom = model.sentence() if throttled > 0 else headroom_sentence(h)
+    low = FACTS in ev or finding.severity is Severity.LOW
+    own, facts_at, facts = finding.summary.partition(_FACT_TEXTS) if FACTS in ev else (finding.summary, "", "")
+    own = _LIMIT_CLAUSE.sub(lambda _: limit, own, count=1) if finding.kind is FindingKind.HOT_KEY else own
+    own = _HEADROOM.sub(lambda _: headroom, own, count=1)
+    own = _FAR_BELOW.sub(
+        lambda m: f" {m.group(1)} (headroom {h:,.0f}x){m.group(2)}" if h and not throttled and low else "", own, count=1
+    )
+    summary = own + facts_at + facts
     return finding if summary == finding.summary else finding.model_copy(update={"summary": summary})
 
 

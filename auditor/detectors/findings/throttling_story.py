@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from auditor.detectors.findings.correlate import raised_sources
 from auditor.detectors.trail.key_spaces import INDEX_WRITES
 from auditor.detectors.trail.throttling import RECOMMENDATIONS as _RECOMMENDATIONS
 from auditor.models.finding import (
@@ -485,6 +486,7 @@ def with_stored(stored: Finding | None, seen: Finding, max_age_seconds: float) -
     # The stored severity was decided with the parts carried over (a correlation may have raised it): it holds
     # while they are current.
     severity = max(story.severity, seen.severity, stored.severity, key=lambda s: s.rank)
+    evidence = raised_sources(evidence, severity)
     return story.model_copy(update={"evidence": evidence, "summary": summary, "severity": severity})
 
 
