@@ -63,11 +63,7 @@ def run(args: argparse.Namespace) -> int:
     profiles = profiles_from_audit(audit) if audit is not None else {}
     for agg in spans:
         apply_table_facts(agg, config, profiles)
-    hot_key = config.detector_config("hot_key")
-    limits = WhatIfConfig(
-        partition_read_units=hot_key.partition_read_units_per_second,
-        partition_write_units=hot_key.partition_write_units_per_second,
-    )
+    limits = WhatIfConfig.of_partition_settings(config.detector_config("hot_key"))
     result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings, config=limits)
     if args.profile_out:
         try:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
+from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.failures import FROM_MESSAGE
 from auditor.kernel.aggregates.index_writes import gsi_provisioned, gsi_throttles, index_writes
 from auditor.kernel.aggregates.keys import decode_key
@@ -42,6 +43,8 @@ __all__ = [
     "partition_headroom",
     "table_is_provisioned",
     "table_limits_from_trail",
+    "throttled_access",
+    "throttled_keys",
     "trail_notes",
     "what_if",
 ]
@@ -77,6 +80,16 @@ class WhatIfConfig(FrozenModel):
     on_demand_initial_write_units: float = Field(default=4_000.0, gt=0)
     #: Keys listed per table (the closest to their partition's limit).
     max_keys_per_table: int = Field(default=10, ge=1, le=1000)
+
+    @classmethod
+    def of_partition_settings(cls, settings: BaseModel) -> WhatIfConfig:
+        """The partition limits of detector settings (``partition_read_units_per_second``,
+        ``partition_write_units_per_second`` of ``hot_key``), given only where the settings set them: a limit the
+        configuration does not set stays AWS's default (``limit_source`` ``default``, as the ``hot_key`` finding
+        says), never ``config``."""
+        given = settings.model_fields_set
+        names = {f"partition_{a}_units": f"partition_{a}_units_per_second" for a in ACCESSES}
+        return cls(**{mine: getattr(settings, theirs) for mine, theirs in names.items() if theirs in given})
 
     def partition_units(self, access: Access) -> float:
         return self.partition_read_units if access == "read" else self.partition_write_units
@@ -316,14 +329,22 @@ class PartitionCapacity:
 
 
 def _partition_item(
-    agg: TableWindow, key: dict[str, Any], peak: KeyPeak, units: tuple[float, float], cfg: WhatIfConfig, throttled: int
+    agg: TableWindow,
+    key: dict[str, Any],
+    peak: KeyPeak,
+    units: tuple[float, float],
+    cfg: WhatIfConfig,
+    throttled: int,
+    throttled_access: Access | None = None,
 ) -> LimitItem | None:
     """A key's partition limit from its :func:`key_peak` weighed in units: the nearer of its read and write limits,
-    as the ``hot_key`` finding measures it (the two peaks may be in different periods). None without traffic."""
+    as the ``hot_key`` finding measures it (the two peaks may be in different periods). A throttled key's limit is
+    the direction its throttled calls took (``throttled_access``, when they all took one), and it is listed even
+    without a peak (every call on it throttled). None without traffic."""
     used = {"read": peak.reads * units[0], "write": peak.writes * units[1]}
-    if not any(used.values()):
+    if not any(used.values()) and not throttled:
         return None
-    access: Access = max(ACCESSES, key=lambda a: (used[a] / cfg.partition_units(a), a == "write"))
+    access: Access = throttled_access or max(ACCESSES, key=lambda a: (used[a] / cfg.partition_units(a), a == "write"))
     limit = cfg.partition_units(access)
     at = peak.writes_at if access == "write" else peak.reads_at
     return LimitItem(
@@ -346,33 +367,53 @@ def _partition_item(
     )
 
 
+def throttled_keys(agg: TableWindow) -> dict[str, int]:
+    """The throttled calls the aggregate names a key for, by encoded key (calls on keys it did not keep, past its
+    bound, are under :data:`~auditor.kernel.aggregates.bounds.OTHER`, not here)."""
+    return {k: n for k, n in agg.throttle_keys.items() if k != OTHER}
+
+
+def throttled_access(agg: TableWindow) -> Access | None:
+    """The direction the table's keys were throttled in: ``read`` or ``write`` when every throttled call on the
+    table's keys (not an index's back-pressure) was one, else None (both: each key's busier direction stands)."""
+    calls = dict.fromkeys(ACCESSES, 0)
+    for (cause, access, index), n in agg.throttles.items():
+        if not index and not cause.endswith("gsi_backpressure") and access in calls:
+            calls[access] += n
+    found = [a for a in ACCESSES if calls[a]]
+    return found[0] if len(found) == 1 else None
+
+
 def key_limits(
     agg: TableWindow, cfg: WhatIfConfig | None = None, min_second_requests: int = MIN_PEAK_SECOND_REQUESTS
 ) -> list[LimitItem]:
-    """The partition limit of the keys closest to it, from the per-minute and per-second key counts of a CloudTrail
-    aggregate.
+    """The partition limit of every throttled key and of the other keys closest to it, from the per-minute and
+    per-second key counts of a CloudTrail aggregate.
 
     Each key's peak is :func:`key_peak` (its busiest minute's average, or its busiest second when busier), the same
     number the ``hot_key`` finding shows (counts are lower bounds of the true counts, see
     :class:`~auditor.kernel.aggregates.sketch.HeavyHitters`). Requests are weighed in units at the table's item size
     (:func:`~auditor.models.capacity.unit_costs`, as the hot-key detector does); a key the trail saw throttled
-    throttles now (:func:`~auditor.models.capacity.reconcile`), and is listed first. ``min_second_requests``: the
-    requests a busiest second needs to be a key's peak (:func:`key_peak`).
+    throttles now (:func:`~auditor.models.capacity.reconcile`) at the limit of the direction its calls were
+    throttled in (:func:`throttled_access`), and every one is listed, first; ``max_keys_per_table`` bounds only the
+    others. ``min_second_requests``: the requests a busiest second needs to be a key's peak (:func:`key_peak`).
     """
     cfg = cfg or WhatIfConfig()
     units = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
     r_unit, w_unit = cfg.partition_read_units / units[0], cfg.partition_write_units / units[1]
     peaks = key_peaks(agg, min_second_requests)
-    throttled = agg.throttle_keys
+    throttled = throttled_keys(agg)
 
     def pressure(kv: tuple[str, KeyPeak]) -> tuple[float, str]:
-        used = max(kv[1].reads / r_unit, kv[1].writes / w_unit)
-        return (-(max(used, 1.0) if throttled.get(kv[0]) else used), kv[0])
+        return (-max(kv[1].reads / r_unit, kv[1].writes / w_unit), kv[0])
 
-    ranked = sorted(peaks.items(), key=pressure)[: cfg.max_keys_per_table]
+    calm = sorted(((k, p) for k, p in peaks.items() if k not in throttled), key=pressure)[: cfg.max_keys_per_table]
+    listed = [(k, peaks.get(k, KeyPeak())) for k in sorted(throttled)] + calm
+    direction = throttled_access(agg)
     items = []
-    for encoded, peak in ranked:
-        item = _partition_item(agg, decode_key(encoded), peak, units, cfg, throttled.get(encoded, 0))
+    for encoded, peak in listed:
+        n = throttled.get(encoded, 0)
+        item = _partition_item(agg, decode_key(encoded), peak, units, cfg, n, direction if n else None)
         if item is not None:
             items.append(item)
     return items
@@ -500,6 +541,7 @@ def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacit
                 f"{agg.table} is provisioned: its capacity is not in the trail, so its table limit is not measured "
                 "(pass --audit with the audit's CloudWatch capacity)."
             )
+    notes += [_throttled_note(agg) for agg in spans if agg.throttle_keys]
     if any(not agg.item_size_bytes for agg in spans):
         names = ", ".join(sorted({agg.table for agg in spans if not agg.item_size_bytes})[:5])
         notes.append(
@@ -507,6 +549,20 @@ def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacit
             "--config."
         )
     return notes
+
+
+def _throttled_note(agg: TableWindow) -> str:
+    """How many keys of the table throttled in all: those the aggregate names (each listed) and the calls on keys
+    past its bound (each may be another key)."""
+    named = throttled_keys(agg)
+    unnamed = agg.throttle_keys.get(OTHER, 0)
+    text = f"{agg.table}: {len(named):,} keys throttled ({sum(named.values()):,} calls), each listed"
+    if unnamed:
+        text += (
+            f"; {unnamed:,} more throttled calls fell on keys the trail's summary did not keep (up to {unnamed:,} "
+            "more keys)"
+        )
+    return text + "."
 
 
 def _by_access(reads: int, writes: int) -> tuple[tuple[Access, int], tuple[Access, int]]:

@@ -60,8 +60,10 @@ def headline(result: WhatIfResult, escape: Escape = str) -> str:
             f"What if traffic grows {g}: no limit is reached; the nearest is {describe_item(first, escape)} "
             f"({len(result.items)} limits checked)."
         )
+    keys = [i for i in result.items if i.key and i.model.throttles_now]
+    now = f" ({len(keys):,} keys throttle now, each listed)" if keys else ""
     return (
-        f"What if traffic grows {g}: {len(hit)} of {len(result.items)} limits are reached. "
+        f"What if traffic grows {g}: {len(hit)} of {len(result.items)} limits are reached{now}. "
         f"First to throttle: {describe_item(first, escape)}."
     )
 
