@@ -344,7 +344,9 @@ def _partition_item(
     used = {"read": peak.reads * units[0], "write": peak.writes * units[1]}
     if not any(used.values()) and not throttled:
         return None
-    access: Access = throttled_access or max(ACCESSES, key=lambda a: (used[a] / cfg.partition_units(a), a == "write"))
+    access: Access = max(ACCESSES, key=lambda a: (used[a] / cfg.partition_units(a), a == "write"))
+    if throttled_access is not None:
+        access = throttled_access
     limit = cfg.partition_units(access)
     at = peak.writes_at if access == "write" else peak.reads_at
     return LimitItem(
