@@ -84,6 +84,18 @@ class LedgerEntry(FrozenModel):
     auditor: Spend
     #: Fraction of the table's requests that the capture plan logged that day (1.0 = full capture).
     captured_fraction: float | None = Field(default=None, ge=0, le=1)
+    #: The hours (epoch seconds of each UTC hour's start) the DynamoDB side was priced for: the service's daily entry
+    #: books the metrics audit's hours, while its auditor side covers more (every data-event window, a day of fixed
+    #: costs). None: both sides cover the same period (``ddb-audit audit``'s window).
+    hours: tuple[int, ...] | None = None
+    #: The auditor side's part within ``hours`` (those hours' reads, the data events of the windows that start in
+    #: them, a day's fixed costs pro-rated to them): what the ratio compares. None: all of it.
+    in_hours: Spend | None = None
+
+    @property
+    def matched_auditor(self) -> float:
+        """The auditor's cost over the period the DynamoDB side covers."""
+        return (self.auditor if self.in_hours is None else self.in_hours).total
 
     def to_item(self) -> dict[str, Any]:
         """The stored form (numbers as strings so that DynamoDB keeps them exactly as computed)."""
@@ -121,11 +133,19 @@ class LedgerRow(FrozenModel):
     auditor_usd: float
     dynamodb_usd: float
     auditor_lines: dict[str, float]
+    #: Hours the DynamoDB side was priced for (None: both sides cover the same period, the ledger's).
+    priced_hours: int | None = None
+    #: The auditor's cost over those hours (``auditor_usd`` when both sides cover the same period).
+    matched_auditor_usd: float | None = None
 
     @property
     def ratio(self) -> float | None:
-        """Auditor cost / audited DynamoDB cost (None when the audited cost is 0)."""
-        return self.auditor_usd / self.dynamodb_usd if self.dynamodb_usd > 0 else None
+        """Auditor cost / audited DynamoDB cost over the period both sides cover: the priced hours when the sides
+        cover different periods (None when no hour was priced or the audited cost is 0)."""
+        if self.dynamodb_usd <= 0 or self.priced_hours == 0:
+            return None
+        matched = self.auditor_usd if self.matched_auditor_usd is None else self.matched_auditor_usd
+        return matched / self.dynamodb_usd
 
 
 class LedgerSummary(FrozenModel):
@@ -147,6 +167,11 @@ class LedgerSummary(FrozenModel):
                 "dynamodb_usd": round(r.dynamodb_usd, 9),
                 "ratio": None if r.ratio is None else round(r.ratio, 9),
                 "auditor_lines": {k: round(v, 9) for k, v in r.auditor_lines.items()},
+                **(
+                    {}
+                    if r.priced_hours is None
+                    else {"priced_hours": r.priced_hours, "matched_auditor_usd": round(r.matched_auditor_usd or 0.0, 9)}
+                ),
             }
 
         return {
@@ -175,12 +200,15 @@ def summarise(entries: Iterable[LedgerEntry]) -> LedgerSummary | None:
         for e in es:
             for k, v in e.auditor.lines.items():
                 lines[k] = lines.get(k, 0.0) + v
+        priced = [e for e in es if e.hours is not None]
         return LedgerRow(
             table=name,
             days=len({e.day for e in es}),
             auditor_usd=sum(e.auditor.total for e in es),
             dynamodb_usd=sum(e.dynamodb.total for e in es),
             auditor_lines=lines,
+            priced_hours=len({h for e in priced for h in e.hours or ()}) if priced else None,
+            matched_auditor_usd=sum(e.matched_auditor for e in es) if priced else None,
         )
 
     rows = [row(t, es) for t, es in sorted(by_table.items()) if t != SHARED]

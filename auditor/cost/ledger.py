@@ -200,23 +200,26 @@ def day_entry(
 ) -> LedgerEntry:
     """One table's day from what the service stored (:mod:`auditor.sinks.ledger_store`).
 
-    ``hours``: the hourly metrics audit's entries (``dynamodb`` and ``auditor`` lines of its hour, summed);
-    ``windows``: the data events ingested per evaluated window (the evaluator's count of the window's calls), which
-    cost the CloudTrail data-event price, the ingest function's GB-seconds and the compressed trail files' S3 storage
-    (:func:`auditor.cost.cost_model.data_event_usage`, the monthly figures scaled to a day).
+    ``hours``: the hourly metrics audit's entries (``dynamodb`` and ``auditor`` lines of its hour, summed), named
+    ``hour_{start}``; ``windows``: the data events ingested per evaluated window (the evaluator's count of the window's
+    calls), named ``window_{start}``, which cost the CloudTrail data-event price, the ingest function's GB-seconds and
+    the compressed trail files' S3 storage (:func:`auditor.cost.cost_model.data_event_usage`: what the events cost,
+    their 30 days in the bucket included). The entry's ``hours`` are the priced hours; its ``in_hours`` the hours'
+    reads and the data events of the windows that start in them (the ratio's auditor side).
     """
     dynamodb: dict[str, float] = {}
     auditor: dict[str, float] = {}
     for doc in hours.values():
-        for k, v in _spend(doc.get("dynamodb") or {}).items():
-            dynamodb[k] = dynamodb.get(k, 0.0) + v
-        for k, v in _spend(doc.get("auditor") or {}).items():
-            auditor[k] = auditor.get(k, 0.0) + v
-    events = sum(int(v) for v in windows.values() if isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+        _add(dynamodb, _spend(doc.get("dynamodb") or {}))
+        _add(auditor, _spend(doc.get("auditor") or {}))
+    priced = tuple(sorted({s for s in map(_start, hours) if s is not None}))
+    inside = dict(auditor)
+    events = _events(windows.values())
     if events:
-        # the day's events as a month's usage: their trail files stay in the bucket for its 30-day expiry
-        for k, v in auditor_spend(data_event_usage(events), rates).lines.items():
-            auditor[k] = auditor.get(k, 0.0) + v
+        _add(auditor, auditor_spend(data_event_usage(events), rates).lines)
+        matched = _events(v for k, v in windows.items() if _within(_start(k), priced))
+        if matched:
+            _add(inside, auditor_spend(data_event_usage(matched), rates).lines)
     return LedgerEntry(
         day=day,
         account=account,
@@ -224,7 +227,28 @@ def day_entry(
         table=table,
         dynamodb=Spend(lines=dynamodb),
         auditor=Spend(lines=auditor),
+        hours=priced,
+        in_hours=Spend(lines=inside),
     )
+
+
+def _add(into: dict[str, float], lines: Mapping[str, float]) -> None:
+    for k, v in lines.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+def _events(values: Iterable[Any]) -> int:
+    return sum(int(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+
+
+def _start(name: str) -> int | None:
+    """The epoch start in a stored attribute's name (``hour_1764968400``, ``window_1764968400``), None if none."""
+    digits = name.rpartition("_")[2]
+    return int(digits) if digits.isdigit() else None
+
+
+def _within(start: int | None, hours: Sequence[int]) -> bool:
+    return start is not None and any(h <= start < h + 3600 for h in hours)
 
 
 def shared_day_entry(
@@ -248,6 +272,16 @@ def shared_day_entry(
     )
 
 
+def pro_rated(entry: LedgerEntry, hours: Iterable[int]) -> LedgerEntry:
+    """A day's entry over its priced ``hours`` too (the ratio's period): its costs accrue evenly by the hour, so its
+    part in them (``in_hours``) is the day's x hours / 24."""
+    priced = tuple(sorted(set(hours)))
+    share = len(priced) / 24
+    return entry.model_copy(
+        update={"hours": priced, "in_hours": Spend(lines={k: v * share for k, v in entry.auditor.lines.items()})}
+    )
+
+
 def week_ledger(
     entries: Iterable[LedgerEntry], *, controller: bool, shape: StackShape | None = None
 ) -> LedgerSummary | None:
@@ -255,7 +289,13 @@ def week_ledger(
     stored = list(entries)
     days = sorted({e.day for e in stored})
     tables = len({(e.account, e.region, e.table) for e in stored if e.table != SHARED})
+    priced: dict[date, set[int]] = {}
+    for e in stored:
+        if e.hours is not None:
+            priced.setdefault(e.day, set()).update(e.hours)
     shared = [shared_day_entry(d, tables, controller=controller, shape=shape) for d in days]
+    # each day's fixed costs also over the day's priced hours, where the stored entries name them
+    shared = [e if e.day not in priced else pro_rated(e, priced[e.day]) for e in shared]
     return summarise([*stored, *shared])
 
 
@@ -271,11 +311,13 @@ def combine_ledgers(parts: Sequence[tuple[str | None, str | None, Mapping[str, A
     if not kept:
         return None
     lines: dict[str, float] = {}
-    auditor = dynamodb = shared = 0.0
+    auditor = dynamodb = shared = matched = 0.0
     days = 0
     for _, _, ledger in kept:
         total = ledger["total"]
         auditor += float(total["auditor_usd"])
+        # the auditor's cost over the period the DynamoDB side covers (all of it when both sides cover the same)
+        matched += float(total.get("matched_auditor_usd", total["auditor_usd"]))
         dynamodb += float(total["dynamodb_usd"])
         shared += float(ledger.get("shared_usd", 0.0))
         days = max(days, int(total["days"]))
@@ -297,7 +339,7 @@ def combine_ledgers(parts: Sequence[tuple[str | None, str | None, Mapping[str, A
             "days": days,
             "auditor_usd": round(auditor, 9),
             "dynamodb_usd": round(dynamodb, 9),
-            "ratio": round(auditor / dynamodb, 9) if dynamodb > 0 else None,
+            "ratio": round(matched / dynamodb, 9) if dynamodb > 0 else None,
             "auditor_lines": {k: round(v, 9) for k, v in lines.items()},
         },
         "shared_usd": round(shared, 6),

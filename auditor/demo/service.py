@@ -517,14 +517,24 @@ class ServiceDemo:
 
 
 def ledger_line(ledger: LedgerSummary) -> str:
-    """The audit's cost as the report states it (the same figures, rounded the same way): the ledger's total."""
-    from auditor.report.auditor_cost import ledger_period
+    """The audit's cost as the report states it (the same figures, rounded the same way): the ledger's total, each
+    side with its period, and the ratio over the period both sides cover (the priced hours; none when none was)."""
+    from auditor.report.auditor_cost import ledger_period, priced_hours
     from auditor.report.report_pages import money, pct
 
     total = ledger.total
+    head = f"ledger  what the audit cost, {ledger_period(ledger)} (the service's daily ledger, the report's figure): "
+    if total.priced_hours is None:
+        return f"{head}auditor {money(total.auditor_usd)} vs audited DynamoDB {money(total.dynamodb_usd)}: " + (
+            f"ratio {pct(total.ratio)}"
+        )
+    hours = priced_hours(total.priced_hours)
+    sides = f"auditor {money(total.auditor_usd)} (all of it), audited DynamoDB {money(total.dynamodb_usd)} ({hours})"
+    if total.ratio is None:
+        return f"{head}{sides}; no ratio (no period both sides cover)"
     return (
-        f"ledger  what the audit cost, {ledger_period(ledger)} (the service's daily ledger, the report's figure): "
-        f"auditor {money(total.auditor_usd)} vs audited DynamoDB {money(total.dynamodb_usd)}: ratio {pct(total.ratio)}"
+        f"{head}{sides}; like for like over the {hours}: auditor {money(total.matched_auditor_usd)} vs DynamoDB "
+        f"{money(total.dynamodb_usd)}: ratio {pct(total.ratio)}"
     )
 
 

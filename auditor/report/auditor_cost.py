@@ -131,3 +131,22 @@ def ledger_cost(ledger: LedgerSummary) -> AuditorCost:
     return AuditorCost(
         lines=lines, total_usd=ledger.total.auditor_usd, period=f"{ledger_period(ledger)}, the service's daily ledger"
     )
+
+
+def priced_hours(hours: int) -> str:
+    """``1 priced hour``, ``7 priced hours``: the period a ledger's ratio covers."""
+    return f"{hours} priced hour{'' if hours == 1 else 's'}"
+
+
+def ledger_periods(ledger: LedgerSummary) -> str:
+    """What each side of the ledger covers, and the period its ratio is computed over (docs/cost.md)."""
+    hours = ledger.total.priced_hours
+    if hours is None:
+        return "Both sides cover the audited window."
+    return (
+        f"The audited DynamoDB cost covers the {priced_hours(hours)} (the hours the metrics audit priced); the "
+        "auditor's cost covers the whole days: its fixed costs by the day, the data events of every window captured "
+        "(each with its trail files' 30 days of storage) and the reads of every priced hour. The ratio compares the "
+        "two over the priced hours only: the auditor's cost in them is their reads, the data events of the windows "
+        "that start in them and the day's fixed costs pro-rated to them."
+    )

@@ -25,6 +25,7 @@ from auditor.escaping import drop_controls, report_text
 from auditor.findings_text import shorten
 from auditor.lifecycle import STATUS_MEANINGS, FindingStatus
 from auditor.models.finding import KIND_LABELS, REQUIRED_EVIDENCE, Finding, FindingKind, Severity
+from auditor.report.auditor_cost import ledger_period, ledger_periods, priced_hours
 from auditor.report.charts import Chart, ReportCharts, compact, human_bytes, report_charts
 from auditor.report.contents import STATUSES, WHAT_IF_GROWTHS, Delta
 from auditor.report.figures import format_key
@@ -307,6 +308,7 @@ def _environment(*, html: bool) -> Environment:
         keep_trailing_newline=not html,
     )
     env.filters.update(money=money, num=num, pct=pct, when=when, day=day, compact=compact, bytes=human_bytes)
+    env.filters.update(hours=priced_hours, ledger_periods=ledger_periods, ledger_days=ledger_period)
     if not html:
         env.filters.update(md=md, mdcode=md_code)
     env.globals.update(

@@ -56,7 +56,7 @@ def test_a_hot_partitions_key_is_named_only_from_captured_calls() -> None:
 
 
 def test_the_weekly_reports_cost_lines_equal_the_benchmarks_model_for_the_same_usage() -> None:
-    from datetime import date, timedelta
+    from datetime import UTC, date, datetime, timedelta
 
     from auditor.cost.bill import grouped
     from auditor.cost.cost_model import (
@@ -89,15 +89,21 @@ def test_the_weekly_reports_cost_lines_equal_the_benchmarks_model_for_the_same_u
     audit_metrics = FIXED_MODEL["metrics_audit_metrics_per_table"] * (730 + 30) / DAYS_PER_MONTH
     reads_usd = audit_metrics * AuditorRates().metric_requested
     days = [date(2026, 11, 30) + timedelta(days=i) for i in range(7)]
-    entries = [
-        day_entry(d, None, None, t.name, {"h": {"auditor": {"cloudwatch_metrics": reads_usd}}}, {"w": per_table_day})
-        for d in days
-        for t in acct.tables
-    ]
+
+    # The metrics audit books each hour (hour_{start}), the evaluator each window (window_{start}).
+    def stored(d: date) -> tuple[dict[str, Any], dict[str, Any]]:
+        midnight = int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp())
+        hours = {f"hour_{midnight + 3600 * h}": {"auditor": {"cloudwatch_metrics": reads_usd / 24}} for h in range(24)}
+        return hours, {f"window_{midnight}": per_table_day}
+
+    entries = [day_entry(d, None, None, t.name, *stored(d)) for d in days for t in acct.tables]
     summary = week_ledger(entries, controller=True, shape=StackShape(controller_metrics=polls))
     assert summary is not None
     expected = {k: v * 7 / DAYS_PER_MONTH for k, v in grouped(month).items()}
     assert summary.total.auditor_lines == pytest.approx(expected, rel=1e-6)
+    # Every hour priced: the ratio's period is the whole week, so it counts every cost, as the benchmark's month does.
+    assert summary.total.priced_hours == 7 * 24
+    assert summary.total.matched_auditor_usd == pytest.approx(summary.total.auditor_usd)
 
 
 def test_the_adversarial_groups_plant_where_the_reference_set_does_not_look() -> None:

@@ -303,6 +303,40 @@ def test_week_ledger_adds_each_days_shared_costs_to_the_total_only() -> None:
     assert summary.total.ratio == pytest.approx((0.04 + 2 * shared) / 40.0)
 
 
+def test_the_ratio_compares_the_auditor_and_dynamodb_over_the_hours_both_cover() -> None:
+    """Issue 30/31: a day's ledger prices DynamoDB for the metrics audit's hours only, while its auditor side holds
+    every data-event window and a whole day of fixed costs. The ratio is the auditor's cost over the priced hours
+    (their reads, the data events of the windows in them, the day's fixed costs pro-rated) against those hours'
+    DynamoDB cost; the stated totals keep every cost; with no priced hour there is no ratio."""
+    from auditor.cost.cost_model import data_event_usage
+    from auditor.cost.ledger import day_entry, shared_day_entry, week_ledger
+
+    day, hour = date(2026, 12, 5), 1_764_968_400  # 2026-12-05 21:00 UTC
+    priced = {f"hour_{hour}": {"dynamodb": {"reads": "2.0"}, "auditor": {"cloudwatch_metrics": "0.001"}}}
+    windows = {f"window_{hour + 900}": 1_000, f"window_{hour - 3600}": 100_000, f"window_{hour + 3600}": 200_000}
+    e = day_entry(day, None, None, "Orders", priced, windows)
+    assert e.hours == (hour,)
+    all_events = auditor_spend(data_event_usage(301_000)).total
+    in_hour = auditor_spend(data_event_usage(1_000)).total
+    assert e.auditor.total == pytest.approx(0.001 + all_events)
+    assert e.matched_auditor == pytest.approx(0.001 + in_hour)
+
+    summary = week_ledger([e], controller=False)
+    assert summary is not None
+    fixed = shared_day_entry(day, 1, controller=False).auditor.total
+    assert summary.total.auditor_usd == pytest.approx(0.001 + all_events + fixed)  # every cost stated
+    assert summary.total.priced_hours == 1
+    assert summary.total.matched_auditor_usd == pytest.approx(0.001 + in_hour + fixed / 24)
+    assert summary.total.ratio == pytest.approx((0.001 + in_hour + fixed / 24) / 2.0)
+    assert summary.rows[0].ratio == pytest.approx((0.001 + in_hour) / 2.0)
+    assert summary.to_dict()["total"]["priced_hours"] == 1
+
+    # data events but no priced hour: both figures stand, no ratio
+    unpriced = week_ledger([day_entry(day, None, None, "Orders", {}, windows)], controller=False)
+    assert unpriced is not None and unpriced.total.priced_hours == 0
+    assert unpriced.total.auditor_usd > 0 and unpriced.total.ratio is None
+
+
 def test_contributor_insights_rules_and_events_by_mode() -> None:
     from auditor.cost.ledger import insights_usage
     from auditor.models.inventory import ContributorInsights, IndexProfile, TableProfile

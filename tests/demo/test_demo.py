@@ -160,21 +160,28 @@ def test_the_ledger_and_a_capture_plan_change_are_shown(demo: DemoResult) -> Non
 def test_the_cost_of_auditing_is_one_figure_on_the_console_and_in_the_report(demo: DemoResult) -> None:
     """Issue 30/31: the demo states one cost of auditing, the service's ledger's, the same on the console, in the
     report's headline, its cost table and its ledger table (Markdown and HTML); the metrics audit's own reads are a
-    labelled part of it, never a second auditor cost with its own ratio."""
+    labelled part of it, never a second auditor cost with its own ratio. The ratio is like for like: the auditor's
+    cost over the hours the metrics audit priced against those hours' DynamoDB cost, not a day against an hour."""
     lines = [line for line in NARRATIVE if line.strip().startswith("ledger")]
     assert len(lines) == 1
-    match = re.search(r"auditor (\S+) vs audited DynamoDB (\S+): ratio (\S+)$", lines[0])
+    match = re.search(
+        r"auditor (\S+) \(all of it\), audited DynamoDB (\S+) \((\d+) priced hours?\); like for like over the \d+ "
+        r"priced hours?: auditor (\S+) vs DynamoDB \2: ratio (\S+)$",
+        lines[0],
+    )
     assert match is not None
-    auditor, dynamodb, ratio = match.groups()
+    auditor, dynamodb, hours, matched, ratio = match.groups()
+    assert matched != auditor  # the day's costs, pro-rated to the priced hours
     md = (demo.out / "report.md").read_text()
     html = (demo.out / "report.html").read_text()
     headline = next(line for line in md.splitlines() if line.startswith("| ") and "/month |" in line)
     assert headline.removesuffix(" |").rsplit(" | ", 1)[1] == auditor
     assert f": **{auditor}**." in md
-    assert f"| **Total** | **{auditor}** | **{dynamodb}** | **{ratio}** |" in md
+    assert f"| **Total** | **{auditor}** | **{dynamodb}** | **{hours}** | **{matched}** | **{ratio}** |" in md
     assert f"**{ratio}** in total" in md
     assert f'<span class="value">{auditor}</span>' in html
-    assert f'<td class="num">{auditor}</td><td class="num">{dynamodb}</td><td class="num">{ratio}</td>' in html
+    cells = (auditor, dynamodb, hours, matched, ratio)
+    assert "".join(f'<td class="num">{cell}</td>' for cell in cells) in html
     others = [line for line in NARRATIVE if line not in lines]
     assert not any(" ratio " in line or "estimated cost" in line for line in others)
     assert "0 invocations" not in md and "0 metrics requested" not in md
@@ -308,7 +315,8 @@ def test_the_demo_report_shows_the_weekly_cost_ledger(demo: DemoResult) -> None:
     orders = next(line for line in rows if line.startswith("| Orders |"))
     assert "$0.00 |" not in orders.split(" | ")[2] + " |"  # the metrics audit booked its hour of DynamoDB spend
     total = next(line for line in rows if line.startswith("| **Total**"))
-    assert total.count("$") == 2 and total.rstrip(" |").endswith("%**")
+    # the auditor's cost, the audited DynamoDB cost and the auditor's cost in the priced hours (the ratio's side)
+    assert total.count("$") == 3 and total.rstrip(" |").endswith("%**")
 
 
 def test_money_status_and_a_clean_run_in_the_demo(demo: DemoResult) -> None:

@@ -614,3 +614,56 @@ def test_the_auditors_cost_is_the_ledgers_one_figure_when_the_service_kept_a_led
     assert f"| {figure} |" in md[: md.index("### The three")]  # the headline's card
     assert f"2026-12-01, the service&#39;s daily ledger: {figure})</caption>" in html
     assert f'<span class="value">{figure}</span>' in html  # the headline's card
+
+
+def test_the_ledgers_ratio_is_stated_over_the_priced_hours_only() -> None:
+    """Issue 30/31: the ledger's auditor side covers the days (fixed costs, every data-event window), its DynamoDB side
+    the hours the metrics audit priced; the report states both with their periods and the ratio over the priced hours
+    only (the auditor's cost in them), in Markdown and HTML; with no priced hour it states no ratio."""
+    from datetime import date
+
+    from auditor.cost.cost_model import SHARED, LedgerEntry, Spend, summarise
+    from auditor.report.report_pages import money, pct, render_html, render_markdown
+
+    day, hour = date(2026, 12, 1), 1_764_561_600  # 2026-12-01 04:00 UTC
+
+    def ledger(hours: tuple[int, ...]) -> Any:
+        return summarise(
+            [
+                LedgerEntry(
+                    day=day,
+                    table="Orders",
+                    dynamodb=Spend(lines={"reads": 2.0} if hours else {}),
+                    auditor=Spend(lines={"cloudtrail_data_events": 0.40, "cloudwatch_metrics": 0.001}),
+                    hours=hours,
+                    in_hours=Spend(
+                        lines={"cloudtrail_data_events": 0.02, "cloudwatch_metrics": 0.001} if hours else {}
+                    ),
+                ),
+                LedgerEntry(
+                    day=day,
+                    table=SHARED,
+                    dynamodb=Spend(lines={}),
+                    auditor=Spend(lines={"dashboards": 0.24}),
+                    hours=hours,
+                    in_hours=Spend(lines={"dashboards": 0.24 * len(hours) / 24}),
+                ),
+            ]
+        )
+
+    priced = ledger((hour,))
+    assert priced.total.ratio == pytest.approx(0.031 / 2.0)  # not 0.641 / 2.0: a day against an hour
+    report = build_report_from_findings([], NOW, week=W49, ledger=priced)
+    md, html = render_markdown(report), render_html(report)
+    figure, matched, ratio = money(priced.total.auditor_usd), money(0.031), pct(0.031 / 2.0)
+    assert f"| **Total** | **{figure}** | **$2.00** | **1** | **{matched}** | **{ratio}** |" in md
+    assert f"Ratio: **{ratio}** in total over the 1 priced hour." in md
+    assert "covers the 1 priced hour" in md and "pro-rated" in md
+    assert '<td class="num">1</td>' in html and f"{ratio} in total over the 1 priced hour" in html
+    assert pct(0.641 / 2.0) not in md + html
+
+    unpriced = ledger(())
+    assert unpriced.total.ratio is None
+    md = render_markdown(build_report_from_findings([], NOW, week=W49, ledger=unpriced))
+    assert "No ratio: no hour of DynamoDB spend was priced" in md
+    assert f"| **Total** | **{money(unpriced.total.auditor_usd)}** | **$0.00** | **0** | **$0.00** | **-** |" in md
