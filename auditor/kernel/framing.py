@@ -99,6 +99,24 @@ class _TooLargeError(Exception):
     """A retained value grew past its size limit."""
 
 
+class _ParseError(SourceReadError):
+    """The parser's own failure (invalid JSON at a known place), as opposed to one of the input (corrupt gzip data, a
+    read error): inside an array the reader resynchronises at the next record instead (``_Parser._resync``)."""
+
+
+#: The reason of a skipped record that the end of the input cut short.
+TRUNCATED: Final = "the file ends inside a record (truncated)"
+#: The first key of a record CloudTrail writes (its records start ``{"eventVersion":``): where the reader resumes
+#: after a stretch that is not one JSON value, until it has learnt the first key from the data.
+_RECORD_KEY: Final = b"eventVersion"
+
+
+def _record_start(key: bytes) -> re.Pattern[bytes]:
+    """``,`` + ``{`` + the first key ``key`` + ``:``: where a record of a ``Records`` array starts. It is never inside
+    a string (its ``"`` would be escaped there), so outside a broken stretch it only starts an array element."""
+    return re.compile(rb',[ \t\r\n]*+(?=\{[ \t\r\n]*"' + re.escape(key) + rb'"[ \t\r\n]*:)')
+
+
 class _UndecodableError(Exception):
     """A value whose extent (up to ``end``) is known could not be decoded (``error`` says why and where)."""
 
@@ -161,6 +179,14 @@ class _Parser:
         self.eof = False
         #: A chunk pulled by ``_straddle`` but not used yet: ``_more`` takes it first.
         self._held: bytes | None = None
+        #: Whether a line of JSON lines was read whole: then a line that is not one JSON value is one bad record.
+        self.lines = False
+        #: Whether the input ended inside a record or an array (nothing more to read).
+        self.truncated = False
+        #: The next record start found (``_bounded_element``, an absolute offset; -1: none) and how far the input
+        #: was searched for one: each byte is searched once.
+        self._next_start = -1
+        self._searched = 0
 
     # -- buffer management -------------------------------------------------------------------------------------------
 
@@ -224,7 +250,7 @@ class _Parser:
         return None
 
     def _fail(self, at: int, reason: str) -> SourceReadError:
-        return SourceReadError(self.name, f"{reason} at byte {self.base + at}")
+        return _ParseError(self.name, f"{reason} at byte {self.base + at}")
 
     def _truncated(self) -> SourceReadError:
         return self._fail(len(self.buf), "invalid JSON: unexpected end of data")
@@ -427,6 +453,69 @@ class _Parser:
                 raise self._decode_error(exc, start) from None
             return Malformed(self._decode_error(exc, start).reason), end
 
+    def _resync(
+        self, start: int, error: SourceReadError, pattern: re.Pattern[bytes], first: int, inside: bool = True
+    ) -> tuple[Any, int]:
+        """After a stretch of an array from ``start`` (an absolute offset) that is not one JSON value: one bad record
+        (:class:`Malformed`, with ``error``'s reason) and the index of the ``,`` before the next record's start
+        (``pattern``), where reading resumes. The search only moves forward and keeps a few bytes of the stretch.
+
+        With no record after it, a stretch ``inside`` an element that the end of the input cut short (not the
+        array's ``first`` element) is one truncated record and the end of the input (``self.truncated``); anything
+        else (nothing of the array readable, text after an element, an array never closed) fails the input."""
+        i = max(start - self.base, 0)
+        search = pattern.search
+        truncation = error.reason.startswith("invalid JSON: unexpected end of data")
+        while True:
+            m = search(self.buf, i)
+            if m is not None:
+                reason = error.reason
+                if truncation:  # the scan ran on to the end of the input
+                    reason = f"invalid JSON: cut short by the next record (at byte {self.base + m.start()})"
+                return Malformed(reason), m.start()
+            i = max(i, len(self.buf) - 1100)  # a record start cut by the end of the buffer is found again
+            self.pos = i
+            shift = self._more()
+            if shift is None:
+                break
+            i -= shift
+        if start <= first or not truncation or not inside:
+            raise error
+        self.truncated = True
+        self.pos = len(self.buf)
+        return Malformed(TRUNCATED), self.pos
+
+    def _bounded_element(self, pattern: re.Pattern[bytes]) -> tuple[Any, int] | None:
+        """The element at ``self.pos`` read as the stretch up to the next record's start (``pattern``): its value, or
+        one bad record if that stretch is not one JSON value. None where the usual path decides: a value that ends
+        before that start, no start within the largest record. Used once the array held a broken stretch, so that a
+        stretch that never closes is not scanned to the end of the input again."""
+        start = self.pos
+        base = self.base
+        if self._next_start <= base + start:
+            i = max(start + 1, self._searched - base)
+            while True:
+                m = pattern.search(self.buf, i)
+                if m is not None:
+                    self._next_start = self._searched = self.base + m.start()
+                    break
+                i = max(i, len(self.buf) - 1100)  # a record start cut by the end of the buffer is found again
+                self._searched = self.base + i
+                if i - self.pos > _MAX_ELEMENT:
+                    return None
+                shift = self._more()
+                if shift is None:
+                    return None
+                i -= shift
+        start = self.pos
+        end = self._next_start - self.base
+        try:
+            return _loads(self.buf[start:end]), end
+        except _JSONDecodeError as exc:
+            if exc.msg.startswith("unexpected content after document"):
+                return None
+            return Malformed(self._decode_error(exc, start).reason), end
+
     def _array(self, unwrap: bool) -> Iterator[Any]:
         """Yield the elements of the array whose ``[`` was just consumed (``self.pos`` is after it), leaving
         ``self.pos`` after the closing ``]``. With ``unwrap`` (top-level arrays), each element goes through
@@ -436,6 +525,9 @@ class _Parser:
             self.pos = i + 1
             return
         self.pos = i
+        first = self.base + i
+        pattern = _record_start(_RECORD_KEY)
+        bounded = False  # whether a broken stretch was found: see _bounded_element
         sep: bytes | None = None
         adv = 0
         loads = _loads
@@ -503,26 +595,57 @@ class _Parser:
                             yield obj
                 finally:
                     self.pos = pos
-            start = self.pos
-            obj, end = self._slow_element(sep, window, failed, failed_at)
+            at = self.pos
+            start = self.base + at
+            got = self._bounded_element(pattern) if bounded else None
+            try:
+                obj, end = self._slow_element(sep, window, failed, failed_at) if got is None else got
+            except _ParseError as exc:  # not one JSON value: one bad record, up to the next record's start
+                obj, end = self._resync(start, exc, pattern, first)
+                bounded = True
+            else:
+                if type(obj) is Malformed and got is None and start >= self.base:
+                    # A stretch holding a record start is cut there; one the input ends after was cut short.
+                    m = pattern.search(self.buf, start - self.base + 1, end)
+                    if m is not None:
+                        end = m.start()
+                        bounded = True
+                    elif start > first:
+                        self.pos = end
+                        end = self._skip_ws(end)
+                        if end >= len(self.buf):
+                            obj = Malformed(TRUNCATED)
+                            self.truncated = True
             failed = None
             # Search candidates no further than a few times the size of this element.
-            window = min(_WINDOW, max(16 << 10, (end - start) * 8))
+            window = min(_WINDOW, max(16 << 10, (end - at) * 8))
             if unwrap:
                 yield from _unwrap(obj, False)
             else:
                 yield obj
-            # After the element: "," or "]", then relearn the separator from the gap and the next element.
-            self.pos = end
-            gap_abs = self.base + end
-            i = self._next_value(end)
-            c = self.buf[i]
-            if c == _RBRACKET:
-                self.pos = i + 1
+            if self.truncated:
                 return
-            if c != _COMMA:
-                raise self._fail(i, "invalid JSON (expected ',' or ']')")
-            i = self._next_value(i + 1)
+            # After the element: "," or "]" (else a bad stretch up to the next record's start), then relearn the
+            # separator from the gap and the next element.
+            while True:
+                self.pos = end
+                gap_abs = self.base + end
+                i = self._skip_ws(end)
+                if i >= len(self.buf):
+                    break
+                c = self.buf[i]
+                if c == _RBRACKET:
+                    self.pos = i + 1
+                    return
+                if c == _COMMA:
+                    i = self._skip_ws(i + 1)
+                    break
+                bad, end = self._resync(
+                    self.base + i, self._fail(i, "invalid JSON (expected ',' or ']')"), pattern, first, False
+                )
+                yield bad
+            if i >= len(self.buf):  # the input ends inside the array
+                raise self._truncated()
             buf = self.buf
             sep = None
             gap_start = gap_abs - self.base
@@ -566,6 +689,8 @@ class _Parser:
                 if key == "Records" and self.buf[i] == _LBRACKET:
                     self.pos = i + 1
                     yield from self._array(False)
+                    if self.truncated:
+                        return
                     i = self.pos
                     saw = True
                 else:
@@ -586,6 +711,43 @@ class _Parser:
         if not saw:
             raise _NotCloudTrailError
 
+    def _bad_line(self, exc: orjson.JSONDecodeError, nl: int) -> Malformed:
+        """A line of JSON lines (from ``self.pos`` to ``nl``) that is not one JSON value: one bad record; reading
+        resumes at the next line."""
+        if nl >= len(self.buf) and self.eof and exc.msg.startswith("unexpected end of data"):
+            reason = TRUNCATED
+        else:
+            reason = self._decode_error(exc, self.pos).reason
+        self.pos = min(nl + 1, len(self.buf))
+        return Malformed(reason)
+
+    def _line(self, i: int) -> Any:
+        """The value of the line of JSON lines at ``i`` (or one bad record: :meth:`_bad_line`), with ``self.pos``
+        after it; None if the line is longer than the largest record, or holds several values."""
+        self.pos = i
+        nl_from = i
+        while True:
+            nl = self.buf.find(b"\n", nl_from)
+            if nl >= 0 or self.eof:
+                break
+            nl_from = len(self.buf)
+            if nl_from - self.pos > _MAX_ELEMENT:
+                return None
+            shift = self._more()
+            if shift is None:
+                break
+            nl_from -= shift
+        if nl < 0:
+            nl = len(self.buf)
+        try:
+            obj = _loads(self.buf[self.pos : nl])
+        except _JSONDecodeError as exc:
+            if exc.msg.startswith("unexpected content after document"):
+                return None
+            return self._bad_line(exc, nl)
+        self.pos = nl
+        return obj
+
     def _object(self, first_value: bool) -> Iterator[Any]:
         """A top-level object at ``self.pos``."""
         start = self._ensure(self.pos, 256)
@@ -594,7 +756,8 @@ class _Parser:
         if m is not None:  # the usual log file: stream the Records array
             self.pos = m.end()
             yield from self._array(False)
-            yield from self._members(self.pos, False)
+            if not self.truncated:
+                yield from self._members(self.pos, False)
             return
         obj: Any = None
         end = -1
@@ -605,14 +768,20 @@ class _Parser:
         while True:
             buf = self.buf
             nl = buf.find(b"\n", nl_from)
+            if nl < 0 and self.eof and self.lines:
+                nl = len(buf)  # the last line of JSON lines, without its newline
             if nl >= 0:
                 long_line = nl - self.pos > limit
                 if not long_line:
                     try:
                         obj = _loads(buf[self.pos : nl])
                         end = nl
-                    except _JSONDecodeError:
-                        pass
+                    except _JSONDecodeError as exc:
+                        if self.lines and not exc.msg.startswith("unexpected content after document"):
+                            yield self._bad_line(exc, nl)
+                            return
+                    else:
+                        self.lines = True
                 break
             nl_from = len(buf)
             if len(buf) - self.pos > limit:
@@ -679,6 +848,9 @@ class _Parser:
                 elif c == _LBRACKET:
                     self.pos = i + 1
                     yield from self._array(True)
+                elif self.lines and (line := self._line(i)) is not None:
+                    # JSON lines: a line is a record, one that is not one JSON value a bad one.
+                    yield from _unwrap(line, False)
                 else:
                     # A scalar: the whole input if it is alone ("not a CloudTrail log file"), else one bad line
                     # of JSON lines. One that does not even decode (text that is not JSON) fails the input.

@@ -97,8 +97,9 @@ def read_calls(
     whose ``eventID`` the ``deduper`` has seen, and ``data_events`` for each call yielded. Records that are not
     DynamoDB data events (``normalize`` returns None) count in ``records_read`` only.
 
-    Contract with the caller: a source that cannot be opened or read raises ``SourceReadError`` (it is never
-    caught here), possibly after some calls were yielded. The caller must therefore aggregate each source
+    Contract with the caller: a source that cannot be opened or read raises ``SourceReadError`` (never
+    swallowed here: one raised after the first record names the record reached, ``record N: reason``, N counted in
+    the whole input), possibly after some calls were yielded. The caller must therefore aggregate each source
     separately, with its own ``stats``, and on ``SourceReadError`` discard that aggregate and those stats, call
     ``deduper.rollback()`` and count ``files_failed``; on success merge them, call ``deduper.commit()`` and count
     ``files_read``. This function does not touch ``files_read``/``files_failed``.
@@ -153,6 +154,11 @@ def read_calls(
             if call is not None:
                 yield [call]
         stats.records_seen += index
+    except SourceReadError as exc:
+        if not index:
+            raise
+        # Where in the input: the record the reader had reached, as well as the byte offset the reason may give.
+        raise SourceReadError(name, f"record {index + 1}: {exc.reason}") from exc
     finally:
         try:
             stream.close()
