@@ -228,6 +228,22 @@ def _kept(counts: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:KEPT])
 
 
+def _busier(entry: Mapping[str, Any]) -> float:
+    """How much of its limit the window of a headroom entry used (its ``assumed_utilisation``; 0 when not stated)."""
+    used = _number(entry.get("with", {}).get("assumed_utilisation"))
+    return used if used is not None else 0.0
+
+
+def _ahead(entry: Mapping[str, Any], kept: Mapping[str, Any], sign: float) -> bool:
+    """Whether ``entry`` replaces ``kept``: a higher peak (``sign`` 1) or a tighter headroom (``sign`` -1); of two
+    equal headrooms, the busier window's (a headroom capped at 1.0 by throttling in two windows is stated with the
+    utilisation of the one nearer its limit, the one the input's peak is in)."""
+    mine, theirs = sign * float(entry["value"]), sign * float(kept["value"])
+    if mine != theirs or sign > 0:
+        return mine > theirs
+    return _busier(entry) > _busier(kept)
+
+
 def merge_figures(
     a: Figures | None, b: Figures | None, b_first: bool = False, pause: float = float("inf")
 ) -> Figures | None:
@@ -249,7 +265,7 @@ def merge_figures(
     for name, sign in (("max", 1.0), ("min", -1.0)):
         kept = dict(a.get(name, {}))
         for f, entry in b.get(name, {}).items():
-            if f not in kept or sign * float(entry["value"]) > sign * float(kept[f]["value"]):
+            if f not in kept or _ahead(entry, kept[f], sign):
                 kept[f] = entry
         out[name] = kept
     unions = {f: list(v) for f, v in a.get("union", {}).items()}

@@ -249,3 +249,25 @@ def test_a_long_key_is_kept_as_a_digest() -> None:
     wide = 'pk\x1f"' + "\U0001f600" * 40  # 160 bytes as UTF-8, 480 as escaped JSON
     assert key_id(wide) != wide and len(key_id(wide)) < 64
     assert key_id('pk\x1f"\ud800') != 'pk\x1f"\ud800'  # a lone surrogate: not writable as UTF-8
+
+
+def test_of_two_windows_at_the_same_headroom_the_busier_one_states_the_utilisation() -> None:
+    # a key throttled in two windows: both at headroom 1.0 (the evidence caps it), one nearer its limit than the other
+    def window(used: float) -> dict[str, Any]:
+        return {
+            "key": {"pk": "CUSTOMER#42"},
+            "share": 0.4,
+            "requests": 100,
+            "window_seconds": 900,
+            "source": "cloudtrail",
+            "headroom_factor": 1.0,
+            "assumed_utilisation": used,
+            "throttles_now": True,
+        }
+
+    quiet, busy = figures_of("hot_key", window(0.159)), figures_of("hot_key", window(0.174))
+    for a, b in ((quiet, busy), (busy, quiet)):
+        merged = merge_figures(a, b)
+        assert merged is not None
+        stated = period_evidence("hot_key", window(0.0), merged, 1800.0, 2)
+        assert (stated["headroom_factor"], stated["assumed_utilisation"]) == (1.0, 0.174)
