@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings, config=limits)
     if args.profile_out:
         try:
-            Path(args.profile_out).write_text(to_json(load_profile(spans, args.growth)), encoding="utf-8")
+            Path(args.profile_out).write_text(
+                to_json(load_profile(spans, args.growth, aggs.windows.values())), encoding="utf-8"
+            )
         except OSError as exc:
             raise InputError(f"{args.profile_out}: cannot write the profile: {exc.strerror or exc}") from exc
     text = to_json(result.to_dict()) if args.format == "json" else render_what_if(result, args.format)

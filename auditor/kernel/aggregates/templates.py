@@ -160,3 +160,34 @@ def statement_template(statement: Statement) -> str:
         if name not in statement.key_equalities:
             parts.append(f"{name}=?" if name in statement.constrained else f"{name}=(redacted)")
     return ", ".join(parts[:8])
+
+
+#: A placeholder of a template (``{n}``, ``{uuid}``, ``?``).
+_PLACEHOLDER_RE: Final = re.compile(r"\{[a-z?]+\}")
+#: Placeholders one id generator can produce for the same field (a random suffix is sometimes all digits, sometimes
+#: all letters): templates that differ only in these are one pattern.
+ID_LIKE: Final = frozenset({"{n}", "{hex}", "{s}", "{id}"})
+
+
+def pattern_shape(template: str) -> str:
+    """What groups templates into one access pattern: ``template`` with its id-like placeholders blanked
+    (``DEV#{n}`` and ``DEV#{s}`` are one shape)."""
+    return _PLACEHOLDER_RE.sub(lambda m: "{*}" if m.group() in ID_LIKE else m.group(), template)
+
+
+def pattern_template(templates: list[str]) -> str:
+    """The one template of several of the same :func:`pattern_shape`, heaviest first: each placeholder where they
+    agree, ``{hex}`` where they differ only in digits and hex (short hex suffixes), else ``{id}``."""
+    if len(templates) == 1:
+        return templates[0]
+    columns = zip(*(_PLACEHOLDER_RE.findall(t) for t in templates), strict=False)
+    merged = iter([_one_placeholder(set(column)) for column in columns])
+    return _PLACEHOLDER_RE.sub(lambda m: next(merged, m.group()), templates[0])
+
+
+def _one_placeholder(kinds: set[str]) -> str:
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    if kinds <= {"{n}", "{hex}"} or ("{hex}" in kinds and kinds <= {"{n}", "{hex}", "{s}"}):
+        return "{hex}"
+    return "{id}"
