@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from auditor.engine import apply_table_facts, ingest_parallel, plan_processes
     from auditor.kernel.inputs import discover
     from auditor.whatif.capacity import capacity_from_audit, profiles_from_audit
+    from auditor.whatif.key_rates import finding_peaks
     from auditor.whatif.limits import WhatIfConfig, what_if
     from auditor.whatif.loadtest import load_profile
     from auditor.whatif.whatif_text import render_what_if
@@ -63,8 +64,16 @@ def run(args: argparse.Namespace) -> int:
     profiles = profiles_from_audit(audit) if audit is not None else {}
     for agg in spans:
         apply_table_facts(agg, config, profiles)
-    limits = WhatIfConfig.of_partition_settings(config.detector_config("hot_key"))
-    result = what_if(spans, args.growth, capacity=capacity, insight_findings=insight_findings, config=limits)
+    hot_key = config.detector_config("hot_key")
+    limits = WhatIfConfig.of_partition_settings(hot_key)
+    result = what_if(
+        spans,
+        args.growth,
+        capacity=capacity,
+        insight_findings=insight_findings,
+        config=limits,
+        peak_of=finding_peaks(hot_key),
+    )
     if args.profile_out:
         try:
             Path(args.profile_out).write_text(

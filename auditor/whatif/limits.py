@@ -9,7 +9,7 @@ docs/commands/what-if.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -30,6 +30,7 @@ __all__ = [
     "KeyPeak",
     "LimitItem",
     "PartitionCapacity",
+    "PeakOf",
     "ResourceCapacity",
     "WhatIfConfig",
     "WhatIfResult",
@@ -386,8 +387,16 @@ def throttled_access(agg: TableWindow) -> Access | None:
     return found[0] if len(found) == 1 else None
 
 
+#: A key's peak as the detectors measure it (``auditor.whatif.key_rates.finding_peaks``): the aggregate, the encoded
+#: key.
+PeakOf = Callable[[TableWindow, str], KeyPeak]
+
+
 def key_limits(
-    agg: TableWindow, cfg: WhatIfConfig | None = None, min_second_requests: int = MIN_PEAK_SECOND_REQUESTS
+    agg: TableWindow,
+    cfg: WhatIfConfig | None = None,
+    min_second_requests: int = MIN_PEAK_SECOND_REQUESTS,
+    peak_of: PeakOf | None = None,
 ) -> list[LimitItem]:
     """The partition limit of every throttled key and of the other keys closest to it, from the per-minute and
     per-second key counts of a CloudTrail aggregate.
@@ -399,6 +408,8 @@ def key_limits(
     throttles now (:func:`~auditor.models.capacity.reconcile`) at the limit of the direction its calls were
     throttled in (:func:`throttled_access`), and every one is listed, first; ``max_keys_per_table`` bounds only the
     others. ``min_second_requests``: the requests a busiest second needs to be a key's peak (:func:`key_peak`).
+    ``peak_of``: each listed key's peak as the ``hot_key`` and ``low_cardinality_key`` findings measure it, so the
+    what-if states their headroom (the ranking stays :func:`key_peaks`').
     """
     cfg = cfg or WhatIfConfig()
     units = unit_costs(agg.item_size_bytes, agg.key_reads, agg.key_reads_eventual)
@@ -411,6 +422,8 @@ def key_limits(
 
     calm = sorted(((k, p) for k, p in peaks.items() if k not in throttled), key=pressure)[: cfg.max_keys_per_table]
     listed = [(k, peaks.get(k, KeyPeak())) for k in sorted(throttled)] + calm
+    if peak_of is not None:
+        listed = [(k, peak_of(agg, k)) for k, _ in listed]
     direction = throttled_access(agg)
     items = []
     for encoded, peak in listed:
@@ -833,18 +846,20 @@ def what_if(
     capacity: Sequence[ResourceCapacity] = (),
     insight_findings: Sequence[dict[str, Any]] = (),
     config: WhatIfConfig | None = None,
+    peak_of: PeakOf | None = None,
 ) -> WhatIfResult:
     """The limits of every key, index and table, nearest first.
 
     ``spans`` are CloudTrail aggregates (one per table). Tables with CloudWatch ``capacity`` take their table and
-    index limits from it (consumed units are exact); the others from CloudTrail's busiest minute.
+    index limits from it (consumed units are exact); the others from CloudTrail's busiest minute. ``peak_of``: a
+    key's peak as the findings measure it (:func:`key_limits`).
     """
     if not growth > 0:
         raise ValueError("growth must be more than 0")
     cfg = config or WhatIfConfig()
     items: list[LimitItem] = []
     for agg in spans:
-        items += key_limits(agg, cfg)
+        items += key_limits(agg, cfg, peak_of=peak_of)
         if not any(_same_table(c, agg) for c in capacity):
             items += table_limits_from_trail(agg, cfg) + index_limits_from_trail(agg, cfg)
     items += capacity_throttled(capacity_limits(capacity, cfg), insight_findings)
