@@ -117,6 +117,9 @@ def _record_start(key: bytes) -> re.Pattern[bytes]:
     return re.compile(rb',[ \t\r\n]*+(?=\{[ \t\r\n]*"' + re.escape(key) + rb'"[ \t\r\n]*:)')
 
 
+_RECORD_START: Final = _record_start(_RECORD_KEY)
+
+
 class _UndecodableError(Exception):
     """A value whose extent (up to ``end``) is known could not be decoded (``error`` says why and where)."""
 
@@ -526,7 +529,7 @@ class _Parser:
             return
         self.pos = i
         first = self.base + i
-        pattern = _record_start(_RECORD_KEY)
+        pattern = _RECORD_START
         bounded = False  # whether a broken stretch was found: see _bounded_element
         sep: bytes | None = None
         adv = 0

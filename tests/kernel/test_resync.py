@@ -42,7 +42,7 @@ def assert_one_skipped(data: bytes, reason: str, index: int = 16, total: int = 3
             stats = IngestStats()
             list(read_calls(bytes_source("t.json", body), stats, Deduper(), light=light))
             assert (stats.records_read, stats.records_skipped, stats.data_events) == (total, 1, 30)
-            assert [p for p in stats.problems if reason in p][0].startswith(f"t.json: record {index}: ")
+            assert next(p for p in stats.problems if reason in p).startswith(f"t.json: record {index}: ")
 
 
 def records_file(middle: bytes) -> bytes:
