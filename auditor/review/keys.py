@@ -29,6 +29,37 @@ def _num(ev: Mapping[str, Any], name: str, default: float = 0.0) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
 
 
+def billed_rates(ev: Mapping[str, Any], read_share: float | None = None) -> tuple[float, float]:
+    """(reads, writes) per second that DynamoDB bills of a hot key's evidence: its requests less the calls on it that
+    were throttled. A throttled request is denied (ProvisionedThroughputExceededException, ThrottlingException: "The
+    request was denied due to request throttling", DynamoDB API Reference, Common Errors) and consumes no capacity;
+    on demand "you only pay for the throughput you actually use" and are billed per request served
+    (docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html). ``read_share``: the
+    share of the throttled calls that were reads (the table's ``throttling`` finding); unknown, they come off reads
+    and writes in proportion. Neither goes below zero."""
+    reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")
+    seconds = _num(ev, "window_seconds")
+    throttled = _num(ev, "throttled_calls") / seconds if seconds > 0 else 0.0
+    if throttled <= 0 or reads + writes <= 0:
+        return reads, writes
+    if read_share is None:
+        served = max(0.0, 1.0 - throttled / (reads + writes))
+        return reads * served, writes * served
+    return max(0.0, reads - throttled * read_share), max(0.0, writes - throttled * (1.0 - read_share))
+
+
+def throttled_read_share(data: ReviewInput, f: Mapping[str, Any]) -> float | None:
+    """The share of reads among the throttled calls the ``throttling`` findings of ``f``'s table (and index) count,
+    None when they count none."""
+    counts = [0.0, 0.0]
+    for other in data.findings:
+        ev = other.get("evidence") or {}
+        if other.get("kind") == "throttling" and _where(other) == _where(f) and other.get("index") == f.get("index"):
+            counts[0] += _num(ev, "read_throttle_events")
+            counts[1] += _num(ev, "write_throttle_events")
+    return counts[0] / sum(counts) if sum(counts) > 0 else None
+
+
 def _where(f: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
     return (f.get("account"), f.get("region"), str(f["table"]))
 
@@ -124,6 +155,8 @@ def _shard(
     attr, value = next(iter(key.items()))
     price = data.pricing(f.get("region"))
     reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")
+    # the throttled calls are offered load, not billed
+    billed_reads, billed_writes = billed_rates(ev, throttled_read_share(data, f))
     ru, wu = _num(ev, "read_units_per_read", 1.0), _num(ev, "write_units_per_write", 1.0)
     after_h = capacity.headroom(r / shards, w / shards) or 0.0
     title = f"{f['table']}: write {attr}={value} across {shards} shards ({attr}#0..{shards - 1})"
@@ -162,10 +195,12 @@ def _shard(
                 else []
             ),
         ],
-        before=Effect(reads=price.monthly(reads * ru, 0.0), writes=price.monthly(0.0, writes * wu), headroom=h),
+        before=Effect(
+            reads=price.monthly(billed_reads * ru, 0.0), writes=price.monthly(0.0, billed_writes * wu), headroom=h
+        ),
         after=Effect(
-            reads=price.monthly(reads * ru + reads * (shards - 1) * 0.5, 0.0),
-            writes=price.monthly(0.0, writes * wu),
+            reads=price.monthly(billed_reads * ru + billed_reads * (shards - 1) * 0.5, 0.0),
+            writes=price.monthly(0.0, billed_writes * wu),
             headroom=after_h,
         ),
         capacity=capacity,
@@ -192,6 +227,7 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
         miss = 1 - cfg.hot_key.cache_hit_ratio
         price = data.pricing(f.get("region"))
         reads, ru = _num(ev, "reads_per_second"), _num(ev, "read_units_per_read", 1.0)
+        billed = billed_rates(ev, throttled_read_share(data, f))[0]  # the throttled calls are not billed
         key = dict(ev["key"])
         attr, value = next(iter(key.items()))
         dax = cfg.dax_node_hour * cfg.dax_nodes * SECONDS_PER_MONTH / 3600
@@ -217,9 +253,9 @@ def cache_reads(data: ReviewInput, limits: WhatIfConfig | None = None) -> list[P
                     f"DAX: {cfg.dax_nodes} nodes at ${cfg.dax_node_hour}/node-hour (an application cache costs "
                     "what its own nodes cost)",
                 ],
-                before=Effect(reads=price.monthly(reads * ru, 0.0), headroom=capacity.headroom(r, w)),
+                before=Effect(reads=price.monthly(billed * ru, 0.0), headroom=capacity.headroom(r, w)),
                 after=Effect(
-                    reads=price.monthly(reads * ru * miss, 0.0),
+                    reads=price.monthly(billed * ru * miss, 0.0),
                     extra=round(dax, 2),
                     headroom=capacity.headroom(r * miss, w),
                 ),
