@@ -44,6 +44,7 @@ __all__ = [
     "partition_headroom",
     "table_is_provisioned",
     "table_limits_from_trail",
+    "throttle_tally",
     "throttled_access",
     "throttled_keys",
     "trail_notes",
@@ -556,7 +557,7 @@ def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacit
                 f"{agg.table} is provisioned: its capacity is not in the trail, so its table limit is not measured "
                 "(pass --audit with the audit's CloudWatch capacity)."
             )
-    notes += [_throttled_note(agg) for agg in spans if agg.throttle_keys]
+    notes += [_throttled_note(throttle_tally(agg)) for agg in spans if agg.throttle_keys]
     if any(not agg.item_size_bytes for agg in spans):
         names = ", ".join(sorted({agg.table for agg in spans if not agg.item_size_bytes})[:5])
         notes.append(
@@ -566,15 +567,26 @@ def trail_notes(spans: Sequence[TableWindow], capacity: Sequence[ResourceCapacit
     return notes
 
 
-def _throttled_note(agg: TableWindow) -> str:
-    """How many keys of the table throttled in all: those the aggregate names (each listed) and the calls on keys
-    past its bound (each may be another key)."""
+def throttle_tally(agg: TableWindow) -> dict[str, Any]:
+    """How many keys of the table throttled in all: the keys the aggregate names (each one listed) with their calls,
+    and the throttled calls on keys past its bound (``calls_on_unkept_keys``: each may be another key)."""
     named = throttled_keys(agg)
-    unnamed = agg.throttle_keys.get(OTHER, 0)
-    text = f"{agg.table}: {len(named):,} keys throttled ({sum(named.values()):,} calls), each listed"
-    if unnamed:
+    return {
+        "table": agg.table,
+        "account": agg.account,
+        "region": agg.region,
+        "keys": len(named),
+        "calls": sum(named.values()),
+        "calls_on_unkept_keys": agg.throttle_keys.get(OTHER, 0),
+    }
+
+
+def _throttled_note(tally: dict[str, Any]) -> str:
+    text = f"{tally['table']}: {tally['keys']:,} keys throttled ({tally['calls']:,} calls), each listed"
+    unkept = tally["calls_on_unkept_keys"]
+    if unkept:
         text += (
-            f"; {unnamed:,} more throttled calls fell on keys the trail's summary did not keep (up to {unnamed:,} "
+            f"; {unkept:,} more throttled calls fell on keys the trail's summary did not keep (up to {unkept:,} "
             "more keys)"
         )
     return text + "."
@@ -829,6 +841,8 @@ class WhatIfResult:
     items: list[LimitItem]
     #: What the input could not measure (provisioned capacity unknown, item sizes assumed), in the text output.
     notes: tuple[str, ...] = ()
+    #: Per table with throttled keys, how many throttled in all (:func:`throttle_tally`).
+    throttled_keys: tuple[dict[str, Any], ...] = ()
 
     @property
     def throttling(self) -> list[LimitItem]:
@@ -836,7 +850,10 @@ class WhatIfResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``what-if`` JSON document (docs/contract.md)."""
-        return {"growth": self.growth, "items": [i.to_dict(self.growth) for i in self.items]}
+        doc: dict[str, Any] = {"growth": self.growth, "items": [i.to_dict(self.growth) for i in self.items]}
+        if self.throttled_keys:  # only where keys throttled: a trail without throttles keeps the two fields
+            doc["throttled_keys"] = list(self.throttled_keys)
+        return doc
 
 
 def what_if(
@@ -865,4 +882,5 @@ def what_if(
     items += capacity_throttled(capacity_limits(capacity, cfg), insight_findings)
     items += contributor_insights_limits(insight_findings)
     items.sort(key=LimitItem.sort_key)
-    return WhatIfResult(growth=float(growth), items=items, notes=tuple(trail_notes(spans, capacity)))
+    tallies = tuple(throttle_tally(agg) for agg in spans if agg.throttle_keys)
+    return WhatIfResult(float(growth), items, tuple(trail_notes(spans, capacity)), tallies)

@@ -61,7 +61,10 @@ def headline(result: WhatIfResult, escape: Escape = str) -> str:
             f"({len(result.items)} limits checked)."
         )
     keys = [i for i in result.items if i.key and i.model.throttles_now]
-    now = f" ({len(keys):,} keys throttle now, each listed)" if keys else ""
+    unkept = sum(t["calls_on_unkept_keys"] for t in result.throttled_keys)
+    parts = [f"{len(keys):,} keys throttle now, each listed"] if keys else []
+    parts += [f"{unkept:,} more throttled calls on keys the trail did not keep"] if unkept else []
+    now = f" ({'; '.join(parts)})" if parts else ""
     return (
         f"What if traffic grows {g}: {len(hit)} of {len(result.items)} limits are reached{now}. "
         f"First to throttle: {describe_item(first, escape)}."

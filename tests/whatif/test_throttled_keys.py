@@ -71,3 +71,18 @@ def test_what_ifs_limit_source_is_the_hot_key_findings(tmp_path: Path, capsys: p
     assert main(["what-if", str(trail), "--config", str(config), "--format", "json"]) == 0
     items = orjson.loads(capsys.readouterr().out)["items"]
     assert {i["limit_source"] for i in items if i["key"]} == {"default"}
+
+
+def test_the_summary_counts_the_throttled_calls_on_keys_the_trail_did_not_keep() -> None:
+    error, message = PROVISIONED
+    calls = [call("PutItem", key={"pk": f"CUSTOMER#{n}"}, at=n, error=error, message=message) for n in range(30)]
+    result = what_if([span(calls)], 1.0)
+    [tally] = result.to_dict()["throttled_keys"]
+    listed = [i for i in result.items if i.key and i.throttled]
+    # the window keeps a bounded number of throttled keys: the rest of the calls are counted, never dropped
+    assert tally["keys"] == len(listed) and tally["calls"] + tally["calls_on_unkept_keys"] == 30
+    assert tally["calls_on_unkept_keys"] > 0
+    text = render_what_if(result, "table")
+    assert (
+        f"({len(listed)} keys throttle now, each listed; {tally['calls_on_unkept_keys']} more throttled calls" in text
+    )
