@@ -53,7 +53,9 @@ def test_hot_key_and_its_throttling_are_linked(analysed: tuple[Any, dict[str, An
     assert hot["evidence"]["throttled_calls"] > 0
     assert throttled["id"] in hot["evidence"]["related_finding_ids"]
     assert hot["id"] in throttled["evidence"]["related_finding_ids"]
-    assert "capacity will not help" in throttled["recommendation"]
+    # the hot partition's fix (spread the key), not the provisioned table's (raise its capacity)
+    assert "spread the hot key" in throttled["recommendation"]
+    assert "auto-scaling maximum" not in throttled["recommendation"]
 
 
 def test_throttling_causes_have_their_own_fix(analysed: tuple[Any, dict[str, Any]]) -> None:
