@@ -190,6 +190,8 @@ class _Parser:
         #: was searched for one: each byte is searched once.
         self._next_start = -1
         self._searched = 0
+        #: Where the scan of a retained value stopped when it grew past its limit (``_resume``).
+        self._scanned = 0
 
     # -- buffer management -------------------------------------------------------------------------------------------
 
@@ -326,6 +328,7 @@ class _Parser:
         if not retain:
             self.pos = i
         elif i - self.pos > limit:
+            self._scanned = i
             raise _TooLargeError
         shift = self._more()
         if shift is None:
@@ -435,16 +438,21 @@ class _Parser:
 
     def _lenient_value(self, i: int, limit: int | None = None) -> tuple[Any, int]:
         """Like ``_value``, but a value whose extent is known and that cannot be decoded (or is over ``limit``
-        bytes) comes back as :class:`Malformed` with its end: one bad record, not a failed input. Truncation and
-        structural errors still fail the input (where the record ends is then unknown)."""
+        bytes) comes back as :class:`Malformed` with its end: one bad record, not a failed input; so does a value
+        over ``limit`` that never closes before the next record start (it ends there). Truncation and structural
+        errors raise (``_ParseError``: the array resynchronises at the next record start)."""
         if limit is None:
             limit = _MAX_ELEMENT
+        at = self.base + i
         self.pos = i
         try:
             end = self._value_end(i, limit=limit)
         except _TooLargeError:
-            end = limit + 1
+            end = self._scanned
         if end - self.pos > limit:
+            m = _RECORD_START.search(self.buf, self.pos + 1, end)
+            if m is not None:  # not a record too large but a value that never closes: it ends at the next record
+                return Malformed(f"invalid JSON (not closed before the next record) at byte {at}"), m.start()
             # Walk the rest without keeping it (bounded memory), from the value's start.
             end = self._value_end(self.pos, retain=False)
             return Malformed(f"record too large (over {limit >> 20} MiB)"), end
@@ -496,7 +504,7 @@ class _Parser:
         start = self.pos
         base = self.base
         if self._next_start <= base + start:
-            i = max(start + 1, self._searched - base)
+            i = max(start, self._searched - base)  # a stretch may be empty (",,"): the start may be at ``start``
             while True:
                 m = pattern.search(self.buf, i)
                 if m is not None:
@@ -609,7 +617,7 @@ class _Parser:
             else:
                 if type(obj) is Malformed and got is None and start >= self.base:
                     # A stretch holding a record start is cut there; one the input ends after was cut short.
-                    m = pattern.search(self.buf, start - self.base + 1, end)
+                    m = pattern.search(self.buf, start - self.base + 1, end + 1)
                     if m is not None:
                         end = m.start()
                         bounded = True

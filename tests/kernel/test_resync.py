@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from auditor.exceptions import SourceReadError
-from auditor.kernel import inputs
+from auditor.kernel import framing, inputs
 from auditor.kernel.framing import TRUNCATED
 from auditor.kernel.reader import Deduper, iter_records, read_calls
 from auditor.kernel.runs import Malformed
@@ -124,3 +124,32 @@ def test_many_bad_stretches_take_linear_time() -> None:
     data = b'{"Records":[' + b",".join(elements) + b"]}"
     got = read_all(data, inputs.DEFAULT_CHUNK_SIZE)
     assert len(got) == 4001 and sum(isinstance(r, Malformed) for r in got) == 2000
+
+
+def test_several_kinds_of_bad_stretch_in_one_array() -> None:
+    # After the first broken stretch the array's slow elements are read up to the next record start: an empty
+    # element (",,") there still costs no valid record.
+    hostile = [b"{", b"", b"hello", b'{"eventVersion":"1.08","x":"abc}', b"   ", BEFORE[0][:40]]
+    elements: list[bytes] = []
+    for i, record in enumerate(RECORDS):
+        elements.append(orjson.dumps(record))
+        if i % 5 == 2:
+            elements.append(hostile[i // 5])
+    data = b'{"Records":[' + b",".join(elements) + b"]}"
+    for chunk_size in CHUNK_SIZES:
+        got = read_all(data, chunk_size)
+        assert [r for r in got if isinstance(r, dict)] == RECORDS
+        assert sum(isinstance(r, Malformed) for r in got) == len(hostile) == len(got) - len(RECORDS)
+
+
+def test_a_stretch_that_never_closes_past_the_size_limit_ends_at_the_next_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An unclosed "{" before more than the largest record's worth of records: not one record too large (which
+    # would swallow them all) but a bad stretch up to the next record start.
+    monkeypatch.setattr(framing, "_MAX_ELEMENT", 2_000)
+    assert len(b",".join(AFTER)) > 2_000
+    assert_one_skipped(records_file(b"{"), "invalid JSON")
+    # A record over the limit is still one record too large, its neighbours kept.
+    got = read_all(records_file(orjson.dumps({"a": "x" * 5_000})), 1000)
+    assert got[15] == Malformed("record too large (over 0 MiB)") and len(got) == 31
