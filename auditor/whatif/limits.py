@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from auditor.kernel.aggregates.bounds import OTHER
 from auditor.kernel.aggregates.failures import FROM_MESSAGE
 from auditor.kernel.aggregates.index_writes import gsi_provisioned, gsi_throttles, index_writes
-from auditor.kernel.aggregates.keys import decode_key
+from auditor.kernel.aggregates.keys import decode_key, key_index
 from auditor.kernel.aggregates.window import TableWindow
 from auditor.models.base import FrozenModel
 from auditor.models.capacity import Headroom, reconcile, unit_costs
@@ -338,6 +338,7 @@ def _partition_item(
     cfg: WhatIfConfig,
     throttled: int,
     throttled_access: Access | None = None,
+    index: str | None = None,
 ) -> LimitItem | None:
     """A key's partition limit from its :func:`key_peak` weighed in units: the nearer of its read and write limits,
     as the ``hot_key`` finding measures it (the two peaks may be in different periods). A throttled key's limit is
@@ -353,7 +354,7 @@ def _partition_item(
     at = peak.writes_at if access == "write" else peak.reads_at
     return LimitItem(
         table=agg.table,
-        index=None,
+        index=index,
         key=key,
         limit=f"partition_{access}",
         access=access,
@@ -429,10 +430,21 @@ def key_limits(
     items = []
     for encoded, peak in listed:
         n = throttled.get(encoded, 0)
-        item = _partition_item(agg, decode_key(encoded), peak, units, cfg, n, direction if n else None)
+        index = key_index(encoded)
+        costs = units if index is None else space_units(agg, index)
+        item = _partition_item(agg, decode_key(encoded), peak, costs, cfg, n, direction if n else None, index)
         if item is not None:
             items.append(item)
     return items
+
+
+def space_units(agg: TableWindow, index: str) -> tuple[float, float]:
+    """The unit costs of a read and a write in ``index``'s partition space: its own share of reads logged eventually
+    consistent, never the table's (an index is its own partition space), at the table's item size (as the
+    ``hot_key`` detector weighs an index's keys)."""
+    space = agg.index_keys.get(index)
+    reads, eventual = (space.counts[1], space.counts[2]) if space is not None else (0, 0)
+    return unit_costs(agg.item_size_bytes, reads, eventual)
 
 
 def table_limits_from_trail(agg: TableWindow, cfg: WhatIfConfig | None = None) -> list[LimitItem]:

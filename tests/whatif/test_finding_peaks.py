@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from auditor.detectors.trail.hot_key import HotKeyConfig
+from auditor.detectors.trail.hot_key import detect as hot_key
 from auditor.detectors.trail.low_cardinality_key import LowCardinalityConfig, detect
 from auditor.whatif.key_rates import finding_peaks
 from auditor.whatif.limits import what_if
@@ -30,3 +32,24 @@ def test_the_busiest_values_what_if_headroom_is_the_findings() -> None:
     result = what_if([agg], 2.0, peak_of=finding_peaks())
     [item] = [i for i in result.items if i.key == {"status": "PENDING"}]
     assert item.headroom == pytest.approx(expected, abs=0.01)
+
+
+def test_an_index_keys_what_if_is_in_the_indexs_space_and_names_the_index() -> None:
+    # the base table read eventually consistent (half a unit a read), the index's Queries logging no consistentRead:
+    # the index key is weighed by the index's own reads, never the table's, and listed on the index
+    calls = []
+    for i in range(600):
+        get = call("GetItem", "Catalog", {"sku": f"SKU#{i}"}, at=i * 0.5)
+        get.consistent_read = False
+        calls.append(get)
+    calls += [
+        call("Query", "Catalog", {"category": "electronics"}, at=i * 0.25, index="ByCategory") for i in range(900)
+    ]
+    calls += [call("Query", "Catalog", {"category": f"c{i % 50}"}, at=i * 0.5, index="ByCategory") for i in range(600)]
+    agg = span(calls, window_seconds=3600)
+    [finding] = [f for f in hot_key(agg, HotKeyConfig()) if f.index == "ByCategory"]
+    result = what_if([agg], 1.0, peak_of=finding_peaks())
+    [item] = [i for i in result.items if i.key == {"category": "electronics"}]
+    assert item.index == "ByCategory"
+    assert item.peak_per_second == pytest.approx(finding.evidence["peak_read_units_per_second"], rel=1e-3)
+    assert item.headroom == pytest.approx(finding.evidence["headroom_factor"], rel=1e-3)
