@@ -37,6 +37,8 @@ _WINDOW: Final = 1 << 20
 _MAX_SCALAR: Final = 1 << 20
 #: Failed fast-path candidates tried for one element before the structural scanner takes over.
 _MAX_TRIES: Final = 4
+#: How far the first two lines are looked at to tell JSON lines whose first line is bad (``_bad_first_line``).
+_FIRST_LINES: Final = 2 << 20
 #: Longest whitespace run kept in the buffer while skipping whitespace.
 _MAX_WS_RUN: Final = 1 << 16
 
@@ -759,6 +761,38 @@ class _Parser:
         self.pos = nl
         return obj
 
+    def _bad_first_line(self) -> Malformed | None:
+        """The first line (at ``self.pos``) when it is not one JSON value while the next line is an object: JSON lines
+        whose first record is bad, one skipped record (``self.pos`` after it). Else None, ``self.pos`` where it was
+        (a log file, a pretty-printed document, a first line that reads)."""
+        self.pos = self._ensure(self.pos, 256)
+        if _RECORDS_HEADER_RE.match(self.buf, self.pos):
+            return None
+        while True:  # the first two lines, up to a few MB
+            nl1 = self.buf.find(b"\n", self.pos)
+            nl2 = -1 if nl1 < 0 else self.buf.find(b"\n", nl1 + 1)
+            if nl2 >= 0 or self.eof or len(self.buf) - self.pos > _FIRST_LINES or self._more() is None:
+                break
+        if nl1 < 0:
+            return None
+        buf = self.buf
+        try:
+            _loads(buf[self.pos : nl1])
+        except _JSONDecodeError as exc:
+            if exc.msg.startswith("unexpected content after document"):
+                return None
+            error = exc
+        else:
+            return None
+        try:
+            after = _loads(buf[nl1 + 1 : nl2 if nl2 >= 0 else len(buf)])
+        except _JSONDecodeError:
+            return None
+        if type(after) is not dict:
+            return None
+        self.lines = True
+        return self._bad_line(error, nl1)
+
     def _object(self, first_value: bool) -> Iterator[Any]:
         """A top-level object at ``self.pos``."""
         start = self._ensure(self.pos, 256)
@@ -854,7 +888,9 @@ class _Parser:
                     break
                 self.pos = i
                 c = self.buf[i]
-                if c == _LBRACE:
+                if count == 0 and c != _LBRACKET and (bad := self._bad_first_line()) is not None:
+                    yield bad
+                elif c == _LBRACE:
                     yield from self._object(count == 0)
                 elif c == _LBRACKET:
                     self.pos = i + 1

@@ -153,3 +153,9 @@ def test_a_stretch_that_never_closes_past_the_size_limit_ends_at_the_next_record
     # A record over the limit is still one record too large, its neighbours kept.
     got = read_all(records_file(orjson.dumps({"a": "x" * 5_000})), 1000)
     assert got[15] == Malformed("record too large (over 0 MiB)") and len(got) == 31
+
+
+@pytest.mark.parametrize("line", [b"hello", b"{", b"}", BEFORE[0][:40]])
+def test_a_bad_first_line_of_json_lines_is_one_skipped_record(line: bytes) -> None:
+    # The next line is an object: JSON lines whose first record is bad, not a pretty-printed document.
+    assert_one_skipped(b"\n".join([line, *BEFORE, *AFTER]) + b"\n", "invalid JSON", index=1)
