@@ -82,17 +82,22 @@ class ItemAccess:
     #: A write's shape (what it may touch, for metering its index writes: :mod:`.aggregates.index_writes`), None
     #: when not read (then decided from the operation alone).
     shape: str | None = None
+    #: A BatchGetItem item of a table whose entry in ``requestItems`` logs ``consistentRead: false`` (a read made
+    #: eventually consistent on request; the batch sets consistency per table, the call has none of its own). Every
+    #: other access leaves it False: its consistency is the call's (:attr:`ApiCall.consistent_read`).
+    eventual: bool = False
 
     # fmt: off
     def __init__(
         self, table: str, operation: str, access: Access, index: str | None = None, key: KeyValues | None = None,
         statement: Statement | None = None, full_scan: bool = False, condition: tuple[str, str] | None = None,
-        shape: str | None = None,
+        shape: str | None = None, eventual: bool = False,
     ) -> None:
         # (at most three names an assignment: interpreted, more would build and unpack a tuple)
         self.table, self.operation, self.access = table, operation, access
         self.index, self.key, self.statement = index, key, statement
         self.full_scan, self.condition, self.shape = full_scan, condition, shape
+        self.eventual = eventual
     # fmt: on
 
 
@@ -133,7 +138,8 @@ class ApiCall:
     scan_filter: str | None = None
     #: True when a data-plane operation's record says ``eventCategory: Management`` (analysed all the same).
     management_labelled: bool = False
-    #: A read's logged ``consistentRead`` (GetItem, Query, Scan); None when the record does not log it.
+    #: A read's logged ``consistentRead`` (GetItem, Query, Scan); None when the record does not log it (a BatchGetItem
+    #: logs it per table: :attr:`ItemAccess.eventual`).
     consistent_read: bool | None = None
 
     # fmt: off

@@ -571,6 +571,7 @@ def _batch_get(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
     out: list[ItemAccess] = []
     for table, spec in _table_entries(params, ctx):
         keys: Any
+        eventual = False
         if isinstance(spec, list):
             keys = spec
         elif isinstance(spec, dict):
@@ -578,17 +579,18 @@ def _batch_get(params: dict[str, Any] | None, ctx: _Ctx) -> list[ItemAccess]:
             keys = lowered.get("keys")
             if keys is None and "key" in lowered:
                 keys = [lowered["key"]]
+            eventual = lowered.get("consistentread") is False  # per table, as the API's KeysAndAttributes
         else:
             keys = None
         if not isinstance(keys, list) or not keys:
             if keys is not None and not isinstance(keys, list):
                 ctx.truncated = True
-            out.append(ItemAccess(table, "BatchGetItem", _READ))
+            out.append(ItemAccess(table, "BatchGetItem", _READ, eventual=eventual))
             continue
         for key in keys:
             if not isinstance(key, dict):
                 ctx.truncated = True
-            out.append(ItemAccess(table, "BatchGetItem", _READ, None, _key(key)))
+            out.append(ItemAccess(table, "BatchGetItem", _READ, None, _key(key), eventual=eventual))
     return out
 
 

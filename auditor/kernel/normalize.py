@@ -139,12 +139,14 @@ def _fast_batch_get(raw: dict[str, Any], name: str) -> _Request | None:
     for table, spec in request_items.items():
         if type(table) is not str or not table:
             return None
+        eventual = False
         if type(spec) is dict:
             if not _is_camel(spec):
                 return None
             keys = spec.get(_KEYS)
             if keys is None and _KEY in spec:
                 keys = [spec[_KEY]]
+            eventual = spec.get(_CONSISTENT_READ) is False  # logged per table (the API's KeysAndAttributes)
         elif type(spec) is list:
             keys = spec
         else:
@@ -153,9 +155,9 @@ def _fast_batch_get(raw: dict[str, Any], name: str) -> _Request | None:
             for key in keys:
                 if type(key) is not dict:
                     return None
-                append(ItemAccess(table, "BatchGetItem", _READ, None, key))
+                append(ItemAccess(table, "BatchGetItem", _READ, None, key, eventual=eventual))
         elif keys is None or type(keys) is list:
-            append(ItemAccess(table, "BatchGetItem", _READ))
+            append(ItemAccess(table, "BatchGetItem", _READ, eventual=eventual))
         else:
             return None
     return _READ, tuple(out), tuple(request_items), None, None, None, None, False

@@ -23,10 +23,10 @@ from auditor.kernel.aggregates.failures import (
     transaction_reasons,
 )
 from auditor.kernel.aggregates.scans import SCAN_SPAN_SECONDS, ScanStats
-from auditor.kernel.aggregates.window import TableWindow
+from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.kernel.decode import light_record
-from auditor.kernel.general import SERVICE
+from auditor.kernel.general import SERVICE, _normalize_general
 from auditor.kernel.normalize import light_item, normalize_record, single_item
 from tests.factories import T0, call, span
 
@@ -369,3 +369,60 @@ def test_a_query_page_that_continues_meters_the_full_page_before_it(limit: int |
     assert agg.hot.counts['status\x1f"OPEN'] == units
     assert sum(n for (k, _), n in agg.seconds.items() if k == 'status\x1f"OPEN') == units
     assert agg.key_attrs == {"status": units}
+
+
+# ----------------------------------------------------------------------------- BatchGetItem: consistency per table
+
+
+def _batch_get(orders: bool | None, customers: bool | None) -> dict[str, Any]:
+    """A BatchGetItem over two tables, each entry with its own ``consistentRead`` (``None``: not logged).
+
+    The request is the API Reference's (BatchGetItem, Request Syntax: ``RequestItems`` maps each table to its
+    ``KeysAndAttributes``, whose ``ConsistentRead`` applies to that table's keys only:
+    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html), with the lower-camel
+    names CloudTrail gives request parameters (``requestItems`` as in the developer guide's TransactWriteItems
+    sample, ``keys`` and ``consistentRead`` as the API's members) and the clear key values it logs, in the envelope
+    of the developer guide's PutItem sample.
+    """
+    entries: dict[str, Any] = {}
+    for table, attr, consistent in (("Orders", "orderId", orders), ("Customers", "customerId", customers)):
+        entry: dict[str, Any] = {"keys": [{attr: f"{table[0]}#1"}, {attr: f"{table[0]}#2"}, {attr: f"{table[0]}#3"}]}
+        if consistent is not None:
+            entry["consistentRead"] = consistent
+        entries[table] = entry
+    record = _delete(APP_IDENTITY)
+    record |= {"eventName": "BatchGetItem", "readOnly": True, "requestParameters": {"requestItems": entries}}
+    return record
+
+
+@pytest.mark.parametrize(
+    ("orders", "customers"),
+    [(False, True), (False, None), (True, False), (None, False), (False, False), (True, None), (None, None)],
+)
+def test_a_batch_get_meters_each_tables_logged_consistency(orders: bool | None, customers: bool | None) -> None:
+    record = _batch_get(orders, customers)
+    parsed = normalize_record(record)
+    assert parsed is not None and parsed.consistent_read is None  # the call logs none of its own
+    assert parsed.items == _normalize_general(copy.deepcopy(record)).items  # the general path reads it the same
+    assert {(i.table, i.eventual) for i in parsed.items} == {
+        ("Orders", orders is False),
+        ("Customers", customers is False),
+    }
+    aggs = AggregateSet()
+    aggs.add(parsed)
+    windows = {w.table: w for w in aggs.windows.values()}
+    # a table whose entry logs consistentRead false: its 3 reads are half a unit each; true or not logged: a full unit
+    for table, consistent in (("Orders", orders), ("Customers", customers)):
+        window = windows[table]
+        assert (window.key_reads, window.key_reads_eventual) == (3, 3 if consistent is False else 0)
+        back = TableWindow.from_dict(orjson.loads(orjson.dumps(window.to_dict())))
+        assert back.key_reads_eventual == window.key_reads_eventual
+
+
+def test_a_get_items_logged_consistency_is_still_the_calls() -> None:
+    record = _delete(APP_IDENTITY)
+    params = {"tableName": "Orders", "key": {"orderId": "O#1"}, "consistentRead": False}
+    record |= {"eventName": "GetItem", "readOnly": True, "requestParameters": params}
+    parsed = normalize_record(record)
+    assert parsed is not None and parsed.consistent_read is False and not parsed.items[0].eventual
+    assert span([parsed]).key_reads_eventual == 1

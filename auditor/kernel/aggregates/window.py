@@ -293,9 +293,10 @@ class TableWindow:
                 template = ""
             elif key:
                 schema = statement is None
-                self._add_key(key, is_write, eventual, epoch, pk_hint, schema, index)
+                read_eventual = eventual or item.eventual  # a BatchGetItem logs consistentRead per table: per item
+                self._add_key(key, is_write, read_eventual, epoch, pk_hint, schema, index)
                 if extra:  # metered above one read or write of the item (see ``extra_units``)
-                    self._add_units(extra, key, is_write, eventual, epoch, pk_hint, schema, index)
+                    self._add_units(extra, key, is_write, read_eventual, epoch, pk_hint, schema, index)
                 template = key_template(key) or ""
             else:
                 template = ""
