@@ -252,7 +252,7 @@ class ReviewSignals:
             if row is None:
                 continue
             row.gets += 1
-            row.eventual += call.consistent_read is False
+            row.eventual += call.consistent_read is False or item.eventual  # a BatchGetItem table's own flag
             attr = partition_attr(key, None)
             row.partition_attr = attr
             bucket = self._open.setdefault((tk, principal, gk[2], str(key[attr]), second), set())

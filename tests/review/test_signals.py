@@ -123,3 +123,25 @@ def test_the_burst_window_and_size_come_from_the_review_config() -> None:
     assert bursts(BurstRule()) == 3  # 2-second buckets: each customer's six reads are one burst
     assert bursts(BurstRule(window_seconds=1)) == 0  # 1-second buckets: four and two, under five
     assert bursts(BurstRule(window_seconds=1, min_items=4)) == 3
+
+
+def test_a_batch_gets_reads_are_eventually_consistent_by_its_tables_own_flag() -> None:
+    # BatchGetItem logs consistentRead per table in requestItems (the API's RequestItems request syntax, in
+    # CloudTrail's camelCase): Orders' entry false, Customers' true
+    g = Gen(4)
+    records = []
+    for i in range(4):
+        items = {
+            "Orders": {"keys": [{"customerId": "C#1", "orderId": f"O#{i}-{n}"} for n in range(3)],
+                       "consistentRead": False},
+            "Customers": {"keys": [{"tenantId": "T#1", "customerId": f"C#{i}-{n}"} for n in range(2)],
+                          "consistentRead": True},
+        }  # fmt: skip
+        record = g.record("BatchGetItem", "Orders", float(i), {"requestItems": items}, principal=API)
+        del record["requestParameters"]["tableName"]
+        records.append(record)
+    signals = ReviewSignals()
+    _observe(signals, records)
+    rows = {tk[2]: row for (tk, _, _), row in signals.gets.items()}
+    assert (rows["Orders"].gets, rows["Orders"].eventual) == (12, 12)
+    assert (rows["Customers"].gets, rows["Customers"].eventual) == (8, 0)
