@@ -68,7 +68,9 @@ def test_a_throttled_keys_shards_are_sized_against_what_its_partition_delivered_
     assert f.evidence["suggested_shards"] == 2 and f.evidence["throttles_now"] is True
     assert (
         f"2 shards keep each under half of the {peak:,.0f} WCU/s its partition delivered at the peak of {peak:.0f} "
-        "writes/s, where 40 calls were throttled (the assumed 1,000 WCU per partition did not hold there)"
+        "writes/s, where 40 calls were throttled (at the assumed unit costs: a partition serves up to 1,000 WCU/s, "
+        "so its items are larger than assumed, other hot keys share the partition, or the table's capacity was "
+        "below the peak)"
     ) in f.recommendation
     [healthy] = hot_key.detect(_span(_writes({"sessionId": "S#hot"}, 0) + _others()), hot_key.HotKeyConfig())
     assert "2 shards keep each under half a partition at the peak of" in healthy.recommendation

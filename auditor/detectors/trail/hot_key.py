@@ -356,8 +356,9 @@ def _delivered(k: KeyRates, capacity: PartitionCapacity, w: float, cfg: HotKeyCo
     """What the throttling shows one partition delivered to the key, and the limit it contradicts."""
     return (
         f"the {capacity.write:,.0f} WCU/s its partition delivered at the peak of {w:.0f} writes/s, where "
-        f"{k.throttles:,} calls were throttled (the assumed {cfg.partition_write_units_per_second:,.0f} WCU per "
-        "partition did not hold there)"
+        f"{k.throttles:,} calls were throttled (at the assumed unit costs: a partition serves up to "
+        f"{cfg.partition_write_units_per_second:,.0f} WCU/s, so its items are larger than assumed, other hot keys "
+        "share the partition, or the table's capacity was below the peak)"
     )
 
 
