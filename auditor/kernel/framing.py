@@ -462,6 +462,11 @@ class _Parser:
         try:
             return _loads(self.buf[start:end]), end
         except _JSONDecodeError as exc:
+            # A record the typed decoder reads is read as it is in the middle of the array (rule 3 of docs/kernel.md:
+            # a number beyond a double in a part nothing reads), whether it comes first, last or after a broken one.
+            typed = self.light(self.buf, start, end) if self.light is not None else None
+            if typed is not None:
+                return typed, end
             if self.buf[start] not in (_LBRACE, _LBRACKET):  # a bare token that is not JSON: not a record at all
                 raise self._decode_error(exc, start) from None
             return Malformed(self._decode_error(exc, start).reason), end

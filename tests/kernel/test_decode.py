@@ -406,3 +406,15 @@ def test_runs_hand_out_the_calls_of_many_records_in_one_batch_in_input_order(mon
     one_by_one, one_stats, singles = _read_all(data)
     assert (calls, stats) == (one_by_one, one_stats)  # the same calls in the same order, the same counts
     assert singles == len(one_by_one) and batches < len(calls) / 10  # runs did carry the calls in batches
+
+
+@pytest.mark.parametrize("at", ["first", "middle", "last"])
+def test_a_record_under_rule_3_is_read_wherever_it_stands_in_the_records_array(at: str) -> None:
+    # 1e400 in a part nothing reads: the typed decoder reads the record (rule 3) in the middle of the array, where the
+    # runs cut it; the first and the last record, which the slower paths cut, are read the same way
+    poison = READ["1e400 in an untyped object (rule 3)"].replace(b"5555", b"6666")
+    parts = [orjson.dumps({**GET_ITEM, "eventID": f"e-{i}"}) for i in range(9)]
+    parts.insert({"first": 0, "middle": 4, "last": 9}[at], poison)
+    calls, stats, _ = _read_all(b'{"Records":[' + b",".join(parts) + b"]}")
+    assert (stats.records_read, stats.records_skipped, stats.data_events) == (10, 0, 10)
+    assert len(calls) == 10
