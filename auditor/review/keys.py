@@ -150,8 +150,9 @@ def _shard(
     target = data.config.hot_key.shard_utilisation
     r, w = peak
     h = capacity.headroom(r, w) or 0.0
-    shards = capacity.shards(r, w, target)
     ev = f.get("evidence") or {}
+    told = ev.get("suggested_shards")  # the finding's own count: one number for the key's shards in every output
+    shards = told if type(told) is int and told >= 2 else capacity.shards(r, w, target)
     attr, value = next(iter(key.items()))
     price = data.pricing(f.get("region"))
     reads, writes = _num(ev, "reads_per_second"), _num(ev, "writes_per_second")

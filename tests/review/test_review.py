@@ -43,6 +43,17 @@ def test_a_write_hot_key_over_a_partition_is_sharded_for_2x_headroom() -> None:
     assert p.findings == ["hot-Events"]
 
 
+def test_the_shards_are_the_findings_own_count_when_it_states_one() -> None:
+    # the hot_key finding sized its shards (suggested_shards) from its own window's peak: the proposal states that
+    # count, not a second one worked out from the period's peaks
+    finding = _hot_key(0.0, 2500.0)
+    finding["evidence"]["suggested_shards"] = 6
+    (p,) = review(_input(finding))
+    assert p.change["shards"] == 6
+    assert p.after.headroom == round(1000.0 / (2500.0 / 6), 2)
+    assert p.title.endswith("across 6 shards (day#0..5)")
+
+
 def test_a_hot_key_with_2x_headroom_left_gets_no_proposal() -> None:
     assert review(_input(_hot_key(0.0, 450.0))) == []
 
