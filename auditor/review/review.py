@@ -44,6 +44,8 @@ class ReplayRow:
     headroom_after: float | None
     monthly_before: float
     monthly_after: float
+    #: The key throttled in the trail: at a headroom of 1.0 (its observed peak) it throttles, as it did.
+    throttles_now: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,7 +53,8 @@ class ReplayRow:
             "multiple_of_average": round(self.multiple, 2),
             "headroom_before": _round(self.headroom_before),
             "headroom_after": _round(self.headroom_after),
-            "throttles_before": self.headroom_before is not None and self.headroom_before < 1,
+            "throttles_before": self.headroom_before is not None
+            and (self.headroom_before < 1 or (self.throttles_now and self.headroom_before <= 1)),
             "throttles_after": self.headroom_after is not None and self.headroom_after < 1,
             "monthly_cost_before": round(self.monthly_before, 2),
             "monthly_cost_after": round(self.monthly_after, 2),
@@ -110,6 +113,7 @@ def replay(proposals: Sequence[Proposal], limits: WhatIfConfig | None = None) ->
                     after,
                     fixed_before + (p.before.monthly - fixed_before) * multiple,
                     fixed_after + (p.after.monthly - fixed_after) * multiple,
+                    p.throttles_now,
                 )
             )
     return rows

@@ -39,6 +39,9 @@ def test_a_throttled_key_has_no_headroom_above_1x_at_any_load_of_the_replay() ->
         "peak": (1.0, 2.0),
     }
     assert rows["2x"].to_dict()["throttles_before"] is True
+    # at its observed peak (headroom 1.0) it throttles, as the trail saw it do; after the change it does not
+    assert rows["peak"].to_dict()["throttles_before"] is True and rows["1x"].to_dict()["throttles_before"] is True
+    assert not any(r.to_dict()["throttles_after"] for r in rows.values() if r.level != "2x")
     # a key that did not throttle keeps the replay of a flat load: 1x the average is far below its peak
     (healthy,) = review(_input(_hot_key(0.0, 2500.0)))
     flat = {r.level: r for r in replay([healthy])}
