@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import re
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from auditor.detectors.trail.scan import index_partition_key
 from auditor.exceptions import SourceReadError
 from auditor.kernel.aggregates.fingerprints import EventFingerprints
 from auditor.kernel.aggregates.keys import encode_key, index_key
+from auditor.kernel.aggregates.templates import pattern_shape, pattern_template
 from auditor.kernel.aggregates.window import AggregateSet, TableWindow
 from auditor.kernel.calls import ApiCall
 from auditor.kernel.inputs import discover
@@ -376,36 +376,6 @@ def evaluate(
     return findings, errors
 
 
-_PLACEHOLDER = re.compile(r"\{[a-z?]+\}")
-#: Value placeholders that one id generator can produce for the same field (a random hex suffix is sometimes all
-#: digits, sometimes all letters): rows that differ only in these are one pattern.
-_ID_LIKE = frozenset({"{n}", "{hex}", "{s}", "{id}"})
-
-
-def _coarse(template: str) -> tuple[str, tuple[str, ...]]:
-    """(the template with id-like placeholders blanked, the placeholders in order)."""
-    found = tuple(_PLACEHOLDER.findall(template))
-    return _PLACEHOLDER.sub(lambda m: "{*}" if m.group() in _ID_LIKE else m.group(), template), found
-
-
-def _merge_placeholders(templates: Sequence[str]) -> str:
-    """One template for several that differ only in id-like placeholders (``{n}``/``{hex}`` -> ``{hex}``, else
-    ``{id}``)."""
-    first = templates[0]
-    columns = list(zip(*(_PLACEHOLDER.findall(t) for t in templates), strict=False))
-    merged = []
-    for column in columns:
-        kinds = set(column)
-        if len(kinds) == 1:
-            merged.append(column[0])
-        elif kinds <= {"{n}", "{hex}"} or ("{hex}" in kinds and kinds <= {"{n}", "{hex}", "{s}"}):
-            merged.append("{hex}")  # short hex suffixes can be all digits or all letters
-        else:
-            merged.append("{id}")
-    parts = iter(merged)
-    return _PLACEHOLDER.sub(lambda m: next(parts, m.group()), first)
-
-
 _PARTIQL_PREFIXES = ("ExecuteStatement:", "BatchExecuteStatement:", "ExecuteTransaction:")
 
 
@@ -440,8 +410,7 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
         grouped: dict[tuple[str, str, str, bool], list[Any]] = {}
         names: dict[tuple[str, str, str, bool], list[str]] = {}
         for (index, operation, template, efficient), (n, items, errors) in agg.patterns.items():
-            coarse, _ = _coarse(template)
-            gk = (index, operation, coarse, efficient)
+            gk = (index, operation, pattern_shape(template), efficient)
             row = grouped.get(gk)
             if row is None:
                 row = grouped[gk] = [0, 0, {}]
@@ -455,7 +424,7 @@ def access_patterns(spans: Sequence[TableWindow], key_schema: dict[str, str] | N
             index, operation, _, efficient = gk
             target_key = index_partition_key(agg, index)[0] if index else partition_key
             templates = sorted(names[gk], key=lambda t: (-agg.patterns[(index, operation, t, efficient)][0], t))
-            template = templates[0] if len(templates) == 1 else _merge_placeholders(templates)
+            template = pattern_template(templates)
             rows.append(
                 AccessPattern(
                     account=agg.account,
