@@ -41,7 +41,6 @@ __all__ = [
     "key_limits",
     "key_peak",
     "key_peaks",
-    "partition_headroom",
     "table_is_provisioned",
     "table_limits_from_trail",
     "throttle_tally",
@@ -285,12 +284,6 @@ def headroom_sentence(headroom: float | None) -> str:
     if headroom is None:
         return ""
     return f" Headroom {headroom:.1f}x: throttles at {headroom:.1f} times today's peak."
-
-
-def partition_headroom(reads_per_second: float, writes_per_second: float, cfg: WhatIfConfig) -> float | None:
-    """The multiple of this read and write mix one partition can serve (a linear combination of its two limits)."""
-    used = reads_per_second / cfg.partition_read_units + writes_per_second / cfg.partition_write_units
-    return 1.0 / used if used > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ from auditor.whatif.capacity import capacity_from_audit
 from auditor.whatif.limits import (
     LIMIT_NAMES,
     LimitItem,
+    PartitionCapacity,
     ResourceCapacity,
     WhatIfConfig,
     WhatIfResult,
     capacity_limits,
     key_limits,
-    partition_headroom,
     what_if,
 )
 from auditor.whatif.loadtest import PROFILE_FORMAT, load_profile
@@ -267,13 +267,14 @@ def test_load_test_profile(planted: Path, tmp_path: Path, capsys: pytest.Capture
 # ---------------------------------------------------------------- the pure pieces
 
 
-def test_partition_headroom_is_a_linear_combination_of_read_and_write_limits() -> None:
+def test_partition_headroom_is_the_nearer_of_the_read_and_write_limits() -> None:
     cfg = WhatIfConfig()
-    assert partition_headroom(0, 500, cfg) == pytest.approx(2.0)
-    assert partition_headroom(1500, 0, cfg) == pytest.approx(2.0)
-    # Half the read limit and a quarter of the write limit: 75% of the partition.
-    assert partition_headroom(1500, 250, cfg) == pytest.approx(1 / 0.75)
-    assert partition_headroom(0, 0, cfg) is None
+    capacity = PartitionCapacity(cfg.partition_read_units, cfg.partition_write_units)
+    assert capacity.headroom(0, 500) == pytest.approx(2.0)
+    assert capacity.headroom(1500, 0) == pytest.approx(2.0)
+    # Half the read limit and a quarter of the write limit: the read limit is the nearer.
+    assert capacity.headroom(1500, 250) == pytest.approx(2.0)
+    assert capacity.headroom(0, 0) is None
 
 
 def test_key_limits_take_each_keys_busiest_minute() -> None:
