@@ -57,6 +57,14 @@ class Headroom:
         """The resource throttled at today's peak: it throttles at any growth."""
         return self.value is not None and self.value <= 1.0 and self.throttled > 0
 
+    def limit_clause(self) -> str:
+        """The share of its limit a key's first sentence states: ``: 24% of the limit (headroom 4.1x).``, or, when
+        the throttling contradicts the assumptions, the share they put it at (``: 17% of the limit on the
+        assumptions.``)."""
+        if self.value and not self.contradicted:
+            return f": {1 / self.value:.0%} of the limit (headroom {self.value:.1f}x)."
+        return f": {1 / self.assumed:.0%} of the limit on the assumptions." if self.assumed else "."
+
     def sentence(self) -> str:
         """`` It throttled N times: no headroom at today's peak (...).`` (empty when it did not throttle)."""
         if not self.throttled:

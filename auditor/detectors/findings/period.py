@@ -228,10 +228,6 @@ def _headroom_sentences(finding: Finding) -> Finding:
     used = float(used) if isinstance(used, int | float) and not isinstance(used, bool) and used > 0 else None
     throttled = throttled if isinstance(throttled, int) and not isinstance(throttled, bool) else 0
     contradicted, confirm = ev.get("contradicted_assumption"), ev.get("to_confirm")
-    if h and not contradicted:
-        limit = f": {1 / h:.0%} of the limit (headroom {h:.1f}x)."
-    else:
-        limit = f": {used:.0%} of the limit on the assumptions." if used else "."
     model = Headroom(
         h,
         1 / used if used else None,
@@ -239,6 +235,7 @@ def _headroom_sentences(finding: Finding) -> Finding:
         str(contradicted) if contradicted else None,
         str(confirm) if confirm else None,
     )
+    limit = model.limit_clause()
     headroom = model.sentence() if throttled > 0 else headroom_sentence(h)
     low = FACTS in ev or finding.severity is Severity.LOW
     own, facts_at, facts = finding.summary.partition(_FACT_TEXTS) if FACTS in ev else (finding.summary, "", "")

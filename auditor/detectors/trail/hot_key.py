@@ -431,13 +431,7 @@ def _detect_space(agg: TableWindow, space: KeySpace, cfg: HotKeyConfig) -> list[
                 if (k.costs.read, k.costs.write) != (1.0, 1.0)
                 else ""
             )
-            + (
-                f": {1 / h:.0%} of the limit (headroom {h:.1f}x)."
-                if h and not model.contradicted
-                else f": {1 / model.assumed:.0%} of the limit on the assumptions."
-                if model.assumed
-                else "."
-            )
+            + model.limit_clause()
             + f" It took {k.share:.0%} of the {total} key-identified requests"
             + (" to the index" if space.index is not None else "")
             + f" in {_minutes(agg)}."
