@@ -17,7 +17,7 @@ __all__ = ["FrozenModel", "read_json_file"]
 class FrozenModel(BaseModel):
     """A pydantic model that cannot be changed once built and rejects fields it does not declare."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def read_json_file(path: Path, what: str, error: type[InputError] = InputError) -> Any:
