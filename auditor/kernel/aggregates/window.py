@@ -42,6 +42,7 @@ from auditor.kernel.aggregates.bounds import (
     add_capped_names,
     prune_seconds,
 )
+from auditor.kernel.aggregates.call_counts import add_call
 from auditor.kernel.aggregates.failures import (
     SIZE_EXCEEDED_PREFIXES,
     THROTTLE_CODES,
@@ -67,6 +68,8 @@ from auditor.kernel.general import SERVICE
 from auditor.kernel.write_shapes import statement_shape, write_shape
 
 _WRITE: Final = Access.WRITE
+#: An access pattern: (index or "", operation, template or "", efficient)
+Pattern = tuple[str, str, str, bool]
 
 
 @dataclass(slots=True)
@@ -114,7 +117,7 @@ class TableWindow:
     size_exceeded: int = 0
     size_exceeded_keys: dict[str, int] = field(default_factory=dict)
     #: (index or "", operation, template or "", efficient) -> [calls, items, {error code: calls}]
-    patterns: dict[tuple[str, str, str, bool], list[Any]] = field(default_factory=dict)
+    patterns: dict[Pattern, list[Any]] = field(default_factory=dict)
     #: (principal, verb, index or "", constrained attributes joined by ",") -> statements (see :class:`StatementStats`)
     statements: dict[tuple[str, str, str, str], StatementStats] = field(default_factory=dict)
     #: (encoded key, second * 2 + is_write) -> requests, for the busiest seconds of candidate keys
@@ -272,52 +275,54 @@ class TableWindow:
         error = call.error_code
         if error is not None:
             self._add_error(call, items, error, pk_hint)
-        per_call: dict[tuple[str, str, str, bool], int] | None = None if len(items) == 1 else {}
+        per_call: dict[Pattern, int] = {}
         extra = extra_units(call) if call.operation in METERED_OPERATIONS else 0
         eventual = call.consistent_read is False
         writes = 0
         for item in items:
-            is_write = item.access is _WRITE
-            statement = item.statement
-            if is_write:
-                writes += 1
-                if error is None:
-                    shape = item.shape or statement_shape(statement) or write_shape(item.operation, None)
-                    if shape:
-                        count_write(self.write_shapes, shape, int(epoch // 60))
-            key = item.key
-            full_scan = item.full_scan
-            index = item.index
-            if full_scan:
-                self._add_scan(call, item, epoch)
-                template = ""
-            elif key:
-                schema = statement is None
-                read_eventual = eventual or item.eventual  # a BatchGetItem logs consistentRead per table: per item
-                self._add_key(key, is_write, read_eventual, epoch, pk_hint, schema, index)
-                if extra:  # metered above one read or write of the item (see ``extra_units``)
-                    self._add_units(extra, key, is_write, read_eventual, epoch, pk_hint, schema, index)
-                template = key_template(key) or ""
-            else:
-                template = ""
-            if item.condition is not None:
-                template = query_template(item.condition, key)
-            elif statement is not None:
-                template = statement_template(statement)
-                if not full_scan and statement.verb != "INSERT" and statement.constrained:
-                    self._add_statement(call, item, epoch)
-            pattern = (index or "", item.operation, template, not full_scan)
-            if per_call is None:
-                self._count_pattern(pattern, 1, error)
-            else:
-                per_call[pattern] = per_call.get(pattern, 0) + 1
+            writes += self._add_item(call, item, epoch, pk_hint, error, eventual, extra, per_call)
         self.item_writes += writes
         self.item_reads += len(items) - writes
-        if per_call:
-            for pattern, n in per_call.items():
-                self._count_pattern(pattern, n, error)
+        for pattern, n in per_call.items():
+            self._count_pattern(pattern, n, error)
         if len(self._pending_attrs) >= PENDING_LIMIT:
             self.flush()
+
+    def _add_item(
+        self, call: ApiCall, item: ItemAccess, epoch: float, pk_hint: str | None, error: str | None, eventual: bool,
+        extra: int, per_call: dict[Pattern, int],
+    ) -> int:  # fmt: skip
+        """One access of :meth:`add` (its access pattern counted in ``per_call``): 1 if it writes, else 0."""
+        is_write = item.access is _WRITE
+        statement = item.statement
+        if is_write and error is None:
+            shape = item.shape or statement_shape(statement) or write_shape(item.operation, None)
+            if shape:
+                count_write(self.write_shapes, shape, int(epoch // 60))
+        key = item.key
+        full_scan = item.full_scan
+        index = item.index
+        if full_scan:
+            self._add_scan(call, item, epoch)
+            template = ""
+        elif key:
+            schema = statement is None
+            read_eventual = eventual or item.eventual  # a BatchGetItem logs consistentRead per table: per item
+            self._add_key(key, is_write, read_eventual, epoch, pk_hint, schema, index)
+            if extra:  # metered above one read or write of the item (see ``extra_units``)
+                self._add_units(extra, key, is_write, read_eventual, epoch, pk_hint, schema, index)
+            template = key_template(key) or ""
+        else:
+            template = ""
+        if item.condition is not None:
+            template = query_template(item.condition, key)
+        elif statement is not None:
+            template = statement_template(statement)
+            if not full_scan and statement.verb != "INSERT" and statement.constrained:
+                self._add_statement(call, item, epoch)
+        pattern = (index or "", item.operation, template, not full_scan)
+        per_call[pattern] = per_call.get(pattern, 0) + 1
+        return 1 if is_write else 0
 
     def _count_call(self, operation: str, epoch: float) -> None:
         self.calls += 1
@@ -415,7 +420,7 @@ class TableWindow:
             if eventual:
                 self.key_reads_eventual += extra
 
-    def _count_pattern(self, pattern: tuple[str, str, str, bool], items: int, error: str | None) -> None:
+    def _count_pattern(self, pattern: Pattern, items: int, error: str | None) -> None:
         """One call (with ``items`` accesses) of an access pattern; its error code, if it failed."""
         patterns = self.patterns
         row = patterns.get(pattern)
@@ -716,9 +721,16 @@ class AggregateSet:
         self.windows: dict[WindowKey, TableWindow] = {}
 
     def add(self, call: ApiCall) -> None:
-        """Count one call in the window of each table it touched."""
+        """Count one call in the window of each table it touched (one that did not fail and is not an AWS service's
+        with :func:`.call_counts.add_call`, the same counts written out)."""
         epoch = call.time.timestamp()
         start = int(epoch // self.window_seconds) * self.window_seconds
+        if call.error_code is None and call.principal_type != SERVICE and add_call(self, call, epoch, start):
+            return
+        self._add_general(call, epoch, start)
+
+    def _add_general(self, call: ApiCall, epoch: float, start: int) -> None:
+        """:meth:`add` by :meth:`TableWindow.add`, table by table."""
         items = call.items
         if len(call.tables) == 1:
             table = call.tables[0]

@@ -1,0 +1,228 @@
+"""The fast path of :meth:`AggregateSet.add <auditor.kernel.aggregates.window.AggregateSet.add>` for an ``ApiCall``.
+
+:func:`add_call` counts a call that did not fail and was not an AWS service's own (a batch, a transaction, a PartiQL
+statement, a Scan page) into the window of each table it touched, with what :meth:`TableWindow.add
+<auditor.kernel.aggregates.window.TableWindow.add>` counts (tests hold the two equal): the window, minute and second
+worked out once per call, the items of a batch spanning tables shared out in one pass, and the common accesses (a
+logged key or a PartiQL statement, no index, no key condition, not a scan) counted inline; any other access is
+counted by ``TableWindow._add_item``, the general code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from auditor.kernel.aggregates.bounds import PENDING_LIMIT
+from auditor.kernel.aggregates.index_writes import count_write
+from auditor.kernel.aggregates.keys import _PK_CACHE, encode_key, partition_attr
+from auditor.kernel.aggregates.templates import (
+    _VALUE_CACHE,
+    _new_value,
+    key_template,
+    statement_template,
+    value_template,
+)
+from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
+from auditor.kernel.calls import Access, ApiCall, ItemAccess
+from auditor.kernel.write_shapes import statement_shape, write_shape
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from auditor.kernel.aggregates.window import AggregateSet, Pattern, TableWindow
+
+_WRITE: Final = Access.WRITE
+
+
+def add_call(aggs: AggregateSet, call: ApiCall, epoch: float, start: int) -> bool:
+    """Count ``call`` (without an error, not an AWS service's) at ``epoch`` in its windows starting at ``start``;
+    False, counting nothing, when it names a table twice (the general code counts that)."""
+    tables = call.tables
+    account = call.account
+    region = call.region
+    schema = aggs.key_schema
+    windows = aggs.windows
+    minute = int(epoch // 60)
+    second = int(epoch) * 2
+    extra = extra_units(call) if call.operation in METERED_OPERATIONS else 0
+    if len(tables) == 1:
+        table = tables[0]
+        tw = windows.get((account, region, table, start))
+        if tw is None:
+            tw = aggs._window(account, region, table, start)
+        add_items(tw, call, call.items, epoch, minute, second, extra, schema.get(table) if schema else None)
+        return True
+    groups: dict[str, list[ItemAccess]] = {table: [] for table in tables}
+    if len(groups) != len(tables):
+        return False
+    for item in call.items:  # an item of a table the call does not name is not counted (as by the general code)
+        mine = groups.get(item.table)
+        if mine is not None:
+            mine.append(item)
+    for table, items in groups.items():
+        tw = windows.get((account, region, table, start))
+        if tw is None:
+            tw = aggs._window(account, region, table, start)
+        add_items(tw, call, items, epoch, minute, second, extra, schema.get(table) if schema else None)
+    return True
+
+
+def add_items(
+    tw: TableWindow, call: ApiCall, items: Sequence[ItemAccess], epoch: float, minute: int, second: int, extra: int,
+    pk_hint: str | None,
+) -> None:  # fmt: skip
+    """:meth:`TableWindow.add` of a call without an error, not an AWS service's (``minute``: of ``epoch``,
+    ``second``: ``int(epoch) * 2``, ``extra``: its :func:`.units.extra_units`)."""
+    operation = call.operation
+    tw.calls += 1
+    if epoch < tw.first_time:
+        tw.first_time = epoch
+    if epoch > tw.last_time:
+        tw.last_time = epoch
+    ops = tw.operations
+    ops[operation] = ops.get(operation, 0) + 1
+    eventual = call.consistent_read is False
+    # a call's accesses of one pattern count one call of it (a single access needs no tally)
+    per_call: dict[Pattern, int] | None = None if len(items) == 1 else {}
+    values = _VALUE_CACHE
+    bufs: tuple[list[str], list[str], list[int]] | None = None
+    for item in items:
+        if item.index is not None or item.condition is not None or item.full_scan:
+            if per_call is None:
+                per_call = {}
+            if tw._add_item(call, item, epoch, pk_hint, None, eventual, extra, per_call):
+                tw.item_writes += 1
+            else:
+                tw.item_reads += 1
+            continue
+        is_write = item.access is _WRITE
+        statement = item.statement
+        if is_write:
+            tw.item_writes += 1
+            shape = item.shape
+            if not shape:
+                shape = (statement_shape(statement) if statement is not None else None) or write_shape(
+                    item.operation, None
+                )
+            if shape:
+                per_minute = tw.write_shapes.get(shape)
+                if per_minute is None:
+                    count_write(tw.write_shapes, shape, minute)
+                else:
+                    per_minute[minute] = per_minute.get(minute, 0) + 1
+        else:
+            tw.item_reads += 1
+        key = item.key
+        # whether the key's template is the access's (a PartiQL statement's is, when it shows only key values)
+        plain = statement is None or (
+            key is statement.key_equalities and statement.verb != "INSERT" and not statement.redacted_equalities
+        )
+        template = ""
+        if key:  # TableWindow._add_key, partition_attr and key_template, written out
+            if len(key) == 1:
+                attr, value = next(iter(key.items()))
+                if plain:
+                    if type(value) is str:
+                        found = values.get(value)
+                        template = f"{attr}={found if found is not None else _new_value(value)}"
+                    else:
+                        template = f"{attr}={value_template(value)}"
+            elif len(key) == 2:
+                (a1, v1), (a2, v2) = key.items()
+                if pk_hint is not None and pk_hint in (a1, a2):
+                    attr = pk_hint
+                else:
+                    cached = _PK_CACHE.get((a1, a2))
+                    attr = cached if cached is not None else partition_attr(key, None)
+                value = v1 if attr == a1 else v2
+                if plain:
+                    if type(v1) is str and type(v2) is str:
+                        t1 = values.get(v1)
+                        if t1 is None:
+                            t1 = _new_value(v1)
+                        t2 = values.get(v2)
+                        if t2 is None:
+                            t2 = _new_value(v2)
+                        template = f"{a1}={t1}, {a2}={t2}"
+                    else:
+                        template = key_template(key) or ""
+            else:
+                attr = partition_attr(key, pk_hint)
+                value = key[attr]
+                if statement is None:
+                    template = key_template(key) or ""
+                else:
+                    plain = False  # a statement's template names at most 8 attributes
+            encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
+            if bufs is None:
+                if minute == tw._pending_minute:
+                    bufs = tw._pending_bufs
+                else:
+                    bufs = tw._pending.get(minute)
+                    if bufs is None:
+                        bufs = tw._pending[minute] = ([], [], [])
+                    tw._pending_bufs = bufs
+                    tw._pending_minute = minute
+            read_eventual = eventual or item.eventual  # a BatchGetItem logs consistentRead per table: per item
+            if extra:  # metered above one read or write of the item (see ``extra_units``)
+                _add_units(
+                    tw, bufs, 1 + extra, encoded, attr if statement is None else "", is_write, read_eventual, second
+                )
+            else:
+                tw.key_requests += 1
+                bufs[0].append(encoded)
+                if is_write:
+                    tw.key_writes += 1
+                    bufs[1].append(encoded)
+                    bufs[2].append(second + 1)
+                else:
+                    tw.key_reads += 1
+                    if read_eventual:
+                        tw.key_reads_eventual += 1
+                    bufs[2].append(second)
+                tw._pending_attrs.append(attr if statement is None else "")
+        if statement is not None:
+            if not plain:
+                template = statement_template(statement)
+            if statement.verb != "INSERT" and statement.constrained:
+                tw._add_statement(call, item, epoch)
+        pattern = ("", item.operation, template, True)
+        if per_call is None:
+            row = tw.patterns.get(pattern)
+            if row is None:
+                tw._count_pattern(pattern, 1, None)
+            else:  # what _count_pattern counts for a known pattern without an error
+                row[0] += 1
+                row[1] += 1
+        else:
+            per_call[pattern] = per_call.get(pattern, 0) + 1
+    if per_call:
+        patterns = tw.patterns
+        for pattern, n in per_call.items():
+            row = patterns.get(pattern)
+            if row is None:
+                tw._count_pattern(pattern, n, None)
+            else:
+                row[0] += 1
+                row[1] += n
+    if len(tw._pending_attrs) >= PENDING_LIMIT:
+        tw.flush()
+
+
+def _add_units(
+    tw: TableWindow, bufs: tuple[list[str], list[str], list[int]], units: int, encoded: str, attr: str, is_write: bool,
+    eventual: bool, second: int,
+) -> None:  # fmt: skip
+    """``units`` key accesses of one item (see :func:`.units.extra_units`) into the pending batch."""
+    tw.key_requests += units
+    bufs[0].extend([encoded] * units)
+    if is_write:
+        tw.key_writes += units
+        bufs[1].extend([encoded] * units)
+        bufs[2].extend([second + 1] * units)
+    else:
+        tw.key_reads += units
+        if eventual:
+            tw.key_reads_eventual += units
+        bufs[2].extend([second] * units)
+    tw._pending_attrs.extend([attr] * units)
