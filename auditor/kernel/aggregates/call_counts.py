@@ -24,6 +24,7 @@ from auditor.kernel.aggregates.templates import (
 )
 from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
 from auditor.kernel.calls import Access, ApiCall, ItemAccess
+from auditor.kernel.general import SERVICE
 from auditor.kernel.write_shapes import statement_shape, write_shape
 
 if TYPE_CHECKING:
@@ -34,14 +35,19 @@ if TYPE_CHECKING:
 _WRITE: Final = Access.WRITE
 
 
-def add_call(aggs: AggregateSet, call: ApiCall, epoch: float, start: int) -> bool:
-    """Count ``call`` (without an error, not an AWS service's) at ``epoch`` in its windows starting at ``start``;
-    False, counting nothing, when it names a table twice (the general code counts that)."""
+def add_call(aggs: AggregateSet, call: ApiCall) -> bool:
+    """Count ``call`` in its windows of ``aggs`` if it did not fail and is not an AWS service's; False, counting
+    nothing, if it did or was, or when it names a table twice (the general code counts those)."""
+    if call.error_code is not None or call.principal_type == SERVICE:
+        return False
     tables = call.tables
     account = call.account
     region = call.region
     schema = aggs.key_schema
     windows = aggs.windows
+    epoch = call.time.timestamp()
+    ws = aggs.window_seconds
+    start = int(epoch // ws) * ws
     minute = int(epoch // 60)
     second = int(epoch) * 2
     extra = extra_units(call) if call.operation in METERED_OPERATIONS else 0
@@ -184,8 +190,17 @@ def add_items(
         if statement is not None:
             if not plain:
                 template = statement_template(statement)
-            if statement.verb != "INSERT" and statement.constrained:
-                tw._add_statement(call, item, epoch)
+            if statement.verb != "INSERT" and statement.constrained:  # TableWindow._add_statement, written out
+                sk = (call.principal or "(unknown)", statement.verb, "", ",".join(statement.constrained))
+                stats = tw.statements.get(sk)
+                if stats is None:
+                    tw._add_statement(call, item, epoch)
+                else:
+                    stats.count += 1
+                    if epoch < stats.first:
+                        stats.first = epoch
+                    if epoch > stats.last:
+                        stats.last = epoch
         pattern = ("", item.operation, template, True)
         if per_call is None:
             row = tw.patterns.get(pattern)

@@ -723,14 +723,13 @@ class AggregateSet:
     def add(self, call: ApiCall) -> None:
         """Count one call in the window of each table it touched (one that did not fail and is not an AWS service's
         with :func:`.call_counts.add_call`, the same counts written out)."""
+        if not add_call(self, call):
+            self._add_general(call)
+
+    def _add_general(self, call: ApiCall) -> None:
+        """:meth:`add` by :meth:`TableWindow.add`, table by table."""
         epoch = call.time.timestamp()
         start = int(epoch // self.window_seconds) * self.window_seconds
-        if call.error_code is None and call.principal_type != SERVICE and add_call(self, call, epoch, start):
-            return
-        self._add_general(call, epoch, start)
-
-    def _add_general(self, call: ApiCall, epoch: float, start: int) -> None:
-        """:meth:`add` by :meth:`TableWindow.add`, table by table."""
         items = call.items
         if len(call.tables) == 1:
             table = call.tables[0]
