@@ -1,16 +1,17 @@
-"""The fast path of :meth:`AggregateSet.add <auditor.kernel.aggregates.window.AggregateSet.add>` for an ``ApiCall``.
+"""The ingest's fast paths, ``AggregateSet.add_batch`` (:func:`add_batch`) and ``AggregateSet.add`` (:func:`add_call`).
 
-:func:`add_call` counts a call that did not fail and was not an AWS service's own (a batch, a transaction, a PartiQL
-statement, a Scan page) into the window of each table it touched, with what :meth:`TableWindow.add
-<auditor.kernel.aggregates.window.TableWindow.add>` counts (tests hold the two equal): the window, minute and second
-worked out once per call, the items of a batch spanning tables shared out in one pass, and the common accesses (a
-logged key or a PartiQL statement, no index, no key condition, not a scan) counted inline; any other access is
-counted by ``TableWindow._add_item``, the general code.
+Both count what :meth:`TableWindow.add <auditor.kernel.aggregates.window.TableWindow.add>`, the general code, counts
+(tests hold them equal). :func:`add_batch` counts a ``SingleItem`` in its loop over a batch. :func:`add_call` counts a
+call that did not fail and is not an AWS service's own (a batch, a transaction, a PartiQL statement, a Scan page):
+its window, minute and second worked out once, the items of a call spanning tables shared out in one pass, and the
+common accesses (a logged key or a PartiQL statement; no index, no key condition, not a scan) counted inline; any
+other access is counted by ``TableWindow._add_item``, the general code's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import math
+from typing import TYPE_CHECKING, Final, cast
 
 from auditor.kernel.aggregates.bounds import PENDING_LIMIT
 from auditor.kernel.aggregates.index_writes import count_write
@@ -19,11 +20,12 @@ from auditor.kernel.aggregates.templates import (
     _VALUE_CACHE,
     _new_value,
     key_template,
+    query_template,
     statement_template,
     value_template,
 )
 from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
-from auditor.kernel.calls import Access, ApiCall, ItemAccess
+from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess
 from auditor.kernel.general import SERVICE
 from auditor.kernel.write_shapes import statement_shape, write_shape
 
@@ -33,6 +35,98 @@ if TYPE_CHECKING:
     from auditor.kernel.aggregates.window import AggregateSet, Pattern, TableWindow
 
 _WRITE: Final = Access.WRITE
+
+
+def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
+    """:meth:`AggregateSet.add_batch <auditor.kernel.aggregates.window.AggregateSet.add_batch>`: a ``SingleItem``
+    counted here, what :meth:`TableWindow.add` does for one item written out, with the window, minute and second of
+    a time worked out once for the records of the same time; an ``ApiCall`` with :func:`add_call`, else the general
+    code."""
+    windows = aggs.windows
+    ws = aggs.window_seconds
+    schema = aggs.key_schema
+    values = _VALUE_CACHE  # key_template's and partition_attr's caches, read in the loop
+    new_value = _new_value
+    pk_cache = _PK_CACHE
+    when = math.nan
+    start = minute = second = 0
+    for call in batch:
+        if type(call) is not tuple:
+            api_call = cast("ApiCall", call)
+            if not add_call(aggs, api_call):
+                aggs._add_general(api_call)
+            continue
+        _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = call
+        if epoch != when:
+            when = epoch
+            start = int(epoch // ws) * ws
+            minute = int(epoch // 60)
+            second = int(epoch) * 2
+        tw = windows.get((account, region, table, start))
+        if tw is None:
+            tw = aggs._window(account, region, table, start)
+        tw.calls += 1
+        if epoch < tw.first_time:
+            tw.first_time = epoch
+        if epoch > tw.last_time:
+            tw.last_time = epoch
+        ops = tw.operations
+        ops[operation] = ops.get(operation, 0) + 1
+        if is_write:
+            tw.item_writes += 1
+            if shape:
+                count_write(tw.write_shapes, shape, minute)
+        else:
+            tw.item_reads += 1
+        template: str | None = None
+        if key:  # TableWindow._add_key of a table's key, written out
+            if len(key) == 1:
+                attr, value = next(iter(key.items()))
+                if type(value) is str and condition is None:  # key_template's exact-value cache, read here
+                    found = values.get(value)
+                    template = f"{attr}={found if found is not None else new_value(value)}"
+            else:
+                hint = schema.get(table) if index is None and schema else None
+                cached = pk_cache.get(tuple(key)) if hint is None else None
+                attr = cached if cached is not None else partition_attr(key, hint)
+                value = key[attr]
+            encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
+            if index is not None:
+                tw._add_index_key(index, attr, encoded, is_write, eventual, epoch)
+            else:
+                tw.key_requests += 1
+                if minute == tw._pending_minute:
+                    bufs = tw._pending_bufs
+                else:
+                    found_bufs = tw._pending.get(minute)
+                    if found_bufs is None:
+                        found_bufs = tw._pending[minute] = ([], [], [])
+                    bufs = tw._pending_bufs = found_bufs
+                    tw._pending_minute = minute
+                bufs[0].append(encoded)
+                if is_write:
+                    tw.key_writes += 1
+                    bufs[1].append(encoded)
+                    bufs[2].append(second + 1)
+                else:
+                    tw.key_reads += 1
+                    if eventual:
+                        tw.key_reads_eventual += 1
+                    bufs[2].append(second)
+                tw._pending_attrs.append(attr)
+        if condition is not None:
+            template = query_template(condition, key)
+        elif template is None:
+            template = key_template(key) or ""
+        pattern = (index or "", operation, template, True)
+        row = tw.patterns.get(pattern)
+        if row is None:
+            tw._count_pattern(pattern, 1, None)
+        else:  # what _count_pattern counts for a known pattern without an error
+            row[0] += 1
+            row[1] += 1
+        if len(tw._pending_attrs) >= PENDING_LIMIT:
+            tw.flush()
 
 
 def add_call(aggs: AggregateSet, call: ApiCall) -> bool:

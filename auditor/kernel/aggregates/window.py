@@ -13,16 +13,13 @@ keys (:mod:`.keys`), scans and PartiQL statements (:mod:`.scans`), failed calls 
 from __future__ import annotations
 
 import copy
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import orjson
 
-from auditor.kernel.aggregates import keys as _keys
-from auditor.kernel.aggregates import templates as _templates
 from auditor.kernel.aggregates.bounds import (
     MAX_ERROR_CODES,
     MAX_PATTERNS,
@@ -42,7 +39,7 @@ from auditor.kernel.aggregates.bounds import (
     add_capped_names,
     prune_seconds,
 )
-from auditor.kernel.aggregates.call_counts import add_call
+from auditor.kernel.aggregates.call_counts import add_batch, add_call
 from auditor.kernel.aggregates.failures import (
     SIZE_EXCEEDED_PREFIXES,
     THROTTLE_CODES,
@@ -265,8 +262,9 @@ class TableWindow:
     def add(self, call: ApiCall, items: Sequence[ItemAccess], epoch: float, pk_hint: str | None = None) -> None:
         """Count one call's accesses to this table (``items`` are the call's accesses to this table).
 
-        This is the hot path of every ingest (one call per CloudTrail record): key accesses are only appended to
-        the pending batch, which :meth:`flush` folds into the sketches every :data:`.bounds.PENDING_LIMIT` accesses.
+        The general code, the reference of the ingest's fast paths (:meth:`AggregateSet.add_batch` for a
+        ``SingleItem``, :func:`.call_counts.add_call` for a call that did not fail): key accesses are only appended
+        to the pending batch, which :meth:`flush` folds into the sketches every :data:`.bounds.PENDING_LIMIT` accesses.
         """
         if call.principal_type == SERVICE:
             add_capped(self.service_calls, call.principal or SERVICE, 1, MAX_SERVICES, OTHER)
@@ -745,95 +743,12 @@ class AggregateSet:
 
     def add_batch(self, batch: CallBatch) -> None:
         """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
-        ``ApiCall`` with :meth:`add`, each ``SingleItem`` (a successful GetItem, PutItem, UpdateItem, DeleteItem or
-        Query) here, with the same counts as ``add`` of its call's ``ApiCall`` (a test holds the two equal).
+        ``ApiCall`` as :meth:`add` does, each ``SingleItem`` (a successful GetItem, PutItem, UpdateItem, DeleteItem or
+        Query) with the same counts as ``add`` of its call's ``ApiCall`` (a test holds the two equal).
 
-        The ingest hot path: one loop for the whole batch, what :meth:`TableWindow.add` does for one item written
-        out, and the window, minute and second of a time worked out once for the records of the same time.
+        The ingest hot path, one loop for the whole batch: :func:`.call_counts.add_batch`.
         """
-        windows = self.windows
-        ws = self.window_seconds
-        schema = self.key_schema
-        values = _templates._VALUE_CACHE  # key_template's and partition_attr's caches, read in the loop
-        new_value = _templates._new_value
-        pk_cache = _keys._PK_CACHE
-        when = math.nan
-        start = minute = second = 0
-        for call in batch:
-            if type(call) is not tuple:
-                self.add(cast("ApiCall", call))
-                continue
-            _, operation, _, epoch, account, region, table, index, key, condition, is_write, eventual, shape = call
-            if epoch != when:
-                when = epoch
-                start = int(epoch // ws) * ws
-                minute = int(epoch // 60)
-                second = int(epoch) * 2
-            tw = windows.get((account, region, table, start))
-            if tw is None:
-                tw = self._window(account, region, table, start)
-            tw.calls += 1
-            if epoch < tw.first_time:
-                tw.first_time = epoch
-            if epoch > tw.last_time:
-                tw.last_time = epoch
-            ops = tw.operations
-            ops[operation] = ops.get(operation, 0) + 1
-            if is_write:
-                tw.item_writes += 1
-                if shape:
-                    count_write(tw.write_shapes, shape, minute)
-            else:
-                tw.item_reads += 1
-            template: str | None = None
-            if key:  # TableWindow._add_key of a table's key, written out
-                if len(key) == 1:
-                    attr, value = next(iter(key.items()))
-                    if type(value) is str and condition is None:  # key_template's exact-value cache, read here
-                        found = values.get(value)
-                        template = f"{attr}={found if found is not None else new_value(value)}"
-                else:
-                    hint = schema.get(table) if index is None and schema else None
-                    cached = pk_cache.get(tuple(key)) if hint is None else None
-                    attr = cached if cached is not None else partition_attr(key, hint)
-                    value = key[attr]
-                encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
-                if index is not None:
-                    tw._add_index_key(index, attr, encoded, is_write, eventual, epoch)
-                else:
-                    tw.key_requests += 1
-                    if minute == tw._pending_minute:
-                        bufs = tw._pending_bufs
-                    else:
-                        found_bufs = tw._pending.get(minute)
-                        if found_bufs is None:
-                            found_bufs = tw._pending[minute] = ([], [], [])
-                        bufs = tw._pending_bufs = found_bufs
-                        tw._pending_minute = minute
-                    bufs[0].append(encoded)
-                    if is_write:
-                        tw.key_writes += 1
-                        bufs[1].append(encoded)
-                        bufs[2].append(second + 1)
-                    else:
-                        tw.key_reads += 1
-                        if eventual:
-                            tw.key_reads_eventual += 1
-                        bufs[2].append(second)
-                    tw._pending_attrs.append(attr)
-            if condition is not None:
-                template = query_template(condition, key)
-            elif template is None:
-                template = key_template(key) or ""
-            pattern = (index or "", operation, template, True)
-            row = tw.patterns.get(pattern)
-            if row is None:
-                tw._count_pattern(pattern, 1, None)
-            else:  # what _count_pattern counts for a known pattern without an error
-                row[0] += 1
-                row[1] += 1
-            if len(tw._pending_attrs) >= PENDING_LIMIT:
-                tw.flush()
+        add_batch(self, batch)
 
     def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
         wk = (account, region, table, start)
