@@ -1,4 +1,4 @@
-"""The fast path of ``AggregateSet.add`` (``call_counts.add_call``) counts every call exactly as the general code.
+"""The fast path of ``AggregateSet.add`` (``aggregate_set.add_call``) counts every call exactly as the general code.
 
 The general code (``AggregateSet._add_general``: ``TableWindow.add`` table by table) is the reference: these tests
 feed the same calls to both and compare the whole serialised windows, on the benchmark's traffic and on the shapes
@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from auditor.demo.benchmark import benchmark_records
+from auditor.kernel.aggregates.aggregate_set import add_call
 from auditor.kernel.aggregates.bounds import MAX_PATTERNS, PENDING_LIMIT
-from auditor.kernel.aggregates.call_counts import add_call
 from auditor.kernel.aggregates.window import AggregateSet, window_to_dict
 from auditor.kernel.calls import Access, ApiCall, ItemAccess
 from auditor.kernel.normalize import normalize_record

@@ -1,21 +1,23 @@
-"""The ingest's fast paths, ``AggregateSet.add_batch`` (:func:`add_batch`) and ``AggregateSet.add`` (:func:`add_call`).
+"""``AggregateSet``: the table windows of one ingest unit, and the ingest's fast paths that fill them.
 
-Both count what :meth:`TableWindow.add <auditor.kernel.aggregates.window.TableWindow.add>`, the general code, counts
-(tests hold them equal). :func:`add_batch` counts a ``SingleItem`` in its loop over a batch. :func:`add_call` counts a
-call that did not fail and is not an AWS service's own (a batch, a transaction, a PartiQL statement, a Scan page):
-its window, minute and second worked out once, the items of a call spanning tables shared out in one pass, and the
-common accesses (a logged key or a PartiQL statement; no index, no key condition, not a scan) counted inline; any
-other access is counted by ``TableWindow._add_item``, the general code's.
+``AggregateSet`` maps (account, region, table, window start) to its :class:`~.table_window.TableWindow`. Its
+``add_batch`` (:func:`add_batch`) counts a ``SingleItem`` in its loop over a batch, its ``add`` (:func:`add_call`) a
+call that did not fail and is not an AWS service's own (a batch, a transaction, a PartiQL statement, a Scan page): the
+window, minute and second worked out once, the items of a call spanning tables shared out in one pass, the common
+accesses (a logged key or a PartiQL statement; no index, no key condition, not a scan) counted inline, any other access
+by ``TableWindow._add_item``. Both count what ``TableWindow.add``, the general code, counts (tests hold them equal).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final, cast
+from collections.abc import Sequence
+from typing import Final, cast
 
 from auditor.kernel.aggregates.bounds import PENDING_LIMIT
 from auditor.kernel.aggregates.index_writes import count_write
 from auditor.kernel.aggregates.keys import _PK_CACHE, encode_key, partition_attr
+from auditor.kernel.aggregates.table_window import Pattern, TableWindow
 from auditor.kernel.aggregates.templates import (
     _VALUE_CACHE,
     _new_value,
@@ -25,20 +27,107 @@ from auditor.kernel.aggregates.templates import (
     value_template,
 )
 from auditor.kernel.aggregates.units import METERED_OPERATIONS, extra_units
-from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess
+from auditor.kernel.calls import Access, ApiCall, CallBatch, ItemAccess, SingleItem
 from auditor.kernel.general import SERVICE
 from auditor.kernel.write_shapes import statement_shape, write_shape
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from auditor.kernel.aggregates.window import AggregateSet, Pattern, TableWindow
 
 _WRITE: Final = Access.WRITE
 
 
+WindowKey = tuple[str | None, str | None, str, int]
+
+
+class AggregateSet:
+    """All table windows of one ingest unit (a file, an invocation, a CLI run)."""
+
+    def __init__(
+        self,
+        window_seconds: int = 900,
+        sketch_capacity: int = 512,
+        key_schema: dict[str, str] | None = None,
+    ) -> None:
+        if window_seconds < 60:
+            raise ValueError("window_seconds must be >= 60")
+        self.window_seconds = window_seconds
+        self.sketch_capacity = sketch_capacity
+        self.key_schema = key_schema or {}
+        self.windows: dict[WindowKey, TableWindow] = {}
+
+    def add(self, call: ApiCall) -> None:
+        """Count one call in the window of each table it touched (one that did not fail and is not an AWS service's
+        with :func:`add_call`, the same counts written out)."""
+        if not add_call(self, call):
+            self._add_general(call)
+
+    def _add_general(self, call: ApiCall) -> None:
+        """:meth:`add` by :meth:`TableWindow.add`, table by table."""
+        epoch = call.time.timestamp()
+        start = int(epoch // self.window_seconds) * self.window_seconds
+        items = call.items
+        if len(call.tables) == 1:
+            table = call.tables[0]
+            self._window(call.account, call.region, table, start).add(call, items, epoch, self.key_schema.get(table))
+            return
+        for table in call.tables:
+            mine = [i for i in items if i.table == table]
+            self._window(call.account, call.region, table, start).add(call, mine, epoch, self.key_schema.get(table))
+
+    def add_item(self, item: SingleItem) -> None:
+        """:meth:`add` for a single-item call read by :func:`auditor.kernel.normalize.single_item`."""
+        self.add_batch([item])
+
+    def add_batch(self, batch: CallBatch) -> None:
+        """Count a batch of calls as :func:`auditor.kernel.reader.read_calls` hands them out, in order: each
+        ``ApiCall`` as :meth:`add` does, each ``SingleItem`` (a successful GetItem, PutItem, UpdateItem, DeleteItem or
+        Query) with the same counts as ``add`` of its call's ``ApiCall`` (a test holds the two equal).
+
+        The ingest hot path, one loop for the whole batch: :func:`add_batch`.
+        """
+        add_batch(self, batch)
+
+    def _window(self, account: str | None, region: str | None, table: str, start: int) -> TableWindow:
+        wk = (account, region, table, start)
+        tw = self.windows.get(wk)
+        if tw is None:
+            tw = self.windows[wk] = TableWindow(
+                account, region, table, start, self.window_seconds, self.sketch_capacity
+            )
+        return tw
+
+    def merge(self, other: AggregateSet, *, take: bool = False) -> None:
+        """Add another set's windows into this one.
+
+        ``other`` is left unchanged unless ``take`` is true, in which case its windows may be adopted
+        without a copy (use it when ``other`` is discarded afterwards).
+        """
+        for wk, tw in other.windows.items():
+            mine = self.windows.get(wk)
+            if mine is None:
+                self.windows[wk] = tw if take else tw.copy()
+            else:
+                mine.merge(tw)
+
+    def flush(self) -> None:
+        """Fold every window's pending key accesses into its sketches (:meth:`TableWindow.flush`)."""
+        for tw in self.windows.values():
+            tw.flush()
+
+    def spans(self) -> list[TableWindow]:
+        """One aggregate per table, merging all its windows (``window_seconds`` = the windows covered)."""
+        by_table: dict[tuple[str | None, str | None, str], TableWindow] = {}
+        for wk in sorted(self.windows, key=lambda w: (w[0] or "", w[1] or "", w[2], w[3])):
+            tw = self.windows[wk]
+            tk = (wk[0], wk[1], wk[2])
+            span = by_table.get(tk)
+            if span is None:
+                by_table[tk] = tw.copy()
+            else:
+                span.merge(tw)
+        return list(by_table.values())
+
+
 def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
-    """:meth:`AggregateSet.add_batch <auditor.kernel.aggregates.window.AggregateSet.add_batch>`: a ``SingleItem``
+    """:meth:`AggregateSet.add_batch`: a ``SingleItem``
     counted here, what :meth:`TableWindow.add` does for one item written out, with the window, minute and second of
     a time worked out once for the records of the same time; an ``ApiCall`` with :func:`add_call`, else the general
     code."""
