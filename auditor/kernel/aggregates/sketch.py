@@ -148,13 +148,18 @@ class DistinctCounter:
         assert regs is not None
         blake2b = _BLAKE2B_64.copy
         from_bytes = int.from_bytes
-        rest_mask = (1 << _HLL_REST_BITS) - 1
+        rest_bits = _HLL_REST_BITS
+        rest_mask = (1 << rest_bits) - 1
         for value in values:  # _hash64, inlined: this runs once per new key of a high-cardinality table
             hasher = blake2b()
-            hasher.update(value.encode("utf-8", "surrogatepass"))
+            try:
+                data = value.encode()  # the same bytes as with "surrogatepass", read faster without arguments
+            except UnicodeEncodeError:  # a lone surrogate
+                data = value.encode("utf-8", "surrogatepass")
+            hasher.update(data)
             h = from_bytes(hasher.digest(), "big")
-            idx = h >> _HLL_REST_BITS
-            rank = _HLL_REST_BITS - (h & rest_mask).bit_length() + 1
+            idx = h >> rest_bits
+            rank = rest_bits - (h & rest_mask).bit_length() + 1
             if rank > regs[idx]:
                 regs[idx] = rank
 
