@@ -459,10 +459,10 @@ def _single_item_request(
     is_write: bool,
     plain: bool = False,
 ) -> SingleItem | None:
-    """What :func:`single_item` and :func:`light_item` read of the request parameters, once the envelope passed.
-    With ``plain`` (a record msgspec decoded), None also when a value of the key is not a scalar that every JSON
-    decoder reads alike: text, a boolean, null, a float, or an integer within 64 bits (orjson reads a longer integer
-    as a float, msgspec exactly)."""
+    """What :func:`single_item` reads of the request parameters, once the envelope passed (and :func:`light_item` of a
+    Query's: it reads the other operations' inline, alike). With ``plain`` (a record msgspec decoded), None also when
+    a value of the key is not a scalar that every JSON decoder reads alike: text, a boolean, null, a float, or an
+    integer within 64 bits (orjson reads a longer integer as a float, msgspec exactly)."""
     index = condition = None
     table: Any
     key: Any
