@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
-from auditor.kernel.decode import FIELDS, LightRecord
+from auditor.kernel.decode import FIELDS, FullRecord, LightRecord
 from auditor.kernel.fields import (
     _CONSISTENT_READ,
     _DELETE_REQUEST,
@@ -89,7 +89,7 @@ from auditor.kernel.general import (
 from auditor.kernel.partiql import parse_statement
 from auditor.kernel.write_shapes import write_shape
 
-__all__ = ["light_item", "normalize_record", "single_item"]
+__all__ = ["light_item", "normalize_record", "normalize_typed", "single_item"]
 
 # ``normalize_record`` reads the envelope of a plain ``dict`` record with one C-level ``itemgetter`` call and the
 # single-item operations itself; the ``requestParameters`` of the others go to a fast reader below, only when all their
@@ -291,29 +291,76 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         time = _TIME_CACHE[event_time]
     except (KeyError, TypeError):
         time = _parse_time(event_time)
-
-    request: _Request | None = None
-    if access is not None:  # GetItem/PutItem/UpdateItem/DeleteItem, read here
-        try:
-            table = raw[_TABLE_NAME]
-            key = raw[_KEY]
-        except KeyError:
-            table = key = None
-        if type(table) is str and table and key is not None:
-            shape = write_shape(name, raw) if access is _WRITE else None
-            item = ItemAccess(table, name, access, None, key if type(key) is dict else None, shape=shape)
-            request = access, (item,), (table,), None, None, None, None, False
-    elif reader is not None and _is_camel(raw):  # a reader: always, when access is None
-        try:
-            request = reader(raw, name)
-        except Exception:  # an unforeseen shape: the general reader decides (and words any error)
-            request = None
+    request = _fast_request(name, access, reader, raw)
     if request is None:
         request = _read_request(record, raw, False, _KIND[name], name)
     error_code = record.get(_ERROR_CODE)
     error_message = record.get(_ERROR_MESSAGE)
     return _api_call(
         event_id, time, name, request, raw, identity, account, region, user_agent, source_ip, error_code, error_message
+    )
+
+
+def _fast_request(name: str, access: Access | None, reader: _Reader | None, raw: dict[str, Any]) -> _Request | None:
+    """What the usual shapes of ``raw`` tell (``_FAST_OPS[name]`` gives ``access`` and ``reader``); None: the general
+    reader decides."""
+    if access is not None:  # GetItem/PutItem/UpdateItem/DeleteItem, read here
+        try:
+            table = raw[_TABLE_NAME]
+            key = raw[_KEY]
+        except KeyError:
+            return None
+        if type(table) is str and table and key is not None:
+            shape = write_shape(name, raw) if access is _WRITE else None
+            item = ItemAccess(table, name, access, None, key if type(key) is dict else None, shape=shape)
+            return access, (item,), (table,), None, None, None, None, False
+    elif reader is not None and _is_camel(raw):  # a reader: always, when access is None
+        try:
+            return reader(raw, name)
+        except Exception:  # an unforeseen shape: the general reader decides (and words any error)
+            return None
+    return None
+
+
+def normalize_typed(full: FullRecord) -> ApiCall | None:
+    """:func:`normalize_record` of a record :func:`auditor.kernel.decode.call_record` read, where that is one of the
+    usual shapes of an operation the fast readers know: the same ``ApiCall`` as ``normalize_record`` of what orjson
+    decodes. None for any other record (also one that is no DynamoDB table traffic, or one ``normalize_record``
+    rejects): the caller then takes ``normalize_record`` of the record decoded in full, the reference."""
+    record = full.record
+    raw = full.params
+    name = record.operation
+    event_id = record.event_id
+    if record.category == "Management" or record.management or not event_id or type(raw) is not dict:
+        return None
+    found = _FAST_OPS.get(name)
+    if found is None:
+        return None
+    event_time = record.time
+    time = _TIME_CACHE.get(event_time)
+    if time is None:
+        try:
+            time = _parse_time(event_time)
+        except MalformedRecordError:
+            return None
+    request = _fast_request(name, found[0], found[1], raw)
+    if request is None:
+        return None
+    error_code = record.error
+    error_message = record.error_message
+    return _api_call(
+        event_id,
+        time,
+        name,
+        request,
+        raw,
+        full.identity,
+        record.account,
+        record.region,
+        record.agent,
+        record.ip,
+        None if error_code is _UNSET else error_code,
+        None if error_message is _UNSET else error_message,
     )
 
 
