@@ -154,12 +154,14 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_fields=T
 
 class FullRecord:
     """A record :func:`call_record` read: its typed fields, its request parameters and ``userIdentity`` as orjson
-    decodes them, and its bytes (for the full decoder, when the typed reader hands the record back)."""
+    decodes them, the bytes of that ``userIdentity`` (what a cache of callers is keyed on), and the record's bytes
+    (for the full decoder, when the typed reader hands the record back)."""
 
-    __slots__ = ("data", "identity", "params", "record")
+    __slots__ = ("data", "identity", "identity_bytes", "params", "record")
 
-    def __init__(self, record: CallRecord, params: Any, identity: Any, data: bytes) -> None:
-        self.record, self.params, self.identity, self.data = record, params, identity, data
+    def __init__(self, record: CallRecord, params: Any, identity: Any, identity_bytes: bytes, data: bytes) -> None:
+        self.record, self.params, self.identity = record, params, identity
+        self.identity_bytes, self.data = identity_bytes, data
 
     def __eq__(self, other: object) -> bool:
         return type(other) is FullRecord and self.data == other.data
@@ -195,4 +197,4 @@ def call_record(data: bytes) -> FullRecord | None:
             _IDENTITIES[raw] = identity
     except _CALL_ERRORS:
         return None
-    return FullRecord(record, params, identity, data)
+    return FullRecord(record, params, identity, raw, data)

@@ -77,6 +77,9 @@ from auditor.kernel.general import (
     SERVICE,
     _api_call,
     _as_int,
+    _call_of,
+    _Caller,
+    _caller,
     _ci,
     _maybe_service,
     _normalize_general,
@@ -322,6 +325,12 @@ def _fast_request(name: str, access: Access | None, reader: _Reader | None, raw:
     return None
 
 
+#: The callers of the typed records, by the bytes of their ``userIdentity`` (equal bytes, equal identities). Bounded:
+#: cleared when full, each entry no larger than the record it came from.
+_CALLERS: Final[dict[bytes, _Caller]] = {}
+_CALLERS_MAX: Final = 1024
+
+
 def normalize_typed(full: FullRecord) -> ApiCall | None:
     """:func:`normalize_record` of a record :func:`auditor.kernel.decode.call_record` read, where that is one of the
     usual shapes of an operation the fast readers know: the same ``ApiCall`` as ``normalize_record`` of what orjson
@@ -348,13 +357,20 @@ def normalize_typed(full: FullRecord) -> ApiCall | None:
         return None
     error_code = record.error
     error_message = record.error_message
-    return _api_call(
+    key = full.identity_bytes  # (its hash, computed by call_record's cache, is kept in the bytes object)
+    caller = _CALLERS.get(key)
+    if caller is None:
+        caller = _caller(full.identity)
+        if len(_CALLERS) >= _CALLERS_MAX:
+            _CALLERS.clear()
+        _CALLERS[key] = caller
+    return _call_of(
         event_id,
         time,
         name,
         request,
         raw,
-        full.identity,
+        caller,
         record.account,
         record.region,
         record.agent,

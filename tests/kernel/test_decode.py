@@ -514,15 +514,17 @@ def test_parameters_and_caller_are_orjsons_values(value: bytes) -> None:
         assert full is not None
 
 
-def test_the_callers_cache_gives_fresh_values_and_stays_bounded() -> None:
+def test_the_caches_of_callers_give_fresh_values_and_stay_bounded() -> None:
     from auditor.kernel.decode import _IDENTITIES, _IDENTITIES_MAX
+    from auditor.kernel.normalize import _CALLERS, _CALLERS_MAX
 
-    for n in range(_IDENTITIES_MAX + 10):
-        data = _BATCH.replace(b'"accountId":"', b'"accountId":"%d' % n, 1)
-        full = call_record(data)
-        assert full is not None and full.identity == orjson.loads(data)["userIdentity"]
-        assert len(_IDENTITIES) <= _IDENTITIES_MAX
-    again = call_record(_BATCH)
+    for n in range(max(_IDENTITIES_MAX, _CALLERS_MAX) + 10):
+        # another caller each time (another role, the identity of another account)
+        data = _BATCH.replace(b'"accountId":"', b'"accountId":"%d' % n, 1).replace(b":role/", b":role/r%d" % n, 1)
+        full = check_call(data)  # each read as orjson reads it, the call as normalize_record's
+        assert full is not None and normalize_typed(full) is not None
+        assert len(_IDENTITIES) <= _IDENTITIES_MAX and len(_CALLERS) <= _CALLERS_MAX
+    again = check_call(_BATCH)
     assert again is not None and again.identity == orjson.loads(_BATCH)["userIdentity"]
 
 
