@@ -83,7 +83,6 @@ from auditor.kernel.general import (
     _ci,
     _maybe_service,
     _normalize_general,
-    _put_or_delete,
     _query_access,
     _read_request,
     _statement_access,
@@ -158,12 +157,18 @@ def _fast_batch_get(raw: dict[str, Any], name: str) -> _Request | None:
             for key in keys:
                 if type(key) is not dict:
                     return None
-                append(ItemAccess(table, "BatchGetItem", _READ, None, key, eventual=eventual))
+                append(ItemAccess(table, "BatchGetItem", _READ, None, key, None, False, None, None, eventual))
         elif keys is None or type(keys) is list:
-            append(ItemAccess(table, "BatchGetItem", _READ, eventual=eventual))
+            append(ItemAccess(table, "BatchGetItem", _READ, None, None, None, False, None, None, eventual))
         else:
             return None
     return _READ, tuple(out), tuple(request_items), None, None, None, None, False
+
+
+_BATCH_PUT: Final = "BatchWriteItem:Put"
+_BATCH_DELETE: Final = "BatchWriteItem:Delete"
+#: ``write_shape`` of a batch delete (whatever its body: a delete's shape is its kind).
+_DELETE_SHAPE: Final = write_shape(_BATCH_DELETE, None)
 
 
 def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
@@ -181,19 +186,27 @@ def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
         for request in requests:
             if type(request) is not dict or not _is_camel(request):
                 return None
-            found = _put_or_delete(request, _PUT_REQUEST, _DELETE_REQUEST)
-            if found is None:
-                return None
-            operation, body = found
+            body = request.get(_PUT_REQUEST)  # as _put_or_delete reads it
+            if body is not None:
+                operation = _BATCH_PUT
+            else:
+                body = request.get(_DELETE_REQUEST)
+                if body is None:
+                    return None
+                operation = _BATCH_DELETE
             key = None
-            if isinstance(body, dict):
-                if type(body) is not dict or not _is_camel(body):
+            if type(body) is dict:
+                if not _is_camel(body):
                     return None
                 key = body.get(_KEY)
                 if key is not None and not isinstance(key, dict):
                     key = None
-            shape = write_shape(operation, body if type(body) is dict else None)
-            append(ItemAccess(table, operation, _WRITE, None, key, shape=shape))
+                shape = write_shape(operation, body) if operation is _BATCH_PUT else _DELETE_SHAPE
+            elif isinstance(body, dict):
+                return None
+            else:
+                shape = write_shape(operation, None)
+            append(ItemAccess(table, operation, _WRITE, None, key, None, False, None, shape))
     if not out:
         return None
     return _WRITE, tuple(out), tuple(tables), None, None, None, None, False
@@ -224,8 +237,9 @@ def _fast_transact(raw: dict[str, Any], name: str) -> _Request | None:
         key = body.get("key")
         if key is not None and not isinstance(key, dict):
             key = None
-        shape = write_shape(prefix + operation, body) if item_access is _WRITE else None
-        out.append(ItemAccess(table, prefix + operation, item_access, None, key, shape=shape))
+        operation = prefix + operation
+        shape = write_shape(operation, body) if item_access is _WRITE else None
+        out.append(ItemAccess(table, operation, item_access, None, key, None, False, None, shape))
         tables[table] = None
     return access, tuple(out), tuple(tables), None, None, None, None, False
 
