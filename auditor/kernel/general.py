@@ -229,39 +229,6 @@ def _api_call(
     name: str,
     request: _Request,
     raw: dict[str, Any] | None,
-    identity: Any,
-    account: Any,
-    region: Any,
-    user_agent: Any,
-    source_ip: Any,
-    error_code: Any,
-    error_message: Any,
-) -> ApiCall:
-    """The ``ApiCall`` of a record from its envelope fields (a value that is not a string counts as absent), what its
-    request parameters (``raw``) tell, and its caller, read from ``userIdentity`` (:func:`_caller`). The account is
-    ``recipientAccountId``, else the identity's ``accountId``."""
-    return _call_of(
-        event_id,
-        time,
-        name,
-        request,
-        raw,
-        _caller(identity),
-        account,
-        region,
-        user_agent,
-        source_ip,
-        error_code,
-        error_message,
-    )
-
-
-def _call_of(
-    event_id: str,
-    time: datetime,
-    name: str,
-    request: _Request,
-    raw: dict[str, Any] | None,
     caller: _Caller,
     account: Any,
     region: Any,
@@ -270,7 +237,9 @@ def _call_of(
     error_code: Any,
     error_message: Any,
 ) -> ApiCall:
-    """:func:`_api_call` with the caller already read (:func:`_caller` of the record's ``userIdentity``)."""
+    """The ``ApiCall`` of a record from its envelope fields (a value that is not a string counts as absent), what its
+    request parameters (``raw``) tell, and its ``caller`` (:func:`_caller` of its ``userIdentity``). The account is
+    ``recipientAccountId``, else the identity's ``accountId``."""
     principal, ptype, session, own_account = caller
     if type(account) is not str or not account:
         account = own_account
@@ -451,7 +420,7 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
         name,
         request,
         raw,
-        get("userIdentity"),
+        _caller(get("userIdentity")),
         get("recipientAccountId"),
         get("awsRegion"),
         get("userAgent"),

@@ -77,7 +77,6 @@ from auditor.kernel.general import (
     SERVICE,
     _api_call,
     _as_int,
-    _call_of,
     _Caller,
     _caller,
     _ci,
@@ -313,8 +312,9 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         request = _read_request(record, raw, False, _KIND[name], name)
     error_code = record.get(_ERROR_CODE)
     error_message = record.get(_ERROR_MESSAGE)
+    caller = _caller(identity)
     return _api_call(
-        event_id, time, name, request, raw, identity, account, region, user_agent, source_ip, error_code, error_message
+        event_id, time, name, request, raw, caller, account, region, user_agent, source_ip, error_code, error_message
     )
 
 
@@ -369,8 +369,6 @@ def normalize_typed(full: FullRecord) -> ApiCall | None:
     request = _fast_request(name, found[0], found[1], raw)
     if request is None:
         return None
-    error_code = record.error
-    error_message = record.error_message
     key = full.identity_bytes  # (its hash, computed by call_record's cache, is kept in the bytes object)
     caller = _CALLERS.get(key)
     if caller is None:
@@ -378,20 +376,10 @@ def normalize_typed(full: FullRecord) -> ApiCall | None:
         if len(_CALLERS) >= _CALLERS_MAX:
             _CALLERS.clear()
         _CALLERS[key] = caller
-    return _call_of(
-        event_id,
-        time,
-        name,
-        request,
-        raw,
-        caller,
-        record.account,
-        record.region,
-        record.agent,
-        record.ip,
-        None if error_code is _UNSET else error_code,
-        None if error_message is _UNSET else error_message,
-    )
+    account, region, agent, ip = record.account, record.region, record.agent, record.ip
+    code = None if record.error is _UNSET else record.error
+    message = None if record.error_message is _UNSET else record.error_message
+    return _api_call(event_id, time, name, request, raw, caller, account, region, agent, ip, code, message)
 
 
 #: The operations :func:`single_item` reads, and whether each writes.
