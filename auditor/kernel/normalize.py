@@ -366,7 +366,16 @@ def normalize_typed(full: FullRecord) -> ApiCall | None:
             time = _parse_time(event_time)
         except MalformedRecordError:
             return None
-    request = _fast_request(name, found[0], found[1], raw)
+    access, reader = found
+    if reader is None:
+        request = _fast_request(name, access, reader, raw)
+    elif not _is_camel(raw):
+        return None
+    else:  # a reader, called here (one call fewer for the records that have one)
+        try:
+            request = reader(raw, name)
+        except Exception:  # an unforeseen shape: the full path decides
+            return None
     if request is None:
         return None
     key = full.identity_bytes  # (its hash, computed by call_record's cache, is kept in the bytes object)
