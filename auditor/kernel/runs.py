@@ -40,7 +40,8 @@ def light_run(
     :data:`~auditor.kernel.shards.SKIPPED` stands in its place (record numbers stay those of the whole input).
 
     Gives ``([record, ...], where the next record starts)``: each record as
-    :func:`~auditor.kernel.decode.light_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
+    :func:`~auditor.kernel.decode.light_record` reads it, else (another operation's) as
+    :func:`~auditor.kernel.decode.call_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
     value the element is). At most ``most`` records; it stops at the first one whose separator is not found before
     ``limit``, or whose slice is not one JSON value (the reader's slower paths take it from there). Each step moves
     forward by at least one byte, and a search that finds nothing ends the run, so the work is bounded by the
