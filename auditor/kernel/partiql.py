@@ -99,19 +99,20 @@ def parse_statement(text: object, partition_key: object = None) -> Statement:
     """
     if not isinstance(text, str):  # ``object``: logged values are whatever the JSON held
         return _UNKNOWN
+    key = partition_key if isinstance(partition_key, str) else None
     try:
-        return _parse_cached(text, partition_key if isinstance(partition_key, str) else None)
+        parts = text.split("'")
+        if len(parts) > 2:  # string literals: maybe a statement of a shape already read, with other values
+            shaped = _by_shape(parts, key)
+            if shaped is not None:
+                return shaped
+        return _parse_cached(text, key)
     except Exception:  # the contract is "never raise on garbage"
         return _UNKNOWN
 
 
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, partition_key: str | None) -> Statement:
-    parts = text.split("'")
-    if len(parts) > 2:  # string literals: maybe a statement of a shape already read, with other values
-        shaped = _by_shape(parts, partition_key)
-        if shaped is not None:
-            return shaped
     return _parse_fresh(text, partition_key)
 
 
