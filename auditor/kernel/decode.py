@@ -122,7 +122,8 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_fields=T
     """Every field of a record that :func:`auditor.kernel.normalize.normalize_typed` reads, typed as that reader
     wants it, except ``userIdentity`` and ``requestParameters`` (``Raw``: :func:`call_record` has orjson decode them);
     every other field the record may hold is typed too (an unknown one does not decode), so that no value goes
-    unchecked (rule 3 cannot apply). Declared in CloudTrail's key order, as :class:`LightRecord`."""
+    unchecked (rule 3 applies only to the earlier of two ``userIdentity`` or ``requestParameters``, which msgspec
+    skips). Declared in CloudTrail's key order, as :class:`LightRecord`."""
 
     version: str | UnsetType = field(name="eventVersion", default=UNSET)
     identity: Raw = field(name="userIdentity")
@@ -184,7 +185,8 @@ _IDENTITIES_MAX: Final = 1024
 def call_record(data: bytes) -> FullRecord | None:
     """The :class:`FullRecord` of one record's bytes (ASCII only: rule 1), or None where orjson must decide (a field
     this decoder does not know or type alike, a value orjson rejects, not one JSON object). Where it reads a record,
-    every value is what orjson gives, and orjson accepts the whole record (its every other value is typed)."""
+    every value is what orjson gives, and orjson accepts the whole record (its every other value is typed), but for
+    rule 3 in the earlier of two ``userIdentity`` or ``requestParameters``."""
     try:
         record = _CALL_DECODE(data)
         params = _LOADS(memoryview(record.params))

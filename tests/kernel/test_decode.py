@@ -430,14 +430,20 @@ def test_a_record_under_rule_3_is_read_wherever_it_stands_in_the_records_array(a
 
 def check_call(data: bytes) -> FullRecord | None:
     """``call_record`` on ``data`` (ASCII, as its callers hand it) and its promises: where it reads a record, orjson
-    reads the whole record (no rule 3 here), the parameters and caller are orjson's, and ``normalize_typed`` gives
-    ``normalize_record``'s call of the record orjson decodes, or hands the record back."""
+    reads the whole record (rule 3 only in the earlier of a ``requestParameters`` or ``userIdentity`` given twice),
+    the parameters and caller are orjson's, and ``normalize_typed`` gives ``normalize_record``'s call of the record
+    orjson decodes, or hands the record back."""
     if not data.isascii():
         return None
     full = call_record(data)
     if full is None:
         return None
-    whole = orjson.loads(data)  # never raises for a record call_record read
+    try:
+        whole = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:  # rule 3, only in the earlier of a parameters or caller given twice
+        assert _number_orjson_cannot_read(exc), exc
+        assert data.count(b'"requestParameters"') + data.count(b'"userIdentity"') > 2 or b"\\u" in data
+        return full
     assert full.data == data
     assert full.params == whole["requestParameters"] and type(full.params) is type(whole["requestParameters"])
     assert full.identity == whole["userIdentity"]
@@ -502,6 +508,19 @@ def test_records_call_record_does_not_type_alike_are_handed_to_orjson(name: str)
     data = CALL_HANDED_BACK[name]
     assert data != _BATCH
     assert call_record(data) is None
+
+
+def test_rule_3_applies_only_to_the_earlier_of_parameters_or_a_caller_given_twice() -> None:
+    for key in (b'"requestParameters"', b'"request\\u0050arameters"', b'"userIdentity"'):
+        data = _BATCH.replace(b'"userIdentity":', key + b':[1e400],"userIdentity":', 1)
+        full = call_record(data)
+        assert full is not None  # read, with the later value (the one orjson would keep)
+        assert (full.params, full.identity) == (
+            orjson.loads(_BATCH)["requestParameters"],
+            orjson.loads(_BATCH)["userIdentity"],
+        )
+        with pytest.raises(orjson.JSONDecodeError):
+            orjson.loads(data)
 
 
 @pytest.mark.parametrize(
