@@ -366,6 +366,8 @@ def normalize_typed(full: FullRecord) -> ApiCall | None:
             time = _parse_time(event_time)
         except MalformedRecordError:
             return None
+    access: Access | None  # (declared: mypyc infers a name's type from its first assignment)
+    reader: _Reader | None
     access, reader = found
     if reader is None:
         request = _fast_request(name, access, reader, raw)
