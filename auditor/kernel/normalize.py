@@ -414,14 +414,28 @@ def light_item(record: LightRecord) -> SingleItem | None:
         return None
     stamp = _STAMP_CACHE.get(event_time)
     if stamp is None:
-        try:
-            _parse_time(event_time)
-        except MalformedRecordError:
+        stamp = _new_stamp(event_time)
+        if stamp is None:
             return None
-        stamp = _STAMP_CACHE.get(event_time)
-        if stamp is None:  # pragma: no cover - _parse_time fills the cache with every time it accepts
+    if name == "Query":
+        return _single_item_request(event_id, name, stamp, account, region, raw, False, True)
+    # GetItem, PutItem, UpdateItem, DeleteItem: _single_item_request's reading of them, inline (one call less and
+    # no re-reads on the commonest records; tests/kernel/test_decode.py holds it to the full path).
+    table = raw.get(_TABLE_NAME)
+    key = raw.get(_KEY)
+    if type(table) is not str or not table or type(key) is not dict or not key:
+        return None
+    for value in key.values():
+        if type(value) is not str and not _plain_scalar(value):
             return None
-    return _single_item_request(event_id, name, stamp, account, region, raw, _LIGHT_WRITES[name], True)
+    if name == "GetItem":  # the logged consistentRead (another spelling: the full path reads it)
+        consistent = raw.get(_CONSISTENT_READ)
+        if consistent is None and not _is_camel(raw):
+            return None
+        eventual = consistent is False
+        return event_id, name, stamp[0], stamp[1], account, region, table, None, key, None, False, eventual, None
+    shape = write_shape(name, raw)
+    return event_id, name, stamp[0], stamp[1], account, region, table, None, key, None, True, False, shape
 
 
 # Final copies: compiled code reads a Final from a C static, a name imported from an interpreted module from its dict.
@@ -445,24 +459,27 @@ def _single_item_request(
     is_write: bool,
     plain: bool = False,
 ) -> SingleItem | None:
-    """What :func:`single_item` and :func:`light_item` read of the request parameters, once the envelope passed.
-    With ``plain`` (a record msgspec decoded), None also when a value of the key is not a scalar that every JSON
-    decoder reads alike: text, a boolean, null, a float, or an integer within 64 bits (orjson reads a longer integer
-    as a float, msgspec exactly)."""
+    """What :func:`single_item` reads of the request parameters, once the envelope passed (and :func:`light_item` of a
+    Query's: it reads the other operations' inline, alike). With ``plain`` (a record msgspec decoded), None also when
+    a value of the key is not a scalar that every JSON decoder reads alike: text, a boolean, null, a float, or an
+    integer within 64 bits (orjson reads a longer integer as a float, msgspec exactly)."""
     index = condition = None
     table: Any
     key: Any
     if name == "Query":
         if not _is_camel(raw) or _EXCLUSIVE_START_KEY in raw:  # a page after a full one: metered by the full path
             return None
+        table = raw.get(_TABLE_NAME)  # read as _fast_query_or_scan reads a Query, without its request tuple
+        if type(table) is not str or not table:
+            return None
+        index = raw.get(_INDEX_NAME)
+        if index is not None:
+            index = _str_or_none(index)
         try:
-            request = _fast_query_or_scan(raw, name)
+            access = _query_access(table, name, index, raw, False)
         except Exception:  # an unforeseen shape: the full reader decides, as in normalize_record
             return None
-        if request is None:
-            return None
-        access = request[1][0]
-        table, index, key, condition = access.table, access.index, access.key, access.condition
+        key, condition = access.key, access.condition
     else:
         table = raw.get(_TABLE_NAME)
         key = raw.get(_KEY)
@@ -477,10 +494,25 @@ def _single_item_request(
     shape = write_shape(name, raw) if is_write else None
     if plain and key is not None:
         for value in key.values():
-            kind = type(value)
-            if kind is int:
-                if not _INT_MIN <= value <= _UINT_MAX:
-                    return None
-            elif kind is not str and kind is not bool and kind is not float and value is not None:
+            if not _plain_scalar(value):
                 return None
     return event_id, name, stamp[0], stamp[1], account, region, table, index, key, condition, is_write, eventual, shape
+
+
+def _plain_scalar(value: object) -> bool:
+    """Whether a key's ``value`` is a scalar every JSON decoder reads alike: text, a boolean, null, a float, or an
+    integer within 64 bits (see :func:`_single_item_request`)."""
+    if type(value) is int:
+        return _INT_MIN <= value <= _UINT_MAX
+    kind = type(value)
+    return kind is str or kind is bool or kind is float or value is None
+
+
+def _new_stamp(event_time: str) -> tuple[datetime, float] | None:
+    """The stamp of an event time :func:`light_item` sees first (``_parse_time`` checks it and caches it), or None
+    when ``_parse_time`` rejects it."""
+    try:
+        _parse_time(event_time)
+    except MalformedRecordError:
+        return None
+    return _STAMP_CACHE.get(event_time)  # _parse_time fills the cache with every time it accepts

@@ -99,7 +99,7 @@ def read_run(
     """
     seen = deduper.seen
     out: CallBatch = []
-    duplicates = events = others = 0
+    duplicates = calls = others = 0
     for record in records:
         index += 1
         if shard is not None and (record is SKIPPED or not shard.owns(record)):
@@ -118,15 +118,15 @@ def read_run(
             if deduper.seen((item[0], item[1], item[2])):
                 duplicates += 1
             else:
-                events += 1
                 out.append(item)
             continue
         call = full_call(record, index, name, stats, seen, normalize)
         if call is not None:
             out.append(call)
+            calls += 1
     stats.records_read += len(records) - others
     stats.duplicates_dropped += duplicates
-    stats.data_events += events
+    stats.data_events += len(out) - calls  # full_call counts its own
     return out
 
 

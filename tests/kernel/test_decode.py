@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.kernel import reader
-from auditor.kernel.decode import LightRecord, light_record
+from auditor.kernel.decode import DECODE, LightRecord, light_record
 from auditor.kernel.normalize import light_item, normalize_record, single_item
 from auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.runs import light_run
@@ -299,6 +299,98 @@ def test_any_json_anywhere_is_handed_back_or_read_exactly(
     check(_dumps({**GET_ITEM, **values}))
     check(_dumps({**GET_ITEM, "requestParameters": {**GET_ITEM["requestParameters"], **values}}))
     check(_with(BASE, where, raw_number))  # numbers orjson reads otherwise or not at all, in every kind of place
+
+
+#: Request parameters of each operation the light path reads, as CloudTrail logs them.
+_LIGHT_PARAMS: dict[str, dict[str, Any]] = {
+    "GetItem": {"tableName": "Orders", "key": {"pk": "ORDER#1", "sk": "ITEM#1"}, "consistentRead": True},
+    "PutItem": {"tableName": "Orders", "key": {"pk": "ORDER#1"}, "item": ["pk", "total"], "returnValues": "NONE"},
+    "UpdateItem": {
+        "tableName": "Orders",
+        "key": {"pk": "ORDER#1", "sk": 7},
+        "updateExpression": "SET #t = :t REMOVE note",
+        "expressionAttributeNames": {"#t": "total"},
+    },
+    "DeleteItem": {"tableName": "Orders", "key": {"pk": "ORDER#1", "sk": 2.5}},
+    "Query": {
+        "tableName": "Orders",
+        "keyConditionExpression": "#k = :k",
+        "expressionAttributeNames": {"#k": "pk"},
+        "key": {"pk": "ORDER#1"},
+    },
+}
+#: Changes to a record (top-level fields, or ``params`` to merge into its request parameters) that the light path
+#: must read exactly as the full path does, or hand back.
+_UNUSUAL: dict[str, dict[str, Any]] = {
+    "as logged": {},
+    "PascalCase table and key": {"params": {"TableName": "Other", "Key": {"pk": "X"}}},
+    "only PascalCase": {"replace": {"TableName": "Orders", "Key": {"pk": "ORDER#1"}}},
+    "consistency in another spelling": {"params": {"ConsistentRead": False}},
+    "consistency lower-cased, no camel flag": {"drop": ["consistentRead"], "params": {"consistentread": False}},
+    "consistency as text": {"params": {"consistentRead": "false"}},
+    "eventual": {"params": {"consistentRead": False}},
+    "a key beyond 64 bits": {"params": {"key": {"pk": 18446744073709551616}}},
+    "a key below 64 bits": {"params": {"key": {"pk": -9223372036854775809}}},
+    "the largest 64-bit key": {"params": {"key": {"pk": 18446744073709551615, "sk": -9223372036854775808}}},
+    "a key holding a map": {"params": {"key": {"pk": {"S": "x"}}}},
+    "a key holding a list": {"params": {"key": {"pk": ["x"]}}},
+    "literals in the key": {"params": {"key": {"pk": True, "sk": None}}},
+    "an empty key": {"params": {"key": {}}},
+    "a key not a map": {"params": {"key": "ORDER#1"}},
+    "an empty table": {"params": {"tableName": ""}},
+    "a table not text": {"params": {"tableName": 7}},
+    "non-ASCII table and key": {"params": {"tableName": "Bestellungen-ä", "key": {"pk": "Grüße", "sk": "€"}}},
+    "non-ASCII account": {"recipientAccountId": "1111é"},
+    "an AWS service": {"userIdentity": {"type": "AWSService", "invokedBy": "dynamodb.amazonaws.com"}},
+    "a service-linked role": {
+        "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/AWSServiceRoleForX/s"}
+    },
+    "an error code": {"errorCode": "ConditionalCheckFailedException", "errorMessage": "The conditional request failed"},
+    "an empty error code": {"errorCode": ""},
+    "a management label": {"eventCategory": "Management"},
+    "an empty event id": {"eventID": ""},
+    "an empty account": {"recipientAccountId": ""},
+    "a new event time": {"eventTime": "2026-03-02T09:17:21.25+02:00"},
+    "an event time the full path rejects": {"eventTime": "2026-13-02T09:00:05Z"},
+    "a put of a map": {"params": {"item": {"pk": {"S": "ORDER#1"}, "total": {"N": "1"}}}},
+    "an update in the legacy form": {
+        "drop": ["updateExpression"],
+        "params": {"attributeUpdates": {"total": {"action": "PUT"}, "note": {"action": "DELETE"}}},
+    },
+    "an update lower-cased": {"drop": ["updateExpression"], "params": {"updateexpression": "SET a = :a"}},
+    "a Query page after a full one": {"params": {"exclusiveStartKey": {"pk": "ORDER#1"}}},
+    "an index": {"params": {"indexName": "by-status"}},
+    "an index not text": {"params": {"indexName": 3}},
+}
+
+
+def _unusual(operation: str, change: dict[str, Any]) -> bytes:
+    params = {k: v for k, v in _LIGHT_PARAMS[operation].items() if k not in change.get("drop", ())}
+    params = change.get("replace", {**params, **change.get("params", {})})
+    top = {k: v for k, v in change.items() if k not in ("drop", "params", "replace")}
+    record = {**GET_ITEM, **top, "eventName": operation, "requestParameters": params}
+    return _dumps(record)
+
+
+@pytest.mark.parametrize("operation", sorted(_LIGHT_PARAMS))
+@pytest.mark.parametrize("name", sorted(_UNUSUAL))
+def test_light_item_reads_unusual_records_as_the_full_path(operation: str, name: str) -> None:
+    """``light_item`` reads each operation inline: on any record msgspec decodes (outside ASCII too, which the
+    reader hands to orjson first), what it gives is what ``single_item`` gives for the record decoded in full, or
+    None where only the full path reads the record exactly (rule 2) or the full path is the reader."""
+    data = _unusual(operation, _UNUSUAL[name])
+    record = DECODE(data)
+    full = orjson.loads(data)
+    with contextlib.suppress(Exception):
+        normalize_record(full)  # as the reader does first for a new event time
+    item, reference = light_item(record), single_item(full)
+    if item is None and reference is not None:
+        key = record.params.get("key")
+        assert not _plain(key), name  # rule 2: the key as msgspec reads it
+    else:
+        assert item == reference, name
+    if name == "as logged":
+        assert item is not None
 
 
 # -- light_run(): consecutive records of a Records array ----------------------------------------------------------

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import Counter
 
 import orjson
 import pytest
 
-from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters
+from auditor.kernel.aggregates.sketch import DistinctCounter, HeavyHitters, _hash64
 
 
 def _stream(n: int, distinct: int, heavy: dict[str, float], seed: int = 1) -> list[str]:
@@ -216,3 +217,29 @@ def test_distinct_counter_update_equals_adding_one_by_one() -> None:
     many.update(values[:10])  # repeats change nothing
     assert many.exact is None and one.exact is None
     assert many.registers == one.registers
+
+
+def test_distinct_counter_registers_are_those_of_blake2b_64() -> None:
+    """Registers are stored and merged across processes and versions: each value's place is fixed by the 64-bit
+    blake2b of its UTF-8 bytes (lone surrogates passed through), whatever way the counter computes it."""
+    pinned = {"USER#1": 15735367750001169478, "clé": 2938443246599626316, "\ud800x": 5638114156032066728}
+    for value, h in pinned.items():
+        assert _hash64(value) == h
+    values = [*pinned, "", "€" * 40, *(f"USER#{i}" for i in range(3_000))]
+    expected = bytearray(4096)
+    for value in values:
+        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        h = int.from_bytes(digest, "big")
+        rank = 52 - (h & ((1 << 52) - 1)).bit_length() + 1
+        expected[h >> 52] = max(expected[h >> 52], rank)
+    dc = DistinctCounter()
+    dc.update(values[:5])  # exact, then every value hashed on the way to HyperLogLog
+    dc.update(values[5:])
+    assert dc.registers == expected
+    other = DistinctCounter()
+    other.update(values[:1_500])
+    small = DistinctCounter()
+    small.update(values[1_500:1_800])  # merged in while exact
+    other.merge(small)
+    other.update(values[1_800:])
+    assert other.registers == expected

@@ -108,8 +108,17 @@ class HeavyHitters:
         return hh
 
 
+#: An empty 64-bit blake2b, copied for each value: a copy costs about half of a new ``blake2b(digest_size=8)``
+#: (whose keyword arguments are parsed on every call) and hashes to the very same digest.
+_BLAKE2B_64: Final = hashlib.blake2b(digest_size=8)
+
+
 def _hash64(value: str) -> int:
-    return int.from_bytes(hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    """The 64-bit hash that places ``value`` in the registers: blake2b of its UTF-8 bytes (stable across processes,
+    unlike ``hash()``, so that registers from any process or invocation merge)."""
+    h = _BLAKE2B_64.copy()
+    h.update(value.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(h.digest(), "big")
 
 
 class DistinctCounter:
@@ -137,32 +146,28 @@ class DistinctCounter:
             return
         regs = self.registers
         assert regs is not None
-        blake2b = hashlib.blake2b
+        blake2b = _BLAKE2B_64.copy
         from_bytes = int.from_bytes
-        rest_mask = (1 << _HLL_REST_BITS) - 1
-        for value in values:  # _hll_add, inlined: this runs once per new key of a high-cardinality table
-            h = from_bytes(blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-            idx = h >> _HLL_REST_BITS
-            rank = _HLL_REST_BITS - (h & rest_mask).bit_length() + 1
+        rest_bits = _HLL_REST_BITS
+        rest_mask = (1 << rest_bits) - 1
+        for value in values:  # _hash64, inlined: this runs once per new key of a high-cardinality table
+            hasher = blake2b()
+            try:
+                data = value.encode()  # the same bytes as with "surrogatepass", read faster without arguments
+            except UnicodeEncodeError:  # a lone surrogate
+                data = value.encode("utf-8", "surrogatepass")
+            hasher.update(data)
+            h = from_bytes(hasher.digest(), "big")
+            idx = h >> rest_bits
+            rank = rest_bits - (h & rest_mask).bit_length() + 1
             if rank > regs[idx]:
                 regs[idx] = rank
-
-    def _hll_add(self, value: str) -> None:
-        regs = self.registers
-        assert regs is not None
-        h = _hash64(value)
-        idx = h >> _HLL_REST_BITS
-        rest = h & ((1 << _HLL_REST_BITS) - 1)
-        rank = _HLL_REST_BITS - rest.bit_length() + 1
-        if rank > regs[idx]:
-            regs[idx] = rank
 
     def _to_hll(self) -> None:
         values = self.exact or set()
         self.exact = None
         self.registers = bytearray(_HLL_M)
-        for v in values:
-            self._hll_add(v)
+        self.update(values)
 
     def merge(self, other: DistinctCounter) -> None:
         """Union with another counter."""
@@ -176,8 +181,7 @@ class DistinctCounter:
         regs = self.registers
         assert regs is not None
         if other.exact is not None:
-            for v in other.exact:
-                self._hll_add(v)
+            self.update(other.exact)
             return
         assert other.registers is not None
         theirs = other.registers
