@@ -11,9 +11,10 @@ them) are in docs/kernel.md.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
+import orjson
 from msgspec import UNSET, Raw, UnsetType, field
 
 from auditor.kernel.fields import LIGHT_POSITIONS
@@ -26,6 +27,9 @@ class Identity(msgspec.Struct, gc=False):
 
     type: str | UnsetType = UNSET
     arn: str | UnsetType = UNSET
+
+
+_LightOperation = Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"]
 
 
 class LightRecord(msgspec.Struct, gc=False, kw_only=True):
@@ -44,7 +48,7 @@ class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     identity: Identity = field(name="userIdentity")
     time: str = field(name="eventTime")
     source: Literal["dynamodb.amazonaws.com"] = field(name="eventSource")
-    operation: Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"] = field(name="eventName")
+    operation: _LightOperation = field(name="eventName")
     region: str = field(name="awsRegion")
     ip: Raw = field(name="sourceIPAddress")
     agent: Raw = field(name="userAgent")
@@ -93,3 +97,104 @@ def light_record(buf: bytes, start: int, end: int) -> LightRecord | None:
         return None
     record.data = data
     return record
+
+
+# -- the other data events: typed envelope, request parameters and caller as orjson reads them -------------------
+
+
+class _Resource(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """One entry of ``resources`` (never read on this path: typed only so that nothing in it goes unchecked)."""
+
+    account: str | UnsetType = field(name="accountId", default=UNSET)
+    type: str | UnsetType = UNSET
+    arn: str | UnsetType = field(name="ARN", default=UNSET)
+
+
+class _Tls(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """``tlsDetails`` (never read: typed as ``_Resource``)."""
+
+    version: str | UnsetType = field(name="tlsVersion", default=UNSET)
+    cipher: str | UnsetType = field(name="cipherSuite", default=UNSET)
+    host: str | UnsetType = field(name="clientProvidedHostHeader", default=UNSET)
+
+
+class CallRecord(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_fields=True):
+    """Every field of a record that :func:`auditor.kernel.normalize.normalize_typed` reads, typed as that reader
+    wants it, except ``userIdentity`` and ``requestParameters`` (``Raw``: :func:`call_record` has orjson decode them);
+    every other field the record may hold is typed too (an unknown one does not decode), so that no value goes
+    unchecked (rule 3 cannot apply). Declared in CloudTrail's key order, as :class:`LightRecord`."""
+
+    version: str | UnsetType = field(name="eventVersion", default=UNSET)
+    identity: Raw = field(name="userIdentity")
+    time: str = field(name="eventTime")
+    source: Literal["dynamodb.amazonaws.com"] = field(name="eventSource")
+    operation: str = field(name="eventName")
+    region: str = field(name="awsRegion")
+    ip: str = field(name="sourceIPAddress")
+    agent: str = field(name="userAgent")
+    error: str | UnsetType = field(name="errorCode", default=UNSET)
+    error_message: str | UnsetType = field(name="errorMessage", default=UNSET)
+    params: Raw = field(name="requestParameters")
+    response: None = field(name="responseElements", default=None)
+    request_id: str | UnsetType = field(name="requestID", default=UNSET)
+    event_id: str = field(name="eventID")
+    read_only: bool | UnsetType = field(name="readOnly", default=UNSET)
+    resources: list[_Resource] | UnsetType = UNSET
+    event_type: str | UnsetType = field(name="eventType", default=UNSET)
+    api_version: str | UnsetType = field(name="apiVersion", default=UNSET)
+    management: bool = field(name="managementEvent")
+    account: str = field(name="recipientAccountId")
+    shared_event_id: str | UnsetType = field(name="sharedEventID", default=UNSET)
+    vpc_endpoint_id: str | UnsetType = field(name="vpcEndpointId", default=UNSET)
+    vpc_endpoint_account: str | UnsetType = field(name="vpcEndpointAccountId", default=UNSET)
+    category: str = field(name="eventCategory")
+    tls: _Tls | UnsetType = field(name="tlsDetails", default=UNSET)
+    console_session: str | UnsetType = field(name="sessionCredentialFromConsole", default=UNSET)
+
+
+class FullRecord:
+    """A record :func:`call_record` read: its typed fields, its request parameters and ``userIdentity`` as orjson
+    decodes them, the bytes of that ``userIdentity`` (what a cache of callers is keyed on), and the record's bytes
+    (for the full decoder, when the typed reader hands the record back)."""
+
+    __slots__ = ("data", "identity", "identity_bytes", "params", "record")
+
+    def __init__(self, record: CallRecord, params: Any, identity: Any, identity_bytes: bytes, data: bytes) -> None:
+        self.record, self.params, self.identity = record, params, identity
+        self.identity_bytes, self.data = identity_bytes, data
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FullRecord and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+
+#: The operations :class:`LightRecord` reads (a record of another one that :func:`call_record` reads skips it).
+LIGHT_OPERATIONS: Final = frozenset(get_args(_LightOperation))
+_CALL_DECODE: Final = msgspec.json.Decoder(CallRecord).decode
+_LOADS: Final = orjson.loads
+_CALL_ERRORS: Final = (msgspec.DecodeError, RecursionError, orjson.JSONDecodeError)
+#: ``userIdentity`` values already decoded, by their bytes (a few callers make most calls). Bounded: cleared when
+#: full, each entry no larger than the record it came from.
+_IDENTITIES: Final[dict[bytes, Any]] = {}
+_IDENTITIES_MAX: Final = 1024
+
+
+def call_record(data: bytes) -> FullRecord | None:
+    """The :class:`FullRecord` of one record's bytes (ASCII only: rule 1), or None where orjson must decide (a field
+    this decoder does not know or type alike, a value orjson rejects, not one JSON object). Where it reads a record,
+    every value is what orjson gives, and orjson accepts the whole record (its every other value is typed)."""
+    try:
+        record = _CALL_DECODE(data)
+        params = _LOADS(memoryview(record.params))
+        raw = bytes(record.identity)
+        identity = _IDENTITIES.get(raw)
+        if identity is None:
+            identity = _LOADS(raw)
+            if len(_IDENTITIES) >= _IDENTITIES_MAX:
+                _IDENTITIES.clear()
+            _IDENTITIES[raw] = identity
+    except _CALL_ERRORS:
+        return None
+    return FullRecord(record, params, identity, raw, data)

@@ -186,13 +186,50 @@ class _Ctx:
         return name
 
 
+#: What :func:`_caller` reads of a ``userIdentity``: (principal, principal type, session name, its ``accountId``).
+_Caller = tuple[str | None, str | None, str | None, str | None]
+_NO_CALLER: Final[_Caller] = (None, None, None, None)
+
+
+def _caller(identity: Any) -> _Caller:
+    """The caller a ``userIdentity`` names: for an assumed role the session issuer's ARN with the session name, for
+    an AWS service the service; and the identity's own ``accountId`` (None where not a non-empty string)."""
+    if type(identity) is not dict:
+        return _NO_CALLER
+    session = None
+    own_account = _str_or_none(identity.get(_ACCOUNT_ID))
+    ptype = identity.get(_TYPE)
+    arn = identity.get(_ARN)
+    if ptype == "AssumedRole":
+        context = identity.get(_SESSION_CONTEXT)
+        issuer = context.get(_SESSION_ISSUER) if type(context) is dict else None
+        principal = issuer.get(_ARN) if type(issuer) is dict else None
+        if type(principal) is not str or not principal:  # no issuer logged: the role of the session's ARN
+            principal = _role_of(arn) if type(arn) is str and arn else None
+        if type(arn) is str:
+            try:
+                session = _SESSION_CACHE[arn]
+            except KeyError:
+                session = _session_name(arn)
+        if type(arn) is str and _SERVICE_LINKED in arn:
+            ptype = SERVICE
+    elif ptype == SERVICE:
+        principal = _str_or_none(identity.get("invokedBy")) or SERVICE
+    else:
+        principal = _str_or_none(arn)
+        ptype = _str_or_none(ptype)
+        if ptype == _STREAM_SERVICE:  # DynamoDB's own identity in its stream records (TTL deletes)
+            principal, ptype = principal or _str_or_none(identity.get("principalId")) or SERVICE, SERVICE
+    return principal, ptype, session, own_account
+
+
 def _api_call(
     event_id: str,
     time: datetime,
     name: str,
     request: _Request,
     raw: dict[str, Any] | None,
-    identity: Any,
+    caller: _Caller,
     account: Any,
     region: Any,
     user_agent: Any,
@@ -201,39 +238,11 @@ def _api_call(
     error_message: Any,
 ) -> ApiCall:
     """The ``ApiCall`` of a record from its envelope fields (a value that is not a string counts as absent), what its
-    request parameters (``raw``) tell, and its caller, read from ``userIdentity`` here: for an assumed role the
-    session issuer's ARN with the session name, for an AWS service the service. The account is
+    request parameters (``raw``) tell, and its ``caller`` (:func:`_caller` of its ``userIdentity``). The account is
     ``recipientAccountId``, else the identity's ``accountId``."""
-    session = None
-    if type(identity) is not dict:
-        principal = ptype = None
-        if type(account) is not str or not account:
-            account = None
-    else:
-        if type(account) is not str or not account:
-            account = _str_or_none(identity.get(_ACCOUNT_ID))
-        ptype = identity.get(_TYPE)
-        arn = identity.get(_ARN)
-        if ptype == "AssumedRole":
-            context = identity.get(_SESSION_CONTEXT)
-            issuer = context.get(_SESSION_ISSUER) if type(context) is dict else None
-            principal = issuer.get(_ARN) if type(issuer) is dict else None
-            if type(principal) is not str or not principal:  # no issuer logged: the role of the session's ARN
-                principal = _role_of(arn) if type(arn) is str and arn else None
-            if type(arn) is str:
-                try:
-                    session = _SESSION_CACHE[arn]
-                except KeyError:
-                    session = _session_name(arn)
-            if type(arn) is str and _SERVICE_LINKED in arn:
-                ptype = SERVICE
-        elif ptype == SERVICE:
-            principal = _str_or_none(identity.get("invokedBy")) or SERVICE
-        else:
-            principal = _str_or_none(arn)
-            ptype = _str_or_none(ptype)
-            if ptype == _STREAM_SERVICE:  # DynamoDB's own identity in its stream records (TTL deletes)
-                principal, ptype = principal or _str_or_none(identity.get("principalId")) or SERVICE, SERVICE
+    principal, ptype, session, own_account = caller
+    if type(account) is not str or not account:
+        account = own_account
     access, items, tables, index, segment, total, statement, truncated = request
     call = ApiCall(
         event_id,
@@ -411,7 +420,7 @@ def _normalize_general(record: Mapping[str, Any]) -> ApiCall | None:
         name,
         request,
         raw,
-        get("userIdentity"),
+        _caller(get("userIdentity")),
         get("recipientAccountId"),
         get("awsRegion"),
         get("userAgent"),

@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import Access, ApiCall, ItemAccess, SingleItem
-from auditor.kernel.decode import FIELDS, LightRecord
+from auditor.kernel.decode import FIELDS, FullRecord, LightRecord
 from auditor.kernel.fields import (
     _CONSISTENT_READ,
     _DELETE_REQUEST,
@@ -77,10 +77,11 @@ from auditor.kernel.general import (
     SERVICE,
     _api_call,
     _as_int,
+    _Caller,
+    _caller,
     _ci,
     _maybe_service,
     _normalize_general,
-    _put_or_delete,
     _query_access,
     _read_request,
     _statement_access,
@@ -89,7 +90,7 @@ from auditor.kernel.general import (
 from auditor.kernel.partiql import parse_statement
 from auditor.kernel.write_shapes import write_shape
 
-__all__ = ["light_item", "normalize_record", "single_item"]
+__all__ = ["light_item", "normalize_record", "normalize_typed", "single_item"]
 
 # ``normalize_record`` reads the envelope of a plain ``dict`` record with one C-level ``itemgetter`` call and the
 # single-item operations itself; the ``requestParameters`` of the others go to a fast reader below, only when all their
@@ -155,12 +156,18 @@ def _fast_batch_get(raw: dict[str, Any], name: str) -> _Request | None:
             for key in keys:
                 if type(key) is not dict:
                     return None
-                append(ItemAccess(table, "BatchGetItem", _READ, None, key, eventual=eventual))
+                append(ItemAccess(table, "BatchGetItem", _READ, None, key, None, False, None, None, eventual))
         elif keys is None or type(keys) is list:
-            append(ItemAccess(table, "BatchGetItem", _READ, eventual=eventual))
+            append(ItemAccess(table, "BatchGetItem", _READ, None, None, None, False, None, None, eventual))
         else:
             return None
     return _READ, tuple(out), tuple(request_items), None, None, None, None, False
+
+
+_BATCH_PUT: Final = "BatchWriteItem:Put"
+_BATCH_DELETE: Final = "BatchWriteItem:Delete"
+#: ``write_shape`` of a batch delete (whatever its body: a delete's shape is its kind).
+_DELETE_SHAPE: Final = write_shape(_BATCH_DELETE, None)
 
 
 def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
@@ -178,19 +185,27 @@ def _fast_batch_write(raw: dict[str, Any], name: str) -> _Request | None:
         for request in requests:
             if type(request) is not dict or not _is_camel(request):
                 return None
-            found = _put_or_delete(request, _PUT_REQUEST, _DELETE_REQUEST)
-            if found is None:
-                return None
-            operation, body = found
+            body = request.get(_PUT_REQUEST)  # as _put_or_delete reads it
+            if body is not None:
+                operation = _BATCH_PUT
+            else:
+                body = request.get(_DELETE_REQUEST)
+                if body is None:
+                    return None
+                operation = _BATCH_DELETE
             key = None
-            if isinstance(body, dict):
-                if type(body) is not dict or not _is_camel(body):
+            if type(body) is dict:
+                if not _is_camel(body):
                     return None
                 key = body.get(_KEY)
                 if key is not None and not isinstance(key, dict):
                     key = None
-            shape = write_shape(operation, body if type(body) is dict else None)
-            append(ItemAccess(table, operation, _WRITE, None, key, shape=shape))
+                shape = write_shape(operation, body) if operation is _BATCH_PUT else _DELETE_SHAPE
+            elif isinstance(body, dict):
+                return None
+            else:
+                shape = write_shape(operation, None)
+            append(ItemAccess(table, operation, _WRITE, None, key, None, False, None, shape))
     if not out:
         return None
     return _WRITE, tuple(out), tuple(tables), None, None, None, None, False
@@ -221,8 +236,9 @@ def _fast_transact(raw: dict[str, Any], name: str) -> _Request | None:
         key = body.get("key")
         if key is not None and not isinstance(key, dict):
             key = None
-        shape = write_shape(prefix + operation, body) if item_access is _WRITE else None
-        out.append(ItemAccess(table, prefix + operation, item_access, None, key, shape=shape))
+        operation = prefix + operation
+        shape = write_shape(operation, body) if item_access is _WRITE else None
+        out.append(ItemAccess(table, operation, item_access, None, key, None, False, None, shape))
         tables[table] = None
     return access, tuple(out), tuple(tables), None, None, None, None, False
 
@@ -291,30 +307,88 @@ def normalize_record(record: Mapping[str, Any]) -> ApiCall | None:
         time = _TIME_CACHE[event_time]
     except (KeyError, TypeError):
         time = _parse_time(event_time)
+    request = _fast_request(name, access, reader, raw)
+    if request is None:
+        request = _read_request(record, raw, False, _KIND[name], name)
+    error_code = record.get(_ERROR_CODE)
+    error_message = record.get(_ERROR_MESSAGE)
+    caller = _caller(identity)
+    return _api_call(
+        event_id, time, name, request, raw, caller, account, region, user_agent, source_ip, error_code, error_message
+    )
 
-    request: _Request | None = None
+
+def _fast_request(name: str, access: Access | None, reader: _Reader | None, raw: dict[str, Any]) -> _Request | None:
+    """What the usual shapes of ``raw`` tell (``_FAST_OPS[name]`` gives ``access`` and ``reader``); None: the general
+    reader decides."""
     if access is not None:  # GetItem/PutItem/UpdateItem/DeleteItem, read here
         try:
             table = raw[_TABLE_NAME]
             key = raw[_KEY]
         except KeyError:
-            table = key = None
+            return None
         if type(table) is str and table and key is not None:
             shape = write_shape(name, raw) if access is _WRITE else None
             item = ItemAccess(table, name, access, None, key if type(key) is dict else None, shape=shape)
-            request = access, (item,), (table,), None, None, None, None, False
+            return access, (item,), (table,), None, None, None, None, False
     elif reader is not None and _is_camel(raw):  # a reader: always, when access is None
         try:
-            request = reader(raw, name)
+            return reader(raw, name)
         except Exception:  # an unforeseen shape: the general reader decides (and words any error)
-            request = None
+            return None
+    return None
+
+
+#: The callers of the typed records, by the bytes of their ``userIdentity`` (equal bytes, equal identities). Bounded:
+#: cleared when full, each entry no larger than the record it came from.
+_CALLERS: Final[dict[bytes, _Caller]] = {}
+_CALLERS_MAX: Final = 1024
+
+
+def normalize_typed(full: FullRecord) -> ApiCall | None:
+    """:func:`normalize_record` of a record :func:`auditor.kernel.decode.call_record` read, where that is one of the
+    usual shapes of an operation the fast readers know: the same ``ApiCall`` as ``normalize_record`` of what orjson
+    decodes. None for any other record (also one that is no DynamoDB table traffic, or one ``normalize_record``
+    rejects): the caller then takes ``normalize_record`` of the record decoded in full, the reference."""
+    record = full.record
+    raw = full.params
+    name = record.operation
+    event_id = record.event_id
+    if record.category == "Management" or record.management or not event_id or type(raw) is not dict:
+        return None
+    found = _FAST_OPS.get(name)
+    if found is None:
+        return None
+    event_time = record.time
+    time = _TIME_CACHE.get(event_time)
+    if time is None:
+        try:
+            time = _parse_time(event_time)
+        except MalformedRecordError:
+            return None
+    access, reader = found
+    if reader is None:
+        request = _fast_request(name, access, reader, raw)
+    elif not _is_camel(raw):
+        return None
+    else:  # a reader, called here (one call fewer for the records that have one)
+        try:
+            request = reader(raw, name)
+        except Exception:  # an unforeseen shape: the full path decides
+            return None
     if request is None:
-        request = _read_request(record, raw, False, _KIND[name], name)
-    error_code = record.get(_ERROR_CODE)
-    error_message = record.get(_ERROR_MESSAGE)
-    return _api_call(
-        event_id, time, name, request, raw, identity, account, region, user_agent, source_ip, error_code, error_message
-    )
+        return None
+    key = full.identity_bytes  # (its hash, computed by call_record's cache, is kept in the bytes object)
+    caller = _CALLERS.get(key)
+    if caller is None:
+        caller = _caller(full.identity)
+        if len(_CALLERS) >= _CALLERS_MAX:
+            _CALLERS.clear()
+        _CALLERS[key] = caller
+    account, region, agent, ip = record.account, record.region, record.agent, record.ip
+    code = None if record.error is _UNSET else record.error
+    message = None if record.error_message is _UNSET else record.error_message
+    return _api_call(event_id, time, name, request, raw, caller, account, region, agent, ip, code, message)
 
 
 #: The operations :func:`single_item` reads, and whether each writes.

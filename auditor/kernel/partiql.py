@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from auditor.kernel.calls import Statement
 
@@ -99,18 +99,106 @@ def parse_statement(text: object, partition_key: object = None) -> Statement:
     """
     if not isinstance(text, str):  # ``object``: logged values are whatever the JSON held
         return _UNKNOWN
+    key = partition_key if isinstance(partition_key, str) else None
     try:
-        return _parse_cached(text, partition_key if isinstance(partition_key, str) else None)
+        parts = text.split("'")
+        if len(parts) > 2:  # string literals: maybe a statement of a shape already read, with other values
+            shaped = _by_shape(parts, key)
+            if shaped is not None:
+                return shaped
+        return _parse_cached(text, key)
     except Exception:  # the contract is "never raise on garbage"
         return _UNKNOWN
 
 
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, partition_key: str | None) -> Statement:
+    return _parse_fresh(text, partition_key)
+
+
+def _parse_fresh(text: str, partition_key: str | None) -> Statement:
     simple = _parse_simple(text, partition_key)
     if simple is not None:
         return simple
     return _parse(_tokenize(text), partition_key)
+
+
+# --- statements of one shape with other literal values ------------------------------------------------------
+#
+# Most statements repeat a few shapes with other string literals (``... WHERE pk = 'USER#1'``). Nothing but the
+# values of the equalities depends on what a string literal holds (its quotes tell where it starts and ends), so a
+# statement whose text, split at its quotes, shows exactly where its literals are is read once per shape (the text
+# with its literals emptied): the shape's statement is read from the text with a marker in each literal, and each
+# equality on a marker takes that literal's text. A text whose quotes could be anything but the bounds of plain
+# literals (an escaped quote ``''``, an unterminated literal, a quote inside a quoted name or a ``***(...)``), or
+# an INSERT (whose names are literals), is read as before.
+
+#: Statements by shape, as (the statement read with markers, [(attribute, index of its literal in the split)]), or
+#: None for a shape that is read in full each time. Bounded: cleared when full, each entry no longer than its text.
+_SHAPES: Final[dict[tuple[str, str | None], tuple[Statement, list[tuple[str, int]]] | None]] = {}
+_SHAPES_MAX: Final = 1024
+
+
+def _by_shape(parts: list[str], partition_key: str | None) -> Statement | None:
+    """The statement whose text is ``"'".join(parts)`` (more than one part), read by its shape; None: not one whose
+    literals its quotes alone tell."""
+    outside = parts[0::2]
+    key = ("'".join(outside), partition_key)
+    try:
+        entry = _SHAPES[key]
+    except KeyError:
+        entry = _read_shape(parts, outside, partition_key)
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = entry
+    if entry is None:
+        return None
+    template, slots = entry
+    if not slots:
+        return template
+    equalities = dict(template.key_equalities)
+    for attribute, at in slots:
+        equalities[attribute] = parts[at]
+    return Statement(
+        template.verb,
+        template.table,
+        template.index,
+        equalities,
+        template.redacted_equalities,
+        template.full_scan,
+        template.constrained,
+        template.insert_names,
+    )
+
+
+def _read_shape(
+    parts: list[str], outside: list[str], partition_key: str | None
+) -> tuple[Statement, list[tuple[str, int]]] | None:
+    """The entry of :data:`_SHAPES` for a text split at its quotes (``outside``: the parts between literals)."""
+    if len(parts) % 2 == 0:  # an odd number of quotes: a literal runs to the end
+        return None
+    for pos, part in enumerate(outside):
+        if (0 < pos < len(outside) - 1 and not part) or part.count('"') % 2:
+            return None  # an escaped quote (``''``), or a quote inside a quoted name
+        red = part.rfind("***(")
+        if red >= 0 and part.find(")", red) < 0:
+            return None  # a quote inside ``***(...)``
+    marked = list(parts)
+    markers: dict[str, int] = {}
+    for at in range(1, len(parts), 2):
+        marked[at] = marker = f"#{at}"
+        markers[marker] = at
+    template = _parse_fresh("'".join(marked), partition_key)
+    if template.verb == "INSERT" or template.insert_names:
+        return None
+    slots: list[tuple[str, int]] = []
+    for attribute, value in template.key_equalities.items():
+        if type(value) is str:
+            found = markers.get(value)
+            if found is None:  # pragma: no cover - a string value is always a literal, and so a marker here
+                return None
+            slots.append((attribute, found))
+    return template, slots
 
 
 def _tokenize(text: str) -> list[_Token]:

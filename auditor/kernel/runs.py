@@ -11,9 +11,9 @@ import orjson
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
-from auditor.kernel.decode import DECODE, DECODE_ERRORS, LightRecord
+from auditor.kernel.decode import DECODE, DECODE_ERRORS, LIGHT_OPERATIONS, FullRecord, LightRecord, call_record
 from auditor.kernel.dedupe import Deduper
-from auditor.kernel.normalize import light_item, single_item
+from auditor.kernel.normalize import light_item, normalize_record, normalize_typed, single_item
 from auditor.kernel.shards import SKIPPED, Shard, raw_owned
 from auditor.kernel.stats import IngestStats
 
@@ -40,7 +40,8 @@ def light_run(
     :data:`~auditor.kernel.shards.SKIPPED` stands in its place (record numbers stay those of the whole input).
 
     Gives ``([record, ...], where the next record starts)``: each record as
-    :func:`~auditor.kernel.decode.light_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
+    :func:`~auditor.kernel.decode.light_record` reads it, else (another operation's) as
+    :func:`~auditor.kernel.decode.call_record` reads it, else decoded in full by orjson (a dict, or whatever JSON
     value the element is). At most ``most`` records; it stops at the first one whose separator is not found before
     ``limit``, or whose slice is not one JSON value (the reader's slower paths take it from there). Each step moves
     forward by at least one byte, and a search that finds nothing ends the run, so the work is bounded by the
@@ -66,7 +67,11 @@ def light_run(
             try:
                 record = decode(data)
             except DECODE_ERRORS:
-                pass
+                full = call_record(data)  # another operation's record, typed but for its parameters and caller
+                if full is not None and full.record.operation not in LIGHT_OPERATIONS:
+                    done.append(full)
+                    pos = cut + advance
+                    continue
             else:
                 record.data = data
                 done.append(record)
@@ -139,26 +144,22 @@ def full_call(
     normalize: Callable[[Mapping[str, Any]], ApiCall | None],
 ) -> ApiCall | None:
     """The call of record number ``index`` of source ``name``, decoded in full, by ``normalize``; None: not a
-    data-plane call, a duplicate (``seen``) or a bad record (counted and noted in ``stats``)."""
-    if type(record) is not dict:
-        stats.records_skipped += 1
-        why = record.reason if type(record) is Malformed else "not a JSON object"
-        stats.note(f"{name}: record {index}: {why}")
-        return None
-    try:
-        call = normalize(record)
-    except MalformedRecordError as exc:
-        stats.records_skipped += 1
-        stats.note(f"{name}: record {index}: {exc}")
-        return None
-    except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
-        # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what a key can
-        # hold, nesting too deep): one bad record. Only the type is noted, not the value.
-        stats.records_skipped += 1
-        stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
-        return None
+    data-plane call, a duplicate (``seen``) or a bad record (counted and noted in ``stats``). A
+    :class:`~auditor.kernel.decode.FullRecord` is read by :func:`~auditor.kernel.normalize.normalize_typed` where that
+    reads it, else decoded by orjson first."""
+    call: ApiCall | None = None
+    if type(record) is FullRecord:
+        if normalize is normalize_record:
+            try:
+                call = normalize_typed(record)
+            except Exception:  # an unforeseen value: the full path below decides, as for the record decoded in full
+                call = None
+        if call is None:
+            record = _loads(record.data)
     if call is None:
-        return None
+        call = _normalized(record, index, name, stats, normalize)
+        if call is None:
+            return None
     # One event is (eventID, eventName, eventTime): CloudTrail repeats all three when it delivers an event twice,
     # while records that only share an id (as the AWS documentation samples do) are distinct.
     if call.event_id and seen((call.event_id, call.operation, call.time)):
@@ -173,6 +174,28 @@ def full_call(
     return call
 
 
+def _normalized(
+    record: Any, index: int, name: str, stats: IngestStats, normalize: Callable[[Mapping[str, Any]], ApiCall | None]
+) -> ApiCall | None:
+    """``normalize`` of a record decoded in full; None: not a data-plane call, or a bad record (counted and noted)."""
+    if type(record) is not dict:
+        stats.records_skipped += 1
+        why = record.reason if type(record) is Malformed else "not a JSON object"
+        stats.note(f"{name}: record {index}: {why}")
+        return None
+    try:
+        return normalize(record)
+    except MalformedRecordError as exc:
+        stats.records_skipped += 1
+        stats.note(f"{name}: record {index}: {exc}")
+    except (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError) as exc:
+        # A value the normaliser cannot handle (a date at the edge of the range, an integer beyond what a key can
+        # hold, nesting too deep): one bad record. Only the type is noted, not the value.
+        stats.records_skipped += 1
+        stats.note(f"{name}: record {index}: unusable value ({type(exc).__name__})")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Malformed:
     """Stands for one record whose extent is known but whose value cannot be read: a number or string the parser
@@ -183,8 +206,15 @@ class Malformed:
 
 
 def reparse(data: bytes) -> Any:
-    """A typed record decoded in full (orjson); one that orjson cannot read (rule 3 of the typed decoder) stands as
-    one malformed record."""
+    """A typed record decoded in full: a :class:`~auditor.kernel.decode.FullRecord` where
+    :func:`~auditor.kernel.decode.call_record` reads it, else by orjson; one that orjson cannot read (rule 3 of the
+    typed decoder) stands as one malformed record."""
+    full = call_record(data)
+    return full if full is not None else _loads(data)
+
+
+def _loads(data: bytes) -> Any:
+    """``data`` decoded by orjson, or one malformed record."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Final
 
-from auditor.kernel.decode import LightRecord
+from auditor.kernel.decode import FullRecord, LightRecord
 
 __all__ = ["EVENT_ID_KEY", "SKIPPED", "Shard", "raw_owned", "skippable"]
 
@@ -42,6 +42,8 @@ class Shard:
             eid = record.event_id
         elif type(record) is dict:
             eid = record.get("eventID")
+        elif type(record) is FullRecord:
+            eid = record.record.event_id
         if type(eid) is not str:
             return self.index == 0
         return zlib.crc32(eid.encode("utf-8", "surrogatepass")) % self.count == self.index

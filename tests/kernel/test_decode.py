@@ -21,11 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.kernel import reader
-from auditor.kernel.decode import DECODE, LightRecord, light_record
-from auditor.kernel.normalize import light_item, normalize_record, single_item
-from auditor.kernel.reader import Deduper, InputSource, read_calls
+from auditor.kernel import reader, runs
+from auditor.kernel.decode import DECODE, LIGHT_OPERATIONS, FullRecord, LightRecord, call_record, light_record
+from auditor.kernel.normalize import light_item, normalize_record, normalize_typed, single_item
+rom auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.runs import light_run
+from auditor.kernel.shards import Shard
 from auditor.kernel.stats import IngestStats
 from tests.factories import flat_calls, traffic
 
@@ -397,13 +398,17 @@ def test_light_item_reads_unusual_records_as_the_full_path(operation: str, name:
 
 
 def _run_reference(buf: bytes, pos: int, limit: int, sep: bytes, advance: int, most: int) -> tuple[list[Any], int]:
-    """What ``light_run`` must give: one record at a time, typed where ``light_record`` reads it, else orjson."""
+    """What ``light_run`` must give: one record at a time, typed where ``light_record`` reads it, else where
+    ``call_record`` reads a record of another operation, else orjson."""
     done: list[Any] = []
     while len(done) < most:
         cut = buf.find(sep, pos, limit)
         if cut < 0:
             break
-        typed = light_record(buf, pos, cut + 1)
+        typed: Any = light_record(buf, pos, cut + 1)
+        if typed is None and buf[pos : cut + 1].isascii():
+            full = call_record(buf[pos : cut + 1])
+            typed = full if full is not None and full.record.operation not in LIGHT_OPERATIONS else None
         if typed is None:
             try:
                 typed = orjson.loads(buf[pos : cut + 1])
@@ -510,3 +515,165 @@ def test_a_record_under_rule_3_is_read_wherever_it_stands_in_the_records_array(a
     calls, stats, _ = _read_all(b'{"Records":[' + b",".join(parts) + b"]}")
     assert (stats.records_read, stats.records_skipped, stats.data_events) == (10, 0, 10)
     assert len(calls) == 10
+
+
+# -- call_record(): the other operations' records, typed but for their parameters and caller ----------------------
+
+
+def check_call(data: bytes) -> FullRecord | None:
+    """``call_record`` on ``data`` (ASCII, as its callers hand it) and its promises: where it reads a record, orjson
+    reads the whole record (no rule 3 here), the parameters and caller are orjson's, and ``normalize_typed`` gives
+    ``normalize_record``'s call of the record orjson decodes, or hands the record back."""
+    if not data.isascii():
+        return None
+    full = call_record(data)
+    if full is None:
+        return None
+    whole = orjson.loads(data)  # never raises for a record call_record read
+    assert full.data == data
+    assert full.params == whole["requestParameters"] and type(full.params) is type(whole["requestParameters"])
+    assert full.identity == whole["userIdentity"]
+    assert (full.record.event_id, full.record.operation, full.record.time) == (
+        whole["eventID"],
+        whole["eventName"],
+        whole["eventTime"],
+    )
+    with contextlib.suppress(Exception):  # as the reader does first for a new event time
+        normalize_record(whole)
+    call = normalize_typed(full)
+    if call is not None:
+        assert call == normalize_record(whole)
+    return full
+
+
+_ERROR = {"errorCode": "ProvisionedThroughputExceededException", "errorMessage": "Rate exceeded"}
+#: The generated traffic of the operations the light path does not read, and failed calls of every operation.
+_OTHERS = [r for r in traffic(3000, seed=13) if r["eventName"] not in LIGHT_OPERATIONS]
+_FAILED = [{**r, **_ERROR} for r in traffic(200, seed=17)]
+
+
+def test_other_operations_and_failed_calls_are_read_as_the_full_decoder_reads_them() -> None:
+    assert {r["eventName"] for r in _OTHERS} >= {"BatchGetItem", "BatchWriteItem", "ExecuteStatement", "Scan"}
+    typed = 0
+    for record in [*_OTHERS, *_FAILED]:
+        full = check_call(orjson.dumps(record))
+        assert full is not None  # every generated record is one call_record reads
+        typed += normalize_typed(full) is not None
+    assert typed > 0.9 * (len(_OTHERS) + len(_FAILED))  # and most take the typed reader
+
+
+_BATCH = orjson.dumps(next(r for r in _OTHERS if r["eventName"] == "BatchWriteItem"))
+
+
+#: Records call_record hands to orjson: a value it does not type alike, anywhere (nothing is left unchecked).
+CALL_HANDED_BACK: dict[str, bytes] = {
+    "1e400 in the parameters": _BATCH.replace(b'"requestItems":', b'"limit":1e400,"requestItems":', 1),
+    "1e400 in the caller": _BATCH.replace(b'"accountId":', b'"n":1e400,"accountId":', 1),
+    "5,000 digits in the caller": _BATCH.replace(b'"accountId":', b'"n":' + b"9" * 5000 + b',"accountId":', 1),
+    "1e400 in resources": _BATCH.replace(b'"ARN":', b'"n":1e400,"ARN":', 1),
+    "a number in resources": _BATCH.replace(b'"type":"AWS::DynamoDB::Table"', b'"type":1', 1),
+    "1e400 as the response": _BATCH.replace(b'"responseElements":null', b'"responseElements":1e400', 1),
+    "a response": _BATCH.replace(b'"responseElements":null', b'"responseElements":{"x":1}', 1),
+    "1e400 in a field CloudTrail does not write": _BATCH[:-1] + b',"newField":[1e400]}',
+    "a field CloudTrail does not write": _BATCH[:-1] + b',"newField":1}',
+    "1e400 in the envelope": _with(_BATCH, b'"eventVersion":"1.08"', b'"eventVersion":1e400'),
+    "the error code null": _BATCH[:-1] + b',"errorCode":null}',
+    "lone surrogate escape in the parameters": _BATCH.replace(b'"requestItems":', b'"x":"\\ud800","requestItems":', 1),
+    "lone surrogate escape in the caller": _BATCH.replace(b'"accountId":', b'"x":"\\ud800","accountId":', 1),
+    "lone surrogate escape in the user agent": _BATCH.replace(b'"userAgent":"', b'"userAgent":"\\ud800', 1),
+    "nesting deeper than orjson reads": _BATCH.replace(
+        b'"requestItems":', b'"x":' + b"[" * 1100 + b"]" * 1100 + b',"requestItems":', 1
+    ),
+    "truncated": _BATCH[:-1],
+    "another service": _BATCH.replace(b'"dynamodb.amazonaws.com"', b'"s3.amazonaws.com"', 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALL_HANDED_BACK))
+def test_records_call_record_does_not_type_alike_are_handed_to_orjson(name: str) -> None:
+    data = CALL_HANDED_BACK[name]
+    assert data != _BATCH
+    assert call_record(data) is None
+
+
+@pytest.mark.parametrize(
+    "value", [b"18446744073709551616", b"123456789012345678901234", b"1.5e-400", b'"\\u00e9"', b"-0.0", b"[1,{}]"]
+)
+def test_parameters_and_caller_are_orjsons_values(value: bytes) -> None:
+    for where in (b'"requestItems":', b'"accountId":'):
+        data = _BATCH.replace(where, b'"x":' + value + b"," + where, 1)
+        full = check_call(data)
+        assert full is not None
+
+
+def test_the_caches_of_callers_give_fresh_values_and_stay_bounded() -> None:
+    from auditor.kernel.decode import _IDENTITIES, _IDENTITIES_MAX
+    from auditor.kernel.normalize import _CALLERS, _CALLERS_MAX
+
+    for n in range(max(_IDENTITIES_MAX, _CALLERS_MAX) + 10):
+        # another caller each time (another role, the identity of another account)
+        data = _BATCH.replace(b'"accountId":"', b'"accountId":"%d' % n, 1).replace(b":role/", b":role/r%d" % n, 1)
+        full = check_call(data)  # each read as orjson reads it, the call as normalize_record's
+        assert full is not None and normalize_typed(full) is not None
+        assert len(_IDENTITIES) <= _IDENTITIES_MAX and len(_CALLERS) <= _CALLERS_MAX
+    again = check_call(_BATCH)
+    assert again is not None and again.identity == orjson.loads(_BATCH)["userIdentity"]
+
+
+_REAL_OTHERS = [_BATCH, *(orjson.dumps(r) for r in _OTHERS[:40]), *(orjson.dumps(r) for r in _FAILED[:10])]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.integers(0, len(_REAL_OTHERS) - 1),
+    at=st.floats(0, 1),
+    cut=st.integers(0, 4),
+    insert=st.binary(max_size=6)
+    | st.sampled_from(
+        [b'"', b"\\", b"\\u", b"\\ud800", b"{", b"}", b"[", b"]", b",", b":", b"1e400", b"null", b"1", b'"x":1,']
+    ),
+)
+def test_mutated_other_records_are_handed_back_or_read_exactly(which: int, at: float, cut: int, insert: bytes) -> None:
+    data = _REAL_OTHERS[which]
+    i = int(at * len(data))
+    check_call(data[:i] + insert + data[i + cut :])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.dictionaries(st.sampled_from([*orjson.loads(_BATCH), "x"]), _JSON, max_size=6),
+    raw_number=st.sampled_from([b"1e400", b"-1e400", b"9" * 400, b"18446744073709551616", b"1.5e-400"]),
+    where=st.sampled_from([b'"TLSv1.3"', b'"1.08"', b'"Accounts"', b'"Data"', b"false", b"null", b'"AssumedRole"']),
+)
+def test_any_json_anywhere_in_other_records_is_handed_back_or_read_exactly(
+    values: dict[str, Any], raw_number: bytes, where: bytes
+) -> None:
+    record = orjson.loads(_BATCH)
+    check_call(_dumps({**record, **values}))
+    check_call(_dumps({**record, "requestParameters": {**record["requestParameters"], **values}}))
+    check_call(_dumps({**record, "userIdentity": {**record["userIdentity"], **values}}))
+    if where in _BATCH:
+        check_call(_with(_BATCH, where, raw_number))
+
+
+def test_a_shard_owns_a_typed_record_as_it_owns_the_record_decoded_in_full() -> None:
+    for data in _REAL_OTHERS:
+        full = call_record(data)
+        assert full is not None
+        for shard in (Shard(0, 2), Shard(1, 2), Shard(2, 3)):
+            assert shard.owns(full) == shard.owns(orjson.loads(data))
+
+
+def test_the_reader_gives_the_same_calls_with_and_without_the_typed_call_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records: list[Any] = [*traffic(1500, seed=4), *_FAILED[:50]]
+    parts = [orjson.dumps(r) for r in records]
+    parts[7] = CALL_HANDED_BACK["1e400 in resources"]  # malformed for orjson: skipped either way
+    parts[8] = CALL_HANDED_BACK["a field CloudTrail does not write"]
+    data = b'{"Records":[' + b",\n".join(parts) + b"]}"
+    calls, stats, _ = _read_all(data)
+    monkeypatch.setattr(runs, "call_record", lambda data: None)
+    without, without_stats, _ = _read_all(data)
+    assert (calls, stats) == (without, without_stats)
+    assert stats.records_skipped >= 1

@@ -7,7 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.kernel.calls import Statement
-from auditor.kernel.partiql import REDACTED_TOKEN, _parse, _parse_simple, _tokenize, parse_statement
+from auditor.kernel.partiql import (
+    _SHAPES,
+    _SHAPES_MAX,
+    REDACTED_TOKEN,
+    _by_shape,
+    _parse,
+    _parse_fresh,
+    _parse_simple,
+    _tokenize,
+    parse_statement,
+)
 
 # The statements of the official AWS CloudTrail samples.
 AWS_SELECT = (
@@ -429,3 +439,114 @@ def test_quick_reader_agrees_with_the_tokenizer(text: str, partition_key: str | 
     quick = _parse_simple(text, partition_key)
     if quick is not None:
         assert quick == _full(text, partition_key)
+
+
+# --- statements read by their shape (other literal values) agree with a fresh reading ------------------------
+
+
+def _shaped(text: str, partition_key: str | None) -> Statement | None:
+    parts = text.split("'")
+    return _by_shape(parts, partition_key) if len(parts) > 2 else None
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [AWS_SELECT, AWS_SELECT.replace("No One You Know", "Other").replace("Call Me Today", "")],
+        [AWS_UPDATE, AWS_UPDATE.replace("Acme Band", "x y z")],
+        ["SELECT * FROM \"Profiles\" WHERE userId = 'USER#1'", "SELECT * FROM \"Profiles\" WHERE userId = 'USER#2'"],
+        ["SELECT * FROM \"Music\".\"Idx\" WHERE a = 'x' AND a = 'y' AND b = ***(Redacted)"] * 2,
+        [
+            "SELECT * FROM Music WHERE a = 'x' AND n = 12 AND c = ?",
+            "SELECT * FROM Music WHERE a = '#3' AND n = 12 AND c = ?",
+        ],
+        ["SELECT * FROM Music WHERE a = 'x' OR b = 'y'", "SELECT * FROM Music WHERE a = 'z' OR b = 'w'"],
+        [
+            "SELECT * FROM Music WHERE a IN ['x', 'y'] AND b = 'q'",
+            "SELECT * FROM Music WHERE a IN ['1', '2'] AND b = 'r'",
+        ],
+        ["SELECT * FROM Music WHERE (a = 'x') AND 'y' = b", "SELECT * FROM Music WHERE (a = 'AND') AND 'OR' = b"],
+        ["DELETE FROM Music WHERE a = 'x'", "DELETE FROM Music WHERE a = 'WHERE b = 1'"],
+        ["EXISTS(SELECT * FROM Music WHERE a = 'x')", "EXISTS(SELECT * FROM Music WHERE a = ')')"],
+        ["'x' SELECT", "'y' SELECT"],
+        ["SELECT * FROM Music WHERE a = 'x'b", "SELECT * FROM Music WHERE a = '\"'b"],
+    ],
+)
+def test_a_statement_read_by_its_shape_is_the_one_read_afresh(texts: list[str]) -> None:
+    for text in texts:
+        for partition_key in (None, "a", "Artist"):
+            shaped = _shaped(text, partition_key)
+            assert shaped is not None
+            assert shaped == _parse_fresh(text, partition_key) == parse_statement(text, partition_key)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM Music WHERE a = 'it''s'",  # an escaped quote
+        "SELECT * FROM Music WHERE a = 'unterminated",
+        "SELECT * FROM \"it's\" WHERE a = 'x'",  # a quote inside a quoted name
+        "SELECT * FROM Music WHERE a = ***(it's) AND b = 'x'",  # inside a redacted value
+        "SELECT * FROM Music WHERE a = ***(it's",
+        AWS_INSERT,  # an INSERT's names are literals
+        "INSERT INTO Music VALUE {'a': 'x', 'b': 1}",
+    ],
+)
+def test_a_statement_whose_quotes_do_not_tell_its_literals_is_read_afresh(text: str) -> None:
+    assert _shaped(text, None) is None
+    assert parse_statement(text) == _parse_fresh(text, None)
+
+
+_CONTENTS = st.text(alphabet=st.characters(blacklist_characters="'"), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_statements(), st.sampled_from([None, "pk", "sk"]), st.lists(_CONTENTS, min_size=8, max_size=8))
+def test_statements_of_one_shape_are_read_as_afresh(text: str, partition_key: str | None, contents: list[str]) -> None:
+    parts = text.split("'")
+    other = list(parts)
+    other[1::2] = [contents[i % len(contents)] for i in range(len(other[1::2]))]
+    for each in (text, "'".join(other)):  # the second one of the same shape, with other values
+        shaped = _shaped(each, partition_key)
+        if shaped is not None:
+            assert shaped == _parse_fresh(each, partition_key)
+        assert parse_statement(each, partition_key) == _parse_fresh(each, partition_key)
+
+
+def test_the_shapes_stay_bounded() -> None:
+    for n in range(_SHAPES_MAX + 10):
+        text = f"SELECT * FROM T{n} WHERE pk = 'v{n}'"
+        assert _shaped(text, None) == _parse_fresh(text, None)
+        assert len(_SHAPES) <= _SHAPES_MAX
+
+
+_TRICKY = st.lists(st.sampled_from([*'ab #1"*()[]{},;.=?<>-\\\n', "AND", "OR", "WHERE", "***("]), max_size=6).map(
+    "".join
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_WORDS, _OPS, st.one_of(_TRICKY.map(lambda c: "'" + c + "'"), _LITERALS)), min_size=1, max_size=4
+    ),
+    st.sampled_from(
+        [
+            'SELECT * FROM "Music" WHERE ',
+            "SELECT * FROM Music.Idx WHERE ",
+            "DELETE FROM T WHERE ",
+            "UPDATE T SET a = 'x', b = 1 WHERE ",
+            "EXISTS(SELECT * FROM T WHERE ",
+        ]
+    ),
+    st.sampled_from([" AND ", " and ", " OR ", " AND (", ") AND "]),
+    st.sampled_from([None, "pk", "sk"]),
+)
+def test_conditions_on_literals_of_any_text_are_read_as_afresh(
+    conditions: list[tuple[str, str, str]], head: str, joiner: str, partition_key: str | None
+) -> None:
+    text = head + joiner.join(f"{attribute} {op} {literal}" for attribute, op, literal in conditions)
+    for each in (text, text.replace("a", "b")):
+        shaped = _shaped(each, partition_key)
+        if shaped is not None:
+            assert shaped == _parse_fresh(each, partition_key)
