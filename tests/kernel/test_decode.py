@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from auditor.kernel import reader, runs
 from auditor.kernel.decode import DECODE, LIGHT_OPERATIONS, FullRecord, LightRecord, call_record, light_record
 from auditor.kernel.normalize import light_item, normalize_record, normalize_typed, single_item
-rom auditor.kernel.reader import Deduper, InputSource, read_calls
+from auditor.kernel.reader import Deduper, InputSource, read_calls
 from auditor.kernel.runs import light_run
 from auditor.kernel.shards import Shard
 from auditor.kernel.stats import IngestStats
