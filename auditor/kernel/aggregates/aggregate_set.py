@@ -164,21 +164,50 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
         if is_write:
             tw.item_writes += 1
             if shape:
-                count_write(tw.write_shapes, shape, minute)
+                per_minute = tw.write_shapes.get(shape)
+                if per_minute is None:
+                    count_write(tw.write_shapes, shape, minute)
+                else:  # count_write of a known shape
+                    per_minute[minute] = per_minute.get(minute, 0) + 1
         else:
             tw.item_reads += 1
-        template: str | None = None
-        if key:  # TableWindow._add_key of a table's key, written out
+        if not key:
+            template = "" if condition is None else query_template(condition, key)
+        else:  # TableWindow._add_key of a table's key, partition_attr and key_template, written out
             if len(key) == 1:
-                attr, value = next(iter(key.items()))
-                if type(value) is str and condition is None:  # key_template's exact-value cache, read here
+                [(attr, value)] = key.items()
+                if condition is not None:
+                    template = query_template(condition, key)
+                elif type(value) is str:  # key_template's exact-value cache, read here
                     found = values.get(value)
                     template = f"{attr}={found if found is not None else new_value(value)}"
-            else:
+                else:
+                    template = f"{attr}={value_template(value)}"
+            elif len(key) == 2:
+                (a1, v1), (a2, v2) = key.items()
                 hint = schema.get(table) if index is None and schema else None
-                cached = pk_cache.get(tuple(key)) if hint is None else None
-                attr = cached if cached is not None else partition_attr(key, hint)
+                if hint is not None and hint in (a1, a2):
+                    attr = hint
+                else:
+                    cached = pk_cache.get((a1, a2))
+                    attr = cached if cached is not None else partition_attr(key, None)
+                value = v1 if attr == a1 else v2
+                if condition is not None:
+                    template = query_template(condition, key)
+                elif type(v1) is str and type(v2) is str:
+                    t1 = values.get(v1)
+                    if t1 is None:
+                        t1 = new_value(v1)
+                    t2 = values.get(v2)
+                    if t2 is None:
+                        t2 = new_value(v2)
+                    template = f"{a1}={t1}, {a2}={t2}"
+                else:
+                    template = key_template(key) or ""
+            else:
+                attr = partition_attr(key, schema.get(table) if index is None and schema else None)
                 value = key[attr]
+                template = (key_template(key) or "") if condition is None else query_template(condition, key)
             encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
             if index is not None:
                 tw._add_index_key(index, attr, encoded, is_write, eventual, epoch)
@@ -203,10 +232,6 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                         tw.key_reads_eventual += 1
                     bufs[2].append(second)
                 tw._pending_attrs.append(attr)
-        if condition is not None:
-            template = query_template(condition, key)
-        elif template is None:
-            template = key_template(key) or ""
         pattern = (index or "", operation, template, True)
         row = tw.patterns.get(pattern)
         if row is None:
