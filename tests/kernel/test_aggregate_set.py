@@ -337,7 +337,15 @@ def _single_item_records() -> list[dict[str, Any]]:
         records.append(_record("Query", query, at=i))
         records.append(_record("Query", {**query, "indexName": "by-sk", "keyConditionExpression": "sk = :v"}, at=i))
     records.append(_record("Query", {"tableName": "Orders", "keyConditionExpression": "pk = :v"}, at=3))
-    return [{**r, "eventID": f"odd-{n}"} for n, r in enumerate(records * 2)]  # each record twice (known patterns)
+    records = [{**r, "eventID": f"odd-{n}"} for n, r in enumerate(records * 2)]  # each record twice (known patterns)
+    for n, record in enumerate(records):  # windows of other regions, accounts and tables in between
+        if n % 3 == 1:
+            record["awsRegion"] = "eu-west-1"
+        if n % 4 == 2:
+            record["recipientAccountId"] = "444455556666"
+        if n % 5 == 3:
+            record["requestParameters"] = {**record["requestParameters"], "tableName": "Users"}
+    return records
 
 
 @pytest.mark.parametrize("key_schema", [None, {"Orders": "sk"}, {"Orders": "id"}], ids=["none", "sk", "absent"])
@@ -360,4 +368,4 @@ def test_odd_single_items_are_counted_as_by_the_general_code(key_schema: dict[st
     general.flush()
     got = {wk: window_to_dict(tw) for wk, tw in light.windows.items()}
     assert got == {wk: window_to_dict(tw) for wk, tw in general.windows.items()}
-    assert got
+    assert len(got) == 8  # two accounts, regions and tables

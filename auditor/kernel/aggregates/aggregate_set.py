@@ -139,6 +139,11 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
     pk_cache = _PK_CACHE
     when = math.nan
     start = minute = second = 0
+    # This batch's windows of one account, region and window start, by table: their keys compared to the previous
+    # item's, a window is found hashing one fresh string (its table), not three and a tuple.
+    by_table: dict[str, TableWindow] = {}
+    last_account = last_region = ""
+    last_start = -1
     for call in batch:
         if type(call) is not tuple:
             api_call = cast("ApiCall", call)
@@ -151,9 +156,17 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
             start = int(epoch // ws) * ws
             minute = int(epoch // 60)
             second = int(epoch) * 2
-        tw = windows.get((account, region, table, start))
+        if start != last_start or account != last_account or region != last_region:
+            by_table = {}
+            last_start = start
+            last_account = account
+            last_region = region
+        tw = by_table.get(table)
         if tw is None:
-            tw = aggs._window(account, region, table, start)
+            tw = windows.get((account, region, table, start))
+            if tw is None:
+                tw = aggs._window(account, region, table, start)
+            by_table[table] = tw
         tw.calls += 1
         if epoch < tw.first_time:
             tw.first_time = epoch
