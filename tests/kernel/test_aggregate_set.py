@@ -369,3 +369,29 @@ def test_odd_single_items_are_counted_as_by_the_general_code(key_schema: dict[st
     got = {wk: window_to_dict(tw) for wk, tw in light.windows.items()}
     assert got == {wk: window_to_dict(tw) for wk, tw in general.windows.items()}
     assert len(got) == 8  # two accounts, regions and tables
+
+
+def test_single_items_past_the_pattern_cap_are_counted_as_by_the_general_code() -> None:
+    """Past ``MAX_PATTERNS`` a window counts the rest as one: ``add_batch`` finds known rows by their key's value
+    templates and must count the overflow where ``_count_pattern`` does."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    records = []
+    for i in range(MAX_PATTERNS + 50):
+        value = f"K{letters[i % 26]}{letters[i // 26 % 26]}"  # upper case: a template of its own
+        for n, key in enumerate(({"pk": value}, {"pk": value, "sk": "META"})):
+            params = {"tableName": "Orders", "key": key, "consistentRead": True}
+            records += [_record("GetItem", params, at=i % 60, eventID=f"cap-{i}-{n}-{twice}") for twice in (0, 1)]
+    data = orjson.dumps({"Records": records})
+    source = InputSource(name="cap.json", open=lambda: io.BytesIO(data))
+    light = AggregateSet()
+    for batch in read_calls(source, IngestStats(), Deduper(), light=True):
+        light.add_batch(batch)
+    general = AggregateSet()
+    for batch in read_calls(source, IngestStats(), Deduper()):
+        for call in batch:
+            assert isinstance(call, ApiCall)
+            general._add_general(call)
+    got = {wk: window_to_dict(tw) for wk, tw in light.windows.items()}
+    assert got == {wk: window_to_dict(tw) for wk, tw in general.windows.items()}
+    (window,) = light.windows.values()
+    assert len(window.patterns) == MAX_PATTERNS + 1

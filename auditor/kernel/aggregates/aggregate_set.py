@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from auditor.kernel.aggregates.bounds import PENDING_LIMIT
 from auditor.kernel.aggregates.index_writes import count_write
@@ -140,8 +140,10 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
     when = math.nan
     start = minute = second = 0
     # This batch's windows of one account, region and window start, by table: their keys compared to the previous
-    # item's, a window is found hashing one fresh string (its table), not three and a tuple.
-    by_table: dict[str, TableWindow] = {}
+    # item's, a window is found hashing one fresh string (its table), not three and a tuple. With each, its pattern
+    # rows by (operation, attribute, value template, ...) of a plain key: a known pattern's row is found without
+    # building its template (the strings of that key are the caches' own, their hashes kept).
+    by_table: dict[str, tuple[TableWindow, dict[tuple[str, ...], list[Any]]]] = {}
     last_account = last_region = ""
     last_start = -1
     for call in batch:
@@ -161,12 +163,13 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
             last_start = start
             last_account = account
             last_region = region
-        tw = by_table.get(table)
-        if tw is None:
+        mine = by_table.get(table)
+        if mine is None:
             tw = windows.get((account, region, table, start))
             if tw is None:
                 tw = aggs._window(account, region, table, start)
-            by_table[table] = tw
+            mine = by_table[table] = (tw, {})
+        tw, rows = mine
         tw.calls += 1
         if epoch < tw.first_time:
             tw.first_time = epoch
@@ -184,16 +187,19 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                     per_minute[minute] = per_minute.get(minute, 0) + 1
         else:
             tw.item_reads += 1
+        template = ""
+        plain: tuple[str, ...] | None = None  # a pattern row's key in rows (a plain key's)
         if not key:
-            template = "" if condition is None else query_template(condition, key)
+            if condition is not None:
+                template = query_template(condition, key)
         else:  # TableWindow._add_key of a table's key, partition_attr and key_template, written out
             if len(key) == 1:
                 [(attr, value)] = key.items()
                 if condition is not None:
                     template = query_template(condition, key)
                 elif type(value) is str:  # key_template's exact-value cache, read here
-                    found = values.get(value)
-                    template = f"{attr}={found if found is not None else new_value(value)}"
+                    t1 = values.get(value)
+                    plain = (operation, attr, t1 if t1 is not None else new_value(value))
                 else:
                     template = f"{attr}={value_template(value)}"
             elif len(key) == 2:
@@ -212,9 +218,7 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                     if t1 is None:
                         t1 = new_value(v1)
                     t2 = values.get(v2)
-                    if t2 is None:
-                        t2 = new_value(v2)
-                    template = f"{a1}={t1}, {a2}={t2}"
+                    plain = (operation, a1, t1, a2, t2 if t2 is not None else new_value(v2))
                 else:
                     template = key_template(key) or ""
             else:
@@ -245,13 +249,23 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                         tw.key_reads_eventual += 1
                     bufs[2].append(second)
                 tw._pending_attrs.append(attr)
-        pattern = (index or "", operation, template, True)
-        row = tw.patterns.get(pattern)
-        if row is None:
-            tw._count_pattern(pattern, 1, None)
-        else:  # what _count_pattern counts for a known pattern without an error
+        if plain is not None and index is None and (row := rows.get(plain)) is not None:
             row[0] += 1
             row[1] += 1
+        else:
+            if plain is not None:  # key_template's template of the key
+                template = f"{plain[1]}={plain[2]}"
+                if len(plain) == 5:
+                    template = f"{template}, {plain[3]}={plain[4]}"
+            pattern = (index or "", operation, template, True)
+            row = tw.patterns.get(pattern)
+            if row is None:
+                tw._count_pattern(pattern, 1, None)
+            else:  # what _count_pattern counts for a known pattern without an error (the row stays the pattern's)
+                row[0] += 1
+                row[1] += 1
+                if plain is not None and index is None:
+                    rows[plain] = row
         if len(tw._pending_attrs) >= PENDING_LIMIT:
             tw.flush()
 
