@@ -336,7 +336,9 @@ def _single_item_records() -> list[dict[str, Any]]:
         query = {"tableName": "Orders", "keyConditionExpression": "pk = :v AND sk > :s", "key": key}
         records.append(_record("Query", query, at=i))
         records.append(_record("Query", {**query, "indexName": "by-sk", "keyConditionExpression": "sk = :v"}, at=i))
-    records.append(_record("Query", {"tableName": "Orders", "keyConditionExpression": "pk = :v"}, at=3))
+    for n, condition in enumerate(("pk = :v", "pk = :v AND sk > :s", "sk = :v AND begins_with(pk, :p)")):
+        keyless = {"tableName": "Orders", "keyConditionExpression": condition}  # no key logged
+        records += [_record("Query", keyless, at=n), _record("Query", {**keyless, "indexName": "by-sk"}, at=n)]
     records = [{**r, "eventID": f"odd-{n}"} for n, r in enumerate(records * 2)]  # each record twice (known patterns)
     for n, record in enumerate(records):  # windows of other regions, accounts and tables in between
         if n % 3 == 1:

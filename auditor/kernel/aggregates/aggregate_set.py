@@ -188,10 +188,10 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
         else:
             tw.item_reads += 1
         template = ""
-        plain: tuple[str, ...] | None = None  # a pattern row's key in rows (a plain key's)
+        plain: tuple[str, ...] | None = None  # a pattern row's key in rows (a plain key's, a key condition's)
         if not key:
-            if condition is not None:
-                template = query_template(condition, key)
+            if condition is not None:  # a Query that logs no key
+                plain = (operation, condition[0], condition[1], "?")
         else:  # TableWindow._add_key of a table's key, partition_attr and key_template, written out
             if len(key) == 1:
                 [(attr, value)] = key.items()
@@ -253,7 +253,9 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
             row[0] += 1
             row[1] += 1
         else:
-            if plain is not None:  # key_template's template of the key
+            if plain is not None and len(plain) == 4:
+                template = query_template((plain[1], plain[2]), None)
+            elif plain is not None:  # key_template's template of the key
                 template = f"{plain[1]}={plain[2]}"
                 if len(plain) == 5:
                     template = f"{template}, {plain[3]}={plain[4]}"
