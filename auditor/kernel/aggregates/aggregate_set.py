@@ -194,7 +194,7 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                 plain = (operation, condition[0], condition[1], "?")
         else:  # TableWindow._add_key of a table's key, partition_attr and key_template, written out
             if len(key) == 1:
-                [(attr, value)] = key.items()
+                attr, value = next(iter(key.items()))
                 if condition is not None:
                     template = query_template(condition, key)
                 elif type(value) is str:  # key_template's exact-value cache, read here
@@ -249,7 +249,8 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                         tw.key_reads_eventual += 1
                     bufs[2].append(second)
                 tw._pending_attrs.append(attr)
-        if plain is not None and index is None and (row := rows.get(plain)) is not None:
+        row = rows.get(plain) if plain is not None and index is None else None
+        if row is not None:
             row[0] += 1
             row[1] += 1
         else:
