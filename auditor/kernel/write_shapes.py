@@ -127,7 +127,10 @@ def write_shape(operation: str, body: Mapping[str, Any] | None) -> str | None:
     if expression is None:
         expression = body.get("updateexpression")
     if type(expression) is str:
-        aliases = _field(body, "expressionAttributeNames")  # (a name of its own: mypyc types a name once)
+        # _field(body, "expressionAttributeNames") inline, into a name of its own (mypyc types a name once)
+        aliases = body.get("expressionAttributeNames")
+        if aliases is None:
+            aliases = body.get("expressionattributenames")
         mapping = aliases if type(aliases) is dict or isinstance(aliases, Mapping) else {}
         key = (expression, *mapping.items())
         shape = _SEEN.get(key)

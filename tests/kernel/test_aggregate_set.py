@@ -303,3 +303,97 @@ def test_light_and_fast_paths_together_count_as_the_general_code() -> None:
     assert {wk: window_to_dict(tw) for wk, tw in mixed.windows.items()} == {
         wk: window_to_dict(tw) for wk, tw in general.windows.items()
     }
+
+
+#: Keys of single-item calls the ``SingleItem`` loop of ``add_batch`` counts on its own branches: one, two and three
+#: attributes, text and other scalars, long values, a partition key named like a sort key or given by the schema.
+_ODD_KEYS: list[dict[str, Any]] = [
+    {"pk": "ORDER#1"},
+    {"pk": 7},
+    {"pk": True},
+    {"pk": 1.5, "sk": "A"},
+    {"pk": "A", "sk": 2**40},
+    {"pk": "ORDER#2", "sk": None},
+    {"pk": "x" * 600, "sk": "B"},
+    {"a": "1", "b": "2", "c": "3"},
+    {"sk": "S#1", "PK": "P#1"},
+    {"sk": "S#2", "range_key": "R"},
+    {"name": "N#1", "id": "I#1"},
+    {"sk": "S#3", "pk": "P#3"},
+]
+
+
+def _single_item_records() -> list[dict[str, Any]]:
+    records = []
+    for i, key in enumerate(_ODD_KEYS):
+        for j, operation in enumerate(("GetItem", "PutItem", "UpdateItem", "DeleteItem")):
+            params: dict[str, Any] = {"tableName": "Orders", "key": key, "consistentRead": i % 2 == 0}
+            if operation == "PutItem":  # more shapes than a window keeps apart
+                params = {"tableName": "Orders", "key": key, "item": ["pk", f"attr{i}", f"more{j}"]}
+            elif operation == "UpdateItem":
+                params = {"tableName": "Orders", "key": key, "updateExpression": f"SET v{i % 3} = :v"}
+            records.append(_record(operation, params, at=i * 7 + j))
+        query = {"tableName": "Orders", "keyConditionExpression": "pk = :v AND sk > :s", "key": key}
+        records.append(_record("Query", query, at=i))
+        records.append(_record("Query", {**query, "indexName": "by-sk", "keyConditionExpression": "sk = :v"}, at=i))
+    for n, condition in enumerate(("pk = :v", "pk = :v AND sk > :s", "sk = :v AND begins_with(pk, :p)")):
+        keyless = {"tableName": "Orders", "keyConditionExpression": condition}  # no key logged
+        records += [_record("Query", keyless, at=n), _record("Query", {**keyless, "indexName": "by-sk"}, at=n)]
+    records = [{**r, "eventID": f"odd-{n}"} for n, r in enumerate(records * 2)]  # each record twice (known patterns)
+    for n, record in enumerate(records):  # windows of other regions, accounts and tables in between
+        if n % 3 == 1:
+            record["awsRegion"] = "eu-west-1"
+        if n % 4 == 2:
+            record["recipientAccountId"] = "444455556666"
+        if n % 5 == 3:
+            record["requestParameters"] = {**record["requestParameters"], "tableName": "Users"}
+    return records
+
+
+@pytest.mark.parametrize("key_schema", [None, {"Orders": "sk"}, {"Orders": "id"}], ids=["none", "sk", "absent"])
+def test_odd_single_items_are_counted_as_by_the_general_code(key_schema: dict[str, str] | None) -> None:
+    """``add_batch`` of the ``SingleItem`` tuples counts what the general code counts of the same calls."""
+    data = orjson.dumps({"Records": _single_item_records()})
+    source = InputSource(name="odd.json", open=lambda: io.BytesIO(data))
+    light = AggregateSet(key_schema=key_schema)
+    tuples = 0
+    for batch in read_calls(source, IngestStats(), Deduper(), light=True):
+        tuples += sum(type(call) is tuple for call in batch)
+        light.add_batch(batch)
+    light.flush()
+    assert tuples > 120
+    general = AggregateSet(key_schema=key_schema)
+    for batch in read_calls(source, IngestStats(), Deduper()):
+        for call in batch:
+            assert isinstance(call, ApiCall)
+            general._add_general(call)
+    general.flush()
+    got = {wk: window_to_dict(tw) for wk, tw in light.windows.items()}
+    assert got == {wk: window_to_dict(tw) for wk, tw in general.windows.items()}
+    assert len(got) == 8  # two accounts, regions and tables
+
+
+def test_single_items_past_the_pattern_cap_are_counted_as_by_the_general_code() -> None:
+    """Past ``MAX_PATTERNS`` a window counts the rest as one: ``add_batch`` finds known rows by their key's value
+    templates and must count the overflow where ``_count_pattern`` does."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    records = []
+    for i in range(MAX_PATTERNS + 50):
+        value = f"K{letters[i % 26]}{letters[i // 26 % 26]}"  # upper case: a template of its own
+        for n, key in enumerate(({"pk": value}, {"pk": value, "sk": "META"})):
+            params = {"tableName": "Orders", "key": key, "consistentRead": True}
+            records += [_record("GetItem", params, at=i % 60, eventID=f"cap-{i}-{n}-{twice}") for twice in (0, 1)]
+    data = orjson.dumps({"Records": records})
+    source = InputSource(name="cap.json", open=lambda: io.BytesIO(data))
+    light = AggregateSet()
+    for batch in read_calls(source, IngestStats(), Deduper(), light=True):
+        light.add_batch(batch)
+    general = AggregateSet()
+    for batch in read_calls(source, IngestStats(), Deduper()):
+        for call in batch:
+            assert isinstance(call, ApiCall)
+            general._add_general(call)
+    got = {wk: window_to_dict(tw) for wk, tw in light.windows.items()}
+    assert got == {wk: window_to_dict(tw) for wk, tw in general.windows.items()}
+    (window,) = light.windows.values()
+    assert len(window.patterns) == MAX_PATTERNS + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from auditor.kernel.aggregates.bounds import PENDING_LIMIT
 from auditor.kernel.aggregates.index_writes import count_write
@@ -139,6 +139,13 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
     pk_cache = _PK_CACHE
     when = math.nan
     start = minute = second = 0
+    # This batch's windows of one account, region and window start, by table: their keys compared to the previous
+    # item's, a window is found hashing one fresh string (its table), not three and a tuple. With each, its pattern
+    # rows by (operation, attribute, value template, ...) of a plain key: a known pattern's row is found without
+    # building its template (the strings of that key are the caches' own, their hashes kept).
+    by_table: dict[str, tuple[TableWindow, dict[tuple[str, ...], list[Any]]]] = {}
+    last_account = last_region = ""
+    last_start = -1
     for call in batch:
         if type(call) is not tuple:
             api_call = cast("ApiCall", call)
@@ -151,9 +158,18 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
             start = int(epoch // ws) * ws
             minute = int(epoch // 60)
             second = int(epoch) * 2
-        tw = windows.get((account, region, table, start))
-        if tw is None:
-            tw = aggs._window(account, region, table, start)
+        if start != last_start or account != last_account or region != last_region:
+            by_table = {}
+            last_start = start
+            last_account = account
+            last_region = region
+        mine = by_table.get(table)
+        if mine is None:
+            tw = windows.get((account, region, table, start))
+            if tw is None:
+                tw = aggs._window(account, region, table, start)
+            mine = by_table[table] = (tw, {})
+        tw, rows = mine
         tw.calls += 1
         if epoch < tw.first_time:
             tw.first_time = epoch
@@ -164,21 +180,51 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
         if is_write:
             tw.item_writes += 1
             if shape:
-                count_write(tw.write_shapes, shape, minute)
+                per_minute = tw.write_shapes.get(shape)
+                if per_minute is None:
+                    count_write(tw.write_shapes, shape, minute)
+                else:  # count_write of a known shape
+                    per_minute[minute] = per_minute.get(minute, 0) + 1
         else:
             tw.item_reads += 1
-        template: str | None = None
-        if key:  # TableWindow._add_key of a table's key, written out
+        template = ""
+        plain: tuple[str, ...] | None = None  # a pattern row's key in rows (a plain key's, a key condition's)
+        if not key:
+            if condition is not None:  # a Query that logs no key
+                plain = (operation, condition[0], condition[1], "?")
+        else:  # TableWindow._add_key of a table's key, partition_attr and key_template, written out
             if len(key) == 1:
                 attr, value = next(iter(key.items()))
-                if type(value) is str and condition is None:  # key_template's exact-value cache, read here
-                    found = values.get(value)
-                    template = f"{attr}={found if found is not None else new_value(value)}"
-            else:
+                if condition is not None:
+                    template = query_template(condition, key)
+                elif type(value) is str:  # key_template's exact-value cache, read here
+                    t1 = values.get(value)
+                    plain = (operation, attr, t1 if t1 is not None else new_value(value))
+                else:
+                    template = f"{attr}={value_template(value)}"
+            elif len(key) == 2:
+                (a1, v1), (a2, v2) = key.items()
                 hint = schema.get(table) if index is None and schema else None
-                cached = pk_cache.get(tuple(key)) if hint is None else None
-                attr = cached if cached is not None else partition_attr(key, hint)
+                if hint is not None and hint in (a1, a2):
+                    attr = hint
+                else:
+                    cached = pk_cache.get((a1, a2))
+                    attr = cached if cached is not None else partition_attr(key, None)
+                value = v1 if attr == a1 else v2
+                if condition is not None:
+                    template = query_template(condition, key)
+                elif type(v1) is str and type(v2) is str:
+                    t1 = values.get(v1)
+                    if t1 is None:
+                        t1 = new_value(v1)
+                    t2 = values.get(v2)
+                    plain = (operation, a1, t1, a2, t2 if t2 is not None else new_value(v2))
+                else:
+                    template = key_template(key) or ""
+            else:
+                attr = partition_attr(key, schema.get(table) if index is None and schema else None)
                 value = key[attr]
+                template = (key_template(key) or "") if condition is None else query_template(condition, key)
             encoded = f'{attr}\x1f"{value}' if type(value) is str and len(value) <= 512 else encode_key(attr, value)
             if index is not None:
                 tw._add_index_key(index, attr, encoded, is_write, eventual, epoch)
@@ -203,17 +249,26 @@ def add_batch(aggs: AggregateSet, batch: CallBatch) -> None:
                         tw.key_reads_eventual += 1
                     bufs[2].append(second)
                 tw._pending_attrs.append(attr)
-        if condition is not None:
-            template = query_template(condition, key)
-        elif template is None:
-            template = key_template(key) or ""
-        pattern = (index or "", operation, template, True)
-        row = tw.patterns.get(pattern)
-        if row is None:
-            tw._count_pattern(pattern, 1, None)
-        else:  # what _count_pattern counts for a known pattern without an error
+        row = rows.get(plain) if plain is not None and index is None else None
+        if row is not None:
             row[0] += 1
             row[1] += 1
+        else:
+            if plain is not None and len(plain) == 4:
+                template = query_template((plain[1], plain[2]), None)
+            elif plain is not None:  # key_template's template of the key
+                template = f"{plain[1]}={plain[2]}"
+                if len(plain) == 5:
+                    template = f"{template}, {plain[3]}={plain[4]}"
+            pattern = (index or "", operation, template, True)
+            row = tw.patterns.get(pattern)
+            if row is None:
+                tw._count_pattern(pattern, 1, None)
+            else:  # what _count_pattern counts for a known pattern without an error (the row stays the pattern's)
+                row[0] += 1
+                row[1] += 1
+                if plain is not None and index is None:
+                    rows[plain] = row
         if len(tw._pending_attrs) >= PENDING_LIMIT:
             tw.flush()
 
