@@ -11,7 +11,15 @@ import orjson
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
-from auditor.kernel.decode import DECODE, DECODE_ERRORS, LIGHT_OPERATIONS, FullRecord, LightRecord, call_record
+from auditor.kernel.decode import (
+    DECODE,
+    DECODE_ERRORS,
+    LIGHT_OPERATIONS,
+    Bytes,
+    FullRecord,
+    LightRecord,
+    call_record,
+)
 from auditor.kernel.dedupe import Deduper
 from auditor.kernel.normalize import light_item, normalize_record, normalize_typed, single_item
 from auditor.kernel.shards import SKIPPED, Shard, raw_owned
@@ -51,6 +59,7 @@ def light_run(
         raise ValueError("light_run() needs a separator, a positive advance and count")
     done: list[Any] = []
     find = buf.find
+    view = memoryview(buf)  # each record is a view of the buffer, not a copy of its bytes (msgspec reads either)
     decode = DECODE
     loads = orjson.loads
     pos = start
@@ -62,8 +71,8 @@ def light_run(
             done.append(SKIPPED)
             pos = cut + advance
             continue
-        data = buf[pos : cut + 1]
-        if ascii or data.isascii():
+        data = view[pos : cut + 1]
+        if ascii or buf[pos : cut + 1].isascii():
             try:
                 record = decode(data)
             except DECODE_ERRORS:
@@ -205,7 +214,7 @@ class Malformed:
     reason: str
 
 
-def reparse(data: bytes) -> Any:
+def reparse(data: Bytes) -> Any:
     """A typed record decoded in full: a :class:`~auditor.kernel.decode.FullRecord` where
     :func:`~auditor.kernel.decode.call_record` reads it, else by orjson; one that orjson cannot read (rule 3 of the
     typed decoder) stands as one malformed record."""
@@ -213,7 +222,7 @@ def reparse(data: bytes) -> Any:
     return full if full is not None else _loads(data)
 
 
-def _loads(data: bytes) -> Any:
+def _loads(data: Bytes) -> Any:
     """``data`` decoded by orjson, or one malformed record."""
     try:
         return orjson.loads(data)
