@@ -29,6 +29,9 @@ class Identity(msgspec.Struct, gc=False):
     arn: str | UnsetType = UNSET
 
 
+#: The default of :attr:`LightRecord.data` (always replaced).
+_NO_BYTES: Final = memoryview(b"")
+
 _LightOperation = Literal["GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"]
 
 
@@ -67,10 +70,10 @@ class LightRecord(msgspec.Struct, gc=False, kw_only=True):
     vpc_endpoint_account: str | UnsetType = field(name="vpcEndpointAccountId", default=UNSET)
     category: str = field(name="eventCategory")
     console_session: str | UnsetType = field(name="sessionCredentialFromConsole", default=UNSET)
-    #: The record's bytes, for the full decoder when :func:`~auditor.kernel.normalize.light_item` hands the record
-    #: back. Set after decoding by :func:`light_record` and :func:`light_run` (over whatever a record may hold under
-    #: this unlikely name).
-    data: bytes = field(name="ddbTrafficAuditorRecordBytes", default=b"")
+    #: The record's bytes (a view of the buffer: no copy), for the full decoder when
+    #: :func:`~auditor.kernel.normalize.light_item` hands the record back. Set after decoding by :func:`light_record`
+    #: and :func:`light_run` (over whatever a record may hold under this unlikely name).
+    data: memoryview = field(name="ddbTrafficAuditorRecordBytes", default=_NO_BYTES)
 
 
 #: ``msgspec.structs.astuple``: a :class:`LightRecord`'s fields as one tuple, in declaration order (compiled code
@@ -95,7 +98,7 @@ def light_record(buf: bytes, start: int, end: int) -> LightRecord | None:
         record = DECODE(data)
     except DECODE_ERRORS:
         return None
-    record.data = data
+    record.data = memoryview(data)
     return record
 
 
@@ -153,6 +156,10 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_fields=T
     console_session: str | UnsetType = field(name="sessionCredentialFromConsole", default=UNSET)
 
 
+#: A record's bytes: a ``bytes`` object, or a view of the buffer it was cut from (the reader's runs: no copy).
+Bytes = bytes | memoryview
+
+
 class FullRecord:
     """A record :func:`call_record` read: its typed fields, its request parameters and ``userIdentity`` as orjson
     decodes them, the bytes of that ``userIdentity`` (what a cache of callers is keyed on), and the record's bytes
@@ -160,7 +167,7 @@ class FullRecord:
 
     __slots__ = ("data", "identity", "identity_bytes", "params", "record")
 
-    def __init__(self, record: CallRecord, params: Any, identity: Any, identity_bytes: bytes, data: bytes) -> None:
+    def __init__(self, record: CallRecord, params: Any, identity: Any, identity_bytes: bytes, data: Bytes) -> None:
         self.record, self.params, self.identity = record, params, identity
         self.identity_bytes, self.data = identity_bytes, data
 
@@ -182,7 +189,7 @@ _IDENTITIES: Final[dict[bytes, Any]] = {}
 _IDENTITIES_MAX: Final = 1024
 
 
-def call_record(data: bytes) -> FullRecord | None:
+def call_record(data: Bytes) -> FullRecord | None:
     """The :class:`FullRecord` of one record's bytes (ASCII only: rule 1), or None where orjson must decide (a field
     this decoder does not know or type alike, a value orjson rejects, not one JSON object). Where it reads a record,
     every value is what orjson gives, and orjson accepts the whole record (its every other value is typed), but for

@@ -11,7 +11,15 @@ import orjson
 
 from auditor.exceptions import MalformedRecordError
 from auditor.kernel.calls import ApiCall, CallBatch, SingleItem
-from auditor.kernel.decode import DECODE, DECODE_ERRORS, LIGHT_OPERATIONS, FullRecord, LightRecord, call_record
+from auditor.kernel.decode import (
+    DECODE,
+    DECODE_ERRORS,
+    LIGHT_OPERATIONS,
+    Bytes,
+    FullRecord,
+    LightRecord,
+    call_record,
+)
 from auditor.kernel.dedupe import Deduper
 from auditor.kernel.normalize import light_item, normalize_record, normalize_typed, single_item
 from auditor.kernel.shards import SKIPPED, Shard, raw_owned
@@ -19,6 +27,21 @@ from auditor.kernel.stats import IngestStats
 
 #: The most records of one run (a batch of small records: bounded memory whatever the input).
 RUN_MOST: Final = 1024
+
+#: Whether :func:`light_run` looks for the records of other operations before the typed decoder (compiled only:
+#: interpreted, the look costs the other records more than it saves).
+HINTED: Final = not __file__.endswith(".py")
+#: Where the value of ``eventName`` began in records of other operations, from the record's first byte (a record's
+#: ``userIdentity`` is as long as its caller's, so a few callers give a few offsets); bounded, cleared when full.
+_OTHER_AT: Final[list[int]] = []
+_OTHER_AT_MOST: Final = 16
+_EVENT_NAME: Final = b'"eventName":"'
+_EVENT_NAME_LEN: Final = len(_EVENT_NAME)
+_QUOTE: Final = 34
+_COLON: Final = 58
+#: The first letters of the operations :class:`~auditor.kernel.decode.LightRecord` reads (GetItem, PutItem,
+#: UpdateItem, DeleteItem, Query).
+_LIGHT_INITIALS: Final = frozenset(b"GPUDQ")
 
 
 def light_run(
@@ -51,8 +74,10 @@ def light_run(
         raise ValueError("light_run() needs a separator, a positive advance and count")
     done: list[Any] = []
     find = buf.find
+    view = memoryview(buf)  # each record is a view of the buffer, not a copy of its bytes (msgspec reads either)
     decode = DECODE
     loads = orjson.loads
+    hinted = HINTED
     pos = start
     for _ in range(most):
         cut = find(sep, pos, limit)
@@ -62,13 +87,26 @@ def light_run(
             done.append(SKIPPED)
             pos = cut + advance
             continue
-        data = buf[pos : cut + 1]
-        if ascii or data.isascii():
+        data = view[pos : cut + 1]
+        if ascii or buf[pos : cut + 1].isascii():
+            # Another operation's record is read by call_record (typed but for its parameters and caller). One whose
+            # eventName stands where another's did goes there first: the typed decoder would fail on it only after
+            # decoding its first fields (and raising costs as much again). Only a hint: where call_record reads
+            # another operation, so does the last eventName of the record, on which the typed decoder fails.
+            tried = hinted and _names_other(buf, pos, cut)
+            if tried:
+                full = call_record(data)
+                if full is not None and full.record.operation not in LIGHT_OPERATIONS:
+                    done.append(full)
+                    pos = cut + advance
+                    continue
             try:
                 record = decode(data)
             except DECODE_ERRORS:
-                full = call_record(data)  # another operation's record, typed but for its parameters and caller
+                full = None if tried else call_record(data)
                 if full is not None and full.record.operation not in LIGHT_OPERATIONS:
+                    if hinted:
+                        _learn(buf, pos, cut)
                     done.append(full)
                     pos = cut + advance
                     continue
@@ -83,6 +121,35 @@ def light_run(
             break
         pos = cut + advance
     return done, pos
+
+
+def _names_other(buf: bytes, start: int, end: int) -> bool:
+    """Whether the record ``buf[start:end]`` holds ``"eventName":"`` where another operation's record held it
+    (:data:`_OTHER_AT`), followed by a letter that no operation the typed decoder reads begins with."""
+    for offset in _OTHER_AT:
+        at = start + offset
+        # Byte by byte first (compiled, each is a native read): most offsets stop at the first or second byte.
+        if (
+            at < end
+            and buf[at - 1] == _QUOTE
+            and buf[at - 2] == _COLON
+            and buf[at - 3] == _QUOTE
+            and buf[at] not in _LIGHT_INITIALS
+            and buf.startswith(_EVENT_NAME, at - _EVENT_NAME_LEN)
+        ):
+            return True
+    return False
+
+
+def _learn(buf: bytes, start: int, end: int) -> None:
+    """Note where the value of ``eventName`` begins in the record ``buf[start:end]``, another operation's."""
+    at = buf.find(_EVENT_NAME, start, end)
+    if at >= 0:
+        offset = at + _EVENT_NAME_LEN - start
+        if offset not in _OTHER_AT:
+            if len(_OTHER_AT) >= _OTHER_AT_MOST:
+                _OTHER_AT.clear()
+            _OTHER_AT.append(offset)
 
 
 def read_run(
@@ -205,7 +272,7 @@ class Malformed:
     reason: str
 
 
-def reparse(data: bytes) -> Any:
+def reparse(data: Bytes) -> Any:
     """A typed record decoded in full: a :class:`~auditor.kernel.decode.FullRecord` where
     :func:`~auditor.kernel.decode.call_record` reads it, else by orjson; one that orjson cannot read (rule 3 of the
     typed decoder) stands as one malformed record."""
@@ -213,7 +280,7 @@ def reparse(data: bytes) -> Any:
     return full if full is not None else _loads(data)
 
 
-def _loads(data: bytes) -> Any:
+def _loads(data: Bytes) -> Any:
     """``data`` decoded by orjson, or one malformed record."""
     try:
         return orjson.loads(data)
