@@ -40,7 +40,8 @@ class LightRecord(msgspec.Struct, gc=False, kw_only=True):
 
     A record of another operation or service, or missing one of the required fields, does not decode (the full
     decoder reads it). ``agent`` and ``ip`` are only required to be there; ``error`` to be absent.
-    The other scalars of the envelope are typed too, so that a value orjson cannot read there is not skipped (rule 3).
+    The other scalars of the envelope are typed too, so that a value orjson cannot read there is not skipped (rule 3;
+    ``agent`` and ``ip`` are checked as JSON only, like the parts of the record that are not typed).
 
     The fields are declared in the order CloudTrail writes a record's keys: msgspec looks each key up from the field
     after the one it last matched, so a record in that order finds every field at the first try (about a tenth of

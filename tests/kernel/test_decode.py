@@ -187,6 +187,8 @@ READ: dict[str, bytes] = {
     "1e400 in an untyped object (rule 3)": _with(BASE, b'"TLSv1.3"', b"1e400"),
     "5,000 digits in an untyped object (rule 3)": _with(BASE, b'"mfaAuthenticated":"false"', b'"n":' + b"9" * 5000),
     "1e400 in a field CloudTrail does not write (rule 3)": BASE[:-1] + b',"newField":[1e400]}',
+    "1e400 as the user agent, checked as JSON only (rule 3)": _with(BASE, b'"Boto3/1.34.0"', b"1e400"),
+    "1e400 as the source address, checked as JSON only (rule 3)": _with(BASE, b'"10.0.1.23"', b"1e400"),
     "a failed call (light_item hands it back)": BASE[:-1] + b',"errorCode":"ValidationException"}',
     "consistency as text": _with(BASE, b'"consistentRead":false', b'"consistentRead":"false"'),
     "no consistency flag": _with(BASE, b',"consistentRead":false', b""),
