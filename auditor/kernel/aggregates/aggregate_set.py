@@ -408,23 +408,8 @@ def add_items(
                     tw._pending_bufs = bufs
                     tw._pending_minute = minute
             read_eventual = eventual or item.eventual  # a BatchGetItem logs consistentRead per table: per item
-            if extra:  # metered above one read or write of the item (see ``extra_units``)
-                _add_units(
-                    tw, bufs, 1 + extra, encoded, attr if statement is None else "", is_write, read_eventual, second
-                )
-            else:
-                tw.key_requests += 1
-                bufs[0].append(encoded)
-                if is_write:
-                    tw.key_writes += 1
-                    bufs[1].append(encoded)
-                    bufs[2].append(second + 1)
-                else:
-                    tw.key_reads += 1
-                    if read_eventual:
-                        tw.key_reads_eventual += 1
-                    bufs[2].append(second)
-                tw._pending_attrs.append(attr if statement is None else "")
+            # one unit, or more when metered above one read or write of the item (see ``extra_units``)
+            _add_units(tw, bufs, 1 + extra, encoded, attr if statement is None else "", is_write, read_eventual, second)
         if statement is not None:
             if not plain:
                 template = statement_template(statement)
